@@ -1,0 +1,160 @@
+# kctrld: plain GNU Makefile. Sources are discovered by directory so that a new
+# component is one new .c/.h pair and no Makefile edit:
+#   daemon/*.c (minus main.c)  -> $(B)/libkctrld.a, linked into kctrld and tests
+#   daemon/main.c              -> $(B)/kctrld
+#   tests/apisim/*.c           -> $(B)/kube-apisim (independent of daemon/, see docs/architecture.md)
+#   plugins/NAME/*.c           -> $(B)/plugins/NAME.so
+#   tests/unit/test_*.c        -> $(B)/tests/test_*      (cmocka)
+#   tests/bench/bench_*.c      -> $(B)/bench/bench_*
+#   tests/fuzz/fuzz_*.c        -> $(B)/fuzz/fuzz_*       (clang libFuzzer, `make fuzz`)
+# Variants: `make SAN=address` builds into build-asan/ with ASan+UBSan,
+# `make SAN=thread` into build-tsan/.
+
+VERSION   := 0.1.0
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+CC        ?= cc
+SAN       ?=
+
+ifeq ($(SAN),address)
+  B        := build-asan
+  SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  OPT      := -O1 -g
+else ifeq ($(SAN),thread)
+  B        := build-tsan
+  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+  OPT      := -O1 -g
+else
+  B        := build
+  SANFLAGS :=
+  OPT      := -O2 -g
+  HARDEN   := -D_FORTIFY_SOURCE=2
+endif
+
+PKGS      := libuv libcurl yajl yaml-0.1 libmicrohttpd libsystemd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wformat=2 -Wvla -Wimplicit-fallthrough -Wno-unused-parameter
+CFLAGS    ?=
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -fstack-protector-strong \
+             -MMD -MP -Idaemon -Iinclude -DKCTRLD_VERSION=\"$(VERSION)\" $(PKG_CFLAGS) $(SANFLAGS)
+LDFLAGS   += $(SANFLAGS) -Wl,-z,relro,-z,now
+LDLIBS    := $(PKG_LIBS) -lpthread -ldl -lm
+
+DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o)
+APISIM_SRC := $(wildcard tests/apisim/*.c)
+APISIM_OBJ := $(APISIM_SRC:%.c=$(B)/obj/%.o)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+UNIT_HELPER_SRC := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+UNIT_HELPER_OBJ := $(UNIT_HELPER_SRC:%.c=$(B)/obj/%.o)
+BENCH_SRC  := $(wildcard tests/bench/bench_*.c)
+BENCH_BIN  := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
+PLUGIN_DIRS := $(patsubst %/,%,$(dir $(wildcard plugins/*/*.c)))
+PLUGIN_NAMES := $(sort $(notdir $(PLUGIN_DIRS)))
+PLUGIN_SO  := $(PLUGIN_NAMES:%=$(B)/plugins/%.so)
+
+.PHONY: all test check unit demo bench fuzz install format lint clean deps tsan asan
+all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/libkctrld.a: $(DAEMON_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/kctrld: $(B)/obj/daemon/main.o $(B)/libkctrld.a
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
+
+$(B)/kube-apisim: $(APISIM_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/%: $(B)/obj/tests/unit/%.o $(UNIT_HELPER_OBJ) $(B)/libkctrld.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
+
+$(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libkctrld.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Plugins: every .c in plugins/NAME/ becomes NAME.so. Position independent,
+# only kctrld_plugin_entry exported (the header marks it visible).
+.SECONDEXPANSION:
+$(B)/plugins/%.so: $$(patsubst %.c,$(B)/pic/%.o,$$(wildcard plugins/%/*.c))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared -o $@ $^
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+deps:
+	@bash .ci/install-deps
+
+# `make test`: normal build, then the ASan+UBSan build, then the TSan build of
+# the thread hand-off tests; tests/run-tests prints the closing tally.
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory SAN=address all
+	@$(MAKE) --no-print-directory SAN=thread all
+	@bash tests/run-tests
+
+check: test
+
+unit: all
+	@bash tests/run-tests --unit-only
+
+demo: deps all
+	@bash tests/demo.sh
+
+bench: all
+	@bash tests/bench/run-bench
+
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_SECONDS ?= 20
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Idaemon -Iinclude $(PKG_CFLAGS) \
+	-fsanitize=fuzzer,address,undefined -DKCTRLD_VERSION=\"$(VERSION)\"
+build-fuzz/%: tests/fuzz/%.c $(DAEMON_SRC)
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
+fuzz: deps $(FUZZ_BIN)
+	@set -e; for f in $(FUZZ_BIN); do \
+	  n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 build-fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>&1 | tail -2; \
+	done
+
+install: $(B)/kctrld $(PLUGIN_SO)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kctrld \
+	  $(DESTDIR)$(PREFIX)/lib/kctrld/plugins $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system \
+	  $(DESTDIR)/etc/kctrld
+	install -m 0755 $(B)/kctrld $(DESTDIR)$(PREFIX)/bin/kctrld
+	install -m 0644 include/kctrld/*.h $(DESTDIR)$(PREFIX)/include/kctrld/
+	$(if $(PLUGIN_SO),install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/kctrld/plugins/)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' config/kctrld-plugin.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kctrld-plugin.pc
+	install -m 0644 config/*.yaml $(DESTDIR)$(PREFIX)/share/kctrld/examples/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' systemd/kctrld.service.in \
+	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/kctrld.service
+	test -e $(DESTDIR)/etc/kctrld/kctrld.yaml || \
+	  install -m 0640 config/kctrld.example.yaml $(DESTDIR)/etc/kctrld/kctrld.yaml
+
+FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_SRC)
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+	  --suppress=missingIncludeSystem -D__GNUC__ -Idaemon -Iinclude daemon tests/apisim plugins
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+-include $(shell find build build-asan build-tsan -name '*.d' 2>/dev/null)

@@ -1,0 +1,149 @@
+/* kobj: one cached Kubernetes object, immutable once built, reference counted.
+ *
+ * Representation (docs/design.md "Objects"): one allocation holding a small
+ * header and the object's minified JSON text (NUL-terminated). The identity
+ * fields (namespace, name, uid, resourceVersion, ...) and the labels are
+ * slices into that text, found once when the object is built. Memory per
+ * cached object is therefore its JSON size plus ~100 bytes plus 16 bytes per
+ * label, instead of a parsed tree (3-5x). Any other field is read with a
+ * path lookup that scans the text without allocating (kc_obj_get).
+ *
+ * Threads: built on the loop thread (by the decoder or kc_obj_parse). Once
+ * built, every function here may be called from any thread; ref/unref are
+ * atomic. Nobody may write through the pointers returned: they point into
+ * shared immutable memory.
+ *
+ * Errors: 0 or a negative errno.
+ */
+#ifndef KC_KOBJ_H
+#define KC_KOBJ_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A borrowed, NOT NUL-terminated byte slice. len 0 with ptr NULL = absent. */
+typedef struct kc_str {
+  const char *ptr;
+  size_t len;
+} kc_str;
+
+static inline kc_str kc_str_c(const char *s);
+bool kc_str_eq(kc_str a, kc_str b);
+bool kc_str_eq_c(kc_str a, const char *b);
+int kc_str_cmp(kc_str a, kc_str b);
+
+/* A label as it appears in metadata.labels. Label keys and values may only
+ * contain [A-Za-z0-9._/-], so the JSON text needs no unescaping and the
+ * slices point straight into the object's text. */
+typedef struct kc_label {
+  kc_str key;
+  kc_str value;
+} kc_label;
+
+typedef struct kc_obj {
+  atomic_uint refs;
+  uint32_t json_len;    /* bytes of json[], without the NUL */
+  kc_str kind;          /* empty for list items of built-in types */
+  kc_str api_version;   /* empty for list items of built-in types */
+  kc_str namespace_;    /* empty for cluster-scoped objects */
+  kc_str name;
+  kc_str uid;
+  kc_str resource_version;
+  kc_str creation_timestamp;
+  int64_t generation;   /* 0 when absent */
+  bool deleting;        /* metadata.deletionTimestamp is set */
+  uint32_t nlabels;
+  const kc_label *labels; /* sorted by key (bytewise), inside this allocation */
+  char json[];          /* minified JSON of the object as stored */
+} kc_obj;
+
+/* Which paths to leave out when building objects (informer `transform:`).
+ * Paths use the syntax of kc_obj_get, e.g. "metadata.managedFields". */
+typedef struct kc_transform {
+  const char *const *drop; /* borrowed for the transform's lifetime */
+  size_t ndrop;
+  bool metadata_only;      /* keep only kind, apiVersion and metadata */
+} kc_transform;
+
+/* Builds an object from one complete JSON object text (any whitespace).
+ * `t` may be NULL. Returns a new object with refs == 1, or NULL with a
+ * message in err (e.g. "offset 17: invalid JSON: ...", "not a JSON object").
+ * Context: any thread (it touches no shared state). */
+kc_obj *kc_obj_parse(const char *json, size_t len, const kc_transform *t, char *err,
+                     size_t errlen);
+
+/* Ownership: ref returns its argument; unref frees on the last reference.
+ * kc_obj_unref(NULL) is a no-op. */
+kc_obj *kc_obj_ref(kc_obj *obj);
+void kc_obj_unref(kc_obj *obj);
+
+/* Bytes this object costs in memory (header + labels + text). */
+size_t kc_obj_mem_size(const kc_obj *obj);
+
+/* Store key "namespace/name" (or "name" when cluster-scoped) into buf.
+ * Returns the length written (without NUL), or -ENOSPC if cap is too small. */
+int kc_obj_key(const kc_obj *obj, char *buf, size_t cap);
+
+/* Returns the label's value, or an absent kc_str. */
+kc_str kc_obj_label(const kc_obj *obj, kc_str key);
+
+enum kc_json_type {
+  KC_JSON_ABSENT = 0,
+  KC_JSON_NULL,
+  KC_JSON_BOOL,
+  KC_JSON_NUMBER,
+  KC_JSON_STRING,
+  KC_JSON_OBJECT,
+  KC_JSON_ARRAY,
+};
+
+/* One JSON value inside an object's text: `raw` is the exact JSON text of
+ * the value (strings include their quotes and escapes). */
+typedef struct kc_json_value {
+  enum kc_json_type type;
+  kc_str raw;
+} kc_json_value;
+
+/* Looks up a path in the object. Path syntax:
+ *   spec.nodeName                       dot-separated object keys
+ *   metadata.annotations["a.b/c"]       bracketed key for keys with dots
+ *   spec.containers[0].image            array index
+ * Returns 0 and fills *out (type KC_JSON_ABSENT when the path does not
+ * exist), or -EINVAL for a malformed path. No allocation. */
+int kc_obj_get(const kc_obj *obj, const char *path, kc_json_value *out);
+
+/* Like kc_obj_get for paths with "[]" (every element of an array), e.g.
+ * "metadata.ownerReferences[].uid", "spec.volumes[].configMap.name".
+ * Calls cb for every value found (absent values are skipped); cb returns
+ * false to stop. Returns the number of values visited, or -EINVAL. */
+int kc_obj_get_each(const kc_obj *obj, const char *path,
+                    bool (*cb)(const kc_json_value *v, void *ud), void *ud);
+
+/* Same lookups on a bare JSON value (e.g. an element visited above). */
+int kc_json_get(kc_str json, const char *path, kc_json_value *out);
+
+/* Unescapes a KC_JSON_STRING value into buf (NUL-terminated). Returns the
+ * decoded length, -ENOSPC if it does not fit, -EINVAL if not a string. */
+int kc_json_string(const kc_json_value *v, char *buf, size_t cap);
+
+/* Parses a KC_JSON_NUMBER that is an integer. Returns 0 or -EINVAL/-ERANGE. */
+int kc_json_int64(const kc_json_value *v, int64_t *out);
+
+/* True for KC_JSON_BOOL true. */
+bool kc_json_true(const kc_json_value *v);
+
+/* Renders a field value the way Kubernetes field selectors compare it:
+ * strings unescaped, numbers and booleans as their text, absent/null as "".
+ * Returns the length, or -ENOSPC / -EINVAL (objects, arrays). */
+int kc_json_scalar_text(const kc_json_value *v, char *buf, size_t cap);
+
+static inline kc_str kc_str_c(const char *s) {
+  kc_str r = {s, 0};
+  if (s)
+    while (s[r.len]) r.len++;
+  return r;
+}
+
+#endif
