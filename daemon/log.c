@@ -40,6 +40,18 @@ static const char *level_name(enum kc_log_level level) {
   return "?";
 }
 
+/* Appends formatted text at line[n]; returns the bytes added (truncating). */
+__attribute__((format(printf, 4, 5))) static size_t fmt_append(char *line, size_t cap, size_t n,
+                                                              const char *fmt, ...) {
+  if (n + 1 >= cap) return 0;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(line + n, cap - n, fmt, ap);
+  va_end(ap);
+  if (w < 0) return 0;
+  return (size_t)w < cap - n ? (size_t)w : cap - n - 1;
+}
+
 void kc_logv(enum kc_log_level level, const char *component, const char *fmt, va_list ap) {
   if ((int)level > atomic_load(&log_level)) return;
   int tty = atomic_load(&log_tty);
@@ -49,24 +61,15 @@ void kc_logv(enum kc_log_level level, const char *component, const char *fmt, va
   }
   char line[4096];
   size_t n = 0;
-  int w;
-  if (tty)
-    w = snprintf(line, sizeof line, "%s %s", level_name(level), component ? component : "-");
-  else
-    w = snprintf(line, sizeof line, "<%d>%s %s", (int)level, level_name(level),
-                 component ? component : "-");
-  if (w < 0) return;
-  n = (size_t)w < sizeof line ? (size_t)w : sizeof line - 1;
-  if (log_context && n < sizeof line) {
-    w = snprintf(line + n, sizeof line - n, "[%s]", log_context);
-    if (w > 0) n += (size_t)w < sizeof line - n ? (size_t)w : sizeof line - n - 1;
-  }
-  if (n < sizeof line - 2) {
-    line[n++] = ':';
-    line[n++] = ' ';
-    w = vsnprintf(line + n, sizeof line - n, fmt, ap);
-    if (w > 0) n += (size_t)w < sizeof line - n ? (size_t)w : sizeof line - n - 1;
-  }
+  if (!tty) n += fmt_append(line, sizeof line, n, "<%d>", (int)level);
+  n += fmt_append(line, sizeof line, n, "%s %s", level_name(level), component ? component : "-");
+  if (log_context) n += fmt_append(line, sizeof line, n, "[%s]", log_context);
+  n += fmt_append(line, sizeof line, n, "%s", ": ");
+  va_list copy;
+  va_copy(copy, ap);
+  int w = vsnprintf(line + n, sizeof line - n, fmt, copy);
+  va_end(copy);
+  if (w > 0) n += (size_t)w < sizeof line - n ? (size_t)w : sizeof line - n - 1;
   /* One line, no embedded newlines: journald treats each line as an entry. */
   for (size_t i = 0; i < n; i++)
     if (line[i] == '\n') line[i] = ' ';
