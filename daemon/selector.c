@@ -1018,7 +1018,7 @@ void kc_field_selector_free(kc_field_selector *sel) { free(sel); }
 
 static int put_text(const char *s, size_t n, char *buf, size_t cap) {
   if (n + 1 > cap) return -ENOSPC;
-  memcpy(buf, s, n);
+  if (n) memcpy(buf, s, n);
   buf[n] = '\0';
   return (int)n;
 }
