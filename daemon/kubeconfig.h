@@ -1,0 +1,78 @@
+/* kubeconfig: finds the credentials the daemon talks to the API server with
+ * (kube-api-contract.md section 10).
+ *
+ * Order (kc_kube_resolve): the --kubeconfig file (that file only, must
+ * exist), else the KUBECONFIG path list (':'-separated, missing files
+ * skipped, merged: the first file to define a cluster/user/context name wins
+ * whole, the first current-context wins), else the kubeconfig named in the
+ * daemon's config file, else in-cluster (service account).
+ *
+ * Supported kubeconfig fields: clusters[].cluster.{server,
+ * certificate-authority, certificate-authority-data, insecure-skip-tls-verify,
+ * tls-server-name}, users[].user.{token, tokenFile, client-certificate[-data],
+ * client-key[-data]}, contexts[].context.{cluster, user, namespace},
+ * current-context. Relative paths resolve against the directory of the file
+ * that defined the entry. `exec` and `auth-provider` users are rejected.
+ * Errors name `file:line:col` (YAML parsed with yamltree).
+ *
+ * Context: any thread (no shared state; reads the environment and files).
+ * Errors: 0 or a negative errno; on -EINVAL/-ENOENT a one-line message is
+ * written to err.
+ * Ownership: a kc_kube_creds is the caller's; free with kc_kube_creds_free,
+ * which zeroes secrets.
+ */
+#ifndef KC_KUBECONFIG_H
+#define KC_KUBECONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct kc_kube_creds {
+  char *server;     /* "https://host:port" (no trailing slash) */
+  char *ca_file;    /* absolute path, or NULL */
+  char *ca_data;    /* decoded PEM bytes (NUL-terminated), or NULL */
+  size_t ca_len;
+  char *cert_file;
+  char *cert_data;
+  size_t cert_len;
+  char *key_file;
+  char *key_data;
+  size_t key_len;
+  char *token;      /* static bearer token, or NULL */
+  char *token_file; /* re-read periodically; used when token is NULL */
+  bool insecure;    /* insecure-skip-tls-verify */
+  char *tls_server_name;
+  char *namespace_; /* default namespace ("default" when unset) */
+  bool in_cluster;
+  char *source;     /* human description for logs, e.g. "kubeconfig /x (context dev)" */
+} kc_kube_creds;
+
+/* Loads and merges the kubeconfig files paths[0..npaths). Files that do not
+ * exist are skipped when skip_missing, else an error. `context` overrides
+ * current-context when not NULL. Returns 0, -ENOENT (no file found / nothing
+ * defined), -EINVAL (bad content, positioned message) or -ENOMEM. */
+int kc_kubeconfig_load(const char *const *paths, size_t npaths, bool skip_missing,
+                       const char *context, kc_kube_creds **out, char *err, size_t errlen);
+
+/* Same for one kubeconfig held in memory; `name` is used as its file name
+ * in messages and relative paths resolve against its directory. */
+int kc_kubeconfig_parse(const char *name, const char *buf, size_t len, const char *context,
+                        kc_kube_creds **out, char *err, size_t errlen);
+
+/* In-cluster service account. sa_dir NULL means
+ * /var/run/secrets/kubernetes.io/serviceaccount. Returns 0, -ENOENT when not
+ * in a cluster (KUBERNETES_SERVICE_HOST/PORT unset) or the token is missing. */
+int kc_kube_in_cluster(const char *sa_dir, kc_kube_creds **out, char *err, size_t errlen);
+
+/* The full resolution order above. flag_path: --kubeconfig (or NULL);
+ * config_path: the config file's setting (or NULL). */
+int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
+                    char *err, size_t errlen);
+
+void kc_kube_creds_free(kc_kube_creds *c);
+
+/* Decodes standard base64 (padding optional, whitespace skipped) into a
+ * malloc'd NUL-terminated buffer. Returns 0, -EINVAL or -ENOMEM. */
+int kc_base64_decode(const char *in, size_t len, char **out, size_t *outlen);
+
+#endif

@@ -1,0 +1,332 @@
+/* Tests for daemon/kubeconfig.c: merge order, relative paths, data fields,
+ * errors with positions, in-cluster, resolution order. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kubeconfig.h"
+
+static char dir[256];
+
+static void write_file(const char *name, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *path_of(const char *name) {
+  static char buf[4][512];
+  static int i;
+  i = (i + 1) % 4;
+  snprintf(buf[i], sizeof buf[i], "%s/%s", dir, name);
+  return buf[i];
+}
+
+static int setup(void **state) {
+  snprintf(dir, sizeof dir, "/tmp/kctrld-kubeconfig.XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  return 0;
+}
+
+static int teardown(void **state) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *A =
+    "apiVersion: v1\n"
+    "kind: Config\n"
+    "current-context: dev\n"
+    "clusters:\n"
+    "- name: c1\n"
+    "  cluster:\n"
+    "    server: https://127.0.0.1:6443/\n"
+    "    certificate-authority: certs/ca.crt\n"
+    "    tls-server-name: kubernetes\n"
+    "users:\n"
+    "- name: u1\n"
+    "  user:\n"
+    "    tokenFile: token\n"
+    "contexts:\n"
+    "- name: dev\n"
+    "  context: {cluster: c1, user: u1, namespace: team-a}\n";
+
+static const char *B =
+    "current-context: other\n"
+    "clusters:\n"
+    "- name: c1\n"
+    "  cluster: {server: https://b.example:443}\n"
+    "- name: c2\n"
+    "  cluster:\n"
+    "    server: https://c2.example:6443\n"
+    "    insecure-skip-tls-verify: true\n"
+    "users:\n"
+    "- name: u2\n"
+    "  user:\n"
+    "    token: abc\n"
+    "    tokenFile: /ignored\n"
+    "    client-certificate-data: aGVsbG8gY2VydA==\n" /* "hello cert" */
+    "    client-key-data: aGVsbG8ga2V5\n"             /* "hello key" */
+    "contexts:\n"
+    "- name: dev\n"
+    "  context: {cluster: c2, user: u2}\n"
+    "- name: other\n"
+    "  context: {cluster: c2, user: u2}\n";
+
+static void test_single_file_relative_paths(void **state) {
+  write_file("a.yaml", A);
+  const char *p = path_of("a.yaml");
+  kc_kube_creds *c = NULL;
+  char err[256];
+  assert_int_equal(kc_kubeconfig_load(&p, 1, false, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://127.0.0.1:6443"); /* trailing slash dropped */
+  char want[4200];
+  char real[4096];
+  assert_non_null(realpath(dir, real));
+  snprintf(want, sizeof want, "%s/certs/ca.crt", real);
+  assert_string_equal(c->ca_file, want);
+  snprintf(want, sizeof want, "%s/token", real);
+  assert_string_equal(c->token_file, want);
+  assert_null(c->token);
+  assert_string_equal(c->tls_server_name, "kubernetes");
+  assert_string_equal(c->namespace_, "team-a");
+  assert_false(c->insecure);
+  assert_false(c->in_cluster);
+  assert_non_null(strstr(c->source, "context dev"));
+  kc_kube_creds_free(c);
+}
+
+static void test_merge_first_wins(void **state) {
+  write_file("a.yaml", A);
+  write_file("b.yaml", B);
+  char p0[512], p1[512], p2[512];
+  snprintf(p0, sizeof p0, "%s", path_of("missing.yaml"));
+  snprintf(p1, sizeof p1, "%s", path_of("a.yaml"));
+  snprintf(p2, sizeof p2, "%s", path_of("b.yaml"));
+  const char *paths[] = {p0, p1, p2};
+  kc_kube_creds *c = NULL;
+  char err[256];
+  /* current-context "dev" from a.yaml wins; context dev from a.yaml wins. */
+  assert_int_equal(kc_kubeconfig_load(paths, 3, true, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://127.0.0.1:6443");
+  kc_kube_creds_free(c);
+  /* Reversed: b's current-context "other" -> c2 with data fields. */
+  const char *rev[] = {path_of("b.yaml"), path_of("a.yaml")};
+  assert_int_equal(kc_kubeconfig_load(rev, 2, true, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://c2.example:6443");
+  assert_true(c->insecure);
+  assert_string_equal(c->token, "abc");
+  assert_int_equal(c->cert_len, 10);
+  assert_memory_equal(c->cert_data, "hello cert", 10);
+  assert_string_equal(c->key_data, "hello key");
+  assert_string_equal(c->namespace_, "default");
+  kc_kube_creds_free(c);
+  /* Explicit context: cluster c1 is a.yaml's (first definition wins whole). */
+  assert_int_equal(kc_kubeconfig_load(paths, 3, true, "dev", &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://127.0.0.1:6443");
+  kc_kube_creds_free(c);
+  const char *rev2[] = {path_of("b.yaml"), path_of("a.yaml")};
+  assert_int_equal(kc_kubeconfig_load(rev2, 2, true, "dev", &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://c2.example:6443"); /* b's dev context */
+  kc_kube_creds_free(c);
+  /* Missing file not skipped: error. */
+  assert_int_equal(kc_kubeconfig_load(paths, 3, false, NULL, &c, err, sizeof err), -ENOENT);
+  assert_non_null(strstr(err, "missing.yaml"));
+}
+
+static void test_ca_data_pem(void **state) {
+  /* Base64 of a PEM block (wrapped over lines, as kubectl writes it). */
+  static const char pem[] = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n";
+  static const char b64[] =
+      "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJzekNDQVZtZ0F3SUJBZ0lVCi0tLS0tRU5E\n"
+      "IENFUlRJRklDQVRFLS0tLS0K";
+  char *out;
+  size_t n;
+  assert_int_equal(kc_base64_decode(b64, strlen(b64), &out, &n), 0);
+  assert_int_equal(n, strlen(pem));
+  assert_string_equal(out, pem);
+  free(out);
+  assert_int_equal(kc_base64_decode("a$==", 4, &out, &n), -EINVAL);
+  assert_int_equal(kc_base64_decode("QQ==QQ", 6, &out, &n), -EINVAL);
+  assert_int_equal(kc_base64_decode("QUJD", 4, &out, &n), 0);
+  assert_string_equal(out, "ABC");
+  free(out);
+
+  char text[1024];
+  snprintf(text, sizeof text,
+           "current-context: x\n"
+           "clusters: [{name: c, cluster: {server: 'https://h:1', certificate-authority-data: "
+           "\"%s\"}}]\n"
+           "contexts: [{name: x, context: {cluster: c}}]\n",
+           "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJzekNDQVZtZ0F3SUJBZ0lVCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K");
+  write_file("d.yaml", text);
+  const char *p = path_of("d.yaml");
+  kc_kube_creds *c = NULL;
+  char err[256];
+  assert_int_equal(kc_kubeconfig_load(&p, 1, false, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->ca_data, pem);
+  assert_null(c->ca_file);
+  assert_null(c->token);
+  assert_null(c->token_file);
+  kc_kube_creds_free(c);
+}
+
+static void expect_error(const char *text, const char *want) {
+  write_file("e.yaml", text);
+  const char *p = path_of("e.yaml");
+  kc_kube_creds *c = NULL;
+  char err[512];
+  int rc = kc_kubeconfig_load(&p, 1, false, NULL, &c, err, sizeof err);
+  if (rc != -EINVAL) fail_msg("rc=%d for %s", rc, text);
+  assert_null(c);
+  char full[700];
+  snprintf(full, sizeof full, "%s%s", p, want);
+  if (strncmp(err, full, strlen(full)) != 0) fail_msg("got \"%s\", want prefix \"%s\"", err, full);
+}
+
+static void test_errors_with_positions(void **state) {
+  expect_error("current-context: x\n"
+               "clusters:\n"
+               "- name: c\n"
+               "  cluster:\n"
+               "    server: https://h:1\n"
+               "    certificate-authority: ca.crt\n"
+               "    insecure-skip-tls-verify: true\n"
+               "contexts: [{name: x, context: {cluster: c}}]\n",
+               ":7:31: specifying a root certificates file with the insecure flag");
+  expect_error("current-context: nope\ncontexts: []\n", ":1:18: context \"nope\" not found");
+  expect_error("current-context: x\n"
+               "contexts:\n"
+               "- name: x\n"
+               "  context:\n"
+               "    cluster: gone\n",
+               ":5:14: cluster \"gone\" not found");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1', "
+               "certificate-authority-data: '!!notbase64'}}]\n"
+               "contexts: [{name: x, context: {cluster: c}}]\n",
+               ":2:83: certificate-authority-data: invalid base64");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+               "users:\n"
+               "- name: u\n"
+               "  user:\n"
+               "    exec: {command: aws}\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+               ":6:5: user \"u\": exec credential plugins are not supported");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1', "
+               "insecure-skip-tls-verify: yes}}]\n"
+               "contexts: [{name: x, context: {cluster: c}}]\n",
+               ":2:81: insecure-skip-tls-verify");
+  expect_error("clusters: {c: 1}\n", ":1:11: clusters: expected a sequence");
+  expect_error("clusters: [{name: c, cluster: {}}]\n", ": no current-context set");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'h:1'}}]\n"
+               "contexts: [{name: x, context: {cluster: c}}]\n",
+               ":2:40: server \"h:1\" is not an http(s) URL");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+               "users: [{name: u, user: {client-certificate: c.pem}}]\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+               ":3:9: user \"u\": client certificate without client key");
+  expect_error("a: [unclosed\n", ":");
+}
+
+static void test_in_cluster(void **state) {
+  char sa[400];
+  snprintf(sa, sizeof sa, "%s/sa", dir);
+  assert_int_equal(mkdir(sa, 0700), 0);
+  write_file("sa/token", "tok-1\n");
+  write_file("sa/ca.crt", "pem");
+  write_file("sa/namespace", "kctrld-system\n");
+  kc_kube_creds *c = NULL;
+  char err[256];
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  assert_int_equal(kc_kube_in_cluster(sa, &c, err, sizeof err), -ENOENT);
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  unsetenv("POD_NAMESPACE");
+  assert_int_equal(kc_kube_in_cluster(sa, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://10.96.0.1:443");
+  assert_string_equal(c->namespace_, "kctrld-system");
+  assert_true(c->in_cluster);
+  assert_null(c->token);
+  char want[512];
+  snprintf(want, sizeof want, "%s/token", sa);
+  assert_string_equal(c->token_file, want);
+  snprintf(want, sizeof want, "%s/ca.crt", sa);
+  assert_string_equal(c->ca_file, want);
+  kc_kube_creds_free(c);
+  setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+  setenv("POD_NAMESPACE", "from-env", 1);
+  assert_int_equal(kc_kube_in_cluster(sa, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://[fd00::1]:443");
+  assert_string_equal(c->namespace_, "from-env");
+  kc_kube_creds_free(c);
+  unsetenv("POD_NAMESPACE");
+  unlink(path_of("sa/namespace"));
+  assert_int_equal(kc_kube_in_cluster(sa, &c, err, sizeof err), 0);
+  assert_string_equal(c->namespace_, "default");
+  kc_kube_creds_free(c);
+  unlink(path_of("sa/token"));
+  assert_int_equal(kc_kube_in_cluster(sa, &c, err, sizeof err), -ENOENT);
+  assert_non_null(strstr(err, "token"));
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
+static void test_resolve_order(void **state) {
+  write_file("a.yaml", A);
+  write_file("b.yaml", B);
+  kc_kube_creds *c = NULL;
+  char err[256];
+  char env[1200];
+  snprintf(env, sizeof env, "%s:%s", path_of("b.yaml"), path_of("a.yaml"));
+  setenv("KUBECONFIG", env, 1);
+  /* --kubeconfig wins over KUBECONFIG. */
+  assert_int_equal(kc_kube_resolve(path_of("a.yaml"), NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://127.0.0.1:6443");
+  kc_kube_creds_free(c);
+  /* KUBECONFIG (merged, b first) wins over the config file's setting. */
+  assert_int_equal(kc_kube_resolve(NULL, path_of("a.yaml"), &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://c2.example:6443");
+  kc_kube_creds_free(c);
+  /* KUBECONFIG naming only missing files falls through to the config's. */
+  setenv("KUBECONFIG", path_of("none.yaml"), 1);
+  assert_int_equal(kc_kube_resolve(NULL, path_of("a.yaml"), &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://127.0.0.1:6443");
+  kc_kube_creds_free(c);
+  /* --kubeconfig must exist. */
+  assert_int_equal(kc_kube_resolve(path_of("none.yaml"), NULL, &c, err, sizeof err), -ENOENT);
+  /* Nothing else: in-cluster, which is not available here. */
+  unsetenv("KUBECONFIG");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  assert_int_equal(kc_kube_resolve(NULL, NULL, &c, err, sizeof err), -ENOENT);
+  assert_non_null(strstr(err, "not running in a cluster"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_single_file_relative_paths),
+      cmocka_unit_test(test_merge_first_wins),
+      cmocka_unit_test(test_ca_data_pem),
+      cmocka_unit_test(test_errors_with_positions),
+      cmocka_unit_test(test_in_cluster),
+      cmocka_unit_test(test_resolve_order),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
