@@ -1,0 +1,327 @@
+/* Unit tests for daemon/workqueue: every rule of kube-api-contract.md
+ * section 9, with a fake clock. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "workqueue.h"
+
+#define MS KC_NS_PER_MS
+#define SEC KC_NS_PER_SEC
+
+static uint64_t fake_now;
+static uint64_t fake_clock(void *ud) {
+  (void)ud;
+  return fake_now;
+}
+
+static kc_workqueue *new_queue(void) {
+  fake_now = 1000 * SEC;
+  kc_workqueue *wq = kc_workqueue_new("test", NULL, fake_clock, NULL);
+  assert_non_null(wq);
+  return wq;
+}
+
+/* Gets one key and checks it is `want`. */
+static void expect_get(kc_workqueue *wq, const char *want) {
+  const char *k = NULL;
+  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
+  assert_string_equal(k, want);
+}
+
+static void expect_empty(kc_workqueue *wq) {
+  const char *k = NULL;
+  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_EMPTY);
+}
+
+static void test_fifo_and_dedup(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  assert_int_equal(kc_workqueue_add(wq, "default/a"), 0);
+  assert_int_equal(kc_workqueue_add(wq, "default/b"), 0);
+  assert_int_equal(kc_workqueue_add(wq, "default/a"), 0); /* dedup */
+  assert_int_equal(kc_workqueue_add(wq, "kube-system/c"), 0);
+  assert_int_equal(kc_workqueue_len(wq), 3);
+  const kc_wq_metrics *m = kc_workqueue_metrics(wq);
+  assert_int_equal(m->adds_total, 3);
+  assert_int_equal(m->depth, 3);
+  assert_int_equal(m->deduped_total, 1);
+  expect_get(wq, "default/a");
+  expect_get(wq, "default/b");
+  expect_get(wq, "kube-system/c");
+  expect_empty(wq);
+  assert_int_equal(m->depth, 0);
+  assert_int_equal(kc_workqueue_processing(wq), 3);
+  assert_int_equal(kc_workqueue_add(wq, ""), -EINVAL);
+  assert_int_equal(kc_workqueue_add(wq, NULL), -EINVAL);
+  kc_workqueue_free(wq);
+}
+
+/* A key added while processing is only marked dirty; it comes back after
+ * Done, never while still processing. */
+static void test_dirty_while_processing(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  kc_workqueue_add(wq, "ns/x");
+  expect_get(wq, "ns/x");
+  kc_workqueue_add(wq, "ns/x");
+  kc_workqueue_add(wq, "ns/x"); /* still one pending */
+  assert_int_equal(kc_workqueue_len(wq), 0);
+  assert_int_equal(kc_workqueue_metrics(wq)->depth, 1);
+  expect_empty(wq); /* never concurrently */
+  assert_int_equal(kc_workqueue_done(wq, "ns/x"), 0);
+  assert_int_equal(kc_workqueue_len(wq), 1);
+  expect_get(wq, "ns/x");
+  expect_empty(wq);
+  assert_int_equal(kc_workqueue_done(wq, "ns/x"), 0);
+  expect_empty(wq);
+  assert_int_equal(kc_workqueue_done(wq, "ns/x"), -ENOENT); /* Done without Get */
+  assert_int_equal(kc_workqueue_done(wq, "ns/unknown"), -ENOENT);
+  assert_int_equal(kc_workqueue_metrics(wq)->adds_total, 2);
+  kc_workqueue_free(wq);
+}
+
+/* AddRateLimited follows 5, 10, 20, 40 ms ... (the bucket has burst 100)
+ * and Forget resets the sequence. */
+static void test_rate_limited_backoff_and_forget(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  uint64_t expect = 5 * MS;
+  for (int i = 1; i <= 6; i++) {
+    assert_int_equal(kc_workqueue_add_rate_limited(wq, "ns/fail"), 0);
+    uint64_t when = 0;
+    assert_true(kc_workqueue_next_ready(wq, &when));
+    assert_int_equal(when - fake_now, expect);
+    assert_int_equal(kc_workqueue_num_requeues(wq, "ns/fail"), (uint32_t)i);
+    fake_now += expect - 1;
+    assert_int_equal(kc_workqueue_tick(wq), 0);
+    expect_empty(wq);
+    fake_now += 1;
+    assert_int_equal(kc_workqueue_tick(wq), 1);
+    expect_get(wq, "ns/fail");
+    kc_workqueue_done(wq, "ns/fail");
+    expect *= 2;
+  }
+  assert_int_equal(kc_workqueue_metrics(wq)->retries_total, 6);
+  kc_workqueue_forget(wq, "ns/fail");
+  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/fail"), 0);
+  kc_workqueue_add_rate_limited(wq, "ns/fail");
+  uint64_t when = 0;
+  assert_true(kc_workqueue_next_ready(wq, &when));
+  assert_int_equal(when - fake_now, 5 * MS);
+  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/unknown"), 0);
+  kc_workqueue_forget(wq, "ns/unknown"); /* no-op */
+  kc_workqueue_free(wq);
+}
+
+/* The 19th consecutive failure hits the 1000 s cap. */
+static void test_backoff_cap_through_queue(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  uint64_t last = 0;
+  for (int i = 1; i <= 19; i++) {
+    kc_workqueue_add_rate_limited(wq, "ns/k");
+    uint64_t when = 0;
+    assert_true(kc_workqueue_next_ready(wq, &when));
+    last = when - fake_now;
+    fake_now = when;
+    assert_int_equal(kc_workqueue_tick(wq), 1);
+    expect_get(wq, "ns/k");
+    kc_workqueue_done(wq, "ns/k");
+    if (i == 18) assert_int_equal(last, 655360 * MS);
+  }
+  assert_int_equal(last, 1000 * SEC);
+  kc_workqueue_free(wq);
+}
+
+/* With the bucket exhausted, retries of distinct keys come 100 ms apart. */
+static void test_bucket_spacing_through_queue(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  char key[32];
+  for (int i = 0; i < 100; i++) {
+    snprintf(key, sizeof key, "ns/k%d", i);
+    kc_workqueue_add_rate_limited(wq, key);
+  }
+  uint64_t when = 0;
+  assert_true(kc_workqueue_next_ready(wq, &when));
+  assert_int_equal(when - fake_now, 5 * MS); /* burst: backoff dominates */
+  kc_workqueue_add_rate_limited(wq, "ns/late1");
+  kc_workqueue_add_rate_limited(wq, "ns/late2");
+  fake_now += 5 * MS;
+  assert_int_equal(kc_workqueue_tick(wq), 100);
+  assert_int_equal(kc_workqueue_next_ready(wq, &when), true);
+  assert_int_equal(when - (fake_now - 5 * MS), 100 * MS);
+  fake_now += 95 * MS;
+  assert_int_equal(kc_workqueue_tick(wq), 1);
+  fake_now += 100 * MS;
+  assert_int_equal(kc_workqueue_tick(wq), 1);
+  assert_int_equal(kc_workqueue_len(wq), 102);
+  kc_workqueue_free(wq);
+}
+
+/* AddAfter keeps the earlier ready time; a real Add during the delay
+ * processes the key at once. */
+static void test_add_after_earlier_wins(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  uint64_t t0 = fake_now, when = 0;
+  kc_workqueue_add_after(wq, "ns/a", 10 * SEC);
+  kc_workqueue_add_after(wq, "ns/a", 2 * SEC); /* earlier: replaces */
+  kc_workqueue_add_after(wq, "ns/a", 5 * SEC); /* later: ignored */
+  kc_workqueue_add_after(wq, "ns/b", 1 * SEC);
+  kc_workqueue_add_after(wq, "ns/c", 3 * SEC);
+  assert_int_equal(kc_workqueue_waiting(wq), 3);
+  assert_int_equal(kc_workqueue_metrics(wq)->retries_total, 5);
+  assert_true(kc_workqueue_next_ready(wq, &when));
+  assert_int_equal(when, t0 + 1 * SEC);
+  fake_now = t0 + 2 * SEC;
+  assert_int_equal(kc_workqueue_tick(wq), 2);
+  expect_get(wq, "ns/b");
+  expect_get(wq, "ns/a");
+  expect_empty(wq);
+  /* A real event for c during its delay is processed immediately. */
+  kc_workqueue_add(wq, "ns/c");
+  expect_get(wq, "ns/c");
+  kc_workqueue_add_after(wq, "ns/d", 0); /* zero delay = Add now */
+  expect_get(wq, "ns/d");
+  assert_true(kc_workqueue_next_ready(wq, &when));
+  assert_int_equal(when, t0 + 3 * SEC);
+  kc_workqueue_free(wq);
+}
+
+/* Many delayed keys come out in ready-time order (heap correctness). */
+static void test_heap_order(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  char key[32];
+  uint64_t t0 = fake_now;
+  for (int i = 0; i < 1000; i++) {
+    int d = (i * 7919) % 1000 + 1; /* a permutation of 1..1000 */
+    snprintf(key, sizeof key, "ns/d%04d", d);
+    kc_workqueue_add_after(wq, key, (uint64_t)d * MS);
+  }
+  for (int d = 1; d <= 1000; d++) {
+    fake_now = t0 + (uint64_t)d * MS;
+    assert_int_equal(kc_workqueue_tick(wq), 1);
+    snprintf(key, sizeof key, "ns/d%04d", d);
+    expect_get(wq, key);
+  }
+  assert_false(kc_workqueue_next_ready(wq, &t0));
+  kc_workqueue_free(wq);
+}
+
+/* ShutDown: adds ignored, queued keys still handed out, then SHUTDOWN;
+ * dirty keys still come back after Done; processing count drains. */
+static void test_shutdown(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  kc_workqueue_add(wq, "ns/p");
+  expect_get(wq, "ns/p");
+  kc_workqueue_add(wq, "ns/a");
+  kc_workqueue_add(wq, "ns/b");
+  kc_workqueue_add(wq, "ns/p"); /* dirty while processing */
+  kc_workqueue_add_after(wq, "ns/later", SEC);
+  kc_workqueue_shutdown(wq);
+  assert_true(kc_workqueue_shutting_down(wq));
+  assert_int_equal(kc_workqueue_waiting(wq), 0);
+  kc_workqueue_add(wq, "ns/new");
+  kc_workqueue_add_after(wq, "ns/new2", SEC);
+  kc_workqueue_add_rate_limited(wq, "ns/new3");
+  assert_int_equal(kc_workqueue_len(wq), 2);
+  expect_get(wq, "ns/a");
+  expect_get(wq, "ns/b");
+  assert_int_equal(kc_workqueue_processing(wq), 3);
+  kc_workqueue_done(wq, "ns/a");
+  kc_workqueue_done(wq, "ns/p");
+  expect_get(wq, "ns/p");
+  const char *k = NULL;
+  kc_workqueue_done(wq, "ns/b");
+  kc_workqueue_done(wq, "ns/p");
+  assert_int_equal(kc_workqueue_processing(wq), 0);
+  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_SHUTDOWN);
+  kc_workqueue_free(wq);
+}
+
+static void test_metrics(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  const kc_wq_metrics *m = kc_workqueue_metrics(wq);
+  kc_workqueue_add(wq, "ns/a");
+  fake_now += 3 * MS;
+  kc_workqueue_add(wq, "ns/a"); /* dedup: the first add time counts */
+  fake_now += 2 * MS;
+  expect_get(wq, "ns/a"); /* queued 5 ms */
+  assert_int_equal(m->queue_duration.count, 1);
+  assert_int_equal(m->queue_duration.sum_ns, 5 * MS);
+  assert_int_equal(m->queue_duration.counts[6], 1); /* 1e-3 < 5e-3 <= 1e-2 */
+  fake_now += 1 * SEC;
+  kc_workqueue_add(wq, "ns/b");
+  expect_get(wq, "ns/b");
+  fake_now += 1 * SEC;
+  assert_int_equal(kc_workqueue_longest_running_ns(wq), 2 * SEC);
+  assert_int_equal(kc_workqueue_unfinished_work_ns(wq), 3 * SEC);
+  kc_workqueue_done(wq, "ns/a");
+  assert_int_equal(m->work_duration.count, 1);
+  assert_int_equal(m->work_duration.sum_ns, 2 * SEC);
+  assert_int_equal(m->work_duration.counts[9], 1); /* 1 < 2 <= 10 s */
+  assert_int_equal(kc_workqueue_longest_running_ns(wq), 1 * SEC);
+  kc_workqueue_done(wq, "ns/b");
+  assert_int_equal(kc_workqueue_unfinished_work_ns(wq), 0);
+  assert_int_equal(kc_wq_histogram_bound_ns(0), 10);
+  assert_int_equal(kc_wq_histogram_bound_ns(11), 1000 * SEC);
+  kc_wq_histogram h = {0};
+  kc_wq_histogram_observe(&h, 2000 * SEC);
+  assert_int_equal(h.counts[KC_WQ_HIST_BUCKETS], 1);
+  kc_wq_histogram_observe(&h, 10);
+  assert_int_equal(h.counts[0], 1);
+  kc_workqueue_free(wq);
+}
+
+/* Memory is bounded by distinct live keys: idle keys are reclaimed, and a
+ * key with failure history is kept until Forget. */
+static void test_memory_bounded(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  char key[48];
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < 1000; i++) {
+      snprintf(key, sizeof key, "ns/churn-%d-%d", round, i);
+      kc_workqueue_add(wq, key);
+    }
+    const char *k;
+    while (kc_workqueue_get(wq, &k) == KC_WQ_KEY) kc_workqueue_done(wq, k);
+  }
+  assert_true(kc_workqueue_keys(wq) <= 3000);
+  kc_workqueue_add_rate_limited(wq, "ns/failing");
+  for (int i = 0; i < 5000; i++) {
+    snprintf(key, sizeof key, "ns/more-%d", i);
+    kc_workqueue_add(wq, key);
+    const char *k;
+    while (kc_workqueue_get(wq, &k) == KC_WQ_KEY) kc_workqueue_done(wq, k);
+  }
+  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/failing"), 1);
+  assert_true(kc_workqueue_keys(wq) <= 3000);
+  kc_workqueue_free(wq);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fifo_and_dedup),
+      cmocka_unit_test(test_dirty_while_processing),
+      cmocka_unit_test(test_rate_limited_backoff_and_forget),
+      cmocka_unit_test(test_backoff_cap_through_queue),
+      cmocka_unit_test(test_bucket_spacing_through_queue),
+      cmocka_unit_test(test_add_after_earlier_wins),
+      cmocka_unit_test(test_heap_order),
+      cmocka_unit_test(test_shutdown),
+      cmocka_unit_test(test_metrics),
+      cmocka_unit_test(test_memory_bounded),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
