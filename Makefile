@@ -62,7 +62,7 @@ all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "CC $<"; $(CC) $(CFLAGS) -c $< -o $@
 
 $(B)/libkctrld.a: $(DAEMON_OBJ)
 	@mkdir -p $(dir $@)
@@ -91,7 +91,7 @@ $(B)/plugins/%.so: $$(patsubst %.c,$(B)/pic/%.o,$$(wildcard plugins/%/*.c))
 
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+	@echo "CC $< (pic)"; $(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 deps:
 	@bash .ci/install-deps
