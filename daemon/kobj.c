@@ -154,7 +154,7 @@ struct kc_obj_builder {
   size_t max_bytes;
 
   char *out;
-  size_t len, cap;
+  size_t len, cap, lim;
 
   unsigned depth; /* open containers; the root object is depth 1 */
   bool done;
@@ -174,19 +174,28 @@ struct kc_obj_builder {
   size_t nlabels, caplabels;
   kc_status status;
   bool iee;
+  int rc; /* the first error's code */
   char err[200];
 };
 
 static int fail(kc_obj_builder *b, int rc, const char *msg) {
-  if (!b->err[0]) snprintf(b->err, sizeof b->err, "%s", msg);
-  return rc;
+  if (!b->err[0]) {
+    snprintf(b->err, sizeof b->err, "%s", msg);
+    b->rc = rc;
+  }
+  return b->rc;
+}
+
+void kc_obj_builder_set_max_bytes(kc_obj_builder *b, size_t max_bytes) {
+  b->max_bytes = max_bytes ? max_bytes : KC_OBJ_MAX_BYTES;
+  if (b->max_bytes > UINT32_MAX - 16) b->max_bytes = UINT32_MAX - 16;
+  b->lim = 0; /* re-evaluated by the next reserve */
 }
 
 kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
   kc_obj_builder *b = calloc(1, sizeof *b);
   if (!b) return NULL;
-  b->max_bytes = max_bytes ? max_bytes : KC_OBJ_MAX_BYTES;
-  if (b->max_bytes > UINT32_MAX - 1) b->max_bytes = UINT32_MAX - 1;
+  kc_obj_builder_set_max_bytes(b, max_bytes);
   if (t) {
     b->metadata_only = t->metadata_only;
     if (t->ndrop > KC_OBJ_MAX_DROP) {
@@ -256,6 +265,7 @@ void kc_obj_builder_reset(kc_obj_builder *b) {
   b->status.retry_after_seconds = 0;
   b->iee = false;
   b->err[0] = '\0';
+  b->rc = 0;
 }
 
 bool kc_obj_builder_done(const kc_obj_builder *b) { return b->done; }
@@ -263,21 +273,28 @@ const char *kc_obj_builder_error(const kc_obj_builder *b) { return b->err; }
 const kc_status *kc_obj_builder_status(const kc_obj_builder *b) { return &b->status; }
 bool kc_obj_builder_initial_events_end(const kc_obj_builder *b) { return b->iee; }
 
+/* Makes room for n more bytes. b->lim = min(cap, limit) so the fast path
+ * also enforces the size limit. */
 static int reserve(kc_obj_builder *b, size_t n) {
-  if (b->cap - b->len >= n) return 0;
+  if (b->lim - b->len >= n) return 0;
   size_t need = b->len + n;
-  if (need > b->max_bytes + 8)
-  {
-    if (!b->err[0])
+  size_t limit = b->max_bytes + 8; /* slack: reservations round up a little */
+  if (need > limit) {
+    if (!b->err[0]) {
       snprintf(b->err, sizeof b->err, "object larger than the limit of %zu bytes", b->max_bytes);
-    return -E2BIG;
+      b->rc = -E2BIG;
+    }
+    return b->rc;
   }
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap < need) cap *= 2;
-  char *p = realloc(b->out, cap);
-  if (!p) return fail(b, -ENOMEM, "out of memory");
-  b->out = p;
-  b->cap = cap;
+  if (need > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < need) cap *= 2;
+    char *p = realloc(b->out, cap);
+    if (!p) return fail(b, -ENOMEM, "out of memory");
+    b->out = p;
+    b->cap = cap;
+  }
+  b->lim = b->cap < limit ? b->cap : limit;
   return 0;
 }
 
@@ -292,13 +309,13 @@ static int put_escaped(kc_obj_builder *b, const char *s, size_t len) {
     size_t run = i;
     while (run < len && !esc_tab[(uint8_t)s[run]]) run++;
     if (run > i) {
-      if (reserve(b, run - i + 1)) return -1;
+      if (reserve(b, run - i + 1)) return b->rc;
       memcpy(b->out + b->len, s + i, run - i);
       b->len += run - i;
       i = run;
     }
     if (i == len) break;
-    if (reserve(b, 6 + 1)) return -1;
+    if (reserve(b, 6 + 1)) return b->rc;
     uint8_t c = (uint8_t)s[i++];
     char *o = b->out + b->len;
     char e = 0;
@@ -328,7 +345,7 @@ static int put_escaped(kc_obj_builder *b, const char *s, size_t len) {
 }
 
 static inline int put_ch(kc_obj_builder *b, char c) {
-  if (reserve(b, 1)) return -1;
+  if (reserve(b, 1)) return b->rc;
   b->out[b->len++] = c;
   return 0;
 }
@@ -401,7 +418,7 @@ static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t
     }
   }
   if (!*skip) {
-    if (pl->has_elems && put_ch(b, ',')) return -1;
+    if (pl->has_elems && put_ch(b, ',')) return b->rc;
     pl->has_elems = 1;
   }
   return 0;
@@ -456,14 +473,14 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   b->v_skip = skip;
   b->v_drop = drop;
   if (!skip) {
-    if (reserve(b, n + 4)) return -1;
+    if (reserve(b, n + 4)) return b->rc;
     if (pl->has_elems) b->out[b->len++] = ',';
     pl->has_elems = 1;
     b->out[b->len++] = '"';
     b->v_koff = (uint32_t)b->len;
-    if (put_escaped(b, k, n)) return -1;
+    if (put_escaped(b, k, n)) return b->rc;
     b->v_klen = (uint32_t)(b->len - b->v_koff);
-    if (reserve(b, 2)) return -1;
+    if (reserve(b, 2)) return b->rc;
     b->out[b->len++] = '"';
     b->out[b->len++] = ':';
   }
@@ -478,15 +495,15 @@ static void set_field(kc_obj_builder *b, enum field f, uint32_t off, uint32_t le
 int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
   uint8_t role, skip;
   uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (begin_value(b, &role, &skip, &drop)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
   uint32_t off = 0, len = 0;
   if (!skip) {
-    if (put_ch(b, '"')) return -1;
+    if (put_ch(b, '"')) return b->rc;
     off = (uint32_t)b->len;
-    if (put_escaped(b, s, n)) return -1;
+    if (put_escaped(b, s, n)) return b->rc;
     len = (uint32_t)(b->len - off);
-    if (put_ch(b, '"')) return -1;
+    if (put_ch(b, '"')) return b->rc;
   }
   switch (role) {
   case R_NONE: break;
@@ -522,10 +539,10 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
 int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
   uint8_t role, skip;
   uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (begin_value(b, &role, &skip, &drop)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
   if (!skip) {
-    if (reserve(b, n)) return -1;
+    if (reserve(b, n)) return b->rc;
     memcpy(b->out + b->len, s, n);
     b->len += n;
   }
@@ -551,10 +568,10 @@ int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
 static int put_literal(kc_obj_builder *b, const char *lit, size_t n) {
   uint8_t role, skip;
   uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (begin_value(b, &role, &skip, &drop)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
   if (skip) return 0;
-  if (reserve(b, n)) return -1;
+  if (reserve(b, n)) return b->rc;
   memcpy(b->out + b->len, lit, n);
   b->len += n;
   return 0;
@@ -568,11 +585,11 @@ int kc_obj_builder_bool(kc_obj_builder *b, bool v) {
 static int start_container(kc_obj_builder *b, bool is_array) {
   uint8_t role, skip;
   uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (begin_value(b, &role, &skip, &drop)) return b->rc;
   if (role == R_ROOT && is_array) return fail(b, -EBADMSG, "not a JSON object");
   if (b->depth >= KC_OBJ_MAX_DEPTH)
     return fail(b, -E2BIG, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
-  if (!skip && put_ch(b, is_array ? '[' : '{')) return -1;
+  if (!skip && put_ch(b, is_array ? '[' : '{')) return b->rc;
   if (is_array || (role != R_ROOT && role != R_METADATA && role != R_LABELS &&
                    role != R_ANNOTATIONS && role != R_DETAILS))
     role = R_NONE;
@@ -590,7 +607,7 @@ static int end_container(kc_obj_builder *b, bool is_array) {
   if (b->depth == 0 || b->st[b->depth].is_array != is_array)
     return fail(b, -EBADMSG, "unbalanced container");
   level *l = &b->st[b->depth--];
-  if (!l->skip && put_ch(b, is_array ? ']' : '}')) return -1;
+  if (!l->skip && put_ch(b, is_array ? ']' : '}')) return b->rc;
   if (b->depth == 0) b->done = true;
   return 0;
 }

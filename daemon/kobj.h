@@ -179,6 +179,8 @@ typedef struct kc_obj_builder kc_obj_builder;
  * means KC_OBJ_MAX_BYTES. */
 kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes);
 void kc_obj_builder_free(kc_obj_builder *b);
+/* Changes the size limit (0 = KC_OBJ_MAX_BYTES); takes effect at once. */
+void kc_obj_builder_set_max_bytes(kc_obj_builder *b, size_t max_bytes);
 void kc_obj_builder_reset(kc_obj_builder *b);
 int kc_obj_builder_null(kc_obj_builder *b);
 int kc_obj_builder_bool(kc_obj_builder *b, bool v);

@@ -1,0 +1,116 @@
+/* decode: streaming decoder for Kubernetes LIST and WATCH response bodies.
+ *
+ * One yajl handle per HTTP response (docs: c-style-anchors.md section 5).
+ * Feed it the body bytes as they arrive, split anywhere (inside a token, a
+ * string escape or a UTF-8 sequence); it never buffers a whole list or event.
+ * Each object is built directly while parsing (kobj.h builder: minified
+ * text, transform applied by skipping dropped subtrees) and handed over as
+ * soon as it closes:
+ *   LIST:  every element of `items` -> callbacks.item, then the list's
+ *          metadata (resourceVersion, continue, ...) -> callbacks.list_end.
+ *   WATCH: every event -> callbacks.event, whatever the key order inside the
+ *          event ("object" before "type" is fine).
+ * Numbers stay text (no rounding), UTF-8 is validated, comments, trailing
+ * garbage and partial values are rejected. Limits: KC_OBJ_MAX_DEPTH nesting,
+ * and per event / list item KC_OBJ_MAX_BYTES (16 MiB, client-go's cap) of
+ * built text and of input bytes spanning feeds.
+ *
+ * Threads: a decoder belongs to one thread (the loop thread); callbacks run
+ * on it, inside kc_decoder_feed/finish. kc_decode_status: any thread.
+ *
+ * Errors: 0 or a negative errno: -EBADMSG malformed JSON or not the expected
+ * shape, -E2BIG a limit was hit, -ENOMEM, or the negative value a callback
+ * returned. The first error is final: later feeds return it again, and
+ * kc_decoder_error() tells what happened with context ("offset 1234,
+ * event 7: ..."). Nothing is retried: the reflector resumes the watch.
+ *
+ * Ownership: objects passed to callbacks are BORROWED for the duration of the
+ * call; take kc_obj_ref() to keep one. Strings in kc_list_meta and
+ * kc_watch_event belong to the decoder.
+ */
+#ifndef KC_DECODE_H
+#define KC_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kobj.h"
+
+enum kc_decode_mode {
+  KC_DECODE_LIST = 1,
+  KC_DECODE_WATCH = 2,
+};
+
+enum kc_watch_type {
+  KC_WATCH_UNKNOWN = 0, /* a type this daemon does not know: log and ignore */
+  KC_WATCH_ADDED,
+  KC_WATCH_MODIFIED,
+  KC_WATCH_DELETED,
+  KC_WATCH_BOOKMARK,
+  KC_WATCH_ERROR,
+};
+
+typedef struct kc_watch_event {
+  enum kc_watch_type type;
+  const char *type_name;   /* as received, NUL-terminated (cut at 63 bytes) */
+  uint64_t index;          /* 1-based number of this event in the response */
+  kc_obj *obj;             /* borrowed; NULL only for KC_WATCH_UNKNOWN without object */
+  const kc_status *status; /* KC_WATCH_ERROR: code/reason/message; NULL otherwise */
+  bool initial_events_end; /* BOOKMARK carrying k8s.io/initial-events-end: "true" */
+} kc_watch_event;
+
+/* The resourceVersion of any event (bookmarks included) is
+ * ev->obj->resource_version. */
+
+typedef struct kc_list_meta {
+  const char *kind;             /* "" when absent; strings valid until kc_decoder_free */
+  const char *api_version;
+  const char *resource_version; /* metadata.resourceVersion */
+  const char *continue_token;   /* metadata.continue; "" = last page */
+  bool has_remaining;           /* metadata.remainingItemCount present */
+  int64_t remaining_item_count;
+  uint64_t nitems;              /* items delivered */
+} kc_list_meta;
+
+typedef struct kc_decoder_callbacks {
+  /* Return 0 to go on, a negative errno to stop decoding with that error. */
+  int (*item)(void *ud, kc_obj *obj);                     /* LIST */
+  int (*list_end)(void *ud, const kc_list_meta *meta);    /* LIST, once */
+  int (*event)(void *ud, const kc_watch_event *ev);       /* WATCH */
+} kc_decoder_callbacks;
+
+typedef struct kc_decoder kc_decoder;
+
+/* `t` (may be NULL) is copied. `cbs` is copied; unused members may be NULL.
+ * Returns NULL with errno set (ENOMEM, EINVAL bad mode or transform). */
+kc_decoder *kc_decoder_new(enum kc_decode_mode mode, const kc_transform *t,
+                           const kc_decoder_callbacks *cbs, void *ud);
+/* Lowers the per-event/per-item byte limit (tests); 0 restores the default. */
+void kc_decoder_set_max_bytes(kc_decoder *d, size_t max_bytes);
+/* Feeds the next len bytes of the body. */
+int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len);
+/* End of body. WATCH: an event cut off by the end is an error (-EBADMSG,
+ * already delivered events stand); an empty body is fine. LIST: the list
+ * must be complete. */
+int kc_decoder_finish(kc_decoder *d);
+void kc_decoder_free(kc_decoder *d);
+/* "" while there was no error. */
+const char *kc_decoder_error(const kc_decoder *d);
+/* LIST metadata seen so far (complete once list_end has run). */
+const kc_list_meta *kc_decoder_list_meta(const kc_decoder *d);
+/* Events (WATCH) or items (LIST) delivered so far. */
+uint64_t kc_decoder_count(const kc_decoder *d);
+/* Total bytes fed. */
+uint64_t kc_decoder_offset(const kc_decoder *d);
+
+/* Decodes a complete small body (non-2xx response) as a Status. Returns 0,
+ * or -EBADMSG when it is not JSON or not kind: Status (e.g. a proxy's HTML
+ * or the plain-text 429 body); *out is zeroed first. */
+int kc_decode_status(const char *buf, size_t len, kc_status *out);
+
+/* "ADDED" -> KC_WATCH_ADDED, ...; anything else KC_WATCH_UNKNOWN. */
+enum kc_watch_type kc_watch_type_parse(const char *s, size_t len);
+const char *kc_watch_type_name(enum kc_watch_type t);
+
+#endif

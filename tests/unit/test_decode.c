@@ -1,0 +1,596 @@
+/* Unit tests for daemon/decode.c: LIST and WATCH bodies from the shared real
+ * fixtures, replayed with every split, plus malformed input and limits. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "decode.h"
+
+#define FIX "../shared/fixtures/"
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  buf[n] = '\0';
+  *len = (size_t)n;
+  return buf;
+}
+
+/* What the callbacks saw: one line per event/item, "TYPE key rv json". */
+typedef struct rec {
+  char **lines;
+  size_t n, cap;
+  kc_obj **objs; /* kept references, to check lifetime beyond the callback */
+  int stop_at;   /* callback returns -ECANCELED at this 1-based count */
+  bool keep;
+  kc_status last_status;
+  bool iee;
+  kc_list_meta meta;
+  char meta_rv[64], meta_cont[256], meta_kind[64], meta_apiv[64];
+  int list_end_calls;
+} rec;
+
+static void rec_add(rec *r, const char *type, kc_obj *o) {
+  char key[256] = "";
+  if (o) kc_obj_key(o, key, sizeof key);
+  size_t len = (o ? o->json_len : 0) + 600;
+  char *line = malloc(len);
+  assert_non_null(line);
+  snprintf(line, len, "%s %s %.*s %s", type, key, o ? (int)o->resource_version.len : 0,
+           o && o->resource_version.ptr ? o->resource_version.ptr : "", o ? o->json : "-");
+  if (r->n == r->cap) {
+    r->cap = r->cap ? r->cap * 2 : 16;
+    r->lines = realloc(r->lines, r->cap * sizeof *r->lines);
+    r->objs = realloc(r->objs, r->cap * sizeof *r->objs);
+    assert_non_null(r->lines);
+    assert_non_null(r->objs);
+  }
+  r->objs[r->n] = r->keep ? kc_obj_ref(o) : NULL;
+  r->lines[r->n++] = line;
+}
+
+static void rec_free(rec *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    free(r->lines[i]);
+    kc_obj_unref(r->objs[i]);
+  }
+  free(r->lines);
+  free(r->objs);
+  memset(r, 0, sizeof *r);
+}
+
+static int on_event(void *ud, const kc_watch_event *ev) {
+  rec *r = ud;
+  assert_int_equal(ev->index, r->n + 1);
+  char t[80];
+  snprintf(t, sizeof t, "%s%s", ev->type == KC_WATCH_UNKNOWN ? "?" : "", ev->type_name);
+  assert_true(ev->type == KC_WATCH_UNKNOWN ||
+              strcmp(ev->type_name, kc_watch_type_name(ev->type)) == 0);
+  rec_add(r, t, ev->obj);
+  if (ev->type == KC_WATCH_ERROR) {
+    assert_non_null(ev->status);
+    r->last_status = *ev->status;
+  } else {
+    assert_null(ev->status);
+  }
+  if (ev->initial_events_end) r->iee = true;
+  if (r->stop_at && (int)r->n == r->stop_at) return -ECANCELED;
+  return 0;
+}
+
+static int on_item(void *ud, kc_obj *o) {
+  rec *r = ud;
+  rec_add(r, "ITEM", o);
+  if (r->stop_at && (int)r->n == r->stop_at) return -ECANCELED;
+  return 0;
+}
+
+static int on_list_end(void *ud, const kc_list_meta *m) {
+  rec *r = ud;
+  r->meta = *m;
+  snprintf(r->meta_rv, sizeof r->meta_rv, "%s", m->resource_version);
+  snprintf(r->meta_cont, sizeof r->meta_cont, "%s", m->continue_token);
+  snprintf(r->meta_kind, sizeof r->meta_kind, "%s", m->kind);
+  snprintf(r->meta_apiv, sizeof r->meta_apiv, "%s", m->api_version);
+  r->list_end_calls++;
+  return 0;
+}
+
+static const kc_decoder_callbacks cbs = {on_item, on_list_end, on_event};
+
+/* Decodes `text` fed in pieces: at `split` (two pieces) when chunk == 0,
+ * else in chunks of `chunk` bytes. Returns the final rc; err gets the text. */
+static int run(enum kc_decode_mode mode, const kc_transform *t, const char *text, size_t len,
+               size_t split, size_t chunk, rec *r, char *err, size_t errlen) {
+  kc_decoder *d = kc_decoder_new(mode, t, &cbs, r);
+  assert_non_null(d);
+  int rc = 0;
+  if (chunk == 0) {
+    rc = kc_decoder_feed(d, text, split);
+    if (rc == 0) rc = kc_decoder_feed(d, text + split, len - split);
+  } else {
+    for (size_t off = 0; off < len && rc == 0; off += chunk)
+      rc = kc_decoder_feed(d, text + off, len - off < chunk ? len - off : chunk);
+  }
+  if (rc == 0) rc = kc_decoder_finish(d);
+  if (err) snprintf(err, errlen, "%s", kc_decoder_error(d));
+  if (rc == 0) assert_string_equal(kc_decoder_error(d), "");
+  assert_int_equal(kc_decoder_count(d), r->n - (rc == -ECANCELED ? 1 : 0));
+  kc_decoder_free(d);
+  return rc;
+}
+
+static void assert_same(const rec *a, const rec *b) {
+  assert_int_equal(a->n, b->n);
+  for (size_t i = 0; i < a->n; i++) assert_string_equal(a->lines[i], b->lines[i]);
+}
+
+static void test_watch_initial_events(void **state) {
+  (void)state;
+  size_t len;
+  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  rec ref = {.keep = true};
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, text, len, len, 0, &ref, NULL, 0), 0);
+  static const char *names[] = {"coredns-55cb58b774-8mcpn",
+                                "coredns-55cb58b774-flwnw",
+                                "etcd-v1.30-control-plane",
+                                "kindnet-b46lt",
+                                "kube-apiserver-v1.30-control-plane",
+                                "kube-controller-manager-v1.30-control-plane",
+                                "kube-proxy-xrxtj",
+                                "kube-scheduler-v1.30-control-plane"};
+  static const char *rvs[] = {"454", "450", "413", "403", "351", "412", "401", "411"};
+  static const size_t lens[] = {7552, 7552, 7019, 7310, 9373, 9153, 6843, 6040};
+  assert_int_equal(ref.n, 9);
+  for (int i = 0; i < 8; i++) {
+    char want[128];
+    snprintf(want, sizeof want, "ADDED kube-system/%s %s {", names[i], rvs[i]);
+    assert_true(strncmp(ref.lines[i], want, strlen(want)) == 0);
+    assert_int_equal(ref.objs[i]->json_len, lens[i]);
+    assert_int_equal(ref.objs[i]->refs, 1); /* the decoder let go of its reference */
+  }
+  assert_true(strncmp(ref.lines[8], "BOOKMARK  605 {", 15) == 0);
+  assert_true(ref.iee);
+  /* The first event's object is the coredns object fixture, byte for byte
+   * once minified. */
+  size_t flen;
+  char *ftext = read_file(FIX "objects/pod-k8s-openapi-coredns.json", &flen);
+  char err[256];
+  kc_obj *fo = kc_obj_parse(ftext, flen, NULL, err, sizeof err);
+  assert_non_null(fo);
+  assert_int_equal(fo->json_len, ref.objs[0]->json_len);
+  assert_memory_equal(fo->json, ref.objs[0]->json, fo->json_len);
+  kc_obj_unref(fo);
+  free(ftext);
+
+  /* One byte per feed: a split at every offset of the stream at once. Then
+   * other chunk sizes, including ones that straddle events. */
+  static const size_t chunks[] = {1, 2, 3, 7, 64, 1000, 4096, 16384};
+  for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+    rec r = {0};
+    assert_int_equal(run(KC_DECODE_WATCH, NULL, text, len, 0, chunks[c], &r, err, sizeof err), 0);
+    assert_same(&r, &ref);
+    rec_free(&r);
+  }
+  /* Two pieces, split at every offset of the first event and around every
+   * event boundary (the rest of the offsets are covered by the 1-byte run). */
+  for (size_t off = 0; off <= len; off++) {
+    bool near_nl = false;
+    for (size_t k = off > 40 ? off - 40 : 0; k < off + 40 && k < len; k++)
+      if (text[k] == '\n') near_nl = true;
+    if (off > 2000 && !near_nl) continue;
+    rec r = {0};
+    assert_int_equal(run(KC_DECODE_WATCH, NULL, text, len, off, 0, &r, err, sizeof err), 0);
+    assert_same(&r, &ref);
+    rec_free(&r);
+  }
+  rec_free(&ref);
+  free(text);
+}
+
+static void test_watch_every_split_utf8(void **state) {
+  (void)state;
+  /* A CR watch stream from the fixtures, extended with an event carrying
+   * non-ASCII text (2-, 3- and 4-byte UTF-8, escaped and raw), escapes and
+   * numbers at the end of containers, CRLF between events, no final newline. */
+  size_t flen;
+  char *fb = read_file(FIX "watch/watch-foobars-k8s-openapi.ndjson", &flen);
+  const char *extra =
+      "\r\n{\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+      "\"caf\xc3\xa9\",\"namespace\":\"d\xc3\xa9mo\",\"resourceVersion\":\"557\",\"labels\":"
+      "{\"app\":\"\\u0061pp\"}},\"data\":{\"greeting\":\"h\xc3\xa9llo w\xc3\xb6rld \xe2\x80\x94 "
+      "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80 \\u00e9\\ud83d\\ude00 \\\"q\\\" \\\\ "
+      "\\n\",\"n\":[1,-2.5e-3,12345678901234567890]}},\"type\":\"MODIFIED\"}";
+  size_t len = flen + strlen(extra);
+  char *text = malloc(len + 1);
+  assert_non_null(text);
+  memcpy(text, fb, flen);
+  memcpy(text + flen, extra, strlen(extra) + 1);
+  free(fb);
+
+  rec ref = {.keep = true};
+  char err[256];
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, text, len, len, 0, &ref, err, sizeof err), 0);
+  assert_int_equal(ref.n, 3);
+  assert_true(strncmp(ref.lines[0], "ADDED default/fb1 555 {", 23) == 0);
+  assert_true(strncmp(ref.lines[1], "ADDED default/fb2 556 {", 23) == 0);
+  kc_obj *o = ref.objs[2];
+  assert_true(strncmp(ref.lines[2], "MODIFIED d\xc3\xa9mo/caf\xc3\xa9 557 {", 20) == 0);
+  kc_json_value v;
+  char buf[256];
+  assert_int_equal(kc_obj_get(o, "data.greeting", &v), 0);
+  assert_true(kc_json_string(&v, buf, sizeof buf) > 0);
+  assert_string_equal(buf, "h\xc3\xa9llo w\xc3\xb6rld \xe2\x80\x94 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e "
+                           "\xf0\x9f\x98\x80 \xc3\xa9\xf0\x9f\x98\x80 \"q\" \\ \n");
+  assert_int_equal(kc_obj_get(o, "data.n[2]", &v), 0);
+  assert_int_equal(v.raw.len, 20); /* the number as text, not rounded */
+  assert_memory_equal(v.raw.ptr, "12345678901234567890", 20);
+  assert_string_equal(kc_obj_label(o, kc_str_c("app")).ptr[0] == 'a' ? "ok" : "bad", "ok");
+  assert_int_equal(kc_obj_label(o, kc_str_c("app")).len, 3);
+
+  for (size_t off = 0; off <= len; off++) {
+    rec r = {0};
+    int rc = run(KC_DECODE_WATCH, NULL, text, len, off, 0, &r, err, sizeof err);
+    if (rc) fail_msg("split at %zu: %s", off, err);
+    assert_same(&r, &ref);
+    rec_free(&r);
+  }
+  rec_free(&ref);
+  free(text);
+}
+
+static void test_watch_transform(void **state) {
+  (void)state;
+  size_t len;
+  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  const char *drop[] = {"metadata.managedFields"};
+  kc_transform t = {drop, 1, false};
+  rec r = {.keep = true};
+  assert_int_equal(run(KC_DECODE_WATCH, &t, text, len, 0, 16384, &r, NULL, 0), 0);
+  assert_int_equal(r.n, 9);
+  for (size_t i = 0; i < r.n; i++) assert_null(strstr(r.objs[i]->json, "managedFields"));
+  assert_int_equal(r.objs[0]->json_len, 4288); /* as kc_obj_parse with the same transform */
+  rec_free(&r);
+  /* metadata-only: the bookmark annotation survives. */
+  kc_transform mo = {NULL, 0, true};
+  rec m = {.keep = true};
+  assert_int_equal(run(KC_DECODE_WATCH, &mo, text, len, 0, 4096, &m, NULL, 0), 0);
+  assert_int_equal(m.n, 9);
+  for (size_t i = 0; i < m.n; i++) assert_null(strstr(m.objs[i]->json, "\"spec\""));
+  assert_true(m.iee);
+  rec_free(&m);
+  /* Dropping the annotations does not hide the end-of-initial-events mark. */
+  const char *drop2[] = {"metadata.annotations"};
+  kc_transform t2 = {drop2, 1, false};
+  rec a = {0};
+  assert_int_equal(run(KC_DECODE_WATCH, &t2, text, len, 0, 100, &a, NULL, 0), 0);
+  assert_true(a.iee);
+  rec_free(&a);
+  free(text);
+}
+
+static void test_watch_order_unknown_error(void **state) {
+  (void)state;
+  const char *text =
+      "{\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+      "\"namespace\":\"ns\",\"resourceVersion\":\"7\"}},\"extra\":{\"x\":[1,{\"y\":[]}]},"
+      "\"type\":\"DELETED\"}\n"
+      "{\"type\":\"FUTURE\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n"
+      "{\"type\":\"SOMETHING\"}\n"
+      "  {\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":"
+      "{\"resourceVersion\":\"12746\",\"creationTimestamp\":null},\"spec\":{},\"status\":{}}}"
+      "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+      "\"status\":\"Failure\",\"message\":\"too old resource version: 1200 (3400)\","
+      "\"reason\":\"Expired\",\"code\":410}}\n";
+  rec r = {0};
+  char err[256];
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, text, strlen(text), 0, 5, &r, err, sizeof err), 0);
+  assert_int_equal(r.n, 5);
+  assert_true(strncmp(r.lines[0], "DELETED ns/a 7 {\"kind\":\"Pod\"", 28) == 0);
+  assert_true(strncmp(r.lines[1], "?FUTURE b  {", 12) == 0);
+  assert_string_equal(r.lines[2], "?SOMETHING   -");
+  assert_true(strncmp(r.lines[3], "BOOKMARK  12746 {", 17) == 0);
+  assert_false(r.iee);
+  assert_true(strncmp(r.lines[4], "ERROR  ", 7) == 0);
+  assert_true(r.last_status.has_code);
+  assert_int_equal(r.last_status.code, 410);
+  assert_string_equal(r.last_status.reason, "Expired");
+  assert_string_equal(r.last_status.status, "Failure");
+  assert_string_equal(r.last_status.message, "too old resource version: 1200 (3400)");
+  rec_free(&r);
+  /* ERROR with object first and metadata_only: the Status fields survive. */
+  const char *e2 = "{\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+                   "\"code\":410,\"reason\":\"Gone\"},\"type\":\"ERROR\"}";
+  kc_transform mo = {NULL, 0, true};
+  assert_int_equal(run(KC_DECODE_WATCH, &mo, e2, strlen(e2), 3, 0, &r, err, sizeof err), 0);
+  assert_int_equal(r.last_status.code, 410);
+  assert_string_equal(r.last_status.reason, "Gone");
+  rec_free(&r);
+  /* Empty body, whitespace only: no events, no error. */
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, "", 0, 0, 0, &r, err, sizeof err), 0);
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, " \n\r\n", 4, 1, 0, &r, err, sizeof err), 0);
+  assert_int_equal(r.n, 0);
+}
+
+typedef struct bad_case {
+  const char *text;
+  int rc;
+  const char *msg;
+  size_t delivered;
+} bad_case;
+
+static void check_bad(enum kc_decode_mode mode, const bad_case *cases, size_t n) {
+  char err[512];
+  for (size_t i = 0; i < n; i++) {
+    for (size_t chunk = 0; chunk <= 1; chunk++) {
+      rec r = {0};
+      const char *t = cases[i].text;
+      size_t len = strlen(t);
+      int rc = run(mode, NULL, t, len, len / 2, chunk, &r, err, sizeof err);
+      if (rc != cases[i].rc) fail_msg("case %zu: rc %d want %d (%s)", i, rc, cases[i].rc, err);
+      if (!strstr(err, cases[i].msg)) fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].msg);
+      if (strncmp(err, "offset ", 7) != 0) fail_msg("case %zu: no offset in '%s'", i, err);
+      if (r.n != cases[i].delivered) fail_msg("case %zu: %zu delivered", i, r.n);
+      rec_free(&r);
+    }
+  }
+}
+
+static void test_watch_malformed(void **state) {
+  (void)state;
+#define EV "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\"}}}\n"
+  static const bad_case cases[] = {
+      {EV EV "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",}}}\n", -EBADMSG,
+       "event 3: invalid JSON", 2},
+      {EV "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\"}}", -EBADMSG,
+       "event 2", 1}, /* truncated: the connection dropped */
+      {EV "[1]\n", -EBADMSG, "event 2: event is an array, not an object", 1},
+      {"\"ADDED\"\n", -EBADMSG, "event 1: event is a string, not an object", 0},
+      {"{\"type\":1,\"object\":{}}", -EBADMSG, "\"type\" is a number, not a string", 0},
+      {"{\"type\":\"ADDED\"}", -EBADMSG, "event 1: ADDED event without \"object\"", 0},
+      {"{\"object\":{}}", -EBADMSG, "event 1: no \"type\"", 0},
+      {"{\"type\":\"ADDED\",\"object\":[]}", -EBADMSG, "\"object\" is an array", 0},
+      {"{\"type\":\"ADDED\",\"object\":\"x\"}", -EBADMSG, "\"object\" is a string", 0},
+      {"{\"type\":\"ADDED\",\"object\":{},\"object\":{}}", -EBADMSG, "two \"object\" members", 0},
+      {EV "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xe6\x97\"}}}", -EBADMSG,
+       "event 2: invalid JSON", 1},
+      {"{\"type\":\"ADDED\",\"object\":{\"a\":\"\x80\"}}", -EBADMSG, "invalid JSON", 0},
+      {"{\"type\":\"ADDED\",\"object\":{}} // c\n", -EBADMSG, "invalid JSON", 1},
+      {"{\"type\":\"ADDED\",\"object\":{\"a\":01}}", -EBADMSG, "invalid JSON", 0},
+  };
+  check_bad(KC_DECODE_WATCH, cases, sizeof cases / sizeof cases[0]);
+
+  /* A callback error stops decoding; the error sticks. */
+  size_t len;
+  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  rec r = {.stop_at = 2};
+  kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
+  assert_int_equal(kc_decoder_feed(d, text, len), -ECANCELED);
+  assert_non_null(strstr(kc_decoder_error(d), "event 2: event callback failed"));
+  assert_int_equal(kc_decoder_feed(d, "{}", 2), -ECANCELED);
+  assert_int_equal(kc_decoder_finish(d), -ECANCELED);
+  assert_int_equal(r.n, 2);
+  assert_int_equal(kc_decoder_count(d), 1);
+  kc_decoder_free(d);
+  rec_free(&r);
+  free(text);
+}
+
+static void test_limits(void **state) {
+  (void)state;
+  size_t len;
+  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  /* Built text over the limit (objects are 6-9 KB minified). */
+  rec r = {0};
+  kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
+  kc_decoder_set_max_bytes(d, 7000);
+  int rc = 0;
+  for (size_t off = 0; off < len && rc == 0; off += 512)
+    rc = kc_decoder_feed(d, text + off, len - off < 512 ? len - off : 512);
+  assert_int_equal(rc, -E2BIG);
+  assert_non_null(strstr(kc_decoder_error(d), "event 1: object larger than the limit of 7000"));
+  kc_decoder_free(d);
+  rec_free(&r);
+  free(text);
+
+  /* Input of one event over the limit outside the object (a long unknown
+   * member yajl would buffer while it spans feeds). */
+  size_t big = 64 * 1024;
+  char *ev = malloc(big + 128);
+  assert_non_null(ev);
+  size_t n = (size_t)sprintf(ev, "{\"type\":\"ADDED\",\"junk\":\"");
+  memset(ev + n, 'j', big);
+  n += big;
+  n += (size_t)sprintf(ev + n, "\",\"object\":{}}");
+  d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
+  kc_decoder_set_max_bytes(d, 16384);
+  rc = 0;
+  for (size_t off = 0; off < n && rc == 0; off += 1000)
+    rc = kc_decoder_feed(d, ev + off, n - off < 1000 ? n - off : 1000);
+  assert_int_equal(rc, -E2BIG);
+  assert_non_null(strstr(kc_decoder_error(d), "event 1: larger than the limit of 16384 bytes"));
+  kc_decoder_free(d);
+  /* The same event passes with the default 16 MiB limit, and an object of
+   * 2 MiB (> 1 MiB) goes through 16 KiB feeds. */
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, ev, n, 0, 16384, &r, NULL, 0), 0);
+  assert_int_equal(r.n, 1);
+  rec_free(&r);
+  free(ev);
+  size_t huge = 2u << 20;
+  ev = malloc(huge + 256);
+  assert_non_null(ev);
+  n = (size_t)sprintf(ev, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"big\"},"
+                          "\"data\":{\"blob\":\"");
+  for (size_t i = 0; i < huge; i++) ev[n + i] = (char)('a' + i % 26);
+  n += huge;
+  n += (size_t)sprintf(ev + n, "\"}}}\n");
+  r.keep = true;
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, ev, n, 0, 16384, &r, NULL, 0), 0);
+  assert_int_equal(r.n, 1);
+  kc_json_value v;
+  assert_int_equal(kc_obj_get(r.objs[0], "data.blob", &v), 0);
+  assert_int_equal(v.raw.len, huge + 2);
+  rec_free(&r);
+  free(ev);
+
+  /* Depth. */
+  size_t depth = KC_OBJ_MAX_DEPTH + 5;
+  char *deep = malloc(depth * 2 + 64);
+  assert_non_null(deep);
+  n = (size_t)sprintf(deep, "{\"type\":\"ADDED\",\"object\":{\"a\":");
+  for (size_t i = 0; i < depth; i++) deep[n++] = '[';
+  for (size_t i = 0; i < depth; i++) deep[n++] = ']';
+  n += (size_t)sprintf(deep + n, "}}");
+  char err[512];
+  assert_int_equal(run(KC_DECODE_WATCH, NULL, deep, n, n / 3, 0, &r, err, sizeof err), -E2BIG);
+  assert_non_null(strstr(err, "event 1: nesting deeper"));
+  rec_free(&r);
+  free(deep);
+}
+
+static void test_list_fixtures(void **state) {
+  (void)state;
+  size_t len;
+  char *text = read_file(FIX "watch/deploymentlist-k8s-openapi.json", &len);
+  rec ref = {.keep = true};
+  char err[256];
+  assert_int_equal(run(KC_DECODE_LIST, NULL, text, len, len, 0, &ref, err, sizeof err), 0);
+  assert_int_equal(ref.n, 1);
+  assert_int_equal(ref.list_end_calls, 1);
+  assert_string_equal(ref.meta_kind, "DeploymentList");
+  assert_string_equal(ref.meta_rv, "563");
+  assert_string_equal(ref.meta_cont, "");
+  assert_false(ref.meta.has_remaining);
+  assert_int_equal(ref.meta.nitems, 1);
+  assert_true(strncmp(ref.lines[0], "ITEM kube-system/coredns ", 25) == 0);
+  assert_null(ref.objs[0]->kind.ptr); /* list items of built-ins have no kind */
+  assert_int_equal(ref.objs[0]->json_len, 5902);
+  assert_int_equal(ref.objs[0]->generation, 1);
+  for (size_t c = 1; c <= 3; c++) {
+    rec r = {0};
+    assert_int_equal(run(KC_DECODE_LIST, NULL, text, len, 0, c, &r, err, sizeof err), 0);
+    assert_same(&r, &ref);
+    assert_string_equal(r.meta_rv, "563");
+    rec_free(&r);
+  }
+  for (size_t off = 0; off <= len; off++) {
+    rec r = {0};
+    assert_int_equal(run(KC_DECODE_LIST, NULL, text, len, off, 0, &r, err, sizeof err), 0);
+    assert_same(&r, &ref);
+    rec_free(&r);
+  }
+  rec_free(&ref);
+  free(text);
+
+  text = read_file(FIX "watch/foobarlist-k8s-openapi.json", &len);
+  rec cr = {.keep = true};
+  assert_int_equal(run(KC_DECODE_LIST, NULL, text, len, 0, 1, &cr, err, sizeof err), 0);
+  assert_int_equal(cr.n, 2);
+  assert_string_equal(cr.meta_kind, "FooBarList");
+  assert_string_equal(cr.meta_rv, "556");
+  assert_true(kc_str_eq_c(cr.objs[0]->kind, "FooBar")); /* CR items carry kind */
+  assert_int_equal(cr.objs[0]->json_len, 598);
+  assert_int_equal(cr.objs[1]->json_len, 629);
+  rec_free(&cr);
+  free(text);
+}
+
+static void test_list_shapes(void **state) {
+  (void)state;
+  char err[512];
+  rec r = {0};
+  /* metadata after items, continue + remainingItemCount, unknown members,
+   * PartialObjectMetadataList. */
+  const char *t1 =
+      "{\"apiVersion\":\"meta.k8s.io/v1\",\"items\":[{\"kind\":\"PartialObjectMetadata\","
+      "\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+      "\"resourceVersion\":\"4700\",\"labels\":{\"x\":\"y\"}}}],\"x\":{\"items\":[1]},"
+      "\"kind\":\"PartialObjectMetadataList\",\"metadata\":{\"resourceVersion\":\"4711\","
+      "\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ\",\"remainingItemCount\":753}}";
+  assert_int_equal(run(KC_DECODE_LIST, NULL, t1, strlen(t1), 0, 7, &r, err, sizeof err), 0);
+  assert_int_equal(r.n, 1);
+  assert_string_equal(r.meta_kind, "PartialObjectMetadataList");
+  assert_string_equal(r.meta_rv, "4711");
+  assert_string_equal(r.meta_cont, "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ");
+  assert_true(r.meta.has_remaining);
+  assert_int_equal(r.meta.remaining_item_count, 753);
+  assert_string_equal(r.meta_apiv, "meta.k8s.io/v1");
+  rec_free(&r);
+  /* items null, items empty with continue set (an empty page). */
+  const char *t2 = "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":null}";
+  assert_int_equal(run(KC_DECODE_LIST, NULL, t2, strlen(t2), 3, 0, &r, err, sizeof err), 0);
+  assert_int_equal(r.n, 0);
+  assert_string_equal(r.meta_rv, "5");
+  rec_free(&r);
+  const char *t3 = "{\"metadata\":{\"continue\":\"abc\"},\"items\":[]}";
+  assert_int_equal(run(KC_DECODE_LIST, NULL, t3, strlen(t3), 3, 0, &r, err, sizeof err), 0);
+  assert_string_equal(r.meta_cont, "abc");
+  assert_string_equal(r.meta_rv, "");
+  assert_int_equal(r.list_end_calls, 1);
+  rec_free(&r);
+
+  static const bad_case cases[] = {
+      {"", -EBADMSG, "item 1: invalid JSON", 0},
+      {"[]", -EBADMSG, "list body is an array", 0},
+      {"{\"items\":[{\"metadata\":{}},{\"metadata\":{}}", -EBADMSG, "item 3", 2},
+      {"{\"items\":[{\"metadata\":{}},7]}", -EBADMSG, "item 2: list item is a number", 1},
+      {"{\"items\":{}}", -EBADMSG, "\"items\" is an object, not an array", 0},
+      {"{\"items\":[]} {}", -EBADMSG, "invalid JSON", 0},
+      {"{\"items\":[{\"a\":\"\xff\"}]}", -EBADMSG, "item 1: invalid JSON", 0},
+  };
+  check_bad(KC_DECODE_LIST, cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_decode_status(void **state) {
+  (void)state;
+  kc_status st;
+  const char *s404 = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                     "\"Failure\",\"message\":\"pods \\\"x\\\" not found\",\"reason\":\"NotFound\","
+                     "\"details\":{\"name\":\"x\",\"kind\":\"pods\"},\"code\":404}";
+  assert_int_equal(kc_decode_status(s404, strlen(s404), &st), 0);
+  assert_int_equal(st.code, 404);
+  assert_string_equal(st.reason, "NotFound");
+  assert_string_equal(st.message, "pods \"x\" not found");
+  const char *s500 = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                     "\"reason\":\"ServerTimeout\",\"details\":{\"retryAfterSeconds\":2},\"code\":500}";
+  assert_int_equal(kc_decode_status(s500, strlen(s500), &st), 0);
+  assert_int_equal(st.retry_after_seconds, 2);
+  const char *txt = "Too many requests, please try again later.\n";
+  assert_int_equal(kc_decode_status(txt, strlen(txt), &st), -EBADMSG);
+  assert_false(st.has_code);
+  const char *pod = "{\"kind\":\"Pod\",\"code\":3}";
+  assert_int_equal(kc_decode_status(pod, strlen(pod), &st), -EBADMSG);
+  assert_false(st.has_code);
+  assert_int_equal(kc_watch_type_parse("BOOKMARK", 8), KC_WATCH_BOOKMARK);
+  assert_int_equal(kc_watch_type_parse("added", 5), KC_WATCH_UNKNOWN);
+  assert_string_equal(kc_watch_type_name(KC_WATCH_UNKNOWN), "UNKNOWN");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_watch_initial_events),
+      cmocka_unit_test(test_watch_every_split_utf8),
+      cmocka_unit_test(test_watch_transform),
+      cmocka_unit_test(test_watch_order_unknown_error),
+      cmocka_unit_test(test_watch_malformed),
+      cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_list_fixtures),
+      cmocka_unit_test(test_list_shapes),
+      cmocka_unit_test(test_decode_status),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
