@@ -36,7 +36,11 @@ int kc_str_cmp(kc_str a, kc_str b);
 
 /* A label as it appears in metadata.labels. Label keys and values may only
  * contain [A-Za-z0-9._/-], so the JSON text needs no unescaping and the
- * slices point straight into the object's text. */
+ * slices point straight into the object's text. (The stored text escapes only
+ * '"', '\\' and control characters, writing everything else, UTF-8 included,
+ * raw; a value outside that alphabet is seen in that escaped form. The same
+ * holds for the identity slices in kc_obj.) Non-string label values are
+ * ignored; a duplicated JSON key keeps its last value. */
 typedef struct kc_label {
   kc_str key;
   kc_str value;
@@ -110,8 +114,10 @@ typedef struct kc_json_value {
  *   spec.nodeName                       dot-separated object keys
  *   metadata.annotations["a.b/c"]       bracketed key for keys with dots
  *   spec.containers[0].image            array index
+ * Bracketed keys cannot contain '"' (no escapes in paths).
  * Returns 0 and fills *out (type KC_JSON_ABSENT when the path does not
- * exist), or -EINVAL for a malformed path. No allocation. */
+ * exist), or -EINVAL for a malformed path. No allocation. With a duplicated
+ * JSON key the first occurrence is found. */
 int kc_obj_get(const kc_obj *obj, const char *path, kc_json_value *out);
 
 /* Like kc_obj_get for paths with "[]" (every element of an array), e.g.
@@ -138,6 +144,64 @@ bool kc_json_true(const kc_json_value *v);
  * strings unescaped, numbers and booleans as their text, absent/null as "".
  * Returns the length, or -ENOSPC / -EINVAL (objects, arrays). */
 int kc_json_scalar_text(const kc_json_value *v, char *buf, size_t cap);
+
+/* --- Building objects (used by kc_obj_parse and the streaming decoder) ---
+ *
+ * Limits that apply to every object built: */
+#define KC_OBJ_MAX_BYTES (16u << 20) /* minified JSON per object (client-go: 16 MiB/event) */
+#define KC_OBJ_MAX_DEPTH 256         /* nesting of arrays/objects inside one object */
+#define KC_OBJ_MAX_DROP 64           /* paths in one kc_transform */
+
+/* Fields of a Kubernetes Status object (kind: Status), as found at the top
+ * level of a built object. The builder captures them even when the transform
+ * drops them (metadata_only), so a watch ERROR event is always readable.
+ * Strings are unescaped and NUL-terminated, truncated to fit. */
+typedef struct kc_status {
+  bool has_code;
+  int code;                    /* HTTP code, e.g. 410 */
+  char status[16];             /* "Success" | "Failure" | "" */
+  char reason[64];             /* e.g. "Expired"; "" when absent */
+  char message[1024];
+  int64_t retry_after_seconds; /* details.retryAfterSeconds, 0 when absent */
+} kc_status;
+
+/* Event-driven builder: feed it the JSON events of ONE object (the shape of
+ * yajl's callbacks), get one kc_obj with a single allocation. It re-emits the
+ * object as minified JSON into a reusable buffer, records the identity
+ * fields and labels on the way and leaves out dropped subtrees. Reusable:
+ * kc_obj_builder_reset() before each object. One thread at a time.
+ * Event functions return 0 or a negative errno (-EBADMSG not an object,
+ * -E2BIG size/depth limit, -ENOMEM); kc_obj_builder_error() says why. */
+typedef struct kc_obj_builder kc_obj_builder;
+
+/* `t` may be NULL; it is copied (paths included). NULL with errno set
+ * (EINVAL malformed drop path, E2BIG too many paths, ENOMEM). max_bytes 0
+ * means KC_OBJ_MAX_BYTES. */
+kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes);
+void kc_obj_builder_free(kc_obj_builder *b);
+void kc_obj_builder_reset(kc_obj_builder *b);
+int kc_obj_builder_null(kc_obj_builder *b);
+int kc_obj_builder_bool(kc_obj_builder *b, bool v);
+int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t len);
+int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t len);
+int kc_obj_builder_key(kc_obj_builder *b, const char *s, size_t len);
+int kc_obj_builder_start_map(kc_obj_builder *b);
+int kc_obj_builder_end_map(kc_obj_builder *b);
+int kc_obj_builder_start_array(kc_obj_builder *b);
+int kc_obj_builder_end_array(kc_obj_builder *b);
+/* True once the root object has closed. */
+bool kc_obj_builder_done(const kc_obj_builder *b);
+/* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */
+kc_obj *kc_obj_builder_finish(kc_obj_builder *b);
+const char *kc_obj_builder_error(const kc_obj_builder *b);
+/* Status fields of the last object (has_code false and "" when absent). */
+const kc_status *kc_obj_builder_status(const kc_obj_builder *b);
+/* metadata.annotations["k8s.io/initial-events-end"] == "true" in the last object. */
+bool kc_obj_builder_initial_events_end(const kc_obj_builder *b);
+
+/* kc_obj_parse that also fills *st (may be NULL) with the Status fields. */
+kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t, kc_status *st,
+                            char *err, size_t errlen);
 
 static inline kc_str kc_str_c(const char *s) {
   kc_str r = {s, 0};

@@ -1,0 +1,1135 @@
+/* kobj: see kobj.h. Three parts: the path parser shared by lookups and
+ * transforms, the event-driven builder (one malloc per finished object) and
+ * the allocation-free path scanner over an object's minified text. */
+#include "kobj.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+/* ------------------------------------------------------------------ */
+/* kc_str */
+
+bool kc_str_eq(kc_str a, kc_str b) {
+  return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+bool kc_str_eq_c(kc_str a, const char *b) { return kc_str_eq(a, kc_str_c(b)); }
+
+int kc_str_cmp(kc_str a, kc_str b) {
+  size_t n = a.len < b.len ? a.len : b.len;
+  int c = n ? memcmp(a.ptr, b.ptr, n) : 0;
+  if (c) return c < 0 ? -1 : 1;
+  return a.len < b.len ? -1 : a.len > b.len;
+}
+
+/* ------------------------------------------------------------------ */
+/* Paths: a.b, a["k.with.dots"], a[3], a[] */
+
+enum seg_type { SEG_KEY, SEG_INDEX, SEG_EACH };
+
+typedef struct seg {
+  enum seg_type type;
+  const char *key; /* SEG_KEY: not NUL-terminated */
+  size_t len;
+  size_t index;
+} seg;
+
+/* Parses the next segment at *pp. Returns 1 and advances, 0 at the end of
+ * the path, -EINVAL when malformed. `first` is true for the first segment. */
+static int path_next(const char **pp, seg *s, bool first) {
+  const char *p = *pp;
+  if (*p == '\0') return first ? -EINVAL : 0;
+  if (!first) {
+    if (*p == '.') {
+      p++;
+      if (*p == '\0' || *p == '.' || *p == '[') return -EINVAL;
+    } else if (*p != '[') {
+      return -EINVAL;
+    }
+  }
+  if (*p == '[') {
+    p++;
+    if (*p == ']') {
+      s->type = SEG_EACH;
+      *pp = p + 1;
+      return 1;
+    }
+    if (*p == '"') {
+      const char *start = ++p;
+      while (*p && *p != '"') p++;
+      if (*p != '"' || p[1] != ']') return -EINVAL;
+      s->type = SEG_KEY;
+      s->key = start;
+      s->len = (size_t)(p - start);
+      *pp = p + 2;
+      return 1;
+    }
+    if (*p < '0' || *p > '9') return -EINVAL;
+    size_t n = 0;
+    while (*p >= '0' && *p <= '9') {
+      if (n > (SIZE_MAX - 9) / 10) return -EINVAL;
+      n = n * 10 + (size_t)(*p - '0');
+      p++;
+    }
+    if (*p != ']') return -EINVAL;
+    s->type = SEG_INDEX;
+    s->index = n;
+    *pp = p + 1;
+    return 1;
+  }
+  const char *start = p;
+  while (*p && *p != '.' && *p != '[') {
+    if (*p == ']' || *p == '"') return -EINVAL;
+    p++;
+  }
+  if (p == start) return -EINVAL;
+  s->type = SEG_KEY;
+  s->key = start;
+  s->len = (size_t)(p - start);
+  *pp = p;
+  return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Builder */
+
+enum role {
+  R_NONE = 0,
+  R_ROOT,
+  R_KIND,
+  R_APIVERSION,
+  R_METADATA,
+  R_NAME,
+  R_NAMESPACE,
+  R_UID,
+  R_RV,
+  R_CTS,
+  R_GENERATION,
+  R_DELTS,
+  R_LABELS,
+  R_LABEL_VALUE,
+  R_ANNOTATIONS,
+  R_IEE,
+  R_ST_CODE,
+  R_ST_STATUS,
+  R_ST_REASON,
+  R_ST_MESSAGE,
+  R_DETAILS,
+  R_RETRY_AFTER,
+};
+
+/* Slices recorded as offsets into the output buffer (it may move). */
+enum field { F_KIND, F_APIVERSION, F_NAMESPACE, F_NAME, F_UID, F_RV, F_CTS, F_COUNT };
+
+#define NO_OFF UINT32_MAX
+#define MAX_SEGS 16
+
+typedef struct dpath {
+  seg segs[MAX_SEGS];
+  uint32_t nseg;
+} dpath;
+
+typedef struct level {
+  uint64_t drop;     /* drop paths whose segments matched down to here */
+  uint8_t is_array;
+  uint8_t has_elems; /* an element was emitted: the next needs a comma */
+  uint8_t role;
+  uint8_t skip;      /* inside a dropped subtree: emit nothing */
+} level;
+
+typedef struct lab {
+  uint32_t koff, klen, voff, vlen;
+} lab;
+
+struct kc_obj_builder {
+  dpath *paths;
+  uint32_t npaths;
+  char *pathbuf;
+  bool metadata_only;
+  size_t max_bytes;
+
+  char *out;
+  size_t len, cap;
+
+  unsigned depth; /* open containers; the root object is depth 1 */
+  bool done;
+  level st[KC_OBJ_MAX_DEPTH + 1];
+
+  /* Context of the next value in a map, set by the key. */
+  uint8_t v_role, v_skip;
+  uint64_t v_drop;
+  uint32_t v_koff, v_klen;
+
+  struct {
+    uint32_t off, len;
+  } f[F_COUNT];
+  int64_t generation;
+  bool deleting;
+  lab *labels;
+  size_t nlabels, caplabels;
+  kc_status status;
+  bool iee;
+  char err[200];
+};
+
+static int fail(kc_obj_builder *b, int rc, const char *msg) {
+  if (!b->err[0]) snprintf(b->err, sizeof b->err, "%s", msg);
+  return rc;
+}
+
+kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
+  kc_obj_builder *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->max_bytes = max_bytes ? max_bytes : KC_OBJ_MAX_BYTES;
+  if (b->max_bytes > UINT32_MAX - 1) b->max_bytes = UINT32_MAX - 1;
+  if (t) {
+    b->metadata_only = t->metadata_only;
+    if (t->ndrop > KC_OBJ_MAX_DROP) {
+      free(b);
+      errno = E2BIG;
+      return NULL;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < t->ndrop; i++) {
+      if (!t->drop[i]) goto inval;
+      total += strlen(t->drop[i]) + 1;
+    }
+    if (t->ndrop) {
+      b->paths = calloc(t->ndrop, sizeof *b->paths);
+      b->pathbuf = malloc(total);
+      if (!b->paths || !b->pathbuf) {
+        kc_obj_builder_free(b);
+        errno = ENOMEM;
+        return NULL;
+      }
+    }
+    char *w = b->pathbuf;
+    for (size_t i = 0; i < t->ndrop; i++) {
+      size_t n = strlen(t->drop[i]) + 1;
+      memcpy(w, t->drop[i], n);
+      const char *p = w;
+      w += n;
+      dpath *dp = &b->paths[i];
+      seg s;
+      int rc;
+      while ((rc = path_next(&p, &s, dp->nseg == 0)) == 1) {
+        if (s.type == SEG_INDEX || dp->nseg == MAX_SEGS) goto inval;
+        dp->segs[dp->nseg++] = s;
+      }
+      if (rc < 0) goto inval;
+    }
+    b->npaths = (uint32_t)t->ndrop;
+  }
+  kc_obj_builder_reset(b);
+  return b;
+inval:
+  kc_obj_builder_free(b);
+  errno = EINVAL;
+  return NULL;
+}
+
+void kc_obj_builder_free(kc_obj_builder *b) {
+  if (!b) return;
+  free(b->paths);
+  free(b->pathbuf);
+  free(b->out);
+  free(b->labels);
+  free(b);
+}
+
+void kc_obj_builder_reset(kc_obj_builder *b) {
+  b->len = 0;
+  b->depth = 0;
+  b->done = false;
+  for (int i = 0; i < F_COUNT; i++) b->f[i].off = NO_OFF;
+  b->generation = 0;
+  b->deleting = false;
+  b->nlabels = 0;
+  b->status.has_code = false;
+  b->status.code = 0;
+  b->status.status[0] = b->status.reason[0] = b->status.message[0] = '\0';
+  b->status.retry_after_seconds = 0;
+  b->iee = false;
+  b->err[0] = '\0';
+}
+
+bool kc_obj_builder_done(const kc_obj_builder *b) { return b->done; }
+const char *kc_obj_builder_error(const kc_obj_builder *b) { return b->err; }
+const kc_status *kc_obj_builder_status(const kc_obj_builder *b) { return &b->status; }
+bool kc_obj_builder_initial_events_end(const kc_obj_builder *b) { return b->iee; }
+
+static int reserve(kc_obj_builder *b, size_t n) {
+  if (b->cap - b->len >= n) return 0;
+  size_t need = b->len + n;
+  if (need > b->max_bytes + 8)
+  {
+    if (!b->err[0])
+      snprintf(b->err, sizeof b->err, "object larger than the limit of %zu bytes", b->max_bytes);
+    return -E2BIG;
+  }
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < need) cap *= 2;
+  char *p = realloc(b->out, cap);
+  if (!p) return fail(b, -ENOMEM, "out of memory");
+  b->out = p;
+  b->cap = cap;
+  return 0;
+}
+
+static const uint8_t esc_tab[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1 /* " */, ['\\'] = 1};
+
+/* Appends s as a JSON string body (no quotes), escaping only what must be. */
+static int put_escaped(kc_obj_builder *b, const char *s, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    size_t run = i;
+    while (run < len && !esc_tab[(uint8_t)s[run]]) run++;
+    if (run > i) {
+      if (reserve(b, run - i + 1)) return -1;
+      memcpy(b->out + b->len, s + i, run - i);
+      b->len += run - i;
+      i = run;
+    }
+    if (i == len) break;
+    if (reserve(b, 6 + 1)) return -1;
+    uint8_t c = (uint8_t)s[i++];
+    char *o = b->out + b->len;
+    char e = 0;
+    switch (c) {
+    case '"': e = '"'; break;
+    case '\\': e = '\\'; break;
+    case '\b': e = 'b'; break;
+    case '\f': e = 'f'; break;
+    case '\n': e = 'n'; break;
+    case '\r': e = 'r'; break;
+    case '\t': e = 't'; break;
+    default: break;
+    }
+    if (e) {
+      o[0] = '\\';
+      o[1] = e;
+      b->len += 2;
+    } else {
+      static const char hex[] = "0123456789abcdef";
+      memcpy(o, "\\u00", 4);
+      o[4] = hex[c >> 4];
+      o[5] = hex[c & 15];
+      b->len += 6;
+    }
+  }
+  return 0;
+}
+
+static inline int put_ch(kc_obj_builder *b, char c) {
+  if (reserve(b, 1)) return -1;
+  b->out[b->len++] = c;
+  return 0;
+}
+
+static inline bool key_is(const char *s, size_t len, const char *lit, size_t litlen) {
+  return len == litlen && memcmp(s, lit, len) == 0;
+}
+#define KEY_IS(s, len, lit) key_is(s, len, lit, sizeof(lit) - 1)
+
+static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {
+  switch (parent) {
+  case R_ROOT:
+    if (KEY_IS(k, n, "kind")) return R_KIND;
+    if (KEY_IS(k, n, "apiVersion")) return R_APIVERSION;
+    if (KEY_IS(k, n, "metadata")) return R_METADATA;
+    if (KEY_IS(k, n, "code")) return R_ST_CODE;
+    if (KEY_IS(k, n, "status")) return R_ST_STATUS;
+    if (KEY_IS(k, n, "reason")) return R_ST_REASON;
+    if (KEY_IS(k, n, "message")) return R_ST_MESSAGE;
+    if (KEY_IS(k, n, "details")) return R_DETAILS;
+    return R_NONE;
+  case R_METADATA:
+    switch (n) {
+    case 3: return KEY_IS(k, n, "uid") ? R_UID : R_NONE;
+    case 4: return KEY_IS(k, n, "name") ? R_NAME : R_NONE;
+    case 6: return KEY_IS(k, n, "labels") ? R_LABELS : R_NONE;
+    case 9: return KEY_IS(k, n, "namespace") ? R_NAMESPACE : R_NONE;
+    case 10: return KEY_IS(k, n, "generation") ? R_GENERATION : R_NONE;
+    case 11: return KEY_IS(k, n, "annotations") ? R_ANNOTATIONS : R_NONE;
+    case 15: return KEY_IS(k, n, "resourceVersion") ? R_RV : R_NONE;
+    case 17:
+      if (KEY_IS(k, n, "creationTimestamp")) return R_CTS;
+      return KEY_IS(k, n, "deletionTimestamp") ? R_DELTS : R_NONE;
+    default: return R_NONE;
+    }
+  case R_LABELS: return R_LABEL_VALUE;
+  case R_ANNOTATIONS: return KEY_IS(k, n, "k8s.io/initial-events-end") ? R_IEE : R_NONE;
+  case R_DETAILS: return KEY_IS(k, n, "retryAfterSeconds") ? R_RETRY_AFTER : R_NONE;
+  default: return R_NONE;
+  }
+}
+
+/* Context of the value about to start: from the key (maps) or computed
+ * (array elements, root). Emits the comma an array element needs. */
+static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t *drop) {
+  if (b->done) return fail(b, -EBADMSG, "data after the end of the object");
+  if (b->depth == 0) {
+    *role = R_ROOT;
+    *skip = 0;
+    *drop = b->npaths == 64 ? UINT64_MAX : ((uint64_t)1 << b->npaths) - 1;
+    return 0;
+  }
+  level *pl = &b->st[b->depth];
+  if (!pl->is_array) {
+    *role = b->v_role;
+    *skip = b->v_skip;
+    *drop = b->v_drop;
+    return 0;
+  }
+  *role = R_NONE;
+  *skip = pl->skip;
+  *drop = 0;
+  unsigned segi = b->depth - 1;
+  for (uint64_t m = pl->drop; m; m &= m - 1) {
+    unsigned i = (unsigned)__builtin_ctzll(m);
+    const dpath *dp = &b->paths[i];
+    if (segi < dp->nseg && dp->segs[segi].type == SEG_EACH) {
+      if (dp->nseg == segi + 1) *skip = 1;
+      else *drop |= (uint64_t)1 << i;
+    }
+  }
+  if (!*skip) {
+    if (pl->has_elems && put_ch(b, ',')) return -1;
+    pl->has_elems = 1;
+  }
+  return 0;
+}
+
+static void copy_cut(char *dst, size_t cap, const char *s, size_t len) {
+  if (len >= cap) len = cap - 1;
+  memcpy(dst, s, len);
+  dst[len] = '\0';
+}
+
+static bool parse_i64(const char *s, size_t len, int64_t *out) {
+  size_t i = 0;
+  bool neg = false;
+  if (i < len && s[i] == '-') {
+    neg = true;
+    i++;
+  }
+  if (i == len) return false;
+  uint64_t v = 0;
+  for (; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX) return false;
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return true;
+}
+
+int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
+  if (b->depth == 0 || b->st[b->depth].is_array)
+    return fail(b, -EBADMSG, "key outside an object");
+  level *pl = &b->st[b->depth];
+  uint8_t skip = pl->skip;
+  uint64_t drop = 0;
+  unsigned segi = b->depth - 1;
+  for (uint64_t m = pl->drop; m; m &= m - 1) {
+    unsigned i = (unsigned)__builtin_ctzll(m);
+    const dpath *dp = &b->paths[i];
+    if (segi < dp->nseg && dp->segs[segi].type == SEG_KEY && dp->segs[segi].len == n &&
+        memcmp(dp->segs[segi].key, k, n) == 0) {
+      if (dp->nseg == segi + 1) skip = 1;
+      else drop |= (uint64_t)1 << i;
+    }
+  }
+  uint8_t role = role_for_key(pl->role, k, n);
+  if (b->metadata_only && b->depth == 1 && role != R_KIND && role != R_APIVERSION &&
+      role != R_METADATA)
+    skip = 1;
+  b->v_role = role;
+  b->v_skip = skip;
+  b->v_drop = drop;
+  if (!skip) {
+    if (reserve(b, n + 4)) return -1;
+    if (pl->has_elems) b->out[b->len++] = ',';
+    pl->has_elems = 1;
+    b->out[b->len++] = '"';
+    b->v_koff = (uint32_t)b->len;
+    if (put_escaped(b, k, n)) return -1;
+    b->v_klen = (uint32_t)(b->len - b->v_koff);
+    if (reserve(b, 2)) return -1;
+    b->out[b->len++] = '"';
+    b->out[b->len++] = ':';
+  }
+  return 0;
+}
+
+static void set_field(kc_obj_builder *b, enum field f, uint32_t off, uint32_t len) {
+  b->f[f].off = off;
+  b->f[f].len = len;
+}
+
+int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
+  uint8_t role, skip;
+  uint64_t drop;
+  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
+  uint32_t off = 0, len = 0;
+  if (!skip) {
+    if (put_ch(b, '"')) return -1;
+    off = (uint32_t)b->len;
+    if (put_escaped(b, s, n)) return -1;
+    len = (uint32_t)(b->len - off);
+    if (put_ch(b, '"')) return -1;
+  }
+  switch (role) {
+  case R_NONE: break;
+  case R_KIND: if (!skip) set_field(b, F_KIND, off, len); break;
+  case R_APIVERSION: if (!skip) set_field(b, F_APIVERSION, off, len); break;
+  case R_NAME: if (!skip) set_field(b, F_NAME, off, len); break;
+  case R_NAMESPACE: if (!skip) set_field(b, F_NAMESPACE, off, len); break;
+  case R_UID: if (!skip) set_field(b, F_UID, off, len); break;
+  case R_RV: if (!skip) set_field(b, F_RV, off, len); break;
+  case R_CTS: if (!skip) set_field(b, F_CTS, off, len); break;
+  case R_DELTS: b->deleting = true; break;
+  case R_LABEL_VALUE:
+    if (!skip) {
+      if (b->nlabels == b->caplabels) {
+        size_t nc = b->caplabels ? b->caplabels * 2 : 16;
+        lab *nl = realloc(b->labels, nc * sizeof *nl);
+        if (!nl) return fail(b, -ENOMEM, "out of memory");
+        b->labels = nl;
+        b->caplabels = nc;
+      }
+      b->labels[b->nlabels++] = (lab){b->v_koff, b->v_klen, off, len};
+    }
+    break;
+  case R_IEE: b->iee = KEY_IS(s, n, "true"); break;
+  case R_ST_STATUS: copy_cut(b->status.status, sizeof b->status.status, s, n); break;
+  case R_ST_REASON: copy_cut(b->status.reason, sizeof b->status.reason, s, n); break;
+  case R_ST_MESSAGE: copy_cut(b->status.message, sizeof b->status.message, s, n); break;
+  default: break;
+  }
+  return 0;
+}
+
+int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
+  uint8_t role, skip;
+  uint64_t drop;
+  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
+  if (!skip) {
+    if (reserve(b, n)) return -1;
+    memcpy(b->out + b->len, s, n);
+    b->len += n;
+  }
+  int64_t v;
+  switch (role) {
+  case R_GENERATION:
+    if (parse_i64(s, n, &v)) b->generation = v;
+    break;
+  case R_ST_CODE:
+    if (parse_i64(s, n, &v) && v >= 0 && v < 1000) {
+      b->status.code = (int)v;
+      b->status.has_code = true;
+    }
+    break;
+  case R_RETRY_AFTER:
+    if (parse_i64(s, n, &v)) b->status.retry_after_seconds = v;
+    break;
+  default: break;
+  }
+  return 0;
+}
+
+static int put_literal(kc_obj_builder *b, const char *lit, size_t n) {
+  uint8_t role, skip;
+  uint64_t drop;
+  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
+  if (skip) return 0;
+  if (reserve(b, n)) return -1;
+  memcpy(b->out + b->len, lit, n);
+  b->len += n;
+  return 0;
+}
+
+int kc_obj_builder_null(kc_obj_builder *b) { return put_literal(b, "null", 4); }
+int kc_obj_builder_bool(kc_obj_builder *b, bool v) {
+  return v ? put_literal(b, "true", 4) : put_literal(b, "false", 5);
+}
+
+static int start_container(kc_obj_builder *b, bool is_array) {
+  uint8_t role, skip;
+  uint64_t drop;
+  if (begin_value(b, &role, &skip, &drop)) return -1;
+  if (role == R_ROOT && is_array) return fail(b, -EBADMSG, "not a JSON object");
+  if (b->depth >= KC_OBJ_MAX_DEPTH)
+    return fail(b, -E2BIG, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
+  if (!skip && put_ch(b, is_array ? '[' : '{')) return -1;
+  if (is_array || (role != R_ROOT && role != R_METADATA && role != R_LABELS &&
+                   role != R_ANNOTATIONS && role != R_DETAILS))
+    role = R_NONE;
+  if (role == R_LABELS && !skip) b->nlabels = 0; /* a repeated labels map replaces */
+  level *l = &b->st[++b->depth];
+  l->drop = drop;
+  l->is_array = is_array;
+  l->has_elems = 0;
+  l->role = role;
+  l->skip = skip;
+  return 0;
+}
+
+static int end_container(kc_obj_builder *b, bool is_array) {
+  if (b->depth == 0 || b->st[b->depth].is_array != is_array)
+    return fail(b, -EBADMSG, "unbalanced container");
+  level *l = &b->st[b->depth--];
+  if (!l->skip && put_ch(b, is_array ? ']' : '}')) return -1;
+  if (b->depth == 0) b->done = true;
+  return 0;
+}
+
+int kc_obj_builder_start_map(kc_obj_builder *b) { return start_container(b, false); }
+int kc_obj_builder_end_map(kc_obj_builder *b) { return end_container(b, false); }
+int kc_obj_builder_start_array(kc_obj_builder *b) { return start_container(b, true); }
+int kc_obj_builder_end_array(kc_obj_builder *b) { return end_container(b, true); }
+
+static int label_cmp(const void *a, const void *b) {
+  const kc_label *x = a, *y = b;
+  int c = kc_str_cmp(x->key, y->key);
+  if (c) return c;
+  /* Equal keys (a duplicated JSON key): keep text order, the last one wins. */
+  return x->key.ptr < y->key.ptr ? -1 : x->key.ptr > y->key.ptr;
+}
+
+kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
+  if (!b->done) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t hdr = offsetof(kc_obj, json);
+  size_t laboff = (hdr + b->len + 1 + 7) & ~(size_t)7;
+  size_t total = laboff + b->nlabels * sizeof(kc_label);
+  kc_obj *o = malloc(total);
+  if (!o) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  memset(o, 0, hdr);
+  atomic_init(&o->refs, 1);
+  o->json_len = (uint32_t)b->len;
+  memcpy(o->json, b->out, b->len);
+  o->json[b->len] = '\0';
+  kc_str *dst[F_COUNT] = {&o->kind, &o->api_version, &o->namespace_, &o->name,
+                          &o->uid,  &o->resource_version, &o->creation_timestamp};
+  for (int i = 0; i < F_COUNT; i++)
+    if (b->f[i].off != NO_OFF) *dst[i] = (kc_str){o->json + b->f[i].off, b->f[i].len};
+  o->generation = b->generation;
+  o->deleting = b->deleting;
+  if (b->nlabels) {
+    kc_label *l = (kc_label *)(void *)((char *)o + laboff);
+    size_t n = b->nlabels;
+    for (size_t i = 0; i < n; i++) {
+      const lab *s = &b->labels[i];
+      l[i].key = (kc_str){o->json + s->koff, s->klen};
+      l[i].value = (kc_str){o->json + s->voff, s->vlen};
+    }
+    if (n <= 16) {
+      for (size_t i = 1; i < n; i++) {
+        kc_label x = l[i];
+        size_t j = i;
+        while (j > 0 && label_cmp(&l[j - 1], &x) > 0) {
+          l[j] = l[j - 1];
+          j--;
+        }
+        l[j] = x;
+      }
+    } else {
+      qsort(l, n, sizeof *l, label_cmp);
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (w > 0 && kc_str_eq(l[w - 1].key, l[i].key)) l[w - 1] = l[i];
+      else l[w++] = l[i];
+    }
+    o->labels = l;
+    o->nlabels = (uint32_t)w;
+  }
+  return o;
+}
+
+/* ------------------------------------------------------------------ */
+/* kc_obj_parse: yajl straight into the builder */
+
+static int cb_null(void *c) { return kc_obj_builder_null(c) == 0; }
+static int cb_bool(void *c, int v) { return kc_obj_builder_bool(c, v != 0) == 0; }
+static int cb_number(void *c, const char *s, size_t n) {
+  return kc_obj_builder_number(c, s, n) == 0;
+}
+static int cb_string(void *c, const unsigned char *s, size_t n) {
+  return kc_obj_builder_string(c, (const char *)s, n) == 0;
+}
+static int cb_key(void *c, const unsigned char *s, size_t n) {
+  return kc_obj_builder_key(c, (const char *)s, n) == 0;
+}
+static int cb_start_map(void *c) { return kc_obj_builder_start_map(c) == 0; }
+static int cb_end_map(void *c) { return kc_obj_builder_end_map(c) == 0; }
+static int cb_start_array(void *c) { return kc_obj_builder_start_array(c) == 0; }
+static int cb_end_array(void *c) { return kc_obj_builder_end_array(c) == 0; }
+
+static const yajl_callbacks parse_cbs = {
+    cb_null,      cb_bool,    NULL,           NULL,        cb_number,    cb_string,
+    cb_start_map, cb_key,     cb_end_map,     cb_start_array, cb_end_array};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || !errlen) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t, kc_status *st,
+                            char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  kc_obj_builder *b = kc_obj_builder_new(t, 0);
+  if (!b) {
+    set_err(err, errlen, "%s", errno == ENOMEM ? "out of memory" : "invalid transform");
+    return NULL;
+  }
+  yajl_handle h = yajl_alloc(&parse_cbs, NULL, b);
+  if (!h) {
+    kc_obj_builder_free(b);
+    set_err(err, errlen, "out of memory");
+    errno = ENOMEM;
+    return NULL;
+  }
+  kc_obj *o = NULL;
+  yajl_status s = yajl_parse(h, (const unsigned char *)json, len);
+  if (s == yajl_status_ok) s = yajl_complete_parse(h);
+  if (s != yajl_status_ok) {
+    size_t at = yajl_get_bytes_consumed(h);
+    if (b->err[0]) {
+      set_err(err, errlen, "offset %zu: %s", at, b->err);
+    } else {
+      unsigned char *m = yajl_get_error(h, 0, (const unsigned char *)json, len);
+      size_t ml = m ? strlen((char *)m) : 0;
+      while (ml && (m[ml - 1] == '\n' || m[ml - 1] == ' ')) m[--ml] = '\0';
+      set_err(err, errlen, "offset %zu: invalid JSON: %s", at, m ? (char *)m : "?");
+      if (m) yajl_free_error(h, m);
+    }
+    errno = EBADMSG;
+  } else if (!b->done) {
+    set_err(err, errlen, "not a JSON object");
+    errno = EBADMSG;
+  } else {
+    o = kc_obj_builder_finish(b);
+    if (!o) set_err(err, errlen, "out of memory");
+    else if (st) *st = b->status;
+  }
+  yajl_free(h);
+  kc_obj_builder_free(b);
+  return o;
+}
+
+kc_obj *kc_obj_parse(const char *json, size_t len, const kc_transform *t, char *err,
+                     size_t errlen) {
+  return kc_obj_parse_status(json, len, t, NULL, err, errlen);
+}
+
+/* ------------------------------------------------------------------ */
+/* Object accessors */
+
+kc_obj *kc_obj_ref(kc_obj *obj) {
+  if (obj) atomic_fetch_add_explicit(&obj->refs, 1, memory_order_relaxed);
+  return obj;
+}
+
+void kc_obj_unref(kc_obj *obj) {
+  if (!obj) return;
+  if (atomic_fetch_sub_explicit(&obj->refs, 1, memory_order_acq_rel) == 1) free(obj);
+}
+
+size_t kc_obj_mem_size(const kc_obj *obj) {
+  /* What malloc really hands out plus its per-chunk header. */
+  return malloc_usable_size((void *)obj) + sizeof(size_t);
+}
+
+int kc_obj_key(const kc_obj *obj, char *buf, size_t cap) {
+  size_t ns = obj->namespace_.len, n = obj->name.len;
+  size_t need = (ns ? ns + 1 : 0) + n;
+  if (need + 1 > cap || need > INT32_MAX) return -ENOSPC;
+  char *w = buf;
+  if (ns) {
+    memcpy(w, obj->namespace_.ptr, ns);
+    w[ns] = '/';
+    w += ns + 1;
+  }
+  if (n) memcpy(w, obj->name.ptr, n);
+  w[n] = '\0';
+  return (int)need;
+}
+
+kc_str kc_obj_label(const kc_obj *obj, kc_str key) {
+  size_t lo = 0, hi = obj->nlabels;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = kc_str_cmp(obj->labels[mid].key, key);
+    if (c == 0) return obj->labels[mid].value;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return (kc_str){NULL, 0};
+}
+
+/* ------------------------------------------------------------------ */
+/* Scanner. Works on any bytes without reading past `end`; on text that is
+ * not valid JSON it returns "absent" rather than failing. */
+
+static const char *ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+/* p at the opening quote; returns just past the closing quote, or NULL. */
+static const char *skip_string(const char *p, const char *end) {
+  p++;
+  while (p < end) {
+    const char *q = memchr(p, '"', (size_t)(end - p));
+    if (!q) return NULL;
+    /* The quote is escaped when preceded by an odd number of backslashes. */
+    size_t bs = 0;
+    for (const char *r = q; r > p && r[-1] == '\\'; r--) bs++;
+    if (bs % 2 == 0) return q + 1;
+    p = q + 1;
+  }
+  return NULL;
+}
+
+static const char *skip_value(const char *p, const char *end) {
+  if (p >= end) return NULL;
+  char c = *p;
+  if (c == '"') return skip_string(p, end);
+  if (c == '{' || c == '[') {
+    size_t depth = 0;
+    while (p < end) {
+      c = *p;
+      if (c == '"') {
+        p = skip_string(p, end);
+        if (!p) return NULL;
+        continue;
+      }
+      if (c == '{' || c == '[') depth++;
+      else if (c == '}' || c == ']') {
+        if (--depth == 0) return p + 1;
+      }
+      p++;
+    }
+    return NULL;
+  }
+  const char *s = p;
+  while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
+         *p != '\t' && *p != '\r')
+    p++;
+  return p > s ? p : NULL;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int hex4(const char *p, const char *end) {
+  if (end - p < 4) return -1;
+  int v = 0;
+  for (int i = 0; i < 4; i++) {
+    int h = hexval(p[i]);
+    if (h < 0) return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
+
+/* Decodes one character of a JSON string body at *pp (p < end) into out
+ * (up to 4 bytes). Returns the byte count, or -1 on a bad escape. */
+static int decode_char(const char **pp, const char *end, char out[4]) {
+  const char *p = *pp;
+  if (*p != '\\') {
+    out[0] = *p;
+    *pp = p + 1;
+    return 1;
+  }
+  if (++p >= end) return -1;
+  char c = *p++;
+  switch (c) {
+  case '"': case '\\': case '/': out[0] = c; break;
+  case 'b': out[0] = '\b'; break;
+  case 'f': out[0] = '\f'; break;
+  case 'n': out[0] = '\n'; break;
+  case 'r': out[0] = '\r'; break;
+  case 't': out[0] = '\t'; break;
+  case 'u': {
+    int u = hex4(p, end);
+    if (u < 0) return -1;
+    p += 4;
+    uint32_t cp = (uint32_t)u;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      int lo = (end - p >= 6 && p[0] == '\\' && p[1] == 'u') ? hex4(p + 2, end) : -1;
+      if (lo >= 0xDC00 && lo <= 0xDFFF) {
+        cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+        p += 6;
+      } else {
+        cp = 0xFFFD; /* lone surrogate, as yajl does */
+      }
+    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+      cp = 0xFFFD;
+    }
+    *pp = p;
+    if (cp < 0x80) {
+      out[0] = (char)cp;
+      return 1;
+    }
+    if (cp < 0x800) {
+      out[0] = (char)(0xC0 | (cp >> 6));
+      out[1] = (char)(0x80 | (cp & 0x3F));
+      return 2;
+    }
+    if (cp < 0x10000) {
+      out[0] = (char)(0xE0 | (cp >> 12));
+      out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+      out[2] = (char)(0x80 | (cp & 0x3F));
+      return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+  }
+  default: return -1;
+  }
+  *pp = p;
+  return 1;
+}
+
+/* Compares a raw JSON string body (between the quotes) with plain bytes. */
+static bool raw_eq(const char *raw, size_t rawlen, const char *s, size_t n) {
+  if (!memchr(raw, '\\', rawlen)) return rawlen == n && memcmp(raw, s, n) == 0;
+  const char *p = raw, *end = raw + rawlen;
+  size_t i = 0;
+  char buf[4];
+  while (p < end) {
+    int k = decode_char(&p, end, buf);
+    if (k < 0 || i + (size_t)k > n || memcmp(s + i, buf, (size_t)k) != 0) return false;
+    i += (size_t)k;
+  }
+  return i == n;
+}
+
+static enum kc_json_type type_of(char c) {
+  switch (c) {
+  case '{': return KC_JSON_OBJECT;
+  case '[': return KC_JSON_ARRAY;
+  case '"': return KC_JSON_STRING;
+  case 'n': return KC_JSON_NULL;
+  case 't': case 'f': return KC_JSON_BOOL;
+  default: return KC_JSON_NUMBER;
+  }
+}
+
+/* Steps from the value at p into the member/element named by s. Returns the
+ * start of the child value, or NULL when absent. */
+static const char *step(const char *p, const char *end, const seg *s) {
+  if (s->type == SEG_KEY) {
+    if (*p != '{') return NULL;
+    p = ws(p + 1, end);
+    if (p < end && *p == '}') return NULL;
+    while (p < end && *p == '"') {
+      const char *k = p + 1;
+      const char *ke = skip_string(p, end);
+      if (!ke) return NULL;
+      bool hit = raw_eq(k, (size_t)(ke - 1 - k), s->key, s->len);
+      p = ws(ke, end);
+      if (p >= end || *p != ':') return NULL;
+      p = ws(p + 1, end);
+      if (p >= end) return NULL;
+      if (hit) return p;
+      p = skip_value(p, end);
+      if (!p) return NULL;
+      p = ws(p, end);
+      if (p >= end || *p != ',') return NULL;
+      p = ws(p + 1, end);
+    }
+    return NULL;
+  }
+  if (*p != '[') return NULL;
+  p = ws(p + 1, end);
+  if (p < end && *p == ']') return NULL;
+  for (size_t i = 0; p < end; i++) {
+    if (i == s->index) return p;
+    p = skip_value(p, end);
+    if (!p) return NULL;
+    p = ws(p, end);
+    if (p >= end || *p != ',') return NULL;
+    p = ws(p + 1, end);
+  }
+  return NULL;
+}
+
+static void make_value(const char *p, const char *end, kc_json_value *out) {
+  const char *e = skip_value(p, end);
+  if (!e) {
+    *out = (kc_json_value){KC_JSON_ABSENT, {NULL, 0}};
+    return;
+  }
+  out->type = type_of(*p);
+  out->raw = (kc_str){p, (size_t)(e - p)};
+}
+
+static int validate_path(const char *path, bool allow_each) {
+  if (!path) return -EINVAL;
+  seg s;
+  int rc;
+  bool first = true;
+  while ((rc = path_next(&path, &s, first)) == 1) {
+    first = false;
+    if (s.type == SEG_EACH && !allow_each) return -EINVAL;
+  }
+  return rc;
+}
+
+int kc_json_get(kc_str json, const char *path, kc_json_value *out) {
+  int rc = validate_path(path, false);
+  if (rc < 0) return rc;
+  *out = (kc_json_value){KC_JSON_ABSENT, {NULL, 0}};
+  if (!json.ptr) return 0;
+  const char *end = json.ptr + json.len;
+  const char *p = ws(json.ptr, end);
+  seg s;
+  bool first = true;
+  while (p && p < end && path_next(&path, &s, first) == 1) {
+    first = false;
+    p = step(p, end, &s);
+  }
+  if (p && p < end) make_value(p, end, out);
+  return 0;
+}
+
+int kc_obj_get(const kc_obj *obj, const char *path, kc_json_value *out) {
+  return kc_json_get((kc_str){obj->json, obj->json_len}, path, out);
+}
+
+typedef struct each_ctx {
+  bool (*cb)(const kc_json_value *v, void *ud);
+  void *ud;
+  int count;
+  bool stop;
+} each_ctx;
+
+static void each_walk(const char *p, const char *end, const char *path, bool first,
+                      each_ctx *c) {
+  seg s;
+  while (!c->stop) {
+    p = ws(p, end);
+    if (p >= end) return;
+    if (path_next(&path, &s, first) != 1) {
+      kc_json_value v;
+      make_value(p, end, &v);
+      if (v.type == KC_JSON_ABSENT) return;
+      c->count++;
+      if (!c->cb(&v, c->ud)) c->stop = true;
+      return;
+    }
+    first = false;
+    if (s.type != SEG_EACH) {
+      p = step(p, end, &s);
+      if (!p) return;
+      continue;
+    }
+    if (*p != '[') return;
+    p = ws(p + 1, end);
+    if (p < end && *p == ']') return;
+    while (p < end && !c->stop) {
+      each_walk(p, end, path, false, c);
+      p = skip_value(p, end);
+      if (!p) return;
+      p = ws(p, end);
+      if (p >= end || *p != ',') return;
+      p = ws(p + 1, end);
+    }
+    return;
+  }
+}
+
+int kc_obj_get_each(const kc_obj *obj, const char *path,
+                    bool (*cb)(const kc_json_value *v, void *ud), void *ud) {
+  int rc = validate_path(path, true);
+  if (rc < 0) return rc;
+  each_ctx c = {cb, ud, 0, false};
+  each_walk(obj->json, obj->json + obj->json_len, path, true, &c);
+  return c.count;
+}
+
+int kc_json_string(const kc_json_value *v, char *buf, size_t cap) {
+  if (v->type != KC_JSON_STRING || v->raw.len < 2) return -EINVAL;
+  const char *p = v->raw.ptr + 1, *end = v->raw.ptr + v->raw.len - 1;
+  size_t n = 0;
+  char tmp[4];
+  while (p < end) {
+    int k = decode_char(&p, end, tmp);
+    if (k < 0) return -EINVAL;
+    if (n + (size_t)k + 1 > cap) return -ENOSPC;
+    memcpy(buf + n, tmp, (size_t)k);
+    n += (size_t)k;
+  }
+  if (cap < 1) return -ENOSPC;
+  if (n > INT32_MAX) return -ENOSPC;
+  buf[n] = '\0';
+  return (int)n;
+}
+
+int kc_json_int64(const kc_json_value *v, int64_t *out) {
+  if (v->type != KC_JSON_NUMBER) return -EINVAL;
+  const char *s = v->raw.ptr;
+  size_t n = v->raw.len, i = 0;
+  if (i < n && s[i] == '-') i++;
+  if (i == n) return -EINVAL;
+  for (size_t j = i; j < n; j++)
+    if (s[j] < '0' || s[j] > '9') return -EINVAL;
+  int64_t r;
+  if (!parse_i64(s, n, &r)) return -ERANGE;
+  *out = r;
+  return 0;
+}
+
+bool kc_json_true(const kc_json_value *v) {
+  return v->type == KC_JSON_BOOL && v->raw.len == 4 && memcmp(v->raw.ptr, "true", 4) == 0;
+}
+
+int kc_json_scalar_text(const kc_json_value *v, char *buf, size_t cap) {
+  switch (v->type) {
+  case KC_JSON_ABSENT:
+  case KC_JSON_NULL:
+    if (cap < 1) return -ENOSPC;
+    buf[0] = '\0';
+    return 0;
+  case KC_JSON_STRING: return kc_json_string(v, buf, cap);
+  case KC_JSON_NUMBER:
+  case KC_JSON_BOOL:
+    if (v->raw.len + 1 > cap || v->raw.len > INT32_MAX) return -ENOSPC;
+    memcpy(buf, v->raw.ptr, v->raw.len);
+    buf[v->raw.len] = '\0';
+    return (int)v->raw.len;
+  default: return -EINVAL;
+  }
+}

@@ -1,0 +1,581 @@
+/* Unit tests for daemon/kobj.c against the shared real fixtures. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kobj.h"
+
+#define FIX "../shared/fixtures/objects/"
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  buf[n] = '\0';
+  *len = (size_t)n;
+  return buf;
+}
+
+static kc_obj *load(const char *name, const kc_transform *t) {
+  char path[256], err[256];
+  snprintf(path, sizeof path, FIX "%s", name);
+  size_t len;
+  char *text = read_file(path, &len);
+  kc_obj *o = kc_obj_parse(text, len, t, err, sizeof err);
+  if (!o) fail_msg("%s: %s", name, err);
+  free(text);
+  return o;
+}
+
+static void assert_str(kc_str s, const char *want) {
+  if (!want) {
+    assert_null(s.ptr);
+    assert_int_equal(s.len, 0);
+    return;
+  }
+  char buf[512];
+  size_t n = s.len < sizeof buf - 1 ? s.len : sizeof buf - 1;
+  memcpy(buf, s.ptr, n);
+  buf[n] = '\0';
+  assert_string_equal(buf, want);
+}
+
+/* Expected values were read with python3's json module; json_len is
+ * len(json.dumps(obj, separators=(',',':'), ensure_ascii=False)), the same
+ * minified text we store. */
+static const struct fix {
+  const char *file, *kind, *api_version, *ns, *name, *uid, *rv, *cts;
+  int64_t generation;
+  unsigned nlabels;
+  size_t json_len;
+} fixtures[] = {
+    {"clusteroperator-insights-operator-network.json", "ClusterOperator", "config.openshift.io/v1",
+     NULL, "network", "533e85ab-7feb-4c04-83f5-a9837263a683", "1782179", "2021-07-07T11:02:54Z", 1,
+     0, 8417},
+    {"configmap-k9s.json", "ConfigMap", "v1", "default", "blee",
+     "d587a666-87dc-11e9-a8e8-42010a80015b", "27009817", "2019-06-05T21:56:55Z", 0, 0, 542},
+    {"deployment-k9s.json", "Deployment", "apps/v1", "icx", "icx-db",
+     "6f6143bc-a5f3-11e9-990f-42010a800218", "37116271", "2019-07-14T04:54:17Z", 1, 1, 2791},
+    {"event-k9s.json", "Event", "v1", "default", "hello-1567197780-mn4mv.15bfce150bd764dd",
+     "c443d4b3-cb66-11e9-990f-42010a800218", "590733", "2019-08-30T20:43:05Z", 0, 0, 857},
+    {"node-kubernetes-fieldmanager.json", "Node", "v1", NULL, "node-default-pool-something",
+     "0c24d0e1-a265-11e9-abe4-42010a80026b", "211582541", "2019-07-09T16:17:29Z", 0, 9, 10382},
+    {"pod-insights-operator-prometheus.json", NULL, NULL, "openshift-monitoring",
+     "prometheus-k8s-0", "4f346c63-4d5b-461b-898c-9c0fca14b797", "1782140",
+     "2021-07-07T16:15:18Z", 0, 6, 18642},
+    {"pod-k8s-openapi-coredns.json", "Pod", "v1", "kube-system", "coredns-55cb58b774-8mcpn",
+     "a89692bf-270a-4317-b995-1c97720191a9", "454", "2024-09-12T06:20:57Z", 0, 2, 7552},
+    {"pod-k9s-sidecar.json", "Pod", "v1", "default", "sleep",
+     "35079257-0ffb-4b09-b2c1-3c0d416f2523", "17852", "2024-08-24T01:54:32Z", 0, 0, 4895},
+    {"replicaset-k9s.json", "ReplicaSet", "extensions/v1beta1", "icx", "icx-db-7d4b578979",
+     "6f637a60-a5f3-11e9-990f-42010a800218", "37116270", "2019-07-14T04:54:17Z", 1, 2, 1714},
+    {"secret-k9s.json", "Secret", "v1", "default", "s1", "c3e3d3f3-cb32-11e9-990f-42010a800218",
+     "49724026", "2019-08-30T14:30:50Z", 0, 1, 673},
+    {"service-kubectl-neat.json", "Service", "v1", "default", "myappservice",
+     "409de7fb-66cd-11e9-b6fa-0800271788ca", "187503", "2019-04-24T20:12:14Z", 0, 0, 458},
+};
+
+static void test_fixture_identity(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+    const struct fix *f = &fixtures[i];
+    kc_obj *o = load(f->file, NULL);
+    assert_int_equal(o->refs, 1);
+    assert_str(o->kind, f->kind);
+    assert_str(o->api_version, f->api_version);
+    assert_str(o->namespace_, f->ns);
+    assert_str(o->name, f->name);
+    assert_str(o->uid, f->uid);
+    assert_str(o->resource_version, f->rv);
+    assert_str(o->creation_timestamp, f->cts);
+    assert_int_equal(o->generation, f->generation);
+    assert_false(o->deleting);
+    assert_int_equal(o->nlabels, f->nlabels);
+    assert_int_equal(o->json_len, f->json_len);
+    assert_int_equal(strlen(o->json), o->json_len);
+    /* Minified text parses again to the identical text. */
+    char err[128];
+    kc_obj *again = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);
+    assert_non_null(again);
+    assert_int_equal(again->json_len, o->json_len);
+    assert_memory_equal(again->json, o->json, o->json_len);
+    /* Memory: the text plus a small header, not a multiple. */
+    assert_true(kc_obj_mem_size(o) >= sizeof(kc_obj) + o->json_len + 1);
+    assert_true(kc_obj_mem_size(o) <= sizeof(kc_obj) + o->json_len + 64 + 32 * o->nlabels);
+    kc_obj_unref(again);
+    kc_obj_unref(o);
+  }
+}
+
+static void test_labels_sorted(void **state) {
+  (void)state;
+  kc_obj *o = load("node-kubernetes-fieldmanager.json", NULL);
+  static const char *keys[] = {"beta.kubernetes.io/arch",
+                               "beta.kubernetes.io/fluentd-ds-ready",
+                               "beta.kubernetes.io/instance-type",
+                               "beta.kubernetes.io/os",
+                               "cloud.google.com/gke-nodepool",
+                               "cloud.google.com/gke-os-distribution",
+                               "failure-domain.beta.kubernetes.io/region",
+                               "failure-domain.beta.kubernetes.io/zone",
+                               "kubernetes.io/hostname"};
+  static const char *vals[] = {"amd64", "true", "n1-standard-4", "linux", "default-pool", "cos",
+                               "us-central1", "us-central1-b", "node-default-pool-something"};
+  assert_int_equal(o->nlabels, 9);
+  for (unsigned i = 0; i < 9; i++) {
+    assert_str(o->labels[i].key, keys[i]);
+    assert_str(o->labels[i].value, vals[i]);
+    if (i) assert_true(kc_str_cmp(o->labels[i - 1].key, o->labels[i].key) < 0);
+    assert_str(kc_obj_label(o, kc_str_c(keys[i])), vals[i]);
+  }
+  assert_null(kc_obj_label(o, kc_str_c("beta.kubernetes.io")).ptr);
+  assert_null(kc_obj_label(o, kc_str_c("zzz")).ptr);
+  assert_null(kc_obj_label(o, kc_str_c("")).ptr);
+  kc_obj_unref(o);
+
+  /* Unsorted in the text, a duplicated key (last wins), more than 16 labels
+   * (the qsort path), a non-string value (ignored). */
+  char text[4096];
+  size_t n = (size_t)snprintf(text, sizeof text, "{\"metadata\":{\"labels\":{\"b\":\"1\",\"a\":\"2\","
+                                                  "\"b\":\"3\",\"num\":5");
+  for (int i = 30; i > 0; i--) n += (size_t)snprintf(text + n, sizeof text - n, ",\"k%02d\":\"v%d\"", i, i);
+  snprintf(text + n, sizeof text - n, "}}}");
+  char err[128];
+  o = kc_obj_parse(text, strlen(text), NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_int_equal(o->nlabels, 32);
+  assert_str(o->labels[0].key, "a");
+  assert_str(kc_obj_label(o, kc_str_c("b")), "3");
+  assert_str(kc_obj_label(o, kc_str_c("k07")), "v7");
+  assert_null(kc_obj_label(o, kc_str_c("num")).ptr);
+  for (unsigned i = 1; i < o->nlabels; i++)
+    assert_true(kc_str_cmp(o->labels[i - 1].key, o->labels[i].key) < 0);
+  kc_obj_unref(o);
+}
+
+static void test_key(void **state) {
+  (void)state;
+  char buf[64];
+  kc_obj *o = load("pod-k8s-openapi-coredns.json", NULL);
+  assert_int_equal(kc_obj_key(o, buf, sizeof buf), strlen("kube-system/coredns-55cb58b774-8mcpn"));
+  assert_string_equal(buf, "kube-system/coredns-55cb58b774-8mcpn");
+  assert_int_equal(kc_obj_key(o, buf, 36), -ENOSPC); /* needs 36 + NUL */
+  assert_int_equal(kc_obj_key(o, buf, 37), 36);
+  kc_obj_unref(o);
+  o = load("node-kubernetes-fieldmanager.json", NULL);
+  assert_int_equal(kc_obj_key(o, buf, sizeof buf), strlen("node-default-pool-something"));
+  assert_string_equal(buf, "node-default-pool-something");
+  kc_obj_unref(o);
+}
+
+static void test_get(void **state) {
+  (void)state;
+  kc_obj *o = load("pod-insights-operator-prometheus.json", NULL);
+  kc_json_value v;
+  char buf[256];
+  assert_int_equal(kc_obj_get(o, "spec.nodeName", &v), 0);
+  assert_int_equal(v.type, KC_JSON_STRING);
+  assert_int_equal(kc_json_string(&v, buf, sizeof buf),
+                   strlen("worker-0.imeixner20210707.lab.upshift.rdu2.redhat.com"));
+  assert_string_equal(buf, "worker-0.imeixner20210707.lab.upshift.rdu2.redhat.com");
+  assert_int_equal(kc_obj_get(o, "spec.containers[2].name", &v), 0);
+  assert_int_equal(kc_json_string(&v, buf, sizeof buf), 14);
+  assert_string_equal(buf, "thanos-sidecar");
+  assert_int_equal(kc_obj_get(o, "spec.containers[2].ports[1].containerPort", &v), 0);
+  assert_int_equal(v.type, KC_JSON_NUMBER);
+  int64_t i64;
+  assert_int_equal(kc_json_int64(&v, &i64), 0);
+  assert_int_equal(i64, 10901);
+  assert_int_equal(kc_json_scalar_text(&v, buf, sizeof buf), 5);
+  assert_string_equal(buf, "10901");
+  assert_int_equal(kc_obj_get(o, "spec.containers[7]", &v), 0); /* 7 containers */
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_int_equal(kc_obj_get(o, "spec.containers", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ARRAY);
+  assert_true(v.raw.ptr[0] == '[' && v.raw.ptr[v.raw.len - 1] == ']');
+  assert_int_equal(kc_obj_get(o, "metadata", &v), 0);
+  assert_int_equal(v.type, KC_JSON_OBJECT);
+  assert_int_equal(kc_obj_get(o, "metadata.labels[\"statefulset.kubernetes.io/pod-name\"]", &v), 0);
+  assert_int_equal(kc_json_string(&v, buf, sizeof buf), 16);
+  assert_string_equal(buf, "prometheus-k8s-0");
+  assert_int_equal(kc_json_string(&v, buf, 16), -ENOSPC);
+  assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[0].controller", &v), 0);
+  assert_int_equal(v.type, KC_JSON_BOOL);
+  assert_true(kc_json_true(&v));
+  assert_int_equal(kc_json_scalar_text(&v, buf, sizeof buf), 4);
+  assert_int_equal(kc_obj_get(o, "spec.nodeName.x", &v), 0); /* through a scalar */
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_int_equal(kc_obj_get(o, "spec.nope", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_int_equal(kc_json_scalar_text(&v, buf, sizeof buf), 0);
+  assert_string_equal(buf, "");
+  assert_int_equal(kc_obj_get(o, "spec[0]", &v), 0); /* index on an object */
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_int_equal(kc_json_string(&v, buf, sizeof buf), -EINVAL);
+  assert_int_equal(kc_json_int64(&v, &i64), -EINVAL);
+  /* An element visited as a bare value. */
+  assert_int_equal(kc_obj_get(o, "spec.containers[3]", &v), 0);
+  kc_json_value w;
+  assert_int_equal(kc_json_get(v.raw, "ports[0].containerPort", &w), 0);
+  assert_int_equal(kc_json_int64(&w, &i64), 0);
+  assert_int_equal(i64, 9091);
+  assert_int_equal(kc_json_scalar_text(&v, buf, sizeof buf), -EINVAL);
+  /* Malformed paths. */
+  static const char *bad[] = {"", ".a", "a.", "a..b", "a[", "a[x]", "a.[0]", "a[0", "a[\"b\"",
+                              "a[\"b]", "a[]", "a]b", "a\"b", "a[1]b"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    v.type = KC_JSON_STRING;
+    if (kc_obj_get(o, bad[i], &v) != -EINVAL) fail_msg("path '%s' accepted", bad[i]);
+  }
+  assert_int_equal(kc_obj_get(o, NULL, &v), -EINVAL);
+  /* Cluster-scoped CR: bracket first segment, deep path. */
+  kc_obj_unref(o);
+  o = load("clusteroperator-insights-operator-network.json", NULL);
+  assert_int_equal(kc_obj_get(o, "[\"status\"].conditions[0].type", &v), 0);
+  assert_int_equal(v.type, KC_JSON_STRING);
+  kc_obj_unref(o);
+}
+
+struct collect {
+  int n;
+  int stop_after;
+  char vals[16][64];
+};
+
+static bool collect_cb(const kc_json_value *v, void *ud) {
+  struct collect *c = ud;
+  if (c->n < 16) {
+    if (v->type == KC_JSON_STRING) kc_json_string(v, c->vals[c->n], sizeof c->vals[0]);
+    else kc_json_scalar_text(v, c->vals[c->n], sizeof c->vals[0]);
+  }
+  c->n++;
+  return c->stop_after == 0 || c->n < c->stop_after;
+}
+
+static void test_get_each(void **state) {
+  (void)state;
+  kc_obj *o = load("pod-insights-operator-prometheus.json", NULL);
+  struct collect c = {0};
+  assert_int_equal(kc_obj_get_each(o, "metadata.ownerReferences[].uid", collect_cb, &c), 1);
+  assert_string_equal(c.vals[0], "8e2bf3fd-dc62-4904-8023-30ff9809caf9");
+  memset(&c, 0, sizeof c);
+  assert_int_equal(kc_obj_get_each(o, "spec.containers[].name", collect_cb, &c), 7);
+  assert_string_equal(c.vals[0], "prometheus");
+  assert_string_equal(c.vals[6], "kube-rbac-proxy-thanos");
+  memset(&c, 0, sizeof c);
+  /* Nested [] with elements that lack the field (skipped). */
+  assert_int_equal(kc_obj_get_each(o, "spec.containers[].ports[].containerPort", collect_cb, &c),
+                   5);
+  assert_string_equal(c.vals[0], "10902");
+  assert_string_equal(c.vals[4], "10902");
+  memset(&c, 0, sizeof c);
+  c.stop_after = 3;
+  assert_int_equal(kc_obj_get_each(o, "spec.containers[].name", collect_cb, &c), 3);
+  memset(&c, 0, sizeof c);
+  /* No [] at all: one value. Absent: zero. */
+  assert_int_equal(kc_obj_get_each(o, "spec.nodeName", collect_cb, &c), 1);
+  assert_int_equal(kc_obj_get_each(o, "spec.nothing[].x", collect_cb, &c), 0);
+  assert_int_equal(kc_obj_get_each(o, "spec.nodeName[]", collect_cb, &c), 0);
+  assert_int_equal(kc_obj_get_each(o, "spec..containers[]", collect_cb, &c), -EINVAL);
+  assert_int_equal(kc_obj_get_each(o, "spec.containers[].", collect_cb, &c), -EINVAL);
+  kc_obj_unref(o);
+}
+
+static void test_escapes_and_utf8(void **state) {
+  (void)state;
+  /* Whitespace everywhere, escapes (\/ and \u00e9 become raw bytes; control
+   * characters stay escaped), non-ASCII kept as UTF-8, surrogate pairs. */
+  const char *in =
+      " {\n \"kind\" : \"Config\\/Map\" , \"metadata\":{\"name\":\"caf\\u00e9\",\"namespace\":"
+      "\"ns\"},\n\"data\":{\"a\\\"b\":\"line1\\nline2\\t\\u0001\\\\ \xc3\xa9\\ud83d\\ude00\","
+      "\"n\":[1.5e3,-0,true,false,null,{},[]]}}\r\n";
+  const char *want = "{\"kind\":\"Config/Map\",\"metadata\":{\"name\":\"caf\xc3\xa9\",\"namespace\":"
+                     "\"ns\"},\"data\":{\"a\\\"b\":\"line1\\nline2\\t\\u0001\\\\ \xc3\xa9\xf0\x9f\x98\x80\","
+                     "\"n\":[1.5e3,-0,true,false,null,{},[]]}}";
+  char err[128];
+  kc_obj *o = kc_obj_parse(in, strlen(in), NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_string_equal(o->json, want);
+  assert_str(o->kind, "Config/Map");
+  assert_str(o->name, "caf\xc3\xa9");
+  kc_json_value v;
+  char buf[128];
+  assert_int_equal(kc_obj_get(o, "data[\"a\\\"b\"]", &v), -EINVAL); /* no escapes in paths */
+  assert_int_equal(kc_obj_get(o, "data.a\"b", &v), -EINVAL);
+  assert_int_equal(kc_obj_get(o, "data.n[0]", &v), 0);
+  assert_int_equal(v.type, KC_JSON_NUMBER);
+  int64_t i64;
+  assert_int_equal(kc_json_int64(&v, &i64), -EINVAL); /* not an integer */
+  assert_int_equal(kc_obj_get(o, "data.n[4]", &v), 0);
+  assert_int_equal(v.type, KC_JSON_NULL);
+  assert_int_equal(kc_obj_get(o, "data.n[5]", &v), 0);
+  assert_int_equal(v.type, KC_JSON_OBJECT);
+  assert_int_equal(v.raw.len, 2);
+  assert_int_equal(kc_obj_get(o, "data.n[6]", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ARRAY);
+  assert_int_equal(kc_obj_get(o, "data.n[7]", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  kc_obj_unref(o);
+
+  /* kc_json_get on foreign text with escaped keys and whitespace. */
+  const char *t = "{ \"a\\u002eb\" : { \"x\" : \"\\u00e9\\ud83d\\ude00\\/\" } , \"n\": -9223372036854775808 ,"
+                  " \"big\": 9223372036854775808 }";
+  kc_str js = kc_str_c(t);
+  assert_int_equal(kc_json_get(js, "[\"a.b\"].x", &v), 0);
+  assert_int_equal(kc_json_string(&v, buf, sizeof buf), 7);
+  assert_string_equal(buf, "\xc3\xa9\xf0\x9f\x98\x80/");
+  assert_int_equal(kc_json_get(js, "n", &v), 0);
+  assert_int_equal(kc_json_int64(&v, &i64), 0);
+  assert_true(i64 == INT64_MIN);
+  assert_int_equal(kc_json_get(js, "big", &v), 0);
+  assert_int_equal(kc_json_int64(&v, &i64), -ERANGE);
+}
+
+static void test_transform(void **state) {
+  (void)state;
+  const char *drop[] = {"metadata.managedFields"};
+  kc_transform t = {drop, 1, false};
+  kc_obj *full = load("pod-k8s-openapi-coredns.json", NULL);
+  kc_obj *o = load("pod-k8s-openapi-coredns.json", &t);
+  kc_json_value v;
+  assert_int_equal(kc_obj_get(full, "metadata.managedFields[0].manager", &v), 0);
+  assert_int_equal(v.type, KC_JSON_STRING);
+  assert_int_equal(kc_obj_get(o, "metadata.managedFields", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_null(strstr(o->json, "managedFields"));
+  assert_int_equal(o->json_len, 4288); /* python: del metadata.managedFields */
+  assert_true(kc_str_eq(o->name, full->name));
+  assert_true(kc_str_eq(o->uid, full->uid));
+  assert_true(kc_str_eq(o->resource_version, full->resource_version));
+  assert_int_equal(o->nlabels, 2);
+  assert_str(kc_obj_label(o, kc_str_c("k8s-app")), "kube-dns");
+  assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[0].kind", &v), 0); /* neighbour kept */
+  assert_int_equal(v.type, KC_JSON_STRING);
+  assert_int_equal(kc_obj_get(o, "status.qosClass", &v), 0);
+  assert_int_equal(v.type, KC_JSON_STRING);
+  kc_obj_unref(o);
+
+  /* metadata-only */
+  kc_transform mo = {NULL, 0, true};
+  o = load("pod-k8s-openapi-coredns.json", &mo);
+  assert_int_equal(o->json_len, 3765); /* python: {kind, apiVersion, metadata} */
+  assert_int_equal(kc_obj_get(o, "spec", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_int_equal(kc_obj_get(o, "status", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_str(o->kind, "Pod");
+  assert_str(o->name, "coredns-55cb58b774-8mcpn");
+  assert_int_equal(o->nlabels, 2);
+  kc_obj_unref(o);
+  kc_obj_unref(full);
+
+  /* Bracketed key, [] (each element), several paths, a path that never matches. */
+  const char *drop2[] = {"metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
+                         "spec.template.spec.containers[].resources", "no.such.path", "status"};
+  kc_transform t2 = {drop2, 4, false};
+  o = load("deployment-k9s.json", &t2);
+  assert_null(strstr(o->json, "last-applied-configuration"));
+  assert_non_null(strstr(o->json, "deployment.kubernetes.io/revision"));
+  assert_int_equal(kc_obj_get(o, "spec.template.spec.containers[0].resources", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  assert_int_equal(kc_obj_get(o, "spec.template.spec.containers[0].image", &v), 0);
+  assert_int_equal(v.type, KC_JSON_STRING);
+  assert_int_equal(kc_obj_get(o, "status", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+  char err[128];
+  kc_obj *re = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err); /* still valid JSON */
+  assert_non_null(re);
+  kc_obj_unref(re);
+  kc_obj_unref(o);
+
+  /* Bad transforms. */
+  const char *bad1[] = {"metadata..x"};
+  kc_transform tb = {bad1, 1, false};
+  char text[] = "{}";
+  assert_null(kc_obj_parse(text, 2, &tb, err, sizeof err));
+  assert_string_equal(err, "invalid transform");
+  const char *bad2[] = {"spec.containers[0]"};
+  tb.drop = bad2;
+  assert_null(kc_obj_parse(text, 2, &tb, err, sizeof err));
+}
+
+static void test_status_capture(void **state) {
+  (void)state;
+  const char *s = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                  "\"message\":\"too old resource version: 1200 (3400)\",\"reason\":\"Expired\","
+                  "\"details\":{\"retryAfterSeconds\":3},\"code\":410}";
+  kc_transform mo = {NULL, 0, true};
+  kc_status st;
+  char err[128];
+  kc_obj *o = kc_obj_parse_status(s, strlen(s), &mo, &st, err, sizeof err);
+  assert_non_null(o);
+  assert_true(st.has_code);
+  assert_int_equal(st.code, 410);
+  assert_string_equal(st.status, "Failure");
+  assert_string_equal(st.reason, "Expired");
+  assert_string_equal(st.message, "too old resource version: 1200 (3400)");
+  assert_int_equal(st.retry_after_seconds, 3);
+  assert_string_equal(o->json, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{}}");
+  kc_obj_unref(o);
+  /* A Pod's map-valued status is not a Status string. */
+  o = load("pod-k9s-sidecar.json", NULL);
+  kc_obj_unref(o);
+}
+
+static void test_deleting_generation(void **state) {
+  (void)state;
+  const char *s = "{\"metadata\":{\"name\":\"x\",\"generation\":42,\"deletionTimestamp\":"
+                  "\"2024-01-01T00:00:00Z\",\"creationTimestamp\":null}}";
+  char err[128];
+  kc_obj *o = kc_obj_parse(s, strlen(s), NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_true(o->deleting);
+  assert_int_equal(o->generation, 42);
+  assert_null(o->creation_timestamp.ptr);
+  assert_null(o->namespace_.ptr);
+  assert_int_equal(o->nlabels, 0);
+  assert_null(o->labels);
+  assert_ptr_equal(kc_obj_ref(o), o);
+  assert_int_equal(o->refs, 2);
+  kc_obj_unref(o);
+  assert_int_equal(o->refs, 1);
+  kc_obj_unref(o);
+  kc_obj_unref(NULL);
+}
+
+static void test_large_object(void **state) {
+  (void)state;
+  /* A ConfigMap fixture with a 3 MiB value: larger than etcd's 1.5 MiB. */
+  size_t flen;
+  char *base = read_file(FIX "configmap-k9s.json", &flen);
+  const size_t big = 3u << 20;
+  size_t cap = flen + big + 64;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  char *brace = strrchr(base, '}');
+  size_t head = (size_t)(brace - base);
+  memcpy(text, base, head);
+  size_t n = head;
+  n += (size_t)snprintf(text + n, cap - n, ",\"binaryData\":{\"blob\":\"");
+  memset(text + n, 'A', big);
+  n += big;
+  n += (size_t)snprintf(text + n, cap - n, "\"}}");
+  char err[160];
+  kc_obj *o = kc_obj_parse(text, n, NULL, err, sizeof err);
+  assert_non_null(o);
+  kc_json_value v;
+  assert_int_equal(kc_obj_get(o, "binaryData.blob", &v), 0);
+  assert_int_equal(v.raw.len, big + 2);
+  assert_str(o->name, "blee");
+  assert_true(kc_obj_mem_size(o) < o->json_len + 4096);
+  kc_obj_unref(o);
+  free(text);
+  free(base);
+
+  /* Over the 16 MiB limit: a clear error, no object. */
+  size_t huge = KC_OBJ_MAX_BYTES + 16;
+  text = malloc(huge + 32);
+  assert_non_null(text);
+  n = (size_t)sprintf(text, "{\"data\":\"");
+  memset(text + n, 'x', huge);
+  n += huge;
+  n += (size_t)sprintf(text + n, "\"}");
+  assert_null(kc_obj_parse(text, n, NULL, err, sizeof err));
+  assert_non_null(strstr(err, "object larger than the limit of 16777216 bytes"));
+  free(text);
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    const char *msg;
+  } cases[] = {
+      {"", "premature EOF"},
+      {"[1,2]", "not a JSON object"},
+      {"\"str\"", "not a JSON object"},
+      {"12", "not a JSON object"},
+      {"null", "not a JSON object"},
+      {"{\"a\":1", "premature EOF"},
+      {"{\"a\":1} {}", "trailing garbage"},
+      {"{\"a\":1,}", "invalid"},
+      {"{\"a\":\"\xff\"}", "invalid bytes in UTF8 string"},
+      {"{\"a\":\"\xc3\"}", "invalid bytes in UTF8 string"},
+      {"{\"a\":tru}", "invalid"},
+      {"{\"a\":\"\\x\"}", "invalid"},
+      {"{a:1}", "invalid"},
+  };
+  char err[200];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kc_obj *o = kc_obj_parse(cases[i].text, strlen(cases[i].text), NULL, err, sizeof err);
+    if (o) fail_msg("case %zu accepted", i);
+    if (!strstr(err, cases[i].msg)) fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].msg);
+  }
+  /* Error text carries the offset. */
+  assert_null(kc_obj_parse("{\"a\":1,}", 8, NULL, err, sizeof err));
+  assert_true(strncmp(err, "offset ", 7) == 0);
+
+  /* Depth limit. */
+  size_t depth = KC_OBJ_MAX_DEPTH + 10;
+  char *deep = malloc(depth * 2 + 16);
+  assert_non_null(deep);
+  size_t n = 0;
+  deep[n++] = '{';
+  memcpy(deep + n, "\"a\":", 4);
+  n += 4;
+  for (size_t i = 0; i < depth; i++) deep[n++] = '[';
+  for (size_t i = 0; i < depth; i++) deep[n++] = ']';
+  deep[n++] = '}';
+  assert_null(kc_obj_parse(deep, n, NULL, err, sizeof err));
+  assert_non_null(strstr(err, "nesting deeper"));
+  /* Just inside the limit is fine. */
+  n = 0;
+  deep[n++] = '{';
+  memcpy(deep + n, "\"a\":", 4);
+  n += 4;
+  for (size_t i = 0; i < KC_OBJ_MAX_DEPTH - 1; i++) deep[n++] = '[';
+  for (size_t i = 0; i < KC_OBJ_MAX_DEPTH - 1; i++) deep[n++] = ']';
+  deep[n++] = '}';
+  kc_obj *o = kc_obj_parse(deep, n, NULL, err, sizeof err);
+  assert_non_null(o);
+  kc_obj_unref(o);
+  free(deep);
+}
+
+static void test_str_helpers(void **state) {
+  (void)state;
+  kc_str a = kc_str_c("abc"), b = kc_str_c("abd"), e = kc_str_c(""), n = kc_str_c(NULL);
+  assert_true(kc_str_eq(a, kc_str_c("abc")));
+  assert_false(kc_str_eq(a, b));
+  assert_true(kc_str_eq(e, n));
+  assert_true(kc_str_eq_c(a, "abc"));
+  assert_true(kc_str_cmp(a, b) < 0);
+  assert_true(kc_str_cmp(b, a) > 0);
+  assert_true(kc_str_cmp(kc_str_c("ab"), a) < 0);
+  assert_int_equal(kc_str_cmp(a, a), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fixture_identity), cmocka_unit_test(test_labels_sorted),
+      cmocka_unit_test(test_key),              cmocka_unit_test(test_get),
+      cmocka_unit_test(test_get_each),         cmocka_unit_test(test_escapes_and_utf8),
+      cmocka_unit_test(test_transform),        cmocka_unit_test(test_status_capture),
+      cmocka_unit_test(test_deleting_generation), cmocka_unit_test(test_large_object),
+      cmocka_unit_test(test_errors),           cmocka_unit_test(test_str_helpers),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
