@@ -85,7 +85,7 @@ static void test_example_file(void **state) {
   assert_int_equal(pod->nnamespaces, 2);
   assert_string_equal(pod->namespaces[0], "default");
   assert_string_equal(pod->namespaces[1], "web");
-  assert_string_equal(pod->label_selector, "app in (web,api)");
+  assert_string_equal(pod->label_selector, "app in (api,web)"); /* canonical */
   assert_string_equal(pod->field_selector, "status.phase=Running");
   assert_int_equal(pod->ndrop, 1);
   assert_string_equal(pod->drop[0], "metadata.managedFields");
@@ -97,7 +97,7 @@ static void test_example_file(void **state) {
   assert_false(pod->implicit);
   assert_string_equal(pod->identity,
                       "apiVersion=v1;kind=Pod;namespaces=default,web;labelSelector=app in "
-                      "(web\\,api);fieldSelector=status.phase\\=Running;drop=metadata."
+                      "(api\\,web);fieldSelector=status.phase\\=Running;drop=metadata."
                       "managedFields;metadataOnly=false");
   const kc_informer_spec *ps = &c->informers[1];
   assert_true(ps->implicit);
@@ -314,8 +314,15 @@ static void test_informer_errors(void **state) {
         "c.yaml:2:43: informers[0].pageSize: must be between 0 and 100000, got \"-1\"");
   fails("informers:\n  - {apiVersion: v1, kind: Pod, streamingList: maybe}\n",
         "c.yaml:2:48: informers[0].streamingList: expected auto, on or off, got \"maybe\"");
+  /* Selector errors carry the apiserver's text and point into the string. */
   fails("informers:\n  - {apiVersion: v1, kind: Pod, labelSelector: 'app in (a,b'}\n",
-        "c.yaml:2:48: informers[0].labelSelector: unbalanced parentheses in selector");
+        "c.yaml:2:60: informers[0].labelSelector: unable to parse requirement: found '', "
+        "expected: ',' or ')'");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, labelSelector: 'a=b,'}\n",
+        "c.yaml:2:53: informers[0].labelSelector: found '', expected: identifier after ','");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, fieldSelector: 'status.phase'}\n",
+        "c.yaml:2:49: informers[0].fieldSelector: invalid selector: 'status.phase'; can't "
+        "understand 'status.phase'");
   fails("informers:\n  - {apiVersion: v1, kind: Pod, watchTimeout: 0s}\n",
         "c.yaml:2:47: informers[0].watchTimeout: must be between 1000ms and 3600000ms, got "
         "\"0s\"");
@@ -405,6 +412,17 @@ static void test_dedup_and_binding(void **state) {
         "  - {apiVersion: v1, kind: Pod, namespaces: [a, b]}\n"
         "  - {apiVersion: v1, kind: Pod, namespaces: [b, a]}\n",
         "c.yaml:3:5: informers[1]: watches the same scope as informers[0] (line 2)");
+  /* Selectors compare in canonical form: the same scope. */
+  fails("informers:\n"
+        "  - {apiVersion: v1, kind: Pod, labelSelector: 'app in (b,a), tier==x'}\n"
+        "  - {apiVersion: v1, kind: Pod, labelSelector: 'tier=x,app in (a,b)', "
+        "fieldSelector: ''}\n",
+        "c.yaml:3:5: informers[1]: watches the same scope as informers[0] (line 2)");
+  c = load("informers:\n  - {apiVersion: v1, kind: Pod, labelSelector: 'app in (b,a), tier==x',"
+           " fieldSelector: 'spec.nodeName==n1,status.phase!=Failed'}\n");
+  assert_string_equal(c->informers[0].label_selector, "app in (a,b),tier=x");
+  assert_string_equal(c->informers[0].field_selector, "spec.nodeName=n1,status.phase!=Failed");
+  kc_config_free(c);
   /* Two scopes of one kind: controllers must say which. */
   char text[1024];
   snprintf(text, sizeof text, TWO, "");
