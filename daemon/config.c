@@ -1,6 +1,8 @@
 /* config: see config.h. */
 #include "config.h"
 
+#include "selector.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -344,45 +346,85 @@ static const kc_yaml_node *blame(const kc_yaml_node *map, const char *key) {
 }
 
 /* ---- selectors --------------------------------------------------------------
- * SELECTOR HOOK: the label/field selector parser lives in daemon/selector.h
- * (branch wt/store), which had not landed when this was written. Until it is
- * merged, selectors are only trimmed and checked for control characters and
- * balanced parentheses, and the "canonical" text is the trimmed text. When
- * selector.h lands, replace these two functions with kc_label_selector_parse
- * / kc_field_selector_parse + *_string (error column = node column + pos). */
+ * Parsed with daemon/selector.h (the apiserver's grammar and messages) and
+ * stored in canonical form, so "app in (b,a)" and "app in (a,b)" are the same
+ * scope. Whether a field is supported for the resource needs discovery (the
+ * plural name), so kc_field_selector_check is left to the reflector. */
 
-static const char *check_selector_text(struct ctx *c, const kc_yaml_node *at, const char *what,
-                                       const char *s, bool parens) {
-  while (*s == ' ' || *s == '\t') s++;
-  size_t n = strlen(s);
-  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-  int depth = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch < 0x20 || ch == 0x7f) {
-      fail(c, at, "%s: control character in selector", what);
-      return NULL;
+/* Column of byte `pos` of a one-line scalar (quotes add one). Escapes in
+ * double-quoted scalars can shift it; good enough to point at the token. */
+static kc_yaml_node at_offset(const kc_yaml_node *n, size_t pos) {
+  kc_yaml_node at = *n;
+  if (!memchr(n->u.scalar.text, '\n', n->u.scalar.len) && pos < UINT32_MAX / 2)
+    at.column += (uint32_t)pos + (n->u.scalar.plain ? 0u : 1u);
+  return at;
+}
+
+/* Renders a selector with its *_string function into an owned string. */
+static const char *canonical(struct ctx *c, const void *sel,
+                             int (*render)(const void *, char *, size_t)) {
+  size_t cap = 256;
+  for (;;) {
+    char *buf = malloc(cap);
+    if (!buf) {
+      c->oom = true;
+      return "";
     }
-    if (parens && ch == '(') depth++;
-    if (parens && ch == ')' && --depth < 0) break;
+    int n = render(sel, buf, cap);
+    if (n >= 0) return keep(c, buf) ? buf : "";
+    free(buf);
+    if (n != -ENOSPC || cap > (1u << 24)) {
+      c->oom = true;
+      return "";
+    }
+    cap *= 4;
   }
-  if (depth != 0) {
-    fail(c, at, "%s: unbalanced parentheses in selector", what);
-    return NULL;
-  }
-  char *r = xcalloc(c, n + 1, 1);
-  if (r) memcpy(r, s, n);
-  return r;
+}
+
+static int render_label(const void *sel, char *buf, size_t cap) {
+  return kc_label_selector_string(sel, buf, cap);
+}
+
+static int render_field(const void *sel, char *buf, size_t cap) {
+  return kc_field_selector_string(sel, buf, cap);
 }
 
 static const char *check_label_selector(struct ctx *c, const kc_yaml_node *at, const char *what,
                                         const char *s) {
-  return check_selector_text(c, at, what, s, true);
+  kc_label_selector *sel = NULL;
+  kc_sel_error e;
+  int rc = kc_label_selector_parse(s, strlen(s), &sel, &e);
+  if (rc == -ENOMEM) {
+    c->oom = true;
+    return NULL;
+  }
+  if (rc) {
+    kc_yaml_node pos = at_offset(at, e.pos);
+    fail(c, &pos, "%s: %s", what, e.msg);
+    return NULL;
+  }
+  const char *r = canonical(c, sel, render_label);
+  kc_label_selector_free(sel);
+  return r;
 }
 
 static const char *check_field_selector(struct ctx *c, const kc_yaml_node *at, const char *what,
                                         const char *s) {
-  return check_selector_text(c, at, what, s, false);
+  kc_field_selector *sel = NULL;
+  kc_sel_error e;
+  int rc = kc_field_selector_parse(s, strlen(s), &sel, &e);
+  if (rc == -ENOMEM) {
+    c->oom = true;
+    return NULL;
+  }
+  if (rc) {
+    kc_yaml_node pos = at_offset(at, e.pos);
+    fail(c, &pos, "%s: %s", what, e.msg);
+    return NULL;
+  }
+  const char *r = canonical(c, sel, render_field);
+  kc_field_selector_free(sel);
+  return r;
 }
 
 /* ---- identity strings ------------------------------------------------------- */

@@ -74,8 +74,8 @@ typedef struct kc_informer_spec {
   const char *group;          /* "" for the core group, else the part before '/' */
   const char *const *namespaces; /* sorted, unique; nnamespaces == 0 means all */
   size_t nnamespaces;
-  const char *label_selector; /* canonical text; "" = everything */
-  const char *field_selector; /* canonical text; "" = everything */
+  const char *label_selector; /* canonical (selector.h) text; "" = everything */
+  const char *field_selector; /* canonical (selector.h) text; "" = everything */
   const char *const *drop;    /* transform.drop paths, sorted, unique */
   size_t ndrop;
   bool metadata_only;

@@ -1,0 +1,687 @@
+/* Unit tests for daemon/config.c: schema, defaults, every validation error
+ * with its exact `file:line:col: message`, lease timing rules, informer
+ * deduplication and binding, and the reload diff. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+static char err[8192];
+
+static kc_config *load(const char *text) {
+  kc_config *c = NULL;
+  int rc = kc_config_load_buffer("c.yaml", "/etc/kctrld", text, strlen(text), &c, err, sizeof err);
+  if (rc) fprintf(stderr, "unexpected error: %s\n", err);
+  assert_int_equal(rc, 0);
+  return c;
+}
+
+/* Expects the load to fail with exactly `want` (all lines). */
+static void fails(const char *text, const char *want) {
+  kc_config *c = (kc_config *)1;
+  int rc = kc_config_load_buffer("c.yaml", "/etc/kctrld", text, strlen(text), &c, err, sizeof err);
+  if (rc != -EINVAL || strcmp(err, want) != 0)
+    fprintf(stderr, "input:\n%s\ngot:  %s\nwant: %s\n", text, err, want);
+  assert_int_equal(rc, -EINVAL);
+  assert_null(c);
+  assert_string_equal(err, want);
+}
+
+#define TWO "informers:\n" \
+  "  - {name: web, apiVersion: v1, kind: Pod, namespaces: [web]}\n" \
+  "  - {name: api, apiVersion: v1, kind: Pod, namespaces: [api]}\n" \
+  "controllers:\n" \
+  "  - name: a\n    plugin: /a.so\n" \
+  "    for: {apiVersion: v1, kind: Pod%s}\n"
+#define WATCH_BASE "informers:\n" \
+  "  - apiVersion: apps/v1\n" \
+  "    kind: Deployment\n" \
+  "    indexes: {byConfigMap: 'spec.template.spec.volumes[].configMap.name'}\n" \
+  "controllers:\n" \
+  "  - name: reloader\n" \
+  "    plugin: /r.so\n" \
+  "    for: {apiVersion: apps/v1, kind: Deployment}\n" \
+  "    watches:\n" \
+  "      - {apiVersion: v1, kind: ConfigMap, mapping: %s}\n"
+#define DIFF_BASE "metrics: {bindAddress: \"127.0.0.1:9090\"}\n" \
+  "informers:\n" \
+  "  - {apiVersion: v1, kind: Pod, labelSelector: %s, resync: %s}\n" \
+  "controllers:\n" \
+  "  - name: podset\n" \
+  "    plugin: /p/podset.so\n" \
+  "    for: {apiVersion: demo.kctrld.io/v1, kind: PodSet}\n" \
+  "    owns: [{apiVersion: v1, kind: Pod}]\n" \
+  "    settings: {replicasMax: %s}\n" \
+  "%s"
+#define CTL "controllers:\n  - name: a\n    plugin: a.so\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+
+static void test_example_file(void **state) {
+  (void)state;
+  kc_config *c = NULL;
+  int rc = kc_config_load_file("config/kctrld.example.yaml", &c, err, sizeof err);
+  if (rc) fprintf(stderr, "%s\n", err);
+  assert_int_equal(rc, 0);
+  assert_string_equal(c->kubeconfig, "/etc/kctrld/kubeconfig");
+  assert_true(c->leader_election.enabled);
+  assert_string_equal(c->leader_election.namespace_, "kube-system");
+  assert_string_equal(c->leader_election.name, "kctrld");
+  assert_int_equal(c->leader_election.lease_duration_ms, 15000);
+  assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
+  assert_int_equal(c->leader_election.retry_period_ms, 2000);
+  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_int_equal(c->ninformers, 2);
+  const kc_informer_spec *pod = &c->informers[0];
+  assert_string_equal(pod->api_version, "v1");
+  assert_string_equal(pod->group, "");
+  assert_string_equal(pod->kind, "Pod");
+  assert_int_equal(pod->nnamespaces, 2);
+  assert_string_equal(pod->namespaces[0], "default");
+  assert_string_equal(pod->namespaces[1], "web");
+  assert_string_equal(pod->label_selector, "app in (api,web)"); /* canonical */
+  assert_string_equal(pod->field_selector, "status.phase=Running");
+  assert_int_equal(pod->ndrop, 1);
+  assert_string_equal(pod->drop[0], "metadata.managedFields");
+  assert_false(pod->metadata_only);
+  assert_int_equal(pod->resync_ms, 600000);
+  assert_int_equal(pod->nindexes, 1);
+  assert_string_equal(pod->indexes[0].name, "byNode");
+  assert_string_equal(pod->indexes[0].path, "spec.nodeName");
+  assert_false(pod->implicit);
+  assert_string_equal(pod->identity,
+                      "apiVersion=v1;kind=Pod;namespaces=default,web;labelSelector=app in "
+                      "(api\\,web);fieldSelector=status.phase\\=Running;drop=metadata."
+                      "managedFields;metadataOnly=false");
+  const kc_informer_spec *ps = &c->informers[1];
+  assert_true(ps->implicit);
+  assert_string_equal(ps->group, "demo.kctrld.io");
+  assert_string_equal(ps->kind, "PodSet");
+  assert_int_equal(ps->nnamespaces, 0);
+  assert_null(ps->at);
+  assert_int_equal(c->ncontrollers, 1);
+  const kc_controller_spec *ct = &c->controllers[0];
+  assert_string_equal(ct->name, "podset");
+  assert_string_equal(ct->plugin, "/usr/lib/kctrld/plugins/podset.so");
+  assert_int_equal(ct->for_.informer, 1);
+  assert_int_equal(ct->nowns, 1);
+  assert_int_equal(ct->owns[0].ref.informer, 0);
+  assert_int_equal(ct->workers, 2);
+  assert_int_equal(ct->rate_limit.base_delay_ms, 5);
+  assert_int_equal(ct->rate_limit.max_delay_ms, 1000000);
+  assert_true(ct->rate_limit.qps == 10.0);
+  assert_int_equal(ct->rate_limit.burst, 100);
+  assert_int_equal(ct->predicates, KC_PRED_GENERATION_CHANGED);
+  assert_non_null(ct->settings);
+  assert_string_equal(kc_yaml_map_get(ct->settings, "anything")->u.scalar.text, "the plugin reads");
+  assert_string_equal(ct->settings->file, "config/kctrld.example.yaml");
+  assert_true(c->dir[0] == '/');
+  kc_config_free(c);
+}
+
+static void test_defaults(void **state) {
+  (void)state;
+  kc_config *c = load(CTL);
+  assert_null(c->kubeconfig);
+  assert_false(c->leader_election.enabled);
+  assert_string_equal(c->leader_election.namespace_, "kube-system");
+  assert_string_equal(c->leader_election.name, "kctrld");
+  assert_null(c->leader_election.identity);
+  assert_int_equal(c->leader_election.lease_duration_ms, 15000);
+  assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
+  assert_int_equal(c->leader_election.retry_period_ms, 2000);
+  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_int_equal(c->log_level, KC_LOG_INFO);
+  assert_int_equal(c->shutdown_timeout_ms, 30000);
+  assert_int_equal(c->ninformers, 1);
+  const kc_informer_spec *inf = &c->informers[0];
+  assert_true(inf->implicit);
+  assert_string_equal(inf->label_selector, "");
+  assert_string_equal(inf->field_selector, "");
+  assert_int_equal(inf->resync_ms, 0);
+  assert_int_equal(inf->page_size, 500);
+  assert_int_equal(inf->watch_timeout_ms, 300000);
+  assert_int_equal(inf->watch_inactivity_ms, 300000);
+  assert_int_equal(inf->streaming_list, KC_STREAMING_AUTO);
+  const kc_controller_spec *ct = &c->controllers[0];
+  assert_string_equal(ct->plugin, "/etc/kctrld/a.so"); /* relative: against the config dir */
+  assert_int_equal(ct->workers, 1);
+  assert_int_equal(ct->reconcile_timeout_ms, 60000);
+  assert_int_equal(ct->rate_limit.base_delay_ms, 5);
+  assert_int_equal(ct->rate_limit.max_delay_ms, 1000000);
+  assert_true(ct->rate_limit.qps == 10.0);
+  assert_int_equal(ct->rate_limit.burst, 100);
+  assert_int_equal(ct->predicates, 0);
+  assert_null(ct->settings);
+  assert_int_equal(ct->nowns, 0);
+  assert_int_equal(ct->nwatches, 0);
+  kc_config_free(c);
+
+  c = load("{}");
+  assert_int_equal(c->ninformers, 0);
+  assert_int_equal(c->ncontrollers, 0);
+  kc_config_free(c);
+
+  c = load("kubeconfig: kube/config\nlogLevel: debug\nshutdownTimeout: 5s\n"
+           "metrics: {bindAddress: \"0\"}\n");
+  assert_string_equal(c->kubeconfig, "/etc/kctrld/kube/config");
+  assert_int_equal(c->log_level, KC_LOG_DEBUG);
+  assert_int_equal(c->shutdown_timeout_ms, 5000);
+  assert_string_equal(c->metrics_bind, "0");
+  kc_config_free(c);
+}
+
+static void test_top_level_errors(void **state) {
+  (void)state;
+  fails("", "c.yaml: empty configuration (expected a mapping with informers: and controllers:)");
+  fails("- a\n", "c.yaml:1:1: config: expected a mapping, got a sequence");
+  fails("kubeconfg: /x\n",
+        "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
+  fails("colour: red\n",
+        "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
+        "metrics, logLevel, shutdownTimeout, informers, controllers)");
+  fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
+  fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
+  fails("informers: {}\n", "c.yaml:1:12: informers: expected a sequence, got a mapping");
+  fails("controllers: x\n", "c.yaml:1:14: controllers: expected a sequence, got a scalar");
+  fails("shutdownTimeout: 2h\n",
+        "c.yaml:1:18: config.shutdownTimeout: must be between 0ms and 3600000ms, got \"2h\"");
+  fails("metrics: {bindAddress: 9090}\n",
+        "c.yaml:1:24: metrics.bindAddress: expected HOST:PORT, :PORT or \"0\" (disabled), got "
+        "\"9090\"");
+  fails("metrics: {bindAddress: \"1.2.3.4:70000\"}\n",
+        "c.yaml:1:24: metrics.bindAddress: expected HOST:PORT, :PORT or \"0\" (disabled), got "
+        "\"1.2.3.4:70000\"");
+  fails("metrics: {bindAddres: x}\n",
+        "c.yaml:1:11: unknown key \"bindAddres\" in metrics (did you mean \"bindAddress\"?)");
+  /* YAML errors come through unchanged. */
+  fails("a: [\n", "c.yaml:2:1: did not find expected node content while parsing a flow node "
+                  "(from line 2 column 1)");
+}
+
+static void test_bind_addresses(void **state) {
+  (void)state;
+  static const char *const ok[] = {"127.0.0.1:9090", ":9090", "[::1]:8080", "localhost:0",
+                                   "0.0.0.0:1"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    char text[128];
+    snprintf(text, sizeof text, "metrics: {bindAddress: \"%s\"}\n", ok[i]);
+    kc_config *c = load(text);
+    assert_string_equal(c->metrics_bind, ok[i]);
+    kc_config_free(c);
+  }
+  static const char *const bad[] = {"", "host", "[::1:80", "::1:80x", "a b:80", "1.2.3.4:"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[128];
+    snprintf(text, sizeof text, "metrics: {bindAddress: \"%s\"}\n", bad[i]);
+    kc_config *c = NULL;
+    assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, strlen(text), &c, err, sizeof err),
+                     -EINVAL);
+  }
+}
+
+static void test_leader_election(void **state) {
+  (void)state;
+  kc_config *c = load("leaderElection: {enabled: true, leaseDuration: 30s, renewDeadline: 20s,"
+                      " retryPeriod: 5s, identity: me, namespace: ops, name: lock.example}\n");
+  assert_true(c->leader_election.enabled);
+  assert_int_equal(c->leader_election.lease_duration_ms, 30000);
+  assert_int_equal(c->leader_election.renew_deadline_ms, 20000);
+  assert_int_equal(c->leader_election.retry_period_ms, 5000);
+  assert_string_equal(c->leader_election.identity, "me");
+  assert_string_equal(c->leader_election.namespace_, "ops");
+  assert_string_equal(c->leader_election.name, "lock.example");
+  kc_config_free(c);
+  /* Boundary: renewDeadline must be strictly greater than 1.2 x retryPeriod. */
+  c = load("leaderElection: {renewDeadline: 2401ms, retryPeriod: 2s}\n");
+  kc_config_free(c);
+  fails("leaderElection: {renewDeadline: 2400ms, retryPeriod: 2s}\n",
+        "c.yaml:1:54: leaderElection: renewDeadline (2s400ms) must be greater than 1.2 x "
+        "retryPeriod (2s)");
+  fails("leaderElection:\n  leaseDuration: 10s\n  renewDeadline: 10s\n",
+        "c.yaml:3:18: leaderElection: leaseDuration (10s) must be greater than renewDeadline "
+        "(10s)");
+  /* Only leaseDuration given: the default renewDeadline (10s) is too long,
+   * and the position is the key the user wrote. */
+  fails("leaderElection:\n  leaseDuration: 5s\n",
+        "c.yaml:2:18: leaderElection: leaseDuration (5s) must be greater than renewDeadline "
+        "(10s)");
+  fails("leaderElection:\n  retryPeriod: 9s\n",
+        "c.yaml:2:16: leaderElection: renewDeadline (10s) must be greater than 1.2 x "
+        "retryPeriod (9s)");
+  fails("leaderElection: {retryPeriod: 0s}\n",
+        "c.yaml:1:31: leaderElection.retryPeriod: must be between 1ms and 86400000ms, got \"0s\"");
+  fails("leaderElection: {leaseDuration: 15}\n",
+        "c.yaml:1:33: leaderElection.leaseDuration: duration \"15\" has no unit (write e.g. "
+        "\"15s\" or \"15ms\")");
+  fails("leaderElection: {enabled: yes}\n",
+        "c.yaml:1:27: leaderElection.enabled: expected true or false, got \"yes\"");
+  fails("leaderElection: {namespace: Kube_System}\n",
+        "c.yaml:1:29: leaderElection.namespace: \"Kube_System\" is not a valid namespace");
+  fails("leaderElection: {name: ''}\n",
+        "c.yaml:1:24: leaderElection.name: \"\" is not a valid Lease name");
+  fails("leaderElection: {leaseDuraton: 1s}\n",
+        "c.yaml:1:18: unknown key \"leaseDuraton\" in leaderElection (did you mean "
+        "\"leaseDuration\"?)");
+  fails("leaderElection: true\n",
+        "c.yaml:1:17: leaderElection: expected a mapping, got a scalar");
+}
+
+static void test_informer_errors(void **state) {
+  (void)state;
+  fails("informers:\n  - kind: Pod\n", "c.yaml:2:5: informers[0]: missing required key \"apiVersion\"");
+  fails("informers:\n  - {apiVersion: v1, kind: pod}\n",
+        "c.yaml:2:28: informers[0].kind: \"pod\" is not a kind (e.g. Pod, Deployment)");
+  fails("informers:\n  - {apiVersion: apps/v1/x, kind: Pod}\n",
+        "c.yaml:2:18: informers[0].apiVersion: \"apps/v1/x\" is not of the form VERSION or "
+        "GROUP/VERSION");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, namespace: [a]}\n",
+        "c.yaml:2:33: unknown key \"namespace\" in informers[0] (did you mean \"namespaces\"?)");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, namespaces: []}\n",
+        "c.yaml:2:45: informers[0].namespaces: empty list (omit the key to watch all namespaces)");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, namespaces: [a, Bad, a]}\n",
+        "c.yaml:2:49: informers[0].namespaces[1]: not a valid namespace name (lowercase RFC "
+        "1123 label)\n"
+        "c.yaml:2:54: informers[0].namespaces[2]: \"a\" is listed twice");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, namespaces: default}\n",
+        "c.yaml:2:45: informers[0].namespaces: expected a sequence, got a scalar");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, resync: 500ms}\n",
+        "c.yaml:2:41: informers[0].resync: must be 0 (off) or at least 1s");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, resync: 10}\n",
+        "c.yaml:2:41: informers[0].resync: duration \"10\" has no unit (write e.g. \"10s\" or "
+        "\"10ms\")");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, metadataOnly: 'true'}\n",
+        "c.yaml:2:47: informers[0].metadataOnly: expected true or false, got the quoted string "
+        "\"true\"");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, transform: {keep: [a]}}\n",
+        "c.yaml:2:45: unknown key \"keep\" in informers[0].transform (known keys: drop)");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, transform: {drop: [metadata..x]}}\n",
+        "c.yaml:2:52: informers[0].transform.drop[0]: empty path segment");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: {byNode: 'spec.nodeName['}}\n",
+        "c.yaml:2:51: informers[0].indexes.byNode: expected [N], [] or [\"key\"]");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: [spec.nodeName]}\n",
+        "c.yaml:2:42: informers[0].indexes: expected a mapping, got a sequence");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: {'by node': spec.nodeName}}\n",
+        "c.yaml:2:43: informers[0].indexes: index name must be 1-63 characters of "
+        "[A-Za-z0-9._-]");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, pageSize: -1}\n",
+        "c.yaml:2:43: informers[0].pageSize: must be between 0 and 100000, got \"-1\"");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, streamingList: maybe}\n",
+        "c.yaml:2:48: informers[0].streamingList: expected auto, on or off, got \"maybe\"");
+  /* Selector errors carry the apiserver's text and point into the string. */
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, labelSelector: 'app in (a,b'}\n",
+        "c.yaml:2:60: informers[0].labelSelector: unable to parse requirement: found '', "
+        "expected: ',' or ')'");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, labelSelector: 'a=b,'}\n",
+        "c.yaml:2:53: informers[0].labelSelector: found '', expected: identifier after ','");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, fieldSelector: 'status.phase'}\n",
+        "c.yaml:2:49: informers[0].fieldSelector: invalid selector: 'status.phase'; can't "
+        "understand 'status.phase'");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, watchTimeout: 0s}\n",
+        "c.yaml:2:47: informers[0].watchTimeout: must be between 1000ms and 3600000ms, got "
+        "\"0s\"");
+  fails("informers:\n  - Pod\n", "c.yaml:2:5: informers[0]: expected a mapping, got a scalar");
+}
+
+static void test_informer_options(void **state) {
+  (void)state;
+  kc_config *c = load("informers:\n"
+                      "  - apiVersion: apps/v1\n"
+                      "    kind: Deployment\n"
+                      "    name: deploys\n"
+                      "    namespaces: [web, api]\n"
+                      "    metadataOnly: true\n"
+                      "    transform: {drop: [status, metadata.managedFields, "
+                      "'metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]']}\n"
+                      "    indexes:\n"
+                      "      byConfigMap: spec.template.spec.volumes[].configMap.name\n"
+                      "      byOwner: metadata.ownerReferences[].uid\n"
+                      "    pageSize: 0\n"
+                      "    watchTimeout: 10m\n"
+                      "    watchInactivityTimeout: 0\n"
+                      "    streamingList: off\n"
+                      "    resync: 1h30m\n");
+  const kc_informer_spec *inf = &c->informers[0];
+  assert_string_equal(inf->name, "deploys");
+  assert_string_equal(inf->group, "apps");
+  assert_string_equal(inf->namespaces[0], "api"); /* sorted */
+  assert_string_equal(inf->namespaces[1], "web");
+  assert_true(inf->metadata_only);
+  assert_int_equal(inf->ndrop, 3);
+  assert_string_equal(inf->drop[0], "metadata.annotations[\"kubectl.kubernetes.io/"
+                                    "last-applied-configuration\"]");
+  assert_string_equal(inf->drop[1], "metadata.managedFields");
+  assert_string_equal(inf->drop[2], "status");
+  assert_int_equal(inf->nindexes, 2);
+  assert_string_equal(inf->indexes[1].name, "byOwner");
+  assert_int_equal(inf->page_size, 0);
+  assert_int_equal(inf->watch_timeout_ms, 600000);
+  assert_int_equal(inf->watch_inactivity_ms, 0);
+  assert_int_equal(inf->streaming_list, KC_STREAMING_OFF);
+  assert_int_equal(inf->resync_ms, 5400000);
+  kc_config_free(c);
+  c = load("informers:\n  - {apiVersion: v1, kind: Pod, streamingList: on}\n"
+           "  - {apiVersion: v1, kind: Node, streamingList: auto}\n");
+  assert_int_equal(c->informers[0].streaming_list, KC_STREAMING_ON);
+  assert_int_equal(c->informers[1].streaming_list, KC_STREAMING_AUTO);
+  kc_config_free(c);
+}
+
+static void test_dedup_and_binding(void **state) {
+  (void)state;
+  /* Two controllers use ConfigMaps (not listed): one default informer. The
+   * explicitly listed Pod informer is used by both. */
+  kc_config *c = load("informers:\n"
+                      "  - {apiVersion: v1, kind: Pod, labelSelector: app=web}\n"
+                      "controllers:\n"
+                      "  - name: a\n    plugin: /p/a.so\n"
+                      "    for: {apiVersion: v1, kind: ConfigMap}\n"
+                      "    owns: [{apiVersion: v1, kind: Pod}]\n"
+                      "  - name: b\n    plugin: /p/b.so\n"
+                      "    for: {apiVersion: v1, kind: Pod}\n"
+                      "    watches:\n"
+                      "      - {apiVersion: v1, kind: ConfigMap, mapping: {label: app}}\n"
+                      "      - {apiVersion: v1, kind: Secret, mapping: {annotation: "
+                      "kctrld.io/owner}}\n");
+  assert_int_equal(c->ninformers, 3);
+  assert_string_equal(c->informers[1].kind, "ConfigMap");
+  assert_true(c->informers[1].implicit);
+  assert_string_equal(c->informers[2].kind, "Secret");
+  assert_int_equal(c->controllers[0].for_.informer, 1);
+  assert_int_equal(c->controllers[0].owns[0].ref.informer, 0);
+  assert_int_equal(c->controllers[1].for_.informer, 0);
+  assert_int_equal(c->controllers[1].watches[0].ref.informer, 1);
+  assert_int_equal(c->controllers[1].watches[0].mapping, KC_MAP_LABEL);
+  assert_string_equal(c->controllers[1].watches[0].key, "app");
+  assert_int_equal(c->controllers[1].watches[1].ref.informer, 2);
+  assert_int_equal(c->controllers[1].watches[1].mapping, KC_MAP_ANNOTATION);
+  assert_int_equal(kc_config_find_informer(c, c->informers[2].identity), 2);
+  assert_int_equal(kc_config_find_informer(c, "nope"), -1);
+  assert_int_equal(kc_config_find_controller(c, "b"), 1);
+  assert_int_equal(kc_config_find_controller(c, "z"), -1);
+  kc_config_free(c);
+
+  /* Same scope written twice (namespace order differs): rejected. */
+  fails("informers:\n"
+        "  - {apiVersion: v1, kind: Pod, namespaces: [a, b]}\n"
+        "  - {apiVersion: v1, kind: Pod, namespaces: [b, a]}\n",
+        "c.yaml:3:5: informers[1]: watches the same scope as informers[0] (line 2)");
+  /* Selectors compare in canonical form: the same scope. */
+  fails("informers:\n"
+        "  - {apiVersion: v1, kind: Pod, labelSelector: 'app in (b,a), tier==x'}\n"
+        "  - {apiVersion: v1, kind: Pod, labelSelector: 'tier=x,app in (a,b)', "
+        "fieldSelector: ''}\n",
+        "c.yaml:3:5: informers[1]: watches the same scope as informers[0] (line 2)");
+  c = load("informers:\n  - {apiVersion: v1, kind: Pod, labelSelector: 'app in (b,a), tier==x',"
+           " fieldSelector: 'spec.nodeName==n1,status.phase!=Failed'}\n");
+  assert_string_equal(c->informers[0].label_selector, "app in (a,b),tier=x");
+  assert_string_equal(c->informers[0].field_selector, "spec.nodeName=n1,status.phase!=Failed");
+  kc_config_free(c);
+  /* Two scopes of one kind: controllers must say which. */
+  char text[1024];
+  snprintf(text, sizeof text, TWO, "");
+  fails(text, "c.yaml:7:10: controllers[0].for: 2 informers watch v1 Pod; say which one with "
+              "`informer: NAME` (informers take a `name:`)");
+  snprintf(text, sizeof text, TWO, ", informer: api");
+  c = load(text);
+  assert_int_equal(c->controllers[0].for_.informer, 1);
+  assert_string_equal(c->controllers[0].for_.informer_name, "api");
+  kc_config_free(c);
+  snprintf(text, sizeof text, TWO, ", informer: db");
+  fails(text, "c.yaml:7:48: controllers[0].for.informer: no informer named \"db\"");
+  fails("informers:\n  - {name: x, apiVersion: v1, kind: Pod}\n"
+        "controllers:\n  - name: a\n    plugin: /a.so\n"
+        "    for: {apiVersion: v1, kind: Node, informer: x}\n",
+        "c.yaml:6:49: controllers[0].for.informer: informer \"x\" watches v1 Pod, not v1 Node");
+  fails("informers:\n  - {name: x, apiVersion: v1, kind: Pod}\n"
+        "  - {name: x, apiVersion: v1, kind: Node}\n",
+        "c.yaml:3:12: informers[1].name: \"x\" is already used by informers[0] (line 2)");
+}
+
+static void test_controller_errors(void **state) {
+  (void)state;
+  fails("controllers:\n  - name: a\n    for: {apiVersion: v1, kind: Pod}\n",
+        "c.yaml:2:5: controllers[0]: missing required key \"plugin\"");
+  fails("controllers:\n  - name: a\n    plugin: /a.so\n",
+        "c.yaml:2:5: controllers[0]: missing required key \"for\"");
+  fails(CTL "  - name: a\n    plugin: b.so\n    for: {apiVersion: v1, kind: Pod}\n",
+        "c.yaml:5:11: controllers[1].name: \"a\" is already used by controllers[0] (line 2)");
+  fails(CTL "    workers: 0\n",
+        "c.yaml:5:14: controllers[0].workers: must be between 1 and 1024, got \"0\"");
+  fails(CTL "    workers: two\n",
+        "c.yaml:5:14: controllers[0].workers: expected an integer, got \"two\"");
+  fails(CTL "    worker: 2\n",
+        "c.yaml:5:5: unknown key \"worker\" in controllers[0] (did you mean \"workers\"?)");
+  fails(CTL "    reconcileTimeout: forever\n",
+        "c.yaml:5:23: controllers[0].reconcileTimeout: invalid duration \"forever\" (use e.g. "
+        "500ms, 15s, 10m, 2h, 1h30m)");
+  fails(CTL "    rateLimit: {baseDelay: 2s, maxDelay: 1s}\n",
+        "c.yaml:5:28: controllers[0].rateLimit: baseDelay (2s) must not exceed maxDelay (1s)");
+  fails(CTL "    rateLimit: {qps: 0}\n",
+        "c.yaml:5:22: controllers[0].rateLimit.qps: must be between 0.001 and 1e+06, got \"0\"");
+  fails(CTL "    rateLimit: {burst: 1.5}\n",
+        "c.yaml:5:24: controllers[0].rateLimit.burst: expected an integer, got \"1.5\"");
+  fails(CTL "    rateLimit: {limit: 1}\n",
+        "c.yaml:5:17: unknown key \"limit\" in controllers[0].rateLimit (known keys: baseDelay, "
+        "maxDelay, qps, burst)");
+  fails(CTL "    predicates: [GenerationChanged, SpecChanged, GenerationChanged]\n",
+        "c.yaml:5:37: controllers[0].predicates[1]: unknown predicate \"SpecChanged\" (known: "
+        "GenerationChanged, LabelsChanged, AnnotationsChanged, ResourceVersionChanged, "
+        "DeletionStarted, OwnerReferencesChanged, FinalizersChanged)\n"
+        "c.yaml:5:50: controllers[0].predicates[2]: \"GenerationChanged\" is listed twice");
+  fails(CTL "    owns: {apiVersion: v1, kind: Pod}\n",
+        "c.yaml:5:11: controllers[0].owns: expected a sequence, got a mapping");
+  fails(CTL "    owns: [{apiVersion: v1}]\n",
+        "c.yaml:5:12: controllers[0].owns[0]: missing required key \"kind\"");
+  fails(CTL "    owns: [{apiVersion: v1, kind: Pod, predicate: [LabelsChanged]}]\n",
+        "c.yaml:5:40: unknown key \"predicate\" in controllers[0].owns[0] (did you mean "
+        "\"predicates\"?)");
+  fails("controllers:\n  - name: 'a b'\n    plugin: /a.so\n    for: {apiVersion: v1, kind: Pod}\n",
+        "c.yaml:2:11: controllers[0].name: must be 1-63 characters of [A-Za-z0-9._-]");
+  fails("controllers:\n  - name: a\n    plugin: /a.so\n    for: [v1, Pod]\n",
+        "c.yaml:4:10: controllers[0].for: expected a mapping, got a sequence");
+}
+
+static void test_watches(void **state) {
+  (void)state;
+  char text[1024];
+  snprintf(text, sizeof text, WATCH_BASE, "{index: byConfigMap}, predicates: [ResourceVersionChanged]");
+  kc_config *c = load(text);
+  const kc_watch_spec *w = &c->controllers[0].watches[0];
+  assert_int_equal(w->mapping, KC_MAP_INDEX);
+  assert_string_equal(w->key, "byConfigMap");
+  assert_int_equal(w->predicates, KC_PRED_RESOURCE_VERSION_CHANGED);
+  assert_int_equal(w->ref.informer, 1);
+  kc_config_free(c);
+  snprintf(text, sizeof text, WATCH_BASE, "{field: 'metadata.ownerReferences[].name'}");
+  c = load(text);
+  assert_int_equal(c->controllers[0].watches[0].mapping, KC_MAP_FIELD);
+  kc_config_free(c);
+
+  snprintf(text, sizeof text, WATCH_BASE, "{index: bySecret}");
+  fails(text, "c.yaml:10:60: controllers[0].watches[0].mapping.index: the informer for apps/v1 "
+              "Deployment has no index \"bySecret\"");
+  snprintf(text, sizeof text, WATCH_BASE, "{label: app, index: byConfigMap}");
+  fails(text, "c.yaml:10:52: controllers[0].watches[0].mapping: needs exactly one of label, "
+              "annotation, field, index");
+  snprintf(text, sizeof text, WATCH_BASE, "{}");
+  fails(text, "c.yaml:10:52: controllers[0].watches[0].mapping: needs exactly one of label, "
+              "annotation, field, index");
+  snprintf(text, sizeof text, WATCH_BASE, "{owner: true}");
+  fails(text, "c.yaml:10:53: unknown key \"owner\" in controllers[0].watches[0].mapping (known "
+              "keys: label, annotation, field, index)");
+  snprintf(text, sizeof text, WATCH_BASE, "{label: 'bad key!'}");
+  fails(text, "c.yaml:10:60: controllers[0].watches[0].mapping.label: not a valid "
+              "label/annotation key ([prefix/]name)");
+  snprintf(text, sizeof text, WATCH_BASE, "{field: 'a..b'}");
+  fails(text, "c.yaml:10:60: controllers[0].watches[0].mapping.field: empty path segment");
+  fails(CTL "    watches: [{apiVersion: v1, kind: Secret}]\n",
+        "c.yaml:5:15: controllers[0].watches[0]: missing required key \"mapping\"");
+  /* Index mapping against a default informer: a hint to list it. */
+  fails(CTL "    watches: [{apiVersion: v1, kind: Secret, mapping: {index: x}}]\n",
+        "c.yaml:5:63: controllers[0].watches[0].mapping.index: the informer for v1 ConfigMap "
+        "has no index \"x\" (list the kind under informers: with indexes:)");
+}
+
+static void test_many_errors(void **state) {
+  (void)state;
+  /* Every error is reported, one per line, up to the cap. */
+  char text[8192];
+  size_t o = (size_t)snprintf(text, sizeof text, "informers:\n");
+  for (int i = 0; i < 25; i++)
+    o += (size_t)snprintf(text + o, sizeof text - o, "  - {apiVersion: v1, kind: K%d, bad: 1}\n", i);
+  kc_config *c = NULL;
+  assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, o, &c, err, sizeof err), -EINVAL);
+  int lines = 1;
+  for (const char *p = err; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, KC_CONFIG_MAX_ERRORS + 1);
+  assert_non_null(strstr(err, "\n... and 5 more errors"));
+  assert_true(strncmp(err, "c.yaml:2:32: unknown key \"bad\" in informers[0]", 45) == 0);
+  /* A small err buffer is filled, truncated, never overrun. */
+  char small[40];
+  assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, o, &c, small, sizeof small),
+                   -EINVAL);
+  assert_int_equal(strlen(small), sizeof small - 1);
+}
+
+static void test_load_file_errors(void **state) {
+  (void)state;
+  kc_config *c = NULL;
+  assert_int_equal(kc_config_load_file("/nonexistent/kctrld.yaml", &c, err, sizeof err), -ENOENT);
+  assert_string_equal(err, "/nonexistent/kctrld.yaml: cannot open: No such file or directory");
+  assert_null(c);
+}
+
+/* ---- diff ------------------------------------------------------------------ */
+
+
+static kc_config *diff_cfg(const char *sel, const char *resync, const char *setting,
+                           const char *extra) {
+  char text[2048];
+  snprintf(text, sizeof text, DIFF_BASE, sel, resync, setting, extra);
+  return load(text);
+}
+
+static void test_diff(void **state) {
+  (void)state;
+  kc_config *a = diff_cfg("app=web", "10m", "5", "");
+  kc_config *same = diff_cfg("app=web", "10m", "5", "");
+  kc_config_diff *d = NULL;
+  char sum[512];
+
+  assert_int_equal(kc_config_compare(a, same, &d), 0);
+  assert_true(kc_config_diff_empty(d));
+  int n = kc_config_diff_summary(d, a, same, sum, sizeof sum);
+  assert_int_equal(n, (int)strlen(sum));
+  assert_string_equal(sum, "informers: +0 -0 ~0; controllers: +0 -0 ~0");
+  kc_config_diff_free(d);
+
+  /* Settings only: the controller changes, informers keep their caches. */
+  kc_config *b = diff_cfg("app=web", "10m", "6", "");
+  assert_int_equal(kc_config_compare(a, b, &d), 0);
+  assert_int_equal(d->ninformers, 0);
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].change, KC_CHANGE_CHANGED);
+  assert_int_equal(d->controllers[0].fields, KC_CTL_SETTINGS);
+  kc_config_diff_summary(d, a, b, sum, sizeof sum);
+  assert_string_equal(sum, "informers: +0 -0 ~0; controllers: +0 -0 ~1 ~podset(settings)");
+  kc_config_diff_free(d);
+  kc_config_free(b);
+
+  /* Resync only: same scope, informer changed in place. */
+  b = diff_cfg("app=web", "5m", "5", "");
+  assert_int_equal(kc_config_compare(a, b, &d), 0);
+  assert_int_equal(d->ninformers, 1);
+  assert_int_equal(d->informers[0].change, KC_CHANGE_CHANGED);
+  assert_int_equal(d->informers[0].fields, KC_INF_RESYNC);
+  assert_int_equal(d->informers[0].old_index, 0);
+  assert_int_equal(d->informers[0].new_index, 0);
+  assert_int_equal(d->ncontrollers, 0);
+  kc_config_diff_free(d);
+  kc_config_free(b);
+
+  /* Selector change: a new scope; the old one goes; the controller that owns
+   * Pods is rebound. */
+  b = diff_cfg("app=api", "10m", "5", "");
+  assert_int_equal(kc_config_compare(a, b, &d), 0);
+  assert_int_equal(d->ninformers, 2);
+  assert_int_equal(d->informers[0].change, KC_CHANGE_REMOVED);
+  assert_int_equal(d->informers[0].old_index, 0);
+  assert_int_equal(d->informers[0].new_index, -1);
+  assert_int_equal(d->informers[1].change, KC_CHANGE_ADDED);
+  assert_int_equal(d->informers[1].new_index, 0);
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].fields, KC_CTL_INFORMERS);
+  kc_config_diff_free(d);
+  kc_config_free(b);
+
+  /* Controller added and a global change. */
+  b = diff_cfg("app=web", "10m", "5",
+               "  - name: ttl\n    plugin: /p/ttl.so\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+               "logLevel: debug\n");
+  assert_int_equal(kc_config_compare(a, b, &d), 0);
+  assert_int_equal(d->ninformers, 1);
+  assert_int_equal(d->informers[0].change, KC_CHANGE_ADDED);
+  assert_string_equal(b->informers[d->informers[0].new_index].kind, "ConfigMap");
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].change, KC_CHANGE_ADDED);
+  assert_int_equal(d->global, KC_GLOBAL_LOG_LEVEL);
+  kc_config_diff_summary(d, a, b, sum, sizeof sum);
+  assert_string_equal(sum, "informers: +1 -0 ~0; controllers: +1 -0 ~0 +ttl; global: logLevel");
+  /* And the reverse: removed. */
+  kc_config_diff_free(d);
+  assert_int_equal(kc_config_compare(b, a, &d), 0);
+  assert_int_equal(d->informers[0].change, KC_CHANGE_REMOVED);
+  assert_int_equal(d->controllers[0].change, KC_CHANGE_REMOVED);
+  assert_int_equal(d->controllers[0].old_index, 1);
+  assert_int_equal(kc_config_diff_summary(d, b, a, sum, 10), -ENOSPC);
+  assert_string_equal(sum, "informers");
+  kc_config_diff_free(d);
+  kc_config_free(b);
+
+  kc_config_free(a);
+  kc_config_free(same);
+}
+
+static void test_diff_controller_fields(void **state) {
+  (void)state;
+  kc_config *a = load(CTL "    workers: 1\n");
+  kc_config *b = load("controllers:\n  - name: a\n    plugin: b.so\n"
+                      "    for: {apiVersion: v1, kind: ConfigMap}\n    workers: 3\n"
+                      "    rateLimit: {qps: 5}\n    predicates: [LabelsChanged]\n"
+                      "    owns: [{apiVersion: v1, kind: Pod}]\n"
+                      "leaderElection: {enabled: true}\nmetrics: {bindAddress: ':9'}\n");
+  kc_config_diff *d = NULL;
+  assert_int_equal(kc_config_compare(a, b, &d), 0);
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].fields, KC_CTL_PLUGIN | KC_CTL_WORKERS | KC_CTL_RATE_LIMIT |
+                                                 KC_CTL_PREDICATES | KC_CTL_OWNS);
+  assert_int_equal(d->global, KC_GLOBAL_LEADER_ELECTION | KC_GLOBAL_METRICS);
+  char sum[256];
+  kc_config_diff_summary(d, a, b, sum, sizeof sum);
+  assert_string_equal(sum, "informers: +1 -0 ~0; controllers: +0 -0 ~1 "
+                           "~a(plugin,owns,workers,rateLimit,predicates); global: leaderElection "
+                           "metrics");
+  kc_config_diff_free(d);
+  kc_config_free(a);
+  kc_config_free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_example_file),      cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_top_level_errors),  cmocka_unit_test(test_bind_addresses),
+      cmocka_unit_test(test_leader_election),   cmocka_unit_test(test_informer_errors),
+      cmocka_unit_test(test_informer_options),  cmocka_unit_test(test_dedup_and_binding),
+      cmocka_unit_test(test_controller_errors), cmocka_unit_test(test_watches),
+      cmocka_unit_test(test_many_errors),       cmocka_unit_test(test_load_file_errors),
+      cmocka_unit_test(test_diff),              cmocka_unit_test(test_diff_controller_fields),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
