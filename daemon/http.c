@@ -129,8 +129,8 @@ static void remove_from_multi(kc_http_req *req) {
     kc_error(COMPONENT, "curl_multi_remove_handle failed error=\"%s\"", curl_multi_strerror(rc));
 }
 
-static int map_curl_error(CURLcode c) {
-  switch (c) {
+int kc_http_map_curl_error(int code) {
+  switch ((CURLcode)code) {
   case CURLE_OK: return 0;
   case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
   case CURLE_COULDNT_CONNECT: return -ECONNREFUSED;
@@ -183,7 +183,7 @@ static void finish_req(kc_http_req *req) {
       res.error = -ECANCELED;
       snprintf(msg, sizeof msg, "aborted by callback");
     } else if (req->result != CURLE_OK) {
-      res.error = map_curl_error(req->result);
+      res.error = kc_http_map_curl_error(req->result);
       snprintf(msg, sizeof msg, "%s", req->errbuf[0] ? req->errbuf
                                                       : curl_easy_strerror(req->result));
     } else {
@@ -468,7 +468,8 @@ void kc_http_close(kc_http *http) {
   uv_close((uv_handle_t *)&http->timer, on_http_closed);
 }
 
-static int set_tls(CURL *e, const kc_http_tls *tls) {
+int kc_http_easy_tls(void *easy, const kc_http_tls *tls) {
+  CURL *e = easy;
   CURLcode c = CURLE_OK;
   if (tls->ca_data && tls->ca_len) {
     struct curl_blob b = {(void *)tls->ca_data, tls->ca_len, CURL_BLOB_COPY};
@@ -497,6 +498,24 @@ static int set_tls(CURL *e, const kc_http_tls *tls) {
   return c == CURLE_OK ? 0 : -EINVAL;
 }
 
+int kc_http_easy_defaults(void *easy, uint64_t connect_timeout_ms) {
+  CURL *e = easy;
+  CURLcode c = CURLE_OK;
+  c |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  c |= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  /* No CURLOPT_PIPEWAIT: with libcurl 7.88 a transfer waiting for a
+   * connection that turns out to be HTTP/1.1 stays parked until another
+   * transfer ends, which for a watch may be never. The first request (
+   * discovery) establishes the HTTP/2 connection that later ones share. */
+  c |= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  c |= curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+  c |= curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+  c |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                        (long)(connect_timeout_ms ? connect_timeout_ms : 10000));
+  c |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  return c == CURLE_OK ? 0 : -EINVAL;
+}
+
 int kc_http_request(kc_http *http, const kc_http_request_opts *o, kc_http_req **out) {
   if (out) *out = NULL;
   if (!o || !o->url || http->closing) return -EINVAL;
@@ -516,24 +535,13 @@ int kc_http_request(kc_http *http, const kc_http_request_opts *o, kc_http_req **
   CURLcode c = CURLE_OK;
   c |= curl_easy_setopt(e, CURLOPT_URL, o->url);
   c |= curl_easy_setopt(e, CURLOPT_PRIVATE, req);
-  c |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  c |= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-  /* No CURLOPT_PIPEWAIT: with libcurl 7.88 a transfer waiting for a
-   * connection that turns out to be HTTP/1.1 stays parked until another
-   * transfer ends, which for a watch may be never. The first request (
-   * discovery) establishes the HTTP/2 connection that later ones share. */
-  c |= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-  c |= curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-  c |= curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
-  c |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                        (long)(o->connect_timeout_ms ? o->connect_timeout_ms : 10000));
+  if (kc_http_easy_defaults(e, o->connect_timeout_ms) < 0) c = CURLE_BAD_FUNCTION_ARGUMENT;
   if (o->timeout_ms) c |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->timeout_ms);
   c |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf);
   c |= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
   c |= curl_easy_setopt(e, CURLOPT_HEADERDATA, req);
   c |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
   c |= curl_easy_setopt(e, CURLOPT_WRITEDATA, req);
-  c |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   const char *method = o->method ? o->method : "GET";
   if (o->body) {
     req->body = malloc(o->body_len ? o->body_len : 1);
@@ -558,7 +566,7 @@ int kc_http_request(kc_http *http, const kc_http_request_opts *o, kc_http_req **
   }
   if (req->headers) c |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
   if (o->tls) {
-    if (set_tls(e, o->tls) < 0) c = CURLE_BAD_FUNCTION_ARGUMENT;
+    if (kc_http_easy_tls(e, o->tls) < 0) c = CURLE_BAD_FUNCTION_ARGUMENT;
     if (o->tls->connect_to) {
       req->connect_to = curl_slist_append(NULL, o->tls->connect_to);
       if (!req->connect_to) goto nomem;

@@ -124,6 +124,17 @@ void kc_http_cancel(kc_http_req *req);
  * absent. Valid from on_response until on_done returns. */
 const char *kc_http_req_header(const kc_http_req *req, const char *name, size_t *len);
 
+/* Helpers shared with synchronous users of libcurl (apiclient workers), so
+ * that both paths configure transfers identically. `easy` is a CURL *.
+ * kc_http_easy_defaults sets NOSIGNAL, HTTP/2 over TLS, TCP keepalive,
+ * http/https only and the connect timeout (0 = 10 s); kc_http_easy_tls
+ * applies tls except connect_to. Return 0 or -EINVAL. Context: any thread,
+ * on an easy handle the caller owns. */
+int kc_http_easy_defaults(void *easy, uint64_t connect_timeout_ms);
+int kc_http_easy_tls(void *easy, const kc_http_tls *tls);
+/* Maps a CURLcode to the negative errno of kc_http_result.error. */
+int kc_http_map_curl_error(int curl_code);
+
 /* Number of requests in flight (for tests and metrics). */
 size_t kc_http_active(const kc_http *http);
 
