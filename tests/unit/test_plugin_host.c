@@ -1,0 +1,426 @@
+/* Unit tests for daemon/plugin_host: the loader's refusals, the host table,
+ * and calls into a real plugin built at test time from
+ * tests/unit/plugins/sample.c (cc -shared -fPIC -fvisibility=hidden). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "log.h"
+#include "plugin_host.h"
+
+static char dir[64];
+static const char *src = "tests/unit/plugins/sample.c";
+
+static void path_of(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", dir, name); }
+
+/* Builds one variant of the sample plugin; returns 0 on success. */
+static int build(const char *name, const char *defines) {
+  char out[128], cmd[1024];
+  path_of(out, sizeof out, name);
+  const char *cc = getenv("CC") ? getenv("CC") : "cc";
+  snprintf(cmd, sizeof cmd,
+           "%s -std=c11 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Iinclude %s "
+           "-o %s %s",
+           cc, defines, out, src);
+  if (system(cmd) != 0) return -1;
+  return chmod(out, 0755);
+}
+
+static const char *variants[][2] = {
+    {"good.so", ""},
+    {"wrong_abi.so", "-DWRONG_ABI"},
+    {"small_table.so", "-DSMALL_TABLE"},
+    {"bad_signature.so", "-DBAD_SIGNATURE"},
+    {"no_entry.so", "-DNO_ENTRY"},
+    {"null_entry.so", "-DNULL_ENTRY"},
+    {"init_fail.so", "-DINIT_FAIL"},
+    {"no_reconcile.so", "-DNO_RECONCILE"},
+};
+
+static int setup(void **state) {
+  (void)state;
+  if (access(src, R_OK) != 0) {
+    fprintf(stderr, "run from the repository root: %s not found\n", src);
+    return -1;
+  }
+  snprintf(dir, sizeof dir, "/tmp/kctrld-plugin-test.XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+    if (build(variants[i][0], variants[i][1]) != 0) return -1;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  kc_plugin_host_unload_all();
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- fake daemon services ---- */
+
+struct kctrld_object {
+  const char *name, *ns, *rv, *api_version, *kind;
+  const char *fin_json[4]; /* quoted JSON strings */
+  int nfin;
+};
+
+static char last_patch[1024];
+static kctrld_ref last_ref;
+static char last_event[256];
+static int last_event_type;
+
+static int fake_settings_string(const kctrld_settings *s, const char *path, const char **out) {
+  if (strcmp(path, "greeting") != 0) return -ENOENT;
+  *out = "hi from settings";
+  return 0;
+}
+
+static struct kctrld_object cached_pod = {"cache", "ns", "42", "v1", "Pod", {NULL}, 0};
+
+static int fake_cache_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
+  if (strcmp(ref->kind, "Pod") || strcmp(ref->name, "cache")) return -ENOENT;
+  *out = &cached_pod;
+  return 0;
+}
+static void fake_release(const kctrld_object *o) {}
+static kctrld_str s_of(const char *s) { return (kctrld_str){s, s ? strlen(s) : 0}; }
+static kctrld_str fake_name(const kctrld_object *o) { return s_of(o->name); }
+static kctrld_str fake_ns(const kctrld_object *o) { return s_of(o->ns); }
+static kctrld_str fake_rv(const kctrld_object *o) { return s_of(o->rv); }
+static kctrld_str fake_api_version(const kctrld_object *o) { return s_of(o->api_version); }
+static kctrld_str fake_kind(const kctrld_object *o) { return s_of(o->kind); }
+
+static int fake_each(const kctrld_object *o, const char *path, bool (*cb)(const kctrld_value *, void *),
+                     void *ud) {
+  if (strcmp(path, "metadata.finalizers[]") != 0) return -EINVAL;
+  int n = 0;
+  for (int i = 0; i < o->nfin; i++) {
+    kctrld_value v = {KCTRLD_JSON_STRING, s_of(o->fin_json[i])};
+    n++;
+    if (!cb(&v, ud)) break;
+  }
+  return n;
+}
+
+static int fake_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const char *patch, size_t len,
+                      bool status, const kctrld_object **out) {
+  assert_int_equal(type, KCTRLD_PATCH_JSON);
+  assert_false(status);
+  snprintf(last_patch, sizeof last_patch, "%.*s", (int)len, patch);
+  last_ref = *ref;
+  return 0;
+}
+
+static int fake_event(kctrld_ctx *ctx, const kctrld_object *regarding, int type, const char *reason,
+                      const char *message) {
+  snprintf(last_event, sizeof last_event, "%s: %s", reason, message);
+  last_event_type = type;
+  return 0;
+}
+
+static void install_fakes(void) {
+  struct kc_host_services svc = {
+      .settings_string = fake_settings_string,
+      .cache_get = fake_cache_get,
+      .object_release = fake_release,
+      .object_name = fake_name,
+      .object_namespace = fake_ns,
+      .object_resource_version = fake_rv,
+      .object_api_version = fake_api_version,
+      .object_kind = fake_kind,
+      .object_each = fake_each,
+      .api_patch = fake_patch,
+      .event = fake_event,
+  };
+  kc_plugin_host_set_services(&svc);
+}
+
+/* ---- loader refusals ---- */
+
+static void expect_refusal(const char *name, int want_rc, const char *want_text) {
+  char path[128], err[512];
+  kc_plugin *p = NULL;
+  path_of(path, sizeof path, name);
+  int rc = kc_plugin_load(path, &p, err, sizeof err);
+  if (rc != want_rc || !strstr(err, want_text))
+    fail_msg("%s: rc %d (want %d), message \"%s\" (want \"%s\")", name, rc, want_rc, err, want_text);
+  assert_null(p);
+}
+
+static void test_refuse_missing_and_not_regular(void **state) {
+  (void)state;
+  expect_refusal("does-not-exist.so", -ENOENT, "does not exist");
+  char sub[128];
+  path_of(sub, sizeof sub, "a-directory.so");
+  assert_int_equal(mkdir(sub, 0755), 0);
+  expect_refusal("a-directory.so", -EINVAL, "not a regular file");
+  rmdir(sub);
+}
+
+static void test_refuse_insecure_permissions(void **state) {
+  (void)state;
+  char good[128], copy[128], cmd[512];
+  path_of(good, sizeof good, "good.so");
+  path_of(copy, sizeof copy, "writable.so");
+  snprintf(cmd, sizeof cmd, "cp %s %s", good, copy);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(chmod(copy, 0757), 0);
+  expect_refusal("writable.so", -EPERM, "writable by other users (mode 0757)");
+  assert_int_equal(chmod(copy, 0775), 0);
+  expect_refusal("writable.so", -EPERM, "writable by its group");
+  assert_int_equal(chmod(copy, 0755), 0);
+  if (geteuid() == 0) {
+    assert_int_equal(chown(copy, 65534, 65534), 0);
+    expect_refusal("writable.so", -EPERM, "owned by uid 65534");
+  } else {
+    print_message("# not root: owner check not exercised\n");
+  }
+  unlink(copy);
+  /* A world-writable directory without the sticky bit. */
+  char sub[128], inner[160];
+  path_of(sub, sizeof sub, "open-dir");
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_int_equal(chmod(sub, 0777), 0);
+  snprintf(inner, sizeof inner, "%s/good.so", sub);
+  snprintf(cmd, sizeof cmd, "cp %s %s", good, inner);
+  assert_int_equal(system(cmd), 0);
+  expect_refusal("open-dir/good.so", -EPERM, "without the sticky bit");
+  unlink(inner);
+  rmdir(sub);
+}
+
+static void test_refuse_not_a_library(void **state) {
+  (void)state;
+  char path[128];
+  path_of(path, sizeof path, "garbage.so");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("this is not an ELF file\n", f);
+  fclose(f);
+  chmod(path, 0644);
+  expect_refusal("garbage.so", -ELIBBAD, "check its dependencies with: ldd");
+  unlink(path);
+}
+
+static void test_refuse_bad_tables(void **state) {
+  (void)state;
+  expect_refusal("no_entry.so", -ENOEXEC, "does not export kctrld_plugin_entry");
+  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.0)");
+  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.0 but this daemon has ABI 1.0");
+  expect_refusal("small_table.so", -ENOTSUP, "plugin table of 16 bytes");
+  expect_refusal("bad_signature.so", -ENOTSUP,
+                 "build signature \"kctrld-abi-1,ptr4,long4,size4,off32,time32,order4321\" does "
+                 "not match the daemon's \"" KCTRLD_BUILD_SIGNATURE "\"");
+  expect_refusal("no_reconcile.so", -EINVAL, "reconcile is missing");
+}
+
+static void test_only_entry_exported(void **state) {
+  (void)state;
+  char cmd[256], line[256];
+  snprintf(cmd, sizeof cmd, "nm -D --defined-only %s/good.so 2>/dev/null", dir);
+  FILE *f = popen(cmd, "r");
+  if (!f) skip();
+  int entries = 0, others = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, " T kctrld_plugin_entry"))
+      entries++;
+    else if (strstr(line, " T ") || strstr(line, " D ") || strstr(line, " B "))
+      others++;
+  }
+  if (pclose(f) != 0 && entries == 0) skip(); /* nm missing */
+  assert_int_equal(entries, 1);
+  assert_int_equal(others, 0);
+}
+
+/* ---- a good plugin: load, init, reconcile results, fini ---- */
+
+static kc_plugin_instance *load_good(const char *controller) {
+  char path[128], err[512];
+  kc_plugin *p = NULL, *again = NULL;
+  path_of(path, sizeof path, "good.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  assert_int_equal(kc_plugin_load(path, &again, err, sizeof err), 0);
+  assert_ptr_equal(p, again); /* one load per file */
+  assert_string_equal(kc_plugin_name(p), "sample");
+  assert_string_equal(kc_plugin_table(p)->version, "1.2.3");
+  kc_plugin_instance *inst = NULL;
+  int dummy_settings;
+  assert_int_equal(kc_plugin_instance_new(p, controller, (const kctrld_settings *)&dummy_settings,
+                                          &dummy_settings, &inst, err, sizeof err),
+                   0);
+  return inst;
+}
+
+static void reconcile(kc_plugin_instance *inst, const char *key, kc_reconcile_result *res) {
+  memset(res, 0x5a, sizeof *res); /* results must not depend on the caller's buffer */
+  kc_plugin_reconcile(inst, key, res);
+}
+
+static void test_reconcile_results(void **state) {
+  (void)state;
+  install_fakes();
+  kc_plugin_instance *inst = load_good("podset-controller");
+  assert_string_equal(kc_plugin_instance_controller(inst), "podset-controller");
+  kc_reconcile_result res;
+  reconcile(inst, "ns/ok", &res);
+  assert_int_equal(res.kind, KC_RESULT_DONE);
+  reconcile(inst, "ns/error", &res);
+  assert_int_equal(res.kind, KC_RESULT_ERROR);
+  assert_string_equal(res.message, "cannot create pod for ns/error: quota exceeded");
+  reconcile(inst, "ns/after", &res);
+  assert_int_equal(res.kind, KC_RESULT_REQUEUE_AFTER);
+  assert_int_equal(res.after_ms, 1500);
+  reconcile(inst, "ns/after-without-delay", &res);
+  assert_int_equal(res.kind, KC_RESULT_REQUEUE);
+  reconcile(inst, "ns/requeue", &res);
+  assert_int_equal(res.kind, KC_RESULT_REQUEUE);
+  reconcile(inst, "ns/error-without-message", &res);
+  assert_int_equal(res.kind, KC_RESULT_ERROR);
+  assert_string_equal(res.message, "error (no message)");
+  reconcile(inst, "ns/invalid", &res);
+  assert_int_equal(res.kind, KC_RESULT_ERROR);
+  assert_string_equal(res.message, "plugin sample returned invalid result 42");
+  /* settings reached init through the services; ctx names the controller */
+  reconcile(inst, "ns/greeting", &res);
+  assert_string_equal(res.message, "hi from settings from podset-controller");
+  reconcile(inst, "ns/expect", &res);
+  assert_int_equal(res.kind, KC_RESULT_DONE);
+  assert_int_equal(kc_expectations_count(kc_plugin_instance_expectations(inst)), 0);
+  reconcile(inst, "ns/cache", &res);
+  assert_int_equal(res.kind, KC_RESULT_DONE);
+  kc_plugin_instance_free(inst);
+}
+
+static void test_missing_services_answer_enosys(void **state) {
+  (void)state;
+  kc_plugin_host_set_services(NULL);
+  kc_plugin_instance *inst = load_good("bare");
+  kc_reconcile_result res;
+  reconcile(inst, "ns/cache", &res);
+  assert_int_equal(res.kind, KC_RESULT_ERROR);
+  char want[64];
+  snprintf(want, sizeof want, "cache_get: %d", -ENOSYS);
+  assert_string_equal(res.message, want);
+  reconcile(inst, "ns/greeting", &res); /* settings absent: default greeting */
+  assert_string_equal(res.message, "hello from bare");
+  kc_plugin_instance_free(inst);
+}
+
+static void test_init_failure(void **state) {
+  (void)state;
+  char path[128], err[512];
+  kc_plugin *p = NULL;
+  path_of(path, sizeof path, "init_fail.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  kc_plugin_instance *inst = NULL;
+  int rc = kc_plugin_instance_new(p, "ttl", NULL, NULL, &inst, err, sizeof err);
+  assert_int_equal(rc, -EINVAL);
+  assert_null(inst);
+  assert_non_null(strstr(err, "init failed for controller ttl: Invalid argument"));
+  assert_non_null(strstr(err, "init_fail.so"));
+}
+
+/* ---- host-implemented helpers ---- */
+
+static void test_finalizer_helpers(void **state) {
+  (void)state;
+  install_fakes();
+  const struct kctrld_host_api *h = kc_plugin_host_api();
+  assert_int_equal(h->abi_major, KCTRLD_ABI_MAJOR);
+  assert_int_equal(h->struct_size, sizeof(struct kctrld_host_api));
+  assert_true(KCTRLD_HOST_HAS(h, expectations_forget));
+  struct kctrld_object o = {"web", "default", "1234", "demo.kctrld.io/v1", "PodSet", {NULL}, 0};
+
+  last_patch[0] = '\0';
+  assert_false(h->object_has_finalizer(&o, "demo.kctrld.io/cleanup"));
+  assert_int_equal(h->finalizer_add(NULL, &o, "demo.kctrld.io/cleanup"), 0);
+  assert_string_equal(last_patch,
+                      "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"1234\"},"
+                      "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"demo.kctrld.io/cleanup\"]}]");
+  assert_string_equal(last_ref.kind, "PodSet");
+  assert_string_equal(last_ref.namespace_, "default");
+  assert_string_equal(last_ref.name, "web");
+  assert_string_equal(last_ref.api_version, "demo.kctrld.io/v1");
+
+  o.fin_json[0] = "\"foregroundDeletion\"";
+  o.fin_json[1] = "\"demo.kctrld.io/cleanup\"";
+  o.nfin = 2;
+  assert_true(h->object_has_finalizer(&o, "demo.kctrld.io/cleanup"));
+  last_patch[0] = '\0';
+  assert_int_equal(h->finalizer_add(NULL, &o, "demo.kctrld.io/cleanup"), 0); /* present: no-op */
+  assert_string_equal(last_patch, "");
+  assert_int_equal(h->finalizer_add(NULL, &o, "other.io/x"), 0);
+  assert_non_null(strstr(last_patch, "{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"other.io/x\"}"));
+  assert_int_equal(h->finalizer_remove(NULL, &o, "demo.kctrld.io/cleanup"), 0);
+  assert_string_equal(last_patch,
+                      "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"demo.kctrld.io/cleanup\"},"
+                      "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]");
+  last_patch[0] = '\0';
+  assert_int_equal(h->finalizer_remove(NULL, &o, "absent.io/x"), 0);
+  assert_string_equal(last_patch, "");
+  assert_int_equal(h->finalizer_add(NULL, &o, "bad\"name"), -EINVAL);
+
+  assert_int_equal(h->event(NULL, &o, KCTRLD_EVENT_WARNING, "FailedCreate", "created %d of %d", 1, 3), 0);
+  assert_string_equal(last_event, "FailedCreate: created 1 of 3");
+  assert_int_equal(last_event_type, KCTRLD_EVENT_WARNING);
+  assert_int_equal(h->event(NULL, &o, KCTRLD_EVENT_NORMAL, "", "x"), -EINVAL);
+
+  void *m = h->alloc(16);
+  assert_non_null(m);
+  m = h->realloc(m, 64);
+  assert_non_null(m);
+  h->free(m);
+  assert_null(h->alloc(0));
+}
+
+static void test_expectations(void **state) {
+  (void)state;
+  kc_expectations *e = kc_expectations_new(1000);
+  assert_non_null(e);
+  assert_true(kc_expectations_satisfied(e, "ns/a", 0)); /* no record */
+  assert_int_equal(kc_expectations_set(e, "ns/a", 2, 0, 100), 0);
+  assert_false(kc_expectations_satisfied(e, "ns/a", 100));
+  kc_expectations_observe(e, "ns/a", 1, 0);
+  assert_false(kc_expectations_satisfied(e, "ns/a", 100));
+  assert_true(kc_expectations_satisfied(e, "ns/a", 1101)); /* expired */
+  kc_expectations_observe(e, "ns/a", 1, 0);
+  assert_true(kc_expectations_satisfied(e, "ns/a", 100));
+  assert_int_equal(kc_expectations_count(e), 0); /* fulfilled records are dropped */
+  assert_int_equal(kc_expectations_set(e, "ns/b", 0, 3, 100), 0);
+  kc_expectations_observe(e, "ns/unknown", 1, 1);
+  assert_false(kc_expectations_satisfied(e, "ns/b", 100));
+  kc_expectations_forget(e, "ns/b");
+  assert_true(kc_expectations_satisfied(e, "ns/b", 100));
+  assert_int_equal(kc_expectations_set(e, "ns/c", -1, 0, 100), -EINVAL);
+  assert_int_equal(kc_expectations_set(e, "ns/c", 1, 1, 100), 0);
+  assert_int_equal(kc_expectations_set(e, "ns/c", 0, 0, 100), 0); /* replace with nothing */
+  assert_int_equal(kc_expectations_count(e), 0);
+  kc_expectations_free(e);
+}
+
+int main(void) {
+  kc_log_set_level(KC_LOG_WARN);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_refuse_missing_and_not_regular),
+      cmocka_unit_test(test_refuse_insecure_permissions),
+      cmocka_unit_test(test_refuse_not_a_library),
+      cmocka_unit_test(test_refuse_bad_tables),
+      cmocka_unit_test(test_only_entry_exported),
+      cmocka_unit_test(test_reconcile_results),
+      cmocka_unit_test(test_missing_services_answer_enosys),
+      cmocka_unit_test(test_init_failure),
+      cmocka_unit_test(test_finalizer_helpers),
+      cmocka_unit_test(test_expectations),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
