@@ -1,0 +1,57 @@
+/* controller: turns informer events into keys and keys into reconcile calls.
+ *
+ * Owns one workqueue (dedup, backoff, token bucket, delay heap), its timer,
+ * and the worker pool that runs the plugin's reconcile. Event mapping:
+ *  - `for` kind: the object's own key "namespace/name";
+ *  - `owns` kinds: the controller ownerReference whose kind and API group match
+ *    the `for` kind (same namespace);
+ *  - `watches` kinds: the mapping of the config (label, annotation, field,
+ *    index).
+ * Predicates (GenerationChanged, LabelsChanged, ...) filter updates; adds,
+ * deletes and resyncs of the `for` kind always enqueue.
+ *
+ * While not active (not leading yet), events are still mapped and queued but
+ * nothing is dispatched to workers; activation starts dispatching and
+ * enqueues every cached `for` object once (level-triggered start).
+ *
+ * Context: loop thread only. Errors: 0 or a negative errno.
+ */
+#ifndef KC_CONTROLLER_H
+#define KC_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "informer.h"
+#include "plugin_host.h"
+#include "workqueue.h"
+#include "workers.h"
+
+typedef struct kc_controller kc_controller;
+
+typedef struct kc_controller_stats {
+  uint64_t success, error, requeue, requeue_after; /* controller_runtime_reconcile_total */
+  uint64_t timeouts;
+  unsigned workers, active_workers;
+  double reconcile_seconds_sum;
+  uint64_t reconcile_count;
+} kc_controller_stats;
+
+/* informers[i] is the informer of config informer i (borrowed). The plugin
+ * instance is owned by the controller from now on (freed at close). */
+int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
+                      kc_plugin_instance *inst, kc_controller **out);
+/* Starts or stops dispatching to workers (leader election). */
+void kc_controller_set_active(kc_controller *c, bool active);
+/* Graceful stop: no new keys, in-flight reconciles get bound_ms to finish;
+ * then done(ud) runs and the controller is freed. */
+void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *ud), void *ud);
+
+const char *kc_controller_name(const kc_controller *c);
+kc_workqueue *kc_controller_queue(kc_controller *c);
+void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out);
+const kc_controller_spec *kc_controller_spec_get(const kc_controller *c);
+
+#endif

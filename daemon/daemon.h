@@ -1,0 +1,52 @@
+/* daemon: the running kctrld process: config, credentials, API client,
+ * discovery, shared informers, controllers, signals; later leader election,
+ * metrics and reload.
+ *
+ * Context: kc_daemon_run on the main thread (it runs the loop until
+ * SIGTERM/SIGINT). The registry functions below are for host services
+ * called from worker threads: they read structures that are immutable
+ * while controllers run (informers are created before any controller
+ * starts and outlive them).
+ * Errors: 0 or a negative errno.
+ */
+#ifndef KC_DAEMON_H
+#define KC_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apiclient.h"
+#include "informer.h"
+#include "log.h"
+
+typedef struct kc_daemon kc_daemon;
+
+typedef struct kc_daemon_options {
+  const char *config_path;
+  const char *kubeconfig;   /* --kubeconfig, overrides the file */
+  const char *metrics_bind; /* --metrics-bind-address */
+  const char *identity;     /* --identity */
+  enum kc_log_level log_level; /* 0 = from the config file */
+} kc_daemon_options;
+
+/* Runs until a termination signal; returns the process exit code. */
+int kc_daemon_run(const kc_daemon_options *opts);
+
+/* The informer that caches apiVersion+kind (the first one declared for that
+ * kind), or NULL. Any thread. */
+kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const char *kind);
+
+/* Where objects of apiVersion+kind live: fills *out with borrowed strings
+ * (api_path, plural, namespaced). Returns 0, or -ENOENT when discovery does
+ * not know the kind. Any thread. */
+int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
+                       kc_resource_ref *out);
+
+/* The API client (for kc_api_worker_new on worker threads). */
+kc_api *kc_daemon_api(kc_daemon *d);
+
+/* True while this process may write (leading, or leader election off).
+ * Host services refuse writes when false. Any thread. */
+bool kc_daemon_may_write(const kc_daemon *d);
+
+#endif

@@ -1,0 +1,79 @@
+/* informer: a shared, indexed cache of one watched scope, fed by reflectors,
+ * with handler fan-out.
+ *
+ * One informer per distinct scope (kc_informer_spec identity: resource,
+ * namespaces, selectors, transform, metadataOnly) however many controllers
+ * use it. Each namespace in the spec gets its own reflector and store (one
+ * store per reflector, so a relist replaces exactly its own part); an
+ * informer over all namespaces has one of each.
+ *
+ * Handlers run on the loop, after the store has been written, and must only
+ * turn events into keys (the workqueue deduplicates them): a slow consumer
+ * therefore costs memory per distinct key, never per event.
+ *
+ * Context: new/start/close/add_handler/remove_handler and the stats: loop
+ * thread only. get/list/by_index: any thread (store reads are locked
+ * briefly; results are refcounted objects the caller unrefs).
+ * Errors: 0 or a negative errno.
+ */
+#ifndef KC_INFORMER_H
+#define KC_INFORMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "apiclient.h"
+#include "config.h"
+#include "kobj.h"
+#include "reflector.h"
+#include "selector.h"
+#include "store.h"
+
+typedef struct kc_informer kc_informer;
+
+/* old/new_ are borrowed for the call. A resync delivers on_update(obj, obj). */
+typedef struct kc_informer_handler {
+  void (*on_add)(void *ud, kc_informer *inf, kc_obj *obj);
+  void (*on_update)(void *ud, kc_informer *inf, kc_obj *old, kc_obj *new_);
+  void (*on_delete)(void *ud, kc_informer *inf, kc_obj *obj);
+  void *ud;
+} kc_informer_handler;
+
+/* Where the resource lives, as discovery found it. */
+typedef struct kc_resource_ref {
+  const char *api_path; /* "/api/v1" or "/apis/G/V" */
+  const char *resource; /* plural */
+  bool namespaced;
+} kc_resource_ref;
+
+/* `spec` is borrowed for the informer's lifetime (it lives in the config);
+ * `res` is copied. */
+int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
+                    const kc_resource_ref *res, kc_informer **out);
+int kc_informer_start(kc_informer *inf);
+/* Stops reflectors and timers; frees the stores once every handle closed. */
+void kc_informer_close(kc_informer *inf);
+
+/* Registers a handler; when the informer has already synced, every cached
+ * object is delivered to it as on_add first. Returns a handle id > 0. */
+int kc_informer_add_handler(kc_informer *inf, const kc_informer_handler *h);
+void kc_informer_remove_handler(kc_informer *inf, int id);
+
+bool kc_informer_synced(const kc_informer *inf);
+const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf);
+const char *kc_informer_resource(const kc_informer *inf); /* "pods", "deployments.apps" */
+
+kc_obj *kc_informer_get(kc_informer *inf, kc_str ns, kc_str name);
+int kc_informer_list(kc_informer *inf, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out);
+int kc_informer_by_index(kc_informer *inf, const char *index, kc_str value, kc_obj_vec *out);
+
+typedef struct kc_informer_stats {
+  size_t objects;
+  size_t bytes;
+  uint64_t lists, watches, relists, events, errors;
+  char resource_version[64]; /* last seen (of the first reflector) */
+} kc_informer_stats;
+void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);
+
+#endif
