@@ -1,0 +1,70 @@
+/* discovery: apiVersion + kind -> resource (plural, namespaced), from the
+ * APIResourceList of /api/v1 or /apis/G/V (kube-api-contract.md 1.2-1.3).
+ *
+ * Lists are fetched asynchronously through apiclient and cached per
+ * group/version; entries whose name contains '/' (subresources) are skipped.
+ * kc_discovery_resolve always fetches the group/version again (one fetch in
+ * flight per group/version, however many callers wait), which is how a
+ * kind that was not found (a CRD installed later) gets picked up; callers
+ * first try kc_discovery_lookup, which answers from the cache only.
+ * coordination.k8s.io/v1 Lease is known statically (leader election needs
+ * no discovery).
+ *
+ * Context: loop thread only.
+ * Errors: 0 or a negative errno. kc_discovery_resolve never calls its
+ * callback from inside itself, and never when it fails.
+ * Ownership: kc_resource_info is a value (copied strings).
+ */
+#ifndef KC_DISCOVERY_H
+#define KC_DISCOVERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apiclient.h"
+
+typedef struct kc_discovery kc_discovery;
+
+typedef struct kc_resource_info {
+  char group[254];  /* "" for core */
+  char version[64];
+  char plural[64];  /* the URL segment */
+  char kind[64];
+  bool namespaced;
+} kc_resource_info;
+
+/* `api` is borrowed and must outlive the discovery. */
+int kc_discovery_new(kc_api *api, kc_discovery **out);
+/* Cancels fetches in flight without calling back. NULL is a no-op. */
+void kc_discovery_free(kc_discovery *d);
+
+/* From the cache only: 0 and *out, or -ENOENT (not cached or not there). */
+int kc_discovery_lookup(kc_discovery *d, const char *api_version, const char *kind,
+                        kc_resource_info *out);
+
+/* err: 0 (info valid), -ENOENT (the group/version exists but has no such
+ * kind, or the group/version is unknown: 404), or the transport / HTTP
+ * error (-EIO for a non-404 HTTP error; status has the details). info and
+ * status are borrowed for the duration of the call. */
+typedef void (*kc_discovery_cb)(int err, const kc_resource_info *info,
+                                const kc_api_status *status, void *ud);
+
+/* Refreshes the group/version of api_version and answers for kind. Returns
+ * 0, -EINVAL (bad apiVersion), -ENOMEM, or an apiclient error. */
+int kc_discovery_resolve(kc_discovery *d, const char *api_version, const char *kind,
+                         kc_discovery_cb cb, void *ud);
+
+/* Builds the URL path of a collection (name NULL) or an item, in namespace
+ * ns (NULL or "" = all namespaces / cluster-scoped). Returns the length, or
+ * -ENOSPC. */
+int kc_resource_path(const kc_resource_info *r, const char *ns, const char *name, char *buf,
+                     size_t cap);
+
+/* Parses an APIResourceList body and calls cb for every resource that is
+ * not a subresource. Returns 0, or -EINVAL for a body that is not an
+ * APIResourceList. Context: any thread. Exposed for tests and fuzzing. */
+int kc_discovery_parse(const char *json, size_t len,
+                       void (*cb)(const char *plural, const char *kind, bool namespaced, void *ud),
+                       void *ud);
+
+#endif

@@ -1,0 +1,210 @@
+/* Tests for daemon/discovery.c against mini_server. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "discovery.h"
+#include "mini_server.h"
+
+static mini_server *srv;
+static char server_url[64];
+static atomic_bool crd_installed;
+static atomic_int core_fetches;
+
+static const char CORE[] =
+    "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"v1\",\"resources\":["
+    "{\"name\":\"pods/status\",\"singularName\":\"\",\"namespaced\":true,\"kind\":\"Pod\","
+    "\"verbs\":[\"get\",\"patch\",\"update\"]},"
+    "{\"name\":\"pods\",\"singularName\":\"pod\",\"namespaced\":true,\"kind\":\"Pod\","
+    "\"verbs\":[\"create\",\"delete\",\"deletecollection\",\"get\",\"list\",\"patch\",\"update\","
+    "\"watch\"],\"shortNames\":[\"po\"],\"categories\":[\"all\"]},"
+    "{\"name\":\"namespaces\",\"singularName\":\"namespace\",\"namespaced\":false,"
+    "\"kind\":\"Namespace\",\"verbs\":[\"get\",\"list\",\"watch\"]},"
+    "{\"name\":\"configmaps\",\"singularName\":\"configmap\",\"namespaced\":true,"
+    "\"kind\":\"ConfigMap\",\"verbs\":[\"get\",\"list\",\"watch\"]}]}";
+
+static const char *GROUP_EMPTY =
+    "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"example.com/v1\","
+    "\"resources\":[]}";
+static const char *GROUP_FOO =
+    "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"example.com/v1\","
+    "\"resources\":[{\"name\":\"foos\",\"singularName\":\"foo\",\"namespaced\":true,"
+    "\"kind\":\"Foo\",\"verbs\":[\"list\",\"watch\"]},{\"name\":\"foos/status\","
+    "\"namespaced\":true,\"kind\":\"Foo\",\"verbs\":[\"get\"]},{\"name\":\"bars\","
+    "\"namespaced\":false,\"kind\":\"Bar\",\"verbs\":[\"list\"]}]}";
+
+static void handler(const mini_server_request *rq, mini_server_reply *r, void *ud) {
+  if (strcmp(rq->path, "/api/v1") == 0) {
+    atomic_fetch_add(&core_fetches, 1);
+    /* Slow enough that concurrent resolves overlap. */
+    static const mini_server_chunk c[] = {{CORE, 0, 100}};
+    r->chunks = c;
+    r->nchunks = 1;
+  } else if (strcmp(rq->path, "/apis/example.com/v1") == 0) {
+    r->body = atomic_load(&crd_installed) ? GROUP_FOO : GROUP_EMPTY;
+  } else if (strcmp(rq->path, "/apis/broken.io/v1") == 0) {
+    r->body = "{\"kind\":\"APIGroup\"}";
+  } else {
+    r->status = 404;
+    r->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+              "\"message\":\"the server could not find the requested resource\","
+              "\"reason\":\"NotFound\",\"details\":{},\"code\":404}";
+  }
+}
+
+static int setup(void **state) {
+  srv = mini_server_start(handler, NULL, NULL, NULL);
+  if (!srv) return -1;
+  snprintf(server_url, sizeof server_url, "http://127.0.0.1:%d", mini_server_port(srv));
+  return 0;
+}
+
+static int teardown(void **state) {
+  mini_server_stop(srv);
+  return 0;
+}
+
+struct answer {
+  int calls;
+  int err;
+  kc_resource_info info;
+  int code;
+};
+
+static void on_resolved(int err, const kc_resource_info *info, const kc_api_status *st,
+                        void *ud) {
+  struct answer *a = ud;
+  a->calls++;
+  a->err = err;
+  a->code = st ? st->code : -1;
+  if (info) a->info = *info;
+}
+
+static void run(uv_loop_t *loop, kc_api *api) {
+  uint64_t t0 = uv_now(loop);
+  while (kc_http_active(kc_api_http(api)) > 0) {
+    uv_run(loop, UV_RUN_ONCE);
+    if (uv_now(loop) - t0 > 10000) fail_msg("requests still running");
+  }
+}
+
+static void test_resolve_and_cache(void **state) {
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_kube_creds cr = {.server = server_url};
+  kc_api *api = NULL;
+  assert_int_equal(kc_api_new(&loop, &cr, &api), 0);
+  kc_discovery *d = NULL;
+  assert_int_equal(kc_discovery_new(api, &d), 0);
+  kc_resource_info info;
+  /* Lease is known without asking. */
+  assert_int_equal(kc_discovery_lookup(d, "coordination.k8s.io/v1", "Lease", &info), 0);
+  assert_string_equal(info.plural, "leases");
+  assert_true(info.namespaced);
+  assert_int_equal(kc_discovery_lookup(d, "v1", "Pod", &info), -ENOENT);
+  assert_int_equal(kc_discovery_lookup(d, "/v1", "Pod", &info), -EINVAL);
+  assert_int_equal(kc_discovery_resolve(d, "a/b/c", "Pod", on_resolved, NULL), -EINVAL);
+
+  struct answer pod = {0}, ns = {0}, missing = {0};
+  atomic_store(&core_fetches, 0);
+  assert_int_equal(kc_discovery_resolve(d, "v1", "Pod", on_resolved, &pod), 0);
+  assert_int_equal(kc_discovery_resolve(d, "v1", "Namespace", on_resolved, &ns), 0);
+  assert_int_equal(kc_discovery_resolve(d, "v1", "Nope", on_resolved, &missing), 0);
+  assert_int_equal(pod.calls, 0); /* never from inside resolve */
+  run(&loop, api);
+  assert_int_equal(atomic_load(&core_fetches), 1); /* one fetch for three callers */
+  assert_int_equal(pod.calls, 1);
+  assert_int_equal(pod.err, 0);
+  assert_string_equal(pod.info.plural, "pods"); /* not pods/status */
+  assert_string_equal(pod.info.group, "");
+  assert_string_equal(pod.info.version, "v1");
+  assert_true(pod.info.namespaced);
+  assert_int_equal(ns.err, 0);
+  assert_string_equal(ns.info.plural, "namespaces");
+  assert_false(ns.info.namespaced);
+  assert_int_equal(missing.calls, 1);
+  assert_int_equal(missing.err, -ENOENT);
+  assert_int_equal(kc_discovery_lookup(d, "v1", "ConfigMap", &info), 0);
+  assert_string_equal(info.plural, "configmaps");
+
+  char path[256];
+  assert_true(kc_resource_path(&pod.info, "team-a", NULL, path, sizeof path) > 0);
+  assert_string_equal(path, "/api/v1/namespaces/team-a/pods");
+  kc_resource_path(&pod.info, NULL, NULL, path, sizeof path);
+  assert_string_equal(path, "/api/v1/pods");
+  kc_resource_path(&ns.info, "ignored", "kube-system", path, sizeof path);
+  assert_string_equal(path, "/api/v1/namespaces/kube-system");
+  kc_discovery_lookup(d, "coordination.k8s.io/v1", "Lease", &info);
+  kc_resource_path(&info, "kctrld-system", "kctrld", path, sizeof path);
+  assert_string_equal(path, "/apis/coordination.k8s.io/v1/namespaces/kctrld-system/leases/kctrld");
+  assert_int_equal(kc_resource_path(&info, "kctrld-system", "kctrld", path, 10), -ENOSPC);
+
+  /* A CRD installed later: not found, then found on the next resolve. */
+  struct answer foo = {0};
+  atomic_store(&crd_installed, false);
+  assert_int_equal(kc_discovery_resolve(d, "example.com/v1", "Foo", on_resolved, &foo), 0);
+  run(&loop, api);
+  assert_int_equal(foo.err, -ENOENT);
+  atomic_store(&crd_installed, true);
+  assert_int_equal(kc_discovery_resolve(d, "example.com/v1", "Foo", on_resolved, &foo), 0);
+  run(&loop, api);
+  assert_int_equal(foo.calls, 2);
+  assert_int_equal(foo.err, 0);
+  assert_string_equal(foo.info.group, "example.com");
+  assert_string_equal(foo.info.plural, "foos");
+  assert_int_equal(kc_discovery_lookup(d, "example.com/v1", "Bar", &info), 0);
+  assert_false(info.namespaced);
+  kc_resource_path(&foo.info, "ns", "a", path, sizeof path);
+  assert_string_equal(path, "/apis/example.com/v1/namespaces/ns/foos/a");
+
+  /* Unknown group: 404 -> -ENOENT; a body that is no APIResourceList: -EIO,
+   * and the cache is kept. */
+  struct answer nope = {0}, broken = {0};
+  assert_int_equal(kc_discovery_resolve(d, "nope.io/v1", "X", on_resolved, &nope), 0);
+  assert_int_equal(kc_discovery_resolve(d, "broken.io/v1", "X", on_resolved, &broken), 0);
+  run(&loop, api);
+  assert_int_equal(nope.err, -ENOENT);
+  assert_int_equal(nope.code, 404);
+  assert_int_equal(broken.err, -EIO);
+
+  /* Freeing with a fetch in flight: no callback. */
+  struct answer late = {0};
+  assert_int_equal(kc_discovery_resolve(d, "v1", "Pod", on_resolved, &late), 0);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  kc_discovery_free(d);
+  assert_int_equal(kc_http_active(kc_api_http(api)), 0);
+  kc_api_close(api);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(late.calls, 0);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void count(const char *plural, const char *kind, bool namespaced, void *ud) {
+  (*(int *)ud)++;
+}
+
+static void test_parse(void **state) {
+  int n = 0;
+  assert_int_equal(kc_discovery_parse(CORE, strlen(CORE), count, &n), 0);
+  assert_int_equal(n, 3);
+  n = 0;
+  assert_int_equal(kc_discovery_parse("{\"kind\":\"Status\"}", 17, count, &n), -EINVAL);
+  assert_int_equal(kc_discovery_parse("{\"kind\":", 8, count, &n), -EINVAL);
+  assert_int_equal(n, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_resolve_and_cache),
+      cmocka_unit_test(test_parse),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
