@@ -1,0 +1,1383 @@
+/* store: indexed object cache of one informer. See store.h.
+ *
+ * Layout:
+ *   objs[slot]    the stored object of a slot (NULL = free slot); a slot is a
+ *                 32-bit number, so index sets hold 4 bytes per member
+ *   ohash[slot]   hash of the slot's "namespace/name"
+ *   map           open-addressing table of slot numbers keyed by ohash
+ *   ns, lkey, lkv string -> idset dictionaries (namespace, label key,
+ *                 label key+value); their strings point into the text of
+ *                 one current member object (re-pointed when it leaves)
+ *   idx[i].d      field index i: value -> idset, values copied once each
+ *
+ * Every table uses linear probing with backward-shift deletion (no
+ * tombstones), so lookups stay short under churn.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define NONE UINT32_MAX
+
+/* ---- hashing ------------------------------------------------------------ */
+
+static inline uint64_t mix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+static uint64_t hash_bytes(const char *p, size_t n, uint64_t h) {
+  h ^= (uint64_t)n * 0x9e3779b97f4a7c15ULL;
+  while (n >= 8) {
+    uint64_t k;
+    memcpy(&k, p, 8);
+    h = ((h ^ (k * 0x87c37b91114253d5ULL)) << 31 | (h ^ (k * 0x87c37b91114253d5ULL)) >> 33) *
+        0x4cf5ad432745937fULL;
+    p += 8;
+    n -= 8;
+  }
+  if (n) {
+    uint64_t k = 0;
+    memcpy(&k, p, n);
+    h = (h ^ (k * 0x87c37b91114253d5ULL)) * 0x4cf5ad432745937fULL;
+  }
+  return h;
+}
+
+static uint32_t hash_pair(const char *a, size_t alen, const char *b, size_t blen) {
+  uint64_t h = hash_bytes(a, alen, 0x243f6a8885a308d3ULL);
+  h = hash_bytes(b, blen, h ^ 0x13198a2e03707344ULL);
+  return (uint32_t)mix64(h);
+}
+
+static bool bytes_eq(const char *a, size_t alen, const char *b, size_t blen) {
+  return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
+
+/* ---- idset: a compact set of slot numbers -------------------------------
+ * cap == 0: up to 2 members inline; cap <= SMALL: unsorted array;
+ * cap > SMALL: hash table (power of two, NONE = empty). */
+
+#define SMALL 8u
+
+typedef struct idset {
+  uint32_t n;
+  uint32_t cap;
+  union {
+    uint32_t inl[2];
+    uint32_t *tab;
+  } u;
+} idset;
+
+static inline uint32_t id_hash(uint32_t id) { return id * 0x9e3779b1u; }
+
+static void idset_hash_put(uint32_t *tab, uint32_t cap, uint32_t id) {
+  uint32_t mask = cap - 1, i = id_hash(id) & mask;
+  while (tab[i] != NONE) i = (i + 1) & mask;
+  tab[i] = id;
+}
+
+/* Rebuilds as a hash table of `cap` slots holding the current members. */
+static int idset_rehash(idset *s, uint32_t cap) {
+  uint32_t *nt = malloc((size_t)cap * sizeof *nt);
+  if (!nt) return -ENOMEM;
+  memset(nt, 0xff, (size_t)cap * sizeof *nt);
+  if (s->cap == 0) {
+    for (uint32_t i = 0; i < s->n; i++) idset_hash_put(nt, cap, s->u.inl[i]);
+  } else if (s->cap <= SMALL) {
+    for (uint32_t i = 0; i < s->n; i++) idset_hash_put(nt, cap, s->u.tab[i]);
+    free(s->u.tab);
+  } else {
+    for (uint32_t i = 0; i < s->cap; i++)
+      if (s->u.tab[i] != NONE) idset_hash_put(nt, cap, s->u.tab[i]);
+    free(s->u.tab);
+  }
+  s->u.tab = nt;
+  s->cap = cap;
+  return 0;
+}
+
+/* Adds an id that is not a member. */
+static int idset_add(idset *s, uint32_t id) {
+  if (s->cap == 0) {
+    if (s->n < 2) {
+      s->u.inl[s->n++] = id;
+      return 0;
+    }
+    uint32_t *t = malloc(4 * sizeof *t);
+    if (!t) return -ENOMEM;
+    t[0] = s->u.inl[0];
+    t[1] = s->u.inl[1];
+    s->u.tab = t;
+    s->cap = 4;
+  }
+  if (s->cap <= SMALL) {
+    if (s->n == s->cap) {
+      if (s->cap < SMALL) {
+        uint32_t *t = realloc(s->u.tab, SMALL * sizeof *t);
+        if (!t) return -ENOMEM;
+        s->u.tab = t;
+        s->cap = SMALL;
+      } else if (idset_rehash(s, 2 * SMALL) < 0) {
+        return -ENOMEM;
+      }
+    }
+    if (s->cap <= SMALL) {
+      s->u.tab[s->n++] = id;
+      return 0;
+    }
+  }
+  if ((s->n + 1) * 4 > s->cap * 3 && idset_rehash(s, s->cap * 2) < 0) return -ENOMEM;
+  idset_hash_put(s->u.tab, s->cap, id);
+  s->n++;
+  return 0;
+}
+
+/* Removes a member; returns false if id was not a member. Shrinking is
+ * best effort: an allocation failure keeps the larger representation. */
+static bool idset_remove(idset *s, uint32_t id) {
+  if (s->cap == 0 || s->cap <= SMALL) {
+    uint32_t *a = s->cap == 0 ? s->u.inl : s->u.tab;
+    uint32_t i = 0;
+    while (i < s->n && a[i] != id) i++;
+    if (i == s->n) return false;
+    a[i] = a[--s->n];
+    if (s->cap && s->n <= 1) {
+      uint32_t keep = s->n ? a[0] : 0;
+      free(s->u.tab);
+      s->cap = 0;
+      s->u.inl[0] = keep;
+    }
+    return true;
+  }
+  uint32_t mask = s->cap - 1, i = id_hash(id) & mask;
+  uint32_t *t = s->u.tab;
+  while (t[i] != id) {
+    if (t[i] == NONE) return false;
+    i = (i + 1) & mask;
+  }
+  /* backward-shift deletion */
+  uint32_t j = i;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (t[j] == NONE) break;
+    uint32_t k = id_hash(t[j]) & mask;
+    if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+      t[i] = t[j];
+      i = j;
+    }
+  }
+  t[i] = NONE;
+  s->n--;
+  if (s->n <= SMALL / 2) {
+    uint32_t *a = malloc(SMALL * sizeof *a);
+    if (a) {
+      uint32_t n = 0;
+      for (uint32_t k = 0; k < s->cap; k++)
+        if (t[k] != NONE) a[n++] = t[k];
+      free(t);
+      s->u.tab = a;
+      s->cap = SMALL;
+    }
+  } else if (s->cap > 4 * SMALL && s->n * 8 < s->cap) {
+    (void)idset_rehash(s, s->cap / 2);
+  }
+  return true;
+}
+
+static void idset_free(idset *s) {
+  if (s->cap) free(s->u.tab);
+  s->n = s->cap = 0;
+}
+
+static size_t idset_bytes(const idset *s) { return (size_t)s->cap * sizeof(uint32_t); }
+
+typedef struct iditer {
+  const uint32_t *a;
+  uint32_t i, lim;
+  bool hash;
+} iditer;
+
+static iditer iditer_start(const idset *s) {
+  iditer it = {0};
+  if (s->cap == 0) it.a = s->u.inl, it.lim = s->n;
+  else if (s->cap <= SMALL) it.a = s->u.tab, it.lim = s->n;
+  else it.a = s->u.tab, it.lim = s->cap, it.hash = true;
+  return it;
+}
+
+static inline bool iditer_next(iditer *it, uint32_t *id) {
+  while (it->i < it->lim) {
+    uint32_t v = it->a[it->i++];
+    if (!it->hash || v != NONE) {
+      *id = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool idset_has(const idset *s, uint32_t id) {
+  if (s->cap > SMALL) {
+    uint32_t mask = s->cap - 1, i = id_hash(id) & mask;
+    for (; s->u.tab[i] != NONE; i = (i + 1) & mask)
+      if (s->u.tab[i] == id) return true;
+    return false;
+  }
+  iditer it = iditer_start(s);
+  uint32_t v;
+  while (iditer_next(&it, &v))
+    if (v == id) return true;
+  return false;
+}
+
+/* ---- dict: string (pair) -> idset ---------------------------------------- */
+
+enum dkind { DK_NS, DK_LKEY, DK_LKV, DK_FIELD };
+
+typedef struct dent {
+  const char *a, *b;
+  uint32_t alen, blen;
+  uint32_t hash;
+  uint32_t owned; /* a is a private copy (field values) */
+  idset set;      /* n == 0 marks an empty table slot */
+} dent;
+
+typedef struct dict {
+  dent *tab;
+  uint32_t cap, n;
+  enum dkind kind;
+} dict;
+
+static dent *dict_find(const dict *d, const char *a, size_t alen, const char *b, size_t blen,
+                       uint32_t h) {
+  if (!d->cap) return NULL;
+  uint32_t mask = d->cap - 1;
+  for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+    dent *e = &d->tab[i];
+    if (e->set.n == 0) return NULL;
+    if (e->hash == h && bytes_eq(e->a, e->alen, a, alen) && bytes_eq(e->b, e->blen, b, blen))
+      return e;
+  }
+}
+
+static int dict_resize(dict *d, uint32_t cap) {
+  dent *nt = calloc(cap, sizeof *nt);
+  if (!nt) return -ENOMEM;
+  uint32_t mask = cap - 1;
+  for (uint32_t i = 0; i < d->cap; i++) {
+    if (d->tab[i].set.n == 0) continue;
+    uint32_t j = d->tab[i].hash & mask;
+    while (nt[j].set.n) j = (j + 1) & mask;
+    nt[j] = d->tab[i];
+  }
+  free(d->tab);
+  d->tab = nt;
+  d->cap = cap;
+  return 0;
+}
+
+static void dict_free(dict *d) {
+  for (uint32_t i = 0; i < d->cap; i++) {
+    if (d->tab[i].set.n == 0) continue;
+    idset_free(&d->tab[i].set);
+    if (d->tab[i].owned) free((char *)d->tab[i].a);
+  }
+  free(d->tab);
+  d->tab = NULL;
+  d->cap = d->n = 0;
+}
+
+static size_t dict_bytes(const dict *d) {
+  size_t b = (size_t)d->cap * sizeof(dent);
+  for (uint32_t i = 0; i < d->cap; i++) {
+    const dent *e = &d->tab[i];
+    if (e->set.n == 0) continue;
+    b += idset_bytes(&e->set);
+    if (e->owned) b += e->alen + 1;
+  }
+  return b;
+}
+
+/* Adds id under (a, b). New entries point at a/b (or copy a for
+ * DK_FIELD). Fails without change. */
+static int dict_add(dict *d, const char *a, size_t alen, const char *b, size_t blen, uint32_t h,
+                    uint32_t id) {
+  dent *e = dict_find(d, a, alen, b, blen, h);
+  if (e) return idset_add(&e->set, id);
+  if ((d->n + 1) * 4 > d->cap * 3 && dict_resize(d, d->cap ? d->cap * 2 : 8) < 0) return -ENOMEM;
+  const char *acopy = a;
+  if (d->kind == DK_FIELD) {
+    char *c = malloc(alen + 1);
+    if (!c) return -ENOMEM;
+    if (alen) memcpy(c, a, alen);
+    c[alen] = '\0';
+    acopy = c;
+  }
+  uint32_t mask = d->cap - 1, i = h & mask;
+  while (d->tab[i].set.n) i = (i + 1) & mask;
+  e = &d->tab[i];
+  *e = (dent){.a = acopy, .b = b, .alen = (uint32_t)alen, .blen = (uint32_t)blen, .hash = h,
+              .owned = d->kind == DK_FIELD, .set = {.n = 1, .cap = 0, .u.inl = {id, 0}}};
+  d->n++;
+  return 0;
+}
+
+static void dict_delete_at(dict *d, uint32_t i) {
+  uint32_t mask = d->cap - 1, j = i;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (d->tab[j].set.n == 0) break;
+    uint32_t k = d->tab[j].hash & mask;
+    if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+      d->tab[i] = d->tab[j];
+      i = j;
+    }
+  }
+  memset(&d->tab[i], 0, sizeof d->tab[i]);
+  d->n--;
+  if (d->cap > 16 && d->n * 8 < d->cap) (void)dict_resize(d, d->cap / 2);
+}
+
+/* ---- the store ---------------------------------------------------------- */
+
+typedef struct fidx {
+  char *name;
+  char *path;
+  dict d;
+} fidx;
+
+/* Field-index values of some objects, extracted outside the lock. Values
+ * of object `o` for index i are items[starts[o*nidx+i] .. starts[o*nidx+i+1]). */
+typedef struct fvitem {
+  size_t off;
+  uint32_t len;
+  uint32_t hash;
+} fvitem;
+
+typedef struct fvlist {
+  char *buf;
+  size_t len, cap;
+  fvitem *items;
+  size_t n, icap;
+  size_t *starts;
+  size_t nstarts, scap;
+} fvlist;
+
+typedef struct undo {
+  dict *d;
+  const char *a, *b;
+  uint32_t alen, blen, hash;
+} undo;
+
+struct kc_store {
+  pthread_rwlock_t lock;
+  kc_obj **objs;
+  uint32_t *ohash;
+  uint32_t nslots, capslots;
+  uint32_t *freeids; /* capacity == capslots, so pushing never fails */
+  uint32_t nfree;
+  uint32_t *map;
+  uint32_t mapcap;
+  uint32_t count;
+  size_t bytes;
+  dict ns, lkey, lkv;
+  fidx *idx;
+  size_t nidx;
+  /* writer-only scratch */
+  fvlist fv;
+  undo *undo;
+  size_t nundo, capundo;
+};
+
+static bool in_obj(const char *p, const kc_obj *o) {
+  return p && o && p >= o->json && p <= o->json + o->json_len;
+}
+
+static uint32_t obj_hash(const kc_obj *o) {
+  return hash_pair(o->namespace_.ptr, o->namespace_.len, o->name.ptr, o->name.len);
+}
+
+static bool obj_key_eq(const kc_obj *o, kc_str ns, kc_str name) {
+  return bytes_eq(o->namespace_.ptr, o->namespace_.len, ns.ptr, ns.len) &&
+         bytes_eq(o->name.ptr, o->name.len, name.ptr, name.len);
+}
+
+static uint32_t map_find(const kc_store *s, uint32_t h, kc_str ns, kc_str name) {
+  if (!s->mapcap) return NONE;
+  uint32_t mask = s->mapcap - 1;
+  for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+    uint32_t slot = s->map[i];
+    if (slot == NONE) return NONE;
+    if (s->ohash[slot] == h && obj_key_eq(s->objs[slot], ns, name)) return slot;
+  }
+}
+
+static int map_resize(kc_store *s, uint32_t cap) {
+  uint32_t *nm = malloc((size_t)cap * sizeof *nm);
+  if (!nm) return -ENOMEM;
+  memset(nm, 0xff, (size_t)cap * sizeof *nm);
+  uint32_t mask = cap - 1;
+  for (uint32_t i = 0; i < s->mapcap; i++) {
+    uint32_t slot = s->map[i];
+    if (slot == NONE) continue;
+    uint32_t j = s->ohash[slot] & mask;
+    while (nm[j] != NONE) j = (j + 1) & mask;
+    nm[j] = slot;
+  }
+  free(s->map);
+  s->map = nm;
+  s->mapcap = cap;
+  return 0;
+}
+
+static void map_insert(kc_store *s, uint32_t slot) {
+  uint32_t mask = s->mapcap - 1, i = s->ohash[slot] & mask;
+  while (s->map[i] != NONE) i = (i + 1) & mask;
+  s->map[i] = slot;
+}
+
+static void map_remove(kc_store *s, uint32_t slot) {
+  uint32_t mask = s->mapcap - 1, i = s->ohash[slot] & mask;
+  while (s->map[i] != slot) i = (i + 1) & mask;
+  uint32_t j = i;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (s->map[j] == NONE) break;
+    uint32_t k = s->ohash[s->map[j]] & mask;
+    if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+      s->map[i] = s->map[j];
+      i = j;
+    }
+  }
+  s->map[i] = NONE;
+}
+
+/* Makes room for `extra` more objects: map capacity and free slots. Called
+ * with the write lock held (the arrays move). */
+static int reserve(kc_store *s, uint32_t extra) {
+  uint64_t want = (uint64_t)s->count + extra;
+  if (want > UINT32_MAX / 2) return -ENOMEM;
+  uint32_t cap = s->mapcap ? s->mapcap : 16;
+  while (want * 4 > (uint64_t)cap * 3) cap *= 2;
+  if (cap != s->mapcap && map_resize(s, cap) < 0) return -ENOMEM;
+  uint32_t avail = s->nfree + (s->capslots - s->nslots);
+  if (avail < extra) {
+    uint32_t nc = s->capslots ? s->capslots : 16;
+    while (nc - s->nslots + s->nfree < extra) nc *= 2;
+    kc_obj **no = realloc(s->objs, (size_t)nc * sizeof *no);
+    if (!no) return -ENOMEM;
+    s->objs = no;
+    uint32_t *nh = realloc(s->ohash, (size_t)nc * sizeof *nh);
+    if (!nh) return -ENOMEM;
+    s->ohash = nh;
+    uint32_t *nf = realloc(s->freeids, (size_t)nc * sizeof *nf);
+    if (!nf) return -ENOMEM;
+    s->freeids = nf;
+    s->capslots = nc;
+  }
+  return 0;
+}
+
+static uint32_t slot_alloc(kc_store *s) {
+  if (s->nfree) return s->freeids[--s->nfree];
+  return s->nslots++;
+}
+
+/* ---- field values ------------------------------------------------------- */
+
+typedef struct fvctx {
+  fvlist *fv;
+  int rc;
+} fvctx;
+
+static bool fv_cb(const kc_json_value *v, void *ud) {
+  fvctx *c = ud;
+  fvlist *fv = c->fv;
+  if (v->type == KC_JSON_ABSENT || v->type == KC_JSON_NULL || v->type == KC_JSON_OBJECT ||
+      v->type == KC_JSON_ARRAY)
+    return true;
+  if (fv->n == fv->icap) {
+    size_t nc = fv->icap ? fv->icap * 2 : 16;
+    fvitem *ni = realloc(fv->items, nc * sizeof *ni);
+    if (!ni) {
+      c->rc = -ENOMEM;
+      return false;
+    }
+    fv->items = ni;
+    fv->icap = nc;
+  }
+  for (;;) {
+    int n = kc_json_scalar_text(v, fv->buf ? fv->buf + fv->len : NULL,
+                                fv->buf ? fv->cap - fv->len : 0);
+    if (n >= 0) {
+      fv->items[fv->n++] = (fvitem){fv->len, (uint32_t)n, hash_pair(fv->buf + fv->len, (size_t)n, NULL, 0)};
+      fv->len += (size_t)n + 1;
+      return true;
+    }
+    if (n != -ENOSPC) return true; /* undecodable string: not indexed */
+    size_t nc = fv->cap ? fv->cap * 2 : 256;
+    while (nc - fv->len < v->raw.len + 1) nc *= 2;
+    char *nb = realloc(fv->buf, nc);
+    if (!nb) {
+      c->rc = -ENOMEM;
+      return false;
+    }
+    fv->buf = nb;
+    fv->cap = nc;
+  }
+}
+
+static int fvitem_cmp(const void *x, const void *y, void *ctx) {
+  const fvitem *a = x, *b = y;
+  const fvlist *fv = ctx;
+  size_t n = a->len < b->len ? a->len : b->len;
+  int c = memcmp(fv->buf + a->off, fv->buf + b->off, n);
+  if (c) return c;
+  return a->len < b->len ? -1 : a->len > b->len;
+}
+
+static int fv_push_start(fvlist *fv) {
+  if (fv->nstarts == fv->scap) {
+    size_t nc = fv->scap ? fv->scap * 2 : 16;
+    size_t *ns = realloc(fv->starts, nc * sizeof *ns);
+    if (!ns) return -ENOMEM;
+    fv->starts = ns;
+    fv->scap = nc;
+  }
+  fv->starts[fv->nstarts++] = fv->n;
+  return 0;
+}
+
+/* Extracts every field-index value of obj (sorted, unique per index).
+ * Returns the object's base in starts[] or a negative errno. Objects are
+ * laid out back to back: object k uses starts[base .. base+nidx]. */
+static long fv_extract(kc_store *s, const kc_obj *obj) {
+  fvlist *fv = &s->fv;
+  if (fv->nstarts > 0) fv->nstarts--; /* the previous object's end is our start */
+  long base = (long)fv->nstarts;
+  for (size_t i = 0; i < s->nidx; i++) {
+    if (fv_push_start(fv) < 0) return -ENOMEM;
+    size_t first = fv->n;
+    fvctx c = {fv, 0};
+    if (obj) (void)kc_obj_get_each(obj, s->idx[i].path, fv_cb, &c);
+    if (c.rc) return c.rc;
+    size_t cnt = fv->n - first;
+    if (cnt > 1) {
+      qsort_r(fv->items + first, cnt, sizeof *fv->items, fvitem_cmp, fv);
+      size_t out = first + 1;
+      for (size_t k = first + 1; k < fv->n; k++)
+        if (fvitem_cmp(&fv->items[out - 1], &fv->items[k], fv) != 0) fv->items[out++] = fv->items[k];
+      fv->n = out;
+    }
+  }
+  if (fv_push_start(fv) < 0) return -ENOMEM;
+  return base;
+}
+
+static void fv_reset(fvlist *fv) {
+  fv->len = fv->n = fv->nstarts = 0;
+}
+
+/* ---- index maintenance (write lock held) --------------------------------- */
+
+static int undo_push(kc_store *s, dict *d, const char *a, size_t alen, const char *b, size_t blen,
+                     uint32_t h) {
+  if (s->nundo == s->capundo) {
+    size_t nc = s->capundo ? s->capundo * 2 : 32;
+    undo *nu = realloc(s->undo, nc * sizeof *nu);
+    if (!nu) return -ENOMEM;
+    s->undo = nu;
+    s->capundo = nc;
+  }
+  s->undo[s->nundo++] = (undo){d, a, b, (uint32_t)alen, (uint32_t)blen, h};
+  return 0;
+}
+
+/* Re-points an entry's strings away from `gone` to a current member. */
+static void repoint(kc_store *s, dict *d, dent *e, const kc_obj *gone) {
+  if (e->owned || !(in_obj(e->a, gone) || in_obj(e->b, gone))) return;
+  iditer it = iditer_start(&e->set);
+  uint32_t m;
+  if (!iditer_next(&it, &m)) return;
+  const kc_obj *o = s->objs[m];
+  if (d->kind == DK_NS) {
+    e->a = o->namespace_.ptr;
+    return;
+  }
+  const kc_label *l = kc_labels_find(o->labels, o->nlabels, (kc_str){e->a, e->alen});
+  if (!l) {
+    kc_error("store", "index entry without member label key=%.*s", (int)e->alen, e->a);
+    return;
+  }
+  e->a = l->key.ptr;
+  if (d->kind == DK_LKV) e->b = l->value.ptr;
+}
+
+/* Re-points an entry that still contains the slot from the old to the new
+ * version of that slot's object. */
+static void repoint_to(dict *d, dent *e, const kc_obj *prev, const kc_obj *obj) {
+  if (!e || e->owned || !(in_obj(e->a, prev) || in_obj(e->b, prev))) return;
+  if (d->kind == DK_NS) {
+    e->a = obj->namespace_.ptr;
+    return;
+  }
+  const kc_label *l = kc_labels_find(obj->labels, obj->nlabels, (kc_str){e->a, e->alen});
+  if (!l) return;
+  e->a = l->key.ptr;
+  if (d->kind == DK_LKV) e->b = l->value.ptr;
+}
+
+static void index_remove(kc_store *s, dict *d, const char *a, size_t alen, const char *b,
+                         size_t blen, uint32_t h, uint32_t id, const kc_obj *gone) {
+  dent *e = dict_find(d, a, alen, b, blen, h);
+  if (!e || !idset_remove(&e->set, id)) {
+    kc_error("store", "index out of sync: missing member slot=%u", id);
+    return;
+  }
+  if (e->set.n == 0) {
+    if (e->owned) free((char *)e->a);
+    e->owned = 0;
+    dict_delete_at(d, (uint32_t)(e - d->tab));
+    return;
+  }
+  repoint(s, d, e, gone);
+}
+
+static int index_add(kc_store *s, dict *d, const char *a, size_t alen, const char *b, size_t blen,
+                     uint32_t h, uint32_t id) {
+  if (undo_push(s, d, a, alen, b, blen, h) < 0) return -ENOMEM;
+  int rc = dict_add(d, a, alen, b, blen, h, id);
+  if (rc < 0) s->nundo--;
+  return rc;
+}
+
+static void undo_all(kc_store *s, uint32_t id, const kc_obj *obj) {
+  while (s->nundo) {
+    undo *u = &s->undo[--s->nundo];
+    index_remove(s, u->d, u->a, u->alen, u->b, u->blen, u->hash, id, obj);
+  }
+}
+
+static uint32_t lhash_k(const kc_label *l) { return hash_pair(l->key.ptr, l->key.len, NULL, 0); }
+static uint32_t lhash_kv(const kc_label *l) {
+  return hash_pair(l->key.ptr, l->key.len, l->value.ptr, l->value.len);
+}
+
+static const char *fvtext(const kc_store *s, const fvitem *it) { return s->fv.buf + it->off; }
+
+/* Adds every index entry of a new object in slot id. */
+static int add_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
+  s->nundo = 0;
+  int rc = index_add(s, &s->ns, obj->namespace_.ptr, obj->namespace_.len, NULL, 0,
+                     hash_pair(obj->namespace_.ptr, obj->namespace_.len, NULL, 0), id);
+  for (uint32_t i = 0; rc == 0 && i < obj->nlabels; i++) {
+    const kc_label *l = &obj->labels[i];
+    rc = index_add(s, &s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l), id);
+    if (rc == 0)
+      rc = index_add(s, &s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l), id);
+  }
+  for (size_t i = 0; rc == 0 && i < s->nidx; i++) {
+    for (size_t k = s->fv.starts[fvbase + (long)i]; rc == 0 && k < s->fv.starts[fvbase + (long)i + 1]; k++) {
+      const fvitem *it = &s->fv.items[k];
+      rc = index_add(s, &s->idx[i].d, fvtext(s, it), it->len, NULL, 0, it->hash, id);
+    }
+  }
+  if (rc < 0) undo_all(s, id, obj);
+  s->nundo = 0;
+  return rc;
+}
+
+static void remove_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
+  index_remove(s, &s->ns, obj->namespace_.ptr, obj->namespace_.len, NULL, 0,
+               hash_pair(obj->namespace_.ptr, obj->namespace_.len, NULL, 0), id, obj);
+  for (uint32_t i = 0; i < obj->nlabels; i++) {
+    const kc_label *l = &obj->labels[i];
+    index_remove(s, &s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l), id, obj);
+    index_remove(s, &s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l), id,
+                 obj);
+  }
+  for (size_t i = 0; i < s->nidx; i++)
+    for (size_t k = s->fv.starts[fvbase + (long)i]; k < s->fv.starts[fvbase + (long)i + 1]; k++) {
+      const fvitem *it = &s->fv.items[k];
+      index_remove(s, &s->idx[i].d, fvtext(s, it), it->len, NULL, 0, it->hash, id, obj);
+    }
+}
+
+static int fv_cmp_items(const kc_store *s, const fvitem *a, const fvitem *b) {
+  size_t n = a->len < b->len ? a->len : b->len;
+  int c = memcmp(fvtext(s, a), fvtext(s, b), n);
+  if (c) return c;
+  return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* Moves slot `id` from prev to obj (same key), keeping every index exact:
+ * additions first (undone on failure), then the slot switch, then
+ * removals and re-pointing, which cannot fail. */
+static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long nb, long ob) {
+  s->nundo = 0;
+  int rc = 0;
+  /* labels: both arrays are sorted by key */
+  uint32_t i = 0, j = 0;
+  while (rc == 0 && j < obj->nlabels) {
+    const kc_label *nl = &obj->labels[j];
+    int c = i < prev->nlabels ? kc_str_cmp(prev->labels[i].key, nl->key) : 1;
+    if (c < 0) {
+      i++;
+      continue;
+    }
+    if (c > 0) {
+      rc = index_add(s, &s->lkey, nl->key.ptr, nl->key.len, NULL, 0, lhash_k(nl), id);
+      if (rc == 0)
+        rc = index_add(s, &s->lkv, nl->key.ptr, nl->key.len, nl->value.ptr, nl->value.len,
+                       lhash_kv(nl), id);
+    } else {
+      if (!kc_str_eq(prev->labels[i].value, nl->value))
+        rc = index_add(s, &s->lkv, nl->key.ptr, nl->key.len, nl->value.ptr, nl->value.len,
+                       lhash_kv(nl), id);
+      i++;
+    }
+    j++;
+  }
+  for (size_t x = 0; rc == 0 && x < s->nidx; x++) {
+    size_t a = s->fv.starts[ob + (long)x], ae = s->fv.starts[ob + (long)x + 1];
+    size_t b = s->fv.starts[nb + (long)x], be = s->fv.starts[nb + (long)x + 1];
+    while (rc == 0 && b < be) {
+      int c = a < ae ? fv_cmp_items(s, &s->fv.items[a], &s->fv.items[b]) : 1;
+      if (c < 0) {
+        a++;
+      } else if (c > 0) {
+        const fvitem *it = &s->fv.items[b++];
+        rc = index_add(s, &s->idx[x].d, fvtext(s, it), it->len, NULL, 0, it->hash, id);
+      } else {
+        a++;
+        b++;
+      }
+    }
+  }
+  if (rc < 0) {
+    undo_all(s, id, obj);
+    return rc;
+  }
+  s->nundo = 0;
+  s->objs[id] = obj;
+
+  repoint_to(&s->ns, dict_find(&s->ns, prev->namespace_.ptr, prev->namespace_.len, NULL, 0,
+                               hash_pair(prev->namespace_.ptr, prev->namespace_.len, NULL, 0)),
+             prev, obj);
+  i = j = 0;
+  while (i < prev->nlabels) {
+    const kc_label *pl = &prev->labels[i];
+    int c = j < obj->nlabels ? kc_str_cmp(pl->key, obj->labels[j].key) : -1;
+    if (c > 0) {
+      j++;
+      continue;
+    }
+    if (c < 0) {
+      index_remove(s, &s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl), id, prev);
+      index_remove(s, &s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
+                   lhash_kv(pl), id, prev);
+    } else {
+      repoint_to(&s->lkey, dict_find(&s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl)),
+                 prev, obj);
+      if (kc_str_eq(pl->value, obj->labels[j].value))
+        repoint_to(&s->lkv,
+                   dict_find(&s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
+                             lhash_kv(pl)),
+                   prev, obj);
+      else
+        index_remove(s, &s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
+                     lhash_kv(pl), id, prev);
+      j++;
+    }
+    i++;
+  }
+  for (size_t x = 0; x < s->nidx; x++) {
+    size_t a = s->fv.starts[ob + (long)x], ae = s->fv.starts[ob + (long)x + 1];
+    size_t b = s->fv.starts[nb + (long)x], be = s->fv.starts[nb + (long)x + 1];
+    while (a < ae) {
+      int c = b < be ? fv_cmp_items(s, &s->fv.items[a], &s->fv.items[b]) : -1;
+      if (c > 0) {
+        b++;
+      } else if (c < 0) {
+        const fvitem *it = &s->fv.items[a++];
+        index_remove(s, &s->idx[x].d, fvtext(s, it), it->len, NULL, 0, it->hash, id, prev);
+      } else {
+        a++;
+        b++;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Inserts a new key. Lock held; capacity reserved by the caller. */
+static int insert_new(kc_store *s, kc_obj *obj, uint32_t h, long fvbase) {
+  uint32_t id = slot_alloc(s);
+  s->objs[id] = obj;
+  s->ohash[id] = h;
+  int rc = add_all(s, id, obj, fvbase);
+  if (rc < 0) {
+    s->objs[id] = NULL;
+    s->freeids[s->nfree++] = id;
+    return rc;
+  }
+  map_insert(s, id);
+  s->count++;
+  s->bytes += kc_obj_mem_size(obj);
+  return 0;
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+void kc_obj_vec_clear(kc_obj_vec *vec) {
+  for (size_t i = 0; i < vec->n; i++) kc_obj_unref(vec->v[i]);
+  vec->n = 0;
+}
+
+void kc_obj_vec_release(kc_obj_vec *vec) {
+  kc_obj_vec_clear(vec);
+  free(vec->v);
+  vec->v = NULL;
+  vec->cap = 0;
+}
+
+static int vec_reserve(kc_obj_vec *vec, size_t extra) {
+  if (vec->n + extra <= vec->cap) return 0;
+  size_t nc = vec->cap ? vec->cap : 16;
+  while (nc < vec->n + extra) nc *= 2;
+  kc_obj **nv = realloc(vec->v, nc * sizeof *nv);
+  if (!nv) return -ENOMEM;
+  vec->v = nv;
+  vec->cap = nc;
+  return 0;
+}
+
+kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
+  kc_store *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  if (pthread_rwlock_init(&s->lock, NULL) != 0) {
+    free(s);
+    return NULL;
+  }
+  s->ns.kind = DK_NS;
+  s->lkey.kind = DK_LKEY;
+  s->lkv.kind = DK_LKV;
+  if (nidx) {
+    s->idx = calloc(nidx, sizeof *s->idx);
+    if (!s->idx) goto fail;
+  }
+  for (size_t i = 0; i < nidx; i++) {
+    if (!specs[i].name || !specs[i].path || !*specs[i].name) goto fail;
+    for (size_t k = 0; k < i; k++)
+      if (strcmp(specs[k].name, specs[i].name) == 0) goto fail;
+    s->idx[i].name = strdup(specs[i].name);
+    s->idx[i].path = strdup(specs[i].path);
+    s->idx[i].d.kind = DK_FIELD;
+    s->nidx = i + 1;
+    if (!s->idx[i].name || !s->idx[i].path) goto fail;
+  }
+  /* Validate the paths once: kc_obj_get_each rejects bad ones. */
+  if (nidx) {
+    static const char probe_json[] = "{\"metadata\":{\"name\":\"x\"}}";
+    char perr[128];
+    kc_obj *probe = kc_obj_parse(probe_json, sizeof probe_json - 1, NULL, perr, sizeof perr);
+    if (!probe) goto fail;
+    for (size_t i = 0; i < nidx; i++) {
+      fvctx c = {&s->fv, 0};
+      if (kc_obj_get_each(probe, specs[i].path, fv_cb, &c) < 0) {
+        kc_error("store", "invalid index path index=%s path=%s", specs[i].name, specs[i].path);
+        kc_obj_unref(probe);
+        goto fail;
+      }
+    }
+    kc_obj_unref(probe);
+    fv_reset(&s->fv);
+  }
+  return s;
+fail:
+  kc_store_free(s);
+  return NULL;
+}
+
+void kc_store_free(kc_store *s) {
+  if (!s) return;
+  for (uint32_t i = 0; i < s->nslots; i++) kc_obj_unref(s->objs ? s->objs[i] : NULL);
+  free(s->objs);
+  free(s->ohash);
+  free(s->freeids);
+  free(s->map);
+  dict_free(&s->ns);
+  dict_free(&s->lkey);
+  dict_free(&s->lkv);
+  for (size_t i = 0; i < s->nidx; i++) {
+    free(s->idx[i].name);
+    free(s->idx[i].path);
+    dict_free(&s->idx[i].d);
+  }
+  free(s->idx);
+  free(s->fv.buf);
+  free(s->fv.items);
+  free(s->fv.starts);
+  free(s->undo);
+  pthread_rwlock_destroy(&s->lock);
+  free(s);
+}
+
+int kc_store_upsert(kc_store *s, kc_obj *obj, kc_obj **old) {
+  if (old) *old = NULL;
+  if (!obj || obj->name.len == 0) return -EINVAL;
+  uint32_t h = obj_hash(obj);
+  /* The writer is the only mutator, so it may read its own maps unlocked. */
+  uint32_t slot = map_find(s, h, obj->namespace_, obj->name);
+  kc_obj *prev = slot == NONE ? NULL : s->objs[slot];
+  fv_reset(&s->fv);
+  long nb = 0, ob = 0;
+  if (s->nidx) {
+    nb = fv_extract(s, obj);
+    if (nb < 0) return (int)nb;
+    if (prev) {
+      ob = fv_extract(s, prev);
+      if (ob < 0) return (int)ob;
+    }
+  }
+  kc_obj_ref(obj);
+  pthread_rwlock_wrlock(&s->lock);
+  int rc;
+  if (prev) {
+    rc = update_all(s, slot, prev, obj, nb, ob);
+    if (rc == 0) s->bytes = s->bytes - kc_obj_mem_size(prev) + kc_obj_mem_size(obj);
+  } else {
+    rc = reserve(s, 1);
+    if (rc == 0) rc = insert_new(s, obj, h, nb);
+  }
+  pthread_rwlock_unlock(&s->lock);
+  if (rc < 0) {
+    kc_obj_unref(obj);
+    return rc;
+  }
+  if (old) *old = prev;
+  else kc_obj_unref(prev);
+  return 0;
+}
+
+/* Removes slot (lock held); fvbase holds the object's field values. */
+static kc_obj *remove_slot(kc_store *s, uint32_t slot, long fvbase) {
+  kc_obj *prev = s->objs[slot];
+  remove_all(s, slot, prev, fvbase);
+  map_remove(s, slot);
+  s->objs[slot] = NULL;
+  s->freeids[s->nfree++] = slot;
+  s->count--;
+  s->bytes -= kc_obj_mem_size(prev);
+  return prev;
+}
+
+int kc_store_delete(kc_store *s, kc_str ns, kc_str name, kc_obj **old) {
+  if (old) *old = NULL;
+  uint32_t slot = map_find(s, hash_pair(ns.ptr, ns.len, name.ptr, name.len), ns, name);
+  if (slot == NONE) return -ENOENT;
+  fv_reset(&s->fv);
+  long ob = 0;
+  if (s->nidx) {
+    ob = fv_extract(s, s->objs[slot]);
+    if (ob < 0) return (int)ob;
+  }
+  pthread_rwlock_wrlock(&s->lock);
+  kc_obj *prev = remove_slot(s, slot, ob);
+  pthread_rwlock_unlock(&s->lock);
+  if (old) *old = prev;
+  else kc_obj_unref(prev);
+  return 0;
+}
+
+typedef struct rplan {
+  kc_obj *obj;
+  uint32_t h;
+  uint32_t slot; /* existing slot at planning time, NONE = new key */
+  long nb, ob;   /* field values of obj / of the stored object */
+  enum kc_store_event ev;
+} rplan;
+
+typedef struct rchange {
+  enum kc_store_event ev;
+  kc_obj *old, *new_;
+} rchange;
+
+int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change_cb cb,
+                     void *ud) {
+  int rc = 0;
+  uint8_t *seen = calloc(s->nslots ? s->nslots : 1, 1);
+  rplan *plan = calloc(n ? n : 1, sizeof *plan);
+  rchange *ch = calloc(n + s->count + 1, sizeof *ch);
+  if (!seen || !plan || !ch) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  fv_reset(&s->fv);
+  /* Phase 1, unlocked (the writer reads its own state): classify, and scan
+   * the JSON of changed objects for field-index values. */
+  uint32_t nadd = 0;
+  for (size_t i = 0; i < n; i++) {
+    kc_obj *o = objs[i];
+    if (!o || o->name.len == 0) {
+      rc = -EINVAL;
+      goto out;
+    }
+    rplan *p = &plan[i];
+    p->obj = o;
+    p->h = obj_hash(o);
+    p->slot = map_find(s, p->h, o->namespace_, o->name);
+    p->nb = p->ob = -1;
+    if (p->slot == NONE) {
+      p->ev = KC_STORE_ADDED;
+      nadd++;
+    } else if (seen[p->slot]) {
+      p->ev = KC_STORE_MODIFIED; /* duplicate in the list: resolved when applied */
+      p->slot = NONE;
+    } else {
+      seen[p->slot] = 1;
+      kc_obj *cur = s->objs[p->slot];
+      bool same = kc_str_eq(cur->uid, o->uid) && kc_str_eq(cur->resource_version, o->resource_version) &&
+                  cur->resource_version.len > 0;
+      p->ev = same ? KC_STORE_UNCHANGED : KC_STORE_MODIFIED;
+    }
+    if (s->nidx && p->ev != KC_STORE_UNCHANGED && p->slot != NONE) {
+      if ((p->nb = fv_extract(s, o)) < 0 || (p->ob = fv_extract(s, s->objs[p->slot])) < 0) {
+        rc = -ENOMEM;
+        goto out;
+      }
+    } else if (s->nidx && p->ev == KC_STORE_ADDED) {
+      if ((p->nb = fv_extract(s, o)) < 0) {
+        rc = -ENOMEM;
+        goto out;
+      }
+    }
+  }
+  /* Deletions: every stored object the list did not mention. */
+  uint32_t ndel = 0;
+  long *delfv = NULL;
+  uint32_t *dels = NULL;
+  for (uint32_t slot = 0; slot < s->nslots; slot++)
+    if (s->objs[slot] && !seen[slot]) ndel++;
+  if (ndel) {
+    dels = malloc(ndel * sizeof *dels);
+    delfv = malloc(ndel * sizeof *delfv);
+    if (!dels || !delfv) {
+      free(dels);
+      free(delfv);
+      rc = -ENOMEM;
+      goto out;
+    }
+    ndel = 0;
+    for (uint32_t slot = 0; slot < s->nslots; slot++) {
+      if (!s->objs[slot] || seen[slot]) continue;
+      dels[ndel] = slot;
+      delfv[ndel] = 0;
+      if (s->nidx && (delfv[ndel] = fv_extract(s, s->objs[slot])) < 0) {
+        free(dels);
+        free(delfv);
+        rc = -ENOMEM;
+        goto out;
+      }
+      ndel++;
+    }
+  }
+
+  /* Phase 2, one write lock: apply. Each object is applied atomically; on
+   * -ENOMEM we stop and report what was applied. */
+  size_t nch = 0;
+  pthread_rwlock_wrlock(&s->lock);
+  rc = reserve(s, nadd);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    rplan *p = &plan[i];
+    if (p->ev == KC_STORE_UNCHANGED) {
+      ch[nch++] = (rchange){KC_STORE_UNCHANGED, s->objs[p->slot], s->objs[p->slot]};
+      continue;
+    }
+    uint32_t slot = p->slot;
+    long nb = p->nb, ob = p->ob;
+    if (slot == NONE) {
+      /* new key, or a key seen earlier in this list */
+      slot = map_find(s, p->h, p->obj->namespace_, p->obj->name);
+      if (s->nidx && (nb < 0 || slot != NONE)) {
+        /* rare (duplicate keys): extract under the lock */
+        if ((nb = fv_extract(s, p->obj)) < 0 ||
+            (slot != NONE && (ob = fv_extract(s, s->objs[slot])) < 0)) {
+          rc = -ENOMEM;
+          break;
+        }
+      }
+    }
+    kc_obj_ref(p->obj);
+    if (slot == NONE) {
+      if (reserve(s, 1) < 0 || (rc = insert_new(s, p->obj, p->h, nb)) < 0) {
+        rc = -ENOMEM;
+        kc_obj_unref(p->obj);
+        break;
+      }
+      ch[nch++] = (rchange){KC_STORE_ADDED, NULL, p->obj};
+    } else {
+      kc_obj *prev = s->objs[slot];
+      if ((rc = update_all(s, slot, prev, p->obj, nb, ob)) < 0) {
+        kc_obj_unref(p->obj);
+        break;
+      }
+      s->bytes = s->bytes - kc_obj_mem_size(prev) + kc_obj_mem_size(p->obj);
+      ch[nch++] = (rchange){KC_STORE_MODIFIED, prev, p->obj};
+    }
+  }
+  for (uint32_t k = 0; rc == 0 && k < ndel; k++) {
+    kc_obj *prev = remove_slot(s, dels[k], delfv[k]);
+    ch[nch++] = (rchange){KC_STORE_DELETED, prev, NULL};
+  }
+  pthread_rwlock_unlock(&s->lock);
+  free(dels);
+  free(delfv);
+
+  /* Phase 3: notify with the store already updated, then drop the old
+   * versions' references that the store gave up. */
+  for (size_t k = 0; k < nch; k++) {
+    if (cb) cb(ud, ch[k].ev, ch[k].old, ch[k].new_);
+    if (ch[k].ev == KC_STORE_MODIFIED || ch[k].ev == KC_STORE_DELETED) kc_obj_unref(ch[k].old);
+  }
+out:
+  /* Do not keep a relist-sized scratch around. */
+  if (s->fv.cap > (1u << 20) || s->fv.icap > (1u << 16) || s->fv.scap > (1u << 16)) {
+    free(s->fv.buf);
+    free(s->fv.items);
+    free(s->fv.starts);
+    memset(&s->fv, 0, sizeof s->fv);
+  }
+  free(seen);
+  free(plan);
+  free(ch);
+  return rc;
+}
+
+kc_obj *kc_store_get(kc_store *s, kc_str ns, kc_str name) {
+  uint32_t h = hash_pair(ns.ptr, ns.len, name.ptr, name.len);
+  pthread_rwlock_rdlock(&s->lock);
+  uint32_t slot = map_find(s, h, ns, name);
+  kc_obj *o = slot == NONE ? NULL : kc_obj_ref(s->objs[slot]);
+  pthread_rwlock_unlock(&s->lock);
+  return o;
+}
+
+/* The candidate set a list iterates: all slots, one set, or the union of
+ * several disjoint sets (an `in` requirement: one value per key). */
+typedef struct source {
+  enum { SRC_ALL, SRC_SETS, SRC_EMPTY } kind;
+  size_t size;
+  const idset *sets[16];
+  size_t nsets;
+  bool is_ns;
+} source;
+
+static void pick(source *best, const source *cand) {
+  if (cand->kind == SRC_EMPTY || best->kind == SRC_ALL || cand->size < best->size) *best = *cand;
+}
+
+int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out) {
+  pthread_rwlock_rdlock(&s->lock);
+  source best = {.kind = SRC_ALL, .size = s->count};
+  if (ns.ptr) {
+    dent *e = dict_find(&s->ns, ns.ptr, ns.len, NULL, 0, hash_pair(ns.ptr, ns.len, NULL, 0));
+    source c = {.kind = e ? SRC_SETS : SRC_EMPTY, .size = e ? e->set.n : 0, .nsets = 1,
+                .is_ns = true};
+    c.sets[0] = e ? &e->set : NULL;
+    pick(&best, &c);
+  }
+  for (uint32_t r = 0; sel && r < sel->nreqs && best.kind != SRC_EMPTY; r++) {
+    const kc_label_req *q = &sel->reqs[r];
+    source c = {.kind = SRC_SETS};
+    if (q->op == KC_LABEL_EQ || (q->op == KC_LABEL_IN && q->nvalues <= 16)) {
+      for (uint32_t v = 0; v < q->nvalues; v++) {
+        dent *e = dict_find(&s->lkv, q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len,
+                            hash_pair(q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len));
+        if (!e) continue;
+        c.sets[c.nsets++] = &e->set;
+        c.size += e->set.n;
+      }
+    } else if (q->op == KC_LABEL_EXISTS || q->op == KC_LABEL_GT || q->op == KC_LABEL_LT ||
+               q->op == KC_LABEL_IN) {
+      dent *e = dict_find(&s->lkey, q->key.ptr, q->key.len, NULL, 0,
+                          hash_pair(q->key.ptr, q->key.len, NULL, 0));
+      if (e) {
+        c.sets[c.nsets++] = &e->set;
+        c.size = e->set.n;
+      }
+    } else {
+      continue; /* !=, notin, !key also match objects without the key */
+    }
+    if (c.nsets == 0) c.kind = SRC_EMPTY;
+    pick(&best, &c);
+  }
+  int count = 0;
+  if (best.kind != SRC_EMPTY) {
+    if (vec_reserve(out, best.size) < 0) {
+      pthread_rwlock_unlock(&s->lock);
+      return -ENOMEM;
+    }
+    bool check_ns = ns.ptr && !best.is_ns;
+    if (best.kind == SRC_ALL) {
+      for (uint32_t slot = 0; slot < s->nslots; slot++) {
+        kc_obj *o = s->objs[slot];
+        if (!o) continue;
+        if (check_ns && !bytes_eq(o->namespace_.ptr, o->namespace_.len, ns.ptr, ns.len)) continue;
+        if (!kc_label_selector_matches_obj(sel, o)) continue;
+        out->v[out->n++] = kc_obj_ref(o);
+        count++;
+      }
+    } else {
+      for (size_t k = 0; k < best.nsets; k++) {
+        iditer it = iditer_start(best.sets[k]);
+        uint32_t id;
+        while (iditer_next(&it, &id)) {
+          kc_obj *o = s->objs[id];
+          if (check_ns && !bytes_eq(o->namespace_.ptr, o->namespace_.len, ns.ptr, ns.len))
+            continue;
+          if (!kc_label_selector_matches_obj(sel, o)) continue;
+          out->v[out->n++] = kc_obj_ref(o);
+          count++;
+        }
+      }
+    }
+  }
+  pthread_rwlock_unlock(&s->lock);
+  return count;
+}
+
+int kc_store_by_index(kc_store *s, const char *index, kc_str value, kc_obj_vec *out) {
+  size_t i = 0;
+  while (i < s->nidx && strcmp(s->idx[i].name, index) != 0) i++;
+  if (i == s->nidx) return -ENOENT;
+  uint32_t h = hash_pair(value.ptr, value.len, NULL, 0);
+  pthread_rwlock_rdlock(&s->lock);
+  dent *e = dict_find(&s->idx[i].d, value.ptr, value.len, NULL, 0, h);
+  int count = 0;
+  if (e) {
+    if (vec_reserve(out, e->set.n) < 0) {
+      pthread_rwlock_unlock(&s->lock);
+      return -ENOMEM;
+    }
+    iditer it = iditer_start(&e->set);
+    uint32_t id;
+    while (iditer_next(&it, &id)) {
+      out->v[out->n++] = kc_obj_ref(s->objs[id]);
+      count++;
+    }
+  }
+  pthread_rwlock_unlock(&s->lock);
+  return count;
+}
+
+size_t kc_store_count(kc_store *s) {
+  pthread_rwlock_rdlock(&s->lock);
+  size_t n = s->count;
+  pthread_rwlock_unlock(&s->lock);
+  return n;
+}
+
+size_t kc_store_bytes(kc_store *s) {
+  pthread_rwlock_rdlock(&s->lock);
+  size_t n = s->bytes;
+  pthread_rwlock_unlock(&s->lock);
+  return n;
+}
+
+size_t kc_store_index_bytes(kc_store *s) {
+  pthread_rwlock_rdlock(&s->lock);
+  size_t b = (size_t)s->capslots * (sizeof(kc_obj *) + 2 * sizeof(uint32_t)) +
+             (size_t)s->mapcap * sizeof(uint32_t) + dict_bytes(&s->ns) + dict_bytes(&s->lkey) +
+             dict_bytes(&s->lkv);
+  for (size_t i = 0; i < s->nidx; i++) b += dict_bytes(&s->idx[i].d) + sizeof(fidx);
+  pthread_rwlock_unlock(&s->lock);
+  return b + sizeof *s;
+}
+
+/* ---- verification (tests) ------------------------------------------------ */
+
+#define VFAIL(...)                          \
+  do {                                      \
+    if (cap) snprintf(msg, cap, __VA_ARGS__); \
+    return -EINVAL;                         \
+  } while (0)
+
+static int verify_entry_strings(const kc_store *s, const dict *d, char *msg, size_t cap) {
+  for (uint32_t i = 0; i < d->cap; i++) {
+    const dent *e = &d->tab[i];
+    if (e->set.n == 0 || e->owned) continue;
+    bool ok = e->a == NULL && e->alen == 0;
+    iditer it = iditer_start(&e->set);
+    uint32_t id;
+    while (!ok && iditer_next(&it, &id)) {
+      const kc_obj *o = s->objs[id];
+      if (!o) VFAIL("set member %u is a free slot", id);
+      ok = in_obj(e->a, o) && (d->kind != DK_LKV || e->blen == 0 || in_obj(e->b, o));
+    }
+    if (!ok) VFAIL("entry '%.*s' points outside its members", (int)e->alen, e->a ? e->a : "");
+  }
+  return 0;
+}
+
+static size_t dict_members(const dict *d) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < d->cap; i++) n += d->tab[i].set.n;
+  return n;
+}
+
+int kc_store_verify(kc_store *s, char *msg, size_t cap) {
+  size_t nl = 0, nobj = 0, nfv = 0;
+  for (uint32_t id = 0; id < s->nslots; id++) {
+    kc_obj *o = s->objs[id];
+    if (!o) continue;
+    nobj++;
+    if (map_find(s, obj_hash(o), o->namespace_, o->name) != id) VFAIL("map misses slot %u", id);
+    dent *e = dict_find(&s->ns, o->namespace_.ptr, o->namespace_.len, NULL, 0,
+                        hash_pair(o->namespace_.ptr, o->namespace_.len, NULL, 0));
+    if (!e || !idset_has(&e->set, id)) VFAIL("namespace index misses slot %u", id);
+    for (uint32_t i = 0; i < o->nlabels; i++) {
+      const kc_label *l = &o->labels[i];
+      e = dict_find(&s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l));
+      if (!e || !idset_has(&e->set, id)) VFAIL("label key index misses slot %u", id);
+      e = dict_find(&s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l));
+      if (!e || !idset_has(&e->set, id)) VFAIL("label index misses slot %u", id);
+      nl++;
+    }
+    if (s->nidx) {
+      fv_reset(&s->fv);
+      long b = fv_extract(s, o);
+      if (b < 0) VFAIL("out of memory");
+      for (size_t x = 0; x < s->nidx; x++)
+        for (size_t k = s->fv.starts[b + (long)x]; k < s->fv.starts[b + (long)x + 1]; k++) {
+          const fvitem *it = &s->fv.items[k];
+          e = dict_find(&s->idx[x].d, fvtext(s, it), it->len, NULL, 0, it->hash);
+          if (!e || !idset_has(&e->set, id)) VFAIL("field index %s misses slot %u", s->idx[x].name, id);
+          nfv++;
+        }
+    }
+  }
+  if (nobj != s->count) VFAIL("count %u but %zu objects", s->count, nobj);
+  /* Same totals means no stale members anywhere. */
+  if (dict_members(&s->ns) != nobj) VFAIL("namespace index has stale members");
+  if (dict_members(&s->lkey) != nl || dict_members(&s->lkv) != nl)
+    VFAIL("label index has stale members");
+  size_t tf = 0;
+  for (size_t x = 0; x < s->nidx; x++) tf += dict_members(&s->idx[x].d);
+  if (tf != nfv) VFAIL("field index has stale members (%zu vs %zu)", tf, nfv);
+  int rc = verify_entry_strings(s, &s->ns, msg, cap);
+  if (!rc) rc = verify_entry_strings(s, &s->lkey, msg, cap);
+  if (!rc) rc = verify_entry_strings(s, &s->lkv, msg, cap);
+  return rc;
+}
