@@ -1,16 +1,92 @@
-/* main: command line entry point of kctrld. Loop thread only. */
+/* main: command line of kctrld. Main (loop) thread only.
+ *
+ *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]
+ *          [--identity NAME] [--log-level LEVEL]
+ *   kctrld --check-config FILE
+ *   kctrld --version
+ *
+ * Flags override the file, as controller-runtime's do.
+ */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "daemon.h"
+#include "http.h"
 #include "log.h"
 
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]\n"
+          "              [--identity NAME] [--log-level error|warn|info|debug]\n"
+          "       kctrld --check-config FILE\n"
+          "       kctrld --version\n");
+}
+
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--version") == 0) {
-      printf("kctrld %s\n", KCTRLD_VERSION);
-      return 0;
+  enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
+         OPT_LOGLEVEL, OPT_HELP };
+  static const struct option opts[] = {
+      {"config", required_argument, NULL, OPT_CONFIG},
+      {"check-config", required_argument, NULL, OPT_CHECK},
+      {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+      {"metrics-bind-address", required_argument, NULL, OPT_METRICS},
+      {"identity", required_argument, NULL, OPT_IDENTITY},
+      {"log-level", required_argument, NULL, OPT_LOGLEVEL},
+      {"version", no_argument, NULL, OPT_VERSION},
+      {"help", no_argument, NULL, OPT_HELP},
+      {NULL, 0, NULL, 0},
+  };
+  kc_daemon_options o = {0};
+  const char *check = NULL;
+  int c;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+    case OPT_CONFIG: o.config_path = optarg; break;
+    case OPT_CHECK: check = optarg; break;
+    case OPT_KUBECONFIG: o.kubeconfig = optarg; break;
+    case OPT_METRICS: o.metrics_bind = optarg; break;
+    case OPT_IDENTITY: o.identity = optarg; break;
+    case OPT_LOGLEVEL: {
+      enum kc_log_level lvl;
+      if (kc_log_parse_level(optarg, &lvl) < 0) {
+        fprintf(stderr, "kctrld: --log-level: unknown level \"%s\"\n", optarg);
+        return 2;
+      }
+      o.log_level = lvl;
+      break;
+    }
+    case OPT_VERSION: printf("kctrld %s\n", KCTRLD_VERSION); return 0;
+    case OPT_HELP: usage(stdout); return 0;
+    default: usage(stderr); return 2;
     }
   }
-  kc_error("main", "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT] [--identity NAME]");
-  return 2;
+  if (optind < argc) {
+    fprintf(stderr, "kctrld: unexpected argument \"%s\"\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (check) {
+    char err[4096];
+    kc_config *cfg = NULL;
+    if (kc_config_load_file(check, &cfg, err, sizeof err) < 0) {
+      fprintf(stderr, "%s\n", err);
+      return 1;
+    }
+    printf("%s: OK (%zu informers, %zu controllers)\n", check, cfg->ninformers, cfg->ncontrollers);
+    kc_config_free(cfg);
+    return 0;
+  }
+  if (!o.config_path) {
+    usage(stderr);
+    return 2;
+  }
+  if (kc_http_global_init() < 0) {
+    fprintf(stderr, "kctrld: cannot initialise libcurl\n");
+    return 1;
+  }
+  return kc_daemon_run(&o);
 }

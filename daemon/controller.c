@@ -1,0 +1,386 @@
+/* controller: see controller.h. */
+#include "controller.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define KEY_MAX 512
+
+typedef struct subscription {
+  kc_controller *c;
+  kc_informer *inf;
+  int handler_id;
+  enum { SUB_FOR, SUB_OWNS, SUB_WATCHES } role;
+  unsigned predicates;
+  const kc_watch_spec *watch; /* SUB_WATCHES */
+} subscription;
+
+struct kc_controller {
+  uv_loop_t *loop;
+  const kc_controller_spec *spec;
+  kc_informer *for_informer;
+  char for_group[256]; /* API group of the `for` kind ("" = core) */
+  kc_plugin_instance *inst;
+  kc_workqueue *wq;
+  kc_workers *pool;
+  uv_timer_t timer; /* delayed keys; timer.data = this */
+  subscription *subs;
+  size_t nsubs;
+  bool active;
+  bool stopping;
+  void (*stopped_cb)(void *ud);
+  void *stopped_ud;
+  kc_controller_stats stats;
+};
+
+static uint64_t loop_clock_ns(void *ud) {
+  (void)ud;
+  return uv_hrtime();
+}
+
+static void group_of(const char *api_version, char *buf, size_t cap) {
+  const char *slash = strchr(api_version, '/');
+  size_t n = slash ? (size_t)(slash - api_version) : 0;
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, api_version, n);
+  buf[n] = 0;
+}
+
+static void on_timer(uv_timer_t *t);
+
+static void arm_timer(kc_controller *c) {
+  uint64_t when;
+  if (c->stopping || !kc_workqueue_next_ready(c->wq, &when)) {
+    uv_timer_stop(&c->timer);
+    return;
+  }
+  uint64_t now = uv_hrtime();
+  uint64_t ms = when > now ? (when - now + 999999) / 1000000 : 0;
+  uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static void pump(kc_controller *c) {
+  if (c->active && !c->stopping) kc_workers_pump(c->pool, c->wq);
+  arm_timer(c);
+}
+
+static void on_timer(uv_timer_t *t) {
+  kc_controller *c = t->data;
+  kc_workqueue_tick(c->wq);
+  pump(c);
+}
+
+static void enqueue(kc_controller *c, kc_str ns, kc_str name) {
+  char key[KEY_MAX];
+  int n;
+  if (ns.len)
+    n = snprintf(key, sizeof key, "%.*s/%.*s", (int)ns.len, ns.ptr, (int)name.len, name.ptr);
+  else
+    n = snprintf(key, sizeof key, "%.*s", (int)name.len, name.ptr);
+  if (n <= 0 || (size_t)n >= sizeof key) return;
+  int rc = kc_workqueue_add(c->wq, key);
+  if (rc < 0) kc_error("controller", "%s: cannot queue %s: %s", c->spec->name, key, strerror(-rc));
+  pump(c);
+}
+
+/* --- predicates ------------------------------------------------------------ */
+
+static bool json_equal(const kc_obj *a, const kc_obj *b, const char *path) {
+  kc_json_value va, vb;
+  if (kc_obj_get(a, path, &va) < 0 || kc_obj_get(b, path, &vb) < 0) return true;
+  if (va.type != vb.type) return false;
+  return va.raw.len == vb.raw.len && memcmp(va.raw.ptr, vb.raw.ptr, va.raw.len) == 0;
+}
+
+static bool labels_equal(const kc_obj *a, const kc_obj *b) {
+  if (a->nlabels != b->nlabels) return false;
+  for (uint32_t i = 0; i < a->nlabels; i++)
+    if (!kc_str_eq(a->labels[i].key, b->labels[i].key) ||
+        !kc_str_eq(a->labels[i].value, b->labels[i].value))
+      return false;
+  return true;
+}
+
+/* True when an update passes: any selected predicate reports a change (OR,
+ * like controller-runtime's predicate.Or). 0 = every update passes. A
+ * resync (old == new) always passes: it exists to re-run reconcile. */
+static bool update_passes(unsigned preds, const kc_obj *old, const kc_obj *obj) {
+  if (!preds || old == obj) return true;
+  if ((preds & KC_PRED_GENERATION_CHANGED) && old->generation != obj->generation) return true;
+  if ((preds & KC_PRED_LABELS_CHANGED) && !labels_equal(old, obj)) return true;
+  if ((preds & KC_PRED_ANNOTATIONS_CHANGED) && !json_equal(old, obj, "metadata.annotations"))
+    return true;
+  if ((preds & KC_PRED_RESOURCE_VERSION_CHANGED) &&
+      !kc_str_eq(old->resource_version, obj->resource_version))
+    return true;
+  if ((preds & KC_PRED_DELETION_STARTED) && !old->deleting && obj->deleting) return true;
+  if ((preds & KC_PRED_OWNER_REFERENCES_CHANGED) &&
+      !json_equal(old, obj, "metadata.ownerReferences"))
+    return true;
+  if ((preds & KC_PRED_FINALIZERS_CHANGED) && !json_equal(old, obj, "metadata.finalizers"))
+    return true;
+  return false;
+}
+
+/* --- mapping events to keys ------------------------------------------------ */
+
+typedef struct owner_scan {
+  kc_controller *c;
+  const kc_obj *obj;
+} owner_scan;
+
+static bool on_owner_ref(const kc_json_value *ref, void *ud) {
+  owner_scan *s = ud;
+  kc_json_value controller, kind, api_version, name;
+  if (kc_json_get(ref->raw, "controller", &controller) < 0 || !kc_json_true(&controller))
+    return true;
+  if (kc_json_get(ref->raw, "kind", &kind) < 0 || kc_json_get(ref->raw, "apiVersion", &api_version) < 0 ||
+      kc_json_get(ref->raw, "name", &name) < 0)
+    return true;
+  char buf[256], group[256];
+  if (kc_json_string(&kind, buf, sizeof buf) < 0 || strcmp(buf, s->c->spec->for_.kind) != 0)
+    return true;
+  if (kc_json_string(&api_version, buf, sizeof buf) < 0) return true;
+  group_of(buf, group, sizeof group);
+  if (strcmp(group, s->c->for_group) != 0) return true;
+  char owner[256];
+  int n = kc_json_string(&name, owner, sizeof owner);
+  if (n <= 0) return true;
+  enqueue(s->c, s->obj->namespace_, (kc_str){owner, (size_t)n});
+  return false; /* at most one controller reference */
+}
+
+typedef struct value_scan {
+  kc_controller *c;
+  const kc_obj *obj;
+} value_scan;
+
+static bool on_mapped_value(const kc_json_value *v, void *ud) {
+  value_scan *s = ud;
+  char buf[512];
+  int n = kc_json_scalar_text(v, buf, sizeof buf);
+  if (n > 0) enqueue(s->c, s->obj->namespace_, (kc_str){buf, (size_t)n});
+  return true;
+}
+
+static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const char *text, size_t n) {
+  const char *slash = memchr(text, '/', n);
+  if (slash)
+    enqueue(c, (kc_str){text, (size_t)(slash - text)}, (kc_str){slash + 1, n - (size_t)(slash - text) - 1});
+  else
+    enqueue(c, obj->namespace_, (kc_str){text, n});
+}
+
+static void map_event(subscription *s, const kc_obj *obj) {
+  kc_controller *c = s->c;
+  switch (s->role) {
+  case SUB_FOR:
+    enqueue(c, obj->namespace_, obj->name);
+    return;
+  case SUB_OWNS: {
+    owner_scan scan = {c, obj};
+    kc_obj_get_each(obj, "metadata.ownerReferences[]", on_owner_ref, &scan);
+    return;
+  }
+  case SUB_WATCHES:
+    break;
+  }
+  const kc_watch_spec *w = s->watch;
+  switch (w->mapping) {
+  case KC_MAP_LABEL: {
+    kc_str v = kc_obj_label(obj, kc_str_c(w->key));
+    if (v.ptr && v.len) enqueue(c, obj->namespace_, v);
+    return;
+  }
+  case KC_MAP_ANNOTATION: {
+    char path[600], buf[512];
+    snprintf(path, sizeof path, "metadata.annotations[\"%s\"]", w->key);
+    kc_json_value v;
+    if (kc_obj_get(obj, path, &v) == 0 && v.type == KC_JSON_STRING) {
+      int n = kc_json_string(&v, buf, sizeof buf);
+      if (n > 0) enqueue_name_or_nsname(c, obj, buf, (size_t)n);
+    }
+    return;
+  }
+  case KC_MAP_FIELD: {
+    value_scan scan = {c, obj};
+    kc_obj_get_each(obj, w->key, on_mapped_value, &scan);
+    return;
+  }
+  case KC_MAP_INDEX: {
+    /* For-objects whose index holds this object's name (e.g. Deployments
+     * indexed by the ConfigMaps they reference). */
+    kc_obj_vec found = {0};
+    if (kc_informer_by_index(c->for_informer, w->key, obj->name, &found) >= 0) {
+      for (size_t i = 0; i < found.n; i++)
+        if (kc_str_eq(found.v[i]->namespace_, obj->namespace_))
+          enqueue(c, found.v[i]->namespace_, found.v[i]->name);
+    }
+    kc_obj_vec_release(&found);
+    return;
+  }
+  }
+}
+
+static void on_add(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj); }
+
+static void on_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
+  subscription *s = ud;
+  if (!update_passes(s->predicates, old, obj)) return;
+  map_event(s, obj);
+  /* An owned or watched object that changed its owner/mapping must also
+   * wake the former one. */
+  if (s->role != SUB_FOR && old != obj) map_event(s, old);
+}
+
+static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj); }
+
+/* --- results ---------------------------------------------------------------- */
+
+static void on_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
+                      uint64_t duration_ns, void *ud) {
+  kc_controller *c = ud;
+  switch (res->kind) {
+  case KC_RESULT_DONE: c->stats.success++; break;
+  case KC_RESULT_REQUEUE: c->stats.requeue++; break;
+  case KC_RESULT_REQUEUE_AFTER: c->stats.requeue_after++; break;
+  case KC_RESULT_ERROR:
+    c->stats.error++;
+    kc_warn("controller", "%s: reconcile %s failed: %s", c->spec->name, key, res->message);
+    break;
+  }
+  c->stats.reconcile_count++;
+  c->stats.reconcile_seconds_sum += (double)duration_ns / 1e9;
+  kc_workers_settle(c->wq, key, res);
+  pump(c);
+}
+
+static void on_idle(kc_workers *pool, void *ud) { pump(ud); }
+
+static void on_slow(kc_workers *pool, const char *key, uint64_t running_ns, void *ud) {
+  kc_controller *c = ud;
+  c->stats.timeouts++;
+  kc_warn("controller", "%s: reconcile %s still running after %.1f s (timeout %lld ms)",
+          c->spec->name, key, (double)running_ns / 1e9, (long long)c->spec->reconcile_timeout_ms);
+}
+
+/* --- lifetime --------------------------------------------------------------- */
+
+static int subscribe(kc_controller *c, kc_informer *inf, int role, unsigned preds,
+                     const kc_watch_spec *w) {
+  subscription *s = &c->subs[c->nsubs];
+  *s = (subscription){.c = c, .inf = inf, .role = role, .predicates = preds, .watch = w};
+  kc_informer_handler h = {on_add, on_update, on_delete, s};
+  int id = kc_informer_add_handler(inf, &h);
+  if (id < 0) return id;
+  s->handler_id = id;
+  c->nsubs++;
+  return 0;
+}
+
+int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
+                      kc_plugin_instance *inst, kc_controller **out) {
+  kc_controller *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+  c->loop = loop;
+  c->spec = spec;
+  c->inst = inst;
+  c->for_informer = informers[spec->for_.informer];
+  group_of(spec->for_.api_version, c->for_group, sizeof c->for_group);
+  kc_ratelimit_config rl = {
+      .base_delay_ns = (uint64_t)spec->rate_limit.base_delay_ms * 1000000ull,
+      .max_delay_ns = (uint64_t)spec->rate_limit.max_delay_ms * 1000000ull,
+      .qps = spec->rate_limit.qps,
+      .burst = (uint32_t)spec->rate_limit.burst,
+  };
+  c->wq = kc_workqueue_new(spec->name, &rl, loop_clock_ns, NULL);
+  c->subs = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->subs);
+  if (!c->wq || !c->subs || uv_timer_init(loop, &c->timer) != 0) {
+    kc_workqueue_free(c->wq);
+    free(c->subs);
+    free(c);
+    return -ENOMEM;
+  }
+  c->timer.data = c;
+  kc_workers_config wc = {
+      .name = spec->name,
+      .nworkers = spec->workers > 0 ? (unsigned)spec->workers : 1,
+      .timeout_ms = spec->reconcile_timeout_ms > 0 ? (uint64_t)spec->reconcile_timeout_ms : 0,
+      .reconcile = kc_plugin_reconcile,
+      .reconcile_ud = inst,
+      .on_result = on_result,
+      .on_idle = on_idle,
+      .on_timeout = on_slow,
+      .ud = c,
+  };
+  int rc = kc_workers_start(loop, &wc, &c->pool);
+  if (rc == 0) rc = subscribe(c, c->for_informer, SUB_FOR, spec->predicates, NULL);
+  for (size_t i = 0; rc == 0 && i < spec->nowns; i++)
+    rc = subscribe(c, informers[spec->owns[i].ref.informer], SUB_OWNS, spec->owns[i].predicates, NULL);
+  for (size_t i = 0; rc == 0 && i < spec->nwatches; i++)
+    rc = subscribe(c, informers[spec->watches[i].ref.informer], SUB_WATCHES,
+                   spec->watches[i].predicates, &spec->watches[i]);
+  if (rc < 0) {
+    kc_controller_stop(c, 0, NULL, NULL);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+void kc_controller_set_active(kc_controller *c, bool active) {
+  if (c->active == active) return;
+  c->active = active;
+  kc_info("controller", "%s: %s", c->spec->name, active ? "started" : "paused");
+  pump(c);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  kc_controller *c = h->data;
+  void (*cb)(void *) = c->stopped_cb;
+  void *ud = c->stopped_ud;
+  kc_workqueue_free(c->wq);
+  kc_plugin_instance_free(c->inst);
+  free(c->subs);
+  free(c);
+  if (cb) cb(ud);
+}
+
+static void on_pool_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
+  kc_controller *c = ud;
+  if (abandoned)
+    kc_warn("controller", "%s: %u reconciles did not finish in time and were abandoned",
+            c->spec->name, abandoned);
+  c->pool = NULL;
+  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *ud), void *ud) {
+  if (c->stopping) return;
+  c->stopping = true;
+  c->stopped_cb = done;
+  c->stopped_ud = ud;
+  for (size_t i = 0; i < c->nsubs; i++)
+    kc_informer_remove_handler(c->subs[i].inf, c->subs[i].handler_id);
+  c->nsubs = 0;
+  kc_workqueue_shutdown(c->wq);
+  uv_timer_stop(&c->timer);
+  if (c->pool)
+    kc_workers_stop(c->pool, bound_ms, on_pool_stopped, c);
+  else
+    on_pool_stopped(NULL, 0, c);
+}
+
+const char *kc_controller_name(const kc_controller *c) { return c->spec->name; }
+kc_workqueue *kc_controller_queue(kc_controller *c) { return c->wq; }
+const kc_controller_spec *kc_controller_spec_get(const kc_controller *c) { return c->spec; }
+
+void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out) {
+  *out = c->stats;
+  out->workers = c->pool ? kc_workers_size(c->pool) : 0;
+  out->active_workers = c->pool ? kc_workers_active(c->pool) : 0;
+}

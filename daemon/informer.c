@@ -1,0 +1,298 @@
+/* informer: see informer.h. */
+#include "informer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+typedef struct part {
+  kc_informer *inf;
+  kc_reflector *reflector;
+  kc_store *store;
+  const char *namespace_; /* NULL: all namespaces / cluster-scoped */
+} part;
+
+typedef struct handler_slot {
+  int id;
+  kc_informer_handler h;
+} handler_slot;
+
+struct kc_informer {
+  uv_loop_t *loop;
+  kc_api *api;
+  const kc_informer_spec *spec;
+  char *api_path, *resource, *resource_name;
+  bool namespaced;
+  part *parts;
+  size_t nparts;
+  handler_slot *handlers;
+  size_t nhandlers;
+  int next_handler_id;
+  uv_timer_t resync; /* resync.data = this */
+  bool closing;
+};
+
+static void fan_add(kc_informer *inf, kc_obj *obj) {
+  for (size_t i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].h.on_add) inf->handlers[i].h.on_add(inf->handlers[i].h.ud, inf, obj);
+}
+static void fan_update(kc_informer *inf, kc_obj *old, kc_obj *obj) {
+  for (size_t i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].h.on_update)
+      inf->handlers[i].h.on_update(inf->handlers[i].h.ud, inf, old, obj);
+}
+static void fan_delete(kc_informer *inf, kc_obj *obj) {
+  for (size_t i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].h.on_delete) inf->handlers[i].h.on_delete(inf->handlers[i].h.ud, inf, obj);
+}
+
+static void on_replace_change(void *ud, enum kc_store_event ev, kc_obj *old, kc_obj *new_) {
+  kc_informer *inf = ud;
+  switch (ev) {
+  case KC_STORE_ADDED: fan_add(inf, new_); break;
+  case KC_STORE_MODIFIED: fan_update(inf, old, new_); break;
+  case KC_STORE_DELETED: fan_delete(inf, old); break;
+  case KC_STORE_UNCHANGED: break;
+  }
+}
+
+static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t n) {
+  part *p = ud;
+  int rc = kc_store_replace(p->store, objs, n, on_replace_change, p->inf);
+  if (rc < 0)
+    kc_error("informer", "%s: cannot apply list of %zu objects: %s", kc_reflector_describe(r), n,
+             strerror(-rc));
+}
+
+static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
+  part *p = ud;
+  kc_obj *old = NULL;
+  int rc = kc_store_upsert(p->store, obj, &old);
+  if (rc < 0) {
+    kc_error("informer", "%s: cannot store %.*s/%.*s: %s", kc_reflector_describe(r),
+             (int)obj->namespace_.len, obj->namespace_.ptr ? obj->namespace_.ptr : "",
+             (int)obj->name.len, obj->name.ptr, strerror(-rc));
+    return;
+  }
+  if (old) {
+    fan_update(p->inf, old, obj);
+    kc_obj_unref(old);
+  } else {
+    fan_add(p->inf, obj);
+  }
+}
+
+static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
+  part *p = ud;
+  kc_obj *old = NULL;
+  kc_store_delete(p->store, obj->namespace_, obj->name, &old);
+  /* Handlers get the state from the DELETED event (the newest we know). */
+  fan_delete(p->inf, obj);
+  kc_obj_unref(old);
+}
+
+static void on_resync(uv_timer_t *t) {
+  kc_informer *inf = t->data;
+  kc_obj_vec all = {0};
+  for (size_t i = 0; i < inf->nparts; i++) {
+    kc_obj_vec_clear(&all);
+    if (kc_store_list(inf->parts[i].store, (kc_str){0}, NULL, &all) < 0) continue;
+    for (size_t j = 0; j < all.n; j++) fan_update(inf, all.v[j], all.v[j]);
+  }
+  kc_obj_vec_release(&all);
+}
+
+int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
+                    const kc_resource_ref *res, kc_informer **out) {
+  kc_informer *inf = calloc(1, sizeof *inf);
+  if (!inf) return -ENOMEM;
+  inf->loop = loop;
+  inf->api = api;
+  inf->spec = spec;
+  inf->namespaced = res->namespaced;
+  inf->next_handler_id = 1;
+  inf->api_path = strdup(res->api_path);
+  inf->resource = strdup(res->resource);
+  /* "deployments.apps" style name: resource + "." + group (core: plain). */
+  const char *slash = strchr(spec->api_version, '/');
+  size_t glen = slash ? (size_t)(slash - spec->api_version) : 0;
+  inf->resource_name = malloc(strlen(res->resource) + glen + 2);
+  if (inf->resource_name) {
+    if (glen)
+      sprintf(inf->resource_name, "%s.%.*s", res->resource, (int)glen, spec->api_version);
+    else
+      strcpy(inf->resource_name, res->resource);
+  }
+  size_t nparts = (res->namespaced && spec->nnamespaces) ? spec->nnamespaces : 1;
+  inf->parts = calloc(nparts, sizeof *inf->parts);
+  int rc = (!inf->api_path || !inf->resource || !inf->resource_name || !inf->parts) ? -ENOMEM : 0;
+  if (rc == 0) rc = uv_timer_init(loop, &inf->resync) ? -ENOMEM : 0;
+  if (rc < 0) {
+    free(inf->api_path), free(inf->resource), free(inf->resource_name), free(inf->parts);
+    free(inf);
+    return rc;
+  }
+  inf->resync.data = inf;
+  kc_store_index_spec idx[64];
+  size_t nidx = spec->nindexes < 64 ? spec->nindexes : 64;
+  for (size_t i = 0; i < nidx; i++) idx[i] = (kc_store_index_spec){spec->indexes[i].name, spec->indexes[i].path};
+  for (size_t i = 0; i < nparts && rc == 0; i++) {
+    part *p = &inf->parts[i];
+    p->inf = inf;
+    p->namespace_ = (res->namespaced && spec->nnamespaces) ? spec->namespaces[i] : NULL;
+    p->store = kc_store_new(idx, nidx);
+    if (!p->store) {
+      rc = -ENOMEM;
+      break;
+    }
+    kc_reflector_spec rs = {
+        .api_path = res->api_path,
+        .resource = res->resource,
+        .namespace_ = p->namespace_,
+        .label_selector = spec->label_selector,
+        .field_selector = spec->field_selector,
+        .transform = {.drop = spec->drop, .ndrop = spec->ndrop, .metadata_only = spec->metadata_only},
+        .page_size = spec->page_size > 0 ? (uint32_t)spec->page_size : 500,
+        .idle_timeout_ms = spec->watch_inactivity_ms > 0 ? (uint64_t)spec->watch_inactivity_ms : 0,
+    };
+    kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p};
+    rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
+    inf->nparts = i + 1;
+  }
+  if (rc < 0) {
+    kc_informer_close(inf);
+    return rc;
+  }
+  *out = inf;
+  return 0;
+}
+
+int kc_informer_start(kc_informer *inf) {
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int rc = kc_reflector_start(inf->parts[i].reflector);
+    if (rc < 0 && rc != -EALREADY) return rc;
+  }
+  if (inf->spec->resync_ms > 0)
+    uv_timer_start(&inf->resync, on_resync, (uint64_t)inf->spec->resync_ms,
+                   (uint64_t)inf->spec->resync_ms);
+  return 0;
+}
+
+static void on_resync_closed(uv_handle_t *h) {
+  kc_informer *inf = h->data;
+  /* Reflector memory is released by their own close callbacks; nothing of
+   * ours is referenced from them once closed, so we can free now. */
+  for (size_t i = 0; i < inf->nparts; i++) kc_store_free(inf->parts[i].store);
+  free(inf->parts);
+  free(inf->handlers);
+  free(inf->api_path), free(inf->resource), free(inf->resource_name);
+  free(inf);
+}
+
+void kc_informer_close(kc_informer *inf) {
+  if (!inf || inf->closing) return;
+  inf->closing = true;
+  for (size_t i = 0; i < inf->nparts; i++) kc_reflector_close(inf->parts[i].reflector);
+  uv_timer_stop(&inf->resync);
+  uv_close((uv_handle_t *)&inf->resync, on_resync_closed);
+}
+
+int kc_informer_add_handler(kc_informer *inf, const kc_informer_handler *h) {
+  handler_slot *nh = realloc(inf->handlers, (inf->nhandlers + 1) * sizeof *nh);
+  if (!nh) return -ENOMEM;
+  inf->handlers = nh;
+  int id = inf->next_handler_id++;
+  nh[inf->nhandlers++] = (handler_slot){id, *h};
+  /* A late subscriber sees the cache as it is now. */
+  if (h->on_add) {
+    kc_obj_vec all = {0};
+    for (size_t i = 0; i < inf->nparts; i++) {
+      kc_obj_vec_clear(&all);
+      if (kc_store_list(inf->parts[i].store, (kc_str){0}, NULL, &all) < 0) continue;
+      for (size_t j = 0; j < all.n; j++) h->on_add(h->ud, inf, all.v[j]);
+    }
+    kc_obj_vec_release(&all);
+  }
+  return id;
+}
+
+void kc_informer_remove_handler(kc_informer *inf, int id) {
+  for (size_t i = 0; i < inf->nhandlers; i++) {
+    if (inf->handlers[i].id == id) {
+      memmove(&inf->handlers[i], &inf->handlers[i + 1],
+              (inf->nhandlers - i - 1) * sizeof *inf->handlers);
+      inf->nhandlers--;
+      return;
+    }
+  }
+}
+
+bool kc_informer_synced(const kc_informer *inf) {
+  for (size_t i = 0; i < inf->nparts; i++)
+    if (!kc_reflector_stats_get(inf->parts[i].reflector)->synced) return false;
+  return true;
+}
+
+const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf) { return inf->spec; }
+const char *kc_informer_resource(const kc_informer *inf) { return inf->resource_name; }
+
+/* The part that holds namespace ns, or NULL when ns is absent (= all). */
+static part *part_for(kc_informer *inf, kc_str ns, bool *all) {
+  *all = false;
+  if (inf->nparts == 1) return &inf->parts[0];
+  if (!ns.ptr) {
+    *all = true;
+    return NULL;
+  }
+  for (size_t i = 0; i < inf->nparts; i++)
+    if (kc_str_eq_c(ns, inf->parts[i].namespace_)) return &inf->parts[i];
+  return NULL;
+}
+
+kc_obj *kc_informer_get(kc_informer *inf, kc_str ns, kc_str name) {
+  bool all;
+  part *p = part_for(inf, ns, &all);
+  return p ? kc_store_get(p->store, ns, name) : NULL;
+}
+
+int kc_informer_list(kc_informer *inf, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out) {
+  bool all;
+  part *p = part_for(inf, ns, &all);
+  if (p) return kc_store_list(p->store, ns, sel, out);
+  if (!all) return 0;
+  int total = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int rc = kc_store_list(inf->parts[i].store, ns, sel, out);
+    if (rc < 0) return rc;
+    total += rc;
+  }
+  return total;
+}
+
+int kc_informer_by_index(kc_informer *inf, const char *index, kc_str value, kc_obj_vec *out) {
+  int total = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int rc = kc_store_by_index(inf->parts[i].store, index, value, out);
+    if (rc < 0) return rc;
+    total += rc;
+  }
+  return total;
+}
+
+void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < inf->nparts; i++) {
+    const kc_reflector_stats *rs = kc_reflector_stats_get(inf->parts[i].reflector);
+    out->objects += kc_store_count(inf->parts[i].store);
+    out->bytes += kc_store_bytes(inf->parts[i].store);
+    out->lists += rs->lists;
+    out->watches += rs->watches;
+    out->relists += rs->relists;
+    out->events += rs->events;
+    out->errors += rs->errors;
+    if (i == 0) memcpy(out->resource_version, rs->resource_version, sizeof out->resource_version);
+  }
+}

@@ -1,0 +1,621 @@
+/* reflector: see reflector.h. State machine:
+ *
+ *   LIST (pages) --complete--> WATCH --clean end / idle--> WATCH (same RV)
+ *     ^   |                      |
+ *     |   +--error--> BACKOFF ---+--410 / broken stream--> LIST at last RV
+ *     +--------------------------+
+ */
+#include "reflector.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "log.h"
+
+enum list_mode {
+  LIST_INITIAL,    /* resourceVersion=0 with limit: any snapshot, served from cache */
+  LIST_AT_RV,      /* after a watch 410: not older than the last seen RV */
+  LIST_CONSISTENT, /* after that failed too: resourceVersion="" (quorum read) */
+};
+
+enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_CLOSED };
+
+struct kc_reflector {
+  uv_loop_t *loop;
+  uv_timer_t timer; /* backoff; timer.data = this */
+  kc_api *api;
+  kc_reflector_sink sink;
+  char *api_path, *resource, *namespace_, *label_selector, *field_selector;
+  char **drop_paths;
+  kc_transform transform;
+  uint32_t page_size;
+  uint64_t idle_timeout_ms, backoff_initial_ms, backoff_max_ms;
+  char describe[256];
+
+  enum phase phase;
+  kc_api_call *req;
+  kc_decoder *decoder;
+  int decode_error; /* first error of the decoder for this response */
+
+  /* listing */
+  enum list_mode list_mode;
+  bool paginated_before; /* an earlier list came back in pages: keep using limit */
+  bool page_continue;    /* current request continues a paginated list */
+  bool force_no_limit;   /* next list: one full list without limit (expired continue) */
+  char continue_token[1024];
+  char list_rv[64];      /* RV the current list was requested at ("" = consistent) */
+  kc_obj **pending;
+  size_t npending, cap_pending;
+
+  /* watching */
+  uint64_t watch_started_ms;
+  uint64_t watch_events;
+  bool watch_error_event;
+  kc_status watch_status;
+
+  /* backoff (client-go: 800 ms doubling to 30 s, jitter 1.0, reset after 2 min) */
+  uint64_t backoff_ms;
+  uint64_t last_backoff_at_ms;
+  enum { NEXT_LIST, NEXT_WATCH } after_backoff;
+
+  kc_reflector_stats stats;
+};
+
+static void start_list(kc_reflector *r, enum list_mode mode);
+static void start_watch(kc_reflector *r);
+static void backoff_then(kc_reflector *r, int next, uint64_t retry_after_ms);
+
+static char *dup_or_null(const char *s) {
+  if (!s || !*s) return NULL;
+  return strdup(s);
+}
+
+static void clear_pending(kc_reflector *r) {
+  for (size_t i = 0; i < r->npending; i++) kc_obj_unref(r->pending[i]);
+  r->npending = 0;
+}
+
+static void set_error(kc_reflector *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(kc_reflector *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->stats.last_error, sizeof r->stats.last_error, fmt, ap);
+  va_end(ap);
+  r->stats.errors++;
+  kc_warn("reflector", "%s: %s", r->describe, r->stats.last_error);
+}
+
+/* --- URL building -------------------------------------------------------- */
+
+static int append(char *buf, size_t cap, size_t *n, const char *s) {
+  size_t l = strlen(s);
+  if (*n + l + 1 > cap) return -ENOSPC;
+  memcpy(buf + *n, s, l + 1);
+  *n += l;
+  return 0;
+}
+
+/* Percent-encodes everything but RFC 3986 unreserved characters. */
+static int append_escaped(char *buf, size_t cap, size_t *n, const char *s) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '.' || c == '_' || c == '~';
+    if (*n + 4 > cap) return -ENOSPC;
+    if (plain) {
+      buf[(*n)++] = (char)c;
+    } else {
+      buf[(*n)++] = '%';
+      buf[(*n)++] = hex[c >> 4];
+      buf[(*n)++] = hex[c & 15];
+    }
+  }
+  buf[*n] = 0;
+  return 0;
+}
+
+/* Parameters in alphabetical order, as client-go encodes them. */
+int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
+                     bool with_limit, uint32_t timeout_s, char *buf, size_t cap) {
+  size_t n = 0;
+  int rc = 0;
+  char num[32];
+  char sep = '?';
+#define PARAM(name)                                   \
+  do {                                                \
+    char p[2] = {sep, 0};                             \
+    rc |= append(buf, cap, &n, p);                    \
+    rc |= append(buf, cap, &n, name "=");             \
+    sep = '&';                                        \
+  } while (0)
+  if (cap) buf[0] = 0;
+  rc |= append(buf, cap, &n, r->api_path);
+  if (r->namespace_) {
+    rc |= append(buf, cap, &n, "/namespaces/");
+    rc |= append_escaped(buf, cap, &n, r->namespace_);
+  }
+  rc |= append(buf, cap, &n, "/");
+  rc |= append(buf, cap, &n, r->resource);
+  if (watch) {
+    PARAM("allowWatchBookmarks");
+    rc |= append(buf, cap, &n, "true");
+  }
+  if (!watch && continue_token && *continue_token) {
+    PARAM("continue");
+    rc |= append_escaped(buf, cap, &n, continue_token);
+  }
+  if (r->field_selector) {
+    PARAM("fieldSelector");
+    rc |= append_escaped(buf, cap, &n, r->field_selector);
+  }
+  if (r->label_selector) {
+    PARAM("labelSelector");
+    rc |= append_escaped(buf, cap, &n, r->label_selector);
+  }
+  if (!watch && with_limit) {
+    PARAM("limit");
+    snprintf(num, sizeof num, "%u", r->page_size);
+    rc |= append(buf, cap, &n, num);
+  }
+  /* A continue request must not carry a resourceVersion (400). */
+  if (rv && *rv && !(continue_token && *continue_token)) {
+    PARAM("resourceVersion");
+    rc |= append_escaped(buf, cap, &n, rv);
+  }
+  if (watch) {
+    PARAM("timeoutSeconds");
+    snprintf(num, sizeof num, "%u", timeout_s);
+    rc |= append(buf, cap, &n, num);
+    PARAM("watch");
+    rc |= append(buf, cap, &n, "true");
+  }
+#undef PARAM
+  return rc ? -ENOSPC : (int)n;
+}
+
+/* --- shared response plumbing -------------------------------------------- */
+
+static void reset_response(kc_reflector *r) {
+  kc_decoder_free(r->decoder);
+  r->decoder = NULL;
+  r->decode_error = 0;
+}
+
+static void describe_status(const kc_api_status *st, char *buf, size_t cap) {
+  snprintf(buf, cap, "HTTP %d %s: %s", st->code, st->reason[0] ? st->reason : "(no reason)",
+           st->message);
+}
+
+static bool is_2xx(const kc_api_status *st) { return st->code >= 200 && st->code < 300; }
+
+static uint64_t retry_after_ms(const kc_api_status *st) {
+  return st->retry_after_seconds > 0 ? (uint64_t)st->retry_after_seconds * 1000 : 0;
+}
+
+static uint64_t now_ms(kc_reflector *r) {
+  uv_update_time(r->loop);
+  return uv_now(r->loop);
+}
+
+/* --- LIST ----------------------------------------------------------------- */
+
+static int list_item(void *ud, kc_obj *obj) {
+  kc_reflector *r = ud;
+  if (r->npending == r->cap_pending) {
+    size_t nc = r->cap_pending ? r->cap_pending * 2 : 1024;
+    kc_obj **np = realloc(r->pending, nc * sizeof *np);
+    if (!np) return -ENOMEM;
+    r->pending = np;
+    r->cap_pending = nc;
+  }
+  r->pending[r->npending++] = kc_obj_ref(obj);
+  return 0;
+}
+
+static int on_list_response(kc_api_call *call, long status, void *ud) {
+  kc_reflector *r = ud;
+  static const kc_decoder_callbacks cbs = {.item = list_item};
+  r->decoder = kc_decoder_new(KC_DECODE_LIST, &r->transform, &cbs, r);
+  return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
+}
+
+static int on_list_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
+  kc_reflector *r = ud;
+  if (!r->decoder) return KC_HTTP_ABORT;
+  int rc = kc_decoder_feed(r->decoder, buf, len);
+  if (rc < 0) {
+    r->decode_error = rc;
+    return KC_HTTP_ABORT;
+  }
+  return KC_HTTP_CONTINUE;
+}
+
+static void list_complete(kc_reflector *r, const char *rv) {
+  snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
+  if (r->stats.synced) r->stats.relists++;
+  r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
+  kc_info("reflector", "%s: listed %zu objects at resourceVersion %s", r->describe, r->npending,
+          rv);
+  clear_pending(r);
+  r->stats.synced = true;
+  r->backoff_ms = 0;
+  start_watch(r);
+}
+
+static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) {
+  kc_reflector *r = ud;
+  r->req = NULL;
+  const kc_api_status *st = &res->status;
+  if (res->error == 0 && is_2xx(st) && r->decoder && !r->decode_error) {
+    int rc = kc_decoder_finish(r->decoder);
+    if (rc == 0) {
+      const kc_list_meta *m = kc_decoder_list_meta(r->decoder);
+      char rv[64], cont[sizeof r->continue_token];
+      snprintf(rv, sizeof rv, "%s", m->resource_version ? m->resource_version : "");
+      snprintf(cont, sizeof cont, "%s", m->continue_token ? m->continue_token : "");
+      reset_response(r);
+      if (cont[0]) {
+        /* More pages: same snapshot; the follow-up carries no resourceVersion. */
+        r->paginated_before = true;
+        r->page_continue = true;
+        memcpy(r->continue_token, cont, sizeof cont);
+        start_list(r, r->list_mode);
+        return;
+      }
+      r->page_continue = false;
+      list_complete(r, rv);
+      return;
+    }
+  }
+  bool was_continue = r->page_continue;
+  r->page_continue = false;
+  r->continue_token[0] = 0;
+  clear_pending(r);
+  if (r->decoder && (r->decode_error || res->error == 0)) {
+    set_error(r, "list: malformed response: %s", kc_decoder_error(r->decoder));
+    reset_response(r);
+    backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  reset_response(r);
+  if (res->error) {
+    set_error(r, "list: %s", st->message[0] ? st->message : strerror(-res->error));
+    backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  char what[700];
+  describe_status(st, what, sizeof what);
+  if (kc_api_is_gone(st) && was_continue) {
+    /* client-go pager: an expired continue token -> one full list without limit. */
+    kc_info("reflector", "%s: continue token expired, listing again without pages", r->describe);
+    r->force_no_limit = true;
+    start_list(r, r->list_mode);
+    return;
+  }
+  set_error(r, "list: %s", what);
+  if ((kc_api_is_gone(st) || kc_api_is_too_large_rv(st)) && r->list_mode == LIST_AT_RV) {
+    start_list(r, LIST_CONSISTENT); /* at once, as client-go does */
+    return;
+  }
+  backoff_then(r, NEXT_LIST, retry_after_ms(st));
+}
+
+static void start_list(kc_reflector *r, enum list_mode mode) {
+  if (r->phase == PHASE_CLOSED) return;
+  r->phase = PHASE_LIST;
+  r->list_mode = mode;
+  const char *rv = mode == LIST_INITIAL ? "0" : mode == LIST_AT_RV ? r->stats.resource_version : "";
+  bool limit;
+  if (r->force_no_limit && !r->page_continue)
+    limit = false;
+  else if (mode == LIST_INITIAL || mode == LIST_CONSISTENT)
+    limit = true;
+  else
+    limit = r->paginated_before;
+  r->force_no_limit = false;
+  if (!r->page_continue) {
+    snprintf(r->list_rv, sizeof r->list_rv, "%s", rv);
+    clear_pending(r);
+  }
+  char url[4096];
+  if (kc_reflector_url(r, false, r->list_rv, r->page_continue ? r->continue_token : NULL,
+                       limit || r->page_continue, 0, url, sizeof url) < 0) {
+    set_error(r, "list: URL too long");
+    backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  kc_api_request_opts o = {
+      .method = "GET",
+      .path = url,
+      .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadataList;"
+                                             "g=meta.k8s.io;v=v1,application/json;q=0.9"
+                                           : "application/json",
+      .timeout_ms = 0, /* large lists stream for a while; the idle timer guards them */
+      .idle_timeout_ms = 60000,
+      .on_response = on_list_response,
+      .on_data = on_list_data,
+      .on_done = on_list_done,
+      .ud = r,
+  };
+  r->stats.lists++;
+  kc_debug("reflector", "%s: GET %s", r->describe, url);
+  int rc = kc_api_request(r->api, &o, &r->req);
+  if (rc < 0) {
+    r->req = NULL;
+    set_error(r, "list: cannot start request: %s", strerror(-rc));
+    backoff_then(r, NEXT_LIST, 0);
+  }
+}
+
+/* --- WATCH ---------------------------------------------------------------- */
+
+static int watch_event(void *ud, const kc_watch_event *ev) {
+  kc_reflector *r = ud;
+  switch (ev->type) {
+  case KC_WATCH_ADDED:
+  case KC_WATCH_MODIFIED:
+  case KC_WATCH_DELETED:
+    if (!ev->obj || !ev->obj->name.len) {
+      kc_warn("reflector", "%s: %s event %llu without metadata.name ignored", r->describe,
+              ev->type_name, (unsigned long long)ev->index);
+      return 0;
+    }
+    if (ev->type == KC_WATCH_DELETED)
+      r->sink.remove(r->sink.ud, r, ev->obj);
+    else
+      r->sink.upsert(r->sink.ud, r, ev->obj);
+    r->stats.events++;
+    r->watch_events++;
+    break;
+  case KC_WATCH_BOOKMARK:
+    r->stats.bookmarks++;
+    r->watch_events++;
+    break;
+  case KC_WATCH_ERROR:
+    r->watch_error_event = true;
+    if (ev->status) r->watch_status = *ev->status;
+    return -ECANCELED; /* the server ends the stream after ERROR anyway */
+  case KC_WATCH_UNKNOWN:
+    kc_warn("reflector", "%s: unknown watch event type \"%s\" (event %llu) ignored", r->describe,
+            ev->type_name, (unsigned long long)ev->index);
+    return 0;
+  }
+  if (ev->obj && ev->obj->resource_version.len &&
+      ev->obj->resource_version.len < sizeof r->stats.resource_version) {
+    memcpy(r->stats.resource_version, ev->obj->resource_version.ptr,
+           ev->obj->resource_version.len);
+    r->stats.resource_version[ev->obj->resource_version.len] = 0;
+  }
+  return 0;
+}
+
+static int on_watch_response(kc_api_call *call, long status, void *ud) {
+  kc_reflector *r = ud;
+  static const kc_decoder_callbacks cbs = {.event = watch_event};
+  r->decoder = kc_decoder_new(KC_DECODE_WATCH, &r->transform, &cbs, r);
+  return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
+}
+
+static int on_watch_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
+  kc_reflector *r = ud;
+  if (!r->decoder) return KC_HTTP_ABORT;
+  int rc = kc_decoder_feed(r->decoder, buf, len);
+  if (rc < 0) {
+    r->decode_error = rc;
+    return KC_HTTP_ABORT;
+  }
+  return KC_HTTP_CONTINUE;
+}
+
+static void on_watch_done(kc_api_call *call, const kc_api_result *res, void *ud) {
+  kc_reflector *r = ud;
+  r->req = NULL;
+  uint64_t lasted = now_ms(r) - r->watch_started_ms;
+  const kc_api_status *st = &res->status;
+
+  if (r->watch_error_event) {
+    kc_status *ws = &r->watch_status;
+    reset_response(r);
+    if (ws->code == 410 || strcmp(ws->reason, "Expired") == 0 || strcmp(ws->reason, "Gone") == 0) {
+      kc_info("reflector", "%s: watch expired (%s), relisting", r->describe, ws->message);
+      backoff_then(r, NEXT_LIST, 0);
+    } else {
+      set_error(r, "watch: ERROR event code=%d reason=%s: %s", ws->code, ws->reason, ws->message);
+      backoff_then(r, NEXT_LIST,
+                   (uint64_t)(ws->retry_after_seconds > 0 ? ws->retry_after_seconds : 0) * 1000);
+    }
+    return;
+  }
+  if (r->decoder && (r->decode_error || (res->error == 0 && kc_decoder_finish(r->decoder) < 0))) {
+    /* Events may have been lost in the broken part: only a relist is safe. */
+    set_error(r, "watch: malformed stream after %llu events: %s",
+              (unsigned long long)r->watch_events, kc_decoder_error(r->decoder));
+    reset_response(r);
+    backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  reset_response(r);
+  if (res->error && res->idle_timeout) {
+    kc_warn("reflector", "%s: watch silent for %llu ms, restarting it from resourceVersion %s",
+            r->describe, (unsigned long long)r->idle_timeout_ms, r->stats.resource_version);
+    start_watch(r);
+    return;
+  }
+  if (res->error) {
+    set_error(r, "watch: %s", st->message[0] ? st->message : strerror(-res->error));
+    /* Connection-level failure: resume from the same RV once the server is back. */
+    backoff_then(r, NEXT_WATCH, 0);
+    return;
+  }
+  if (is_2xx(st)) {
+    if (lasted >= 1000 || r->watch_events > 0) {
+      start_watch(r); /* routine end (timeoutSeconds): resume, no relist */
+    } else {
+      set_error(r, "watch: very short watch (%llu ms, no events)", (unsigned long long)lasted);
+      backoff_then(r, NEXT_LIST, 0);
+    }
+    return;
+  }
+  char what[700];
+  describe_status(st, what, sizeof what);
+  if (kc_api_is_gone(st)) {
+    kc_info("reflector", "%s: watch %s, relisting", r->describe, what);
+    backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  set_error(r, "watch: %s", what);
+  backoff_then(r, kc_api_is_too_many_requests(st) ? NEXT_WATCH : NEXT_LIST, retry_after_ms(st));
+}
+
+static void start_watch(kc_reflector *r) {
+  if (r->phase == PHASE_CLOSED) return;
+  r->phase = PHASE_WATCH;
+  r->watch_error_event = false;
+  memset(&r->watch_status, 0, sizeof r->watch_status);
+  r->watch_events = 0;
+  r->watch_started_ms = now_ms(r);
+  /* Random in [300, 600) s like client-go, so watches of many replicas spread out. */
+  uint32_t timeout_s = 300 + (uint32_t)(rand() % 300);
+  char url[4096];
+  if (kc_reflector_url(r, true, r->stats.resource_version, NULL, false, timeout_s, url, sizeof url) <
+      0) {
+    set_error(r, "watch: URL too long");
+    backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  kc_api_request_opts o = {
+      .method = "GET",
+      .path = url,
+      .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadata;"
+                                             "g=meta.k8s.io;v=v1,application/json;q=0.9"
+                                           : "application/json",
+      .idle_timeout_ms = r->idle_timeout_ms,
+      .on_response = on_watch_response,
+      .on_data = on_watch_data,
+      .on_done = on_watch_done,
+      .ud = r,
+  };
+  r->stats.watches++;
+  kc_debug("reflector", "%s: GET %s", r->describe, url);
+  int rc = kc_api_request(r->api, &o, &r->req);
+  if (rc < 0) {
+    r->req = NULL;
+    set_error(r, "watch: cannot start request: %s", strerror(-rc));
+    backoff_then(r, NEXT_WATCH, 0);
+  }
+}
+
+/* --- backoff -------------------------------------------------------------- */
+
+static void on_backoff_timer(uv_timer_t *t) {
+  kc_reflector *r = t->data;
+  if (r->phase != PHASE_BACKOFF) return;
+  if (r->after_backoff == NEXT_WATCH && r->stats.synced && r->stats.resource_version[0])
+    start_watch(r);
+  else
+    start_list(r, r->stats.synced && r->stats.resource_version[0] ? LIST_AT_RV : LIST_INITIAL);
+}
+
+static void backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
+  if (r->phase == PHASE_CLOSED) return;
+  uint64_t now = now_ms(r);
+  if (r->backoff_ms == 0 || now - r->last_backoff_at_ms > 2 * 60 * 1000)
+    r->backoff_ms = r->backoff_initial_ms;
+  else if (r->backoff_ms < r->backoff_max_ms)
+    r->backoff_ms = r->backoff_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms : r->backoff_ms * 2;
+  r->last_backoff_at_ms = now;
+  /* Jitter 1.0: wait in [d, 2d). */
+  uint64_t wait = r->backoff_ms + (uint64_t)((double)r->backoff_ms * (rand() / (RAND_MAX + 1.0)));
+  if (retry_after > wait) wait = retry_after;
+  r->phase = PHASE_BACKOFF;
+  r->after_backoff = next;
+  kc_debug("reflector", "%s: retrying in %llu ms", r->describe, (unsigned long long)wait);
+  uv_timer_start(&r->timer, on_backoff_timer, wait, 0);
+}
+
+/* --- lifetime ------------------------------------------------------------- */
+
+int kc_reflector_new(uv_loop_t *loop, kc_api *api,
+                     const kc_reflector_spec *spec, const kc_reflector_sink *sink,
+                     kc_reflector **out) {
+  if (!spec->api_path || !spec->resource || !api || !sink) return -EINVAL;
+  kc_reflector *r = calloc(1, sizeof *r);
+  if (!r) return -ENOMEM;
+  r->loop = loop;
+  r->api = api;
+  r->sink = *sink;
+  r->api_path = strdup(spec->api_path);
+  r->resource = strdup(spec->resource);
+  r->namespace_ = dup_or_null(spec->namespace_);
+  r->label_selector = dup_or_null(spec->label_selector);
+  r->field_selector = dup_or_null(spec->field_selector);
+  bool oom = !r->api_path || !r->resource || (spec->namespace_ && *spec->namespace_ && !r->namespace_) ||
+             (spec->label_selector && *spec->label_selector && !r->label_selector) ||
+             (spec->field_selector && *spec->field_selector && !r->field_selector);
+  if (spec->transform.ndrop) {
+    r->drop_paths = calloc(spec->transform.ndrop, sizeof *r->drop_paths);
+    oom |= !r->drop_paths;
+    for (size_t i = 0; !oom && i < spec->transform.ndrop; i++) {
+      r->drop_paths[i] = strdup(spec->transform.drop[i]);
+      oom |= !r->drop_paths[i];
+    }
+  }
+  r->transform.drop = (const char *const *)r->drop_paths;
+  r->transform.ndrop = spec->transform.ndrop;
+  r->transform.metadata_only = spec->transform.metadata_only;
+  r->page_size = spec->page_size ? spec->page_size : 500;
+  r->idle_timeout_ms = spec->idle_timeout_ms ? spec->idle_timeout_ms : 5 * 60 * 1000;
+  r->backoff_initial_ms = spec->backoff_initial_ms ? spec->backoff_initial_ms : 800;
+  r->backoff_max_ms = spec->backoff_max_ms ? spec->backoff_max_ms : 30000;
+  snprintf(r->describe, sizeof r->describe, "%s%s%s%s%s%s%s", r->resource,
+           r->namespace_ ? " ns=" : "", r->namespace_ ? r->namespace_ : "",
+           r->label_selector ? " labels=" : "", r->label_selector ? r->label_selector : "",
+           r->field_selector ? " fields=" : "", r->field_selector ? r->field_selector : "");
+  if (oom || uv_timer_init(loop, &r->timer) != 0) {
+    r->phase = PHASE_CLOSED;
+    for (size_t i = 0; r->drop_paths && i < spec->transform.ndrop; i++) free(r->drop_paths[i]);
+    free(r->drop_paths);
+    free(r->api_path), free(r->resource), free(r->namespace_);
+    free(r->label_selector), free(r->field_selector);
+    free(r);
+    return -ENOMEM;
+  }
+  r->timer.data = r;
+  *out = r;
+  return 0;
+}
+
+int kc_reflector_start(kc_reflector *r) {
+  if (r->phase != PHASE_IDLE) return -EALREADY;
+  start_list(r, LIST_INITIAL);
+  return 0;
+}
+
+static void free_reflector(uv_handle_t *h) {
+  kc_reflector *r = h->data;
+  for (size_t i = 0; i < r->transform.ndrop; i++) free(r->drop_paths[i]);
+  free(r->drop_paths);
+  free(r->pending);
+  free(r->api_path), free(r->resource), free(r->namespace_);
+  free(r->label_selector), free(r->field_selector);
+  free(r);
+}
+
+void kc_reflector_close(kc_reflector *r) {
+  if (!r || r->phase == PHASE_CLOSED) return;
+  r->phase = PHASE_CLOSED;
+  if (r->req) kc_api_cancel(r->req);
+  r->req = NULL;
+  reset_response(r);
+  clear_pending(r);
+  uv_timer_stop(&r->timer);
+  uv_close((uv_handle_t *)&r->timer, free_reflector);
+}
+
+const kc_reflector_stats *kc_reflector_stats_get(const kc_reflector *r) { return &r->stats; }
+const char *kc_reflector_describe(const kc_reflector *r) { return r->describe; }
