@@ -1,0 +1,921 @@
+/* hostapi: see hostapi.h. */
+#include "hostapi.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define COMPONENT "hostapi"
+
+_Static_assert(sizeof(kctrld_str) == sizeof(kc_str), "slice layouts");
+_Static_assert((int)KCTRLD_JSON_ARRAY == (int)KC_JSON_ARRAY, "json types");
+_Static_assert((int)KCTRLD_JSON_STRING == (int)KC_JSON_STRING, "json types");
+
+static kc_hostapi_backend backend;
+
+static inline kctrld_str S(kc_str s) { return (kctrld_str){s.ptr, s.len}; }
+static inline const kc_obj *O(const kctrld_object *o) { return (const kc_obj *)o; }
+
+/* ---- per-thread state ---- */
+
+struct thread_state {
+  kc_api *api;
+  kc_api_worker *worker;
+  char *sel_text;           /* text of the cached selector */
+  kc_label_selector *sel;
+};
+
+static pthread_key_t tkey;
+static pthread_once_t tonce = PTHREAD_ONCE_INIT;
+static _Thread_local struct thread_state *tstate;
+
+static void thread_state_free(void *p) {
+  struct thread_state *t = p;
+  if (!t) return;
+  kc_api_worker_free(t->worker);
+  free(t->sel_text);
+  kc_label_selector_free(t->sel);
+  free(t);
+}
+
+static void tkey_init(void) {
+  if (pthread_key_create(&tkey, thread_state_free) != 0) abort(); /* only at startup: EAGAIN */
+}
+
+static struct thread_state *thread_state(void) {
+  if (tstate) return tstate;
+  pthread_once(&tonce, tkey_init);
+  struct thread_state *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  if (pthread_setspecific(tkey, t) != 0) {
+    free(t);
+    return NULL;
+  }
+  tstate = t;
+  return t;
+}
+
+void kc_hostapi_thread_cleanup(void) {
+  if (!tstate) return;
+  pthread_setspecific(tkey, NULL);
+  thread_state_free(tstate);
+  tstate = NULL;
+}
+
+/* ---- small helpers ---- */
+
+static void api_error(kctrld_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void api_error(kctrld_ctx *ctx, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (backend.ctx_error) backend.ctx_error(ctx, msg);
+}
+
+static kc_str cstr_or_absent(const char *s) { return s ? kc_str_c(s) : (kc_str){NULL, 0}; }
+
+/* A growable text buffer; `oom` sticks so callers check once at the end. */
+typedef struct sbuf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void sb_reserve(sbuf *b, size_t more) {
+  if (b->oom || b->n + more + 1 <= b->cap) return;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->n + more + 1) cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (!p) {
+    b->oom = true;
+    return;
+  }
+  b->p = p;
+  b->cap = cap;
+}
+
+static void sb_add(sbuf *b, const char *s, size_t len) {
+  sb_reserve(b, len);
+  if (b->oom) return;
+  memcpy(b->p + b->n, s, len);
+  b->n += len;
+  b->p[b->n] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    b->oom = true;
+    return;
+  }
+  sb_reserve(b, (size_t)n);
+  if (b->oom) return;
+  va_start(ap, fmt);
+  vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)n;
+}
+
+/* Appends s as a JSON string literal (quotes included). */
+static void sb_json(sbuf *b, const char *s, size_t len) {
+  sb_add(b, "\"", 1);
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      char e[2] = {'\\', (char)c};
+      sb_add(b, e, 2);
+    } else if (c < 0x20) {
+      sb_printf(b, "\\u%04x", c);
+    } else {
+      sb_add(b, (const char *)&s[i], 1);
+    }
+  }
+  sb_add(b, "\"", 1);
+}
+
+/* Appends one URL path segment, percent-encoding all but unreserved bytes. */
+static void sb_segment(sbuf *b, const char *s, size_t len) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == ':') {
+      sb_add(b, (const char *)&s[i], 1);
+    } else {
+      char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+      sb_add(b, e, 3);
+    }
+  }
+}
+
+/* ---- settings ---- */
+
+/* Resolves "a.b[0].c" or a["x.y"] below node. Returns 0 with *out (NULL when
+ * absent), or -EINVAL for a malformed path. */
+static int settings_find(const kc_yaml_node *node, const char *path, const kc_yaml_node **out) {
+  *out = NULL;
+  if (!path) return -EINVAL;
+  const char *p = path;
+  bool first = true;
+  while (*p) {
+    char key[256];
+    if (*p == '[') {
+      p++;
+      if (*p == '"') {
+        const char *end = strchr(p + 1, '"');
+        if (!end || end[1] != ']' || (size_t)(end - p - 1) >= sizeof key) return -EINVAL;
+        memcpy(key, p + 1, (size_t)(end - p - 1));
+        key[end - p - 1] = '\0';
+        p = end + 2;
+        node = node && node->type == KC_YAML_MAPPING ? kc_yaml_map_get(node, key) : NULL;
+      } else {
+        char *end;
+        if (*p < '0' || *p > '9') return -EINVAL;
+        errno = 0;
+        unsigned long long i = strtoull(p, &end, 10);
+        if (errno || *end != ']') return -EINVAL;
+        p = end + 1;
+        node = node && node->type == KC_YAML_SEQUENCE && i < node->u.seq.len ? &node->u.seq.items[i]
+                                                                              : NULL;
+      }
+    } else {
+      if (*p == '.') {
+        if (first) return -EINVAL;
+        p++;
+      } else if (!first) {
+        return -EINVAL;
+      }
+      size_t n = strcspn(p, ".[");
+      if (n == 0 || n >= sizeof key) return -EINVAL;
+      memcpy(key, p, n);
+      key[n] = '\0';
+      p += n;
+      node = node && node->type == KC_YAML_MAPPING ? kc_yaml_map_get(node, key) : NULL;
+    }
+    first = false;
+  }
+  *out = node;
+  return 0;
+}
+
+/* The scalar at path: 0, -ENOENT (absent or YAML null), -EINVAL. */
+static int settings_scalar(const kctrld_settings *s, const char *path, const char **text) {
+  const kc_yaml_node *n;
+  int rc = settings_find((const kc_yaml_node *)s, path, &n);
+  if (rc < 0) return rc;
+  if (!n || (n->type == KC_YAML_SCALAR && n->u.scalar.plain && kc_yaml_is_null(n))) return -ENOENT;
+  if (n->type != KC_YAML_SCALAR || strlen(n->u.scalar.text) != n->u.scalar.len) return -EINVAL;
+  *text = n->u.scalar.text;
+  return 0;
+}
+
+static int svc_settings_string(const kctrld_settings *s, const char *path, const char **out) {
+  const char *t;
+  int rc = settings_scalar(s, path, &t);
+  if (rc == 0) *out = t;
+  return rc;
+}
+
+static int parse_int64(const char *t, int64_t *out) {
+  if (!*t) return -EINVAL;
+  char *end;
+  errno = 0;
+  long long v = strtoll(t, &end, 10);
+  if (*end || end == t || (t[0] != '-' && t[0] != '+' && (t[0] < '0' || t[0] > '9')))
+    return -EINVAL;
+  if (errno == ERANGE) return -ERANGE;
+  *out = v;
+  return 0;
+}
+
+static int svc_settings_int(const kctrld_settings *s, const char *path, int64_t *out) {
+  const char *t;
+  int rc = settings_scalar(s, path, &t);
+  return rc < 0 ? rc : parse_int64(t, out);
+}
+
+static int svc_settings_bool(const kctrld_settings *s, const char *path, bool *out) {
+  const char *t;
+  int rc = settings_scalar(s, path, &t);
+  if (rc < 0) return rc;
+  if (!strcmp(t, "true") || !strcmp(t, "True") || !strcmp(t, "TRUE")) *out = true;
+  else if (!strcmp(t, "false") || !strcmp(t, "False") || !strcmp(t, "FALSE")) *out = false;
+  else return -EINVAL;
+  return 0;
+}
+
+static int svc_settings_duration_ms(const kctrld_settings *s, const char *path, int64_t *out) {
+  const char *t;
+  int rc = settings_scalar(s, path, &t);
+  if (rc < 0) return rc;
+  int64_t v;
+  if (t[0] >= '0' && t[0] <= '9' && parse_int64(t, &v) == 0) { /* bare integer: seconds */
+    if (v > INT64_MAX / 1000) return -ERANGE;
+    *out = v * 1000;
+    return 0;
+  }
+  int64_t ns;
+  rc = kc_yaml_parse_duration(t, &ns);
+  if (rc < 0) return rc;
+  *out = ns / 1000000;
+  return 0;
+}
+
+static int svc_settings_len(const kctrld_settings *s, const char *path, size_t *out) {
+  const kc_yaml_node *n;
+  int rc = settings_find((const kc_yaml_node *)s, path, &n);
+  if (rc < 0) return rc;
+  if (!n) return -ENOENT;
+  if (n->type == KC_YAML_SEQUENCE) *out = n->u.seq.len;
+  else if (n->type == KC_YAML_MAPPING) *out = n->u.map.len;
+  else return -EINVAL;
+  return 0;
+}
+
+/* ---- cache ---- */
+
+static void *cache_of(kctrld_ctx *ctx, const char *api_version, const char *kind) {
+  if (!api_version || !kind || !backend.ctx_data) return NULL;
+  void *dd = backend.ctx_data(ctx);
+  return dd ? backend.cache_for(dd, api_version, kind) : NULL;
+}
+
+static int svc_cache_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
+  if (!ref || !ref->name || !out) return -EINVAL;
+  void *c = cache_of(ctx, ref->api_version, ref->kind);
+  if (!c) return -ENOTSUP;
+  kc_obj *o = backend.cache_get(c, kc_str_c(ref->namespace_ ? ref->namespace_ : ""),
+                                kc_str_c(ref->name));
+  if (!o) return -ENOENT;
+  *out = (const kctrld_object *)o;
+  return 0;
+}
+
+/* The thread's parsed selector for text (cached: plugins reuse one). */
+static int selector_for(kctrld_ctx *ctx, const char *text, const kc_label_selector **out) {
+  struct thread_state *t = thread_state();
+  if (!t) return -ENOMEM;
+  if (t->sel_text && strcmp(t->sel_text, text) == 0) {
+    *out = t->sel;
+    return 0;
+  }
+  kc_label_selector *sel;
+  kc_sel_error err;
+  int rc = kc_label_selector_parse(text, strlen(text), &sel, &err);
+  if (rc == -EINVAL) {
+    api_error(ctx, "label selector %s: %s", text, err.msg);
+    return rc;
+  }
+  if (rc < 0) return rc;
+  char *copy = strdup(text);
+  if (!copy) {
+    kc_label_selector_free(sel);
+    return -ENOMEM;
+  }
+  free(t->sel_text);
+  kc_label_selector_free(t->sel);
+  t->sel_text = copy;
+  t->sel = sel;
+  *out = sel;
+  return 0;
+}
+
+static int obj_cmp(const void *a, const void *b) {
+  const kc_obj *x = *(kc_obj *const *)a, *y = *(kc_obj *const *)b;
+  int c = kc_str_cmp(x->namespace_, y->namespace_);
+  return c ? c : kc_str_cmp(x->name, y->name);
+}
+
+static int svc_cache_list(kctrld_ctx *ctx, const char *api_version, const char *kind,
+                          const kctrld_list_opts *opts, kctrld_list **out) {
+  if (!out) return -EINVAL;
+  *out = NULL;
+  const char *ns = NULL, *seltext = NULL, *index = NULL, *value = NULL;
+  if (opts) {
+    size_t sz = opts->struct_size;
+    if (sz >= offsetof(kctrld_list_opts, namespace_) + sizeof(char *)) ns = opts->namespace_;
+    if (sz >= offsetof(kctrld_list_opts, label_selector) + sizeof(char *))
+      seltext = opts->label_selector;
+    if (sz >= offsetof(kctrld_list_opts, field_value) + sizeof(char *)) {
+      index = opts->field_index;
+      value = opts->field_value;
+    }
+  }
+  if (index && !value) return -EINVAL;
+  void *c = cache_of(ctx, api_version, kind);
+  if (!c) return -ENOTSUP;
+  const kc_label_selector *sel = NULL;
+  if (seltext && *seltext) {
+    int rc = selector_for(ctx, seltext, &sel);
+    if (rc < 0) return rc;
+  }
+  kc_obj_vec *vec = calloc(1, sizeof *vec);
+  if (!vec) return -ENOMEM;
+  int rc;
+  if (index) {
+    rc = backend.cache_by_index(c, index, kc_str_c(value), vec);
+    if (rc == -ENOENT) {
+      api_error(ctx, "no field index %s on the cache of %s %s", index, api_version, kind);
+      rc = -EINVAL;
+    }
+    if (rc >= 0 && (ns || sel)) { /* index results are few: filter in place */
+      kc_str want = cstr_or_absent(ns);
+      size_t j = 0;
+      for (size_t i = 0; i < vec->n; i++) {
+        kc_obj *o = vec->v[i];
+        if ((ns && !kc_str_eq(o->namespace_, want)) || (sel && !kc_label_selector_matches_obj(sel, o)))
+          kc_obj_unref(o);
+        else
+          vec->v[j++] = o;
+      }
+      vec->n = j;
+    }
+  } else {
+    rc = backend.cache_list(c, cstr_or_absent(ns), sel, vec);
+  }
+  if (rc < 0) {
+    kc_obj_vec_release(vec);
+    free(vec);
+    return rc;
+  }
+  if (vec->n > 1) qsort(vec->v, vec->n, sizeof vec->v[0], obj_cmp);
+  *out = (kctrld_list *)vec;
+  return 0;
+}
+
+static size_t svc_list_len(const kctrld_list *l) { return l ? ((const kc_obj_vec *)l)->n : 0; }
+
+static const kctrld_object *svc_list_item(const kctrld_list *l, size_t i) {
+  const kc_obj_vec *v = (const kc_obj_vec *)l;
+  return v && i < v->n ? (const kctrld_object *)v->v[i] : NULL;
+}
+
+static void svc_list_release(kctrld_list *l) {
+  if (!l) return;
+  kc_obj_vec_release((kc_obj_vec *)l);
+  free(l);
+}
+
+/* Objects are immutable; the refcount is the only thing that changes. */
+static const kctrld_object *svc_object_ref(const kctrld_object *o) {
+  if (o) kc_obj_ref((kc_obj *)(uintptr_t)o);
+  return o;
+}
+static void svc_object_release(const kctrld_object *o) { kc_obj_unref((kc_obj *)(uintptr_t)o); }
+
+/* ---- object fields ---- */
+
+static const kc_str absent;
+#define FIELD(o, f) ((o) ? S(O(o)->f) : S(absent))
+static kctrld_str svc_object_namespace(const kctrld_object *o) { return FIELD(o, namespace_); }
+static kctrld_str svc_object_name(const kctrld_object *o) { return FIELD(o, name); }
+static kctrld_str svc_object_uid(const kctrld_object *o) { return FIELD(o, uid); }
+static kctrld_str svc_object_resource_version(const kctrld_object *o) { return FIELD(o, resource_version); }
+static kctrld_str svc_object_api_version(const kctrld_object *o) { return FIELD(o, api_version); }
+static kctrld_str svc_object_kind(const kctrld_object *o) { return FIELD(o, kind); }
+static kctrld_str svc_object_creation_timestamp(const kctrld_object *o) { return FIELD(o, creation_timestamp); }
+#undef FIELD
+static int64_t svc_object_generation(const kctrld_object *o) { return o ? O(o)->generation : 0; }
+static bool svc_object_deleting(const kctrld_object *o) { return o && O(o)->deleting; }
+static kctrld_str svc_object_json(const kctrld_object *o) {
+  return o ? (kctrld_str){O(o)->json, O(o)->json_len} : S(absent);
+}
+
+static kctrld_str svc_object_label(const kctrld_object *o, const char *key) {
+  if (!o || !key) return S(absent);
+  return S(kc_obj_label(O(o), kc_str_c(key)));
+}
+
+static int svc_object_each_label(const kctrld_object *o,
+                                 bool (*cb)(kctrld_str key, kctrld_str value, void *ud), void *ud) {
+  if (!o || !cb) return 0;
+  int n = 0;
+  for (uint32_t i = 0; i < O(o)->nlabels; i++) {
+    n++;
+    if (!cb(S(O(o)->labels[i].key), S(O(o)->labels[i].value), ud)) break;
+  }
+  return n;
+}
+
+static kctrld_value V(const kc_json_value *v) { return (kctrld_value){(int)v->type, S(v->raw)}; }
+static kc_json_value KV(const kctrld_value *v) {
+  return (kc_json_value){(enum kc_json_type)v->type, {v->raw.ptr, v->raw.len}};
+}
+
+static int svc_object_get(const kctrld_object *o, const char *path, kctrld_value *out) {
+  if (!o || !path || !out) return -EINVAL;
+  kc_json_value v;
+  int rc = kc_obj_get(O(o), path, &v);
+  if (rc < 0) return rc;
+  *out = V(&v);
+  return 0;
+}
+
+struct each_ud {
+  bool (*cb)(const kctrld_value *v, void *ud);
+  void *ud;
+};
+
+static bool each_adapt(const kc_json_value *v, void *ud) {
+  struct each_ud *e = ud;
+  kctrld_value x = V(v);
+  return e->cb(&x, e->ud);
+}
+
+static int svc_object_each(const kctrld_object *o, const char *path,
+                           bool (*cb)(const kctrld_value *v, void *ud), void *ud) {
+  if (!o || !path || !cb) return -EINVAL;
+  struct each_ud e = {cb, ud};
+  return kc_obj_get_each(O(o), path, each_adapt, &e);
+}
+
+static int get_typed(const kctrld_object *o, const char *path, kc_json_value *v) {
+  if (!o || !path) return -EINVAL;
+  int rc = kc_obj_get(O(o), path, v);
+  if (rc < 0) return rc;
+  return v->type == KC_JSON_ABSENT ? -ENOENT : 0;
+}
+
+static int svc_object_string(const kctrld_object *o, const char *path, char *buf, size_t cap) {
+  kc_json_value v;
+  int rc = get_typed(o, path, &v);
+  return rc < 0 ? rc : kc_json_string(&v, buf, cap);
+}
+
+static int svc_object_int(const kctrld_object *o, const char *path, int64_t *out) {
+  kc_json_value v;
+  int rc = get_typed(o, path, &v);
+  if (rc < 0) return rc;
+  return v.type == KC_JSON_NUMBER ? kc_json_int64(&v, out) : -EINVAL;
+}
+
+static int svc_object_bool(const kctrld_object *o, const char *path, bool *out) {
+  kc_json_value v;
+  int rc = get_typed(o, path, &v);
+  if (rc < 0) return rc;
+  if (v.type != KC_JSON_BOOL) return -EINVAL;
+  *out = kc_json_true(&v);
+  return 0;
+}
+
+static int svc_value_get(const kctrld_value *v, const char *path, kctrld_value *out) {
+  if (!v || !path || !out) return -EINVAL;
+  if (v->type == KCTRLD_JSON_ABSENT) {
+    *out = (kctrld_value){KCTRLD_JSON_ABSENT, {NULL, 0}};
+    return 0;
+  }
+  kc_json_value r;
+  int rc = kc_json_get((kc_str){v->raw.ptr, v->raw.len}, path, &r);
+  if (rc < 0) return rc;
+  *out = V(&r);
+  return 0;
+}
+
+static int svc_value_string(const kctrld_value *v, char *buf, size_t cap) {
+  if (!v) return -EINVAL;
+  kc_json_value x = KV(v);
+  return kc_json_string(&x, buf, cap);
+}
+
+static int svc_value_int(const kctrld_value *v, int64_t *out) {
+  if (!v || v->type != KCTRLD_JSON_NUMBER) return -EINVAL;
+  kc_json_value x = KV(v);
+  return kc_json_int64(&x, out);
+}
+
+/* ---- API requests ---- */
+
+int kc_hostapi_map_status(const kc_api_status *st, bool json_patch) {
+  if (kc_api_is_not_found(st)) return -ENOENT;
+  if (kc_api_is_already_exists(st)) return -EEXIST;
+  if (kc_api_is_conflict(st)) return -ESTALE;
+  if (kc_api_is_invalid(st)) {
+    /* A failed "test" op of a JSON patch is optimistic concurrency. */
+    if (json_patch && strstr(st->message, "test failed")) return -ESTALE;
+    return -EINVAL;
+  }
+  if (st->code == 400 || !strcmp(st->reason, "BadRequest")) return -EINVAL;
+  if (kc_api_is_unauthorized(st) || kc_api_is_forbidden(st)) return -EACCES;
+  if (st->code == 504 || !strcmp(st->reason, "Timeout")) return -ETIMEDOUT;
+  if (kc_api_is_retryable(st)) return -EAGAIN;
+  return -EPROTO;
+}
+
+/* Builds the URL path of an object (name may be NULL: the collection). */
+static int object_path(kctrld_ctx *ctx, void *dd, const char *api_version, const char *kind,
+                       kc_str ns, kc_str name, const char *sub, sbuf *b) {
+  kc_resource_ref res;
+  if (!api_version || !*api_version || !kind || !*kind) {
+    api_error(ctx, "apiVersion and kind are required");
+    return -EINVAL;
+  }
+  if (backend.resource(dd, api_version, kind, &res) < 0) {
+    api_error(ctx, "the API server does not serve %s %s", api_version, kind);
+    return -ENOTSUP;
+  }
+  sb_str(b, res.api_path);
+  if (res.namespaced) {
+    if (!ns.len) {
+      api_error(ctx, "%s %s is namespaced: a namespace is required", api_version, kind);
+      return -EINVAL;
+    }
+    sb_str(b, "/namespaces/");
+    sb_segment(b, ns.ptr, ns.len);
+  }
+  sb_str(b, "/");
+  sb_str(b, res.resource);
+  if (name.ptr) {
+    if (!name.len) {
+      api_error(ctx, "a name is required");
+      return -EINVAL;
+    }
+    sb_str(b, "/");
+    sb_segment(b, name.ptr, name.len);
+  }
+  if (sub) {
+    sb_str(b, "/");
+    sb_str(b, sub);
+  }
+  return b->oom ? -ENOMEM : 0;
+}
+
+enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2 };
+
+/* Sends one request on the thread's worker; parses a 2xx body into *out
+ * when out is not NULL. */
+static int do_request(kctrld_ctx *ctx, void *dd, const char *method, const char *path,
+                      const char *content_type, const char *body, size_t len, int flags,
+                      const kctrld_object **out) {
+  if (out) *out = NULL;
+  if ((flags & REQ_WRITE) && !backend.may_write(dd)) {
+    api_error(ctx, "not the leader: %s %s refused", method, path);
+    return -EAGAIN;
+  }
+  kc_api *api = backend.api(dd);
+  struct thread_state *t = thread_state();
+  if (!t || !api) return -ENOMEM;
+  if (t->api != api || !t->worker) {
+    kc_api_worker_free(t->worker);
+    t->worker = NULL;
+    t->api = NULL;
+    int rc = kc_api_worker_new(api, &t->worker);
+    if (rc < 0) {
+      api_error(ctx, "cannot create an API worker: %s", strerror(-rc));
+      return rc;
+    }
+    t->api = api;
+  }
+  kc_api_response r;
+  int rc = kc_api_do(t->worker, method, path, content_type, body, len, KC_HOSTAPI_WRITE_TIMEOUT_MS,
+                     &r);
+  if (rc < 0) {
+    api_error(ctx, "%s %s: %s", method, path, r.status.message[0] ? r.status.message : strerror(-rc));
+    kc_warn(COMPONENT, "request failed method=%s path=%s error=\"%s\"", method, path, strerror(-rc));
+    return rc == -ETIMEDOUT || rc == -ETIME ? -ETIMEDOUT : -EAGAIN;
+  }
+  if (r.code >= 200 && r.code < 300) {
+    if (!out) return 0;
+    char err[160];
+    kc_obj *o = kc_obj_parse(r.body, r.body_len, NULL, err, sizeof err);
+    if (!o) {
+      api_error(ctx, "%s %s: unreadable response: %s", method, path, err);
+      return -EPROTO;
+    }
+    *out = (const kctrld_object *)o;
+    return 0;
+  }
+  int e = kc_hostapi_map_status(&r.status, flags & REQ_JSON_PATCH);
+  api_error(ctx, "%s", r.status.message[0] ? r.status.message : "request failed");
+  if (e == -ENOENT || e == -ESTALE || e == -EEXIST)
+    kc_debug(COMPONENT, "%s %s: code=%ld reason=%s", method, path, r.code, r.status.reason);
+  else
+    kc_warn(COMPONENT, "%s %s failed code=%ld reason=%s message=\"%s\"", method, path, r.code,
+            r.status.reason, r.status.message);
+  return e;
+}
+
+static void *data_of(kctrld_ctx *ctx) { return backend.ctx_data ? backend.ctx_data(ctx) : NULL; }
+
+/* C copies of an object's identity (from a parsed body). */
+static bool copy_slice(kc_str s, char *buf, size_t cap) {
+  if (s.len >= cap) return false;
+  if (s.len) memcpy(buf, s.ptr, s.len);
+  buf[s.len] = '\0';
+  return true;
+}
+
+/* POST/PUT of a whole object given as JSON. */
+static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, const char *json,
+                        size_t len, const kctrld_object **out) {
+  if (out) *out = NULL;
+  if (!json || !len) return -EINVAL;
+  void *dd = data_of(ctx);
+  if (!dd) return -EINVAL;
+  char err[160];
+  kc_obj *o = kc_obj_parse(json, len, NULL, err, sizeof err);
+  if (!o) {
+    api_error(ctx, "bad object JSON: %s", err);
+    return -EINVAL;
+  }
+  char av[256], kind[128];
+  if (!copy_slice(o->api_version, av, sizeof av) || !copy_slice(o->kind, kind, sizeof kind)) {
+    kc_obj_unref(o);
+    return -EINVAL;
+  }
+  bool create = strcmp(method, "POST") == 0;
+  if (!create && !o->name.len) {
+    kc_obj_unref(o);
+    api_error(ctx, "metadata.name is required");
+    return -EINVAL;
+  }
+  sbuf path = {0};
+  int rc = object_path(ctx, dd, av, kind, o->namespace_, create ? (kc_str){NULL, 0} : o->name, sub,
+                       &path);
+  kc_obj_unref(o);
+  if (rc == 0)
+    rc = do_request(ctx, dd, method, path.p, "application/json", json, len, REQ_WRITE, out);
+  free(path.p);
+  return rc;
+}
+
+static int svc_api_create(kctrld_ctx *ctx, const char *json, size_t len, const kctrld_object **out) {
+  return write_object(ctx, "POST", NULL, json, len, out);
+}
+static int svc_api_update(kctrld_ctx *ctx, const char *json, size_t len, const kctrld_object **out) {
+  return write_object(ctx, "PUT", NULL, json, len, out);
+}
+static int svc_api_update_status(kctrld_ctx *ctx, const char *json, size_t len,
+                                 const kctrld_object **out) {
+  return write_object(ctx, "PUT", "status", json, len, out);
+}
+
+static int ref_path(kctrld_ctx *ctx, void *dd, const kctrld_ref *ref, const char *sub, sbuf *b) {
+  if (!ref || !ref->name) return -EINVAL;
+  return object_path(ctx, dd, ref->api_version, ref->kind,
+                     kc_str_c(ref->namespace_ ? ref->namespace_ : ""), kc_str_c(ref->name), sub, b);
+}
+
+static int svc_api_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const char *patch,
+                         size_t len, bool status, const kctrld_object **out) {
+  if (out) *out = NULL;
+  const char *ct = type == KCTRLD_PATCH_MERGE  ? "application/merge-patch+json"
+                   : type == KCTRLD_PATCH_JSON ? "application/json-patch+json"
+                                               : NULL;
+  if (!ct || !patch || !len) return -EINVAL;
+  void *dd = data_of(ctx);
+  if (!dd) return -EINVAL;
+  sbuf path = {0};
+  int rc = ref_path(ctx, dd, ref, status ? "status" : NULL, &path);
+  if (rc == 0)
+    rc = do_request(ctx, dd, "PATCH", path.p, ct, patch, len,
+                    REQ_WRITE | (type == KCTRLD_PATCH_JSON ? REQ_JSON_PATCH : 0), out);
+  free(path.p);
+  return rc;
+}
+
+static int svc_api_delete(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_delete_opts *opts) {
+  void *dd = data_of(ctx);
+  if (!dd) return -EINVAL;
+  sbuf path = {0}, body = {0};
+  int rc = ref_path(ctx, dd, ref, NULL, &path);
+  if (rc < 0) goto out;
+  sb_str(&body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
+  if (opts) {
+    size_t sz = opts->struct_size;
+    const char *uid = sz >= offsetof(kctrld_delete_opts, precondition_uid) + sizeof(char *)
+                          ? opts->precondition_uid
+                          : NULL;
+    const char *rv =
+        sz >= offsetof(kctrld_delete_opts, precondition_resource_version) + sizeof(char *)
+            ? opts->precondition_resource_version
+            : NULL;
+    int prop = sz >= offsetof(kctrld_delete_opts, propagation) + sizeof(int) ? opts->propagation : 0;
+    int64_t grace = sz >= offsetof(kctrld_delete_opts, grace_period_seconds) + sizeof(int64_t)
+                        ? opts->grace_period_seconds
+                        : -1;
+    if ((uid && *uid) || (rv && *rv)) {
+      sb_str(&body, ",\"preconditions\":{");
+      if (uid && *uid) {
+        sb_str(&body, "\"uid\":");
+        sb_json(&body, uid, strlen(uid));
+      }
+      if (rv && *rv) {
+        sb_str(&body, uid && *uid ? ",\"resourceVersion\":" : "\"resourceVersion\":");
+        sb_json(&body, rv, strlen(rv));
+      }
+      sb_str(&body, "}");
+    }
+    static const char *const policies[] = {NULL, "Background", "Foreground", "Orphan"};
+    if (prop < 0 || prop > KCTRLD_PROPAGATION_ORPHAN) {
+      rc = -EINVAL;
+      goto out;
+    }
+    if (policies[prop]) sb_printf(&body, ",\"propagationPolicy\":\"%s\"", policies[prop]);
+    if (grace >= 0) sb_printf(&body, ",\"gracePeriodSeconds\":%" PRId64, grace);
+  }
+  sb_str(&body, "}");
+  if (body.oom) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  rc = do_request(ctx, dd, "DELETE", path.p, "application/json", body.p, body.n, REQ_WRITE, NULL);
+out:
+  free(path.p);
+  free(body.p);
+  return rc;
+}
+
+static int svc_api_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
+  if (!out) return -EINVAL;
+  *out = NULL;
+  void *dd = data_of(ctx);
+  if (!dd) return -EINVAL;
+  sbuf path = {0};
+  int rc = ref_path(ctx, dd, ref, NULL, &path);
+  if (rc == 0) rc = do_request(ctx, dd, "GET", path.p, NULL, NULL, 0, 0, out);
+  free(path.p);
+  return rc;
+}
+
+/* ---- Events ---- */
+
+static atomic_uint_fast64_t event_seq;
+
+static int svc_event(kctrld_ctx *ctx, const kctrld_object *regarding, int type, const char *reason,
+                     const char *message) {
+  if (!regarding || !reason || !*reason) return -EINVAL;
+  void *dd = data_of(ctx);
+  if (!dd) return -EINVAL;
+  const kc_obj *o = O(regarding);
+  if (!o->name.len) return -EINVAL;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  struct tm tm;
+  gmtime_r(&now.tv_sec, &tm);
+  char ts[32];
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  /* client-go names Events "<object>.<unix nanoseconds in hex>"; the
+   * sequence keeps two Events of one nanosecond apart. */
+  uint64_t suffix = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec +
+                    atomic_fetch_add(&event_seq, 1);
+  kc_str ns = o->namespace_.len ? o->namespace_ : kc_str_c("default");
+  sbuf b = {0}, path = {0};
+  sb_str(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"");
+  /* Object names are DNS names (no JSON escaping); keep the Event name
+   * within the 253 bytes of a DNS subdomain. */
+  sb_add(&b, o->name.ptr, o->name.len > 236 ? 236 : o->name.len);
+  sb_printf(&b, ".%" PRIx64 "\",\"namespace\":", suffix);
+  sb_json(&b, ns.ptr, ns.len);
+  sb_str(&b, "},\"involvedObject\":{");
+  if (o->api_version.len) {
+    sb_str(&b, "\"apiVersion\":");
+    sb_json(&b, o->api_version.ptr, o->api_version.len);
+    sb_str(&b, ",");
+  }
+  if (o->kind.len) {
+    sb_str(&b, "\"kind\":");
+    sb_json(&b, o->kind.ptr, o->kind.len);
+    sb_str(&b, ",");
+  }
+  if (o->namespace_.len) {
+    sb_str(&b, "\"namespace\":");
+    sb_json(&b, o->namespace_.ptr, o->namespace_.len);
+    sb_str(&b, ",");
+  }
+  if (o->uid.len) {
+    sb_str(&b, "\"uid\":");
+    sb_json(&b, o->uid.ptr, o->uid.len);
+    sb_str(&b, ",");
+  }
+  if (o->resource_version.len) {
+    sb_str(&b, "\"resourceVersion\":");
+    sb_json(&b, o->resource_version.ptr, o->resource_version.len);
+    sb_str(&b, ",");
+  }
+  sb_str(&b, "\"name\":");
+  sb_json(&b, o->name.ptr, o->name.len);
+  sb_str(&b, "},\"reason\":");
+  sb_json(&b, reason, strlen(reason));
+  sb_str(&b, ",\"message\":");
+  sb_json(&b, message ? message : "", message ? strlen(message) : 0);
+  sb_printf(&b,
+            ",\"type\":\"%s\",\"source\":{\"component\":\"kctrld\"},"
+            "\"reportingComponent\":\"kctrld\",\"firstTimestamp\":\"%s\","
+            "\"lastTimestamp\":\"%s\",\"count\":1}",
+            type == KCTRLD_EVENT_WARNING ? "Warning" : "Normal", ts, ts);
+  sb_str(&path, "/api/v1/namespaces/");
+  sb_segment(&path, ns.ptr, ns.len);
+  sb_str(&path, "/events");
+  int rc = b.oom || path.oom ? -ENOMEM
+                             : do_request(ctx, dd, "POST", path.p, "application/json", b.p, b.n,
+                                          REQ_WRITE, NULL);
+  free(b.p);
+  free(path.p);
+  return rc;
+}
+
+/* ---- installation ---- */
+
+static const struct kc_host_services services_table = {
+#define KC_SVC(m) .m = svc_##m,
+    KC_SERVICE_MEMBERS(KC_SVC)
+#undef KC_SVC
+        .event = svc_event,
+};
+
+const struct kc_host_services *kc_hostapi_services(void) { return &services_table; }
+
+void kc_hostapi_install_backend(const kc_hostapi_backend *b) {
+  backend = *b;
+  kc_plugin_host_set_services(&services_table);
+}
+
+/* The daemon backend. */
+static void *d_cache_for(void *dd, const char *av, const char *kind) {
+  return kc_daemon_informer_for(dd, av, kind);
+}
+static kc_obj *d_cache_get(void *c, kc_str ns, kc_str name) { return kc_informer_get(c, ns, name); }
+static int d_cache_list(void *c, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out) {
+  return kc_informer_list(c, ns, sel, out);
+}
+static int d_cache_by_index(void *c, const char *index, kc_str value, kc_obj_vec *out) {
+  return kc_informer_by_index(c, index, value, out);
+}
+static int d_resource(void *dd, const char *av, const char *kind, kc_resource_ref *out) {
+  return kc_daemon_resource(dd, av, kind, out);
+}
+static kc_api *d_api(void *dd) { return kc_daemon_api(dd); }
+static bool d_may_write(void *dd) { return kc_daemon_may_write(dd); }
+static void d_ctx_error(kctrld_ctx *ctx, const char *msg) { kc_ctx_set_api_error(ctx, "%s", msg); }
+
+void kc_hostapi_install(void) {
+  const kc_hostapi_backend b = {
+      .cache_for = d_cache_for,
+      .cache_get = d_cache_get,
+      .cache_list = d_cache_list,
+      .cache_by_index = d_cache_by_index,
+      .resource = d_resource,
+      .api = d_api,
+      .may_write = d_may_write,
+      .ctx_data = kc_ctx_daemon_data,
+      .ctx_error = d_ctx_error,
+  };
+  kc_hostapi_install_backend(&b);
+}
