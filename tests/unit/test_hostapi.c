@@ -1,0 +1,624 @@
+/* Unit tests for daemon/hostapi: settings over a YAML tree, object accessors
+ * on real fixtures, cache get/list through a fake backend holding real
+ * stores (namespace, selector, field index, order), and every API write
+ * against a local HTTP server (paths, methods, content types, bodies, the
+ * errno mapping, api error messages, refusal while not leading, Events). */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "hostapi.h"
+#include "mini_server.h"
+
+#define FIX "../shared/fixtures/objects/"
+
+/* ---- fake daemon ---- */
+
+struct fake {
+  kc_store *pods;
+  kc_store *cms;
+  kc_api *api;
+  atomic_bool may_write;
+};
+
+struct fake_ctx {
+  struct fake *f;
+  char error[512];
+};
+
+static struct fake F;
+static struct fake_ctx CTX = {&F, ""};
+#define ctx ((kctrld_ctx *)&CTX)
+
+static void *f_cache_for(void *dd, const char *av, const char *kind) {
+  struct fake *f = dd;
+  if (!strcmp(av, "v1") && !strcmp(kind, "Pod")) return f->pods;
+  if (!strcmp(av, "v1") && !strcmp(kind, "ConfigMap")) return f->cms;
+  return NULL;
+}
+static kc_obj *f_get(void *c, kc_str ns, kc_str name) { return kc_store_get(c, ns, name); }
+static int f_list(void *c, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out) {
+  return kc_store_list(c, ns, sel, out);
+}
+static int f_by_index(void *c, const char *index, kc_str value, kc_obj_vec *out) {
+  return kc_store_by_index(c, index, value, out);
+}
+static int f_resource(void *dd, const char *av, const char *kind, kc_resource_ref *out) {
+  if (!strcmp(av, "v1") && !strcmp(kind, "Pod")) *out = (kc_resource_ref){"/api/v1", "pods", true};
+  else if (!strcmp(av, "v1") && !strcmp(kind, "Namespace"))
+    *out = (kc_resource_ref){"/api/v1", "namespaces", false};
+  else if (!strcmp(av, "demo.kctrld.io/v1") && !strcmp(kind, "PodSet"))
+    *out = (kc_resource_ref){"/apis/demo.kctrld.io/v1", "podsets", true};
+  else return -ENOENT;
+  return 0;
+}
+static kc_api *f_api(void *dd) { return ((struct fake *)dd)->api; }
+static bool f_may_write(void *dd) { return atomic_load(&((struct fake *)dd)->may_write); }
+static void *f_ctx_data(const kctrld_ctx *c) { return ((const struct fake_ctx *)c)->f; }
+static void f_ctx_error(kctrld_ctx *c, const char *msg) {
+  snprintf(((struct fake_ctx *)c)->error, sizeof CTX.error, "%s", msg);
+}
+
+static const kc_hostapi_backend fake_backend = {f_cache_for, f_get,       f_list,     f_by_index, f_resource,
+                                                f_api,       f_may_write, f_ctx_data, f_ctx_error};
+
+static const struct kc_host_services *svc;
+
+/* ---- the HTTP server: records the last request, answers as told ---- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_method[16], last_path[512], last_ct[128], last_body[8192];
+static int reply_status = 200;
+static const char *reply_body = "{}";
+static mini_server *srv;
+static char server_url[64];
+
+static void handler(const mini_server_request *rq, mini_server_reply *r, void *ud) {
+  pthread_mutex_lock(&mu);
+  snprintf(last_method, sizeof last_method, "%s", rq->method);
+  snprintf(last_path, sizeof last_path, "%s", rq->path);
+  const char *ct = mini_server_header(rq, "Content-Type");
+  snprintf(last_ct, sizeof last_ct, "%s", ct ? ct : "");
+  snprintf(last_body, sizeof last_body, "%s", rq->body ? rq->body : "");
+  r->status = reply_status;
+  r->body = reply_body;
+  pthread_mutex_unlock(&mu);
+}
+
+static void answer(int status, const char *body) {
+  pthread_mutex_lock(&mu);
+  reply_status = status;
+  reply_body = body;
+  last_method[0] = last_path[0] = last_ct[0] = last_body[0] = '\0';
+  pthread_mutex_unlock(&mu);
+}
+
+static kc_obj *parse(const char *json) {
+  char err[128];
+  kc_obj *o = kc_obj_parse(json, strlen(json), NULL, err, sizeof err);
+  if (!o) fail_msg("parse: %s", err);
+  return o;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strdup(buf);
+}
+
+static kc_obj *fixture(const char *name) {
+  char path[256];
+  snprintf(path, sizeof path, FIX "%s", name);
+  char *text = slurp(path);
+  if (!text) fail_msg("fixture %s missing (run from the repository root)", path);
+  kc_obj *o = parse(text);
+  free(text);
+  return o;
+}
+
+static kc_obj *pod(const char *ns, const char *name, const char *labels, const char *node) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\","
+           "\"uid\":\"uid-%s\",\"resourceVersion\":\"7\",\"labels\":%s},\"spec\":{\"nodeName\":\"%s\"}}",
+           ns, name, name, labels, node);
+  return parse(json);
+}
+
+static int setup(void **state) {
+  static const kc_store_index_spec idx[] = {{"byNode", "spec.nodeName"}};
+  F.pods = kc_store_new(idx, 1);
+  F.cms = kc_store_new(NULL, 0);
+  if (!F.pods || !F.cms) return -1;
+  kc_obj *objs[] = {
+      pod("b", "p3", "{\"app\":\"web\",\"tier\":\"fe\"}", "n1"),
+      pod("a", "p2", "{\"app\":\"web\"}", "n1"),
+      pod("a", "p1", "{\"app\":\"web\",\"tier\":\"fe\"}", "n2"),
+      pod("a", "p0", "{\"app\":\"db\"}", "n1"),
+  };
+  for (size_t i = 0; i < 4; i++) {
+    if (kc_store_upsert(F.pods, objs[i], NULL) < 0) return -1;
+    kc_obj_unref(objs[i]);
+  }
+  srv = mini_server_start(handler, NULL, NULL, NULL);
+  if (!srv) return -1;
+  snprintf(server_url, sizeof server_url, "http://127.0.0.1:%d", mini_server_port(srv));
+  kc_kube_creds creds = {.server = server_url, .token = "t"};
+  if (kc_api_new(NULL, &creds, &F.api) < 0) return -1;
+  atomic_store(&F.may_write, true);
+  kc_hostapi_install_backend(&fake_backend);
+  svc = kc_hostapi_services();
+  return 0;
+}
+
+static int teardown(void **state) {
+  kc_hostapi_thread_cleanup();
+  kc_api_close(F.api);
+  mini_server_stop(srv);
+  kc_store_free(F.pods);
+  kc_store_free(F.cms);
+  return 0;
+}
+
+/* ---- settings ---- */
+
+static void test_settings(void **state) {
+  static const char yaml[] = "greeting: hello\n"
+                             "replicas: 3\n"
+                             "neg: -12\n"
+                             "huge: 99999999999999999999\n"
+                             "on: true\n"
+                             "off: False\n"
+                             "yes: yes\n"
+                             "wait: 1h30m\n"
+                             "short: 250ms\n"
+                             "bare: 15\n"
+                             "bad: soon\n"
+                             "nothing: ~\n"
+                             "\"dotted.key\": v\n"
+                             "kinds:\n"
+                             "  - {apiVersion: v1, kind: ConfigMap}\n"
+                             "  - {apiVersion: apps/v1, kind: Deployment, extra: [1, 2, 3]}\n";
+  kc_yaml_doc *doc;
+  char err[256];
+  assert_int_equal(kc_yaml_load_buffer("<t>", yaml, sizeof yaml - 1, &doc, err, sizeof err), 0);
+  const kctrld_settings *s = kc_hostapi_settings(kc_yaml_root(doc));
+  const char *str;
+  int64_t i;
+  bool b;
+  size_t n;
+  assert_int_equal(svc->settings_string(s, "greeting", &str), 0);
+  assert_string_equal(str, "hello");
+  assert_int_equal(svc->settings_string(s, "kinds[1].kind", &str), 0);
+  assert_string_equal(str, "Deployment");
+  assert_int_equal(svc->settings_string(s, "[\"dotted.key\"]", &str), 0);
+  assert_string_equal(str, "v");
+  assert_int_equal(svc->settings_string(s, "missing", &str), -ENOENT);
+  assert_int_equal(svc->settings_string(s, "kinds[2].kind", &str), -ENOENT);
+  assert_int_equal(svc->settings_string(s, "nothing", &str), -ENOENT);
+  assert_int_equal(svc->settings_string(s, "kinds", &str), -EINVAL);
+  assert_int_equal(svc->settings_string(s, "a..b", &str), -EINVAL);
+  assert_int_equal(svc->settings_string(s, "kinds[x]", &str), -EINVAL);
+  assert_int_equal(svc->settings_string(s, ".a", &str), -EINVAL);
+  assert_int_equal(svc->settings_int(s, "replicas", &i), 0);
+  assert_int_equal(i, 3);
+  assert_int_equal(svc->settings_int(s, "neg", &i), 0);
+  assert_int_equal(i, -12);
+  assert_int_equal(svc->settings_int(s, "huge", &i), -ERANGE);
+  assert_int_equal(svc->settings_int(s, "greeting", &i), -EINVAL);
+  assert_int_equal(svc->settings_int(s, "kinds[1].extra[2]", &i), 0);
+  assert_int_equal(i, 3);
+  assert_int_equal(svc->settings_bool(s, "on", &b), 0);
+  assert_true(b);
+  assert_int_equal(svc->settings_bool(s, "off", &b), 0);
+  assert_false(b);
+  assert_int_equal(svc->settings_bool(s, "yes", &b), -EINVAL);
+  assert_int_equal(svc->settings_duration_ms(s, "wait", &i), 0);
+  assert_int_equal(i, 5400000);
+  assert_int_equal(svc->settings_duration_ms(s, "short", &i), 0);
+  assert_int_equal(i, 250);
+  assert_int_equal(svc->settings_duration_ms(s, "bare", &i), 0);
+  assert_int_equal(i, 15000);
+  assert_int_equal(svc->settings_duration_ms(s, "bad", &i), -EINVAL);
+  assert_int_equal(svc->settings_len(s, "kinds", &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(svc->settings_len(s, "kinds[0]", &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(svc->settings_len(s, "greeting", &n), -EINVAL);
+  assert_int_equal(svc->settings_len(s, "nope", &n), -ENOENT);
+  /* No settings at all. */
+  assert_int_equal(svc->settings_string(NULL, "greeting", &str), -ENOENT);
+  assert_int_equal(svc->settings_len(NULL, "kinds", &n), -ENOENT);
+  kc_yaml_free(doc);
+}
+
+/* ---- object accessors ---- */
+
+static bool count_label(kctrld_str k, kctrld_str v, void *ud) {
+  (*(int *)ud)++;
+  return true;
+}
+
+struct names {
+  char v[8][64];
+  int n;
+};
+
+static bool collect(const kctrld_value *v, void *ud) {
+  struct names *s = ud;
+  assert_true(svc->value_string(v, s->v[s->n], sizeof s->v[0]) > 0);
+  s->n++;
+  return true;
+}
+
+static void test_object_fields(void **state) {
+  kc_obj *o = fixture("pod-k8s-openapi-coredns.json");
+  const kctrld_object *obj = (const kctrld_object *)o;
+  kctrld_str s = svc->object_name(obj);
+  assert_int_equal(s.len, strlen("coredns-55cb58b774-8mcpn"));
+  assert_memory_equal(s.ptr, "coredns-55cb58b774-8mcpn", s.len);
+  s = svc->object_namespace(obj);
+  assert_memory_equal(s.ptr, "kube-system", s.len);
+  s = svc->object_uid(obj);
+  assert_memory_equal(s.ptr, "a89692bf-270a-4317-b995-1c97720191a9", s.len);
+  s = svc->object_resource_version(obj);
+  assert_memory_equal(s.ptr, "454", s.len);
+  s = svc->object_kind(obj);
+  assert_memory_equal(s.ptr, "Pod", s.len);
+  s = svc->object_api_version(obj);
+  assert_memory_equal(s.ptr, "v1", s.len);
+  s = svc->object_creation_timestamp(obj);
+  assert_memory_equal(s.ptr, "2024-09-12T06:20:57Z", s.len);
+  assert_int_equal(svc->object_generation(obj), 0);
+  assert_false(svc->object_deleting(obj));
+  s = svc->object_label(obj, "k8s-app");
+  assert_int_equal(s.len, 8);
+  assert_memory_equal(s.ptr, "kube-dns", 8);
+  assert_null(svc->object_label(obj, "nope").ptr);
+  int nl = 0;
+  assert_int_equal(svc->object_each_label(obj, count_label, &nl), 2);
+  assert_int_equal(nl, 2);
+  s = svc->object_json(obj);
+  assert_int_equal(s.len, o->json_len);
+  kctrld_value v;
+  assert_int_equal(svc->object_get(obj, "spec.containers[0].name", &v), 0);
+  assert_int_equal(v.type, KCTRLD_JSON_STRING);
+  assert_int_equal(svc->object_get(obj, "spec.nope", &v), 0);
+  assert_int_equal(v.type, KCTRLD_JSON_ABSENT);
+  assert_int_equal(svc->object_get(obj, "spec.containers[", &v), -EINVAL);
+  char buf[64];
+  assert_int_equal(svc->object_string(obj, "spec.containers[0].name", buf, sizeof buf), 7);
+  assert_string_equal(buf, "coredns");
+  assert_int_equal(svc->object_string(obj, "spec.containers[0].name", buf, 4), -ENOSPC);
+  assert_int_equal(svc->object_string(obj, "spec.nope", buf, sizeof buf), -ENOENT);
+  assert_int_equal(svc->object_string(obj, "spec.containers", buf, sizeof buf), -EINVAL);
+  int64_t i;
+  assert_int_equal(svc->object_int(obj, "spec.volumes[0].configMap.defaultMode", &i), 0);
+  assert_int_equal(i, 420);
+  assert_int_equal(svc->object_int(obj, "spec.nodeName", &i), -EINVAL);
+  assert_int_equal(svc->object_int(obj, "spec.nope", &i), -ENOENT);
+  bool b;
+  assert_int_equal(svc->object_bool(obj, "spec.containers[0].securityContext.readOnlyRootFilesystem", &b), 0);
+  assert_true(b);
+  assert_int_equal(svc->object_bool(obj, "spec.nodeName", &b), -EINVAL);
+  /* [] paths: every configMap referenced by volumes, also projected ones. */
+  struct names cm = {0};
+  assert_int_equal(svc->object_each(obj, "spec.volumes[].configMap.name", collect, &cm), 1);
+  assert_int_equal(svc->object_each(obj, "spec.volumes[].projected.sources[].configMap.name", collect, &cm), 1);
+  assert_string_equal(cm.v[0], "coredns");
+  assert_string_equal(cm.v[1], "kube-root-ca.crt");
+  /* value_get relative to a value. */
+  assert_int_equal(svc->object_get(obj, "spec.containers[0]", &v), 0);
+  kctrld_value img;
+  assert_int_equal(svc->value_get(&v, "image", &img), 0);
+  assert_true(svc->value_string(&img, buf, sizeof buf) > 0);
+  assert_string_equal(buf, "registry.k8s.io/coredns/coredns:v1.11.3");
+  assert_int_equal(svc->value_int(&img, &i), -EINVAL);
+  /* References. */
+  assert_ptr_equal(svc->object_ref(obj), obj);
+  assert_int_equal(atomic_load(&o->refs), 2);
+  svc->object_release(obj);
+  svc->object_release(obj);
+  svc->object_release(NULL);
+}
+
+/* ---- cache ---- */
+
+static void expect_names(const kctrld_list *l, const char *const *want, size_t n) {
+  assert_int_equal(svc->list_len(l), n);
+  for (size_t i = 0; i < n; i++) {
+    const kctrld_object *o = svc->list_item(l, i);
+    char key[128];
+    kctrld_str ns = svc->object_namespace(o), nm = svc->object_name(o);
+    snprintf(key, sizeof key, "%.*s/%.*s", (int)ns.len, ns.ptr, (int)nm.len, nm.ptr);
+    assert_string_equal(key, want[i]);
+  }
+  assert_null(svc->list_item(l, n));
+}
+
+static void test_cache(void **state) {
+  const kctrld_object *o = NULL;
+  kctrld_ref ref = {"v1", "Pod", "a", "p1"};
+  assert_int_equal(svc->cache_get(ctx, &ref, &o), 0);
+  assert_memory_equal(svc->object_name(o).ptr, "p1", 2);
+  svc->object_release(o);
+  ref.name = "p3";
+  assert_int_equal(svc->cache_get(ctx, &ref, &o), -ENOENT);
+  kctrld_ref other = {"v1", "Secret", "a", "x"};
+  assert_int_equal(svc->cache_get(ctx, &other, &o), -ENOTSUP);
+
+  kctrld_list *l = NULL;
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", NULL, &l), 0);
+  expect_names(l, (const char *const[]){"a/p0", "a/p1", "a/p2", "b/p3"}, 4);
+  svc->list_release(l);
+
+  kctrld_list_opts opts = {.struct_size = sizeof opts, .namespace_ = "a", .label_selector = "app=web"};
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &opts, &l), 0);
+  expect_names(l, (const char *const[]){"a/p1", "a/p2"}, 2);
+  svc->list_release(l);
+  /* Same selector again (per-thread cache), another namespace. */
+  opts.namespace_ = "b";
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &opts, &l), 0);
+  expect_names(l, (const char *const[]){"b/p3"}, 1);
+  svc->list_release(l);
+  opts.namespace_ = NULL;
+  opts.label_selector = "tier in (fe),app!=db";
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &opts, &l), 0);
+  expect_names(l, (const char *const[]){"a/p1", "b/p3"}, 2);
+  svc->list_release(l);
+
+  /* Field index, then namespace and selector filters. */
+  kctrld_list_opts io = {.struct_size = sizeof io, .field_index = "byNode", .field_value = "n1"};
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &io, &l), 0);
+  expect_names(l, (const char *const[]){"a/p0", "a/p2", "b/p3"}, 3);
+  svc->list_release(l);
+  io.namespace_ = "a";
+  io.label_selector = "app=web";
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &io, &l), 0);
+  expect_names(l, (const char *const[]){"a/p2"}, 1);
+  svc->list_release(l);
+
+  /* Errors. */
+  io.field_index = "byNothing";
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &io, &l), -EINVAL);
+  assert_non_null(strstr(CTX.error, "byNothing"));
+  assert_null(l);
+  kctrld_list_opts bad = {.struct_size = sizeof bad, .label_selector = "a=b,"};
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &bad, &l), -EINVAL);
+  assert_non_null(strstr(CTX.error, "a=b,"));
+  assert_int_equal(svc->cache_list(ctx, "v1", "Secret", NULL, &l), -ENOTSUP);
+  /* An old plugin's smaller options struct: only namespace_ is read. */
+  kctrld_list_opts old = {.struct_size = offsetof(kctrld_list_opts, label_selector), .namespace_ = "b",
+                          .label_selector = "a=b,"};
+  assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &old, &l), 0);
+  expect_names(l, (const char *const[]){"b/p3"}, 1);
+  svc->list_release(l);
+  svc->list_release(NULL);
+}
+
+/* ---- API writes ---- */
+
+static const char pod_json[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\","
+                               "\"name\":\"web-1\",\"resourceVersion\":\"5\"},\"spec\":{}}";
+static const char pod_reply[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\","
+                                "\"name\":\"web-1\",\"uid\":\"u1\",\"resourceVersion\":\"6\"},\"spec\":{}}";
+
+/* Copies under the lock, asserts outside it (a failed assert longjmps). */
+static void expect_request(const char *method, const char *path, const char *ct) {
+  char m[16], p[512], c[128];
+  pthread_mutex_lock(&mu);
+  memcpy(m, last_method, sizeof m);
+  memcpy(p, last_path, sizeof p);
+  memcpy(c, last_ct, sizeof c);
+  pthread_mutex_unlock(&mu);
+  assert_string_equal(m, method);
+  assert_string_equal(p, path);
+  if (ct) assert_string_equal(c, ct);
+}
+
+static void test_writes(void **state) {
+  const kctrld_object *out = NULL;
+  answer(201, pod_reply);
+  assert_int_equal(svc->api_create(ctx, pod_json, strlen(pod_json), &out), 0);
+  expect_request("POST", "/api/v1/namespaces/ns/pods", "application/json");
+  assert_string_equal(last_body, pod_json);
+  assert_non_null(out);
+  assert_memory_equal(svc->object_resource_version(out).ptr, "6", 1);
+  svc->object_release(out);
+
+  answer(200, pod_reply);
+  assert_int_equal(svc->api_update(ctx, pod_json, strlen(pod_json), NULL), 0);
+  expect_request("PUT", "/api/v1/namespaces/ns/pods/web-1", "application/json");
+  assert_int_equal(svc->api_update_status(ctx, pod_json, strlen(pod_json), &out), 0);
+  expect_request("PUT", "/api/v1/namespaces/ns/pods/web-1/status", "application/json");
+  svc->object_release(out);
+
+  kctrld_ref ps = {"demo.kctrld.io/v1", "PodSet", "ns", "web"};
+  const char mp[] = "{\"status\":{\"replicas\":3}}";
+  assert_int_equal(svc->api_patch(ctx, &ps, KCTRLD_PATCH_MERGE, mp, strlen(mp), true, NULL), 0);
+  expect_request("PATCH", "/apis/demo.kctrld.io/v1/namespaces/ns/podsets/web/status",
+                 "application/merge-patch+json");
+  assert_string_equal(last_body, mp);
+  const char jp[] = "[{\"op\":\"remove\",\"path\":\"/metadata/finalizers/0\"}]";
+  assert_int_equal(svc->api_patch(ctx, &ps, KCTRLD_PATCH_JSON, jp, strlen(jp), false, NULL), 0);
+  expect_request("PATCH", "/apis/demo.kctrld.io/v1/namespaces/ns/podsets/web", "application/json-patch+json");
+  assert_int_equal(svc->api_patch(ctx, &ps, 9, jp, strlen(jp), false, NULL), -EINVAL);
+
+  /* Cluster-scoped path; names are escaped. */
+  kctrld_ref nsref = {"v1", "Namespace", NULL, "a b"};
+  assert_int_equal(svc->api_get(ctx, &nsref, &out), 0);
+  expect_request("GET", "/api/v1/namespaces/a b", NULL); /* sent as a%20b, decoded by the server */
+  svc->object_release(out);
+
+  answer(200, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Success\"}");
+  kctrld_ref pr = {"v1", "Pod", "ns", "web-1"};
+  kctrld_delete_opts o = {.struct_size = sizeof o,
+                          .precondition_uid = "u1",
+                          .precondition_resource_version = "6",
+                          .propagation = KCTRLD_PROPAGATION_FOREGROUND,
+                          .grace_period_seconds = 0};
+  assert_int_equal(svc->api_delete(ctx, &pr, &o), 0);
+  expect_request("DELETE", "/api/v1/namespaces/ns/pods/web-1", "application/json");
+  assert_string_equal(last_body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"preconditions\":{\"uid\":\"u1\","
+                                 "\"resourceVersion\":\"6\"},\"propagationPolicy\":\"Foreground\","
+                                 "\"gracePeriodSeconds\":0}");
+  assert_int_equal(svc->api_delete(ctx, &pr, NULL), 0);
+  assert_string_equal(last_body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"}");
+
+  /* Bad input never reaches the server. */
+  answer(200, "{}");
+  kctrld_ref nons = {"v1", "Pod", NULL, "x"};
+  assert_int_equal(svc->api_delete(ctx, &nons, NULL), -EINVAL);
+  assert_non_null(strstr(CTX.error, "namespaced"));
+  kctrld_ref unknown = {"v9", "Thing", "ns", "x"};
+  assert_int_equal(svc->api_get(ctx, &unknown, &out), -ENOTSUP);
+  assert_int_equal(svc->api_create(ctx, "{nope", 5, NULL), -EINVAL);
+  assert_string_equal(last_method, "");
+}
+
+struct mapping {
+  int status;
+  const char *body;
+  int patch_type;
+  int want;
+};
+
+static void test_error_mapping(void **state) {
+  static const struct mapping cases[] = {
+      {409, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409,\"message\":\"the object has been modified\"}", 0, -ESTALE},
+      {409, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"AlreadyExists\",\"code\":409,\"message\":\"exists\"}", 0, -EEXIST},
+      {404, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404,\"message\":\"pods \\\"x\\\" not found\"}", 0, -ENOENT},
+      {404, "404 page not found", 0, -ENOENT},
+      {422, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Invalid\",\"code\":422,\"message\":\"testing value /metadata/resourceVersion failed: test failed\"}", KCTRLD_PATCH_JSON, -ESTALE},
+      {422, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Invalid\",\"code\":422,\"message\":\"spec.replicas: Invalid value\"}", KCTRLD_PATCH_MERGE, -EINVAL},
+      {400, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"BadRequest\",\"code\":400,\"message\":\"bad\"}", 0, -EINVAL},
+      {403, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Forbidden\",\"code\":403,\"message\":\"forbidden\"}", 0, -EACCES},
+      {401, "", 0, -EACCES},
+      {429, "Too many requests, please try again later.", 0, -EAGAIN},
+      {500, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"InternalError\",\"code\":500,\"message\":\"boom\"}", 0, -EAGAIN},
+      {503, "", 0, -EAGAIN},
+      {504, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Timeout\",\"code\":504,\"message\":\"slow\"}", 0, -ETIMEDOUT},
+      {415, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"UnsupportedMediaType\",\"code\":415,\"message\":\"no\"}", 0, -EPROTO},
+  };
+  kctrld_ref ps = {"demo.kctrld.io/v1", "PodSet", "ns", "web"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    answer(cases[i].status, cases[i].body);
+    CTX.error[0] = '\0';
+    int rc = cases[i].patch_type ? svc->api_patch(ctx, &ps, cases[i].patch_type, "{}", 2, false, NULL)
+                                 : svc->api_update(ctx, pod_json, strlen(pod_json), NULL);
+    if (rc != cases[i].want) fail_msg("case %zu (HTTP %d): got %d, want %d", i, cases[i].status, rc, cases[i].want);
+    assert_true(CTX.error[0] != '\0');
+  }
+  answer(409, cases[0].body);
+  assert_int_equal(svc->api_update(ctx, pod_json, strlen(pod_json), NULL), -ESTALE);
+  assert_string_equal(CTX.error, "the object has been modified");
+}
+
+static void test_not_leader(void **state) {
+  atomic_store(&F.may_write, false);
+  answer(200, pod_reply);
+  unsigned before = mini_server_requests(srv);
+  kctrld_ref pr = {"v1", "Pod", "ns", "web-1"};
+  assert_int_equal(svc->api_create(ctx, pod_json, strlen(pod_json), NULL), -EAGAIN);
+  assert_non_null(strstr(CTX.error, "not the leader"));
+  assert_int_equal(svc->api_delete(ctx, &pr, NULL), -EAGAIN);
+  kc_obj *p1 = kc_store_get(F.pods, kc_str_c("a"), kc_str_c("p1"));
+  assert_int_equal(svc->event(ctx, (const kctrld_object *)p1, KCTRLD_EVENT_NORMAL, "R", "m"), -EAGAIN);
+  kc_obj_unref(p1);
+  assert_int_equal(mini_server_requests(srv), before);
+  /* Reads still work. */
+  const kctrld_object *out = NULL;
+  assert_int_equal(svc->api_get(ctx, &pr, &out), 0);
+  svc->object_release(out);
+  atomic_store(&F.may_write, true);
+}
+
+static void test_event(void **state) {
+  answer(201, "{}");
+  kc_obj *o = fixture("deployment-k9s.json");
+  assert_int_equal(svc->event(ctx, (const kctrld_object *)o, KCTRLD_EVENT_WARNING, "InvalidTTL",
+                              "value \"soon\"\nis bad"),
+                   0);
+  expect_request("POST", "/api/v1/namespaces/icx/events", "application/json");
+  kc_obj *ev = parse(last_body);
+  char buf[256];
+  kc_json_value v;
+  assert_true(kc_str_eq_c(ev->kind, "Event") && kc_str_eq_c(ev->api_version, "v1"));
+  assert_true(kc_str_eq_c(ev->namespace_, "icx"));
+  assert_int_equal(strncmp(ev->name.ptr, "icx-db.", 7), 0);
+  assert_true(ev->name.len > 7 + 8);
+  static const char *const want[][2] = {
+      {"involvedObject.kind", "Deployment"},
+      {"involvedObject.apiVersion", "apps/v1"},
+      {"involvedObject.name", "icx-db"},
+      {"involvedObject.namespace", "icx"},
+      {"involvedObject.uid", "6f6143bc-a5f3-11e9-990f-42010a800218"},
+      {"reason", "InvalidTTL"},
+      {"message", "value \"soon\"\nis bad"},
+      {"type", "Warning"},
+      {"source.component", "kctrld"},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    assert_int_equal(kc_obj_get(ev, want[i][0], &v), 0);
+    assert_true(kc_json_string(&v, buf, sizeof buf) >= 0);
+    assert_string_equal(buf, want[i][1]);
+  }
+  int64_t count;
+  assert_int_equal(kc_obj_get(ev, "count", &v), 0);
+  assert_int_equal(kc_json_int64(&v, &count), 0);
+  assert_int_equal(count, 1);
+  assert_int_equal(kc_obj_get(ev, "firstTimestamp", &v), 0);
+  assert_int_equal(kc_json_string(&v, buf, sizeof buf), 20);
+  assert_int_equal(kc_obj_get(ev, "lastTimestamp", &v), 0);
+  kc_obj_unref(ev);
+  /* Two events about one object get distinct names. */
+  char first[sizeof last_body];
+  memcpy(first, last_body, sizeof first);
+  assert_int_equal(svc->event(ctx, (const kctrld_object *)o, KCTRLD_EVENT_NORMAL, "R", "m"), 0);
+  assert_string_not_equal(first, last_body);
+  assert_int_equal(svc->event(ctx, (const kctrld_object *)o, KCTRLD_EVENT_NORMAL, "", "m"), -EINVAL);
+  kc_obj_unref(o);
+}
+
+/* Worker threads each get their own API worker, freed at thread exit. */
+static void *writer(void *arg) {
+  struct fake_ctx c = {&F, ""};
+  for (int i = 0; i < 20; i++) {
+    const kctrld_object *out = NULL;
+    if (svc->api_get((kctrld_ctx *)&c, &(kctrld_ref){"v1", "Pod", "ns", "web-1"}, &out) != 0) return (void *)1;
+    svc->object_release(out);
+  }
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  answer(200, pod_reply);
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, writer, NULL), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    assert_int_equal(pthread_join(t[i], &r), 0);
+    assert_null(r);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_settings),    cmocka_unit_test(test_object_fields), cmocka_unit_test(test_cache),
+      cmocka_unit_test(test_writes),      cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_not_leader),
+      cmocka_unit_test(test_event),       cmocka_unit_test(test_threads),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
