@@ -191,6 +191,17 @@ int kc_obj_builder_start_map(kc_obj_builder *b);
 int kc_obj_builder_end_map(kc_obj_builder *b);
 int kc_obj_builder_start_array(kc_obj_builder *b);
 int kc_obj_builder_end_array(kc_obj_builder *b);
+/* Raw mode, for the streaming decoder: instead of re-emitting tokens, the
+ * builder copies the object's text from the input as received (the API
+ * server sends compact JSON), cutting dropped members out. Call before
+ * yajl_parse() with the handle whose callbacks feed this builder and the
+ * chunk being parsed, and kc_obj_builder_input_end() after it returned OK.
+ * The first call switches the builder to raw mode for good. In raw mode the
+ * identity/label slices are the text as sent (escapes included). */
+struct yajl_handle_t;
+void kc_obj_builder_input(kc_obj_builder *b, struct yajl_handle_t *h, const char *chunk,
+                          size_t len);
+int kc_obj_builder_input_end(kc_obj_builder *b);
 /* True once the root object has closed. */
 bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */
