@@ -364,15 +364,18 @@ static inline int put_ch(kc_obj_builder *b, char c) {
   return 0;
 }
 
+/* JSON whitespace as yajl accepts it (it also takes \v and \f). */
+static inline bool is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f';
+}
+
 /* Raw mode: copies input up to `upto` (an offset in the current chunk). */
 static int flush(kc_obj_builder *b, size_t upto) {
   if (!b->in || upto > b->in_len) upto = b->in_len;
   size_t from = b->copy_from;
   if (from >= upto) return 0;
   if (b->strip_comma) {
-    while (from < upto && (b->in[from] == ' ' || b->in[from] == '\n' || b->in[from] == '\r' ||
-                           b->in[from] == '\t'))
-      from++;
+    while (from < upto && is_ws(b->in[from])) from++;
     if (from < upto) {
       if (b->in[from] == ',') from++;
       b->strip_comma = false;
@@ -418,9 +421,7 @@ static int raw_drop_key(kc_obj_builder *b) {
   if (flush(b, pos(b))) return b->rc;
   if (b->len < 2 || b->out[b->len - 1] != '"') return fail(b, -EBADMSG, "raw text out of step");
   size_t w = open_quote(b);
-  while (w > 0 && (b->out[w - 1] == ' ' || b->out[w - 1] == '\n' || b->out[w - 1] == '\r' ||
-                   b->out[w - 1] == '\t'))
-    w--;
+  while (w > 0 && is_ws(b->out[w - 1])) w--;
   if (w > 0 && b->out[w - 1] == ',') {
     b->len = w - 1;
   } else {
@@ -961,7 +962,7 @@ kc_str kc_obj_label(const kc_obj *obj, kc_str key) {
  * not valid JSON it returns "absent" rather than failing. */
 
 static const char *ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  while (p < end && is_ws(*p)) p++;
   return p;
 }
 
@@ -1002,9 +1003,7 @@ static const char *skip_value(const char *p, const char *end) {
     return NULL;
   }
   const char *s = p;
-  while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
-         *p != '\t' && *p != '\r')
-    p++;
+  while (p < end && *p != ',' && *p != '}' && *p != ']' && !is_ws(*p)) p++;
   return p > s ? p : NULL;
 }
 

@@ -36,6 +36,19 @@ static int on_item(void *ud, kc_obj *o) {
     }
     kc_json_value v;
     if (kc_obj_get(o, "metadata.ownerReferences[0].uid", &v) != 0) abort();
+    /* The raw text (cuts included) must be valid JSON that yields the same
+     * identity, labels and size once minified. */
+    char err[128];
+    kc_obj *m = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);
+    if (!m) abort();
+    if (m->nlabels != o->nlabels || m->json_len > o->json_len) abort();
+    if (!memchr(o->name.ptr ? o->name.ptr : "", '\\', o->name.len) && !kc_str_eq(m->name, o->name))
+      abort();
+    bool plain = true; /* no escapes, no whitespace: minifying changes nothing */
+    for (uint32_t i = 0; i < o->json_len && plain; i++)
+      plain = o->json[i] != 0 && !strchr("\\ \t\n\r\v\f", o->json[i]);
+    if (plain && (m->json_len != o->json_len || memcmp(m->json, o->json, o->json_len))) abort();
+    kc_obj_unref(m);
   }
   return 0;
 }

@@ -338,6 +338,16 @@ static void test_watch_raw_cuts(void **state) {
   assert_string_equal(r2.objs[0]->json, "{}");
   assert_string_equal(r2.objs[1]->json, "{}");
   rec_free(&r2);
+  /* yajl also takes \v and \f as whitespace (found by fuzzing). */
+  r2.keep = true;
+  const char *t3 = "{\"type\":\"ADDED\",\"object\":{\"a\":1,\v\f\"status\"\f:\v2\v,\f\"b\":\v3}}";
+  assert_int_equal(run(KC_DECODE_WATCH, &tt, t3, strlen(t3), 0, 1, &r2, err, sizeof err), 0);
+  assert_string_equal(r2.objs[0]->json, "{\"a\":1\v,\f\"b\":\v3}");
+  kc_json_value v;
+  assert_int_equal(kc_obj_get(r2.objs[0], "b", &v), 0);
+  assert_int_equal(v.type, KC_JSON_NUMBER);
+  assert_int_equal(v.raw.len, 1);
+  rec_free(&r2);
   kc_obj_unref(want);
   rec_free(&ref);
   free(text);
