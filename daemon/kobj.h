@@ -1,7 +1,10 @@
 /* kobj: one cached Kubernetes object, immutable once built, reference counted.
  *
  * Representation (docs/design.md "Objects"): one allocation holding a small
- * header and the object's minified JSON text (NUL-terminated). The identity
+ * header, the sorted labels and the object's JSON text (NUL-terminated):
+ * minified when built by kc_obj_parse, the bytes as received (minus dropped
+ * members) when built by the streaming decoder (decode.h); the API server
+ * sends compact JSON, so both are about the wire size. The identity
  * fields (namespace, name, uid, resourceVersion, ...) and the labels are
  * slices into that text, found once when the object is built. Memory per
  * cached object is therefore its JSON size plus ~100 bytes plus 16 bytes per
@@ -60,7 +63,7 @@ typedef struct kc_obj {
   bool deleting;        /* metadata.deletionTimestamp is set */
   uint32_t nlabels;
   const kc_label *labels; /* sorted by key (bytewise), inside this allocation */
-  char json[];          /* minified JSON of the object as stored */
+  char json[];          /* JSON text of the object as stored (see above) */
 } kc_obj;
 
 /* Which paths to leave out when building objects (informer `transform:`).
