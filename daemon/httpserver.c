@@ -347,9 +347,9 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   uv_timer_start(&s->heartbeat, on_heartbeat, s->heartbeat_ms, s->heartbeat_ms);
   s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                                 MHD_USE_ERROR_LOG,
-                            0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-                            MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+                            0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, 32u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
   if (!s->mhd) {
     kc_error("httpserver", "libmicrohttpd refused to start on %s", opts->bind);
     close(fd);
@@ -357,7 +357,7 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
     kc_httpserver_close(s);
     return -EIO;
   }
-  kc_info("httpserver", "serving /metrics /healthz /readyz /debug/informers on %s port=%u", opts->bind,
+  kc_info("httpserver", "serving /metrics /healthz /readyz /debug/informers bind=%s port=%u", opts->bind,
           (unsigned)s->port);
   *out = s;
   return 0;
