@@ -122,7 +122,7 @@ typedef struct inf_desc {
 } inf_desc;
 
 static void describe(const kc_ops_view *v, size_t i, inf_desc *d) {
-  const kc_informer_spec *s = v->specs ? &v->specs[i] : NULL;
+  const kc_informer_spec *s = v->specs ? v->specs[i] : NULL;
   kc_informer *inf = v->informers[i];
   if (!s && inf) s = kc_informer_spec_get(inf);
   if (s && s->name)
@@ -259,7 +259,7 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
   kc_mbuf_append(out, "[", 1);
   for (size_t i = 0; i < v->ninformers; i++) {
     kc_informer *inf = v->informers[i];
-    const kc_informer_spec *s = v->specs ? &v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
+    const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
     kc_informer_stats st = {0};
     if (inf) kc_informer_stats_get(inf, &st);
     kc_mbuf_puts(out, i ? ",\n {" : "\n {");
@@ -306,7 +306,7 @@ bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) {
   }
   for (size_t i = 0; i < v->ninformers; i++) {
     kc_informer *inf = v->informers[i];
-    const kc_informer_spec *s = v->specs ? &v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
+    const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
     if (!inf || !kc_informer_synced(inf)) {
       snprintf(why, cap, "informer %s %s: %s", s ? s->api_version : "?", s ? s->kind : "?",
                inf ? "cache not synced yet" : "kind not discovered yet");
@@ -427,11 +427,13 @@ fail:
 uint16_t kc_ops_port(const kc_ops *ops) { return ops ? kc_httpserver_port(ops->http) : 0; }
 
 void kc_ops_reloading(kc_ops *ops) {
+  if (!ops) return;
   ops->reloading = true;
   kc_notify_reloading(ops->notify, "reloading configuration");
 }
 
 void kc_ops_reloaded(kc_ops *ops, const char *outcome) {
+  if (!ops) return;
   ops->reloading = false;
   kc_ops_view v;
   get_view(ops, &v);
@@ -442,6 +444,7 @@ void kc_ops_reloaded(kc_ops *ops, const char *outcome) {
 }
 
 void kc_ops_stopping(kc_ops *ops) {
+  if (!ops) return;
   ops->stopping = true;
   kc_notify_stopping(ops->notify, "stopping: finishing in-flight reconciles");
 }

@@ -23,6 +23,7 @@
  * synchronously, so that queue IS the per-listener backlog.
  *
  * Context: loop thread only, every function. Errors: 0 or a negative errno.
+ * kc_ops_reloading/reloaded/stopping/close accept NULL (no-op).
  * Ownership: views borrow the daemon's objects for the call only.
  */
 #ifndef KC_OPS_H
@@ -44,7 +45,7 @@ typedef struct kc_ops_view {
   /* Config informers (may be NULL); informers[] runs parallel to it, with
    * NULL for an informer not created yet (kind not discovered). Controller
    * specs index informers by this position. */
-  const kc_informer_spec *specs;
+  const kc_informer_spec *const *specs;
   kc_informer *const *informers;
   size_t ninformers;
   kc_controller *const *controllers; /* NULL entries are skipped */
