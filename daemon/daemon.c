@@ -29,6 +29,7 @@
 #include "controller.h"
 #include "discovery.h"
 #include "kubeconfig.h"
+#include "ops.h"
 #include "plugin_host.h"
 
 typedef struct kind_slot {
@@ -76,6 +77,13 @@ struct kc_daemon {
   uv_timer_t tick;
   atomic_bool may_write;
   bool stopping;
+  /* Metrics, health endpoints and sd_notify (daemon/ops.h); the arrays are
+   * scratch space for the view, rebuilt on each request. */
+  kc_ops *ops;
+  const kc_informer_spec **ops_specs;
+  kc_informer **ops_informers;
+  kc_controller **ops_controllers;
+  size_t ops_cap_informers, ops_cap_controllers;
 };
 
 /* --- registry (any thread) -------------------------------------------------- */
@@ -366,6 +374,7 @@ static void apply_reload(kc_daemon *d) {
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
   kc_info("daemon", "reload applied");
+  kc_ops_reloaded(d->ops, "reload applied");
 done:
   kc_config_diff_free(d->reload_diff);
   d->reload_diff = NULL;
@@ -441,6 +450,8 @@ static void finish_shutdown(kc_daemon *d) {
   d->discovery = NULL;
   kc_api_close(d->api);
   d->api = NULL;
+  kc_ops_close(d->ops);
+  d->ops = NULL;
   uv_close((uv_handle_t *)&d->tick, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_int, on_closed_noop);
@@ -458,6 +469,7 @@ static void on_shutdown_poll(uv_timer_t *t) {
 static void begin_shutdown(kc_daemon *d, const char *why) {
   if (d->stopping) return;
   d->stopping = true;
+  kc_ops_stopping(d->ops);
   kc_info("daemon", "%s: stopping (in-flight reconciles get up to %lld ms)", why,
           (long long)d->cfg->shutdown_timeout_ms);
   /* Writes stay allowed while in-flight reconciles drain. */
@@ -474,10 +486,58 @@ static void begin_shutdown(kc_daemon *d, const char *why) {
 static void on_signal(uv_signal_t *s, int signum) {
   kc_daemon *d = s->data;
   if (signum == SIGHUP) {
-    if (!d->stopping) reload(d);
+    if (d->stopping) return;
+    const kc_config *before = d->cfg;
+    bool pending = d->reload_cfg != NULL;
+    if (!pending) kc_ops_reloading(d->ops);
+    reload(d);
+    /* Applied asynchronously (apply_reload says so), or already settled. */
+    if (!pending && !d->reload_cfg)
+      kc_ops_reloaded(d->ops, d->cfg != before ? "reload applied"
+                                               : "reload rejected or config unchanged (see the log)");
     return;
   }
   begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* --- ops: metrics, health endpoints, systemd notifications ------------------------ */
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  void *p = realloc(*arr, need * elem);
+  if (!p) return false;
+  *arr = p;
+  *cap = need;
+  return true;
+}
+
+/* Loop thread: what kc_ops reads (see ops.h). Leader election fills
+ * lease_name/leading/standby/leader once it exists. */
+static void ops_view(void *ud, kc_ops_view *v) {
+  kc_daemon *d = ud;
+  size_t ci = d->ops_cap_informers;
+  if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
+      !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
+      !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers))
+    return; /* empty view: metrics show nothing rather than garbage */
+  for (size_t i = 0; i < d->nkinds; i++) {
+    d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
+    d->ops_informers[i] = d->kinds[i] ? d->kinds[i]->informer : NULL;
+  }
+  for (size_t i = 0; i < d->nctls; i++) d->ops_controllers[i] = d->ctls[i].ctl;
+  v->specs = d->ops_specs;
+  v->informers = d->ops_informers;
+  v->ninformers = d->nkinds;
+  v->controllers = d->ops_controllers;
+  v->ncontrollers = d->nctls;
+  v->stopping = d->stopping;
+}
+
+static int ops_start(kc_daemon *d) {
+  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind};
+  int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
+  if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
+  return rc;
 }
 
 /* --- run ---------------------------------------------------------------------- */
@@ -491,6 +551,9 @@ static void free_daemon(kc_daemon *d) {
   free(d->retired);
   kc_config_free(d->reload_cfg);
   kc_config_diff_free(d->reload_diff);
+  free(d->ops_specs);
+  free(d->ops_informers);
+  free(d->ops_controllers);
   kc_kube_creds_free(d->creds);
   kc_config_free(d->cfg);
   pthread_rwlock_destroy(&d->registry_lock);
@@ -554,6 +617,11 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   uv_signal_start(&d->sig_term, on_signal, SIGTERM);
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
   uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
+  if (ops_start(d) < 0) {
+    begin_shutdown(d, "startup failed");
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    goto out;
+  }
   uv_timer_start(&d->tick, on_tick, 0, 1000);
   uv_run(&d->loop, UV_RUN_DEFAULT);
   code = 0;
