@@ -141,8 +141,9 @@ fuzz-run: $(FUZZ_BIN)
 install: $(B)/kctrld $(PLUGIN_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kctrld \
 	  $(DESTDIR)$(PREFIX)/lib/kctrld/plugins $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system \
-	  $(DESTDIR)/etc/kctrld
+	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -d -m 0750 $(DESTDIR)/etc/kctrld
+	-chgrp kctrld $(DESTDIR)/etc/kctrld 2>/dev/null # the group exists once sysusers ran
 	install -m 0755 $(B)/kctrld $(DESTDIR)$(PREFIX)/bin/kctrld
 	install -m 0644 include/kctrld/*.h $(DESTDIR)$(PREFIX)/include/kctrld/
 	$(if $(PLUGIN_SO),install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/kctrld/plugins/)
@@ -151,6 +152,9 @@ install: $(B)/kctrld $(PLUGIN_SO)
 	install -m 0644 config/*.yaml $(DESTDIR)$(PREFIX)/share/kctrld/examples/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' systemd/kctrld.service.in \
 	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/kctrld.service
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/share/doc/kctrld
+	install -m 0644 systemd/kctrld.sysusers.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/kctrld.conf
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kctrld/
 	test -e $(DESTDIR)/etc/kctrld/kctrld.yaml || \
 	  install -m 0640 config/kctrld.example.yaml $(DESTDIR)/etc/kctrld/kctrld.yaml
 

@@ -73,6 +73,7 @@ struct kc_daemon {
   kc_config *reload_cfg; /* validated, waiting for controllers to drain */
   kc_config_diff *reload_diff;
   size_t reload_waiting;
+  char reload_error[512];
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick;
   atomic_bool may_write;
@@ -83,7 +84,8 @@ struct kc_daemon {
   const kc_informer_spec **ops_specs;
   kc_informer **ops_informers;
   kc_controller **ops_controllers;
-  size_t ops_cap_informers, ops_cap_controllers;
+  const kc_reconcile_histogram **ops_histograms;
+  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms;
 };
 
 /* --- registry (any thread) -------------------------------------------------- */
@@ -388,22 +390,28 @@ static void on_reload_controller_stopped(void *ud) {
   if (--d->reload_waiting == 0 && !d->stopping) apply_reload(d);
 }
 
-static void reload(kc_daemon *d) {
+/* Returns 1 when the reload was applied or is being applied (apply_reload
+ * reports the outcome), 0 when the config is unchanged, -1 when rejected
+ * (the reason is in d->reload_error). */
+static int reload(kc_daemon *d) {
+  d->reload_error[0] = 0;
   if (d->reload_cfg) {
     kc_warn("daemon", "SIGHUP: a reload is already in progress");
-    return;
+    return 1;
   }
   char err[4096];
   kc_config *nc = NULL;
   if (kc_config_load_file(d->opts.config_path, &nc, err, sizeof err) < 0) {
     kc_error("config", "reload rejected, keeping the running config: %s", err);
-    return;
+    snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: %.400s", err);
+    return -1;
   }
   kc_config_diff *diff = NULL;
   if (kc_config_compare(d->cfg, nc, &diff) < 0) {
     kc_error("daemon", "reload: cannot compare configs (out of memory)");
+    snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: out of memory");
     kc_config_free(nc);
-    return;
+    return -1;
   }
   char summary[1024];
   kc_config_diff_summary(diff, d->cfg, nc, summary, sizeof summary);
@@ -411,7 +419,7 @@ static void reload(kc_daemon *d) {
     kc_info("daemon", "SIGHUP: config unchanged");
     kc_config_diff_free(diff);
     kc_config_free(nc);
-    return;
+    return 0;
   }
   kc_info("daemon", "SIGHUP: applying %s", summary);
   if (diff->global & (KC_GLOBAL_KUBECONFIG | KC_GLOBAL_LEADER_ELECTION | KC_GLOBAL_METRICS))
@@ -429,6 +437,7 @@ static void reload(kc_daemon *d) {
     cs->ctl = NULL;
   }
   if (d->reload_waiting == 0) apply_reload(d);
+  return 1;
 }
 
 /* --- shutdown ----------------------------------------------------------------- */
@@ -487,14 +496,15 @@ static void on_signal(uv_signal_t *s, int signum) {
   kc_daemon *d = s->data;
   if (signum == SIGHUP) {
     if (d->stopping) return;
-    const kc_config *before = d->cfg;
-    bool pending = d->reload_cfg != NULL;
-    if (!pending) kc_ops_reloading(d->ops);
-    reload(d);
-    /* Applied asynchronously (apply_reload says so), or already settled. */
-    if (!pending && !d->reload_cfg)
-      kc_ops_reloaded(d->ops, d->cfg != before ? "reload applied"
-                                               : "reload rejected or config unchanged (see the log)");
+    if (d->reload_cfg) {
+      kc_warn("daemon", "SIGHUP: a reload is already in progress");
+      return;
+    }
+    kc_ops_reloading(d->ops);
+    int rc = reload(d);
+    /* rc 1: apply_reload reports the outcome (now or once controllers drained). */
+    if (rc == 0) kc_ops_reloaded(d->ops, "config unchanged");
+    if (rc < 0) kc_ops_reloaded(d->ops, d->reload_error);
     return;
   }
   begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -518,13 +528,18 @@ static void ops_view(void *ud, kc_ops_view *v) {
   size_t ci = d->ops_cap_informers;
   if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
       !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
+      !grow((void **)&d->ops_histograms, &d->ops_cap_histograms, d->nctls, sizeof *d->ops_histograms) ||
       !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers))
     return; /* empty view: metrics show nothing rather than garbage */
   for (size_t i = 0; i < d->nkinds; i++) {
     d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
     d->ops_informers[i] = d->kinds[i] ? d->kinds[i]->informer : NULL;
   }
-  for (size_t i = 0; i < d->nctls; i++) d->ops_controllers[i] = d->ctls[i].ctl;
+  for (size_t i = 0; i < d->nctls; i++) {
+    d->ops_controllers[i] = d->ctls[i].ctl;
+    d->ops_histograms[i] = d->ctls[i].ctl ? kc_controller_reconcile_histogram(d->ctls[i].ctl) : NULL;
+  }
+  v->reconcile_histograms = d->ops_histograms;
   v->specs = d->ops_specs;
   v->informers = d->ops_informers;
   v->ninformers = d->nkinds;
@@ -554,6 +569,7 @@ static void free_daemon(kc_daemon *d) {
   free(d->ops_specs);
   free(d->ops_informers);
   free(d->ops_controllers);
+  free(d->ops_histograms);
   kc_kube_creds_free(d->creds);
   kc_config_free(d->cfg);
   pthread_rwlock_destroy(&d->registry_lock);
