@@ -18,6 +18,7 @@
 #include "controller.h"
 #include "discovery.h"
 #include "kubeconfig.h"
+#include "leader.h"
 #include "plugin_host.h"
 
 typedef struct kind_slot {
@@ -46,6 +47,8 @@ struct kc_daemon {
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick;
   atomic_bool may_write;
+  kc_leader *leader;         /* NULL when leader election is off */
+  bool leading;              /* loop view: controllers may be active */
   bool stopping;
   int exit_code;
 };
@@ -92,7 +95,11 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
 }
 
 kc_api *kc_daemon_api(kc_daemon *d) { return d->api; }
-bool kc_daemon_may_write(const kc_daemon *d) { return atomic_load(&d->may_write); }
+bool kc_daemon_may_write(const kc_daemon *d) {
+  /* kc_leader_is_leader also checks the renew deadline against the clock, so
+   * a worker that runs before the loop noticed the loss is refused too. */
+  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
+}
 
 /* --- discovery ---------------------------------------------------------------- */
 
@@ -184,9 +191,61 @@ static void on_tick(uv_timer_t *t) {
       d->instances[i] = NULL; /* owned by the controller now */
       d->controllers_alive++;
     }
-    if (d->controllers[i] && informers_ready(d, cs, true))
+    if (d->controllers[i] && (!d->leader || d->leading) && informers_ready(d, cs, true))
       kc_controller_set_active(d->controllers[i], true);
   }
+}
+
+/* --- leader election (wired by wt/leader; see daemon/leader.h) --------------- */
+
+static void on_started_leading(void *ud) {
+  kc_daemon *d = ud;
+  if (d->stopping) return;
+  d->leading = true;
+  atomic_store(&d->may_write, true);
+  on_tick(&d->tick); /* activate synced controllers now, not at the next tick */
+}
+
+static void on_stopped_leading(void *ud) {
+  kc_daemon *d = ud;
+  /* Writes are already refused (kc_leader_is_leader is false); stop
+   * dispatching. Informers keep running for a fast takeover. */
+  atomic_store(&d->may_write, false);
+  d->leading = false;
+  for (size_t i = 0; i < d->cfg->ncontrollers; i++)
+    if (d->controllers[i]) kc_controller_set_active(d->controllers[i], false);
+}
+
+static int leader_start(kc_daemon *d) {
+  if (!d->cfg->leader_election.enabled) {
+    atomic_store(&d->may_write, true);
+    return 0;
+  }
+  atomic_store(&d->may_write, false);
+  kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL};
+  int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->opts.identity, &cb, d,
+                         &d->leader);
+  if (rc == 0) rc = kc_leader_start(d->leader);
+  if (rc < 0) {
+    kc_error("daemon", "leader election: cannot start: %s", strerror(-rc));
+    kc_leader_close(d->leader);
+    d->leader = NULL;
+  }
+  return rc;
+}
+
+static void finish_shutdown(kc_daemon *d);
+
+static void on_finish_tick(uv_timer_t *t) { finish_shutdown(t->data); }
+
+static void on_lease_released(int err, void *ud) {
+  kc_daemon *d = ud;
+  if (err < 0) kc_warn("daemon", "lease not released: %s", strerror(-err));
+  kc_leader_close(d->leader);
+  d->leader = NULL;
+  /* We are inside an API call's callback: close the API client from the
+   * loop, not from here. */
+  uv_timer_start(&d->tick, on_finish_tick, 0, 0);
 }
 
 /* --- shutdown ----------------------------------------------------------------- */
@@ -213,6 +272,10 @@ static void on_shutdown_poll(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->controllers_alive == 0) {
     uv_timer_stop(t);
+    /* All guarded work stopped: hand the Lease over at once. */
+    if (d->leader && kc_leader_release(d->leader, on_lease_released, d) == 0) return;
+    kc_leader_close(d->leader);
+    d->leader = NULL;
     finish_shutdown(d);
   }
 }
@@ -299,7 +362,6 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     uv_run(&d->loop, UV_RUN_DEFAULT);
     goto out_loop;
   }
-  atomic_store(&d->may_write, true); /* leader election: see issue 6 */
   if (load_plugins(d) < 0) {
     for (size_t i = 0; i < nc; i++) kc_plugin_instance_free(d->instances[i]);
     kc_discovery_free(d->discovery);
@@ -317,8 +379,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
   uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
   uv_timer_start(&d->tick, on_tick, 0, 1000);
+  if (leader_start(d) < 0) {
+    d->exit_code = 1;
+    begin_shutdown(d, "leader election");
+  }
   uv_run(&d->loop, UV_RUN_DEFAULT);
-  code = 0;
+  code = d->exit_code;
   for (size_t i = 0; i < nc; i++) kc_plugin_instance_free(d->instances[i]);
 out_loop:
   if (uv_loop_close(&d->loop) != 0) kc_warn("daemon", "event loop still had open handles at exit");
