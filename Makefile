@@ -57,7 +57,7 @@ PLUGIN_DIRS := $(patsubst %/,%,$(dir $(wildcard plugins/*/*.c)))
 PLUGIN_NAMES := $(sort $(notdir $(PLUGIN_DIRS)))
 PLUGIN_SO  := $(PLUGIN_NAMES:%=$(B)/plugins/%.so)
 
-.PHONY: all test check unit demo bench fuzz install format lint clean deps tsan asan
+.PHONY: all test check unit demo bench fuzz fuzz-run install format lint clean deps tsan asan
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN)
 
 $(B)/obj/%.o: %.c
@@ -84,6 +84,8 @@ $(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libkctrld.a
 
 # Plugins: every .c in plugins/NAME/ becomes NAME.so. Position independent,
 # only kctrld_plugin_entry exported (the header marks it visible).
+.SECONDARY:
+.DELETE_ON_ERROR:
 .SECONDEXPANSION:
 $(B)/plugins/%.so: $$(patsubst %.c,$(B)/pic/%.o,$$(wildcard plugins/%/*.c))
 	@mkdir -p $(dir $@)
@@ -109,10 +111,14 @@ check: test
 unit: all
 	@bash tests/run-tests --unit-only
 
-demo: deps all
+# Recursive make after deps: pkg-config flags are read when make starts, so a
+# fresh machine must install the libraries before the build is planned.
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 
-bench: all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	@bash tests/bench/run-bench
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
@@ -123,7 +129,9 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Idaemon -Iinclude $(PKG_CFLAGS) \
 build-fuzz/%: tests/fuzz/%.c $(DAEMON_SRC)
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
-fuzz: deps $(FUZZ_BIN)
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-run
+fuzz-run: $(FUZZ_BIN)
 	@set -e; for f in $(FUZZ_BIN); do \
 	  n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
