@@ -6,14 +6,12 @@ object on the simulator is the witness: who holds it, leaseTransitions,
 and whether anybody still writes it (resourceVersion). Log lines are used
 only where the Lease cannot show it (a process's own view of leadership).
 """
-import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from taplib import BUILD, Apisim, Skip, run_tests, wait_for  # noqa: E402
@@ -23,19 +21,8 @@ NS, NAME = "default", "kctrld-test"
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (NS, NAME)
 
 
-def http(sim, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(sim.url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, None
-
-
 def lease(sim):
-    code, obj = http(sim, "GET", LEASE_PATH)
+    code, obj = sim.json("GET", LEASE_PATH)
     return obj if code == 200 else None
 
 
@@ -205,9 +192,7 @@ def renewal_fault(fault):
         try:
             wait_for(lambda: holder(sim) == "replica-a", timeout=10, what="acquire")
             before = lease(sim)
-            code, _ = http(sim, "POST", "/_apisim/faults",
-                           dict(fault, method="PUT", pathPrefix=LEASE_PATH, count=-1))
-            assert code == 200
+            sim.control("POST", "faults", dict(fault, method="PUT", pathPrefix=LEASE_PATH, count=-1))
             t0 = time.monotonic()
             last_rv, t_last = before["metadata"]["resourceVersion"], t0
             while "leadership lost" not in a.log():
@@ -222,7 +207,7 @@ def renewal_fault(fault):
             # at the renew deadline after the last renewal: before the lease
             # (3 s) could expire for anybody else
             assert RD - RP - 0.3 <= lost_after <= RD + 0.3, lost_after
-            http(sim, "DELETE", "/_apisim/faults")
+            sim.control("DELETE", "faults")
             wait_for(lambda: a.log().count("acquired identity=replica-a") == 2, timeout=5,
                      what="re-acquire")
             after = lease(sim)
