@@ -29,6 +29,7 @@
 #include "controller.h"
 #include "discovery.h"
 #include "kubeconfig.h"
+#include "leader.h"
 #include "ops.h"
 #include "plugin_host.h"
 
@@ -77,7 +78,10 @@ struct kc_daemon {
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick;
   atomic_bool may_write;
+  kc_leader *leader; /* NULL when leader election is off */
+  bool leading;      /* loop view: controllers may be active */
   bool stopping;
+  int exit_code;
   /* Metrics, health endpoints and sd_notify (daemon/ops.h); the arrays are
    * scratch space for the view, rebuilt on each request. */
   kc_ops *ops;
@@ -86,6 +90,7 @@ struct kc_daemon {
   kc_controller **ops_controllers;
   const kc_reconcile_histogram **ops_histograms;
   size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms;
+  char ops_lease_name[256];
 };
 
 /* --- registry (any thread) -------------------------------------------------- */
@@ -141,7 +146,11 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
 }
 
 kc_api *kc_daemon_api(kc_daemon *d) { return d->api; }
-bool kc_daemon_may_write(const kc_daemon *d) { return atomic_load(&d->may_write); }
+bool kc_daemon_may_write(const kc_daemon *d) {
+  /* kc_leader_is_leader also checks the renew deadline against the clock, so
+   * a worker that runs before the loop noticed the loss is refused too. */
+  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
+}
 
 /* --- discovery ---------------------------------------------------------------- */
 
@@ -257,7 +266,8 @@ static void on_tick(uv_timer_t *t) {
       cs->inst = NULL; /* owned by the controller now */
       d->controllers_alive++;
     }
-    if (cs->ctl && informers_ready(d, cs->spec, true)) kc_controller_set_active(cs->ctl, true);
+    if (cs->ctl && (!d->leader || d->leading) && informers_ready(d, cs->spec, true))
+      kc_controller_set_active(cs->ctl, true);
   }
 }
 
@@ -440,6 +450,58 @@ static int reload(kc_daemon *d) {
   return 1;
 }
 
+/* --- leader election (wired by wt/leader; see daemon/leader.h) --------------- */
+
+static void on_started_leading(void *ud) {
+  kc_daemon *d = ud;
+  if (d->stopping) return;
+  d->leading = true;
+  atomic_store(&d->may_write, true);
+  on_tick(&d->tick); /* activate synced controllers now, not at the next tick */
+}
+
+static void on_stopped_leading(void *ud) {
+  kc_daemon *d = ud;
+  /* Writes are already refused (kc_leader_is_leader is false); stop
+   * dispatching. Informers keep running for a fast takeover. */
+  atomic_store(&d->may_write, false);
+  d->leading = false;
+  for (size_t i = 0; i < d->nctls; i++)
+    if (d->ctls[i].ctl) kc_controller_set_active(d->ctls[i].ctl, false);
+}
+
+static int leader_start(kc_daemon *d) {
+  if (!d->cfg->leader_election.enabled) {
+    atomic_store(&d->may_write, true);
+    return 0;
+  }
+  atomic_store(&d->may_write, false);
+  kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL};
+  int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->opts.identity, &cb, d,
+                         &d->leader);
+  if (rc == 0) rc = kc_leader_start(d->leader);
+  if (rc < 0) {
+    kc_error("daemon", "leader election: cannot start: %s", strerror(-rc));
+    kc_leader_close(d->leader);
+    d->leader = NULL;
+  }
+  return rc;
+}
+
+static void finish_shutdown(kc_daemon *d);
+
+static void on_finish_tick(uv_timer_t *t) { finish_shutdown(t->data); }
+
+static void on_lease_released(int err, void *ud) {
+  kc_daemon *d = ud;
+  if (err < 0) kc_warn("daemon", "lease not released: %s", strerror(-err));
+  kc_leader_close(d->leader);
+  d->leader = NULL;
+  /* We are inside an API call's callback: close the API client from the
+   * loop, not from here. */
+  uv_timer_start(&d->tick, on_finish_tick, 0, 0);
+}
+
 /* --- shutdown ----------------------------------------------------------------- */
 
 static void on_closed_noop(uv_handle_t *h) { (void)h; }
@@ -471,6 +533,10 @@ static void on_shutdown_poll(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->controllers_alive == 0) {
     uv_timer_stop(t);
+    /* All guarded work stopped: hand the Lease over at once. */
+    if (d->leader && kc_leader_release(d->leader, on_lease_released, d) == 0) return;
+    kc_leader_close(d->leader);
+    d->leader = NULL;
     finish_shutdown(d);
   }
 }
@@ -546,6 +612,14 @@ static void ops_view(void *ud, kc_ops_view *v) {
   v->controllers = d->ops_controllers;
   v->ncontrollers = d->nctls;
   v->stopping = d->stopping;
+  if (d->leader) {
+    snprintf(d->ops_lease_name, sizeof d->ops_lease_name, "%s", d->cfg->leader_election.name);
+    v->lease_name = d->ops_lease_name;
+    v->leading = kc_leader_is_leader(d->leader);
+    const char *holder = kc_leader_holder(d->leader);
+    v->leader = holder && *holder ? holder : NULL;
+    v->standby = !v->leading && v->leader != NULL;
+  }
 }
 
 static int ops_start(kc_daemon *d) {
@@ -621,7 +695,6 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
-  atomic_store(&d->may_write, true); /* leader election: see issue 6 */
   for (size_t i = 0; i < d->nctls; i++)
     if (instantiate(d, &d->ctls[i]) < 0) goto fail;
   uv_timer_init(&d->loop, &d->tick);
@@ -639,8 +712,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     goto out;
   }
   uv_timer_start(&d->tick, on_tick, 0, 1000);
+  if (leader_start(d) < 0) {
+    d->exit_code = 1;
+    begin_shutdown(d, "leader election");
+  }
   uv_run(&d->loop, UV_RUN_DEFAULT);
-  code = 0;
+  code = d->exit_code;
   goto out;
 fail:
   kc_discovery_free(d->discovery);
