@@ -57,7 +57,7 @@ PLUGIN_DIRS := $(patsubst %/,%,$(dir $(wildcard plugins/*/*.c)))
 PLUGIN_NAMES := $(sort $(notdir $(PLUGIN_DIRS)))
 PLUGIN_SO  := $(PLUGIN_NAMES:%=$(B)/plugins/%.so)
 
-.PHONY: all test check unit demo bench fuzz install format lint clean deps tsan asan
+.PHONY: all test check unit demo bench fuzz fuzz-run install format lint clean deps tsan asan
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN)
 
 $(B)/obj/%.o: %.c
@@ -111,10 +111,14 @@ check: test
 unit: all
 	@bash tests/run-tests --unit-only
 
-demo: deps all
+# Recursive make after deps: pkg-config flags are read when make starts, so a
+# fresh machine must install the libraries before the build is planned.
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 
-bench: all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	@bash tests/bench/run-bench
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
@@ -125,7 +129,9 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Idaemon -Iinclude $(PKG_CFLAGS) \
 build-fuzz/%: tests/fuzz/%.c $(DAEMON_SRC)
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
-fuzz: deps $(FUZZ_BIN)
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-run
+fuzz-run: $(FUZZ_BIN)
 	@set -e; for f in $(FUZZ_BIN); do \
 	  n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
@@ -135,8 +141,9 @@ fuzz: deps $(FUZZ_BIN)
 install: $(B)/kctrld $(PLUGIN_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kctrld \
 	  $(DESTDIR)$(PREFIX)/lib/kctrld/plugins $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system \
-	  $(DESTDIR)/etc/kctrld
+	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -d -m 0750 $(DESTDIR)/etc/kctrld
+	-chgrp kctrld $(DESTDIR)/etc/kctrld 2>/dev/null # the group exists once sysusers ran
 	install -m 0755 $(B)/kctrld $(DESTDIR)$(PREFIX)/bin/kctrld
 	install -m 0644 include/kctrld/*.h $(DESTDIR)$(PREFIX)/include/kctrld/
 	$(if $(PLUGIN_SO),install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/kctrld/plugins/)
@@ -145,6 +152,9 @@ install: $(B)/kctrld $(PLUGIN_SO)
 	install -m 0644 config/*.yaml $(DESTDIR)$(PREFIX)/share/kctrld/examples/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' systemd/kctrld.service.in \
 	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/kctrld.service
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/share/doc/kctrld
+	install -m 0644 systemd/kctrld.sysusers.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/kctrld.conf
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kctrld/
 	test -e $(DESTDIR)/etc/kctrld/kctrld.yaml || \
 	  install -m 0640 config/kctrld.example.yaml $(DESTDIR)/etc/kctrld/kctrld.yaml
 

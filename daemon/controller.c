@@ -35,6 +35,7 @@ struct kc_controller {
   void (*stopped_cb)(void *ud);
   void *stopped_ud;
   kc_controller_stats stats;
+  kc_reconcile_histogram reconcile_time;
 };
 
 static uint64_t loop_clock_ns(void *ud) {
@@ -255,6 +256,7 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
   }
   c->stats.reconcile_count++;
   c->stats.reconcile_seconds_sum += (double)duration_ns / 1e9;
+  kc_reconcile_histogram_observe(&c->reconcile_time, (double)duration_ns / 1e9);
   kc_workers_settle(c->wq, key, res);
   pump(c);
 }
@@ -393,6 +395,9 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
 }
 
 const char *kc_controller_name(const kc_controller *c) { return c->spec->name; }
+const kc_reconcile_histogram *kc_controller_reconcile_histogram(const kc_controller *c) {
+  return &c->reconcile_time;
+}
 kc_workqueue *kc_controller_queue(kc_controller *c) { return c->wq; }
 const kc_controller_spec *kc_controller_spec_get(const kc_controller *c) { return c->spec; }
 

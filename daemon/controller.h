@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "informer.h"
+#include "metrics.h"
 #include "plugin_host.h"
 #include "workqueue.h"
 #include "workers.h"
@@ -55,6 +56,8 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
 const char *kc_controller_name(const kc_controller *c);
 kc_workqueue *kc_controller_queue(kc_controller *c);
 void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out);
+/* controller_runtime_reconcile_time_seconds distribution (loop thread). */
+const kc_reconcile_histogram *kc_controller_reconcile_histogram(const kc_controller *c);
 const kc_controller_spec *kc_controller_spec_get(const kc_controller *c);
 
 #endif

@@ -29,6 +29,8 @@
 #include "controller.h"
 #include "discovery.h"
 #include "kubeconfig.h"
+#include "leader.h"
+#include "ops.h"
 #include "plugin_host.h"
 
 typedef struct kind_slot {
@@ -72,10 +74,23 @@ struct kc_daemon {
   kc_config *reload_cfg; /* validated, waiting for controllers to drain */
   kc_config_diff *reload_diff;
   size_t reload_waiting;
+  char reload_error[512];
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick;
   atomic_bool may_write;
+  kc_leader *leader; /* NULL when leader election is off */
+  bool leading;      /* loop view: controllers may be active */
   bool stopping;
+  int exit_code;
+  /* Metrics, health endpoints and sd_notify (daemon/ops.h); the arrays are
+   * scratch space for the view, rebuilt on each request. */
+  kc_ops *ops;
+  const kc_informer_spec **ops_specs;
+  kc_informer **ops_informers;
+  kc_controller **ops_controllers;
+  const kc_reconcile_histogram **ops_histograms;
+  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms;
+  char ops_lease_name[256];
 };
 
 /* --- registry (any thread) -------------------------------------------------- */
@@ -131,7 +146,11 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
 }
 
 kc_api *kc_daemon_api(kc_daemon *d) { return d->api; }
-bool kc_daemon_may_write(const kc_daemon *d) { return atomic_load(&d->may_write); }
+bool kc_daemon_may_write(const kc_daemon *d) {
+  /* kc_leader_is_leader also checks the renew deadline against the clock, so
+   * a worker that runs before the loop noticed the loss is refused too. */
+  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
+}
 
 /* --- discovery ---------------------------------------------------------------- */
 
@@ -247,7 +266,8 @@ static void on_tick(uv_timer_t *t) {
       cs->inst = NULL; /* owned by the controller now */
       d->controllers_alive++;
     }
-    if (cs->ctl && informers_ready(d, cs->spec, true)) kc_controller_set_active(cs->ctl, true);
+    if (cs->ctl && (!d->leader || d->leading) && informers_ready(d, cs->spec, true))
+      kc_controller_set_active(cs->ctl, true);
   }
 }
 
@@ -366,6 +386,7 @@ static void apply_reload(kc_daemon *d) {
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
   kc_info("daemon", "reload applied");
+  kc_ops_reloaded(d->ops, "reload applied");
 done:
   kc_config_diff_free(d->reload_diff);
   d->reload_diff = NULL;
@@ -379,22 +400,28 @@ static void on_reload_controller_stopped(void *ud) {
   if (--d->reload_waiting == 0 && !d->stopping) apply_reload(d);
 }
 
-static void reload(kc_daemon *d) {
+/* Returns 1 when the reload was applied or is being applied (apply_reload
+ * reports the outcome), 0 when the config is unchanged, -1 when rejected
+ * (the reason is in d->reload_error). */
+static int reload(kc_daemon *d) {
+  d->reload_error[0] = 0;
   if (d->reload_cfg) {
     kc_warn("daemon", "SIGHUP: a reload is already in progress");
-    return;
+    return 1;
   }
   char err[4096];
   kc_config *nc = NULL;
   if (kc_config_load_file(d->opts.config_path, &nc, err, sizeof err) < 0) {
     kc_error("config", "reload rejected, keeping the running config: %s", err);
-    return;
+    snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: %.400s", err);
+    return -1;
   }
   kc_config_diff *diff = NULL;
   if (kc_config_compare(d->cfg, nc, &diff) < 0) {
     kc_error("daemon", "reload: cannot compare configs (out of memory)");
+    snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: out of memory");
     kc_config_free(nc);
-    return;
+    return -1;
   }
   char summary[1024];
   kc_config_diff_summary(diff, d->cfg, nc, summary, sizeof summary);
@@ -402,7 +429,7 @@ static void reload(kc_daemon *d) {
     kc_info("daemon", "SIGHUP: config unchanged");
     kc_config_diff_free(diff);
     kc_config_free(nc);
-    return;
+    return 0;
   }
   kc_info("daemon", "SIGHUP: applying %s", summary);
   if (diff->global & (KC_GLOBAL_KUBECONFIG | KC_GLOBAL_LEADER_ELECTION | KC_GLOBAL_METRICS))
@@ -420,6 +447,59 @@ static void reload(kc_daemon *d) {
     cs->ctl = NULL;
   }
   if (d->reload_waiting == 0) apply_reload(d);
+  return 1;
+}
+
+/* --- leader election (wired by wt/leader; see daemon/leader.h) --------------- */
+
+static void on_started_leading(void *ud) {
+  kc_daemon *d = ud;
+  if (d->stopping) return;
+  d->leading = true;
+  atomic_store(&d->may_write, true);
+  on_tick(&d->tick); /* activate synced controllers now, not at the next tick */
+}
+
+static void on_stopped_leading(void *ud) {
+  kc_daemon *d = ud;
+  /* Writes are already refused (kc_leader_is_leader is false); stop
+   * dispatching. Informers keep running for a fast takeover. */
+  atomic_store(&d->may_write, false);
+  d->leading = false;
+  for (size_t i = 0; i < d->nctls; i++)
+    if (d->ctls[i].ctl) kc_controller_set_active(d->ctls[i].ctl, false);
+}
+
+static int leader_start(kc_daemon *d) {
+  if (!d->cfg->leader_election.enabled) {
+    atomic_store(&d->may_write, true);
+    return 0;
+  }
+  atomic_store(&d->may_write, false);
+  kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL};
+  int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->opts.identity, &cb, d,
+                         &d->leader);
+  if (rc == 0) rc = kc_leader_start(d->leader);
+  if (rc < 0) {
+    kc_error("daemon", "leader election: cannot start: %s", strerror(-rc));
+    kc_leader_close(d->leader);
+    d->leader = NULL;
+  }
+  return rc;
+}
+
+static void finish_shutdown(kc_daemon *d);
+
+static void on_finish_tick(uv_timer_t *t) { finish_shutdown(t->data); }
+
+static void on_lease_released(int err, void *ud) {
+  kc_daemon *d = ud;
+  if (err < 0) kc_warn("daemon", "lease not released: %s", strerror(-err));
+  kc_leader_close(d->leader);
+  d->leader = NULL;
+  /* We are inside an API call's callback: close the API client from the
+   * loop, not from here. */
+  uv_timer_start(&d->tick, on_finish_tick, 0, 0);
 }
 
 /* --- shutdown ----------------------------------------------------------------- */
@@ -441,6 +521,8 @@ static void finish_shutdown(kc_daemon *d) {
   d->discovery = NULL;
   kc_api_close(d->api);
   d->api = NULL;
+  kc_ops_close(d->ops);
+  d->ops = NULL;
   uv_close((uv_handle_t *)&d->tick, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_int, on_closed_noop);
@@ -451,6 +533,10 @@ static void on_shutdown_poll(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->controllers_alive == 0) {
     uv_timer_stop(t);
+    /* All guarded work stopped: hand the Lease over at once. */
+    if (d->leader && kc_leader_release(d->leader, on_lease_released, d) == 0) return;
+    kc_leader_close(d->leader);
+    d->leader = NULL;
     finish_shutdown(d);
   }
 }
@@ -458,6 +544,7 @@ static void on_shutdown_poll(uv_timer_t *t) {
 static void begin_shutdown(kc_daemon *d, const char *why) {
   if (d->stopping) return;
   d->stopping = true;
+  kc_ops_stopping(d->ops);
   kc_info("daemon", "%s: stopping (in-flight reconciles get up to %lld ms)", why,
           (long long)d->cfg->shutdown_timeout_ms);
   /* Writes stay allowed while in-flight reconciles drain. */
@@ -474,10 +561,72 @@ static void begin_shutdown(kc_daemon *d, const char *why) {
 static void on_signal(uv_signal_t *s, int signum) {
   kc_daemon *d = s->data;
   if (signum == SIGHUP) {
-    if (!d->stopping) reload(d);
+    if (d->stopping) return;
+    if (d->reload_cfg) {
+      kc_warn("daemon", "SIGHUP: a reload is already in progress");
+      return;
+    }
+    kc_ops_reloading(d->ops);
+    int rc = reload(d);
+    /* rc 1: apply_reload reports the outcome (now or once controllers drained). */
+    if (rc == 0) kc_ops_reloaded(d->ops, "config unchanged");
+    if (rc < 0) kc_ops_reloaded(d->ops, d->reload_error);
     return;
   }
   begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* --- ops: metrics, health endpoints, systemd notifications ------------------------ */
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  void *p = realloc(*arr, need * elem);
+  if (!p) return false;
+  *arr = p;
+  *cap = need;
+  return true;
+}
+
+/* Loop thread: what kc_ops reads (see ops.h). Leader election fills
+ * lease_name/leading/standby/leader once it exists. */
+static void ops_view(void *ud, kc_ops_view *v) {
+  kc_daemon *d = ud;
+  size_t ci = d->ops_cap_informers;
+  if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
+      !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
+      !grow((void **)&d->ops_histograms, &d->ops_cap_histograms, d->nctls, sizeof *d->ops_histograms) ||
+      !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers))
+    return; /* empty view: metrics show nothing rather than garbage */
+  for (size_t i = 0; i < d->nkinds; i++) {
+    d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
+    d->ops_informers[i] = d->kinds[i] ? d->kinds[i]->informer : NULL;
+  }
+  for (size_t i = 0; i < d->nctls; i++) {
+    d->ops_controllers[i] = d->ctls[i].ctl;
+    d->ops_histograms[i] = d->ctls[i].ctl ? kc_controller_reconcile_histogram(d->ctls[i].ctl) : NULL;
+  }
+  v->reconcile_histograms = d->ops_histograms;
+  v->specs = d->ops_specs;
+  v->informers = d->ops_informers;
+  v->ninformers = d->nkinds;
+  v->controllers = d->ops_controllers;
+  v->ncontrollers = d->nctls;
+  v->stopping = d->stopping;
+  if (d->leader) {
+    snprintf(d->ops_lease_name, sizeof d->ops_lease_name, "%s", d->cfg->leader_election.name);
+    v->lease_name = d->ops_lease_name;
+    v->leading = kc_leader_is_leader(d->leader);
+    const char *holder = kc_leader_holder(d->leader);
+    v->leader = holder && *holder ? holder : NULL;
+    v->standby = !v->leading && v->leader != NULL;
+  }
+}
+
+static int ops_start(kc_daemon *d) {
+  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind};
+  int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
+  if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
+  return rc;
 }
 
 /* --- run ---------------------------------------------------------------------- */
@@ -491,6 +640,10 @@ static void free_daemon(kc_daemon *d) {
   free(d->retired);
   kc_config_free(d->reload_cfg);
   kc_config_diff_free(d->reload_diff);
+  free(d->ops_specs);
+  free(d->ops_informers);
+  free(d->ops_controllers);
+  free(d->ops_histograms);
   kc_kube_creds_free(d->creds);
   kc_config_free(d->cfg);
   pthread_rwlock_destroy(&d->registry_lock);
@@ -542,7 +695,6 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
-  atomic_store(&d->may_write, true); /* leader election: see issue 6 */
   for (size_t i = 0; i < d->nctls; i++)
     if (instantiate(d, &d->ctls[i]) < 0) goto fail;
   uv_timer_init(&d->loop, &d->tick);
@@ -554,9 +706,18 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   uv_signal_start(&d->sig_term, on_signal, SIGTERM);
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
   uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
+  if (ops_start(d) < 0) {
+    begin_shutdown(d, "startup failed");
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    goto out;
+  }
   uv_timer_start(&d->tick, on_tick, 0, 1000);
+  if (leader_start(d) < 0) {
+    d->exit_code = 1;
+    begin_shutdown(d, "leader election");
+  }
   uv_run(&d->loop, UV_RUN_DEFAULT);
-  code = 0;
+  code = d->exit_code;
   goto out;
 fail:
   kc_discovery_free(d->discovery);

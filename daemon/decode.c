@@ -526,13 +526,22 @@ int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
       d->any_input = !(buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t');
   uint64_t seq0 = d->unit_seq;
   bool active0 = d->unit_active;
+  kc_obj_builder_input(d->b, d->h, buf, len);
   yajl_status s = yajl_parse(d->h, (const unsigned char *)buf, len);
   if (s != yajl_status_ok) {
+    kc_obj_builder_input_end(d->b);
     int rc = finish_error(d, buf, len);
     d->fed += len;
     return rc;
   }
   d->fed += len;
+  /* The rest of this chunk belongs to the object being built. */
+  int brc = kc_obj_builder_input_end(d->b);
+  if (brc) {
+    failf(d, brc, "%s", kc_obj_builder_error(d->b));
+    prefix_offset(d, d->fed);
+    return d->err;
+  }
   /* yajl keeps a token that spans feeds in its own buffer: bound the input
    * bytes of one event/item across feeds, not only the built text. */
   if (d->unit_active) {

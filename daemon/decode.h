@@ -3,9 +3,10 @@
  * One yajl handle per HTTP response (docs: c-style-anchors.md section 5).
  * Feed it the body bytes as they arrive, split anywhere (inside a token, a
  * string escape or a UTF-8 sequence); it never buffers a whole list or event.
- * Each object is built directly while parsing (kobj.h builder: minified
- * text, transform applied by skipping dropped subtrees) and handed over as
- * soon as it closes:
+ * Each object is built directly while parsing (kobj.h builder in raw mode:
+ * the object's bytes are copied from the input as received, dropped members
+ * are cut out, identity fields and labels are located on the way; one malloc
+ * per finished object) and handed over as soon as it closes:
  *   LIST:  every element of `items` -> callbacks.item, then the list's
  *          metadata (resourceVersion, continue, ...) -> callbacks.list_end.
  *   WATCH: every event -> callbacks.event, whatever the key order inside the

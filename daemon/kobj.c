@@ -158,6 +158,18 @@ struct kc_obj_builder {
 
   unsigned depth; /* open containers; the root object is depth 1 */
   bool done;
+
+  /* Raw mode (streaming decoder): the text is copied from the input as
+   * received, span by span, instead of being re-emitted token by token;
+   * yajl's byte offset, valid inside callbacks, says where a token ends. */
+  bool raw;
+  yajl_handle h;
+  const char *in;      /* current input chunk */
+  size_t in_len;
+  size_t copy_from;    /* input bytes before this are copied or dropped */
+  bool in_drop;        /* inside a dropped member: copy nothing */
+  unsigned drop_depth; /* depth of the map holding the dropped member */
+  bool strip_comma;    /* a dropped first member: eat the next leading ',' */
   level st[KC_OBJ_MAX_DEPTH + 1];
 
   /* Context of the next value in a map, set by the key. */
@@ -230,7 +242,7 @@ kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
         if (s.type == SEG_INDEX || dp->nseg == MAX_SEGS) goto inval;
         dp->segs[dp->nseg++] = s;
       }
-      if (rc < 0) goto inval;
+      if (rc < 0 || dp->segs[dp->nseg - 1].type == SEG_EACH) goto inval;
     }
     b->npaths = (uint32_t)t->ndrop;
   }
@@ -266,6 +278,8 @@ void kc_obj_builder_reset(kc_obj_builder *b) {
   b->iee = false;
   b->err[0] = '\0';
   b->rc = 0;
+  b->in_drop = false;
+  b->strip_comma = false;
 }
 
 bool kc_obj_builder_done(const kc_obj_builder *b) { return b->done; }
@@ -350,6 +364,99 @@ static inline int put_ch(kc_obj_builder *b, char c) {
   return 0;
 }
 
+/* JSON whitespace as yajl accepts it (it also takes \v and \f). */
+static inline bool is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f';
+}
+
+/* Raw mode: copies input up to `upto` (an offset in the current chunk). */
+static int flush(kc_obj_builder *b, size_t upto) {
+  if (!b->in || upto > b->in_len) upto = b->in_len;
+  size_t from = b->copy_from;
+  if (from >= upto) return 0;
+  if (b->strip_comma) {
+    while (from < upto && is_ws(b->in[from])) from++;
+    if (from < upto) {
+      if (b->in[from] == ',') from++;
+      b->strip_comma = false;
+    }
+  }
+  if (from < upto) {
+    if (reserve(b, upto - from)) return b->rc;
+    memcpy(b->out + b->len, b->in + from, upto - from);
+    b->len += upto - from;
+  }
+  b->copy_from = upto;
+  return 0;
+}
+
+static size_t pos(const kc_obj_builder *b) { return yajl_get_bytes_consumed(b->h); }
+
+/* Raw mode: the output ends with a string token; finds its opening quote. */
+static size_t open_quote(const kc_obj_builder *b) {
+  size_t i = b->len - 1; /* the closing quote */
+  for (;;) {
+    const char *q = i ? memrchr(b->out, '"', i) : NULL;
+    if (!q) return 0; /* cannot happen on text yajl accepted */
+    size_t j = (size_t)(q - b->out), bs = 0;
+    while (j > bs && b->out[j - 1 - bs] == '\\') bs++;
+    if (bs % 2 == 0) return j;
+    i = j;
+  }
+}
+
+/* Raw mode: records the string token just copied as a slice (no quotes). */
+static int raw_string(kc_obj_builder *b, uint32_t *off, uint32_t *len) {
+  if (flush(b, pos(b))) return b->rc;
+  if (b->len < 2 || b->out[b->len - 1] != '"') return fail(b, -EBADMSG, "raw text out of step");
+  size_t q = open_quote(b);
+  *off = (uint32_t)(q + 1);
+  *len = (uint32_t)(b->len - 1 - (q + 1));
+  return 0;
+}
+
+/* Raw mode: a member is dropped at its key. Cuts the key (and the comma or
+ * whitespace before it) from the output; the value is skipped until it ends. */
+static int raw_drop_key(kc_obj_builder *b) {
+  if (flush(b, pos(b))) return b->rc;
+  if (b->len < 2 || b->out[b->len - 1] != '"') return fail(b, -EBADMSG, "raw text out of step");
+  size_t w = open_quote(b);
+  while (w > 0 && is_ws(b->out[w - 1])) w--;
+  if (w > 0 && b->out[w - 1] == ',') {
+    b->len = w - 1;
+  } else {
+    b->len = w; /* first member: the next one's comma must go */
+    b->strip_comma = true;
+  }
+  b->in_drop = true;
+  b->drop_depth = b->depth;
+  return 0;
+}
+
+/* Raw mode: the dropped value ended with the token just read. */
+static void raw_drop_end(kc_obj_builder *b) {
+  b->in_drop = false;
+  b->copy_from = pos(b);
+}
+
+void kc_obj_builder_input(kc_obj_builder *b, struct yajl_handle_t *h, const char *chunk,
+                          size_t len) {
+  b->raw = true;
+  b->h = h;
+  b->in = chunk;
+  b->in_len = len;
+  b->copy_from = 0;
+}
+
+int kc_obj_builder_input_end(kc_obj_builder *b) {
+  int rc = 0;
+  if (b->raw && b->depth > 0 && !b->done && !b->in_drop) rc = flush(b, b->in_len);
+  b->in = NULL;
+  b->in_len = 0;
+  b->copy_from = 0;
+  return rc;
+}
+
 static inline bool key_is(const char *s, size_t len, const char *lit, size_t litlen) {
   return len == litlen && memcmp(s, lit, len) == 0;
 }
@@ -417,7 +524,7 @@ static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t
       else *drop |= (uint64_t)1 << i;
     }
   }
-  if (!*skip) {
+  if (!*skip && !b->raw) {
     if (pl->has_elems && put_ch(b, ',')) return b->rc;
     pl->has_elems = 1;
   }
@@ -453,6 +560,13 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   if (b->depth == 0 || b->st[b->depth].is_array)
     return fail(b, -EBADMSG, "key outside an object");
   level *pl = &b->st[b->depth];
+  if (b->raw && pl->role == R_NONE && pl->drop == 0 && b->depth > 1) {
+    /* Hot path: a key nobody looks at (most keys of an object). */
+    b->v_role = R_NONE;
+    b->v_skip = pl->skip;
+    b->v_drop = 0;
+    return 0;
+  }
   uint8_t skip = pl->skip;
   uint64_t drop = 0;
   unsigned segi = b->depth - 1;
@@ -472,6 +586,11 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   b->v_role = role;
   b->v_skip = skip;
   b->v_drop = drop;
+  if (b->raw) {
+    if (skip && !pl->skip) return raw_drop_key(b);
+    if (!skip && role == R_LABEL_VALUE) return raw_string(b, &b->v_koff, &b->v_klen);
+    return 0;
+  }
   if (!skip) {
     if (reserve(b, n + 4)) return b->rc;
     if (pl->has_elems) b->out[b->len++] = ',';
@@ -492,13 +611,28 @@ static void set_field(kc_obj_builder *b, enum field f, uint32_t off, uint32_t le
   b->f[f].len = len;
 }
 
+/* Roles whose string value is kept as a slice of the text. */
+static bool needs_slice(uint8_t role) {
+  switch (role) {
+  case R_KIND: case R_APIVERSION: case R_NAME: case R_NAMESPACE: case R_UID: case R_RV:
+  case R_CTS: case R_LABEL_VALUE: return true;
+  default: return false;
+  }
+}
+
 int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
   uint8_t role, skip;
   uint64_t drop;
   if (begin_value(b, &role, &skip, &drop)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
   uint32_t off = 0, len = 0;
-  if (!skip) {
+  if (b->raw) {
+    if (skip) {
+      if (b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
+    } else if (needs_slice(role)) {
+      if (raw_string(b, &off, &len)) return b->rc;
+    }
+  } else if (!skip) {
     if (put_ch(b, '"')) return b->rc;
     off = (uint32_t)b->len;
     if (put_escaped(b, s, n)) return b->rc;
@@ -541,7 +675,9 @@ int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
   uint64_t drop;
   if (begin_value(b, &role, &skip, &drop)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
-  if (!skip) {
+  if (b->raw) {
+    if (skip && b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
+  } else if (!skip) {
     if (reserve(b, n)) return b->rc;
     memcpy(b->out + b->len, s, n);
     b->len += n;
@@ -570,6 +706,10 @@ static int put_literal(kc_obj_builder *b, const char *lit, size_t n) {
   uint64_t drop;
   if (begin_value(b, &role, &skip, &drop)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
+  if (b->raw) {
+    if (skip && b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
+    return 0;
+  }
   if (skip) return 0;
   if (reserve(b, n)) return b->rc;
   memcpy(b->out + b->len, lit, n);
@@ -589,7 +729,12 @@ static int start_container(kc_obj_builder *b, bool is_array) {
   if (role == R_ROOT && is_array) return fail(b, -EBADMSG, "not a JSON object");
   if (b->depth >= KC_OBJ_MAX_DEPTH)
     return fail(b, -E2BIG, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
-  if (!skip && put_ch(b, is_array ? '[' : '{')) return b->rc;
+  if (b->raw) {
+    if (role == R_ROOT) {
+      size_t p = pos(b);
+      b->copy_from = p ? p - 1 : 0; /* the '{' just read */
+    }
+  } else if (!skip && put_ch(b, is_array ? '[' : '{')) return b->rc;
   if (is_array || (role != R_ROOT && role != R_METADATA && role != R_LABELS &&
                    role != R_ANNOTATIONS && role != R_DETAILS))
     role = R_NONE;
@@ -607,7 +752,12 @@ static int end_container(kc_obj_builder *b, bool is_array) {
   if (b->depth == 0 || b->st[b->depth].is_array != is_array)
     return fail(b, -EBADMSG, "unbalanced container");
   level *l = &b->st[b->depth--];
-  if (!l->skip && put_ch(b, is_array ? ']' : '}')) return b->rc;
+  if (b->raw) {
+    if (b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
+    else if (b->depth == 0 && flush(b, pos(b))) return b->rc;
+  } else if (!l->skip && put_ch(b, is_array ? ']' : '}')) {
+    return b->rc;
+  }
   if (b->depth == 0) b->done = true;
   return 0;
 }
@@ -812,7 +962,7 @@ kc_str kc_obj_label(const kc_obj *obj, kc_str key) {
  * not valid JSON it returns "absent" rather than failing. */
 
 static const char *ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  while (p < end && is_ws(*p)) p++;
   return p;
 }
 
@@ -853,9 +1003,7 @@ static const char *skip_value(const char *p, const char *end) {
     return NULL;
   }
   const char *s = p;
-  while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
-         *p != '\t' && *p != '\r')
-    p++;
+  while (p < end && *p != ',' && *p != '}' && *p != ']' && !is_ws(*p)) p++;
   return p > s ? p : NULL;
 }
 

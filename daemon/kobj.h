@@ -1,7 +1,10 @@
 /* kobj: one cached Kubernetes object, immutable once built, reference counted.
  *
  * Representation (docs/design.md "Objects"): one allocation holding a small
- * header and the object's minified JSON text (NUL-terminated). The identity
+ * header, the sorted labels and the object's JSON text (NUL-terminated):
+ * minified when built by kc_obj_parse, the bytes as received (minus dropped
+ * members) when built by the streaming decoder (decode.h); the API server
+ * sends compact JSON, so both are about the wire size. The identity
  * fields (namespace, name, uid, resourceVersion, ...) and the labels are
  * slices into that text, found once when the object is built. Memory per
  * cached object is therefore its JSON size plus ~100 bytes plus 16 bytes per
@@ -60,7 +63,7 @@ typedef struct kc_obj {
   bool deleting;        /* metadata.deletionTimestamp is set */
   uint32_t nlabels;
   const kc_label *labels; /* sorted by key (bytewise), inside this allocation */
-  char json[];          /* minified JSON of the object as stored */
+  char json[];          /* JSON text of the object as stored (see above) */
 } kc_obj;
 
 /* Which paths to leave out when building objects (informer `transform:`).
@@ -191,6 +194,17 @@ int kc_obj_builder_start_map(kc_obj_builder *b);
 int kc_obj_builder_end_map(kc_obj_builder *b);
 int kc_obj_builder_start_array(kc_obj_builder *b);
 int kc_obj_builder_end_array(kc_obj_builder *b);
+/* Raw mode, for the streaming decoder: instead of re-emitting tokens, the
+ * builder copies the object's text from the input as received (the API
+ * server sends compact JSON), cutting dropped members out. Call before
+ * yajl_parse() with the handle whose callbacks feed this builder and the
+ * chunk being parsed, and kc_obj_builder_input_end() after it returned OK.
+ * The first call switches the builder to raw mode for good. In raw mode the
+ * identity/label slices are the text as sent (escapes included). */
+struct yajl_handle_t;
+void kc_obj_builder_input(kc_obj_builder *b, struct yajl_handle_t *h, const char *chunk,
+                          size_t len);
+int kc_obj_builder_input_end(kc_obj_builder *b);
 /* True once the root object has closed. */
 bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */

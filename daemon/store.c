@@ -866,7 +866,17 @@ static int vec_reserve(kc_obj_vec *vec, size_t extra) {
 kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
   kc_store *s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  if (pthread_rwlock_init(&s->lock, NULL) != 0) {
+  /* Writer preference: many busy readers must not starve the loop thread
+   * (glibc's default prefers readers). */
+  pthread_rwlockattr_t attr;
+  if (pthread_rwlockattr_init(&attr) != 0) {
+    free(s);
+    return NULL;
+  }
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  int lrc = pthread_rwlock_init(&s->lock, &attr);
+  pthread_rwlockattr_destroy(&attr);
+  if (lrc != 0) {
     free(s);
     return NULL;
   }

@@ -122,7 +122,7 @@ int sim_seed_path(const char *path, char **err)
   }
   closedir(d);
   /* Sorted, so that CRDs in "00-crds.yaml" come before their instances. */
-  qsort(names, n, sizeof(char *), name_cmp);
+  if (n) qsort(names, n, sizeof(char *), name_cmp);
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     if (rc == 0) rc = seed_file(names[i], err);

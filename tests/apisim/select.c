@@ -191,10 +191,10 @@ static char *parse_values(struct lexer *l, struct sim_lreq *r)
 static char *parse_requirement(struct lexer *l, struct sim_lreq *r)
 {
   struct token t;
-  bool not = false;
+  bool negated = false;
   consume(l, &t, true);
   if (t.t == T_NOT) {
-    not = true;
+    negated = true;
     consume(l, &t, true);
   }
   if (t.t != T_ID) return sim_xasprintf("found '%s', expected: identifier", t.lit);
@@ -202,8 +202,8 @@ static char *parse_requirement(struct lexer *l, struct sim_lreq *r)
   if (e) return e;
   r->key = sim_xstrdup(t.lit);
   peek(l, &t, true);
-  if (not || t.t == T_END || t.t == T_COMMA) {
-    r->op = not ? L_NOTEXISTS : L_EXISTS;
+  if (negated || t.t == T_END || t.t == T_COMMA) {
+    r->op = negated ? L_NOTEXISTS : L_EXISTS;
     return NULL;
   }
   consume(l, &t, false);

@@ -301,7 +301,7 @@ struct sim_obj **sim_snapshot_locked(struct sim_coll *c, uint64_t rv, const char
       ov[nov].obj = e->type == SIM_ADDED ? NULL : e->old;
       nov++;
     }
-    qsort(ov, nov, sizeof *ov, ov_cmp);
+    if (nov) qsort(ov, nov, sizeof *ov, ov_cmp);
     size_t w = 0;
     for (size_t i = 0; i < nov; i++)
       if (!w || strcmp(ov[w - 1].key, ov[i].key) != 0) ov[w++] = ov[i];

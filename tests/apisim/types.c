@@ -424,7 +424,7 @@ void sim_crd_apply_locked(const jv *crd)
       t->short_names = sim_buf_steal(&b, NULL);
     }
     t->namespaced = namespaced;
-    t->has_status = jv_geta(v, "subresources", "status", NULL) != NULL;
+    t->has_status = jv_geta(v, "subresources", "status", (const char *)NULL) != NULL;
     t->is_crd = true;
     t->track_generation = true;
     t->allow_unconditional_update = false;

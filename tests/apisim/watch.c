@@ -46,7 +46,7 @@ bool sim_filter_match(void *arg, const struct sim_obj *o)
 {
   const struct sim_filter *f = arg;
   if (f->ns && strcmp(f->ns, o->ns) != 0) return false;
-  if (f->has_lsel && !sim_lsel_match(&f->lsel, jv_geta(o->dom, "metadata", "labels", NULL)))
+  if (f->has_lsel && !sim_lsel_match(&f->lsel, jv_geta(o->dom, "metadata", "labels", (const char *)NULL)))
     return false;
   for (size_t i = 0; f->has_fsel && i < f->fsel.n; i++) {
     const struct sim_freq *r = &f->fsel.r[i];

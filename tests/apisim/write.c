@@ -277,7 +277,7 @@ static bool validate(struct sim_resp *resp, const struct sim_rtype *rt, const jv
       return false;
     }
     const jv *ml = jv_get(sel, "matchLabels");
-    const jv *tl = jv_geta(spec, "template", "metadata", "labels", NULL);
+    const jv *tl = jv_geta(spec, "template", "metadata", "labels", (const char *)NULL);
     for (size_t i = 0; ml && ml->t == J_OBJ && i < ml->n; i++) {
       const char *v = jv_gets(tl, ml->u.o[i].k);
       if (!v || !jv_str(ml->u.o[i].v) || strcmp(v, jv_str(ml->u.o[i].v)) != 0) {
@@ -406,7 +406,7 @@ static void do_create(struct sim_req *req, struct route *r, jv *dom, struct sim_
   }
   struct sim_obj *ex = sim_coll_get_locked(rt->coll, key);
   if (ex) {
-    bool term = jv_geta(ex->dom, "metadata", "deletionTimestamp", NULL) != NULL;
+    bool term = jv_geta(ex->dom, "metadata", "deletionTimestamp", (const char *)NULL) != NULL;
     pthread_mutex_unlock(&sim_mu);
     char q[300];
     sim_details_for(&d, rt, name);

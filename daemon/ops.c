@@ -1,0 +1,465 @@
+/* ops: see ops.h. */
+#include "ops.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* --- families ----------------------------------------------------------------- */
+
+struct kc_ops_families {
+  kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
+      *wq_retries;
+  kc_metric_family *rec_total, *rec_errors, *rec_time, *rec_max, *rec_active;
+  kc_metric_family *le_master;
+  kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors;
+  kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
+};
+
+static const char *const wq_labels[] = {"name", "controller"};
+static const char *const ctl_labels[] = {"controller"};
+static const char *const result_labels[] = {"controller", "result"};
+static const char *const le_labels[] = {"name"};
+static const char *const inf_labels[] = {"informer", "resource", "namespace", "label_selector",
+                                         "field_selector"};
+#define NINF_LABELS (sizeof inf_labels / sizeof inf_labels[0])
+
+int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
+  kc_ops_families *f = calloc(1, sizeof *f);
+  if (!f) return -ENOMEM;
+  double wq_bounds[KC_WQ_HIST_BUCKETS];
+  for (unsigned i = 0; i < KC_WQ_HIST_BUCKETS; i++)
+    wq_bounds[i] = (double)kc_wq_histogram_bound_ns(i) / 1e9;
+  struct {
+    kc_metric_family **slot;
+    const char *name, *help;
+    enum kc_metric_type type;
+    const char *const *labels;
+    size_t nlabels;
+    const double *bounds;
+    size_t nbounds;
+  } defs[] = {
+      {&f->wq_depth, "workqueue_depth", "Current depth of workqueue", KC_METRIC_GAUGE, wq_labels, 2, NULL, 0},
+      {&f->wq_adds, "workqueue_adds_total", "Total number of adds handled by workqueue", KC_METRIC_COUNTER,
+       wq_labels, 2, NULL, 0},
+      {&f->wq_queue_dur, "workqueue_queue_duration_seconds",
+       "How long in seconds an item stays in workqueue before being requested", KC_METRIC_HISTOGRAM, wq_labels,
+       2, wq_bounds, KC_WQ_HIST_BUCKETS},
+      {&f->wq_work_dur, "workqueue_work_duration_seconds",
+       "How long in seconds processing an item from workqueue takes.", KC_METRIC_HISTOGRAM, wq_labels, 2,
+       wq_bounds, KC_WQ_HIST_BUCKETS},
+      {&f->wq_unfinished, "workqueue_unfinished_work_seconds",
+       "How many seconds of work has been done that is in progress and hasn't been observed by "
+       "work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads "
+       "by observing the rate at which this increases.",
+       KC_METRIC_GAUGE, wq_labels, 2, NULL, 0},
+      {&f->wq_longest, "workqueue_longest_running_processor_seconds",
+       "How many seconds has the longest running processor for workqueue been running.", KC_METRIC_GAUGE,
+       wq_labels, 2, NULL, 0},
+      {&f->wq_retries, "workqueue_retries_total", "Total number of retries handled by workqueue",
+       KC_METRIC_COUNTER, wq_labels, 2, NULL, 0},
+      {&f->rec_total, "controller_runtime_reconcile_total", "Total number of reconciliations per controller",
+       KC_METRIC_COUNTER, result_labels, 2, NULL, 0},
+      {&f->rec_errors, "controller_runtime_reconcile_errors_total",
+       "Total number of reconciliation errors per controller", KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
+      {&f->rec_time, "controller_runtime_reconcile_time_seconds",
+       "Length of time per reconciliation per controller", KC_METRIC_HISTOGRAM, ctl_labels, 1,
+       kc_metrics_reconcile_buckets, KC_RECONCILE_BUCKETS},
+      {&f->rec_max, "controller_runtime_max_concurrent_reconciles",
+       "Maximum number of concurrent reconciles per controller", KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->rec_active, "controller_runtime_active_workers", "Number of currently used workers per controller",
+       KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->le_master, "leader_election_master_status",
+       "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
+       "indicates master. 'name' is the string used to identify the lease. Please make sure to group "
+       "by name.",
+       KC_METRIC_GAUGE, le_labels, 1, NULL, 0},
+      {&f->rf_lists, "kctrld_reflector_lists_total", "LIST requests sent (each page counts one)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_watches, "kctrld_reflector_watches_total", "WATCH requests sent", KC_METRIC_COUNTER, inf_labels,
+       NINF_LABELS, NULL, 0},
+      {&f->rf_relists, "kctrld_reflector_relists_total", "Complete lists after the first (410 Gone, errors)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_events, "kctrld_reflector_events_total", "Watch events applied to the cache (ADDED, MODIFIED, "
+       "DELETED)", KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_errors, "kctrld_reflector_errors_total", "Failed requests and broken watch streams",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->inf_objects, "kctrld_informer_objects", "Objects in the informer's cache", KC_METRIC_GAUGE,
+       inf_labels, NINF_LABELS, NULL, 0},
+      {&f->inf_bytes, "kctrld_informer_bytes", "Bytes held by the informer's cached objects",
+       KC_METRIC_GAUGE, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->inf_backlog, "kctrld_informer_backlog",
+       "Keys from this informer's events not yet handed to a worker (fullest consuming workqueue)",
+       KC_METRIC_GAUGE, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->inf_synced, "kctrld_informer_synced", "1 once the informer's first complete list is cached",
+       KC_METRIC_GAUGE, inf_labels, NINF_LABELS, NULL, 0},
+  };
+  for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+    int rc = kc_metrics_register(reg, defs[i].name, defs[i].help, defs[i].type, defs[i].labels,
+                                 defs[i].nlabels, defs[i].bounds, defs[i].nbounds, defs[i].slot);
+    if (rc < 0) {
+      free(f);
+      return rc;
+    }
+  }
+  *out = f;
+  return 0;
+}
+
+void kc_ops_families_free(kc_ops_families *f) { free(f); }
+
+/* --- informer descriptions ------------------------------------------------------ */
+
+typedef struct inf_desc {
+  char informer[128];
+  const char *resource;
+  char namespace_[512];
+  const char *label_selector, *field_selector;
+} inf_desc;
+
+static void describe(const kc_ops_view *v, size_t i, inf_desc *d) {
+  const kc_informer_spec *s = v->specs ? v->specs[i] : NULL;
+  kc_informer *inf = v->informers[i];
+  if (!s && inf) s = kc_informer_spec_get(inf);
+  if (s && s->name)
+    snprintf(d->informer, sizeof d->informer, "%s", s->name);
+  else
+    snprintf(d->informer, sizeof d->informer, "%zu", i);
+  d->resource = inf ? kc_informer_resource(inf) : "";
+  d->namespace_[0] = '\0';
+  size_t len = 0;
+  for (size_t n = 0; s && n < s->nnamespaces && len < sizeof d->namespace_; n++)
+    len += (size_t)snprintf(d->namespace_ + len, sizeof d->namespace_ - len, "%s%s", n ? "," : "",
+                            s->namespaces[n]);
+  d->label_selector = s && s->label_selector ? s->label_selector : "";
+  d->field_selector = s && s->field_selector ? s->field_selector : "";
+}
+
+/* backlog[i] for every informer: the fullest queue among its consumers. */
+static uint64_t *compute_backlog(const kc_ops_view *v) {
+  uint64_t *b = calloc(v->ninformers ? v->ninformers : 1, sizeof *b);
+  if (!b) return NULL;
+  for (size_t c = 0; c < v->ncontrollers; c++) {
+    kc_controller *ctl = v->controllers[c];
+    if (!ctl) continue;
+    const kc_controller_spec *cs = kc_controller_spec_get(ctl);
+    uint64_t q = kc_workqueue_len(kc_controller_queue(ctl));
+    if (cs->for_.informer < v->ninformers && q > b[cs->for_.informer]) b[cs->for_.informer] = q;
+    for (size_t k = 0; k < cs->nowns; k++)
+      if (cs->owns[k].ref.informer < v->ninformers && q > b[cs->owns[k].ref.informer])
+        b[cs->owns[k].ref.informer] = q;
+    for (size_t k = 0; k < cs->nwatches; k++)
+      if (cs->watches[k].ref.informer < v->ninformers && q > b[cs->watches[k].ref.informer])
+        b[cs->watches[k].ref.informer] = q;
+  }
+  return b;
+}
+
+/* --- metrics ------------------------------------------------------------------ */
+
+int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
+  int rc = 0;
+#define SET(fam, labels, value)                                   \
+  do {                                                            \
+    int r_ = kc_metrics_set((fam), (labels), (double)(value));    \
+    if (r_ < 0 && rc == 0) rc = r_;                               \
+  } while (0)
+  for (size_t c = 0; c < v->ncontrollers; c++) {
+    kc_controller *ctl = v->controllers[c];
+    if (!ctl) continue;
+    const char *name = kc_controller_name(ctl);
+    const char *wl[] = {name, name};
+    const char *cl[] = {name};
+    kc_workqueue *wq = kc_controller_queue(ctl);
+    const kc_wq_metrics *m = kc_workqueue_metrics(wq);
+    SET(f->wq_depth, wl, m->depth);
+    SET(f->wq_adds, wl, m->adds_total);
+    SET(f->wq_retries, wl, m->retries_total);
+    SET(f->wq_unfinished, wl, (double)kc_workqueue_unfinished_work_ns(wq) / 1e9);
+    SET(f->wq_longest, wl, (double)kc_workqueue_longest_running_ns(wq) / 1e9);
+    int r = kc_metrics_set_histogram(f->wq_queue_dur, wl, m->queue_duration.counts,
+                                     (double)m->queue_duration.sum_ns / 1e9);
+    if (r == 0)
+      r = kc_metrics_set_histogram(f->wq_work_dur, wl, m->work_duration.counts,
+                                   (double)m->work_duration.sum_ns / 1e9);
+    if (r < 0 && rc == 0) rc = r;
+
+    kc_controller_stats st;
+    kc_controller_stats_get(ctl, &st);
+    static const char *const results[] = {"success", "error", "requeue", "requeue_after"};
+    const uint64_t counts[] = {st.success, st.error, st.requeue, st.requeue_after};
+    for (size_t k = 0; k < 4; k++) {
+      const char *rl[] = {name, results[k]};
+      SET(f->rec_total, rl, counts[k]);
+    }
+    SET(f->rec_errors, cl, st.error);
+    SET(f->rec_max, cl, st.workers);
+    SET(f->rec_active, cl, st.active_workers);
+    const kc_reconcile_histogram *h = v->reconcile_histograms ? v->reconcile_histograms[c] : NULL;
+    r = h ? kc_metrics_set_histogram(f->rec_time, cl, h->counts, h->sum_seconds)
+          : kc_metrics_set_histogram_total(f->rec_time, cl, st.reconcile_count, st.reconcile_seconds_sum);
+    if (r < 0 && rc == 0) rc = r;
+  }
+  if (v->lease_name) {
+    const char *ll[] = {v->lease_name};
+    SET(f->le_master, ll, v->leading ? 1 : 0);
+  }
+  uint64_t *backlog = compute_backlog(v);
+  if (!backlog) return -ENOMEM;
+  for (size_t i = 0; i < v->ninformers; i++) {
+    kc_informer *inf = v->informers[i];
+    if (!inf) continue;
+    inf_desc d;
+    describe(v, i, &d);
+    const char *il[NINF_LABELS] = {d.informer, d.resource, d.namespace_, d.label_selector, d.field_selector};
+    kc_informer_stats st;
+    kc_informer_stats_get(inf, &st);
+    SET(f->rf_lists, il, st.lists);
+    SET(f->rf_watches, il, st.watches);
+    SET(f->rf_relists, il, st.relists);
+    SET(f->rf_events, il, st.events);
+    SET(f->rf_errors, il, st.errors);
+    SET(f->inf_objects, il, st.objects);
+    SET(f->inf_bytes, il, st.bytes);
+    SET(f->inf_backlog, il, backlog[i]);
+    SET(f->inf_synced, il, kc_informer_synced(inf) ? 1 : 0);
+  }
+#undef SET
+  free(backlog);
+  return rc;
+}
+
+/* --- /debug/informers ------------------------------------------------------------ */
+
+static void json_str(kc_mbuf *b, const char *s) {
+  kc_mbuf_append(b, "\"", 1);
+  const char *run = s;
+  for (const unsigned char *c = (const unsigned char *)s;; c++) {
+    if (*c >= 0x20 && *c != '"' && *c != '\\') continue;
+    kc_mbuf_append(b, run, (size_t)((const char *)c - run));
+    if (!*c) break;
+    if (*c == '"' || *c == '\\') {
+      char e[2] = {'\\', (char)*c};
+      kc_mbuf_append(b, e, 2);
+    } else {
+      kc_mbuf_printf(b, "\\u%04x", *c);
+    }
+    run = (const char *)c + 1;
+  }
+  kc_mbuf_append(b, "\"", 1);
+}
+
+int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
+  uint64_t *backlog = compute_backlog(v);
+  if (!backlog) return -ENOMEM;
+  kc_mbuf_append(out, "[", 1);
+  for (size_t i = 0; i < v->ninformers; i++) {
+    kc_informer *inf = v->informers[i];
+    const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
+    kc_informer_stats st = {0};
+    if (inf) kc_informer_stats_get(inf, &st);
+    kc_mbuf_puts(out, i ? ",\n {" : "\n {");
+    kc_mbuf_puts(out, "\"name\":");
+    if (s && s->name)
+      json_str(out, s->name);
+    else
+      kc_mbuf_puts(out, "null");
+    kc_mbuf_puts(out, ",\"apiVersion\":");
+    json_str(out, s ? s->api_version : "");
+    kc_mbuf_puts(out, ",\"kind\":");
+    json_str(out, s ? s->kind : "");
+    kc_mbuf_puts(out, ",\"resource\":");
+    json_str(out, inf ? kc_informer_resource(inf) : "");
+    kc_mbuf_puts(out, ",\"namespaces\":[");
+    for (size_t n = 0; s && n < s->nnamespaces; n++) {
+      if (n) kc_mbuf_append(out, ",", 1);
+      json_str(out, s->namespaces[n]);
+    }
+    kc_mbuf_puts(out, "],\"labelSelector\":");
+    json_str(out, s && s->label_selector ? s->label_selector : "");
+    kc_mbuf_puts(out, ",\"fieldSelector\":");
+    json_str(out, s && s->field_selector ? s->field_selector : "");
+    kc_mbuf_printf(out, ",\"started\":%s,\"synced\":%s,\"objects\":%zu,\"bytes\":%zu,\"resourceVersion\":",
+                   inf ? "true" : "false", inf && kc_informer_synced(inf) ? "true" : "false", st.objects,
+                   st.bytes);
+    json_str(out, st.resource_version);
+    kc_mbuf_printf(out,
+                   ",\"lists\":%" PRIu64 ",\"watches\":%" PRIu64 ",\"relists\":%" PRIu64 ",\"events\":%" PRIu64
+                   ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 "}",
+                   st.lists, st.watches, st.relists, st.events, st.errors, backlog[i]);
+  }
+  kc_mbuf_puts(out, v->ninformers ? "\n]\n" : "]\n");
+  free(backlog);
+  return out->err;
+}
+
+/* --- readiness and status --------------------------------------------------------- */
+
+bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) {
+  if (v->stopping) {
+    snprintf(why, cap, "stopping");
+    return false;
+  }
+  for (size_t i = 0; i < v->ninformers; i++) {
+    kc_informer *inf = v->informers[i];
+    const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
+    if (!inf || !kc_informer_synced(inf)) {
+      snprintf(why, cap, "informer %s %s: %s", s ? s->api_version : "?", s ? s->kind : "?",
+               inf ? "cache not synced yet" : "kind not discovered yet");
+      return false;
+    }
+  }
+  if (v->lease_name && !v->leading && !v->standby) {
+    snprintf(why, cap, "leader election: lease %s not acquired or observed yet", v->lease_name);
+    return false;
+  }
+  snprintf(why, cap, "ok");
+  return true;
+}
+
+void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
+  size_t synced = 0, controllers = 0;
+  for (size_t i = 0; i < v->ninformers; i++)
+    if (v->informers[i] && kc_informer_synced(v->informers[i])) synced++;
+  for (size_t c = 0; c < v->ncontrollers; c++)
+    if (v->controllers[c]) controllers++;
+  char role[384];
+  if (v->stopping)
+    snprintf(role, sizeof role, "stopping");
+  else if (!v->lease_name)
+    snprintf(role, sizeof role, "active (leader election off)");
+  else if (v->leading)
+    snprintf(role, sizeof role, "leading lease=%s", v->lease_name);
+  else if (v->standby)
+    snprintf(role, sizeof role, "standby lease=%s leader=%s", v->lease_name, v->leader ? v->leader : "?");
+  else
+    snprintf(role, sizeof role, "acquiring lease=%s", v->lease_name);
+  snprintf(buf, cap, "%s; informers %zu/%zu synced; controllers %zu", role, synced, v->ninformers,
+           controllers);
+}
+
+/* --- kc_ops ------------------------------------------------------------------------- */
+
+struct kc_ops {
+  uv_loop_t *loop;
+  kc_ops_view_fn view;
+  void *ud;
+  kc_metrics *reg;
+  kc_ops_families *fam;
+  kc_httpserver *http;
+  kc_notify *notify;
+  uv_timer_t timer;
+  bool reloading, stopping;
+};
+
+static void get_view(kc_ops *ops, kc_ops_view *v) {
+  memset(v, 0, sizeof *v);
+  ops->view(ops->ud, v);
+  if (ops->stopping) v->stopping = true;
+}
+
+static void hook_collect(void *ud, kc_metrics *reg, kc_mbuf *json) {
+  kc_ops *ops = ud;
+  kc_ops_view v;
+  get_view(ops, &v);
+  if (kc_ops_fill_metrics(ops->fam, &v) < 0) kc_warn("ops", "metrics collection incomplete: out of memory");
+  kc_ops_informers_json(&v, json);
+}
+
+static bool hook_ready(void *ud, char *why, size_t cap) {
+  kc_ops *ops = ud;
+  kc_ops_view v;
+  get_view(ops, &v);
+  return kc_ops_ready(&v, why, cap);
+}
+
+static void on_state_tick(uv_timer_t *t) {
+  kc_ops *ops = t->data;
+  if (ops->reloading) return; /* kc_ops_reloaded sends READY=1 */
+  kc_ops_view v;
+  get_view(ops, &v);
+  char why[256], status[512];
+  bool ready = kc_ops_ready(&v, why, sizeof why);
+  kc_ops_summary(&v, status, sizeof status);
+  if (ready && !kc_notify_is_ready(ops->notify)) {
+    kc_info("ops", "ready: %s", status);
+    kc_notify_ready(ops->notify, status);
+  } else if (!ready && !v.stopping) {
+    char line[800];
+    snprintf(line, sizeof line, "%s; waiting: %s", status, why);
+    kc_notify_status(ops->notify, line);
+  } else {
+    kc_notify_status(ops->notify, status);
+  }
+}
+
+int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, void *ud, kc_ops **out) {
+  kc_ops *ops = calloc(1, sizeof *ops);
+  if (!ops) return -ENOMEM;
+  ops->loop = loop;
+  ops->view = view;
+  ops->ud = ud;
+  int rc = -ENOMEM;
+  ops->reg = kc_metrics_new();
+  if (!ops->reg || (rc = kc_ops_families_new(ops->reg, &ops->fam)) < 0) goto fail;
+  if ((rc = kc_notify_new(loop, &ops->notify)) < 0) goto fail;
+  kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms};
+  kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops};
+  if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
+  uv_timer_init(loop, &ops->timer);
+  ops->timer.data = ops;
+  uint64_t period = o->heartbeat_ms ? o->heartbeat_ms : 1000;
+  uv_timer_start(&ops->timer, on_state_tick, period < 250 ? period : 250, period);
+  *out = ops;
+  return 0;
+fail:
+  kc_notify_close(ops->notify);
+  kc_ops_families_free(ops->fam);
+  kc_metrics_free(ops->reg);
+  free(ops);
+  return rc;
+}
+
+uint16_t kc_ops_port(const kc_ops *ops) { return ops ? kc_httpserver_port(ops->http) : 0; }
+
+void kc_ops_reloading(kc_ops *ops) {
+  if (!ops) return;
+  ops->reloading = true;
+  kc_notify_reloading(ops->notify, "reloading configuration");
+}
+
+void kc_ops_reloaded(kc_ops *ops, const char *outcome) {
+  if (!ops) return;
+  ops->reloading = false;
+  kc_ops_view v;
+  get_view(ops, &v);
+  char status[512], line[1024];
+  kc_ops_summary(&v, status, sizeof status);
+  snprintf(line, sizeof line, "%s; %s", status, outcome ? outcome : "reload done");
+  kc_notify_reloaded(ops->notify, line);
+}
+
+void kc_ops_stopping(kc_ops *ops) {
+  if (!ops) return;
+  ops->stopping = true;
+  kc_notify_stopping(ops->notify, "stopping: finishing in-flight reconciles");
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  kc_ops *ops = h->data;
+  kc_ops_families_free(ops->fam);
+  kc_metrics_free(ops->reg);
+  free(ops);
+}
+
+void kc_ops_close(kc_ops *ops) {
+  if (!ops) return;
+  kc_httpserver_close(ops->http); /* joins server threads before the registry goes */
+  kc_notify_close(ops->notify);
+  uv_timer_stop(&ops->timer);
+  uv_close((uv_handle_t *)&ops->timer, on_timer_closed);
+}

@@ -1,0 +1,312 @@
+/* Unit tests for daemon/httpserver: a real libuv loop on its own thread, a
+ * real libmicrohttpd server on 127.0.0.1, scraped with libcurl easy. Covers
+ * the endpoints, 404/405, readiness, the bind address rules, and a stalled
+ * loop: /healthz fails while scrapes still answer (stale) within their wait. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "httpserver.h"
+
+typedef struct fixture {
+  uv_loop_t loop;
+  uv_async_t quit, stall;
+  pthread_t thread;
+  kc_metrics *reg;
+  kc_metric_family *collections;
+  kc_httpserver *srv;
+  atomic_int collects;
+  atomic_bool ready;
+  atomic_int stall_ms;
+} fixture;
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void collect(void *ud, kc_metrics *reg, kc_mbuf *json) {
+  fixture *f = ud;
+  int n = atomic_fetch_add(&f->collects, 1) + 1;
+  const char *l[] = {"a\"b"};
+  kc_metrics_set(f->collections, l, n);
+  kc_mbuf_printf(json, "[{\"resource\":\"pods\",\"collect\":%d}]", n);
+}
+
+static bool ready(void *ud, char *why, size_t cap) {
+  fixture *f = ud;
+  if (atomic_load(&f->ready)) return true;
+  snprintf(why, cap, "informer v1 Pod: cache not synced yet");
+  return false;
+}
+
+static void on_quit(uv_async_t *a) {
+  fixture *f = a->data;
+  kc_httpserver_close(f->srv);
+  uv_close((uv_handle_t *)&f->quit, NULL);
+  uv_close((uv_handle_t *)&f->stall, NULL);
+}
+
+static void on_stall(uv_async_t *a) {
+  fixture *f = a->data;
+  sleep_ms(atomic_load(&f->stall_ms)); /* a wedged loop */
+}
+
+static void *loop_main(void *arg) {
+  fixture *f = arg;
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  return NULL;
+}
+
+static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms) {
+  fixture *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  assert_int_equal(uv_loop_init(&f->loop), 0);
+  f->reg = kc_metrics_new();
+  const char *l[] = {"who"};
+  assert_int_equal(kc_metrics_register(f->reg, "test_collections_total", "Collections", KC_METRIC_COUNTER, l, 1,
+                                       NULL, 0, &f->collections), 0);
+  kc_httpserver_options o = {.bind = bind, .heartbeat_ms = heartbeat_ms, .scrape_wait_ms = wait_ms, .fresh_ms = 1};
+  kc_httpserver_hooks h = {collect, ready, f};
+  assert_int_equal(kc_httpserver_start(&f->loop, f->reg, &o, &h, &f->srv), 0);
+  assert_non_null(f->srv);
+  assert_true(kc_httpserver_port(f->srv) > 0);
+  uv_async_init(&f->loop, &f->quit, on_quit);
+  uv_async_init(&f->loop, &f->stall, on_stall);
+  f->quit.data = f->stall.data = f;
+  assert_int_equal(pthread_create(&f->thread, NULL, loop_main, f), 0);
+  return f;
+}
+
+static void stop(fixture *f) {
+  uv_async_send(&f->quit);
+  pthread_join(f->thread, NULL);
+  assert_int_equal(uv_loop_close(&f->loop), 0);
+  kc_metrics_free(f->reg);
+  free(f);
+}
+
+typedef struct resp {
+  long status;
+  char body[8192];
+  size_t len;
+  char type[128];
+  double seconds;
+} resp;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
+  resp *r = ud;
+  size_t len = sz * n;
+  size_t room = sizeof r->body - 1 - r->len;
+  memcpy(r->body + r->len, p, len < room ? len : room);
+  r->len += len < room ? len : room;
+  r->body[r->len] = '\0';
+  return len;
+}
+
+static void get(fixture *f, const char *method, const char *path, resp *r) {
+  memset(r, 0, sizeof *r);
+  char url[256];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)kc_httpserver_port(f->srv), path);
+  CURL *c = curl_easy_init();
+  assert_non_null(c);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+  if (method) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  uint64_t t0 = mono_ms();
+  CURLcode rc = curl_easy_perform(c);
+  r->seconds = (double)(mono_ms() - t0) / 1000.0;
+  if (rc != CURLE_OK) fail_msg("GET %s: %s", path, curl_easy_strerror(rc));
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+  char *ct = NULL;
+  curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+  snprintf(r->type, sizeof r->type, "%s", ct ? ct : "");
+  curl_easy_cleanup(c);
+}
+
+static int count_fds(void) {
+  int n = 0;
+  for (int fd = 0; fd < 1024; fd++)
+    if (fcntl(fd, F_GETFD) != -1) n++;
+  return n;
+}
+
+static void test_endpoints(void **state) {
+  (void)state;
+  /* libuv opens its process-wide signal pipe with the first loop: count after. */
+  uv_loop_t l;
+  assert_int_equal(uv_loop_init(&l), 0);
+  assert_int_equal(uv_loop_close(&l), 0);
+  int fds = count_fds();
+  fixture *f = start("127.0.0.1:0", 50, 1000);
+  resp r;
+  get(f, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.type, KC_METRICS_CONTENT_TYPE);
+  assert_non_null(strstr(r.body, "# HELP test_collections_total Collections\n# TYPE test_collections_total counter\n"));
+  assert_non_null(strstr(r.body, "test_collections_total{who=\"a\\\"b\"} 1\n"));
+  /* Each scrape of a snapshot older than fresh_ms gets a new collection. */
+  sleep_ms(5);
+  get(f, NULL, "/metrics", &r);
+  assert_non_null(strstr(r.body, "test_collections_total{who=\"a\\\"b\"} 2\n"));
+  sleep_ms(5);
+  get(f, NULL, "/debug/informers", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.type, "application/json");
+  assert_string_equal(r.body, "[{\"resource\":\"pods\",\"collect\":3}]");
+
+  get(f, NULL, "/healthz", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.body, "ok\n");
+  get(f, NULL, "/readyz", &r);
+  assert_int_equal(r.status, 503);
+  assert_string_equal(r.body, "informer v1 Pod: cache not synced yet\n");
+  atomic_store(&f->ready, true);
+  sleep_ms(150); /* > heartbeat */
+  get(f, NULL, "/readyz", &r);
+  assert_int_equal(r.status, 200);
+
+  get(f, NULL, "/nope", &r);
+  assert_int_equal(r.status, 404);
+  get(f, NULL, "/metrics/x", &r);
+  assert_int_equal(r.status, 404);
+  get(f, NULL, "/", &r);
+  assert_int_equal(r.status, 404);
+  get(f, "POST", "/metrics", &r);
+  assert_int_equal(r.status, 405);
+  get(f, "DELETE", "/healthz", &r);
+  assert_int_equal(r.status, 405);
+  /* Query strings do not change the endpoint. */
+  get(f, NULL, "/healthz?verbose=1", &r);
+  assert_int_equal(r.status, 200);
+  stop(f);
+  assert_int_equal(count_fds(), fds); /* the listening socket is closed too */
+}
+
+static void test_stalled_loop(void **state) {
+  (void)state;
+  fixture *f = start("127.0.0.1:0", 50, 200); /* stall after 150 ms, scrapes wait 200 ms */
+  resp r;
+  get(f, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  atomic_store(&f->ready, true);
+  sleep_ms(100);
+  atomic_store(&f->stall_ms, 1200);
+  uv_async_send(&f->stall);
+  sleep_ms(400);
+  get(f, NULL, "/healthz", &r);
+  assert_int_equal(r.status, 500);
+  assert_non_null(strstr(r.body, "event loop stalled"));
+  assert_true(r.seconds < 0.5); /* health checks never wait for the loop */
+  get(f, NULL, "/readyz", &r);
+  assert_int_equal(r.status, 503);
+  /* A scrape waits at most scrape_wait_ms, then gets the last snapshot. */
+  get(f, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  assert_non_null(strstr(r.body, "test_collections_total{who=\"a\\\"b\"} 1\n"));
+  assert_true(r.seconds >= 0.15 && r.seconds < 1.0);
+  /* The loop recovers: healthy again and fresh collections. */
+  sleep_ms(1000);
+  get(f, NULL, "/healthz", &r);
+  assert_int_equal(r.status, 200);
+  sleep_ms(5);
+  get(f, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  assert_null(strstr(r.body, "} 1\n"));
+  stop(f);
+}
+
+static void test_bind_rules(void **state) {
+  (void)state;
+  char host[64];
+  uint16_t port;
+  assert_int_equal(kc_httpserver_parse_bind("127.0.0.1:9090", host, sizeof host, &port), 0);
+  assert_string_equal(host, "127.0.0.1");
+  assert_int_equal(port, 9090);
+  assert_int_equal(kc_httpserver_parse_bind("[::1]:0", host, sizeof host, &port), 0);
+  assert_string_equal(host, "::1");
+  assert_int_equal(port, 0);
+  assert_int_equal(kc_httpserver_parse_bind(":8080", host, sizeof host, &port), 0);
+  assert_string_equal(host, "");
+  assert_int_equal(kc_httpserver_parse_bind("0", host, sizeof host, &port), 1);
+  assert_int_equal(kc_httpserver_parse_bind("", host, sizeof host, &port), 1);
+  assert_int_equal(kc_httpserver_parse_bind(NULL, host, sizeof host, &port), 1);
+  assert_int_equal(kc_httpserver_parse_bind("::1:80", host, sizeof host, &port), -EINVAL);
+  assert_int_equal(kc_httpserver_parse_bind("host", host, sizeof host, &port), -EINVAL);
+  assert_int_equal(kc_httpserver_parse_bind("host:", host, sizeof host, &port), -EINVAL);
+  assert_int_equal(kc_httpserver_parse_bind("host:65536", host, sizeof host, &port), -EINVAL);
+  assert_int_equal(kc_httpserver_parse_bind("host:9x", host, sizeof host, &port), -EINVAL);
+  assert_int_equal(kc_httpserver_parse_bind("[::1]80", host, sizeof host, &port), -EINVAL);
+
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_metrics *reg = kc_metrics_new();
+  kc_httpserver_hooks h = {0};
+  kc_httpserver *s = (kc_httpserver *)&loop;
+  kc_httpserver_options o = {.bind = "0"};
+  assert_int_equal(kc_httpserver_start(&loop, reg, &o, &h, &s), 0);
+  assert_null(s); /* disabled */
+  o.bind = "localhost";
+  assert_int_equal(kc_httpserver_start(&loop, reg, &o, &h, &s), -EINVAL);
+  o.bind = "192.0.2.1:0"; /* TEST-NET address not on this host: bind fails */
+  assert_int_equal(kc_httpserver_start(&loop, reg, &o, &h, &s), -EADDRNOTAVAIL);
+  /* A port in use is an error the operator sees. */
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(fd, 1), 0);
+  socklen_t al = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &al);
+  char bind_addr[64];
+  snprintf(bind_addr, sizeof bind_addr, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+  o.bind = bind_addr;
+  assert_int_equal(kc_httpserver_start(&loop, reg, &o, &h, &s), -EADDRINUSE);
+  close(fd);
+  /* IPv6 loopback, when the host has it. */
+  o.bind = "[::1]:0";
+  int rc = kc_httpserver_start(&loop, reg, &o, &h, &s);
+  if (rc == 0) {
+    assert_true(kc_httpserver_port(s) > 0);
+    kc_httpserver_close(s);
+  } else {
+    assert_true(rc == -EADDRNOTAVAIL || rc == -EAFNOSUPPORT || rc == -EINVAL);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  kc_metrics_free(reg);
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_endpoints),
+      cmocka_unit_test(test_stalled_loop),
+      cmocka_unit_test(test_bind_rules),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  curl_global_cleanup();
+  return rc;
+}
