@@ -87,7 +87,8 @@ $(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libkctrld.a
 .SECONDARY:
 .DELETE_ON_ERROR:
 .SECONDEXPANSION:
-$(B)/plugins/%.so: $$(patsubst %.c,$(B)/pic/%.o,$$(wildcard plugins/%/*.c))
+PCT := %
+$(B)/plugins/%.so: $$(patsubst $$(PCT).c,$(B)/pic/$$(PCT).o,$$(wildcard plugins/$$*/*.c))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared -o $@ $^
 

@@ -132,6 +132,7 @@ static bool update_passes(unsigned preds, const kc_obj *old, const kc_obj *obj) 
 typedef struct owner_scan {
   kc_controller *c;
   const kc_obj *obj;
+  int observe; /* 1: an owned object was added, -1: deleted, 0: updated */
 } owner_scan;
 
 static bool on_owner_ref(const kc_json_value *ref, void *ud) {
@@ -152,6 +153,11 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
   int n = kc_json_string(&name, owner, sizeof owner);
   if (n <= 0) return true;
   enqueue(s->c, s->obj->namespace_, (kc_str){owner, (size_t)n});
+  if (s->observe) { /* expectations of the owner (plugin.h): adds and deletes seen */
+    char key[512];
+    snprintf(key, sizeof key, "%.*s/%.*s", (int)s->obj->namespace_.len, s->obj->namespace_.ptr, n, owner);
+    kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0, s->observe < 0);
+  }
   return false; /* at most one controller reference */
 }
 
@@ -176,14 +182,14 @@ static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const ch
     enqueue(c, obj->namespace_, (kc_str){text, n});
 }
 
-static void map_event(subscription *s, const kc_obj *obj) {
+static void map_event(subscription *s, const kc_obj *obj, int observe) {
   kc_controller *c = s->c;
   switch (s->role) {
   case SUB_FOR:
     enqueue(c, obj->namespace_, obj->name);
     return;
   case SUB_OWNS: {
-    owner_scan scan = {c, obj};
+    owner_scan scan = {c, obj, observe};
     kc_obj_get_each(obj, "metadata.ownerReferences[]", on_owner_ref, &scan);
     return;
   }
@@ -227,18 +233,18 @@ static void map_event(subscription *s, const kc_obj *obj) {
   }
 }
 
-static void on_add(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj); }
+static void on_add(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, 1); }
 
 static void on_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
   subscription *s = ud;
   if (!update_passes(s->predicates, old, obj)) return;
-  map_event(s, obj);
+  map_event(s, obj, 0);
   /* An owned or watched object that changed its owner/mapping must also
    * wake the former one. */
-  if (s->role != SUB_FOR && old != obj) map_event(s, old);
+  if (s->role != SUB_FOR && old != obj) map_event(s, old, 0);
 }
 
-static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj); }
+static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, -1); }
 
 /* --- results ---------------------------------------------------------------- */
 

@@ -16,6 +16,7 @@
  * config's equal spec).
  */
 #include "daemon.h"
+#include "hostapi.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -695,6 +696,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
+  kc_hostapi_install(); /* plugin host services on this daemon */
   for (size_t i = 0; i < d->nctls; i++)
     if (instantiate(d, &d->ctls[i]) < 0) goto fail;
   uv_timer_init(&d->loop, &d->tick);
