@@ -84,6 +84,8 @@ $(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libkctrld.a
 
 # Plugins: every .c in plugins/NAME/ becomes NAME.so. Position independent,
 # only kctrld_plugin_entry exported (the header marks it visible).
+.SECONDARY:
+.DELETE_ON_ERROR:
 .SECONDEXPANSION:
 $(B)/plugins/%.so: $$(patsubst %.c,$(B)/pic/%.o,$$(wildcard plugins/%/*.c))
 	@mkdir -p $(dir $@)

@@ -332,6 +332,23 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   return 0;
 }
 
+void kc_controller_rebind(kc_controller *c, const kc_controller_spec *spec) {
+  c->spec = spec;
+  size_t w = 0;
+  for (size_t i = 0; i < c->nsubs; i++) {
+    subscription *s = &c->subs[i];
+    if (s->role == SUB_FOR) s->predicates = spec->predicates;
+    if (s->role == SUB_WATCHES && w < spec->nwatches) {
+      s->watch = &spec->watches[w];
+      s->predicates = spec->watches[w].predicates;
+      w++;
+    }
+  }
+  size_t o = 0;
+  for (size_t i = 0; i < c->nsubs; i++)
+    if (c->subs[i].role == SUB_OWNS && o < spec->nowns) c->subs[i].predicates = spec->owns[o++].predicates;
+}
+
 void kc_controller_set_active(kc_controller *c, bool active) {
   if (c->active == active) return;
   c->active = active;

@@ -43,6 +43,9 @@ typedef struct kc_controller_stats {
  * instance is owned by the controller from now on (freed at close). */
 int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
                       kc_plugin_instance *inst, kc_controller **out);
+/* Live reload: points an unchanged controller (same name, kinds, mappings
+ * and informers) at the equal spec of a new config. */
+void kc_controller_rebind(kc_controller *c, const kc_controller_spec *spec);
 /* Starts or stops dispatching to workers (leader election). */
 void kc_controller_set_active(kc_controller *c, bool active);
 /* Graceful stop: no new keys, in-flight reconciles get bound_ms to finish;

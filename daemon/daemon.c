@@ -5,10 +5,21 @@
  * creates and starts the informers that can be, creates controllers whose
  * informers all exist, and activates controllers whose informers synced.
  * Nothing needs a restart to notice a CRD that appears later.
+ *
+ * Live reload (SIGHUP) is validate-then-swap: the new file is loaded and
+ * validated completely first (a bad file is logged with file:line:col and
+ * the old config keeps running). Then controllers that were removed or
+ * changed, or that use an informer whose scope changed, are drained and
+ * stopped; once they are gone the new config is swapped in: informers with
+ * an unchanged scope keep their caches and watches, the others are closed
+ * or created, and unchanged controllers keep running (rebound to the new
+ * config's equal spec).
  */
 #include "daemon.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,14 +33,22 @@
 
 typedef struct kind_slot {
   kc_daemon *d;
-  size_t index;             /* config informer index */
+  const kc_informer_spec *spec; /* in the current config */
   char api_path[384];
   char plural[256];
   bool namespaced;
-  _Atomic bool resolved;
+  atomic_bool resolved;
   bool discovering;
+  bool orphaned; /* removed by a reload while discovery was in flight */
   uint64_t last_miss_log_ms;
+  kc_informer *informer;
 } kind_slot;
+
+typedef struct ctl_slot {
+  const kc_controller_spec *spec;
+  kc_plugin_instance *inst; /* until the controller exists, then owned by it */
+  kc_controller *ctl;
+} ctl_slot;
 
 struct kc_daemon {
   uv_loop_t loop;
@@ -38,47 +57,67 @@ struct kc_daemon {
   kc_kube_creds *creds;
   kc_api *api;
   kc_discovery *discovery;
-  kind_slot *kinds;          /* one per config informer */
-  kc_informer **informers;   /* one per config informer, NULL until resolved */
-  kc_plugin_instance **instances;
-  kc_controller **controllers;
+  /* Guards cfg, kinds and their resolution for worker-thread lookups; the
+   * loop takes it for writing only while swapping a reloaded config. */
+  pthread_rwlock_t registry_lock;
+  kind_slot **kinds; /* one per config informer */
+  size_t nkinds;
+  ctl_slot *ctls;    /* one per config controller */
+  size_t nctls;
   size_t controllers_alive;
+  /* Old configs stay allocated while plugin instances created from them may
+   * still read their settings; freed at exit (a few KB per reload). */
+  kc_config **retired;
+  size_t nretired;
+  kc_config *reload_cfg; /* validated, waiting for controllers to drain */
+  kc_config_diff *reload_diff;
+  size_t reload_waiting;
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick;
   atomic_bool may_write;
   bool stopping;
-  int exit_code;
 };
 
 /* --- registry (any thread) -------------------------------------------------- */
 
 kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const char *kind) {
-  for (size_t i = 0; i < d->cfg->ninformers; i++) {
-    const kc_informer_spec *s = &d->cfg->informers[i];
-    if (strcmp(s->api_version, api_version) == 0 && strcmp(s->kind, kind) == 0 &&
-        atomic_load(&d->kinds[i].resolved))
-      return d->informers[i];
+  kc_informer *found = NULL;
+  pthread_rwlock_rdlock(&d->registry_lock);
+  for (size_t i = 0; i < d->nkinds && !found; i++) {
+    const kind_slot *k = d->kinds[i];
+    if (strcmp(k->spec->api_version, api_version) == 0 && strcmp(k->spec->kind, kind) == 0 &&
+        atomic_load(&k->resolved))
+      found = k->informer;
   }
-  return NULL;
+  pthread_rwlock_unlock(&d->registry_lock);
+  return found;
 }
 
 int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
                        kc_resource_ref *out) {
-  for (size_t i = 0; i < d->cfg->ninformers; i++) {
-    const kc_informer_spec *s = &d->cfg->informers[i];
-    kind_slot *k = &d->kinds[i];
-    if (strcmp(s->api_version, api_version) == 0 && strcmp(s->kind, kind) == 0 &&
+  int rc = -ENOENT;
+  pthread_rwlock_rdlock(&d->registry_lock);
+  for (size_t i = 0; i < d->nkinds && rc; i++) {
+    const kind_slot *k = d->kinds[i];
+    if (strcmp(k->spec->api_version, api_version) == 0 && strcmp(k->spec->kind, kind) == 0 &&
         atomic_load(&k->resolved)) {
       *out = (kc_resource_ref){k->api_path, k->plural, k->namespaced};
-      return 0;
+      rc = 0;
     }
   }
+  pthread_rwlock_unlock(&d->registry_lock);
+  if (rc == 0) return 0;
   /* Well-known kinds plugins write without caching them. */
-  static const struct { const char *av, *kind, *path, *plural; bool ns; } known[] = {
+  static const struct {
+    const char *av, *kind, *path, *plural;
+    bool ns;
+  } known[] = {
       {"v1", "Event", "/api/v1", "events", true},
       {"v1", "Pod", "/api/v1", "pods", true},
       {"v1", "ConfigMap", "/api/v1", "configmaps", true},
       {"v1", "Secret", "/api/v1", "secrets", true},
+      {"v1", "Namespace", "/api/v1", "namespaces", false},
+      {"apps/v1", "Deployment", "/apis/apps/v1", "deployments", true},
       {"coordination.k8s.io/v1", "Lease", "/apis/coordination.k8s.io/v1", "leases", true},
       {"events.k8s.io/v1", "Event", "/apis/events.k8s.io/v1", "events", true},
   };
@@ -99,9 +138,13 @@ bool kc_daemon_may_write(const kc_daemon *d) { return atomic_load(&d->may_write)
 static void on_resolved(int err, const kc_resource_info *info, const kc_api_status *status,
                         void *ud) {
   kind_slot *k = ud;
-  kc_daemon *d = k->d;
-  const kc_informer_spec *s = &d->cfg->informers[k->index];
   k->discovering = false;
+  if (k->orphaned) {
+    free(k);
+    return;
+  }
+  kc_daemon *d = k->d;
+  const kc_informer_spec *s = k->spec;
   if (err == 0) {
     if (info->group[0])
       snprintf(k->api_path, sizeof k->api_path, "/apis/%s/%s", info->group, info->version);
@@ -114,7 +157,7 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     atomic_store(&k->resolved, true);
     return;
   }
-  /* Log a missing kind once a minute, not every tick. */
+  /* A missing kind is logged once a minute, not every tick. */
   uint64_t now = uv_now(&d->loop);
   if (!k->last_miss_log_ms || now - k->last_miss_log_ms >= 60000) {
     k->last_miss_log_ms = now;
@@ -127,27 +170,42 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
   }
 }
 
-static void discover(kc_daemon *d, kind_slot *k) {
-  const kc_informer_spec *s = &d->cfg->informers[k->index];
-  if (kc_discovery_resolve(d->discovery, s->api_version, s->kind, on_resolved, k) == 0)
-    k->discovering = true;
+static void release_slot(kind_slot *k) {
+  if (k->informer) kc_informer_close(k->informer);
+  k->informer = NULL;
+  if (k->discovering)
+    k->orphaned = true; /* freed by on_resolved */
+  else
+    free(k);
+}
+
+static kind_slot *new_slot(kc_daemon *d, const kc_informer_spec *spec) {
+  kind_slot *k = calloc(1, sizeof *k);
+  if (!k) return NULL;
+  k->d = d;
+  k->spec = spec;
+  return k;
 }
 
 /* --- start-up steps --------------------------------------------------------- */
 
-static void on_controller_stopped(void *ud) {
-  kc_daemon *d = ud;
-  d->controllers_alive--;
+static void on_controller_stopped(void *ud);
+
+static kc_informer **informer_view(kc_daemon *d) {
+  kc_informer **v = calloc(d->nkinds ? d->nkinds : 1, sizeof *v);
+  for (size_t i = 0; v && i < d->nkinds; i++) v[i] = d->kinds[i]->informer;
+  return v;
 }
 
 static bool informers_ready(kc_daemon *d, const kc_controller_spec *c, bool synced) {
-  size_t need[1 + 64];
-  size_t n = 0;
-  need[n++] = c->for_.informer;
-  for (size_t i = 0; i < c->nowns && n < 65; i++) need[n++] = c->owns[i].ref.informer;
-  for (size_t i = 0; i < c->nwatches && n < 65; i++) need[n++] = c->watches[i].ref.informer;
-  for (size_t i = 0; i < n; i++) {
-    kc_informer *inf = d->informers[need[i]];
+  if (!d->kinds[c->for_.informer]->informer) return false;
+  if (synced && !kc_informer_synced(d->kinds[c->for_.informer]->informer)) return false;
+  for (size_t i = 0; i < c->nowns; i++) {
+    kc_informer *inf = d->kinds[c->owns[i].ref.informer]->informer;
+    if (!inf || (synced && !kc_informer_synced(inf))) return false;
+  }
+  for (size_t i = 0; i < c->nwatches; i++) {
+    kc_informer *inf = d->kinds[c->watches[i].ref.informer]->informer;
     if (!inf || (synced && !kc_informer_synced(inf))) return false;
   }
   return true;
@@ -156,50 +214,230 @@ static bool informers_ready(kc_daemon *d, const kc_controller_spec *c, bool sync
 static void on_tick(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->stopping) return;
-  for (size_t i = 0; i < d->cfg->ninformers; i++) {
-    kind_slot *k = &d->kinds[i];
+  for (size_t i = 0; i < d->nkinds; i++) {
+    kind_slot *k = d->kinds[i];
     if (!atomic_load(&k->resolved)) {
-      if (!k->discovering) discover(d, k);
+      if (!k->discovering &&
+          kc_discovery_resolve(d->discovery, k->spec->api_version, k->spec->kind, on_resolved, k) == 0)
+        k->discovering = true;
       continue;
     }
-    if (d->informers[i]) continue;
+    if (k->informer) continue;
     kc_resource_ref ref = {k->api_path, k->plural, k->namespaced};
-    int rc = kc_informer_new(&d->loop, d->api, &d->cfg->informers[i], &ref, &d->informers[i]);
-    if (rc == 0) rc = kc_informer_start(d->informers[i]);
+    int rc = kc_informer_new(&d->loop, d->api, k->spec, &ref, &k->informer);
+    if (rc == 0) rc = kc_informer_start(k->informer);
     if (rc < 0) {
-      kc_error("daemon", "informer %s %s: cannot start: %s", d->cfg->informers[i].api_version,
-               d->cfg->informers[i].kind, strerror(-rc));
-      if (d->informers[i]) kc_informer_close(d->informers[i]);
-      d->informers[i] = NULL;
+      kc_error("daemon", "informer %s %s: cannot start: %s", k->spec->api_version, k->spec->kind,
+               strerror(-rc));
+      if (k->informer) kc_informer_close(k->informer);
+      k->informer = NULL;
     }
   }
-  for (size_t i = 0; i < d->cfg->ncontrollers; i++) {
-    const kc_controller_spec *cs = &d->cfg->controllers[i];
-    if (!d->controllers[i] && d->instances[i] && informers_ready(d, cs, false)) {
-      int rc = kc_controller_new(&d->loop, cs, d->informers, d->instances[i], &d->controllers[i]);
+  if (d->reload_cfg) return; /* controllers are being drained for a reload */
+  for (size_t i = 0; i < d->nctls; i++) {
+    ctl_slot *cs = &d->ctls[i];
+    if (!cs->ctl && cs->inst && informers_ready(d, cs->spec, false)) {
+      kc_informer **view = informer_view(d);
+      int rc = view ? kc_controller_new(&d->loop, cs->spec, view, cs->inst, &cs->ctl) : -ENOMEM;
+      free(view);
       if (rc < 0) {
-        kc_error("daemon", "controller %s: cannot start: %s", cs->name, strerror(-rc));
+        kc_error("daemon", "controller %s: cannot start: %s", cs->spec->name, strerror(-rc));
         continue;
       }
-      d->instances[i] = NULL; /* owned by the controller now */
+      cs->inst = NULL; /* owned by the controller now */
       d->controllers_alive++;
     }
-    if (d->controllers[i] && informers_ready(d, cs, true))
-      kc_controller_set_active(d->controllers[i], true);
+    if (cs->ctl && informers_ready(d, cs->spec, true)) kc_controller_set_active(cs->ctl, true);
   }
+}
+
+/* --- plugins ------------------------------------------------------------------ */
+
+static int instantiate(kc_daemon *d, ctl_slot *cs) {
+  char err[1024];
+  kc_plugin *p = NULL;
+  if (kc_plugin_load(cs->spec->plugin, &p, err, sizeof err) < 0) {
+    kc_error("daemon", "controller %s: %s", cs->spec->name, err);
+    return -1;
+  }
+  if (kc_plugin_instance_new(p, cs->spec->name, (const kctrld_settings *)cs->spec->settings, d,
+                             &cs->inst, err, sizeof err) < 0) {
+    kc_error("daemon", "controller %s: %s", cs->spec->name, err);
+    return -1;
+  }
+  kc_info("daemon", "controller %s: plugin %s loaded", cs->spec->name, cs->spec->plugin);
+  return 0;
+}
+
+/* --- reload ------------------------------------------------------------------- */
+
+static const kc_config_change *find_change(const kc_config_change *v, size_t n, bool by_old,
+                                           size_t index) {
+  for (size_t i = 0; i < n; i++)
+    if ((by_old ? v[i].old_index : v[i].new_index) == (ssize_t)index) return &v[i];
+  return NULL;
+}
+
+/* An old informer is kept when the new config has one with the same scope
+ * and the same indexes (a store's indexes are fixed at creation). */
+static ssize_t kept_informer(kc_daemon *d, size_t old_index) {
+  const kc_config_change *ch =
+      find_change(d->reload_diff->informers, d->reload_diff->ninformers, true, old_index);
+  if (ch && (ch->change == KC_CHANGE_REMOVED || (ch->fields & KC_INF_INDEXES))) return -1;
+  return kc_config_find_informer(d->reload_cfg, d->cfg->informers[old_index].identity);
+}
+
+static bool controller_kept(kc_daemon *d, size_t old_index) {
+  const kc_controller_spec *s = &d->cfg->controllers[old_index];
+  if (find_change(d->reload_diff->controllers, d->reload_diff->ncontrollers, true, old_index))
+    return false;
+  if (kept_informer(d, s->for_.informer) < 0) return false;
+  for (size_t i = 0; i < s->nowns; i++)
+    if (kept_informer(d, s->owns[i].ref.informer) < 0) return false;
+  for (size_t i = 0; i < s->nwatches; i++)
+    if (kept_informer(d, s->watches[i].ref.informer) < 0) return false;
+  return kc_config_find_controller(d->reload_cfg, s->name) >= 0;
+}
+
+static void apply_reload(kc_daemon *d) {
+  kc_config *nc = d->reload_cfg;
+  kind_slot **nk = calloc(nc->ninformers ? nc->ninformers : 1, sizeof *nk);
+  ctl_slot *nctl = calloc(nc->ncontrollers ? nc->ncontrollers : 1, sizeof *nctl);
+  if (!nk || !nctl) {
+    free(nk), free(nctl);
+    kc_error("daemon", "reload: out of memory; keeping the old config");
+    kc_config_free(nc);
+    goto done;
+  }
+  /* Informers: keep equal scopes, close the rest, new ones start on the tick. */
+  for (size_t i = 0; i < d->nkinds; i++) {
+    ssize_t j = kept_informer(d, i);
+    if (j >= 0 && !nk[j]) {
+      nk[j] = d->kinds[i];
+      nk[j]->spec = &nc->informers[j];
+      if (nk[j]->informer) kc_informer_rebind(nk[j]->informer, nk[j]->spec);
+    } else {
+      release_slot(d->kinds[i]);
+    }
+    d->kinds[i] = NULL;
+  }
+  for (size_t j = 0; j < nc->ninformers; j++)
+    if (!nk[j] && !(nk[j] = new_slot(d, &nc->informers[j])))
+      kc_error("daemon", "reload: out of memory for informer %zu", j); /* retried below */
+  /* Controllers: kept ones are rebound, the others are new. */
+  for (size_t i = 0; i < d->nctls; i++) {
+    ctl_slot *old = &d->ctls[i];
+    ssize_t j = old->ctl ? kc_config_find_controller(nc, old->spec->name) : -1;
+    if (j >= 0) {
+      nctl[j].ctl = old->ctl;
+      nctl[j].spec = &nc->controllers[j];
+      kc_controller_rebind(old->ctl, nctl[j].spec);
+    } else {
+      kc_plugin_instance_free(old->inst);
+    }
+  }
+  pthread_rwlock_wrlock(&d->registry_lock);
+  kc_config *old_cfg = d->cfg;
+  free(d->kinds);
+  free(d->ctls);
+  d->kinds = nk;
+  d->nkinds = nc->ninformers;
+  d->ctls = nctl;
+  d->nctls = nc->ncontrollers;
+  d->cfg = nc;
+  pthread_rwlock_unlock(&d->registry_lock);
+  for (size_t j = 0; j < d->nkinds; j++) {
+    if (!d->kinds[j]) { /* allocation failed above: the daemon cannot go on safely */
+      kc_error("daemon", "reload: out of memory; stopping");
+      raise(SIGTERM);
+      break;
+    }
+  }
+  for (size_t j = 0; j < d->nctls; j++) {
+    if (!d->ctls[j].spec) d->ctls[j].spec = &nc->controllers[j];
+    if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j]);
+  }
+  kc_config **nr = realloc(d->retired, (d->nretired + 1) * sizeof *nr);
+  if (nr) {
+    d->retired = nr;
+    d->retired[d->nretired++] = old_cfg;
+  } else {
+    kc_warn("daemon", "reload: cannot keep the old config for running plugins; leaking it");
+  }
+  kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
+  kc_info("daemon", "reload applied");
+done:
+  kc_config_diff_free(d->reload_diff);
+  d->reload_diff = NULL;
+  d->reload_cfg = NULL;
+  on_tick(&d->tick);
+}
+
+static void on_reload_controller_stopped(void *ud) {
+  kc_daemon *d = ud;
+  d->controllers_alive--;
+  if (--d->reload_waiting == 0 && !d->stopping) apply_reload(d);
+}
+
+static void reload(kc_daemon *d) {
+  if (d->reload_cfg) {
+    kc_warn("daemon", "SIGHUP: a reload is already in progress");
+    return;
+  }
+  char err[4096];
+  kc_config *nc = NULL;
+  if (kc_config_load_file(d->opts.config_path, &nc, err, sizeof err) < 0) {
+    kc_error("config", "reload rejected, keeping the running config: %s", err);
+    return;
+  }
+  kc_config_diff *diff = NULL;
+  if (kc_config_compare(d->cfg, nc, &diff) < 0) {
+    kc_error("daemon", "reload: cannot compare configs (out of memory)");
+    kc_config_free(nc);
+    return;
+  }
+  char summary[1024];
+  kc_config_diff_summary(diff, d->cfg, nc, summary, sizeof summary);
+  if (kc_config_diff_empty(diff)) {
+    kc_info("daemon", "SIGHUP: config unchanged");
+    kc_config_diff_free(diff);
+    kc_config_free(nc);
+    return;
+  }
+  kc_info("daemon", "SIGHUP: applying %s", summary);
+  if (diff->global & (KC_GLOBAL_KUBECONFIG | KC_GLOBAL_LEADER_ELECTION | KC_GLOBAL_METRICS))
+    kc_warn("daemon", "reload: kubeconfig, leaderElection and metrics changes take effect at the "
+                      "next restart");
+  d->reload_cfg = nc;
+  d->reload_diff = diff;
+  d->reload_waiting = 0;
+  for (size_t i = 0; i < d->nctls; i++) {
+    ctl_slot *cs = &d->ctls[i];
+    if (!cs->ctl || controller_kept(d, i)) continue;
+    d->reload_waiting++;
+    kc_controller_stop(cs->ctl, (uint64_t)d->cfg->shutdown_timeout_ms, on_reload_controller_stopped,
+                       d);
+    cs->ctl = NULL;
+  }
+  if (d->reload_waiting == 0) apply_reload(d);
 }
 
 /* --- shutdown ----------------------------------------------------------------- */
 
 static void on_closed_noop(uv_handle_t *h) { (void)h; }
 
+static void on_controller_stopped(void *ud) {
+  kc_daemon *d = ud;
+  d->controllers_alive--;
+}
+
 static void finish_shutdown(kc_daemon *d) {
   atomic_store(&d->may_write, false);
-  for (size_t i = 0; i < d->cfg->ninformers; i++) {
-    if (d->informers[i]) kc_informer_close(d->informers[i]);
-    d->informers[i] = NULL;
+  for (size_t i = 0; i < d->nkinds; i++) {
+    if (d->kinds[i]->informer) kc_informer_close(d->kinds[i]->informer);
+    d->kinds[i]->informer = NULL;
   }
-  kc_discovery_free(d->discovery);
+  kc_discovery_free(d->discovery); /* runs no callback: slots can be freed */
   d->discovery = NULL;
   kc_api_close(d->api);
   d->api = NULL;
@@ -223,12 +461,11 @@ static void begin_shutdown(kc_daemon *d, const char *why) {
   kc_info("daemon", "%s: stopping (in-flight reconciles get up to %lld ms)", why,
           (long long)d->cfg->shutdown_timeout_ms);
   /* Writes stay allowed while in-flight reconciles drain. */
-  for (size_t i = 0; i < d->cfg->ncontrollers; i++) {
-    if (d->controllers[i]) {
-      kc_controller_stop(d->controllers[i], (uint64_t)d->cfg->shutdown_timeout_ms,
+  for (size_t i = 0; i < d->nctls; i++) {
+    if (d->ctls[i].ctl)
+      kc_controller_stop(d->ctls[i].ctl, (uint64_t)d->cfg->shutdown_timeout_ms,
                          on_controller_stopped, d);
-      d->controllers[i] = NULL;
-    }
+    d->ctls[i].ctl = NULL;
   }
   uv_timer_stop(&d->tick);
   uv_timer_start(&d->tick, on_shutdown_poll, 0, 50);
@@ -237,7 +474,7 @@ static void begin_shutdown(kc_daemon *d, const char *why) {
 static void on_signal(uv_signal_t *s, int signum) {
   kc_daemon *d = s->data;
   if (signum == SIGHUP) {
-    kc_warn("daemon", "SIGHUP: live reload is not implemented yet; keeping the running config");
+    if (!d->stopping) reload(d);
     return;
   }
   begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -245,68 +482,69 @@ static void on_signal(uv_signal_t *s, int signum) {
 
 /* --- run ---------------------------------------------------------------------- */
 
-static int load_plugins(kc_daemon *d) {
-  for (size_t i = 0; i < d->cfg->ncontrollers; i++) {
-    const kc_controller_spec *cs = &d->cfg->controllers[i];
-    char err[1024];
-    kc_plugin *p = NULL;
-    if (kc_plugin_load(cs->plugin, &p, err, sizeof err) < 0) {
-      kc_error("daemon", "controller %s: %s", cs->name, err);
-      return -1;
-    }
-    if (kc_plugin_instance_new(p, cs->name, (const kctrld_settings *)cs->settings, d,
-                               &d->instances[i], err, sizeof err) < 0) {
-      kc_error("daemon", "controller %s: %s", cs->name, err);
-      return -1;
-    }
-    kc_info("daemon", "controller %s: plugin %s loaded", cs->name, cs->plugin);
-  }
-  return 0;
+static void free_daemon(kc_daemon *d) {
+  for (size_t i = 0; i < d->nctls; i++) kc_plugin_instance_free(d->ctls[i].inst);
+  for (size_t i = 0; i < d->nkinds; i++) free(d->kinds[i]);
+  free(d->kinds);
+  free(d->ctls);
+  for (size_t i = 0; i < d->nretired; i++) kc_config_free(d->retired[i]);
+  free(d->retired);
+  kc_config_free(d->reload_cfg);
+  kc_config_diff_free(d->reload_diff);
+  kc_kube_creds_free(d->creds);
+  kc_config_free(d->cfg);
+  pthread_rwlock_destroy(&d->registry_lock);
+  free(d);
 }
 
 int kc_daemon_run(const kc_daemon_options *opts) {
   kc_daemon *d = calloc(1, sizeof *d);
   if (!d) return 1;
+  if (pthread_rwlock_init(&d->registry_lock, NULL) != 0) {
+    free(d);
+    return 1;
+  }
   d->opts = *opts;
-  int code = 1;
   char err[4096];
   if (kc_config_load_file(opts->config_path, &d->cfg, err, sizeof err) < 0) {
     kc_error("config", "%s", err);
-    free(d);
+    free_daemon(d);
     return 1;
   }
   kc_log_set_level(opts->log_level ? opts->log_level : d->cfg->log_level);
   if (kc_kube_resolve(opts->kubeconfig, d->cfg->kubeconfig, &d->creds, err, sizeof err) < 0) {
     kc_error("credentials", "%s", err);
-    goto out_cfg;
+    free_daemon(d);
+    return 1;
   }
   kc_info("daemon", "kctrld %s: API server %s (%s)", KCTRLD_VERSION, d->creds->server,
           d->creds->source ? d->creds->source : "credentials");
-  size_t ni = d->cfg->ninformers, nc = d->cfg->ncontrollers;
-  d->kinds = calloc(ni ? ni : 1, sizeof *d->kinds);
-  d->informers = calloc(ni ? ni : 1, sizeof *d->informers);
-  d->instances = calloc(nc ? nc : 1, sizeof *d->instances);
-  d->controllers = calloc(nc ? nc : 1, sizeof *d->controllers);
-  if (!d->kinds || !d->informers || !d->instances || !d->controllers) goto out_creds;
-  for (size_t i = 0; i < ni; i++) {
-    d->kinds[i].d = d;
-    d->kinds[i].index = i;
+  d->nkinds = d->cfg->ninformers;
+  d->nctls = d->cfg->ncontrollers;
+  d->kinds = calloc(d->nkinds ? d->nkinds : 1, sizeof *d->kinds);
+  d->ctls = calloc(d->nctls ? d->nctls : 1, sizeof *d->ctls);
+  bool ok = d->kinds && d->ctls;
+  for (size_t i = 0; ok && i < d->nkinds; i++) ok = (d->kinds[i] = new_slot(d, &d->cfg->informers[i]));
+  if (!ok) {
+    if (!d->kinds) d->nkinds = 0;
+    if (!d->ctls) d->nctls = 0;
+    kc_error("daemon", "out of memory");
+    free_daemon(d);
+    return 1;
   }
-  if (uv_loop_init(&d->loop) != 0) goto out_creds;
+  for (size_t i = 0; i < d->nctls; i++) d->ctls[i].spec = &d->cfg->controllers[i];
+  if (uv_loop_init(&d->loop) != 0) {
+    free_daemon(d);
+    return 1;
+  }
+  int code = 1;
   if (kc_api_new(&d->loop, d->creds, &d->api) < 0 || kc_discovery_new(d->api, &d->discovery) < 0) {
     kc_error("daemon", "cannot create the API client");
-    kc_api_close(d->api);
-    uv_run(&d->loop, UV_RUN_DEFAULT);
-    goto out_loop;
+    goto fail;
   }
   atomic_store(&d->may_write, true); /* leader election: see issue 6 */
-  if (load_plugins(d) < 0) {
-    for (size_t i = 0; i < nc; i++) kc_plugin_instance_free(d->instances[i]);
-    kc_discovery_free(d->discovery);
-    kc_api_close(d->api);
-    uv_run(&d->loop, UV_RUN_DEFAULT);
-    goto out_loop;
-  }
+  for (size_t i = 0; i < d->nctls; i++)
+    if (instantiate(d, &d->ctls[i]) < 0) goto fail;
   uv_timer_init(&d->loop, &d->tick);
   d->tick.data = d;
   uv_signal_init(&d->loop, &d->sig_term);
@@ -319,15 +557,14 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   uv_timer_start(&d->tick, on_tick, 0, 1000);
   uv_run(&d->loop, UV_RUN_DEFAULT);
   code = 0;
-  for (size_t i = 0; i < nc; i++) kc_plugin_instance_free(d->instances[i]);
-out_loop:
+  goto out;
+fail:
+  kc_discovery_free(d->discovery);
+  kc_api_close(d->api);
+  uv_run(&d->loop, UV_RUN_DEFAULT);
+out:
   if (uv_loop_close(&d->loop) != 0) kc_warn("daemon", "event loop still had open handles at exit");
-out_creds:
-  free(d->kinds), free(d->informers), free(d->instances), free(d->controllers);
-  kc_kube_creds_free(d->creds);
-out_cfg:
-  kc_config_free(d->cfg);
-  free(d);
+  free_daemon(d);
   kc_plugin_host_unload_all();
   if (code == 0) kc_info("daemon", "stopped");
   return code;

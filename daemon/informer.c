@@ -238,6 +238,15 @@ void kc_informer_remove_handler(kc_informer *inf, int id) {
   }
 }
 
+void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
+  bool resync_changed = spec->resync_ms != inf->spec->resync_ms;
+  inf->spec = spec;
+  if (!resync_changed) return;
+  uv_timer_stop(&inf->resync);
+  if (spec->resync_ms > 0)
+    uv_timer_start(&inf->resync, on_resync, (uint64_t)spec->resync_ms, (uint64_t)spec->resync_ms);
+}
+
 bool kc_informer_synced(const kc_informer *inf) {
   for (size_t i = 0; i < inf->nparts; i++)
     if (!kc_reflector_stats_get(inf->parts[i].reflector)->synced) return false;

@@ -60,6 +60,10 @@ void kc_informer_close(kc_informer *inf);
 int kc_informer_add_handler(kc_informer *inf, const kc_informer_handler *h);
 void kc_informer_remove_handler(kc_informer *inf, int id);
 
+/* Live reload: points the informer at an equivalent spec of a new config
+ * (same identity and indexes) and applies a changed resync period. */
+void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec);
+
 bool kc_informer_synced(const kc_informer *inf);
 const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf);
 const char *kc_informer_resource(const kc_informer *inf); /* "pods", "deployments.apps" */

@@ -104,6 +104,15 @@ void sim_buf_printf(struct sim_buf *b, const char *fmt, ...)
   b->len += (size_t)n;
 }
 
+/* Bytes that need escaping the way Go's encoder does it (control
+ * characters, quote, backslash, <, >, &); 0xe2 starts U+2028/U+2029. */
+static const unsigned char jesc[256] = {
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+  [0xe2] = 2,
+};
+
 void sim_buf_put_jstr(struct sim_buf *b, const char *s, size_t n)
 {
   static const char hex[] = "0123456789abcdef";
@@ -112,18 +121,20 @@ void sim_buf_put_jstr(struct sim_buf *b, const char *s, size_t n)
   size_t run = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    const char *esc = NULL;
-    char u[7];
-    if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
-      /* U+2028 / U+2029 are escaped by Go's encoder too. */
-      if (!(c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
-            ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9))) {
-        run++;
-        continue;
-      }
+    unsigned char k = jesc[c];
+    if (!k) {
+      run++;
+      continue;
+    }
+    if (k == 2 && !(i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
+                    ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9))) {
+      run++;
+      continue;
     }
     if (run) sim_buf_put(b, s + i - run, run);
     run = 0;
+    const char *esc;
+    char u[7];
     switch (c) {
     case '"': esc = "\\\""; break;
     case '\\': esc = "\\\\"; break;
@@ -141,8 +152,13 @@ void sim_buf_put_jstr(struct sim_buf *b, const char *s, size_t n)
     }
     sim_buf_puts(b, esc);
   }
-  if (run) sim_buf_put(b, s + n - run, run);
-  sim_buf_putc(b, '"');
+  if (run) {
+    memcpy(b->p + b->len, s + n - run, run); /* reserved above */
+    b->len += run;
+  }
+  sim_buf_reserve(b, 1);
+  b->p[b->len++] = '"';
+  b->p[b->len] = 0;
 }
 
 char *sim_buf_steal(struct sim_buf *b, size_t *len)

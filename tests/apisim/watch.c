@@ -206,8 +206,18 @@ static bool peer_gone(int fd)
   return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-/* Translates one history event into what this watch sees. */
-static void handle_event_locked(struct sim_watch *w, const struct sim_event *e)
+struct pending {
+  const char *type;
+  struct sim_obj *obj; /* referenced */
+  uint64_t rvo;
+};
+
+#define MAX_PENDING 512
+
+/* Translates one history event into what this watch sees; queues it for
+ * serialization after the lock is dropped. */
+static void handle_event_locked(struct sim_watch *w, const struct sim_event *e,
+                                struct pending *pend, size_t *npend)
 {
   if (e->coll != w->coll || e->rv <= w->from_rv) return;
   bool now_m = sim_filter_match(&w->filter, e->obj);
@@ -234,9 +244,10 @@ static void handle_event_locked(struct sim_watch *w, const struct sim_event *e)
     break;
   }
   if (!type) return;
-  sim_write_event(&w->out, type, w->rt, o, rvo, w->meta_only);
-  w->sent++;
-  atomic_fetch_add_explicit(&sim_events_sent, 1, memory_order_relaxed);
+  pend[*npend].type = type;
+  pend[*npend].obj = sim_obj_ref((struct sim_obj *)o);
+  pend[*npend].rvo = rvo;
+  (*npend)++;
 }
 
 static void fill(struct sim_watch *w)
@@ -267,6 +278,8 @@ static void fill(struct sim_watch *w)
       return;
     }
   }
+  struct pending pend[MAX_PENDING];
+  size_t npend = 0;
   pthread_mutex_lock(&sim_mu);
   for (;;) {
     if (atomic_load(&sim_shutting_down) || atomic_load(&drop_gen) != w->gen) {
@@ -284,11 +297,11 @@ static void fill(struct sim_watch *w)
       break;
     }
     struct sim_event e;
-    while (w->out.len < 256 * 1024 && sim_event_at_locked(w->seq, &e)) {
+    while (npend < MAX_PENDING && sim_event_at_locked(w->seq, &e)) {
       w->seq++;
-      if (!w->stall) handle_event_locked(w, &e);
+      if (!w->stall) handle_event_locked(w, &e, pend, &npend);
     }
-    if (w->out.len) break;
+    if (npend) break;
     uint64_t now = sim_now_ms();
     if (now >= w->deadline) {
       w->ending = true;
@@ -317,6 +330,13 @@ static void fill(struct sim_watch *w)
     }
   }
   pthread_mutex_unlock(&sim_mu);
+  /* Objects are immutable: serialize without holding the store lock. */
+  for (size_t i = 0; i < npend; i++) {
+    sim_write_event(&w->out, pend[i].type, w->rt, pend[i].obj, pend[i].rvo, w->meta_only);
+    sim_obj_unref(pend[i].obj);
+  }
+  w->sent += (int)npend;
+  atomic_fetch_add_explicit(&sim_events_sent, npend, memory_order_relaxed);
 }
 
 ssize_t sim_watch_read(void *cls, uint64_t pos, char *buf, size_t max)

@@ -59,6 +59,74 @@ class Apisim:
                 self.proc.wait()
         return self.proc.returncode
 
+    # -- raw HTTP helpers (plain http only; tests that use TLS build their own) --
+
+    def request(self, method, path, body=None, headers=None, timeout=30):
+        """Sends one request; returns (status, headers dict, body bytes)."""
+        import http.client
+        import json as _json
+        import urllib.parse
+        u = urllib.parse.urlparse(self.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+        hdrs = dict(headers or {})
+        if body is not None and not isinstance(body, (bytes, str)):
+            body = _json.dumps(body)
+            hdrs.setdefault("Content-Type", "application/json")
+        if isinstance(body, str):
+            body = body.encode()
+        conn.request(method, path, body=body, headers=hdrs)
+        r = conn.getresponse()
+        data = r.read()
+        hd = {k.lower(): v for k, v in r.getheaders()}
+        conn.close()
+        return r.status, hd, data
+
+    def json(self, method, path, body=None, headers=None, expect=None):
+        """Like request() but decodes the JSON answer; checks the status if expect is set."""
+        import json as _json
+        st, hd, data = self.request(method, path, body, headers)
+        try:
+            doc = _json.loads(data) if data else None
+        except ValueError:
+            doc = data.decode(errors="replace")
+        if expect is not None and st != expect:
+            raise AssertionError("%s %s: expected %d, got %d: %s" % (method, path, expect, st, data[:500]))
+        return st, doc
+
+    def control(self, method, call, body=None):
+        """Calls the /_apisim/ control endpoint and returns the decoded answer."""
+        st, doc = self.json(method, "/_apisim/" + call, body)
+        if st >= 300:
+            raise AssertionError("control %s %s: %d %s" % (method, call, st, doc))
+        return doc
+
+    def watch(self, path, max_events=None, timeout=10, headers=None):
+        """Opens a watch (path includes the query) and returns (status, events):
+        events are read until the stream ends, max_events arrive, or timeout."""
+        import http.client
+        import json as _json
+        import socket
+        import urllib.parse
+        u = urllib.parse.urlparse(self.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+        conn.request("GET", path, headers=headers or {})
+        r = conn.getresponse()
+        events = []
+        if r.status != 200:
+            body = r.read()
+            conn.close()
+            return r.status, [_json.loads(body)] if body else []
+        try:
+            while max_events is None or len(events) < max_events:
+                line = r.readline()
+                if not line:
+                    break
+                events.append(_json.loads(line))
+        except (socket.timeout, TimeoutError):
+            pass
+        conn.close()
+        return r.status, events
+
     def __enter__(self):
         return self
 
