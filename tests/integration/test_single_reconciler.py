@@ -15,9 +15,9 @@ over within leaseDuration + retryPeriod and stamps them; SIGCONT replica-a:
 it notices the loss and neither reconciles nor writes while more changes
 arrive. Timings: leaseDuration 3s, renewDeadline 2s, retryPeriod 500ms.
 """
-import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,7 +73,8 @@ class Replica:
         self.port = int(m.group(1))
 
     def log(self):
-        self.logf.flush()
+        if not self.logf.closed:
+            self.logf.flush()
         with open(self.logpath) as f:
             return f.read()
 
@@ -91,6 +92,7 @@ class Replica:
         return self.metrics().get("controller_runtime_reconcile_total", 0.0)
 
     def stop(self):
+        """SIGTERM (after SIGCONT); returns the exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
@@ -99,7 +101,9 @@ class Replica:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.logf.close()
+        if not self.logf.closed:
+            self.logf.close()
+        return self.proc.returncode
 
 
 def holder(sim):
@@ -252,6 +256,10 @@ def test_exactly_one_replica_reconciles():
             assert a.proc.poll() is None and b.proc.poll() is None
             print("# phase 3: replica-a resumed: 0 reconciles, 0 writes; replica-b %d reconciles"
                   % mb["controller_runtime_reconcile_total"], flush=True)
+            for r in (a, b):
+                assert r.stop() == 0, (r.identity, r.proc.returncode)
+                text = r.log()
+                assert "Sanitizer" not in text and "runtime error" not in text, text[-3000:]
         except BaseException:
             dump(a, *([b] if b else []))
             raise
@@ -259,6 +267,7 @@ def test_exactly_one_replica_reconciles():
             a.stop()
             if b:
                 b.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
