@@ -41,11 +41,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <curl/curl.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <yajl/yajl_tree.h>
 
+#include "apisim_child.h"
 #include "daemon.h"
 #include "http.h"
 #include "log.h"
@@ -53,128 +53,8 @@
 /* Generous: the same binary runs under valgrind (tests/valgrind.sh). */
 #define STEP_MS 90000
 
-static char build_dir[PATH_MAX]; /* .../build (the directory holding kctrld) */
-static char root_dir[PATH_MAX];  /* the repository */
-static char tmp_dir[64];
-
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static void path_in_tmp(char *buf, size_t cap, const char *name) {
-  snprintf(buf, cap, "%s/%s", tmp_dir, name);
-}
-
 static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  assert_true(fputs(text, f) >= 0);
-  assert_int_equal(fclose(f), 0);
-}
-
-/* ---- kube-apisim child process ---- */
-
-static pid_t sim_pid = -1;
-static char sim_url[128];
-static char sim_kubeconfig[PATH_MAX];
-
-static void sim_start(void) {
-  path_in_tmp(sim_kubeconfig, sizeof sim_kubeconfig, "kubeconfig");
-  char bin[PATH_MAX + 16], crd[PATH_MAX + 32], objs[PATH_MAX + 32], log[PATH_MAX];
-  snprintf(bin, sizeof bin, "%s/kube-apisim", build_dir);
-  snprintf(crd, sizeof crd, "%s/config/podset-crd.yaml", root_dir);
-  snprintf(objs, sizeof objs, "%s/config/demo-objects.yaml", root_dir);
-  path_in_tmp(log, sizeof log, "apisim.log");
-  int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  sim_pid = fork();
-  assert_true(sim_pid >= 0);
-  if (sim_pid == 0) {
-    int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (lf >= 0) dup2(lf, 2);
-    dup2(fds[1], 1);
-    close(fds[0]);
-    execl(bin, bin, "--listen", "127.0.0.1:0", "--kubeconfig-out", sim_kubeconfig, "--seed", crd,
-          "--seed", objs, (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  size_t n = 0;
-  struct pollfd p = {fds[0], POLLIN, 0};
-  while (n < sizeof sim_url - 1 && poll(&p, 1, 30000) == 1) {
-    ssize_t r = read(fds[0], sim_url + n, 1);
-    if (r <= 0 || sim_url[n] == '\n') break;
-    n++;
-  }
-  sim_url[n] = '\0';
-  close(fds[0]);
-  assert_true(strncmp(sim_url, "http://", 7) == 0);
-}
-
-static void sim_stop(void) {
-  if (sim_pid <= 0) return;
-  kill(sim_pid, SIGTERM);
-  int st;
-  waitpid(sim_pid, &st, 0);
-  sim_pid = -1;
-}
-
-/* ---- HTTP to the simulator ---- */
-
-struct buf {
-  char *p;
-  size_t n;
-};
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *ud) {
-  struct buf *b = ud;
-  size_t len = size * nmemb;
-  char *p = realloc(b->p, b->n + len + 1);
-  if (!p) return 0;
-  memcpy(p + b->n, data, len);
-  b->p = p;
-  b->n += len;
-  b->p[b->n] = '\0';
-  return len;
-}
-
-/* Returns the HTTP status (0 on transport failure); *out (may be NULL)
- * gets the body, to be freed. */
-static long sim_call(const char *method, const char *path, const char *body, const char *ctype,
-                     char **out) {
-  char url[512], hdr[128];
-  snprintf(url, sizeof url, "%s%s", sim_url, path);
-  snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype ? ctype : "application/json");
-  CURL *c = curl_easy_init();
-  if (!c) return 0;
-  struct buf b = {NULL, 0};
-  struct curl_slist *h = curl_slist_append(NULL, hdr);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  if (body) {
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  }
-  long code = 0;
-  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  if (out)
-    *out = b.p;
-  else
-    free(b.p);
-  return code;
+  assert_int_equal(sim_write_file(path, text), 0);
 }
 
 /* Pods of PodSet demo/web that are not being deleted; -1 on error. */
@@ -234,7 +114,7 @@ static void write_config(const char *extra_controllers, int podset_workers, cons
           "    owns: [ { apiVersion: v1, kind: Pod } ]\n"
           "    workers: %d\n"
           "%s",
-          metrics ? metrics : "127.0.0.1:0", build_dir, podset_workers,
+          metrics ? metrics : "127.0.0.1:0", sim_build_dir, podset_workers,
           extra_controllers ? extra_controllers : "");
   assert_int_equal(fclose(f), 0);
 }
@@ -280,32 +160,32 @@ static void drain_notify(struct driver *d, int wait_ms) {
 /* Waits for a notify datagram containing `what` after the ones already
  * consumed; consumes up to and including it. */
 static bool wait_notify(struct driver *d, const char *what) {
-  uint64_t end = mono_ms() + STEP_MS;
+  uint64_t end = sim_mono_ms() + STEP_MS;
   for (;;) {
     char *hit = strstr(d->notes + d->seen, what);
     if (hit) {
       d->seen = (size_t)(hit - d->notes) + strlen(what);
       return true;
     }
-    if (mono_ms() > end || atomic_load(&daemon_done)) return false;
+    if (sim_mono_ms() > end || atomic_load(&daemon_done)) return false;
     drain_notify(d, 200);
   }
 }
 
 static bool wait_pods(int want) {
-  uint64_t end = mono_ms() + STEP_MS;
-  while (mono_ms() < end && !atomic_load(&daemon_done)) {
+  uint64_t end = sim_mono_ms() + STEP_MS;
+  while (sim_mono_ms() < end && !atomic_load(&daemon_done)) {
     if (live_pods() == want) return true;
-    sleep_ms(200);
+    sim_sleep_ms(200);
   }
   return false;
 }
 
 static bool wait_gone(const char *path) {
-  uint64_t end = mono_ms() + STEP_MS;
-  while (mono_ms() < end && !atomic_load(&daemon_done)) {
+  uint64_t end = sim_mono_ms() + STEP_MS;
+  while (sim_mono_ms() < end && !atomic_load(&daemon_done)) {
     if (sim_call("GET", path, NULL, NULL, NULL) == 404) return true;
-    sleep_ms(200);
+    sim_sleep_ms(200);
   }
   return false;
 }
@@ -403,46 +283,28 @@ static void *drive(void *arg) {
 /* ---- fixtures ---- */
 
 static int setup(void **state) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return -1;
-  exe[n] = '\0';
-  /* exe: <root>/<build>/tests/test_errors_daemon */
-  char *slash = strrchr(exe, '/');
-  if (!slash) return -1;
-  *slash = '\0';
-  slash = strrchr(exe, '/');
-  if (!slash) return -1;
-  *slash = '\0';
-  snprintf(build_dir, sizeof build_dir, "%s", exe);
-  slash = strrchr(exe, '/');
-  if (!slash) return -1;
-  *slash = '\0';
-  snprintf(root_dir, sizeof root_dir, "%s", exe);
-  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/kctrld-errd.XXXXXX");
-  if (!mkdtemp(tmp_dir)) return -1;
-  path_in_tmp(cfg_path, sizeof cfg_path, "kctrld.yaml");
+  if (sim_paths_init() < 0) return -1;
+  sim_tmp_path(cfg_path, sizeof cfg_path, "kctrld.yaml");
   snprintf(ttl_controller, sizeof ttl_controller,
            "  - name: ttl\n"
            "    plugin: %s/plugins/ttl.so\n"
            "    for: { apiVersion: v1, kind: ConfigMap }\n"
            "    settings: { kinds: [ { apiVersion: v1, kind: ConfigMap } ] }\n",
-           build_dir);
+           sim_build_dir);
   return kc_http_global_init() < 0 ? -1 : 0;
 }
 
 static int teardown(void **state) {
   sim_stop();
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-  return system(cmd) == 0 ? 0 : -1;
+  sim_paths_free();
+  return 0;
 }
 
 /* ---- startup failures ---- */
 
 static void test_missing_config(void **state) {
   char path[PATH_MAX];
-  path_in_tmp(path, sizeof path, "does-not-exist.yaml");
+  sim_tmp_path(path, sizeof path, "does-not-exist.yaml");
   kc_daemon_options o = {.config_path = path};
   assert_int_equal(kc_daemon_run(&o), 1);
 }
@@ -456,14 +318,14 @@ static void test_invalid_config(void **state) {
 static void test_missing_kubeconfig(void **state) {
   write_config(NULL, 1, NULL);
   char kc[PATH_MAX];
-  path_in_tmp(kc, sizeof kc, "no-kubeconfig");
+  sim_tmp_path(kc, sizeof kc, "no-kubeconfig");
   kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc};
   assert_int_equal(kc_daemon_run(&o), 1);
 }
 
 /* Minimal kubeconfig for runs that fail before any request. */
 static void write_dead_kubeconfig(char *path, size_t cap) {
-  path_in_tmp(path, cap, "dead-kubeconfig");
+  sim_tmp_path(path, cap, "dead-kubeconfig");
   write_file(path, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
                    "    server: http://127.0.0.1:9\nusers:\n- name: u\n  user: {}\n"
                    "contexts:\n- name: x\n  context: { cluster: c, user: u }\ncurrent-context: x\n");
@@ -477,13 +339,13 @@ static void test_plugin_does_not_load(void **state) {
   snprintf(extra, sizeof extra,
            "  - name: ghost\n    plugin: %s/no-such-plugin.so\n"
            "    for: { apiVersion: v1, kind: Pod }\n",
-           tmp_dir);
+           sim_tmp_dir);
   write_config(extra, 1, NULL);
   kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc};
   assert_int_equal(kc_daemon_run(&o), 1);
   /* A file that is not a shared object at all. */
   char junk[PATH_MAX];
-  path_in_tmp(junk, sizeof junk, "junk.so");
+  sim_tmp_path(junk, sizeof junk, "junk.so");
   write_file(junk, "not an ELF file\n");
   snprintf(extra, sizeof extra,
            "  - name: junk\n    plugin: %s\n    for: { apiVersion: v1, kind: Pod }\n", junk);
@@ -512,9 +374,9 @@ static void test_metrics_address_in_use(void **state) {
 
 static void test_faults_and_reloads(void **state) {
   char need[PATH_MAX + 32];
-  snprintf(need, sizeof need, "%s/kube-apisim", build_dir);
+  snprintf(need, sizeof need, "%s/kube-apisim", sim_build_dir);
   if (access(need, X_OK) != 0) skip(); /* e.g. only this test was built */
-  sim_start();
+  assert_int_equal(sim_start(), 0);
   /* Before the daemon starts: discovery of the PodSet group fails twice,
    * the first Pod list fails. */
   struct driver *d = calloc(1, sizeof *d);
@@ -524,7 +386,7 @@ static void test_faults_and_reloads(void **state) {
   assert_string_equal(d->failure, "");
 
   char sock[PATH_MAX];
-  path_in_tmp(sock, sizeof sock, "notify");
+  sim_tmp_path(sock, sizeof sock, "notify");
   d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   assert_true(d->notify_fd >= 0);
   struct sockaddr_un un = {.sun_family = AF_UNIX};
