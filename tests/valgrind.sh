@@ -19,6 +19,7 @@
 #
 #   tests/valgrind.sh [--build DIR] [--unit-only | --e2e-only] [--keep]
 #   VALGRIND_FILTER=store tests/valgrind.sh --unit-only   only test_*store*
+#   VALGRIND_TIMEOUT=900 (default) seconds per unit test binary
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -77,7 +78,7 @@ if [ "$unit" = 1 ]; then
     name=$(basename "$t")
     [ -n "${VALGRIND_FILTER:-}" ] && case "$name" in *"$VALGRIND_FILTER"*) ;; *) continue ;; esac
     log="$tmp/$name.vg"
-    CMOCKA_MESSAGE_OUTPUT=TAP timeout --kill-after=10 900 "${VG[@]}" --log-file="$log" "$t" \
+    CMOCKA_MESSAGE_OUTPUT=TAP timeout --kill-after=10 "${VALGRIND_TIMEOUT:-900}" "${VG[@]}" --log-file="$log" "$t" \
       >"$tmp/$name.out" 2>&1
     rc=$?
     probs=$(vg_problems "$log")
