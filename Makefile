@@ -182,6 +182,6 @@ lint:
 	  --suppress=missingIncludeSystem -D__GNUC__ -Idaemon -Iinclude daemon tests/apisim plugins
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-cov
 
--include $(shell find build build-asan build-tsan -name '*.d' 2>/dev/null)
+-include $(shell find build build-asan build-tsan build-cov -name '*.d' 2>/dev/null)
