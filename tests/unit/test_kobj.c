@@ -568,11 +568,31 @@ static void test_str_helpers(void **state) {
   assert_int_equal(kc_str_cmp(a, a), 0);
 }
 
+/* The scanner skips strings with escaped quotes and backslashes and
+ * brackets inside strings; a truncated escape is "absent", not a read past
+ * the end. */
+static void test_get_skips_escapes(void **state) {
+  (void)state;
+  static const char j[] =
+      "{\"a\":\"x\\\"}{[\",\"b\":{\"c\":\"\\\\\",\"e\":[\"]\",\"\\\\\\\"\"]},\"d\":1}";
+  kc_json_value v;
+  assert_int_equal(kc_json_get((kc_str){j, sizeof j - 1}, "d", &v), 0);
+  assert_int_equal(v.type, KC_JSON_NUMBER);
+  assert_true(kc_str_eq_c(v.raw, "1"));
+  assert_int_equal(kc_json_get((kc_str){j, sizeof j - 1}, "b.c", &v), 0);
+  assert_true(kc_str_eq_c(v.raw, "\"\\\\\""));
+  assert_int_equal(kc_json_get((kc_str){j, sizeof j - 1}, "b.e[1]", &v), 0);
+  assert_true(kc_str_eq_c(v.raw, "\"\\\\\\\"\""));
+  static const char cut[] = "{\"a\":\"x\\";
+  assert_int_equal(kc_json_get((kc_str){cut, sizeof cut - 1}, "b", &v), 0);
+  assert_int_equal(v.type, KC_JSON_ABSENT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixture_identity), cmocka_unit_test(test_labels_sorted),
       cmocka_unit_test(test_key),              cmocka_unit_test(test_get),
-      cmocka_unit_test(test_get_each),         cmocka_unit_test(test_escapes_and_utf8),
+      cmocka_unit_test(test_get_each),         cmocka_unit_test(test_get_skips_escapes),         cmocka_unit_test(test_escapes_and_utf8),
       cmocka_unit_test(test_transform),        cmocka_unit_test(test_status_capture),
       cmocka_unit_test(test_deleting_generation), cmocka_unit_test(test_large_object),
       cmocka_unit_test(test_errors),           cmocka_unit_test(test_str_helpers),
