@@ -966,24 +966,20 @@ static const char *ws(const char *p, const char *end) {
   return p;
 }
 
-/* p at the opening quote; returns just past the closing quote, or NULL.
- * Inline scan rather than memchr: field-index extraction skips thousands of
- * short strings per object (managedFields), where a call per string costs
- * more than the bytes. */
+/* p at the opening quote; returns just past the closing quote, or NULL. */
 static const char *skip_string(const char *p, const char *end) {
   p++;
   while (p < end) {
-    char c = *p;
-    if (c == '"') return p + 1;
-    p += c == '\\' ? 2 : 1;
+    const char *q = memchr(p, '"', (size_t)(end - p));
+    if (!q) return NULL;
+    /* The quote is escaped when preceded by an odd number of backslashes. */
+    size_t bs = 0;
+    for (const char *r = q; r > p && r[-1] == '\\'; r--) bs++;
+    if (bs % 2 == 0) return q + 1;
+    p = q + 1;
   }
   return NULL;
 }
-
-/* Bytes that matter when skipping a container: quote, brackets, braces. */
-static const unsigned char SKIP_CLASS[256] = {
-    ['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3,
-};
 
 static const char *skip_value(const char *p, const char *end) {
   if (p >= end) return NULL;
@@ -992,14 +988,14 @@ static const char *skip_value(const char *p, const char *end) {
   if (c == '{' || c == '[') {
     size_t depth = 0;
     while (p < end) {
-      switch (SKIP_CLASS[(unsigned char)*p]) {
-      case 0: p++; continue;
-      case 1:
+      c = *p;
+      if (c == '"') {
         p = skip_string(p, end);
         if (!p) return NULL;
         continue;
-      case 2: depth++; break;
-      default:
+      }
+      if (c == '{' || c == '[') depth++;
+      else if (c == '}' || c == ']') {
         if (--depth == 0) return p + 1;
       }
       p++;
