@@ -31,6 +31,7 @@ struct kc_reflector {
   kc_reflector_sink sink;
   char *api_path, *resource, *namespace_, *label_selector, *field_selector;
   char **drop_paths;
+  char *type_kind, *type_api_version; /* transform.kind/api_version, copied */
   kc_transform transform;
   uint32_t page_size;
   uint64_t idle_timeout_ms, backoff_initial_ms, backoff_max_ms;
@@ -568,6 +569,10 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->transform.drop = (const char *const *)r->drop_paths;
   r->transform.ndrop = spec->transform.ndrop;
   r->transform.metadata_only = spec->transform.metadata_only;
+  r->transform.kind = r->type_kind = dup_or_null(spec->transform.kind);
+  r->transform.api_version = r->type_api_version = dup_or_null(spec->transform.api_version);
+  oom |= (spec->transform.kind && *spec->transform.kind && !r->type_kind) ||
+         (spec->transform.api_version && *spec->transform.api_version && !r->type_api_version);
   r->page_size = spec->page_size ? spec->page_size : 500;
   r->idle_timeout_ms = spec->idle_timeout_ms ? spec->idle_timeout_ms : 5 * 60 * 1000;
   r->backoff_initial_ms = spec->backoff_initial_ms ? spec->backoff_initial_ms : 800;
@@ -580,6 +585,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
     r->phase = PHASE_CLOSED;
     for (size_t i = 0; r->drop_paths && i < spec->transform.ndrop; i++) free(r->drop_paths[i]);
     free(r->drop_paths);
+    free(r->type_kind), free(r->type_api_version);
     free(r->api_path), free(r->resource), free(r->namespace_);
     free(r->label_selector), free(r->field_selector);
     free(r);
@@ -600,6 +606,7 @@ static void free_reflector(uv_handle_t *h) {
   kc_reflector *r = h->data;
   for (size_t i = 0; i < r->transform.ndrop; i++) free(r->drop_paths[i]);
   free(r->drop_paths);
+  free(r->type_kind), free(r->type_api_version);
   free(r->pending);
   free(r->api_path), free(r->resource), free(r->namespace_);
   free(r->label_selector), free(r->field_selector);

@@ -40,7 +40,8 @@ typedef struct kc_reflector_spec {
   const char *namespace_;     /* NULL or "": all namespaces / cluster-scoped */
   const char *label_selector; /* NULL or "": none */
   const char *field_selector;
-  kc_transform transform;     /* drop paths are copied */
+  kc_transform transform;     /* drop paths and kind/api_version (the type stamped
+                               * on objects, kobj.h "Object type") are copied */
   uint32_t page_size;         /* 0: 500 */
   uint64_t idle_timeout_ms;   /* no byte on a watch for this long: restart it; 0: 5 min */
   uint64_t backoff_initial_ms;/* 0: 800 ms (client-go) */

@@ -297,7 +297,7 @@ int main(int argc, char **argv) {
   }
   load_templates();
   const char *drop[] = {"metadata.managedFields"};
-  kc_transform no_mf = {drop, 1, false};
+  kc_transform no_mf = {.drop = drop, .ndrop = 1, .metadata_only = false};
 
   printf("# bench_decode: %zu Pod templates from ../shared/fixtures, 16 KiB feeds, best of 3\n",
          ntpl);
@@ -321,6 +321,11 @@ int main(int argc, char **argv) {
       long rss1 = rss_kb();
       if (s.n != n) {
         fprintf(stderr, "got %zu items\n", s.n);
+        return 1;
+      }
+      /* Items get their kind from the list's (kobj.h "Object type"). */
+      if (!kc_str_eq_c(s.objs[n - 1]->kind, "Pod") || !kc_str_eq_c(s.objs[n - 1]->api_version, "v1")) {
+        fprintf(stderr, "list items lack kind/apiVersion\n");
         return 1;
       }
       mem = s.mem;
