@@ -88,7 +88,9 @@ static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
 static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
   part *p = ud;
   kc_obj *old = NULL;
-  kc_store_delete(p->store, obj->namespace_, obj->name, &old);
+  /* A DELETED for an object the store does not hold (e.g. already removed
+   * by a relist) is not news: client-go's DeltaFIFO drops it too. */
+  if (kc_store_delete(p->store, obj->namespace_, obj->name, &old) < 0) return;
   /* Handlers get the state from the DELETED event (the newest we know). */
   fan_delete(p->inf, obj);
   kc_obj_unref(old);
@@ -156,8 +158,14 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
         .field_selector = spec->field_selector,
         .transform = {.drop = spec->drop, .ndrop = spec->ndrop, .metadata_only = spec->metadata_only,
                       .kind = spec->kind, .api_version = spec->api_version},
+        /* config pageSize 0 = one unpaginated list; watchTimeout is the
+         * base of the jittered timeoutSeconds; watchInactivityTimeout 0 =
+         * never restart a quiet watch. */
         .page_size = spec->page_size > 0 ? (uint32_t)spec->page_size : 500,
-        .idle_timeout_ms = spec->watch_inactivity_ms > 0 ? (uint64_t)spec->watch_inactivity_ms : 0,
+        .no_limit = spec->page_size == 0,
+        .watch_timeout_s = spec->watch_timeout_ms >= 1000 ? (uint32_t)(spec->watch_timeout_ms / 1000) : 0,
+        .idle_timeout_ms = spec->watch_inactivity_ms > 0 ? (uint64_t)spec->watch_inactivity_ms
+                                                         : KC_REFLECTOR_NO_IDLE_TIMEOUT,
     };
     kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);

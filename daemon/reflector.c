@@ -34,6 +34,9 @@ struct kc_reflector {
   char *type_kind, *type_api_version; /* transform.kind/api_version, copied */
   kc_transform transform;
   uint32_t page_size;
+  bool no_limit;
+  uint32_t watch_timeout_s;
+  uint64_t rng; /* jitter (xorshift64), seeded per reflector so replicas spread out */
   uint64_t idle_timeout_ms, backoff_initial_ms, backoff_max_ms;
   char describe[256];
 
@@ -46,7 +49,10 @@ struct kc_reflector {
   enum list_mode list_mode;
   bool paginated_before; /* an earlier list came back in pages: keep using limit */
   bool page_continue;    /* current request continues a paginated list */
+  int force_limit;       /* next list: 1 with limit, -1 without, 0 by mode */
   bool force_no_limit;   /* next list: one full list without limit (expired continue) */
+  bool last_list_limit;  /* whether the list last sent (first page) carried limit */
+  bool rv_unavailable;   /* a list at the last RV got 410/too large: list at "" until one works */
   char continue_token[1024];
   char list_rv[64];      /* RV the current list was requested at ("" = consistent) */
   kc_obj **pending;
@@ -198,6 +204,15 @@ static uint64_t retry_after_ms(const kc_api_status *st) {
   return st->retry_after_seconds > 0 ? (uint64_t)st->retry_after_seconds * 1000 : 0;
 }
 
+static uint64_t next_rand(kc_reflector *r) {
+  uint64_t x = r->rng;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  r->rng = x;
+  return x * 0x2545f4914f6cdd1dULL;
+}
+
 static uint64_t now_ms(kc_reflector *r) {
   uv_update_time(r->loop);
   return uv_now(r->loop);
@@ -244,7 +259,10 @@ static void list_complete(kc_reflector *r, const char *rv) {
           rv);
   clear_pending(r);
   r->stats.synced = true;
-  r->backoff_ms = 0;
+  r->rv_unavailable = false;
+  /* The backoff is not reset here: like client-go it resets only after
+   * 2 min without failures, so a server whose lists succeed but whose
+   * watches fail is not relisted at the initial rate forever. */
   start_watch(r);
 }
 
@@ -300,7 +318,11 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
   }
   set_error(r, "list: %s", what);
   if ((kc_api_is_gone(st) || kc_api_is_too_large_rv(st)) && r->list_mode == LIST_AT_RV) {
-    start_list(r, LIST_CONSISTENT); /* at once, as client-go does */
+    /* At once, as client-go does, with the same page size as the failed
+     * list (its pager is reused). */
+    r->rv_unavailable = true;
+    r->force_limit = r->last_list_limit ? 1 : -1;
+    start_list(r, LIST_CONSISTENT);
     return;
   }
   backoff_then(r, NEXT_LIST, retry_after_ms(st));
@@ -311,14 +333,21 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
   r->phase = PHASE_LIST;
   r->list_mode = mode;
   const char *rv = mode == LIST_INITIAL ? "0" : mode == LIST_AT_RV ? r->stats.resource_version : "";
+  /* client-go: page size 500 unless the list is at a specific RV and no
+   * earlier list came back paginated (then no limit, so that the watch
+   * cache can serve it); a retry at "" keeps the failed list's size. */
   bool limit;
-  if (r->force_no_limit && !r->page_continue)
+  if (r->no_limit || (r->force_no_limit && !r->page_continue))
     limit = false;
+  else if (r->force_limit)
+    limit = r->force_limit > 0;
   else if (mode == LIST_INITIAL || mode == LIST_CONSISTENT)
     limit = true;
   else
     limit = r->paginated_before;
   r->force_no_limit = false;
+  r->force_limit = 0;
+  if (!r->page_continue) r->last_list_limit = limit;
   if (!r->page_continue) {
     snprintf(r->list_rv, sizeof r->list_rv, "%s", rv);
     clear_pending(r);
@@ -480,8 +509,9 @@ static void start_watch(kc_reflector *r) {
   memset(&r->watch_status, 0, sizeof r->watch_status);
   r->watch_events = 0;
   r->watch_started_ms = now_ms(r);
-  /* Random in [300, 600) s like client-go, so watches of many replicas spread out. */
-  uint32_t timeout_s = 300 + (uint32_t)(rand() % 300);
+  /* Random in [t, 2t) (client-go: t = 300 s), so watches of many replicas
+   * spread out. */
+  uint32_t timeout_s = r->watch_timeout_s + (uint32_t)(next_rand(r) % r->watch_timeout_s);
   char url[4096];
   if (kc_reflector_url(r, true, r->stats.resource_version, NULL, false, timeout_s, url, sizeof url) <
       0) {
@@ -495,7 +525,7 @@ static void start_watch(kc_reflector *r) {
       .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadata;"
                                              "g=meta.k8s.io;v=v1,application/json;q=0.9"
                                            : "application/json",
-      .idle_timeout_ms = r->idle_timeout_ms,
+      .idle_timeout_ms = r->idle_timeout_ms == KC_REFLECTOR_NO_IDLE_TIMEOUT ? 0 : r->idle_timeout_ms,
       .on_response = on_watch_response,
       .on_data = on_watch_data,
       .on_done = on_watch_done,
@@ -518,8 +548,10 @@ static void on_backoff_timer(uv_timer_t *t) {
   if (r->phase != PHASE_BACKOFF) return;
   if (r->after_backoff == NEXT_WATCH && r->stats.synced && r->stats.resource_version[0])
     start_watch(r);
+  else if (!r->stats.synced || !r->stats.resource_version[0])
+    start_list(r, LIST_INITIAL);
   else
-    start_list(r, r->stats.synced && r->stats.resource_version[0] ? LIST_AT_RV : LIST_INITIAL);
+    start_list(r, r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV);
 }
 
 static void backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
@@ -531,7 +563,7 @@ static void backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
     r->backoff_ms = r->backoff_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms : r->backoff_ms * 2;
   r->last_backoff_at_ms = now;
   /* Jitter 1.0: wait in [d, 2d). */
-  uint64_t wait = r->backoff_ms + (uint64_t)((double)r->backoff_ms * (rand() / (RAND_MAX + 1.0)));
+  uint64_t wait = r->backoff_ms + next_rand(r) % (r->backoff_ms ? r->backoff_ms : 1);
   if (retry_after > wait) wait = retry_after;
   r->phase = PHASE_BACKOFF;
   r->after_backoff = next;
@@ -574,6 +606,9 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   oom |= (spec->transform.kind && *spec->transform.kind && !r->type_kind) ||
          (spec->transform.api_version && *spec->transform.api_version && !r->type_api_version);
   r->page_size = spec->page_size ? spec->page_size : 500;
+  r->no_limit = spec->no_limit;
+  r->watch_timeout_s = spec->watch_timeout_s ? spec->watch_timeout_s : 300;
+  r->rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)r) | 1;
   r->idle_timeout_ms = spec->idle_timeout_ms ? spec->idle_timeout_ms : 5 * 60 * 1000;
   r->backoff_initial_ms = spec->backoff_initial_ms ? spec->backoff_initial_ms : 800;
   r->backoff_max_ms = spec->backoff_max_ms ? spec->backoff_max_ms : 30000;

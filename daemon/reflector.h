@@ -34,6 +34,8 @@ typedef struct kc_reflector_sink {
   void *ud;
 } kc_reflector_sink;
 
+#define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX
+
 typedef struct kc_reflector_spec {
   const char *api_path;       /* "/api/v1" or "/apis/GROUP/VERSION" */
   const char *resource;       /* plural, e.g. "pods" */
@@ -43,7 +45,10 @@ typedef struct kc_reflector_spec {
   kc_transform transform;     /* drop paths and kind/api_version (the type stamped
                                * on objects, kobj.h "Object type") are copied */
   uint32_t page_size;         /* 0: 500 */
-  uint64_t idle_timeout_ms;   /* no byte on a watch for this long: restart it; 0: 5 min */
+  bool no_limit;              /* never send limit: lists in one response (config pageSize 0) */
+  uint32_t watch_timeout_s;   /* timeoutSeconds is random in [t, 2t); 0: 300 (client-go) */
+  uint64_t idle_timeout_ms;   /* no byte on a watch for this long: restart it; 0: 5 min;
+                                 KC_REFLECTOR_NO_IDLE_TIMEOUT: never */
   uint64_t backoff_initial_ms;/* 0: 800 ms (client-go) */
   uint64_t backoff_max_ms;    /* 0: 30 s */
 } kc_reflector_spec;

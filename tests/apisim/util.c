@@ -152,10 +152,8 @@ void sim_buf_put_jstr(struct sim_buf *b, const char *s, size_t n)
     }
     sim_buf_puts(b, esc);
   }
-  if (run) {
-    memcpy(b->p + b->len, s + n - run, run); /* reserved above */
-    b->len += run;
-  }
+  /* Escapes may have used up the reservation made above: reserve again. */
+  if (run) sim_buf_put(b, s + n - run, run);
   sim_buf_reserve(b, 1);
   b->p[b->len++] = '"';
   b->p[b->len] = 0;

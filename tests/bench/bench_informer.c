@@ -1,0 +1,381 @@
+/* bench_informer: the observing path end to end (http -> decode -> store ->
+ * informer handlers) against a local HTTP server that replays a generated
+ * list body and watch stream, so that the numbers measure kctrld and not a
+ * simulator. Pods are built from the shared fixtures (store_podgen.h).
+ *
+ *   build/bench/bench_informer [N ...]        (default: 10000 100000)
+ *   BENCH_TEMPLATE=0|1|2|mix  fixture: 0 coredns (default, 7.5 KB with
+ *                             managedFields), 1 prometheus, 2 sidecar, mix
+ *   BENCH_EVENTS=M            watch events replayed (default 20000)
+ *
+ * Each scenario runs in its own process (clean peak RSS); the server runs
+ * in a child of that process and builds its bodies after the fork, so none
+ * of its memory is counted. Prints one table.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <yajl/yajl_parse.h>
+
+#include "../unit/store_podgen.h"
+#include "apiclient.h"
+#include "informer.h"
+#include "log.h"
+#include "selector.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long status_kib(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, field, strlen(field)) == 0) v = atol(line + strlen(field));
+  fclose(f);
+  return v;
+}
+
+/* ---- the replay server (child process) ----------------------------------- */
+
+typedef struct growbuf {
+  char *p;
+  size_t n, cap;
+} growbuf;
+
+static void gb_put(growbuf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    b->cap = (b->n + n + 1) * 2;
+    b->p = realloc(b->p, b->cap);
+    if (!b->p) abort();
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+
+static growbuf LIST_BODY, WATCH_BODY;
+static atomic_int watches_served;
+
+struct rd {
+  const growbuf *b;
+  bool hang;
+};
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
+  struct rd *r = cls;
+  if (r->hang) {
+    sleep(1);
+    return 0; /* nothing yet; MHD calls again */
+  }
+  if (pos >= r->b->n) return MHD_CONTENT_READER_END_OF_STREAM;
+  size_t n = r->b->n - pos < max ? r->b->n - pos : max;
+  memcpy(buf, r->b->p + pos, n);
+  return (ssize_t)n;
+}
+
+static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *ver, const char *up, size_t *upn,
+                              void **ctx) {
+  if (!*ctx) {
+    *ctx = (void *)1;
+    return MHD_YES;
+  }
+  const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+  struct MHD_Response *resp;
+  if (w) {
+    struct rd *r = calloc(1, sizeof *r);
+    r->b = &WATCH_BODY;
+    r->hang = atomic_fetch_add(&watches_served, 1) > 0; /* only the first watch replays */
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, reader, r, free);
+  } else {
+    resp = MHD_create_response_from_buffer(LIST_BODY.n, LIST_BODY.p, MHD_RESPMEM_PERSISTENT);
+  }
+  MHD_add_response_header(resp, "Content-Type", "application/json");
+  enum MHD_Result rc = MHD_queue_response(c, 200, resp);
+  MHD_destroy_response(resp);
+  return rc;
+}
+
+typedef struct server_info {
+  int port;
+  double yajl_s;     /* yajl alone over the list body */
+  double list_bytes;
+  double event_bytes;
+} server_info;
+
+static int pick_tmpl(const char *t, long i) {
+  if (!t || strcmp(t, "mix") != 0) return t ? atoi(t) : 0;
+  return (int)(i % PODGEN_NTMPL);
+}
+
+static void pod_spec_for(long i, long gen, podspec *p, char *bufs, size_t cap) {
+  /* bufs: name | uid | rv | node | app | hash, 48 bytes each */
+  char *name = bufs, *uid = bufs + 48, *rv = bufs + 96, *node = bufs + 144, *app = bufs + 192,
+       *hash = bufs + 240;
+  snprintf(name, 48, "pod-%07ld", i);
+  snprintf(uid, 48, "0b9c4a2e-1111-4c2b-9d7e-%012ld", i);
+  snprintf(rv, 48, "%ld", 1000 + gen);
+  /* A hash, so that event streams spread pods over all values. */
+  uint64_t mix = ((uint64_t)i * 2654435761u) ^ ((uint64_t)gen * 0x9e3779b97f4a7c15ull);
+  mix ^= mix >> 29;
+  snprintf(node, 48, "node-%ld", gen ? (long)(mix % 500) : i % 500);
+  snprintf(app, 48, "app-%ld", gen ? (long)((mix >> 16) % 10) : i % 10);
+  snprintf(hash, 48, "h-%ld", i);
+  static char ns[32];
+  snprintf(ns, sizeof ns, "ns-%ld", i % 20);
+  *p = (podspec){.ns = ns, .name = name, .uid = uid, .rv = rv, .node = node,
+                 .lk = {"app", "pod-template-hash", "tier"}, .lv = {app, hash, "backend"},
+                 .nlabels = 3};
+}
+
+static void serve(long n, long events, int wfd) {
+  podgen pg;
+  if (podgen_init(&pg) != 0) _exit(2);
+  const char *t = getenv("BENCH_TEMPLATE");
+  const char *head = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1000\"},\"items\":[";
+  gb_put(&LIST_BODY, head, strlen(head));
+  char bufs[300];
+  for (long i = 0; i < n; i++) {
+    podspec p;
+    pod_spec_for(i, 0, &p, bufs, sizeof bufs);
+    p.tmpl = pick_tmpl(t, i);
+    kc_obj *o = podgen_make(&pg, &p);
+    if (!o) _exit(2);
+    if (i) gb_put(&LIST_BODY, ",", 1);
+    gb_put(&LIST_BODY, o->json, o->json_len);
+    kc_obj_unref(o);
+  }
+  gb_put(&LIST_BODY, "]}", 2);
+  /* Watch: MODIFIED events that move pods between nodes and app labels. */
+  for (long e = 0; e < events; e++) {
+    long i = (e * 7919) % n;
+    podspec p;
+    pod_spec_for(i, e + 1, &p, bufs, sizeof bufs);
+    p.tmpl = pick_tmpl(t, i);
+    kc_obj *o = podgen_make(&pg, &p);
+    if (!o) _exit(2);
+    { static const char pre[] = "{\"type\":\"MODIFIED\",\"object\":"; gb_put(&WATCH_BODY, pre, sizeof pre - 1); }
+    gb_put(&WATCH_BODY, o->json, o->json_len);
+    gb_put(&WATCH_BODY, "}\n", 2);
+    kc_obj_unref(o);
+  }
+  podgen_free(&pg);
+  /* Baseline: yajl alone over the same bytes (what json_verify does). */
+  double best = 1e9;
+  for (int k = 0; k < 3; k++) {
+    yajl_handle h = yajl_alloc(NULL, NULL, NULL);
+    double t0 = now_s();
+    if (yajl_parse(h, (const unsigned char *)LIST_BODY.p, LIST_BODY.n) != yajl_status_ok ||
+        yajl_complete_parse(h) != yajl_status_ok)
+      _exit(3);
+    double dt = now_s() - t0;
+    yajl_free(h);
+    if (dt < best) best = dt;
+  }
+  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct MHD_Daemon *d =
+      MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL,
+                       NULL, on_req, NULL, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_END);
+  if (!d) _exit(4);
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  server_info si = {info->port, best, (double)LIST_BODY.n,
+                    events ? (double)WATCH_BODY.n / (double)events : 0};
+  if (write(wfd, &si, sizeof si) != sizeof si) _exit(5);
+  close(wfd);
+  pause(); /* until the parent kills us */
+  _exit(0);
+}
+
+/* ---- the measured side ------------------------------------------------------ */
+
+static struct {
+  long updates;
+  double first, last;
+  long target;
+} W;
+
+static void h_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *o) {
+  double t = now_s();
+  if (!W.updates) W.first = t;
+  W.updates++;
+  if (W.updates == W.target) W.last = t;
+}
+
+typedef struct result {
+  double sync_s, yajl_s, list_mb, json_per_obj;
+  long rss_base_kib, rss_after_kib, hwm_kib;
+  double store_bytes_per_obj;
+  double events_per_s;
+  double sel1_us, sel10_us; /* label list: 1 match, 10 % of the pods */
+  long sel10_n;
+} result;
+
+static void on_tick(uv_timer_t *t) {}
+
+static double time_list(kc_informer *inf, const char *sel, long *count) {
+  kc_label_selector *ls = NULL;
+  kc_sel_error err;
+  if (kc_label_selector_parse(sel, strlen(sel), &ls, &err) != 0) return -1;
+  kc_obj_vec v = {0};
+  int reps = 0;
+  double t0 = now_s(), dt;
+  do {
+    kc_obj_vec_clear(&v);
+    int n = kc_informer_list(inf, (kc_str){0}, ls, &v);
+    if (count) *count = n;
+    reps++;
+    dt = now_s() - t0;
+  } while (dt < 0.2);
+  kc_obj_vec_release(&v);
+  kc_label_selector_free(ls);
+  return dt / reps * 1e6;
+}
+
+static int scenario(long n, long events, bool drop_mf, result *res) {
+  int pfd[2];
+  if (pipe(pfd) != 0) return -1;
+  pid_t srv = fork();
+  if (srv == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(pfd[0]);
+    serve(n, events, pfd[1]);
+  }
+  close(pfd[1]);
+  server_info si;
+  if (read(pfd[0], &si, sizeof si) != sizeof si) return -1;
+  close(pfd[0]);
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  uv_timer_t tick;
+  uv_timer_init(&loop, &tick);
+  uv_timer_start(&tick, on_tick, 10, 10);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", si.port);
+  kc_kube_creds cr = {.server = url, .token = "t"};
+  kc_api *api = NULL;
+  if (kc_api_new(&loop, &cr, &api) != 0) return -1;
+  static const char *const drop[] = {"metadata.managedFields"};
+  kc_index_spec idx[] = {{.name = "byNode", .path = "spec.nodeName"}};
+  kc_informer_spec sp = {.api_version = "v1", .kind = "Pod", .group = "", .label_selector = "",
+                         .field_selector = "", .page_size = 500, .watch_timeout_ms = 300000,
+                         .watch_inactivity_ms = 0, .identity = "bench", .indexes = idx,
+                         .nindexes = 1, .drop = drop_mf ? drop : NULL, .ndrop = drop_mf ? 1 : 0};
+  kc_resource_ref ref = {"/api/v1", "pods", true};
+  kc_informer *inf = NULL;
+  if (kc_informer_new(&loop, api, &sp, &ref, &inf) != 0) return -1;
+  kc_informer_handler h = {NULL, h_update, NULL, NULL};
+  kc_informer_add_handler(inf, &h);
+  memset(&W, 0, sizeof W);
+  W.target = events;
+  res->rss_base_kib = status_kib("VmRSS:");
+  double t0 = now_s();
+  kc_informer_start(inf);
+  while (!kc_informer_synced(inf)) uv_run(&loop, UV_RUN_ONCE);
+  res->sync_s = now_s() - t0;
+  res->rss_after_kib = status_kib("VmRSS:");
+  res->yajl_s = si.yajl_s;
+  res->list_mb = si.list_bytes / 1e6;
+  res->json_per_obj = si.list_bytes / (double)n;
+  kc_informer_stats st;
+  kc_informer_stats_get(inf, &st);
+  res->store_bytes_per_obj = (double)st.bytes / (double)n;
+  /* The watch replays `events` MODIFIED events (store + label and node
+   * indexes updated, handler called for each). */
+  double deadline = now_s() + 600;
+  while (W.updates < events && now_s() < deadline) uv_run(&loop, UV_RUN_ONCE);
+  res->events_per_s = W.updates >= events && W.last > W.first
+                          ? (double)(events - 1) / (W.last - W.first)
+                          : 0;
+  res->hwm_kib = status_kib("VmHWM:");
+  if (getenv("BENCH_DEBUG")) {
+    kc_obj_vec all = {0};
+    kc_informer_list(inf, (kc_str){0}, NULL, &all);
+    long brute = 0;
+    for (size_t i = 0; i < all.n; i++)
+      if (kc_str_eq_c(kc_obj_label(all.v[i], kc_str_c("app")), "app-3")) brute++;
+    printf("objects %zu, app=app-3 by scan %ld\n", all.n, brute);
+    fflush(stdout);
+    kc_obj_vec_release(&all);
+  }
+  res->sel1_us = time_list(inf, "pod-template-hash=h-77", NULL);
+  res->sel10_us = time_list(inf, "app=app-3,tier=backend", &res->sel10_n);
+  kc_informer_close(inf);
+  kc_api_close(api);
+  uv_close((uv_handle_t *)&tick, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  kill(srv, SIGKILL);
+  waitpid(srv, NULL, 0);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  long sizes[8] = {10000, 100000};
+  int nsizes = 2;
+  if (argc > 1) {
+    nsizes = 0;
+    for (int i = 1; i < argc && nsizes < 8; i++) sizes[nsizes++] = atol(argv[i]);
+  }
+  long events = getenv("BENCH_EVENTS") ? atol(getenv("BENCH_EVENTS")) : 20000;
+  const char *tmpl = getenv("BENCH_TEMPLATE") ? getenv("BENCH_TEMPLATE") : "0";
+  kc_log_set_level(KC_LOG_WARN);
+  signal(SIGPIPE, SIG_IGN);
+  printf("bench_informer: list -> store -> handlers over loopback HTTP, Pods from fixture template %s\n",
+         tmpl);
+  printf("%-8s %-5s %9s %8s %8s %6s %9s %9s %9s %8s %9s %9s %9s\n", "pods", "mgdF", "list MB",
+         "JSON/pod", "sync s", "x yajl", "RSS/pod", "store/pod", "peakRSS", "RSS/JSON", "events/s",
+         "sel1 us", "sel10% us");
+  for (int i = 0; i < nsizes; i++) {
+    for (int drop = 0; drop < 2; drop++) {
+      int pfd[2];
+      if (pipe(pfd) != 0) return 1;
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(pfd[0]);
+        result r = {0};
+        int rc = scenario(sizes[i], events, drop, &r);
+        if (rc == 0 && write(pfd[1], &r, sizeof r) != sizeof r) rc = -1;
+        _exit(rc ? 1 : 0);
+      }
+      close(pfd[1]);
+      result r;
+      ssize_t got = read(pfd[0], &r, sizeof r);
+      close(pfd[0]);
+      int st;
+      waitpid(pid, &st, 0);
+      if (got != sizeof r) {
+        printf("%-8ld %-5s failed\n", sizes[i], drop ? "drop" : "keep");
+        continue;
+      }
+      double rss_per = (double)(r.rss_after_kib - r.rss_base_kib) * 1024.0 / (double)sizes[i];
+      printf("%-8ld %-5s %9.1f %8.0f %8.2f %6.2f %9.0f %9.0f %8.0fM %8.2f %9.0f %9.1f %9.0f\n",
+             sizes[i], drop ? "drop" : "keep", r.list_mb, r.json_per_obj, r.sync_s,
+             r.sync_s / r.yajl_s, rss_per, r.store_bytes_per_obj, (double)r.hwm_kib / 1024.0,
+             rss_per / r.json_per_obj, r.events_per_s, r.sel1_us, r.sel10_us);
+      if (getenv("BENCH_DEBUG")) printf("sel10 matches %ld\n", r.sel10_n);
+      fflush(stdout);
+    }
+  }
+  printf("columns: mgdF = metadata.managedFields kept or dropped by the transform; JSON/pod = "
+         "bytes of the list body per pod (managedFields included); x yajl = sync time / yajl "
+         "alone parsing the same body; RSS/pod = RSS growth after sync per pod; store/pod = "
+         "kc_store_bytes per pod; peakRSS = VmHWM of the process after sync + %ld watch events; "
+         "events/s = MODIFIED events applied (store, label and spec.nodeName indexes, handler); "
+         "sel1/sel10%% = kc_informer_list with a selector matching 1 pod / 10%% of pods\n",
+         events);
+  return 0;
+}
