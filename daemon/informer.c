@@ -169,6 +169,9 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
         .watch_timeout_s = spec->watch_timeout_ms >= 1000 ? (uint32_t)(spec->watch_timeout_ms / 1000) : 0,
         .idle_timeout_ms = spec->watch_inactivity_ms > 0 ? (uint64_t)spec->watch_inactivity_ms
                                                          : KC_REFLECTOR_NO_IDLE_TIMEOUT,
+        .streaming = spec->streaming_list == KC_STREAMING_ON    ? KC_REFLECTOR_STREAM_ON
+                     : spec->streaming_list == KC_STREAMING_OFF ? KC_REFLECTOR_STREAM_OFF
+                                                                : KC_REFLECTOR_STREAM_AUTO,
     };
     kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);

@@ -62,6 +62,9 @@ struct kc_reflector {
   uint64_t watch_started_ms;
   uint64_t watch_events;
   bool watch_error_event;
+  bool initial_phase;    /* streaming list: initial events until the end bookmark */
+  int streaming;         /* KC_REFLECTOR_STREAM_* */
+  uint64_t initial_timeout_ms;
   kc_status watch_status;
 
   /* backoff (client-go: 800 ms doubling to 30 s, jitter 1.0, reset after 2 min) */
@@ -74,6 +77,8 @@ struct kc_reflector {
 
 static void start_list(kc_reflector *r, enum list_mode mode);
 static void start_watch(kc_reflector *r);
+static void start_stream(kc_reflector *r, enum list_mode mode);
+static void stream_fallback(kc_reflector *r, const char *why);
 static void backoff_then(kc_reflector *r, int next, uint64_t retry_after_ms);
 
 static char *dup_or_null(const char *s) {
@@ -126,9 +131,12 @@ static int append_escaped(char *buf, size_t cap, size_t *n, const char *s) {
   return 0;
 }
 
-/* Parameters in alphabetical order, as client-go encodes them. */
-int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
-                     bool with_limit, uint32_t timeout_s, char *buf, size_t cap) {
+/* Parameters in alphabetical order, as client-go encodes them. `stream`
+ * (with watch) asks for a streaming list: sendInitialEvents with
+ * resourceVersionMatch=NotOlderThan, at rv ("" = consistent read). */
+static int build_url(const kc_reflector *r, bool watch, bool stream, const char *rv,
+                     const char *continue_token, bool with_limit, uint32_t timeout_s, char *buf,
+                     size_t cap) {
   size_t n = 0;
   int rc = 0;
   char num[32];
@@ -170,9 +178,15 @@ int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const ch
     rc |= append(buf, cap, &n, num);
   }
   /* A continue request must not carry a resourceVersion (400). */
-  if (rv && *rv && !(continue_token && *continue_token)) {
+  if ((rv && *rv && !(continue_token && *continue_token)) || stream) {
     PARAM("resourceVersion");
-    rc |= append_escaped(buf, cap, &n, rv);
+    rc |= append_escaped(buf, cap, &n, rv ? rv : "");
+  }
+  if (stream) {
+    PARAM("resourceVersionMatch");
+    rc |= append(buf, cap, &n, "NotOlderThan");
+    PARAM("sendInitialEvents");
+    rc |= append(buf, cap, &n, "true");
   }
   if (watch) {
     PARAM("timeoutSeconds");
@@ -183,6 +197,11 @@ int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const ch
   }
 #undef PARAM
   return rc ? -ENOSPC : (int)n;
+}
+
+int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
+                     bool with_limit, uint32_t timeout_s, char *buf, size_t cap) {
+  return build_url(r, watch, false, rv, continue_token, with_limit, timeout_s, buf, cap);
 }
 
 /* --- shared response plumbing -------------------------------------------- */
@@ -330,6 +349,10 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
 
 static void start_list(kc_reflector *r, enum list_mode mode) {
   if (r->phase == PHASE_CLOSED) return;
+  if (r->streaming != KC_REFLECTOR_STREAM_OFF && !r->page_continue) {
+    start_stream(r, mode);
+    return;
+  }
   r->phase = PHASE_LIST;
   r->list_mode = mode;
   const char *rv = mode == LIST_INITIAL ? "0" : mode == LIST_AT_RV ? r->stats.resource_version : "";
@@ -384,8 +407,46 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
 
 /* --- WATCH ---------------------------------------------------------------- */
 
+/* Streaming list: the initial events are collected like list items; the
+ * bookmark that ends them completes the "list" on the same stream. */
+static int initial_event(kc_reflector *r, const kc_watch_event *ev) {
+  r->watch_events++;
+  switch (ev->type) {
+  case KC_WATCH_ADDED:
+  case KC_WATCH_MODIFIED:
+    if (ev->obj && ev->obj->name.len) return list_item(r, ev->obj);
+    return 0;
+  case KC_WATCH_BOOKMARK:
+    if (!ev->initial_events_end) return 0;
+    uv_timer_stop(&r->timer); /* the initial-events guard */
+    r->initial_phase = false;
+    r->stats.streaming_lists++;
+    char rv[64];
+    snprintf(rv, sizeof rv, "%.*s", (int)ev->obj->resource_version.len,
+             ev->obj->resource_version.ptr ? ev->obj->resource_version.ptr : "");
+    snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
+    if (r->stats.synced) r->stats.relists++;
+    r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
+    kc_info("reflector", "%s: streamed %zu initial objects, resourceVersion %s", r->describe,
+            r->npending, rv);
+    clear_pending(r);
+    r->stats.synced = true;
+    r->rv_unavailable = false;
+    return 0;
+  case KC_WATCH_DELETED: /* not expected before the end bookmark; the list replaces all */
+  case KC_WATCH_UNKNOWN:
+    return 0;
+  case KC_WATCH_ERROR:
+    r->watch_error_event = true;
+    if (ev->status) r->watch_status = *ev->status;
+    return -ECANCELED;
+  }
+  return 0;
+}
+
 static int watch_event(void *ud, const kc_watch_event *ev) {
   kc_reflector *r = ud;
+  if (r->initial_phase) return initial_event(r, ev);
   switch (ev->type) {
   case KC_WATCH_ADDED:
   case KC_WATCH_MODIFIED:
@@ -442,11 +503,57 @@ static int on_watch_data(kc_api_call *call, const char *buf, size_t len, void *u
   return KC_HTTP_CONTINUE;
 }
 
+/* A streaming list that ended before its end bookmark. */
+static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
+  const kc_api_status *st = &res->status;
+  uv_timer_stop(&r->timer);
+  r->initial_phase = false;
+  clear_pending(r);
+  bool expired = r->watch_error_event
+                     ? (r->watch_status.code == 410 || strcmp(r->watch_status.reason, "Expired") == 0 ||
+                        strcmp(r->watch_status.reason, "Gone") == 0)
+                     : (!res->error && (kc_api_is_gone(st) || kc_api_is_too_large_rv(st)));
+  bool decode_failed = r->decoder && (r->decode_error || (res->error == 0 && kc_decoder_finish(r->decoder) < 0));
+  char what[700];
+  if (r->watch_error_event)
+    snprintf(what, sizeof what, "ERROR event code=%d reason=%s: %.500s", r->watch_status.code,
+             r->watch_status.reason, r->watch_status.message);
+  else if (decode_failed)
+    snprintf(what, sizeof what, "malformed stream: %s", kc_decoder_error(r->decoder));
+  else if (res->error)
+    snprintf(what, sizeof what, "%s", st->message[0] ? st->message : strerror(-res->error));
+  else if (!is_2xx(st))
+    describe_status(st, what, sizeof what);
+  else
+    snprintf(what, sizeof what, "stream ended before the initial-events-end bookmark");
+  reset_response(r);
+  if (expired) {
+    /* client-go: expired or too-large RV -> retry at "" (consistent read). */
+    kc_info("reflector", "%s: streaming list %s, retrying at resourceVersion \"\"", r->describe, what);
+    r->rv_unavailable = true;
+    backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  bool retriable = res->error || (!is_2xx(st) && (kc_api_is_too_many_requests(st) || kc_api_is_retryable(st)));
+  if (retriable || decode_failed || r->streaming == KC_REFLECTOR_STREAM_ON) {
+    set_error(r, "streaming list: %s", what);
+    backoff_then(r, NEXT_LIST, retry_after_ms(st));
+    return;
+  }
+  /* Any other answer (422 from a server without WatchList, a server that
+   * ignores sendInitialEvents): LIST+WATCH from now on. */
+  stream_fallback(r, what);
+}
+
 static void on_watch_done(kc_api_call *call, const kc_api_result *res, void *ud) {
   kc_reflector *r = ud;
   r->req = NULL;
   uint64_t lasted = now_ms(r) - r->watch_started_ms;
   const kc_api_status *st = &res->status;
+  if (r->initial_phase) {
+    on_stream_failed(r, res);
+    return;
+  }
 
   if (r->watch_error_event) {
     kc_status *ws = &r->watch_status;
@@ -502,7 +609,47 @@ static void on_watch_done(kc_api_call *call, const kc_api_result *res, void *ud)
   backoff_then(r, kc_api_is_too_many_requests(st) ? NEXT_WATCH : NEXT_LIST, retry_after_ms(st));
 }
 
-static void start_watch(kc_reflector *r) {
+static void start_watch_request(kc_reflector *r, bool stream, const char *rv);
+
+static void start_watch(kc_reflector *r) { start_watch_request(r, false, r->stats.resource_version); }
+
+static void on_initial_guard(uv_timer_t *t) {
+  kc_reflector *r = t->data;
+  if (!r->initial_phase || r->phase != PHASE_WATCH) return;
+  char why[128];
+  snprintf(why, sizeof why, "no initial-events-end bookmark after %llu ms (%zu objects so far)",
+           (unsigned long long)r->initial_timeout_ms, r->npending);
+  if (r->streaming == KC_REFLECTOR_STREAM_ON) {
+    kc_warn("reflector", "%s: streaming list: %s; still waiting", r->describe, why);
+    return;
+  }
+  kc_api_cancel(r->req);
+  r->req = NULL;
+  r->initial_phase = false;
+  clear_pending(r);
+  reset_response(r);
+  stream_fallback(r, why);
+}
+
+static void stream_fallback(kc_reflector *r, const char *why) {
+  kc_info("reflector", "%s: streaming list unavailable (%s); using LIST+WATCH", r->describe, why);
+  r->streaming = KC_REFLECTOR_STREAM_OFF;
+  r->stats.streaming = false;
+  start_list(r, r->stats.synced && r->stats.resource_version[0]
+                    ? (r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV)
+                    : LIST_INITIAL);
+}
+
+static void start_stream(kc_reflector *r, enum list_mode mode) {
+  clear_pending(r);
+  r->stats.lists++; /* a streaming list is this scope's list operation */
+  r->initial_phase = true;
+  start_watch_request(r, true, mode == LIST_AT_RV ? r->stats.resource_version : "");
+  if (r->initial_phase && r->phase == PHASE_WATCH)
+    uv_timer_start(&r->timer, on_initial_guard, r->initial_timeout_ms, r->initial_timeout_ms);
+}
+
+static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
   if (r->phase == PHASE_CLOSED) return;
   r->phase = PHASE_WATCH;
   r->watch_error_event = false;
@@ -513,9 +660,9 @@ static void start_watch(kc_reflector *r) {
    * spread out. */
   uint32_t timeout_s = r->watch_timeout_s + (uint32_t)(next_rand(r) % r->watch_timeout_s);
   char url[4096];
-  if (kc_reflector_url(r, true, r->stats.resource_version, NULL, false, timeout_s, url, sizeof url) <
-      0) {
+  if (build_url(r, true, stream, rv, NULL, false, timeout_s, url, sizeof url) < 0) {
     set_error(r, "watch: URL too long");
+    r->initial_phase = false;
     backoff_then(r, NEXT_LIST, 0);
     return;
   }
@@ -537,7 +684,8 @@ static void start_watch(kc_reflector *r) {
   if (rc < 0) {
     r->req = NULL;
     set_error(r, "watch: cannot start request: %s", strerror(-rc));
-    backoff_then(r, NEXT_WATCH, 0);
+    r->initial_phase = false;
+    backoff_then(r, stream ? NEXT_LIST : NEXT_WATCH, 0);
   }
 }
 
@@ -612,6 +760,9 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->idle_timeout_ms = spec->idle_timeout_ms ? spec->idle_timeout_ms : 5 * 60 * 1000;
   r->backoff_initial_ms = spec->backoff_initial_ms ? spec->backoff_initial_ms : 800;
   r->backoff_max_ms = spec->backoff_max_ms ? spec->backoff_max_ms : 30000;
+  r->streaming = spec->streaming;
+  r->stats.streaming = spec->streaming != KC_REFLECTOR_STREAM_OFF;
+  r->initial_timeout_ms = spec->initial_events_timeout_ms ? spec->initial_events_timeout_ms : 60000;
   snprintf(r->describe, sizeof r->describe, "%s%s%s%s%s%s%s", r->resource,
            r->namespace_ ? " ns=" : "", r->namespace_ ? r->namespace_ : "",
            r->label_selector ? " labels=" : "", r->label_selector ? r->label_selector : "",

@@ -51,6 +51,11 @@ typedef struct kc_reflector_spec {
                                  KC_REFLECTOR_NO_IDLE_TIMEOUT: never */
   uint64_t backoff_initial_ms;/* 0: 800 ms (client-go) */
   uint64_t backoff_max_ms;    /* 0: 30 s */
+  /* Streaming list (WATCH with sendInitialEvents, contract 3.5) instead of
+   * LIST: OFF (default), AUTO (use it, fall back to LIST+WATCH for good when
+   * the server rejects it or never ends the initial events), ON (require it). */
+  enum { KC_REFLECTOR_STREAM_OFF = 0, KC_REFLECTOR_STREAM_AUTO, KC_REFLECTOR_STREAM_ON } streaming;
+  uint64_t initial_events_timeout_ms; /* no end bookmark after this long: 0 = 60 s */
 } kc_reflector_spec;
 
 typedef struct kc_reflector_stats {
@@ -60,6 +65,8 @@ typedef struct kc_reflector_stats {
   uint64_t events;       /* ADDED/MODIFIED/DELETED applied */
   uint64_t bookmarks;
   uint64_t errors;       /* failed requests and broken streams */
+  uint64_t streaming_lists; /* complete initial-event streams (sendInitialEvents) */
+  bool streaming;        /* false once AUTO fell back to LIST+WATCH */
   bool synced;           /* the first complete list has been delivered */
   char resource_version[64]; /* last seen */
   char last_error[256];

@@ -315,7 +315,7 @@ static kc_informer_spec pod_spec(void) {
   return (kc_informer_spec){.api_version = "v1", .kind = "Pod", .group = "",
                             .label_selector = "", .field_selector = "", .page_size = 500,
                             .watch_timeout_ms = 300000, .watch_inactivity_ms = 300000,
-                            .identity = "test"};
+                            .streaming_list = KC_STREAMING_OFF, .identity = "test"};
 }
 
 static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *ref, counts *c) {
@@ -654,7 +654,8 @@ static void test_selectors_and_indexes(void **state) {
   kc_index_spec idx[] = {{.name = "byOwner", .path = "data.owner"}};
   kc_informer_spec sc = {.api_version = "v1", .kind = "ConfigMap", .group = "", .label_selector = "",
                          .field_selector = "", .page_size = 500, .watch_timeout_ms = 300000,
-                         .watch_inactivity_ms = 300000, .identity = "cm", .indexes = idx,
+                         .watch_inactivity_ms = 300000, .streaming_list = KC_STREAMING_OFF,
+                         .identity = "cm", .indexes = idx,
                          .nindexes = 1};
   kc_informer *cms = informer(&sc, &CONFIGMAPS, NULL);
   for (int round = 0; round < 3; round++) {
@@ -752,6 +753,66 @@ static void test_server_restart(void **state) {
   set_free(&c.deleted);
 }
 
+/* Streaming list (sendInitialEvents, the default streamingList: auto): the
+ * sync is one watch request, no LIST; later changes arrive on the same
+ * stream; after compaction and dropped watches the informer streams again
+ * and ends equal to the server, with the deletes it missed. */
+static void test_streaming_list(void **state) {
+  ctl("DELETE", "counters", NULL);
+  counts c = {0};
+  kc_informer_spec sp = pod_spec();
+  sp.streaming_list = KC_STREAMING_AUTO;
+  kc_informer *inf = informer(&sp, &PODS, &c);
+  assert_int_equal(c.adds, 3000);
+  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
+  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  assert_int_equal(count_requests("limit="), 0);
+  ctl("POST", "modify", "{\"resource\":\"pods\",\"count\":500,\"rate\":0}");
+  wait_modify_done(20000);
+  converge(inf, "/api/v1/pods", NULL, 10000);
+  /* Deletes while cut off, then history compacted: a new stream at "". */
+  ctl("POST", "config", "{\"bookmarkIntervalMs\":0}");
+  ctl("POST", "drop-watches", NULL);
+  kc_obj_vec vec = {0};
+  assert_true(kc_informer_list(inf, (kc_str){0}, NULL, &vec) >= 5);
+  for (size_t i = 0; i < 5; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s",
+             (int)vec.v[i]->namespace_.len, vec.v[i]->namespace_.ptr, (int)vec.v[i]->name.len,
+             vec.v[i]->name.ptr);
+    assert_int_equal(http("DELETE", path, NULL, NULL, NULL), 200);
+  }
+  kc_obj_vec_release(&vec);
+  ctl("POST", "compact", NULL);
+  ctl("POST", "drop-watches", NULL);
+  converge(inf, "/api/v1/pods", NULL, 20000);
+  assert_true(c.deletes >= 5);
+  assert_true(count_requests("sendInitialEvents=true") >= 2);
+  assert_int_equal(count_requests("limit="), 0);
+  close_inf(inf);
+}
+
+/* A server without WatchList answers 422: the informer falls back to
+ * LIST+WATCH at once and stays there. */
+static void test_streaming_fallback(void **state) {
+  ctl("POST", "config", "{\"watchList\":false}");
+  ctl("DELETE", "counters", NULL);
+  counts c = {0};
+  kc_informer_spec sp = pod_spec();
+  sp.streaming_list = KC_STREAMING_AUTO;
+  kc_informer *inf = informer(&sp, &PODS, &c);
+  assert_int_equal(c.adds, 3000);
+  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
+  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  assert_true(count_requests("limit=500") >= 1);
+  ctl("POST", "compact", NULL);
+  ctl("POST", "drop-watches", NULL);
+  converge(inf, "/api/v1/pods", NULL, 20000);
+  assert_int_equal(count_requests("sendInitialEvents=true"), 1); /* never again */
+  ctl("POST", "config", "{\"watchList\":true}");
+  close_inf(inf);
+}
+
 int main(void) {
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -783,6 +844,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_selectors_and_indexes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_large_objects, setup, teardown),
       cmocka_unit_test_setup_teardown(test_server_restart, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_streaming_list, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_streaming_fallback, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();
