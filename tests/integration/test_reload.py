@@ -82,6 +82,12 @@ def reload(k, text):
                     k.log().count("config unchanged") > before, what="reload outcome in the log")
 
 
+def tier_a_requests(sim):
+    code, _, body = sim.request("GET", "/_apisim/requests")
+    assert code == 200
+    return sum(1 for r in json.loads(body)["requests"] if "tier%3Da" in (r.get("query") or ""))
+
+
 def cm(c, name, tier, ttl=None, ann="kctrld.io/ttl"):
     meta = {"name": name, "namespace": "default", "labels": {"tier": tier}}
     if ttl:
@@ -106,6 +112,8 @@ def test_reload_each_kind_of_change():
             cm(c, "a1", "a", ttl="1s")
             taplib.wait_for(lambda: not exists(c, "a1"), what="ttl deletes a1")
             first = by_resource(port)[("configmaps", "tier=a")]
+            assert first["events"] > 0, first
+            requests_a = tier_a_requests(sim)
 
             # 1. Informer added (Secrets): starts; the ConfigMap informer keeps
             #    its cache and watch (same list count, no relist).
@@ -113,7 +121,10 @@ def test_reload_each_kind_of_change():
             taplib.wait_for(lambda: ("secrets", "") in by_resource(port) and
                             by_resource(port)[("secrets", "")]["synced"], what="secret informer")
             now = by_resource(port)[("configmaps", "tier=a")]
-            assert now["lists"] == first["lists"] and now["relists"] == 0, (first, now)
+            # Same informer: its event count carries over, and the server saw
+            # no new list or watch for that scope.
+            assert now["events"] == first["events"] and now["relists"] == 0, (first, now)
+            assert tier_a_requests(sim) == requests_a, "the kept informer must not list or watch again"
 
             # 2. Scope changed: tier=a -> tier=b is a new informer.
             reload(k, config(tier="b", extra_informers="  - apiVersion: v1\n    kind: Secret"))
