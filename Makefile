@@ -8,7 +8,7 @@
 #   tests/bench/bench_*.c      -> $(B)/bench/bench_*
 #   tests/fuzz/fuzz_*.c        -> $(B)/fuzz/fuzz_*       (clang libFuzzer, `make fuzz`)
 # Variants: `make SAN=address` builds into build-asan/ with ASan+UBSan,
-# `make SAN=thread` into build-tsan/.
+# `make SAN=thread` into build-tsan/, `make SAN=coverage` into build-cov/ (gcov).
 
 VERSION   := 0.1.0
 PREFIX    ?= /usr/local
@@ -24,6 +24,10 @@ else ifeq ($(SAN),thread)
   B        := build-tsan
   SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
   OPT      := -O1 -g
+else ifeq ($(SAN),coverage)
+  B        := build-cov
+  SANFLAGS := --coverage
+  OPT      := -O0 -g
 else
   B        := build
   SANFLAGS :=
@@ -57,7 +61,8 @@ PLUGIN_DIRS := $(patsubst %/,%,$(dir $(wildcard plugins/*/*.c)))
 PLUGIN_NAMES := $(sort $(notdir $(PLUGIN_DIRS)))
 PLUGIN_SO  := $(PLUGIN_NAMES:%=$(B)/plugins/%.so)
 
-.PHONY: all test check unit demo bench fuzz fuzz-run install format lint clean deps tsan asan
+.PHONY: all test check unit demo bench fuzz fuzz-run install format lint clean deps tsan asan \
+        valgrind coverage
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN)
 
 $(B)/obj/%.o: %.c
@@ -118,6 +123,15 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 
+# `make valgrind`: unit tests and an end-to-end run under memcheck (slow).
+valgrind: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/valgrind.sh
+
+# `make coverage`: gcov build in build-cov/, unit + integration tests, report.
+coverage: deps
+	@bash tests/coverage.sh
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bash tests/bench/run-bench
@@ -168,6 +182,6 @@ lint:
 	  --suppress=missingIncludeSystem -D__GNUC__ -Idaemon -Iinclude daemon tests/apisim plugins
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-cov
 
--include $(shell find build build-asan build-tsan -name '*.d' 2>/dev/null)
+-include $(shell find build build-asan build-tsan build-cov -name '*.d' 2>/dev/null)

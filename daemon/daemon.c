@@ -292,6 +292,17 @@ static int instantiate(kc_daemon *d, ctl_slot *cs) {
 
 /* --- reload ------------------------------------------------------------------- */
 
+/* One log record per "file:line:col: message" line (log records are single
+ * lines, so a multi-line text would run together). */
+static void log_config_errors(const char *err) {
+  for (const char *p = err; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    if (n) kc_error("config", "%.*s", (int)n, p);
+    p += n + (nl ? 1 : 0);
+  }
+}
+
 static const kc_config_change *find_change(const kc_config_change *v, size_t n, bool by_old,
                                            size_t index) {
   for (size_t i = 0; i < n; i++)
@@ -413,7 +424,8 @@ static int reload(kc_daemon *d) {
   char err[4096];
   kc_config *nc = NULL;
   if (kc_config_load_file(d->opts.config_path, &nc, err, sizeof err) < 0) {
-    kc_error("config", "reload rejected, keeping the running config: %s", err);
+    kc_error("config", "reload rejected, keeping the running config:");
+    log_config_errors(err);
     snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: %.400s", err);
     return -1;
   }
@@ -661,7 +673,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   d->opts = *opts;
   char err[4096];
   if (kc_config_load_file(opts->config_path, &d->cfg, err, sizeof err) < 0) {
-    kc_error("config", "%s", err);
+    log_config_errors(err);
     free_daemon(d);
     return 1;
   }

@@ -420,6 +420,7 @@ static void test_cancel_inside_callbacks(void **state) {
   assert_int_equal(kc_http_active(http), 0);
   uv_run(loop, UV_RUN_NOWAIT);
   assert_int_equal(quiet.dones, 0);
+  free(quiet.body); /* a slow run (valgrind) may see the first chunk before the cancel */
   close_all(loop, http);
 }
 

@@ -75,6 +75,9 @@ struct kctrld_object {
 };
 
 static char last_patch[1024];
+/* The host passes a ref whose strings live on its stack for the call only:
+ * the fake keeps copies, not the pointers. */
+static char last_ref_buf[4][256];
 static kctrld_ref last_ref;
 static char last_event[256];
 static int last_event_type;
@@ -117,7 +120,10 @@ static int fake_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const ch
   assert_int_equal(type, KCTRLD_PATCH_JSON);
   assert_false(status);
   snprintf(last_patch, sizeof last_patch, "%.*s", (int)len, patch);
-  last_ref = *ref;
+  const char *parts[4] = {ref->api_version, ref->kind, ref->namespace_, ref->name};
+  for (int i = 0; i < 4; i++) snprintf(last_ref_buf[i], sizeof last_ref_buf[i], "%s", parts[i] ? parts[i] : "");
+  last_ref = (kctrld_ref){last_ref_buf[0], last_ref_buf[1], ref->namespace_ ? last_ref_buf[2] : NULL,
+                          last_ref_buf[3]};
   return 0;
 }
 

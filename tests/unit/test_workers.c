@@ -393,7 +393,9 @@ static void test_stop_bound_abandons_stuck(void **state) {
   assert_true(s.stopped);
   assert_int_equal(s.abandoned, 1);
   assert_int_equal(s.results, 0);
-  assert_true(s.stopped_at - s.stop_called_at >= 30 * 1000000ull);
+  /* libuv timers count in whole milliseconds of a truncated clock, so a
+   * 30 ms timer may fire up to 1 ms early by uv_hrtime. */
+  assert_true(s.stopped_at - s.stop_called_at >= 29 * 1000000ull);
   assert_true(s.stopped_at - s.stop_called_at < 1000 * 1000000ull);
   assert_int_equal(kc_workers_abandoned_running(), 1);
   /* The plugin returns much later: the thread cleans up after itself. */

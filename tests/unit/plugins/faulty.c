@@ -1,0 +1,82 @@
+/* A misbehaving plugin for tests/unit/test_errors_controller.c, built by
+ * that test like an out-of-tree plugin (cc -shared -fPIC
+ * -fvisibility=hidden -Iinclude). What reconcile does depends on the name
+ * of the object (any namespace):
+ *   error      fails with a message (retried with backoff)
+ *   invalid    returns 42, not a KCTRLD_RESULT_* value
+ *   requeue    asks for a requeue twice, then succeeds
+ *   badwrite   makes API calls that must fail (malformed JSON create, bad
+ *              JSON patch, GET of a missing object); requeue_after 1 h when
+ *              each failed as documented, an error otherwise
+ *   slow       runs 1.5 s (longer than the controller's timeout)
+ *   hang       runs 4 s (longer than shutdownTimeout: abandoned on stop)
+ *   (others)   success
+ */
+#define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c11 */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "kctrld/plugin.h"
+
+static const struct kctrld_host_api *H;
+static atomic_int requeues;
+
+static int faulty_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out) {
+  *out = NULL;
+  return 0;
+}
+
+static void nap_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static int bad_writes(kctrld_ctx *ctx, const char *ns) {
+  static const char junk[] = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":";
+  int rc = H->api_create(ctx, junk, sizeof junk - 1, NULL);
+  if (rc >= 0) return H->result_error(ctx, "malformed create accepted");
+  kctrld_ref ref = {"v1", "ConfigMap", ns, "badwrite"};
+  static const char patch[] = "[{\"op\":\"frobnicate\",\"path\":\"/data\"}]";
+  rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_JSON, patch, sizeof patch - 1, false, NULL);
+  if (rc >= 0) return H->result_error(ctx, "bad JSON patch accepted");
+  kctrld_ref missing = {"v1", "ConfigMap", ns, "no-such-configmap"};
+  const kctrld_object *obj = NULL;
+  rc = H->api_get(ctx, &missing, &obj);
+  if (rc != -ENOENT) return H->result_error(ctx, "GET of a missing object: %d", rc);
+  return H->result_requeue_after(ctx, 3600 * 1000);
+}
+
+static int faulty_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
+  const char *slash = strchr(key, '/');
+  const char *name = slash ? slash + 1 : key;
+  char ns[64] = "";
+  if (slash && (size_t)(slash - key) < sizeof ns) memcpy(ns, key, (size_t)(slash - key));
+  if (strcmp(name, "error") == 0) return H->result_error(ctx, "injected failure for %s", key);
+  if (strcmp(name, "invalid") == 0) return 42;
+  if (strcmp(name, "requeue") == 0)
+    return atomic_fetch_add(&requeues, 1) < 2 ? KCTRLD_RESULT_REQUEUE : KCTRLD_RESULT_DONE;
+  if (strcmp(name, "badwrite") == 0) return bad_writes(ctx, ns);
+  if (strcmp(name, "slow") == 0) nap_ms(1500);
+  if (strcmp(name, "hang") == 0) nap_ms(4000);
+  return KCTRLD_RESULT_DONE;
+}
+
+static const struct kctrld_plugin table = {
+    .abi_major = KCTRLD_ABI_MAJOR,
+    .abi_minor = KCTRLD_ABI_MINOR,
+    .struct_size = sizeof(struct kctrld_plugin),
+    .build_signature = KCTRLD_BUILD_SIGNATURE,
+    .name = "faulty",
+    .version = "0.0.1",
+    .init = faulty_init,
+    .reconcile = faulty_reconcile,
+};
+
+const struct kctrld_plugin *kctrld_plugin_entry(const struct kctrld_host_api *host) {
+  if (host->abi_major != KCTRLD_ABI_MAJOR) return NULL;
+  H = host;
+  return &table;
+}
