@@ -548,6 +548,43 @@ static const char *namespace_problem(const char *s) {
 
 static const char *drop_path_problem(const char *s) { return path_problem(s, true); }
 
+/* `NAME: [path, ...]`: every path checked and reported at its own
+ * position; file order kept (the index is their union). */
+static void index_paths(struct ctx *c, const kc_yaml_node *node, const char *what,
+                        kc_index_spec *ix) {
+  const char **v = NULL;
+  size_t n = 0;
+  if (!took(c, kc_yaml_get_string_list(node, what, &v, &n, c->tmp, sizeof c->tmp))) return;
+  if (v && !keep(c, v)) return;
+  if (n == 0) {
+    fail(c, node, "%s: an empty list: give at least one path", what);
+    return;
+  }
+  if (n > KC_CONFIG_MAX_INDEX_PATHS) {
+    fail(c, &node->u.seq.items[KC_CONFIG_MAX_INDEX_PATHS], "%s: more than %d paths", what,
+         KC_CONFIG_MAX_INDEX_PATHS);
+    return;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < n; i++) {
+    const char *why = path_problem(v[i], true);
+    if (why) {
+      fail(c, &node->u.seq.items[i], "%s[%zu]: %s", what, i, why);
+      ok = false;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(v[i], v[j]) == 0) {
+        fail(c, &node->u.seq.items[i], "%s[%zu]: \"%s\" is listed twice", what, i, v[i]);
+        ok = false;
+        break;
+      }
+  }
+  if (!ok) return;
+  ix->path = v[0];
+  ix->paths = v;
+  ix->npaths = n;
+}
+
 static void parse_informer(struct ctx *c, const kc_yaml_node *n, size_t idx,
                            kc_informer_spec *inf) {
   static const struct field table[] = {
@@ -637,9 +674,16 @@ static void parse_informer(struct ctx *c, const kc_yaml_node *n, size_t idx,
           ix[i].name = p->key.u.scalar.text;
           if (!simple_name(ix[i].name, 63))
             fail(c, &p->key, "%s: index name must be 1-63 characters of [A-Za-z0-9._-]", w);
-          if (took(c, kc_yaml_get_string(&p->value, iw, &ix[i].path, c->tmp, sizeof c->tmp))) {
+          if (p->value.type == KC_YAML_SEQUENCE) {
+            index_paths(c, &p->value, iw, &ix[i]);
+          } else if (p->value.type == KC_YAML_MAPPING) {
+            fail(c, &p->value, "%s: expected a path or a list of paths, got a mapping", iw);
+          } else if (took(c, kc_yaml_get_string(&p->value, iw, &ix[i].path, c->tmp,
+                                                sizeof c->tmp))) {
             const char *why = path_problem(ix[i].path, true);
             if (why) fail(c, &p->value, "%s: %s", iw, why);
+            ix[i].paths = &ix[i].path; /* ix is never moved */
+            ix[i].npaths = 1;
           }
         }
         inf->indexes = ix;
@@ -1243,9 +1287,17 @@ static unsigned informer_fields(const kc_informer_spec *a, const kc_informer_spe
   if (!str_eq(a->name, b->name)) f |= KC_INF_NAME;
   if (a->resync_ms != b->resync_ms) f |= KC_INF_RESYNC;
   bool ix = a->nindexes == b->nindexes;
-  for (size_t i = 0; ix && i < a->nindexes; i++)
-    ix = str_eq(a->indexes[i].name, b->indexes[i].name) &&
-         str_eq(a->indexes[i].path, b->indexes[i].path);
+  for (size_t i = 0; ix && i < a->nindexes; i++) {
+    const kc_index_spec *x = &a->indexes[i], *y = &b->indexes[i];
+    ix = str_eq(x->name, y->name) && x->npaths == y->npaths;
+    /* The paths of one index are unique and their order does not matter
+     * (the index is their union): compare as sets. */
+    for (size_t p = 0; ix && p < x->npaths; p++) {
+      bool found = false;
+      for (size_t q = 0; !found && q < y->npaths; q++) found = str_eq(x->paths[p], y->paths[q]);
+      ix = found;
+    }
+  }
   if (!ix) f |= KC_INF_INDEXES;
   if (a->page_size != b->page_size || a->watch_timeout_ms != b->watch_timeout_ms ||
       a->watch_inactivity_ms != b->watch_inactivity_ms || a->streaming_list != b->streaming_list)

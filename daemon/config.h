@@ -61,9 +61,16 @@ enum kc_streaming_list {
   KC_STREAMING_OFF,      /* always paginated LIST then WATCH */
 };
 
+/* `indexes: {NAME: path}` or `{NAME: [path, ...]}`: one index whose values
+ * are the union of the values at its paths (store.h). */
+#define KC_CONFIG_MAX_INDEX_PATHS 32
 typedef struct kc_index_spec {
-  const char *name; /* [A-Za-z0-9_.-]+, unique per informer */
-  const char *path; /* kc_obj_get syntax, may contain [] (kobj.h) */
+  const char *name;         /* [A-Za-z0-9_.-]+, unique per informer */
+  const char *path;         /* the first path (paths[0]); kc_obj_get syntax, may contain [] */
+  const char *const *paths; /* every path in file order, unique; 1..KC_CONFIG_MAX_INDEX_PATHS.
+                             * Specs built by hand may leave paths NULL and npaths 0:
+                             * then `path` is the only one (as in kc_store_index_spec). */
+  size_t npaths;
 } kc_index_spec;
 
 /* One watched scope = one reflector. */

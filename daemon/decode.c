@@ -42,6 +42,7 @@ struct kc_decoder {
   kc_decoder_callbacks cbs;
   void *ud;
   size_t max_bytes;
+  bool typed; /* the transform gave the object type: nothing to derive */
 
   enum ctx ctx;
   enum expect expect;
@@ -326,6 +327,18 @@ static int d_start_map(void *c) {
   return 1;
 }
 
+/* LIST without a given type: items are of the list's kind minus "List",
+ * when the list's kind and apiVersion came before the items (the API
+ * server's order; the reflector passes the type up front anyway). */
+static int derive_type(kc_decoder *d) {
+  if (d->typed || !d->kind || !d->api_version) return 1;
+  size_t n = strlen(d->kind);
+  if (n <= 4 || memcmp(d->kind + n - 4, "List", 4) != 0) return 1;
+  int rc = kc_obj_builder_set_type(d->b, (kc_str){d->kind, n - 4}, kc_str_c(d->api_version));
+  if (rc == -ENOMEM) return failf(d, rc, "out of memory");
+  return 1; /* a kind that cannot be stamped (-EINVAL): items stay as sent */
+}
+
 static int d_start_array(void *c) {
   kc_decoder *d = c;
   if (d->building) return fwd(d, kc_obj_builder_start_array(d->b));
@@ -344,7 +357,7 @@ static int d_start_array(void *c) {
   }
   if (x == X_ITEMS) {
     d->ctx = C_ITEMS;
-    return 1;
+    return derive_type(d);
   }
   if (x == X_OBJECT) return failf(d, -EBADMSG, "\"object\" is an array, not an object");
   if (x == X_TYPE) return failf(d, -EBADMSG, "\"type\" is an array, not a string");
@@ -431,6 +444,7 @@ kc_decoder *kc_decoder_new(enum kc_decode_mode mode, const kc_transform *t,
   if (cbs) d->cbs = *cbs;
   d->ud = ud;
   d->max_bytes = KC_OBJ_MAX_BYTES;
+  d->typed = t && t->kind;
   d->meta.kind = d->meta.api_version = d->meta.resource_version = d->meta.continue_token = "";
   d->b = kc_obj_builder_new(t, 0);
   if (!d->b) {

@@ -9,8 +9,14 @@
  * per finished object) and handed over as soon as it closes:
  *   LIST:  every element of `items` -> callbacks.item, then the list's
  *          metadata (resourceVersion, continue, ...) -> callbacks.list_end.
+ *          Items get kind and apiVersion (kobj.h "Object type"): from the
+ *          transform's kind/api_version when given (the reflector passes
+ *          them: the list's own fields may come after the items), else
+ *          from the list's kind minus "List" and its apiVersion when those
+ *          come before "items".
  *   WATCH: every event -> callbacks.event, whatever the key order inside the
- *          event ("object" before "type" is fine).
+ *          event ("object" before "type" is fine). The transform's type
+ *          applies too (metadata-only objects report the real kind).
  * Numbers stay text (no rounding), UTF-8 is validated, comments, trailing
  * garbage and partial values are rejected. Limits: KC_OBJ_MAX_DEPTH nesting,
  * and per event / list item KC_OBJ_MAX_BYTES (16 MiB, client-go's cap) of

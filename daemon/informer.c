@@ -140,7 +140,10 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
   inf->resync.data = inf;
   kc_store_index_spec idx[64];
   size_t nidx = spec->nindexes < 64 ? spec->nindexes : 64;
-  for (size_t i = 0; i < nidx; i++) idx[i] = (kc_store_index_spec){spec->indexes[i].name, spec->indexes[i].path};
+  _Static_assert(KC_CONFIG_MAX_INDEX_PATHS <= KC_STORE_MAX_INDEX_PATHS, "index paths");
+  for (size_t i = 0; i < nidx; i++)
+    idx[i] = (kc_store_index_spec){.name = spec->indexes[i].name, .path = spec->indexes[i].path,
+                                   .paths = spec->indexes[i].paths, .npaths = spec->indexes[i].npaths};
   for (size_t i = 0; i < nparts && rc == 0; i++) {
     part *p = &inf->parts[i];
     p->inf = inf;
@@ -156,7 +159,8 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
         .namespace_ = p->namespace_,
         .label_selector = spec->label_selector,
         .field_selector = spec->field_selector,
-        .transform = {.drop = spec->drop, .ndrop = spec->ndrop, .metadata_only = spec->metadata_only},
+        .transform = {.drop = spec->drop, .ndrop = spec->ndrop, .metadata_only = spec->metadata_only,
+                      .kind = spec->kind, .api_version = spec->api_version},
         /* config pageSize 0 = one unpaginated list; watchTimeout is the
          * base of the jittered timeoutSeconds; watchInactivityTimeout 0 =
          * never restart a quiet watch. */

@@ -153,6 +153,13 @@ struct kc_obj_builder {
   bool metadata_only;
   size_t max_bytes;
 
+  /* Object type to stamp (kc_transform "Object type"): the members to
+   * insert, preformatted as "kind":"K","apiVersion":"V", (type_len bytes,
+   * trailing comma included); NULL when none. */
+  char *type;
+  uint32_t type_len;
+  uint32_t kind_len, apiv_len; /* K and V */
+
   char *out;
   size_t len, cap, lim;
 
@@ -196,6 +203,43 @@ static int fail(kc_obj_builder *b, int rc, const char *msg) {
     b->rc = rc;
   }
   return b->rc;
+}
+
+#define KIND_PRE "\"kind\":\""             /* "kind":"   */
+#define APIV_PRE "\"apiVersion\":\""       /* "apiVersion":"   */
+#define KIND_PRE_LEN (sizeof KIND_PRE - 1)
+#define APIV_PRE_LEN (sizeof APIV_PRE - 1)
+
+static bool type_ok(kc_str s) {
+  if (!s.len || s.len > KC_OBJ_MAX_TYPE) return false;
+  for (size_t i = 0; i < s.len; i++)
+    if (s.ptr[i] < 0x21 || s.ptr[i] > 0x7e || s.ptr[i] == '"' || s.ptr[i] == '\\') return false;
+  return true;
+}
+
+int kc_obj_builder_set_type(kc_obj_builder *b, kc_str kind, kc_str api_version) {
+  if (!kind.len && !api_version.len) {
+    free(b->type);
+    b->type = NULL;
+    b->type_len = b->kind_len = b->apiv_len = 0;
+    return 0;
+  }
+  if (!type_ok(kind) || !type_ok(api_version)) return -EINVAL;
+  size_t n = KIND_PRE_LEN + kind.len + 2 + APIV_PRE_LEN + api_version.len + 2;
+  char *t = malloc(n + 1);
+  if (!t) return -ENOMEM;
+  int w = snprintf(t, n + 1, KIND_PRE "%.*s\"," APIV_PRE "%.*s\",", (int)kind.len, kind.ptr,
+                   (int)api_version.len, api_version.ptr);
+  if (w < 0 || (size_t)w != n) {
+    free(t);
+    return -EINVAL;
+  }
+  free(b->type);
+  b->type = t;
+  b->type_len = (uint32_t)n;
+  b->kind_len = (uint32_t)kind.len;
+  b->apiv_len = (uint32_t)api_version.len;
+  return 0;
 }
 
 void kc_obj_builder_set_max_bytes(kc_obj_builder *b, size_t max_bytes) {
@@ -245,6 +289,15 @@ kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
       if (rc < 0 || dp->segs[dp->nseg - 1].type == SEG_EACH) goto inval;
     }
     b->npaths = (uint32_t)t->ndrop;
+    if (t->kind || t->api_version) {
+      int rc = kc_obj_builder_set_type(b, kc_str_c(t->kind), kc_str_c(t->api_version));
+      if (rc == -ENOMEM) {
+        kc_obj_builder_free(b);
+        errno = ENOMEM;
+        return NULL;
+      }
+      if (rc < 0 || !b->type) goto inval; /* one of the two missing or empty */
+    }
   }
   kc_obj_builder_reset(b);
   return b;
@@ -260,6 +313,7 @@ void kc_obj_builder_free(kc_obj_builder *b) {
   free(b->pathbuf);
   free(b->out);
   free(b->labels);
+  free(b->type);
   free(b);
 }
 
@@ -775,28 +829,133 @@ static int label_cmp(const void *a, const void *b) {
   return x->key.ptr < y->key.ptr ? -1 : x->key.ptr > y->key.ptr;
 }
 
+/* Stamping the object type (kc_transform "Object type") edits the text
+ * while it is copied into the object: at most an insertion after the '{'
+ * and the replacement of the kind and apiVersion values, in text order. */
+typedef struct tsplice {
+  uint32_t at, cut; /* replaces cut bytes at offset at of the built text */
+  const char *txt;
+  uint32_t len;
+} tsplice;
+
+typedef struct tplan {
+  tsplice sp[3];
+  unsigned n;
+  size_t grow;                 /* bytes added (never negative: see plan_type) */
+  uint32_t kind_off, apiv_off; /* new offsets of stamped values, or NO_OFF */
+} tplan;
+
+/* Where byte x of the built text lands in the stamped text. */
+static uint32_t remap(const tplan *p, uint32_t x) {
+  int64_t d = 0;
+  for (unsigned i = 0; i < p->n; i++)
+    if (p->sp[i].at + p->sp[i].cut <= x) d += (int64_t)p->sp[i].len - (int64_t)p->sp[i].cut;
+  return (uint32_t)((int64_t)x + d);
+}
+
+static bool field_is(const kc_obj_builder *b, enum field f, const char *lit, size_t n) {
+  return b->f[f].off != NO_OFF && b->f[f].len == n && memcmp(b->out + b->f[f].off, lit, n) == 0;
+}
+
+#define POM "PartialObjectMetadata"
+#define POM_AV "meta.k8s.io/v1"
+
+static void plan_type(const kc_obj_builder *b, tplan *p) {
+  p->n = 0;
+  p->grow = 0;
+  p->kind_off = p->apiv_off = NO_OFF;
+  if (!b->type) return;
+  bool hk = b->f[F_KIND].off != NO_OFF, ha = b->f[F_APIVERSION].off != NO_OFF;
+  uint32_t kmem = (uint32_t)KIND_PRE_LEN + b->kind_len + 1; /* "kind":"K" */
+  const char *k = b->type + KIND_PRE_LEN;
+  const char *v = b->type + kmem + 1 + APIV_PRE_LEN;
+  /* A metadata-only view of the watched type reports the real type. */
+  bool view = hk && field_is(b, F_KIND, POM, sizeof POM - 1) &&
+              (!ha || field_is(b, F_APIVERSION, POM_AV, sizeof POM_AV - 1)) &&
+              !(b->kind_len == sizeof POM - 1 && memcmp(k, POM, sizeof POM - 1) == 0);
+  if (!hk || !ha) {
+    size_t i = 1;
+    while (i < b->len && is_ws(b->out[i])) i++;
+    bool empty = i < b->len && b->out[i] == '}';
+    tsplice s = {.at = 1, .cut = 0};
+    if (!hk && !ha) {
+      s.txt = b->type;
+      s.len = b->type_len;
+      p->kind_off = 1 + (uint32_t)KIND_PRE_LEN;
+      p->apiv_off = 1 + kmem + 1 + (uint32_t)APIV_PRE_LEN;
+    } else if (!hk) {
+      s.txt = b->type;
+      s.len = kmem + 1;
+      p->kind_off = 1 + (uint32_t)KIND_PRE_LEN;
+    } else {
+      s.txt = b->type + kmem + 1;
+      s.len = b->type_len - kmem - 1;
+      p->apiv_off = 1 + (uint32_t)APIV_PRE_LEN;
+    }
+    if (empty) s.len--; /* no member follows: no comma */
+    p->sp[p->n++] = s;
+  }
+  if (view) {
+    tsplice sk = {b->f[F_KIND].off, b->f[F_KIND].len, k, b->kind_len};
+    p->sp[p->n++] = sk;
+    if (ha) {
+      tsplice sa = {b->f[F_APIVERSION].off, b->f[F_APIVERSION].len, v, b->apiv_len};
+      if (sa.at < sk.at) { /* keep text order */
+        p->sp[p->n - 1] = sa;
+        p->sp[p->n++] = sk;
+      } else {
+        p->sp[p->n++] = sa;
+      }
+      p->apiv_off = remap(p, sa.at);
+    }
+    p->kind_off = remap(p, sk.at);
+  }
+  for (unsigned i = 0; i < p->n; i++) p->grow += p->sp[i].len;
+  for (unsigned i = 0; i < p->n; i++) p->grow -= p->sp[i].cut;
+}
+
 kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   if (!b->done) {
     errno = EINVAL;
     return NULL;
   }
+  tplan plan;
+  plan_type(b, &plan);
+  size_t len = b->len + plan.grow;
   size_t hdr = offsetof(kc_obj, json);
-  size_t laboff = (hdr + b->len + 1 + 7) & ~(size_t)7;
+  size_t laboff = (hdr + len + 1 + 7) & ~(size_t)7;
   size_t total = laboff + b->nlabels * sizeof(kc_label);
-  kc_obj *o = malloc(total);
+  kc_obj *o = len <= UINT32_MAX - 16 ? malloc(total) : NULL;
   if (!o) {
     errno = ENOMEM;
     return NULL;
   }
   memset(o, 0, hdr);
   atomic_init(&o->refs, 1);
-  o->json_len = (uint32_t)b->len;
-  memcpy(o->json, b->out, b->len);
-  o->json[b->len] = '\0';
+  o->json_len = (uint32_t)len;
+  if (plan.n == 0) {
+    memcpy(o->json, b->out, b->len);
+  } else {
+    char *w = o->json;
+    size_t from = 0;
+    for (unsigned i = 0; i < plan.n; i++) {
+      const tsplice *sp = &plan.sp[i];
+      memcpy(w, b->out + from, sp->at - from);
+      w += sp->at - from;
+      memcpy(w, sp->txt, sp->len);
+      w += sp->len;
+      from = sp->at + sp->cut;
+    }
+    memcpy(w, b->out + from, b->len - from);
+  }
+  o->json[len] = '\0';
   kc_str *dst[F_COUNT] = {&o->kind, &o->api_version, &o->namespace_, &o->name,
                           &o->uid,  &o->resource_version, &o->creation_timestamp};
   for (int i = 0; i < F_COUNT; i++)
-    if (b->f[i].off != NO_OFF) *dst[i] = (kc_str){o->json + b->f[i].off, b->f[i].len};
+    if (b->f[i].off != NO_OFF)
+      *dst[i] = (kc_str){o->json + remap(&plan, b->f[i].off), b->f[i].len};
+  if (plan.kind_off != NO_OFF) o->kind = (kc_str){o->json + plan.kind_off, b->kind_len};
+  if (plan.apiv_off != NO_OFF) o->api_version = (kc_str){o->json + plan.apiv_off, b->apiv_len};
   o->generation = b->generation;
   o->deleting = b->deleting;
   if (b->nlabels) {
@@ -804,8 +963,8 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
     size_t n = b->nlabels;
     for (size_t i = 0; i < n; i++) {
       const lab *s = &b->labels[i];
-      l[i].key = (kc_str){o->json + s->koff, s->klen};
-      l[i].value = (kc_str){o->json + s->voff, s->vlen};
+      l[i].key = (kc_str){o->json + remap(&plan, s->koff), s->klen};
+      l[i].value = (kc_str){o->json + remap(&plan, s->voff), s->vlen};
     }
     if (n <= 16) {
       for (size_t i = 1; i < n; i++) {

@@ -52,8 +52,8 @@ typedef struct kc_label {
 typedef struct kc_obj {
   atomic_uint refs;
   uint32_t json_len;    /* bytes of json[], without the NUL */
-  kc_str kind;          /* empty for list items of built-in types */
-  kc_str api_version;   /* empty for list items of built-in types */
+  kc_str kind;          /* see "Object type" below: set on every object the */
+  kc_str api_version;   /* decoder builds for an informer */
   kc_str namespace_;    /* empty for cluster-scoped objects */
   kc_str name;
   kc_str uid;
@@ -67,12 +67,35 @@ typedef struct kc_obj {
 } kc_obj;
 
 /* Which paths to leave out when building objects (informer `transform:`).
- * Paths use the syntax of kc_obj_get, e.g. "metadata.managedFields". */
+ * Paths use the syntax of kc_obj_get, e.g. "metadata.managedFields".
+ *
+ * Object type: LIST items of built-in types come without kind/apiVersion
+ * (kube-api-contract.md 2.4) while WATCH objects have them. With `kind` and
+ * `api_version` set (both or neither; printable ASCII without '"' and '\',
+ * at most KC_OBJ_MAX_TYPE bytes each), every object built gets them:
+ *   - absent "kind" / "apiVersion" members are inserted at the start of the
+ *     object's text ({"kind":"K","apiVersion":"V",...}), so kc_obj.kind,
+ *     kc_obj.api_version and kc_obj_get(o, "kind") all see them;
+ *   - a metadata-only view (kind "PartialObjectMetadata", apiVersion
+ *     "meta.k8s.io/v1" or absent) reports the real type instead: the two
+ *     values are replaced. References built from such an object (Events'
+ *     involvedObject, ownerReferences) then name the real object, which is
+ *     what they must name; the "metadata only" fact is the informer's
+ *     config (metadataOnly), not something a consumer of one object needs.
+ *   - any other kind present (a Status in a watch ERROR event, a custom
+ *     resource's own kind) is left as sent.
+ * The streaming decoder (decode.h) also derives the type of LIST items from
+ * the list's own kind/apiVersion when no type is given and those arrive
+ * before the items. */
 typedef struct kc_transform {
   const char *const *drop; /* borrowed for the transform's lifetime */
   size_t ndrop;
   bool metadata_only;      /* keep only kind, apiVersion and metadata */
+  const char *kind;        /* NULL: no type to stamp; copied by the builder */
+  const char *api_version;
 } kc_transform;
+
+#define KC_OBJ_MAX_TYPE 320 /* bytes of kind and of apiVersion in a kc_transform */
 
 /* Builds an object from one complete JSON object text (any whitespace).
  * `t` may be NULL. Returns a new object with refs == 1, or NULL with a
@@ -177,10 +200,15 @@ typedef struct kc_status {
  * -E2BIG size/depth limit, -ENOMEM); kc_obj_builder_error() says why. */
 typedef struct kc_obj_builder kc_obj_builder;
 
-/* `t` may be NULL; it is copied (paths included). NULL with errno set
- * (EINVAL malformed drop path, E2BIG too many paths, ENOMEM). max_bytes 0
- * means KC_OBJ_MAX_BYTES. */
+/* `t` may be NULL; it is copied (paths and type included). NULL with errno
+ * set (EINVAL malformed drop path or type, E2BIG too many paths, ENOMEM).
+ * max_bytes 0 means KC_OBJ_MAX_BYTES. */
 kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes);
+/* Sets the type stamped on the objects finished from now on (kc_transform
+ * "Object type"); an empty kind clears it. Returns 0, -EINVAL (one of the
+ * two empty, too long, or a byte outside printable ASCII / '"' / '\'), or
+ * -ENOMEM (the previous type stays). */
+int kc_obj_builder_set_type(kc_obj_builder *b, kc_str kind, kc_str api_version);
 void kc_obj_builder_free(kc_obj_builder *b);
 /* Changes the size limit (0 = KC_OBJ_MAX_BYTES); takes effect at once. */
 void kc_obj_builder_set_max_bytes(kc_obj_builder *b, size_t max_bytes);

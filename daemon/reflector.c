@@ -31,6 +31,7 @@ struct kc_reflector {
   kc_reflector_sink sink;
   char *api_path, *resource, *namespace_, *label_selector, *field_selector;
   char **drop_paths;
+  char *type_kind, *type_api_version; /* transform.kind/api_version, copied */
   kc_transform transform;
   uint32_t page_size;
   bool no_limit;
@@ -748,6 +749,10 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->transform.drop = (const char *const *)r->drop_paths;
   r->transform.ndrop = spec->transform.ndrop;
   r->transform.metadata_only = spec->transform.metadata_only;
+  r->transform.kind = r->type_kind = dup_or_null(spec->transform.kind);
+  r->transform.api_version = r->type_api_version = dup_or_null(spec->transform.api_version);
+  oom |= (spec->transform.kind && *spec->transform.kind && !r->type_kind) ||
+         (spec->transform.api_version && *spec->transform.api_version && !r->type_api_version);
   r->page_size = spec->page_size ? spec->page_size : 500;
   r->no_limit = spec->no_limit;
   r->watch_timeout_s = spec->watch_timeout_s ? spec->watch_timeout_s : 300;
@@ -766,6 +771,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
     r->phase = PHASE_CLOSED;
     for (size_t i = 0; r->drop_paths && i < spec->transform.ndrop; i++) free(r->drop_paths[i]);
     free(r->drop_paths);
+    free(r->type_kind), free(r->type_api_version);
     free(r->api_path), free(r->resource), free(r->namespace_);
     free(r->label_selector), free(r->field_selector);
     free(r);
@@ -786,6 +792,7 @@ static void free_reflector(uv_handle_t *h) {
   kc_reflector *r = h->data;
   for (size_t i = 0; i < r->transform.ndrop; i++) free(r->drop_paths[i]);
   free(r->drop_paths);
+  free(r->type_kind), free(r->type_api_version);
   free(r->pending);
   free(r->api_path), free(r->resource), free(r->namespace_);
   free(r->label_selector), free(r->field_selector);

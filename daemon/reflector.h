@@ -42,7 +42,8 @@ typedef struct kc_reflector_spec {
   const char *namespace_;     /* NULL or "": all namespaces / cluster-scoped */
   const char *label_selector; /* NULL or "": none */
   const char *field_selector;
-  kc_transform transform;     /* drop paths are copied */
+  kc_transform transform;     /* drop paths and kind/api_version (the type stamped
+                               * on objects, kobj.h "Object type") are copied */
   uint32_t page_size;         /* 0: 500 */
   bool no_limit;              /* never send limit: lists in one response (config pageSize 0) */
   uint32_t watch_timeout_s;   /* timeoutSeconds is random in [t, 2t); 0: 300 (client-go) */

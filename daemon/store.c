@@ -353,7 +353,8 @@ static void dict_delete_at(dict *d, uint32_t i) {
 
 typedef struct fidx {
   char *name;
-  char *path;
+  char **paths; /* the union of their values is indexed */
+  size_t npaths;
   dict d;
 } fidx;
 
@@ -570,7 +571,8 @@ static long fv_extract(kc_store *s, const kc_obj *obj) {
     if (fv_push_start(fv) < 0) return -ENOMEM;
     size_t first = fv->n;
     fvctx c = {fv, 0};
-    if (obj) (void)kc_obj_get_each(obj, s->idx[i].path, fv_cb, &c);
+    for (size_t p = 0; obj && p < s->idx[i].npaths && !c.rc; p++)
+      (void)kc_obj_get_each(obj, s->idx[i].paths[p], fv_cb, &c);
     if (c.rc) return c.rc;
     size_t cnt = fv->n - first;
     if (cnt > 1) {
@@ -888,14 +890,21 @@ kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
     if (!s->idx) goto fail;
   }
   for (size_t i = 0; i < nidx; i++) {
-    if (!specs[i].name || !specs[i].path || !*specs[i].name) goto fail;
+    const char *const *paths = specs[i].npaths ? specs[i].paths : &specs[i].path;
+    size_t np = specs[i].npaths ? specs[i].npaths : 1;
+    if (!specs[i].name || !*specs[i].name || !paths || np > KC_STORE_MAX_INDEX_PATHS) goto fail;
     for (size_t k = 0; k < i; k++)
       if (strcmp(specs[k].name, specs[i].name) == 0) goto fail;
-    s->idx[i].name = strdup(specs[i].name);
-    s->idx[i].path = strdup(specs[i].path);
     s->idx[i].d.kind = DK_FIELD;
     s->nidx = i + 1;
-    if (!s->idx[i].name || !s->idx[i].path) goto fail;
+    s->idx[i].name = strdup(specs[i].name);
+    s->idx[i].paths = calloc(np, sizeof *s->idx[i].paths);
+    if (!s->idx[i].name || !s->idx[i].paths) goto fail;
+    for (size_t p = 0; p < np; p++) {
+      if (!paths[p]) goto fail;
+      s->idx[i].npaths = p + 1;
+      if (!(s->idx[i].paths[p] = strdup(paths[p]))) goto fail;
+    }
   }
   /* Validate the paths once: kc_obj_get_each rejects bad ones. */
   if (nidx) {
@@ -903,14 +912,16 @@ kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
     char perr[128];
     kc_obj *probe = kc_obj_parse(probe_json, sizeof probe_json - 1, NULL, perr, sizeof perr);
     if (!probe) goto fail;
-    for (size_t i = 0; i < nidx; i++) {
-      fvctx c = {&s->fv, 0};
-      if (kc_obj_get_each(probe, specs[i].path, fv_cb, &c) < 0) {
-        kc_error("store", "invalid index path index=%s path=%s", specs[i].name, specs[i].path);
-        kc_obj_unref(probe);
-        goto fail;
+    for (size_t i = 0; i < nidx; i++)
+      for (size_t p = 0; p < s->idx[i].npaths; p++) {
+        fvctx c = {&s->fv, 0};
+        if (kc_obj_get_each(probe, s->idx[i].paths[p], fv_cb, &c) < 0) {
+          kc_error("store", "invalid index path index=%s path=%s", s->idx[i].name,
+                   s->idx[i].paths[p]);
+          kc_obj_unref(probe);
+          goto fail;
+        }
       }
-    }
     kc_obj_unref(probe);
     fv_reset(&s->fv);
   }
@@ -932,7 +943,8 @@ void kc_store_free(kc_store *s) {
   dict_free(&s->lkv);
   for (size_t i = 0; i < s->nidx; i++) {
     free(s->idx[i].name);
-    free(s->idx[i].path);
+    for (size_t p = 0; p < s->idx[i].npaths; p++) free(s->idx[i].paths[p]);
+    free(s->idx[i].paths);
     dict_free(&s->idx[i].d);
   }
   free(s->idx);

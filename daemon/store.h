@@ -5,9 +5,10 @@
  *   - labels, as an inverted index: (key, value) -> set of objects and
  *     key -> set of objects, so that a label-selector list costs
  *     O(size of the most selective requirement's set), not O(objects),
- *   - named field indexes declared at creation, name -> path, where the path
- *     may visit a list ("metadata.ownerReferences[].uid",
- *     "spec.volumes[].configMap.name"): one object can have several values.
+ *   - named field indexes declared at creation, name -> path(s), where a
+ *     path may visit a list ("metadata.ownerReferences[].uid",
+ *     "spec.volumes[].configMap.name") and an index may have several paths
+ *     (its values are the union): one object can have several values.
  * Index memory is a few bytes per (object, index value): sets hold 32-bit
  * slot numbers, and label/namespace strings point into the text of a stored
  * object instead of being copied (re-pointed when that object leaves).
@@ -40,13 +41,19 @@
 
 typedef struct kc_store kc_store;
 
-/* A field index: objects by the text value(s) found at `path` (kc_obj_get
- * syntax, "[]" for every list element; values rendered as by
- * kc_json_scalar_text). Absent and null values are not indexed; objects
- * and arrays are skipped. Both strings are copied. */
+/* A field index: objects by the text value(s) found at its path(s)
+ * (kc_obj_get syntax, "[]" for every list element; values rendered as by
+ * kc_json_scalar_text). With several paths the index holds the union of
+ * their values: an object is listed once under a value however many of its
+ * paths hold it (e.g. a workload by every ConfigMap it references through
+ * volumes, env and envFrom). Absent and null values are not indexed;
+ * objects and arrays are skipped. All strings are copied. */
+#define KC_STORE_MAX_INDEX_PATHS 32
 typedef struct kc_store_index_spec {
   const char *name;
-  const char *path;
+  const char *path;         /* the one path, when npaths == 0 */
+  const char *const *paths; /* else paths[0..npaths), 1..KC_STORE_MAX_INDEX_PATHS */
+  size_t npaths;
 } kc_store_index_spec;
 
 /* A growable array of object references, reusable across calls. */
@@ -63,7 +70,8 @@ void kc_obj_vec_clear(kc_obj_vec *vec);
 void kc_obj_vec_release(kc_obj_vec *vec);
 
 /* Creates a store with nidx field indexes (specs copied; names must be
- * unique and paths valid). Returns NULL on bad specs or out of memory.
+ * unique and paths valid; a path repeated within one index is harmless).
+ * Returns NULL on bad specs or out of memory.
  * Context: loop thread. */
 kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx);
 /* Frees the store and drops its references. No reader may be using it. */

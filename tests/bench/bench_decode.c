@@ -126,11 +126,32 @@ static int splice_cmp(const void *a, const void *b) {
   return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* Appends template i % ntpl with a unique name and uid and a varying label. */
-static size_t put_item(buf *b, size_t i) {
+/* Adds a splice removing the member `"key":"<v>",` whose value is v. */
+static size_t cut_member(splice *s, const char *key, kc_str v) {
+  size_t kl = strlen(key) + 4; /* "key":" */
+  if (!v.ptr) return 0;
+  const char *m = v.ptr - kl;
+  if (memcmp(m + 1, key, kl - 4) != 0 || v.ptr[v.len] != '"' || v.ptr[v.len + 1] != ',') {
+    fprintf(stderr, "bench_decode: template %s member not where expected\n", key);
+    exit(1);
+  }
+  s->at = m;
+  s->len = kl + v.len + 2;
+  s->with[0] = '\0';
+  return 1;
+}
+
+/* Appends template i % ntpl with a unique name and uid and a varying label.
+ * list_item: without kind and apiVersion, as a LIST of a built-in type
+ * sends its items (kube-api-contract.md 2.4). */
+static size_t put_item(buf *b, size_t i, bool list_item) {
   const kc_obj *o = tpl[i % ntpl];
-  splice s[3];
+  splice s[5];
   size_t ns = 0;
+  if (list_item) {
+    ns += cut_member(&s[ns], "kind", o->kind);
+    ns += cut_member(&s[ns], "apiVersion", o->api_version);
+  }
   s[ns].at = o->name.ptr;
   s[ns].len = o->name.len;
   snprintf(s[ns++].with, sizeof s[0].with, "%.*s-%zu", (int)o->name.len, o->name.ptr, i);
@@ -163,7 +184,7 @@ static void build_list(buf *b, size_t n) {
            "\"items\":[");
   for (size_t i = 0; i < n; i++) {
     if (i) puts_(b, ",");
-    items_json += put_item(b, i);
+    items_json += put_item(b, i, true);
   }
   puts_(b, "]}");
 }
@@ -172,7 +193,7 @@ static void build_watch(buf *b, size_t n) {
   b->len = 0;
   for (size_t i = 0; i < n; i++) {
     puts_(b, "{\"type\":\"MODIFIED\",\"object\":");
-    put_item(b, i);
+    put_item(b, i, false);
     puts_(b, "}\n");
   }
 }
@@ -276,7 +297,7 @@ int main(int argc, char **argv) {
   }
   load_templates();
   const char *drop[] = {"metadata.managedFields"};
-  kc_transform no_mf = {drop, 1, false};
+  kc_transform no_mf = {.drop = drop, .ndrop = 1, .metadata_only = false};
 
   printf("# bench_decode: %zu Pod templates from ../shared/fixtures, 16 KiB feeds, best of 3\n",
          ntpl);
@@ -300,6 +321,11 @@ int main(int argc, char **argv) {
       long rss1 = rss_kb();
       if (s.n != n) {
         fprintf(stderr, "got %zu items\n", s.n);
+        return 1;
+      }
+      /* Items get their kind from the list's (kobj.h "Object type"). */
+      if (!kc_str_eq_c(s.objs[n - 1]->kind, "Pod") || !kc_str_eq_c(s.objs[n - 1]->api_version, "v1")) {
+        fprintf(stderr, "list items lack kind/apiVersion\n");
         return 1;
       }
       mem = s.mem;

@@ -96,8 +96,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   static const kc_store_index_spec specs[] = {
-      {"node", "spec.nodeName"},
-      {"owner", "metadata.ownerReferences[].uid"},
+      {.name = "node", .path = "spec.nodeName"},
+      {.name = "owner", .path = "metadata.ownerReferences[].uid"},
   };
   printf("%-8s %-44s %10s %8s\n", "objects", "measure", "value", "matches");
   for (int si = 0; si < nsizes; si++) {

@@ -11,6 +11,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static bool typed; /* this input decodes with a kind/apiVersion to stamp */
+
 typedef struct acc {
   uint64_t hash;
   uint64_t n;
@@ -41,6 +43,8 @@ static int on_item(void *ud, kc_obj *o) {
     char err[128];
     kc_obj *m = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);
     if (!m) abort();
+    /* With a type every object has one, also found in its own text. */
+    if (typed && (!o->kind.ptr || !o->api_version.ptr || !kc_str_eq(m->kind, o->kind))) abort();
     if (m->nlabels != o->nlabels || m->json_len > o->json_len) abort();
     if (!memchr(o->name.ptr ? o->name.ptr : "", '\\', o->name.len) && !kc_str_eq(m->name, o->name))
       abort();
@@ -81,7 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t len = size - 1;
   static const char *drop[] = {"metadata.managedFields", "spec.containers[].env",
                                "metadata.annotations[\"a.b/c\"]"};
-  kc_transform t = {drop, 3, (ctl & 2) != 0};
+  typed = (ctl & 5) == 5; /* the type only comes with a transform */
+  kc_transform t = {.drop = drop, .ndrop = 3, .metadata_only = (ctl & 2) != 0,
+                    .kind = typed ? "Pod" : NULL, .api_version = typed ? "v1" : NULL};
   const kc_transform *tp = (ctl & 1) ? &t : NULL;
   acc a1 = {14695981039346656037ull, 0}, a2 = a1;
   int r1 = run(body, len, len, tp, &a1);

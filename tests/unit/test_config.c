@@ -373,6 +373,115 @@ static void test_informer_options(void **state) {
   kc_config_free(c);
 }
 
+/* `indexes: {NAME: [path, ...]}`: one index, every path kept in file
+ * order, each checked at its own position. */
+static void test_index_paths(void **state) {
+  (void)state;
+  kc_config *c = load("informers:\n"
+                      "  - apiVersion: apps/v1\n"
+                      "    kind: Deployment\n"
+                      "    indexes:\n"
+                      "      byConfigMap:\n"
+                      "        - spec.template.spec.volumes[].configMap.name\n"
+                      "        - spec.template.spec.containers[].envFrom[].configMapRef.name\n"
+                      "        - spec.template.spec.containers[].env[].valueFrom.configMapKeyRef.name\n"
+                      "      byNode: spec.template.spec.nodeName\n"
+                      "      bySecret: ['spec.template.spec.volumes[].secret.secretName']\n");
+  const kc_informer_spec *inf = &c->informers[0];
+  assert_int_equal(inf->nindexes, 3);
+  const kc_index_spec *ix = &inf->indexes[0];
+  assert_string_equal(ix->name, "byConfigMap");
+  assert_int_equal(ix->npaths, 3);
+  assert_string_equal(ix->paths[0], "spec.template.spec.volumes[].configMap.name");
+  assert_string_equal(ix->paths[1], "spec.template.spec.containers[].envFrom[].configMapRef.name");
+  assert_string_equal(ix->paths[2],
+                      "spec.template.spec.containers[].env[].valueFrom.configMapKeyRef.name");
+  assert_ptr_equal(ix->path, ix->paths[0]);
+  /* A single path is a list of one too. */
+  assert_int_equal(inf->indexes[1].npaths, 1);
+  assert_string_equal(inf->indexes[1].paths[0], "spec.template.spec.nodeName");
+  assert_ptr_equal(inf->indexes[1].path, inf->indexes[1].paths[0]);
+  assert_int_equal(inf->indexes[2].npaths, 1);
+  assert_string_equal(inf->indexes[2].path, "spec.template.spec.volumes[].secret.secretName");
+  kc_config_free(c);
+
+  /* Errors at the position of the path inside the list, all reported. */
+  fails("informers:\n"
+        "  - apiVersion: v1\n"
+        "    kind: Pod\n"
+        "    indexes:\n"
+        "      byRef:\n"
+        "        - spec.nodeName\n"
+        "        - 'spec.volumes[.x'\n"
+        "        - metadata.ownerReferences[].uid\n"
+        "        - spec.nodeName\n"
+        "        - ''\n",
+        "c.yaml:7:11: informers[0].indexes.byRef[1]: expected [N], [] or [\"key\"]\n"
+        "c.yaml:9:11: informers[0].indexes.byRef[3]: \"spec.nodeName\" is listed twice\n"
+        "c.yaml:10:11: informers[0].indexes.byRef[4]: empty path");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: {byRef: [spec.a, {x: 1}]}}\n",
+        "c.yaml:2:59: informers[0].indexes.byRef[1]: expected a string, got a mapping");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: {byRef: []}}\n",
+        "c.yaml:2:50: informers[0].indexes.byRef: an empty list: give at least one path");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: {byRef: {a: b}}}\n",
+        "c.yaml:2:50: informers[0].indexes.byRef: expected a path or a list of paths, got a mapping");
+  char many[2048] = "informers:\n  - {apiVersion: v1, kind: Pod, indexes: {byRef: [";
+  for (int i = 0; i <= KC_CONFIG_MAX_INDEX_PATHS; i++)
+    snprintf(many + strlen(many), sizeof many - strlen(many), "%sa%02d", i ? ", " : "", i);
+  strcat(many, "]}}\n");
+  char want[256];
+  snprintf(want, sizeof want, "c.yaml:2:%d: informers[0].indexes.byRef: more than %d paths",
+           50 + 1 + 5 * KC_CONFIG_MAX_INDEX_PATHS, KC_CONFIG_MAX_INDEX_PATHS);
+  fails(many, want);
+
+  /* A watches index mapping may name a multi-path index. */
+  c = load("informers:\n"
+           "  - apiVersion: apps/v1\n"
+           "    kind: Deployment\n"
+           "    indexes: {byConfigMap: ['spec.template.spec.volumes[].configMap.name', "
+           "'spec.template.spec.containers[].envFrom[].configMapRef.name']}\n"
+           "controllers:\n"
+           "  - name: reloader\n"
+           "    plugin: /r.so\n"
+           "    for: {apiVersion: apps/v1, kind: Deployment}\n"
+           "    watches:\n"
+           "      - {apiVersion: v1, kind: ConfigMap, mapping: {index: byConfigMap}}\n");
+  assert_int_equal(c->controllers[0].nwatches, 1);
+  assert_string_equal(c->controllers[0].watches[0].key, "byConfigMap");
+  kc_config_free(c);
+
+  /* Reload: the paths of an index compare as a set. */
+  static const char *const fmt = "informers:\n  - {apiVersion: v1, kind: Pod, indexes: {r: %s}}\n";
+  static const struct {
+    const char *a, *b;
+    bool changed;
+  } cases[] = {
+      {"[spec.a, spec.b]", "[spec.b, spec.a]", false},
+      {"spec.a", "[spec.a]", false},
+      {"[spec.a, spec.b]", "[spec.a]", true},
+      {"[spec.a, spec.b]", "[spec.a, spec.c]", true},
+      {"[spec.a]", "[spec.a, spec.b]", true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char ta[256], tb[256];
+    snprintf(ta, sizeof ta, fmt, cases[i].a);
+    snprintf(tb, sizeof tb, fmt, cases[i].b);
+    kc_config *a = load(ta), *b = load(tb);
+    kc_config_diff *d = NULL;
+    assert_int_equal(kc_config_compare(a, b, &d), 0);
+    if (cases[i].changed) {
+      assert_int_equal(d->ninformers, 1);
+      assert_int_equal(d->informers[0].change, KC_CHANGE_CHANGED);
+      assert_int_equal(d->informers[0].fields, KC_INF_INDEXES);
+    } else {
+      assert_true(kc_config_diff_empty(d));
+    }
+    kc_config_diff_free(d);
+    kc_config_free(a);
+    kc_config_free(b);
+  }
+}
+
 static void test_dedup_and_binding(void **state) {
   (void)state;
   /* Two controllers use ConfigMaps (not listed): one default informer. The
@@ -678,7 +787,8 @@ int main(void) {
       cmocka_unit_test(test_example_file),      cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_top_level_errors),  cmocka_unit_test(test_bind_addresses),
       cmocka_unit_test(test_leader_election),   cmocka_unit_test(test_informer_errors),
-      cmocka_unit_test(test_informer_options),  cmocka_unit_test(test_dedup_and_binding),
+      cmocka_unit_test(test_informer_options),
+      cmocka_unit_test(test_index_paths),  cmocka_unit_test(test_dedup_and_binding),
       cmocka_unit_test(test_controller_errors), cmocka_unit_test(test_watches),
       cmocka_unit_test(test_many_errors),       cmocka_unit_test(test_load_file_errors),
       cmocka_unit_test(test_diff),              cmocka_unit_test(test_diff_controller_fields),

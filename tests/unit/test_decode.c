@@ -134,6 +134,49 @@ static int run(enum kc_decode_mode mode, const kc_transform *t, const char *text
   return rc;
 }
 
+/* Every identity slice and label of o points at the value kc_obj_get finds
+ * in o's own text (so the slices moved with any inserted type members), and
+ * the text is valid JSON with the same type. */
+static void assert_slices(const kc_obj *o) {
+  static const struct {
+    size_t off;
+    const char *path;
+  } f[] = {{offsetof(kc_obj, kind), "kind"},
+           {offsetof(kc_obj, api_version), "apiVersion"},
+           {offsetof(kc_obj, namespace_), "metadata.namespace"},
+           {offsetof(kc_obj, name), "metadata.name"},
+           {offsetof(kc_obj, uid), "metadata.uid"},
+           {offsetof(kc_obj, resource_version), "metadata.resourceVersion"},
+           {offsetof(kc_obj, creation_timestamp), "metadata.creationTimestamp"}};
+  kc_json_value v;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    const kc_str *sl = (const kc_str *)(const void *)((const char *)o + f[i].off);
+    assert_int_equal(kc_obj_get(o, f[i].path, &v), 0);
+    if (!sl->ptr) {
+      assert_true(v.type != KC_JSON_STRING);
+      continue;
+    }
+    if (v.type != KC_JSON_STRING || v.raw.ptr + 1 != sl->ptr || v.raw.len != sl->len + 2)
+      fail_msg("%s: slice '%.*s' is not the value in the text", f[i].path, (int)sl->len, sl->ptr);
+  }
+  for (uint32_t i = 0; i < o->nlabels; i++) {
+    char path[300];
+    snprintf(path, sizeof path, "metadata.labels[\"%.*s\"]", (int)o->labels[i].key.len,
+             o->labels[i].key.ptr);
+    assert_int_equal(kc_obj_get(o, path, &v), 0);
+    assert_int_equal(v.type, KC_JSON_STRING);
+    assert_ptr_equal(v.raw.ptr + 1, o->labels[i].value.ptr);
+    assert_int_equal(o->labels[i].key.ptr[o->labels[i].key.len], '"');
+  }
+  char err[256];
+  kc_obj *re = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);
+  if (!re) fail_msg("not valid JSON: %s: %s", err, o->json);
+  assert_true(kc_str_eq(re->kind, o->kind));
+  assert_true(kc_str_eq(re->api_version, o->api_version));
+  assert_int_equal(re->nlabels, o->nlabels);
+  kc_obj_unref(re);
+}
+
 static void assert_same(const rec *a, const rec *b) {
   assert_int_equal(a->n, b->n);
   for (size_t i = 0; i < a->n; i++) assert_string_equal(a->lines[i], b->lines[i]);
@@ -262,7 +305,7 @@ static void test_watch_transform(void **state) {
   size_t len;
   char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
   const char *drop[] = {"metadata.managedFields"};
-  kc_transform t = {drop, 1, false};
+  kc_transform t = {.drop = drop, .ndrop = 1, .metadata_only = false};
   rec r = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, &t, text, len, 0, 16384, &r, NULL, 0), 0);
   assert_int_equal(r.n, 9);
@@ -270,7 +313,7 @@ static void test_watch_transform(void **state) {
   assert_int_equal(r.objs[0]->json_len, 4288); /* as kc_obj_parse with the same transform */
   rec_free(&r);
   /* metadata-only: the bookmark annotation survives. */
-  kc_transform mo = {NULL, 0, true};
+  kc_transform mo = {.drop = NULL, .ndrop = 0, .metadata_only = true};
   rec m = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, &mo, text, len, 0, 4096, &m, NULL, 0), 0);
   assert_int_equal(m.n, 9);
@@ -279,7 +322,7 @@ static void test_watch_transform(void **state) {
   rec_free(&m);
   /* Dropping the annotations does not hide the end-of-initial-events mark. */
   const char *drop2[] = {"metadata.annotations"};
-  kc_transform t2 = {drop2, 1, false};
+  kc_transform t2 = {.drop = drop2, .ndrop = 1, .metadata_only = false};
   rec a = {0};
   assert_int_equal(run(KC_DECODE_WATCH, &t2, text, len, 0, 100, &a, NULL, 0), 0);
   assert_true(a.iee);
@@ -304,7 +347,7 @@ static void test_watch_raw_cuts(void **state) {
                         "spec.template.spec.containers[].resources",
                         "spec.template.spec.containers[].image", "status", "spec.replicas",
                         "metadata.labels[\"app\"]"};
-  kc_transform t = {drop, 8, false};
+  kc_transform t = {.drop = drop, .ndrop = 8, .metadata_only = false};
   char err[256];
   kc_obj *want = kc_obj_parse(obj, flen, &t, err, sizeof err);
   assert_non_null(want);
@@ -331,7 +374,7 @@ static void test_watch_raw_cuts(void **state) {
   const char *t2 = "{\"type\":\"ADDED\",\"object\":{\"status\":{\"a\":1},\"kind\":\"X\"}}"
                    "{\"type\":\"ADDED\",\"object\":{ \"status\" : [1,{\"b\":[]}] }}";
   const char *d2[] = {"status", "kind"};
-  kc_transform tt = {d2, 2, false};
+  kc_transform tt = {.drop = d2, .ndrop = 2, .metadata_only = false};
   rec r2 = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, &tt, t2, strlen(t2), 0, 1, &r2, err, sizeof err), 0);
   assert_int_equal(r2.n, 2);
@@ -386,7 +429,7 @@ static void test_watch_order_unknown_error(void **state) {
   /* ERROR with object first and metadata_only: the Status fields survive. */
   const char *e2 = "{\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
                    "\"code\":410,\"reason\":\"Gone\"},\"type\":\"ERROR\"}";
-  kc_transform mo = {NULL, 0, true};
+  kc_transform mo = {.drop = NULL, .ndrop = 0, .metadata_only = true};
   assert_int_equal(run(KC_DECODE_WATCH, &mo, e2, strlen(e2), 3, 0, &r, err, sizeof err), 0);
   assert_int_equal(r.last_status.code, 410);
   assert_string_equal(r.last_status.reason, "Gone");
@@ -548,8 +591,12 @@ static void test_list_fixtures(void **state) {
   assert_false(ref.meta.has_remaining);
   assert_int_equal(ref.meta.nitems, 1);
   assert_true(strncmp(ref.lines[0], "ITEM kube-system/coredns ", 25) == 0);
-  assert_null(ref.objs[0]->kind.ptr); /* list items of built-ins have no kind */
-  assert_int_equal(ref.objs[0]->json_len, 5902);
+  /* List items of built-ins come without kind/apiVersion: derived from the
+   * list's own kind, which comes first here. */
+  assert_true(kc_str_eq_c(ref.objs[0]->kind, "Deployment"));
+  assert_true(kc_str_eq_c(ref.objs[0]->api_version, "apps/v1"));
+  assert_int_equal(ref.objs[0]->json_len, 5902 + 43); /* "kind":"Deployment","apiVersion":"apps/v1", */
+  assert_slices(ref.objs[0]);
   assert_int_equal(ref.objs[0]->generation, 1);
   for (size_t c = 1; c <= 3; c++) {
     rec r = {0};
@@ -626,6 +673,233 @@ static void test_list_shapes(void **state) {
   check_bad(KC_DECODE_LIST, cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Decodes text whole, then fed one byte at a time and split in two at every
+ * offset (texts over 8 KiB: every 499th, to keep the run short; the one-byte
+ * feeds still cut everywhere): all must give the same objects. Returns the
+ * reference record. */
+static rec run_all_splits(enum kc_decode_mode mode, const kc_transform *t, const char *text,
+                          size_t len) {
+  rec ref = {.keep = true};
+  char err[256];
+  if (run(mode, t, text, len, len, 0, &ref, err, sizeof err)) fail_msg("%s", err);
+  rec r = {0};
+  assert_int_equal(run(mode, t, text, len, 0, 1, &r, err, sizeof err), 0);
+  assert_same(&r, &ref);
+  rec_free(&r);
+  for (size_t off = 0; off <= len; off += len <= 8192 ? 1 : 499) {
+    if (run(mode, t, text, len, off, 0, &r, err, sizeof err)) fail_msg("split %zu: %s", off, err);
+    assert_same(&r, &ref);
+    rec_free(&r);
+  }
+  for (size_t i = 0; i < ref.n; i++) assert_slices(ref.objs[i]);
+  return ref;
+}
+
+/* The JSON text of object i after the type prefix: the item as sent. */
+static void assert_stamped(const kc_obj *o, const char *prefix, const char *rest, size_t rest_len) {
+  size_t pl = strlen(prefix);
+  assert_int_equal(o->json_len, pl + rest_len);
+  assert_memory_equal(o->json, prefix, pl);
+  assert_memory_equal(o->json + pl, rest, rest_len);
+}
+
+static void test_list_type(void **state) {
+  (void)state;
+  size_t len;
+  char *text = read_file(FIX "watch/deploymentlist-k8s-openapi.json", &len);
+  const char *item = strstr(text, "\"items\":[{") + 9;
+  const size_t item_len = 5902;
+  assert_int_equal(item[item_len], ']');
+  const char *pre = "{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",";
+  kc_transform typed = {.kind = "Deployment", .api_version = "apps/v1"};
+
+  /* Type given by the reflector (from the informer's config): the same as
+   * derived from the list's kind. */
+  rec a = run_all_splits(KC_DECODE_LIST, &typed, text, len);
+  rec b = run_all_splits(KC_DECODE_LIST, NULL, text, len);
+  assert_same(&a, &b);
+  assert_stamped(a.objs[0], pre, item + 1, item_len - 1);
+  kc_json_value v;
+  assert_int_equal(kc_obj_get(a.objs[0], "kind", &v), 0);
+  assert_int_equal(v.raw.len, 12);
+  assert_memory_equal(v.raw.ptr, "\"Deployment\"", 12);
+  assert_int_equal(a.objs[0]->nlabels, 1);
+  assert_true(kc_str_eq_c(kc_obj_label(a.objs[0], kc_str_c("k8s-app")), "kube-dns"));
+  rec_free(&a);
+  rec_free(&b);
+
+  /* The list's kind after the items: only a given type helps. */
+  const char *lhead = "\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",";
+  assert_memory_equal(text + 1, lhead, strlen(lhead));
+  while (len && text[len - 1] == '\n') len--;
+  size_t hl = strlen(lhead);
+  char *late = malloc(len + 2);
+  assert_non_null(late);
+  late[0] = '{';
+  memcpy(late + 1, text + 1 + hl, len - 1 - hl - 1); /* up to the final '}' */
+  size_t n = len - hl - 1;
+  n += (size_t)sprintf(late + n, ",%.*s}", (int)hl - 1, lhead);
+  assert_int_equal(n, len);
+  a = run_all_splits(KC_DECODE_LIST, &typed, late, n);
+  assert_stamped(a.objs[0], pre, item + 1, item_len - 1);
+  assert_string_equal(a.meta_kind, "DeploymentList");
+  rec_free(&a);
+  a = run_all_splits(KC_DECODE_LIST, NULL, late, n);
+  assert_null(a.objs[0]->kind.ptr); /* as sent: nothing to derive it from in time */
+  assert_int_equal(a.objs[0]->json_len, item_len);
+  rec_free(&a);
+  free(late);
+  free(text);
+
+  /* Custom resources' items carry their kind: kept as sent, whatever the
+   * given type says. */
+  text = read_file(FIX "watch/foobarlist-k8s-openapi.json", &len);
+  a = run_all_splits(KC_DECODE_LIST, &typed, text, len);
+  b = run_all_splits(KC_DECODE_LIST, NULL, text, len);
+  assert_same(&a, &b);
+  assert_true(kc_str_eq_c(a.objs[1]->kind, "FooBar"));
+  rec_free(&a);
+  rec_free(&b);
+  free(text);
+
+  /* Metadata-only list: items report the real type, values replaced in
+   * place; without a type they stay PartialObjectMetadata. */
+  const char *pl =
+      "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":"
+      "{\"resourceVersion\":\"4711\"},\"items\":[{\"kind\":\"PartialObjectMetadata\","
+      "\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+      "\"resourceVersion\":\"4700\",\"labels\":{\"x\":\"y\",\"a\":\"b\"}}},"
+      "{\"metadata\":{\"name\":\"b\"},\"apiVersion\":\"meta.k8s.io/v1\",\"kind\":\"PartialObjectMetadata\"}]}";
+  kc_transform mo = {.metadata_only = true, .kind = "Pod", .api_version = "v1"};
+  a = run_all_splits(KC_DECODE_LIST, &mo, pl, strlen(pl));
+  assert_int_equal(a.n, 2);
+  assert_string_equal(a.objs[0]->json,
+                      "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+                      "\"namespace\":\"ns\",\"resourceVersion\":\"4700\",\"labels\":{\"x\":\"y\","
+                      "\"a\":\"b\"}}}");
+  assert_true(kc_str_eq_c(kc_obj_label(a.objs[0], kc_str_c("x")), "y"));
+  assert_string_equal(a.objs[1]->json,
+                      "{\"metadata\":{\"name\":\"b\"},\"apiVersion\":\"v1\",\"kind\":\"Pod\"}");
+  rec_free(&a);
+  a = run_all_splits(KC_DECODE_LIST, NULL, pl, strlen(pl));
+  assert_true(kc_str_eq_c(a.objs[0]->kind, "PartialObjectMetadata"));
+  assert_true(kc_str_eq_c(a.objs[1]->api_version, "meta.k8s.io/v1"));
+  rec_free(&a);
+
+  /* Item shapes: empty (with whitespace), one of the two present, a kind
+   * that is not a string (the inserted string member comes first, so
+   * kc_obj_get finds it), whitespace everywhere. */
+  const char *sh =
+      "{\"kind\":\"LeaseList\",\"apiVersion\":\"coordination.k8s.io/v1\",\"items\":[{},{ \n},"
+      "{\"apiVersion\":\"x/v2\",\"metadata\":{\"name\":\"a\"}},"
+      "{\"metadata\":{\"name\":\"b\",\"labels\":{\"k\":\"v\"}},\"kind\":\"Other\"},"
+      "{\"kind\":7,\"metadata\":{}},"
+      "{ \"metadata\" : { \"name\" : \"c\" , \"labels\" : { \"k\" : \"w\" } } }]}";
+  static const char *const want[] = {
+      "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\"}",
+      "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\" \n}",
+      "{\"kind\":\"Lease\",\"apiVersion\":\"x/v2\",\"metadata\":{\"name\":\"a\"}}",
+      "{\"apiVersion\":\"coordination.k8s.io/v1\",\"metadata\":{\"name\":\"b\",\"labels\":"
+      "{\"k\":\"v\"}},\"kind\":\"Other\"}",
+      "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":7,\"metadata\":{}}",
+      "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\", \"metadata\" : { \"name\" : "
+      "\"c\" , \"labels\" : { \"k\" : \"w\" } } }",
+  };
+  a = run_all_splits(KC_DECODE_LIST, NULL, sh, strlen(sh));
+  assert_int_equal(a.n, 6);
+  for (size_t i = 0; i < 6; i++) assert_string_equal(a.objs[i]->json, want[i]);
+  assert_true(kc_str_eq_c(a.objs[3]->kind, "Other"));
+  assert_true(kc_str_eq_c(a.objs[4]->kind, "Lease"));
+  assert_true(kc_str_eq_c(kc_obj_label(a.objs[5], kc_str_c("k")), "w"));
+  rec_free(&a);
+  /* A list kind without the List suffix (or a bad one): nothing derived. */
+  const char *odd = "{\"kind\":\"Lease\",\"apiVersion\":\"v1\",\"items\":[{}]}";
+  a = run_all_splits(KC_DECODE_LIST, NULL, odd, strlen(odd));
+  assert_string_equal(a.objs[0]->json, "{}");
+  rec_free(&a);
+  const char *odd2 = "{\"kind\":\"A\\\"List\",\"apiVersion\":\"v1\",\"items\":[{}]}";
+  a = run_all_splits(KC_DECODE_LIST, NULL, odd2, strlen(odd2));
+  assert_string_equal(a.objs[0]->json, "{}");
+  rec_free(&a);
+
+  /* Bad types are refused when the decoder is made. */
+  char longk[KC_OBJ_MAX_TYPE + 2];
+  memset(longk, 'K', sizeof longk - 1);
+  longk[sizeof longk - 1] = '\0';
+  const kc_transform bad[] = {{.kind = "Pod"},
+                              {.api_version = "v1"},
+                              {.kind = "", .api_version = "v1"},
+                              {.kind = "Po\"d", .api_version = "v1"},
+                              {.kind = "Pod", .api_version = "v\\1"},
+                              {.kind = "Po d", .api_version = "v1"},
+                              {.kind = "P\xc3\xb6" "d", .api_version = "v1"},
+                              {.kind = longk, .api_version = "v1"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    errno = 0;
+    assert_null(kc_decoder_new(KC_DECODE_LIST, &bad[i], &cbs, NULL));
+    assert_int_equal(errno, EINVAL);
+  }
+  longk[KC_OBJ_MAX_TYPE] = '\0';
+  kc_transform okl = {.kind = longk, .api_version = "v1"};
+  kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, &okl, &cbs, NULL);
+  assert_non_null(d);
+  kc_decoder_free(d);
+}
+
+static void test_watch_type(void **state) {
+  (void)state;
+  /* Metadata-only watch: objects report the real type, a Status stays. */
+  const char *w =
+      "{\"type\":\"ADDED\",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":"
+      "\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\","
+      "\"resourceVersion\":\"10\",\"labels\":{\"app\":\"x\"}}}}\n"
+      "{\"object\":{\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"a\",\"namespace\":"
+      "\"ns\",\"resourceVersion\":\"11\"},\"kind\":\"PartialObjectMetadata\"},\"type\":\"MODIFIED\"}\n"
+      "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":"
+      "\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"12\",\"annotations\":"
+      "{\"k8s.io/initial-events-end\":\"true\"}}}}\n"
+      "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+      "\"status\":\"Failure\",\"message\":\"too old resource version: 1 (5)\",\"reason\":"
+      "\"Expired\",\"code\":410}}\n";
+  kc_transform mo = {.metadata_only = true, .kind = "Pod", .api_version = "v1"};
+  rec a = run_all_splits(KC_DECODE_WATCH, &mo, w, strlen(w));
+  assert_int_equal(a.n, 4);
+  assert_string_equal(a.objs[0]->json,
+                      "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+                      "\"namespace\":\"ns\",\"uid\":\"u1\",\"resourceVersion\":\"10\",\"labels\":"
+                      "{\"app\":\"x\"}}}");
+  assert_string_equal(a.objs[1]->json,
+                      "{\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+                      "\"resourceVersion\":\"11\"},\"kind\":\"Pod\"}");
+  assert_true(kc_str_eq_c(a.objs[2]->kind, "Pod"));
+  assert_true(kc_str_eq_c(a.objs[2]->resource_version, "12"));
+  assert_true(a.iee);
+  assert_true(kc_str_eq_c(a.objs[3]->kind, "Status"));
+  assert_int_equal(a.last_status.code, 410);
+  rec_free(&a);
+  /* Asking for PartialObjectMetadata itself changes nothing. */
+  kc_transform pom = {.metadata_only = true, .kind = "PartialObjectMetadata",
+                      .api_version = "meta.k8s.io/v1"};
+  kc_transform plain_mo = {.metadata_only = true};
+  a = run_all_splits(KC_DECODE_WATCH, &pom, w, strlen(w));
+  rec b = run_all_splits(KC_DECODE_WATCH, &plain_mo, w, strlen(w));
+  assert_same(&a, &b);
+  rec_free(&a);
+  rec_free(&b);
+
+  /* Full objects (they carry their type) are untouched by a given type. */
+  size_t len;
+  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  kc_transform typed = {.kind = "Pod", .api_version = "v1"};
+  a = run_all_splits(KC_DECODE_WATCH, &typed, text, len);
+  b = run_all_splits(KC_DECODE_WATCH, NULL, text, len);
+  assert_same(&a, &b);
+  for (size_t i = 0; i < a.n; i++) assert_true(kc_str_eq_c(a.objs[i]->kind, "Pod"));
+  rec_free(&a);
+  rec_free(&b);
+  free(text);
+}
+
 static void test_decode_status(void **state) {
   (void)state;
   kc_status st;
@@ -662,6 +936,8 @@ int main(void) {
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_list_fixtures),
       cmocka_unit_test(test_list_shapes),
+      cmocka_unit_test(test_list_type),
+      cmocka_unit_test(test_watch_type),
       cmocka_unit_test(test_decode_status),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

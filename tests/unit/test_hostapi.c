@@ -138,7 +138,7 @@ static kc_obj *pod(const char *ns, const char *name, const char *labels, const c
 }
 
 static int setup(void **state) {
-  static const kc_store_index_spec idx[] = {{"byNode", "spec.nodeName"}};
+  static const kc_store_index_spec idx[] = {{.name = "byNode", .path = "spec.nodeName"}};
   F.pods = kc_store_new(idx, 1);
   F.cms = kc_store_new(NULL, 0);
   if (!F.pods || !F.cms) return -1;

@@ -347,7 +347,7 @@ static void test_escapes_and_utf8(void **state) {
 static void test_transform(void **state) {
   (void)state;
   const char *drop[] = {"metadata.managedFields"};
-  kc_transform t = {drop, 1, false};
+  kc_transform t = {.drop = drop, .ndrop = 1, .metadata_only = false};
   kc_obj *full = load("pod-k8s-openapi-coredns.json", NULL);
   kc_obj *o = load("pod-k8s-openapi-coredns.json", &t);
   kc_json_value v;
@@ -369,7 +369,7 @@ static void test_transform(void **state) {
   kc_obj_unref(o);
 
   /* metadata-only */
-  kc_transform mo = {NULL, 0, true};
+  kc_transform mo = {.drop = NULL, .ndrop = 0, .metadata_only = true};
   o = load("pod-k8s-openapi-coredns.json", &mo);
   assert_int_equal(o->json_len, 3765); /* python: {kind, apiVersion, metadata} */
   assert_int_equal(kc_obj_get(o, "spec", &v), 0);
@@ -385,7 +385,7 @@ static void test_transform(void **state) {
   /* Bracketed key, [] (each element), several paths, a path that never matches. */
   const char *drop2[] = {"metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
                          "spec.template.spec.containers[].resources", "no.such.path", "status"};
-  kc_transform t2 = {drop2, 4, false};
+  kc_transform t2 = {.drop = drop2, .ndrop = 4, .metadata_only = false};
   o = load("deployment-k9s.json", &t2);
   assert_null(strstr(o->json, "last-applied-configuration"));
   assert_non_null(strstr(o->json, "deployment.kubernetes.io/revision"));
@@ -403,7 +403,7 @@ static void test_transform(void **state) {
 
   /* Bad transforms. */
   const char *bad1[] = {"metadata..x"};
-  kc_transform tb = {bad1, 1, false};
+  kc_transform tb = {.drop = bad1, .ndrop = 1, .metadata_only = false};
   char text[] = "{}";
   assert_null(kc_obj_parse(text, 2, &tb, err, sizeof err));
   assert_string_equal(err, "invalid transform");
@@ -412,12 +412,120 @@ static void test_transform(void **state) {
   assert_null(kc_obj_parse(text, 2, &tb, err, sizeof err));
 }
 
+/* Builds {"metadata":{"name":"n"}} through the event API. */
+static kc_obj *build_small(kc_obj_builder *b) {
+  kc_obj_builder_reset(b);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_key(b, "metadata", 8), 0);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_key(b, "name", 4), 0);
+  assert_int_equal(kc_obj_builder_string(b, "n", 1), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  kc_obj *o = kc_obj_builder_finish(b);
+  assert_non_null(o);
+  return o;
+}
+
+/* kc_transform "Object type" on the re-emitting (non-raw) path; the
+ * streaming path is covered in test_decode. */
+static void test_type(void **state) {
+  (void)state;
+  char err[256];
+  kc_obj *full = load("configmap-k9s.json", NULL);
+  const char *drop[] = {"kind", "apiVersion"};
+  kc_transform untyped = {.drop = drop, .ndrop = 2};
+  kc_obj *bare = load("configmap-k9s.json", &untyped);
+  assert_null(bare->kind.ptr);
+  kc_transform typed = {.kind = "ConfigMap", .api_version = "v1"};
+  kc_obj *o = kc_obj_parse(bare->json, bare->json_len, &typed, err, sizeof err);
+  assert_non_null(o);
+  const char *pre = "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",";
+  assert_int_equal(o->json_len, strlen(pre) + bare->json_len - 1);
+  assert_memory_equal(o->json, pre, strlen(pre));
+  assert_string_equal(o->json + strlen(pre), bare->json + 1);
+  assert_str(o->kind, "ConfigMap");
+  assert_str(o->api_version, "v1");
+  assert_true(kc_str_eq(o->name, full->name));
+  assert_true(kc_str_eq(o->namespace_, full->namespace_));
+  assert_true(kc_str_eq(o->uid, full->uid));
+  assert_true(kc_str_eq(o->resource_version, full->resource_version));
+  assert_true(kc_str_eq(o->creation_timestamp, full->creation_timestamp));
+  assert_int_equal(o->nlabels, full->nlabels);
+  for (uint32_t i = 0; i < o->nlabels; i++) {
+    assert_true(kc_str_eq(o->labels[i].key, full->labels[i].key));
+    assert_true(kc_str_eq(o->labels[i].value, full->labels[i].value));
+  }
+  kc_json_value v;
+  assert_int_equal(kc_obj_get(o, "metadata.name", &v), 0);
+  assert_ptr_equal(v.raw.ptr + 1, o->name.ptr);
+  kc_obj_unref(o);
+  /* An object that has its type: the same text as without a type. */
+  o = load("configmap-k9s.json", &typed);
+  assert_string_equal(o->json, full->json);
+  kc_obj_unref(o);
+  kc_obj_unref(bare);
+  kc_obj_unref(full);
+
+  /* Metadata-only view, minified on the way. */
+  const char *pom = "{ \"kind\" : \"PartialObjectMetadata\", \"apiVersion\": \"meta.k8s.io/v1\",\n"
+                    "  \"metadata\": {\"name\": \"x\", \"labels\": {\"a\": \"b\"}} }";
+  kc_transform mo = {.metadata_only = true, .kind = "Pod", .api_version = "v1"};
+  o = kc_obj_parse(pom, strlen(pom), &mo, err, sizeof err);
+  assert_non_null(o);
+  assert_string_equal(o->json, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":"
+                               "{\"name\":\"x\",\"labels\":{\"a\":\"b\"}}}");
+  assert_str(o->kind, "Pod");
+  assert_str(o->name, "x");
+  assert_str(kc_obj_label(o, kc_str_c("a")), "b");
+  kc_obj_unref(o);
+  /* A PartialObjectMetadata with another apiVersion is not the view. */
+  const char *other = "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"x/v1\"}";
+  o = kc_obj_parse(other, strlen(other), &mo, err, sizeof err);
+  assert_non_null(o);
+  assert_string_equal(o->json, other);
+  kc_obj_unref(o);
+  /* Only the apiVersion missing: kind replaced, apiVersion inserted. */
+  const char *noav = "{\"metadata\":{},\"kind\":\"PartialObjectMetadata\"}";
+  o = kc_obj_parse(noav, strlen(noav), &mo, err, sizeof err);
+  assert_non_null(o);
+  assert_string_equal(o->json, "{\"apiVersion\":\"v1\",\"metadata\":{},\"kind\":\"Pod\"}");
+  assert_str(o->kind, "Pod");
+  assert_str(o->api_version, "v1");
+  kc_obj_unref(o);
+
+  /* kc_obj_builder_set_type: set, change, clear; bad types leave it. */
+  kc_obj_builder *b = kc_obj_builder_new(NULL, 0);
+  assert_non_null(b);
+  o = build_small(b);
+  assert_string_equal(o->json, "{\"metadata\":{\"name\":\"n\"}}");
+  kc_obj_unref(o);
+  assert_int_equal(kc_obj_builder_set_type(b, kc_str_c("Lease"), kc_str_c("coordination.k8s.io/v1")), 0);
+  o = build_small(b);
+  assert_string_equal(o->json, "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\","
+                               "\"metadata\":{\"name\":\"n\"}}");
+  assert_str(o->name, "n");
+  kc_obj_unref(o);
+  assert_int_equal(kc_obj_builder_set_type(b, kc_str_c("Lease"), kc_str_c("")), -EINVAL);
+  assert_int_equal(kc_obj_builder_set_type(b, (kc_str){"A\nB", 3}, kc_str_c("v1")), -EINVAL);
+  assert_int_equal(kc_obj_builder_set_type(b, (kc_str){"LeaseList", 5}, kc_str_c("v1")), 0);
+  o = build_small(b);
+  assert_string_equal(o->json, "{\"kind\":\"Lease\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n\"}}");
+  kc_obj_unref(o);
+  assert_int_equal(kc_obj_builder_set_type(b, kc_str_c(""), kc_str_c("")), 0);
+  o = build_small(b);
+  assert_string_equal(o->json, "{\"metadata\":{\"name\":\"n\"}}");
+  assert_null(o->kind.ptr);
+  kc_obj_unref(o);
+  kc_obj_builder_free(b);
+}
+
 static void test_status_capture(void **state) {
   (void)state;
   const char *s = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
                   "\"message\":\"too old resource version: 1200 (3400)\",\"reason\":\"Expired\","
                   "\"details\":{\"retryAfterSeconds\":3},\"code\":410}";
-  kc_transform mo = {NULL, 0, true};
+  kc_transform mo = {.drop = NULL, .ndrop = 0, .metadata_only = true};
   kc_status st;
   char err[128];
   kc_obj *o = kc_obj_parse_status(s, strlen(s), &mo, &st, err, sizeof err);
@@ -594,6 +702,7 @@ int main(void) {
       cmocka_unit_test(test_key),              cmocka_unit_test(test_get),
       cmocka_unit_test(test_get_each),         cmocka_unit_test(test_get_skips_escapes),         cmocka_unit_test(test_escapes_and_utf8),
       cmocka_unit_test(test_transform),        cmocka_unit_test(test_status_capture),
+      cmocka_unit_test(test_type),
       cmocka_unit_test(test_deleting_generation), cmocka_unit_test(test_large_object),
       cmocka_unit_test(test_errors),           cmocka_unit_test(test_str_helpers),
   };

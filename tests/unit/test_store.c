@@ -31,10 +31,17 @@ static int teardown(void **state) {
 }
 
 static const kc_store_index_spec SPECS[] = {
-    {"node", "spec.nodeName"},
-    {"owner", "metadata.ownerReferences[].uid"},
-    {"configmap", "spec.volumes[].configMap.name"},
+    {.name = "node", .path = "spec.nodeName"},
+    {.name = "owner", .path = "metadata.ownerReferences[].uid"},
+    {.name = "configmap", .path = "spec.volumes[].configMap.name"},
+    /* Several paths: the union of their values. Values overlap across
+     * paths (a peer label may name the Pod's own node or owner). */
+    {.name = "related",
+     .paths = (const char *const[]){"spec.nodeName", "metadata.ownerReferences[].uid",
+                                    "metadata.labels.peer"},
+     .npaths = 3},
 };
+#define NSPECS (sizeof SPECS / sizeof SPECS[0])
 
 static void verify(kc_store *s) {
   char msg[256];
@@ -87,7 +94,7 @@ static int count_index(kc_store *s, const char *idx, const char *value) {
 
 static void test_basic(void **state) {
   (void)state;
-  kc_store *s = kc_store_new(SPECS, 3);
+  kc_store *s = kc_store_new(SPECS, NSPECS);
   assert_non_null(s);
   kc_obj *a = pod("ns1", "a", "1", "n1", "app=web", "o1");
   kc_obj *b = pod("ns1", "b", "1", "n2", "app=db", NULL);
@@ -158,7 +165,7 @@ static void test_basic(void **state) {
 
 static void test_index_moves(void **state) {
   (void)state;
-  kc_store *s = kc_store_new(SPECS, 3);
+  kc_store *s = kc_store_new(SPECS, NSPECS);
   kc_obj *o[4];
   o[0] = pod("ns", "p", "1", "n1", "app=a,tier=x", "o1");
   o[1] = pod("ns", "p", "2", "n2", "app=b,tier=x", "o2");          /* node, app, owner move */
@@ -203,6 +210,61 @@ static void test_index_moves(void **state) {
   kc_store_free(s);
 }
 
+/* A multi-path index while values move between its paths: an object is
+ * listed once per value, stays while any path holds the value, and leaves
+ * when the last one drops it. */
+static void test_multi_path_moves(void **state) {
+  (void)state;
+  kc_store *s = kc_store_new(SPECS, NSPECS);
+  assert_non_null(s);
+  kc_obj *q = pod("ns", "q", "1", NULL, NULL, "n1"); /* n1 through its owner uid */
+  assert_int_equal(kc_store_upsert(s, q, NULL), 0);
+  struct {
+    const char *node, *labels, *owner;
+    int n1, n2, o1; /* objects under related=n1/n2/o1 afterwards (q included) */
+  } steps[] = {
+      {"n1", "peer=n1", NULL, 2, 0, 0},    /* two paths, one value: listed once */
+      {"n2", "peer=n1", NULL, 2, 1, 0},    /* node moves, the label keeps n1 */
+      {"n2", "peer=n2", "n1", 2, 1, 0},    /* n1 now through the owner */
+      {NULL, "peer=o1", "o1", 1, 0, 1},    /* o1 at two paths, n1 and n2 gone */
+      {"o1", "peer=o1", "o1", 1, 0, 1},    /* three paths, one value */
+      {NULL, "app=x", NULL, 1, 0, 0},      /* everything leaves */
+      {"n1", "peer=n2", "o1", 2, 1, 1},    /* back on every path at once */
+  };
+  char rv[8];
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    snprintf(rv, sizeof rv, "%zu", i + 1);
+    kc_obj *o = pod("ns", "p", rv, steps[i].node, steps[i].labels, steps[i].owner);
+    kc_obj *old = NULL;
+    assert_int_equal(kc_store_upsert(s, o, &old), 0);
+    kc_obj_unref(old);
+    kc_obj_unref(o);
+    verify(s);
+    assert_int_equal(count_index(s, "related", "n1"), steps[i].n1);
+    assert_int_equal(count_index(s, "related", "n2"), steps[i].n2);
+    assert_int_equal(count_index(s, "related", "o1"), steps[i].o1);
+  }
+  /* Relist: p goes, q stays. */
+  assert_int_equal(kc_store_replace(s, &q, 1, NULL, NULL), 0);
+  verify(s);
+  assert_int_equal(count_index(s, "related", "n1"), 1);
+  assert_int_equal(count_index(s, "related", "o1"), 0);
+  kc_obj_unref(q);
+  kc_store_free(s);
+
+  /* A path repeated within one index counts once. */
+  kc_store_index_spec rep[] = {
+      {.name = "n", .paths = (const char *const[]){"spec.nodeName", "spec.nodeName"}, .npaths = 2}};
+  s = kc_store_new(rep, 1);
+  assert_non_null(s);
+  kc_obj *o = pod("ns", "a", "1", "n1", NULL, NULL);
+  assert_int_equal(kc_store_upsert(s, o, NULL), 0);
+  assert_int_equal(count_index(s, "n", "n1"), 1);
+  verify(s);
+  kc_obj_unref(o);
+  kc_store_free(s);
+}
+
 /* ---- relist -------------------------------------------------------------- */
 
 typedef struct evlog {
@@ -229,7 +291,7 @@ static void on_change(void *ud, enum kc_store_event ev, kc_obj *old, kc_obj *new
 
 static void test_replace(void **state) {
   (void)state;
-  kc_store *s = kc_store_new(SPECS, 3);
+  kc_store *s = kc_store_new(SPECS, NSPECS);
   kc_obj *a = pod("ns", "a", "1", "n1", "app=web", NULL);
   kc_obj *b = pod("ns", "b", "1", "n1", "app=web", NULL);
   kc_obj *c = pod("ns", "c", "1", "n2", "app=db", "o1");
@@ -302,6 +364,32 @@ static const char *const RELS[] = {"1", "2", "3", "4", "5"};
 static const char *const NODES[] = {"node-0", "node-1", "node-2", "node-3", "node-4",
                                     "node-5", "node-6", "node-7"};
 static const char *const OWNERS[] = {"owner-0", "owner-1", "owner-2", "owner-3", "owner-4"};
+/* Values of the "related" index: nodes, owners, and a peer-only value. */
+static const char *const PEERS[] = {"node-0", "node-1", "node-2", "owner-0", "owner-1", "lonely"};
+#define NPEERS 6
+static const char *const RELATED[] = {"node-0", "node-1", "node-2", "node-3", "node-4",
+                                      "node-5", "node-6", "node-7", "owner-0", "owner-1",
+                                      "owner-2", "owner-3", "owner-4", "lonely"};
+
+/* Brute force: does the text at `path` of o equal val? */
+static bool path_is(const kc_obj *o, const char *path, const char *val) {
+  kc_json_value jv;
+  char buf[64];
+  return kc_obj_get(o, path, &jv) == 0 && jv.type == KC_JSON_STRING &&
+         kc_json_scalar_text(&jv, buf, sizeof buf) >= 0 && strcmp(buf, val) == 0;
+}
+
+/* Brute force for index k of compare_all: 0 node, 1 owner, 2 related. */
+static bool model_has(const kc_obj *o, size_t k, const char *val) {
+  if (k != 1 && path_is(o, "spec.nodeName", val)) return true;
+  if (k == 2 && path_is(o, "metadata.labels.peer", val)) return true;
+  for (int e = 0; k != 0 && e < 3; e++) {
+    char path[64];
+    snprintf(path, sizeof path, "metadata.ownerReferences[%d].uid", e);
+    if (path_is(o, path, val)) return true;
+  }
+  return false;
+}
 
 static kc_obj *random_pod(uint64_t *rng, int nsi, int namei, unsigned rv) {
   char name[32], uid[48], rvs[16];
@@ -316,6 +404,7 @@ static kc_obj *random_pod(uint64_t *rng, int nsi, int namei, unsigned rv) {
   if (pg_rand(rng) % 2) p.lk[p.nlabels] = "rel", p.lv[p.nlabels++] = RELS[pg_rand(rng) % 5];
   if (pg_rand(rng) % 3 == 0) p.lk[p.nlabels] = "pod-name", p.lv[p.nlabels++] = name;
   if (pg_rand(rng) % 2) p.lk[p.nlabels] = "example.com/shard", p.lv[p.nlabels++] = pg_rand(rng) % 2 ? "0" : "1";
+  if (pg_rand(rng) % 3 == 0) p.lk[p.nlabels] = "peer", p.lv[p.nlabels++] = PEERS[pg_rand(rng) % NPEERS];
   int no = (int)(pg_rand(rng) % 3);
   for (int i = 0; i < no; i++) p.owners[p.nowners++] = OWNERS[pg_rand(rng) % 5];
   kc_obj *o = podgen_make(&PG, &p);
@@ -360,31 +449,18 @@ static void compare_all(kc_store *s, kc_obj *shadow[NNS][NNAMES]) {
   }
   /* by index vs scan */
   struct {
-    const char *idx, *path;
+    const char *idx;
     const char *const *vals;
     size_t nvals;
-  } ix[] = {{"node", "spec.nodeName", NODES, 8}, {"owner", "metadata.ownerReferences[].uid", OWNERS, 5}};
-  for (size_t k = 0; k < 2; k++) {
+  } ix[] = {{"node", NODES, 8}, {"owner", OWNERS, 5}, {"related", RELATED, 14}};
+  for (size_t k = 0; k < 3; k++) {
     for (size_t v = 0; v < ix[k].nvals; v++) {
       size_t nw = 0;
       for (int a = 0; a < NNS; a++)
-        for (int b = 0; b < NNAMES; b++) {
-          kc_obj *o = shadow[a][b];
-          if (!o) continue;
-          char path[64];
-          bool hit = false;
-          for (int e = 0; e < 3 && !hit; e++) {
-            kc_json_value jv;
-            if (k == 0) snprintf(path, sizeof path, "%s", ix[k].path);
-            else snprintf(path, sizeof path, "metadata.ownerReferences[%d].uid", e);
-            if (kc_obj_get(o, path, &jv) == 0 && jv.type == KC_JSON_STRING) {
-              char buf[64];
-              hit = kc_json_scalar_text(&jv, buf, sizeof buf) >= 0 && strcmp(buf, ix[k].vals[v]) == 0;
-            }
-          }
-          if (hit) want[nw++] = o;
-        }
+        for (int b = 0; b < NNAMES; b++)
+          if (shadow[a][b] && model_has(shadow[a][b], k, ix[k].vals[v])) want[nw++] = shadow[a][b];
       kc_obj_vec_clear(&got);
+      /* Each object once, however many of its paths hold the value. */
       assert_int_equal(kc_store_by_index(s, ix[k].idx, kc_str_c(ix[k].vals[v]), &got), (int)nw);
       qsort(want, nw, sizeof *want, ptr_cmp);
       qsort(got.v, got.n, sizeof *got.v, ptr_cmp);
@@ -397,7 +473,7 @@ static void compare_all(kc_store *s, kc_obj *shadow[NNS][NNAMES]) {
 
 static void test_randomized(void **state) {
   (void)state;
-  kc_store *s = kc_store_new(SPECS, 3);
+  kc_store *s = kc_store_new(SPECS, NSPECS);
   static kc_obj *shadow[NNS][NNAMES];
   memset(shadow, 0, sizeof shadow);
   uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -456,10 +532,24 @@ static void test_randomized(void **state) {
 
 static void test_bad_specs(void **state) {
   (void)state;
-  kc_store_index_spec dup[] = {{"a", "spec.nodeName"}, {"a", "spec.x"}};
+  kc_store_index_spec dup[] = {{.name = "a", .path = "spec.nodeName"}, {.name = "a", .path = "spec.x"}};
   assert_null(kc_store_new(dup, 2));
-  kc_store_index_spec bad[] = {{"a", "spec..x"}};
+  kc_store_index_spec bad[] = {{.name = "a", .path = "spec..x"}};
   assert_null(kc_store_new(bad, 1));
+  /* Multi-path: a bad path anywhere, a NULL one, too many. */
+  const char *paths[KC_STORE_MAX_INDEX_PATHS + 1];
+  for (size_t i = 0; i <= KC_STORE_MAX_INDEX_PATHS; i++) paths[i] = "spec.nodeName";
+  kc_store_index_spec multi = {.name = "m", .paths = paths, .npaths = KC_STORE_MAX_INDEX_PATHS};
+  kc_store *ok = kc_store_new(&multi, 1);
+  assert_non_null(ok);
+  kc_store_free(ok);
+  multi.npaths = KC_STORE_MAX_INDEX_PATHS + 1;
+  assert_null(kc_store_new(&multi, 1));
+  multi.npaths = 3;
+  paths[2] = "spec[\"x";
+  assert_null(kc_store_new(&multi, 1));
+  paths[2] = NULL;
+  assert_null(kc_store_new(&multi, 1));
   kc_store *s = kc_store_new(NULL, 0);
   assert_non_null(s);
   kc_obj *o = pod("ns", "a", "1", NULL, NULL, NULL);
@@ -475,6 +565,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),
       cmocka_unit_test(test_index_moves),
+      cmocka_unit_test(test_multi_path_moves),
       cmocka_unit_test(test_replace),
       cmocka_unit_test(test_randomized),
       cmocka_unit_test(test_bad_specs),

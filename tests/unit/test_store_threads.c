@@ -107,7 +107,7 @@ static void test_threads(void **state) {
   assert_int_equal(podgen_init(&pg), 0);
   static shared sh;
   memset(&sh, 0, sizeof sh);
-  kc_store_index_spec specs[] = {{"node", "spec.nodeName"}, {"owner", "metadata.ownerReferences[].uid"}};
+  kc_store_index_spec specs[] = {{.name = "node", .path = "spec.nodeName"}, {.name = "owner", .path = "metadata.ownerReferences[].uid"}};
   sh.s = kc_store_new(specs, 2);
   assert_non_null(sh.s);
   const char *seltext = "app in (web,db),tier!=back";

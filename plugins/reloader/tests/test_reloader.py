@@ -28,17 +28,19 @@ informers:
   - apiVersion: apps/v1
     kind: Deployment
     indexes:
-      cmVolumes: spec.template.spec.volumes[].configMap.name
-      cmEnvFrom: spec.template.spec.containers[].envFrom[].configMapRef.name
-      secretEnv: spec.template.spec.containers[].env[].valueFrom.secretKeyRef.name
+      configMaps:
+        - spec.template.spec.volumes[].configMap.name
+        - spec.template.spec.containers[].envFrom[].configMapRef.name
+      secrets:
+        - spec.template.spec.volumes[].secret.secretName
+        - spec.template.spec.containers[].env[].valueFrom.secretKeyRef.name
 controllers:
   - name: reloader
     plugin: %s
     for: { apiVersion: apps/v1, kind: Deployment }
     watches:
-      - { apiVersion: v1, kind: ConfigMap, mapping: { index: cmVolumes } }
-      - { apiVersion: v1, kind: ConfigMap, mapping: { index: cmEnvFrom } }
-      - { apiVersion: v1, kind: Secret, mapping: { index: secretEnv } }
+      - { apiVersion: v1, kind: ConfigMap, mapping: { index: configMaps } }
+      - { apiVersion: v1, kind: Secret, mapping: { index: secrets } }
     settings: { requeueMissing: 0s }
 """
 
