@@ -1,0 +1,44 @@
+/* bench_yajl: yajl alone (no callbacks, one buffer, like json_verify) over
+ * a file, as the baseline of issue 4's "decode+store within 1.5x of yajl
+ * alone". Run it under callgrind next to bench_informer for repeatable
+ * instruction counts on a loaded machine:
+ *
+ *   BENCH_EVENTS=0 BENCH_DUMP_LIST=/tmp/list10k.json build/bench/bench_informer 10000
+ *   valgrind --tool=callgrind build/bench/bench_yajl /tmp/list10k.json
+ *
+ * Prints the best of 3 wall times. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <yajl/yajl_parse.h>
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s FILE\n", argv[0]);
+    return 2;
+  }
+  FILE *f = fopen(argv[1], "rb");
+  if (!f || fseek(f, 0, SEEK_END) != 0) return 1;
+  long n = ftell(f);
+  if (n <= 0 || fseek(f, 0, SEEK_SET) != 0) return 1;
+  unsigned char *p = malloc((size_t)n);
+  if (!p || fread(p, 1, (size_t)n, f) != (size_t)n) return 1;
+  fclose(f);
+  int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 3;
+  double best = 1e9;
+  for (int k = 0; k < reps; k++) {
+    yajl_handle h = yajl_alloc(NULL, NULL, NULL);
+    if (!h) return 1;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    if (yajl_parse(h, p, (size_t)n) != yajl_status_ok || yajl_complete_parse(h) != yajl_status_ok)
+      return 3;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    yajl_free(h);
+    double dt = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    if (dt < best) best = dt;
+  }
+  printf("yajl alone: %ld bytes, best of %d: %.3f s\n", n, reps, best);
+  free(p);
+  return 0;
+}
