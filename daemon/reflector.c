@@ -259,7 +259,8 @@ static int on_list_response(kc_api_call *call, long status, void *ud) {
   return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
 }
 
-static int on_list_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
+/* Body bytes of a list or watch response go to that response's decoder. */
+static int on_body_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
   kc_reflector *r = ud;
   if (!r->decoder) return KC_HTTP_ABORT;
   int rc = kc_decoder_feed(r->decoder, buf, len);
@@ -270,15 +271,21 @@ static int on_list_data(kc_api_call *call, const char *buf, size_t len, void *ud
   return KC_HTTP_CONTINUE;
 }
 
-static void list_complete(kc_reflector *r, const char *rv) {
+/* A complete list (LIST pages or a streaming list's initial events): the
+ * pending objects replace the scope's content at resourceVersion rv. */
+static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
   if (r->stats.synced) r->stats.relists++;
   r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
-  kc_info("reflector", "%s: listed %zu objects at resourceVersion %s", r->describe, r->npending,
+  kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, r->npending,
           rv);
   clear_pending(r);
   r->stats.synced = true;
   r->rv_unavailable = false;
+}
+
+static void list_complete(kc_reflector *r, const char *rv) {
+  deliver_list(r, rv, "listed");
   /* The backoff is not reset here: like client-go it resets only after
    * 2 min without failures, so a server whose lists succeed but whose
    * watches fail is not relisted at the initial rate forever. */
@@ -391,7 +398,7 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
       .timeout_ms = 0, /* large lists stream for a while; the idle timer guards them */
       .idle_timeout_ms = 60000,
       .on_response = on_list_response,
-      .on_data = on_list_data,
+      .on_data = on_body_data,
       .on_done = on_list_done,
       .ud = r,
   };
@@ -424,14 +431,7 @@ static int initial_event(kc_reflector *r, const kc_watch_event *ev) {
     char rv[64];
     snprintf(rv, sizeof rv, "%.*s", (int)ev->obj->resource_version.len,
              ev->obj->resource_version.ptr ? ev->obj->resource_version.ptr : "");
-    snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
-    if (r->stats.synced) r->stats.relists++;
-    r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
-    kc_info("reflector", "%s: streamed %zu initial objects, resourceVersion %s", r->describe,
-            r->npending, rv);
-    clear_pending(r);
-    r->stats.synced = true;
-    r->rv_unavailable = false;
+    deliver_list(r, rv, "streamed");
     return 0;
   case KC_WATCH_DELETED: /* not expected before the end bookmark; the list replaces all */
   case KC_WATCH_UNKNOWN:
@@ -490,17 +490,6 @@ static int on_watch_response(kc_api_call *call, long status, void *ud) {
   static const kc_decoder_callbacks cbs = {.event = watch_event};
   r->decoder = kc_decoder_new(KC_DECODE_WATCH, &r->transform, &cbs, r);
   return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
-}
-
-static int on_watch_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
-  kc_reflector *r = ud;
-  if (!r->decoder) return KC_HTTP_ABORT;
-  int rc = kc_decoder_feed(r->decoder, buf, len);
-  if (rc < 0) {
-    r->decode_error = rc;
-    return KC_HTTP_ABORT;
-  }
-  return KC_HTTP_CONTINUE;
 }
 
 /* A streaming list that ended before its end bookmark. */
@@ -674,7 +663,7 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
                                            : "application/json",
       .idle_timeout_ms = r->idle_timeout_ms == KC_REFLECTOR_NO_IDLE_TIMEOUT ? 0 : r->idle_timeout_ms,
       .on_response = on_watch_response,
-      .on_data = on_watch_data,
+      .on_data = on_body_data,
       .on_done = on_watch_done,
       .ud = r,
   };
