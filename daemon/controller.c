@@ -25,6 +25,7 @@ struct kc_controller {
   kc_informer *for_informer;
   char for_group[256]; /* API group of the `for` kind ("" = core) */
   kc_plugin_instance *inst;
+  bool inst_released_by_pool; /* the worker pool frees inst once no thread can use it */
   kc_workqueue *wq;
   kc_workers *pool;
   uv_timer_t timer; /* delayed keys; timer.data = this */
@@ -290,6 +291,10 @@ static int subscribe(kc_controller *c, kc_informer *inf, int role, unsigned pred
   return 0;
 }
 
+/* The pool's release hook: runs when no worker can call into the plugin any
+ * more, on a worker thread if a reconcile was abandoned at stop. */
+static void release_instance(void *inst) { kc_plugin_instance_free(inst); }
+
 int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
                       kc_plugin_instance *inst, kc_controller **out) {
   kc_controller *c = calloc(1, sizeof *c);
@@ -320,12 +325,14 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
       .timeout_ms = spec->reconcile_timeout_ms > 0 ? (uint64_t)spec->reconcile_timeout_ms : 0,
       .reconcile = kc_plugin_reconcile,
       .reconcile_ud = inst,
+      .release = release_instance,
       .on_result = on_result,
       .on_idle = on_idle,
       .on_timeout = on_slow,
       .ud = c,
   };
   int rc = kc_workers_start(loop, &wc, &c->pool);
+  if (rc == 0) c->inst_released_by_pool = true;
   if (rc == 0) rc = subscribe(c, c->for_informer, SUB_FOR, spec->predicates, NULL);
   for (size_t i = 0; rc == 0 && i < spec->nowns; i++)
     rc = subscribe(c, informers[spec->owns[i].ref.informer], SUB_OWNS, spec->owns[i].predicates, NULL);
@@ -369,7 +376,7 @@ static void on_timer_closed(uv_handle_t *h) {
   void (*cb)(void *) = c->stopped_cb;
   void *ud = c->stopped_ud;
   kc_workqueue_free(c->wq);
-  kc_plugin_instance_free(c->inst);
+  if (!c->inst_released_by_pool) kc_plugin_instance_free(c->inst);
   free(c->subs);
   free(c);
   if (cb) cb(ud);

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,7 @@ struct kc_plugin {
   ino_t ino;
   void *handle;
   const struct kctrld_plugin *table;
+  atomic_uint live_instances; /* an abandoned reconcile may free the last one on its thread */
 };
 
 struct kc_plugin_instance {
@@ -50,6 +53,9 @@ struct kc_plugin_instance {
 };
 
 static kc_plugin *loaded; /* loop thread only */
+/* Set at the daemon's exit: a reconcile abandoned then (still running on a
+ * detached worker) gets no daemon to call into. */
+static atomic_bool host_closed;
 static struct kc_host_services services;
 static _Thread_local kctrld_ctx *current_ctx; /* set around plugin calls */
 
@@ -353,7 +359,10 @@ static void install(const struct kc_host_services *svc) {
   host_api_ready = true;
 }
 
-void kc_plugin_host_set_services(const struct kc_host_services *svc) { install(svc); }
+void kc_plugin_host_set_services(const struct kc_host_services *svc) {
+  atomic_store(&host_closed, false); /* a daemon (again) in this process */
+  install(svc);
+}
 
 const struct kctrld_host_api *kc_plugin_host_api(void) {
   if (!host_api_ready) install(NULL);
@@ -537,9 +546,20 @@ const char *kc_plugin_path(const kc_plugin *p) { return p->path; }
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p) { return p->table; }
 
 void kc_plugin_host_unload_all(void) {
-  while (loaded) {
-    kc_plugin *p = loaded;
-    loaded = p->next;
+  atomic_store(&host_closed, true);
+  kc_plugin **link = &loaded;
+  while (*link) {
+    kc_plugin *p = *link;
+    unsigned live = atomic_load(&p->live_instances);
+    if (live) {
+      /* Abandoned reconciles still run in it; their instances free
+       * themselves when they return, so p must outlive them. */
+      kc_warn("plugin", "plugin=%s left loaded: %u instances still in abandoned reconciles", p->table->name,
+              live);
+      link = &p->next;
+      continue;
+    }
+    *link = p->next;
     dlclose(p->handle);
     free(p->path);
     free(p);
@@ -549,10 +569,12 @@ void kc_plugin_host_unload_all(void) {
 /* ---- instances and calls ---- */
 
 static void instance_free_mem(kc_plugin_instance *inst) {
+  kc_plugin *p = inst->plugin;
   kc_expectations_free(inst->exp);
   free(inst->controller);
   free(inst->log_ctx);
   free(inst);
+  atomic_fetch_sub(&p->live_instances, 1); /* last: p may be freed right after */
 }
 
 int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kctrld_settings *settings,
@@ -561,6 +583,7 @@ int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kctrld_se
   kc_plugin_instance *inst = calloc(1, sizeof *inst);
   if (!inst) return -ENOMEM;
   inst->plugin = p;
+  atomic_fetch_add(&p->live_instances, 1);
   inst->daemon_data = daemon_data;
   inst->controller = strdup(controller ? controller : "");
   size_t n = strlen(inst->controller ? inst->controller : "") + strlen(p->table->name) + 2;
@@ -645,7 +668,10 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
 kc_expectations *kc_plugin_instance_expectations(kc_plugin_instance *inst) { return inst->exp; }
 const char *kc_plugin_instance_controller(const kc_plugin_instance *inst) { return inst->controller; }
 
-void *kc_ctx_daemon_data(const kctrld_ctx *ctx) { return ctx && ctx->inst ? ctx->inst->daemon_data : NULL; }
+void *kc_ctx_daemon_data(const kctrld_ctx *ctx) {
+  if (atomic_load(&host_closed)) return NULL;
+  return ctx && ctx->inst ? ctx->inst->daemon_data : NULL;
+}
 const char *kc_ctx_key(const kctrld_ctx *ctx) { return ctx ? ctx->key : NULL; }
 kc_plugin_instance *kc_ctx_instance(const kctrld_ctx *ctx) { return ctx ? ctx->inst : NULL; }
 

@@ -13,8 +13,12 @@
  * Allocation, logging, results, finalizer helpers (built on the services'
  * object_each + api_patch) and expectations are implemented here.
  *
- * Threads: kc_plugin_host_set_services, kc_plugin_load, kc_plugin_instance_new,
- * kc_plugin_instance_free and kc_plugin_host_unload_all: loop thread only.
+ * Threads: kc_plugin_host_set_services, kc_plugin_load, kc_plugin_instance_new
+ * and kc_plugin_host_unload_all: loop thread only. kc_plugin_instance_free:
+ * the loop thread, or the worker thread of a reconcile abandoned at a stop,
+ * whichever is last to stop using the instance (the worker pool's release
+ * hook); a plugin whose instances are still in use is not freed by
+ * kc_plugin_host_unload_all, and service calls made after it get no daemon.
  * kc_plugin_reconcile: worker thread (it is a kc_reconcile_fn).
  * The kc_ctx_* helpers: the thread the ctx was passed on (service code).
  * Errors: 0 or a negative errno; loaders also fill an operator-grade message

@@ -45,6 +45,7 @@ struct core {
   struct worker *completed; /* LIFO of finished jobs */
   kc_reconcile_fn reconcile;
   void *reconcile_ud;
+  void (*release)(void *reconcile_ud); /* run by the last reference */
   char *name;
   unsigned n;
   struct worker w[];
@@ -77,6 +78,7 @@ unsigned kc_workers_abandoned_running(void) { return atomic_load(&abandoned_runn
 
 static void core_unref(struct core *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+  if (c->release) c->release(c->reconcile_ud);
   for (unsigned i = 0; i < c->n; i++) {
     pthread_cond_destroy(&c->w[i].cond);
     free(c->w[i].key);
@@ -303,6 +305,7 @@ int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers *
     uv_close((uv_handle_t *)&p->stop_timer, on_close);
     return rc;
   }
+  c->release = cfg->release; /* from here on the core owns reconcile_ud's release */
   for (unsigned i = 0; i < n; i++) p->idle[i] = n - 1 - i; /* worker 0 first */
   p->nidle = n;
   if (cfg->timeout_ms > 0) {

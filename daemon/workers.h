@@ -72,6 +72,11 @@ typedef struct kc_workers_config {
   uint64_t timeout_ms;     /* report reconciles longer than this; 0 = never */
   kc_reconcile_fn reconcile;
   void *reconcile_ud;      /* passed to reconcile (on worker threads) */
+  /* Optional: called once with reconcile_ud when no worker can call
+   * reconcile any more. Normally on the loop thread during the stop; when
+   * workers were abandoned, on the thread of the last one to return. Only
+   * after a successful kc_workers_start. */
+  void (*release)(void *reconcile_ud);
   kc_result_fn on_result;  /* required */
   kc_idle_fn on_idle;      /* optional */
   kc_timeout_fn on_timeout;/* optional */

@@ -15,7 +15,9 @@
  *        -o myplugin.so myplugin.c
  * Everything but kctrld_plugin_entry stays hidden (KCTRLD_EXPORT marks it).
  *
- * Threads. init and fini run on the daemon's loop thread. reconcile runs on
+ * Threads. init runs on the daemon's loop thread; fini too, except after a
+ * reconcile that outlived shutdownTimeout was abandoned: then fini runs on
+ * that worker thread once the reconcile returns. reconcile runs on
  * one of the controller's worker threads (`workers: N`); the host never runs
  * two reconciles of the same key at once, but different keys of the same
  * instance run concurrently, so instance state shared between keys must be
@@ -531,7 +533,8 @@ struct kctrld_plugin {
 
   /* fini: frees an instance; called once no reconcile of it is running.
    * Optional (NULL). Returns: nothing. Ownership: consumes instance.
-   * Context: loop thread. Errors: none. */
+   * Context: loop thread, or the worker thread of an abandoned reconcile
+   * (the last to use the instance). Errors: none. */
   void (*fini)(void *instance);
 };
 

@@ -9,7 +9,8 @@
  *  - a reconcile longer than the controller's timeout (reported, not
  *    killed) and one longer than shutdownTimeout: SIGTERM abandons it, the
  *    daemon returns, and the abandoned thread later returns into the plugin,
- *    which must still be mapped.
+ *    which must still be mapped; the plugin's fini runs only after that
+ *    (on the abandoned thread), never under a running reconcile.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,17 +30,19 @@
 #include "apisim_child.h"
 #include "daemon.h"
 #include "http.h"
+#include "testutil.h"
 #include "workers.h"
 
 #define STEP_MS 90000
 
-static char plugin_so[PATH_MAX + 16], cfg_path[PATH_MAX];
+static char plugin_so[PATH_MAX + 16], cfg_path[PATH_MAX], fini_marker[PATH_MAX];
 static unsigned metrics_port;
 
 static int setup(void **state) {
   if (sim_paths_init() < 0 || kc_http_global_init() < 0) return -1;
   sim_tmp_path(plugin_so, sizeof plugin_so, "faulty.so");
   sim_tmp_path(cfg_path, sizeof cfg_path, "kctrld.yaml");
+  sim_tmp_path(fini_marker, sizeof fini_marker, "fini.txt");
   char cmd[3 * PATH_MAX + 256];
   const char *cc = getenv("CC") ? getenv("CC") : "cc";
   snprintf(cmd, sizeof cmd,
@@ -136,7 +139,7 @@ static void test_bad_results_and_timeouts(void **state) {
 
   metrics_port = sim_free_port();
   assert_true(metrics_port > 0);
-  char cfg[2 * PATH_MAX];
+  char cfg[3 * PATH_MAX + 512];
   snprintf(cfg, sizeof cfg,
            "logLevel: info\n"
            "shutdownTimeout: 1s\n"
@@ -148,8 +151,9 @@ static void test_bad_results_and_timeouts(void **state) {
            "    plugin: %s\n"
            "    for: { apiVersion: v1, kind: ConfigMap }\n"
            "    workers: 3\n"
-           "    reconcileTimeout: 500ms\n",
-           metrics_port, plugin_so);
+           "    reconcileTimeout: 500ms\n"
+           "    settings: { finiMarker: \"%s\" }\n",
+           metrics_port, plugin_so, fini_marker);
   assert_int_equal(sim_write_file(cfg_path, cfg), 0);
 
   pthread_t th;
@@ -172,6 +176,18 @@ static void test_bad_results_and_timeouts(void **state) {
   uint64_t end = sim_mono_ms() + 10000;
   while (kc_workers_abandoned_running() > 0 && sim_mono_ms() < end) sim_sleep_ms(100);
   assert_int_equal(kc_workers_abandoned_running(), 0);
+  /* fini ran exactly once, after the abandoned reconcile returned. */
+  char *marker = NULL;
+  end = sim_mono_ms() + 5000;
+  for (;;) {
+    marker = tu_read_file(fini_marker, NULL);
+    if ((marker && strchr(marker, '\n')) || sim_mono_ms() >= end) break;
+    free(marker);
+    sim_sleep_ms(50);
+  }
+  assert_non_null(marker);
+  assert_string_equal(marker, "fini inflight=0\n");
+  free(marker);
   sim_stop();
 }
 

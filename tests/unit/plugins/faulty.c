@@ -11,10 +11,14 @@
  *   slow       runs 1.5 s (longer than the controller's timeout)
  *   hang       runs 4 s (longer than shutdownTimeout: abandoned on stop)
  *   (others)   success
+ * fini appends "fini inflight=N" to the file named by the setting finiMarker
+ * (N: reconciles of this instance still running, which must be 0).
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c11 */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,9 +27,31 @@
 static const struct kctrld_host_api *H;
 static atomic_int requeues;
 
+struct faulty {
+  atomic_int inflight;
+  char marker[512];
+};
+
 static int faulty_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out) {
-  *out = NULL;
+  struct faulty *f = calloc(1, sizeof *f);
+  if (!f) return -ENOMEM;
+  const char *marker = NULL;
+  if (H->settings_string(settings, "finiMarker", &marker) == 0 && marker)
+    snprintf(f->marker, sizeof f->marker, "%s", marker);
+  *out = f;
   return 0;
+}
+
+static void faulty_fini(void *instance) {
+  struct faulty *f = instance;
+  if (f->marker[0]) {
+    FILE *fp = fopen(f->marker, "a");
+    if (fp) {
+      fprintf(fp, "fini inflight=%d\n", atomic_load(&f->inflight));
+      fclose(fp);
+    }
+  }
+  free(f);
 }
 
 static void nap_ms(long ms) {
@@ -49,7 +75,17 @@ static int bad_writes(kctrld_ctx *ctx, const char *ns) {
   return H->result_requeue_after(ctx, 3600 * 1000);
 }
 
+static int reconcile_key(kctrld_ctx *ctx, const char *key);
+
 static int faulty_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
+  struct faulty *f = instance;
+  atomic_fetch_add(&f->inflight, 1);
+  int rc = reconcile_key(ctx, key);
+  atomic_fetch_sub(&f->inflight, 1);
+  return rc;
+}
+
+static int reconcile_key(kctrld_ctx *ctx, const char *key) {
   const char *slash = strchr(key, '/');
   const char *name = slash ? slash + 1 : key;
   char ns[64] = "";
@@ -73,6 +109,7 @@ static const struct kctrld_plugin table = {
     .version = "0.0.1",
     .init = faulty_init,
     .reconcile = faulty_reconcile,
+    .fini = faulty_fini,
 };
 
 const struct kctrld_plugin *kctrld_plugin_entry(const struct kctrld_host_api *host) {
