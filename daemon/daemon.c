@@ -68,10 +68,11 @@ struct kc_daemon {
   ctl_slot *ctls;    /* one per config controller */
   size_t nctls;
   size_t controllers_alive;
-  /* Old configs stay allocated while plugin instances created from them may
-   * still read their settings; freed at exit (a few KB per reload). */
-  kc_config **retired;
-  size_t nretired;
+  /* The running config with a reference count: each plugin instance holds
+   * the config its settings point into, so a config replaced by a reload is
+   * freed when the last instance created from it goes (possibly on an
+   * abandoned worker's thread), not kept until exit. */
+  struct config_hold *hold;
   kc_config *reload_cfg; /* validated, waiting for controllers to drain */
   kc_config_diff *reload_diff;
   size_t reload_waiting;
@@ -274,6 +275,33 @@ static void on_tick(uv_timer_t *t) {
 
 /* --- plugins ------------------------------------------------------------------ */
 
+struct config_hold {
+  kc_config *cfg;
+  atomic_uint refs;
+};
+
+static atomic_uint configs_alive;
+
+unsigned kc_daemon_configs_alive(void) { return atomic_load(&configs_alive); }
+
+static struct config_hold *hold_new(kc_config *cfg) {
+  struct config_hold *h = malloc(sizeof *h);
+  if (!h) return NULL;
+  atomic_fetch_add(&configs_alive, 1);
+  h->cfg = cfg;
+  atomic_init(&h->refs, 1);
+  return h;
+}
+
+/* Any thread (a plugin instance's on_free hook). */
+static void hold_unref(void *arg) {
+  struct config_hold *h = arg;
+  if (!h || atomic_fetch_sub(&h->refs, 1) != 1) return;
+  kc_config_free(h->cfg);
+  free(h);
+  atomic_fetch_sub(&configs_alive, 1);
+}
+
 static int instantiate(kc_daemon *d, ctl_slot *cs) {
   char err[1024];
   kc_plugin *p = NULL;
@@ -286,6 +314,8 @@ static int instantiate(kc_daemon *d, ctl_slot *cs) {
     kc_error("daemon", "controller %s: %s", cs->spec->name, err);
     return -1;
   }
+  atomic_fetch_add(&d->hold->refs, 1);
+  kc_plugin_instance_on_free(cs->inst, hold_unref, d->hold);
   kc_info("daemon", "controller %s: plugin %s loaded", cs->spec->name, cs->spec->plugin);
   return 0;
 }
@@ -335,8 +365,9 @@ static void apply_reload(kc_daemon *d) {
   kc_config *nc = d->reload_cfg;
   kind_slot **nk = calloc(nc->ninformers ? nc->ninformers : 1, sizeof *nk);
   ctl_slot *nctl = calloc(nc->ncontrollers ? nc->ncontrollers : 1, sizeof *nctl);
-  if (!nk || !nctl) {
-    free(nk), free(nctl);
+  struct config_hold *nh = hold_new(nc);
+  if (!nk || !nctl || !nh) {
+    free(nk), free(nctl), free(nh);
     kc_error("daemon", "reload: out of memory; keeping the old config");
     kc_config_free(nc);
     goto done;
@@ -369,7 +400,7 @@ static void apply_reload(kc_daemon *d) {
     }
   }
   pthread_rwlock_wrlock(&d->registry_lock);
-  kc_config *old_cfg = d->cfg;
+  struct config_hold *old_hold = d->hold;
   free(d->kinds);
   free(d->ctls);
   d->kinds = nk;
@@ -377,7 +408,9 @@ static void apply_reload(kc_daemon *d) {
   d->ctls = nctl;
   d->nctls = nc->ncontrollers;
   d->cfg = nc;
+  d->hold = nh;
   pthread_rwlock_unlock(&d->registry_lock);
+  hold_unref(old_hold); /* freed now unless kept controllers' instances still hold it */
   for (size_t j = 0; j < d->nkinds; j++) {
     if (!d->kinds[j]) { /* allocation failed above: the daemon cannot go on safely */
       kc_error("daemon", "reload: out of memory; stopping");
@@ -388,13 +421,6 @@ static void apply_reload(kc_daemon *d) {
   for (size_t j = 0; j < d->nctls; j++) {
     if (!d->ctls[j].spec) d->ctls[j].spec = &nc->controllers[j];
     if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j]);
-  }
-  kc_config **nr = realloc(d->retired, (d->nretired + 1) * sizeof *nr);
-  if (nr) {
-    d->retired = nr;
-    d->retired[d->nretired++] = old_cfg;
-  } else {
-    kc_warn("daemon", "reload: cannot keep the old config for running plugins; leaking it");
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
   kc_info("daemon", "reload applied");
@@ -649,8 +675,6 @@ static void free_daemon(kc_daemon *d) {
   for (size_t i = 0; i < d->nkinds; i++) free(d->kinds[i]);
   free(d->kinds);
   free(d->ctls);
-  for (size_t i = 0; i < d->nretired; i++) kc_config_free(d->retired[i]);
-  free(d->retired);
   kc_config_free(d->reload_cfg);
   kc_config_diff_free(d->reload_diff);
   free(d->ops_specs);
@@ -658,7 +682,10 @@ static void free_daemon(kc_daemon *d) {
   free(d->ops_controllers);
   free(d->ops_histograms);
   kc_kube_creds_free(d->creds);
-  kc_config_free(d->cfg);
+  if (d->hold)
+    hold_unref(d->hold); /* the config itself goes with its last plugin instance */
+  else
+    kc_config_free(d->cfg);
   pthread_rwlock_destroy(&d->registry_lock);
   free(d);
 }
@@ -674,6 +701,11 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   char err[4096];
   if (kc_config_load_file(opts->config_path, &d->cfg, err, sizeof err) < 0) {
     log_config_errors(err);
+    free_daemon(d);
+    return 1;
+  }
+  if (!(d->hold = hold_new(d->cfg))) {
+    kc_error("daemon", "out of memory");
     free_daemon(d);
     return 1;
   }

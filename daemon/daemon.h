@@ -32,6 +32,12 @@ typedef struct kc_daemon_options {
 /* Runs until a termination signal; returns the process exit code. */
 int kc_daemon_run(const kc_daemon_options *opts);
 
+/* Loaded configs still allocated, in this process (any thread): the running
+ * one plus those replaced by a reload whose settings a still-running plugin
+ * instance was created from. Bounded by the number of controllers, never by
+ * the number of reloads. For tests. */
+unsigned kc_daemon_configs_alive(void);
+
 /* The informer that caches apiVersion+kind (the first one declared for that
  * kind), or NULL. Any thread. */
 kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const char *kind);

@@ -248,6 +248,16 @@ void kc_informer_remove_handler(kc_informer *inf, int id) {
 void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
   bool resync_changed = spec->resync_ms != inf->spec->resync_ms;
   inf->spec = spec;
+  /* Same scope, so the same namespaces: point at the new config's strings
+   * (the old config is freed once nothing else holds it). */
+  for (size_t i = 0; i < inf->nparts; i++) {
+    if (!inf->parts[i].namespace_) continue;
+    for (size_t j = 0; j < spec->nnamespaces; j++)
+      if (strcmp(spec->namespaces[j], inf->parts[i].namespace_) == 0) {
+        inf->parts[i].namespace_ = spec->namespaces[j];
+        break;
+      }
+  }
   if (!resync_changed) return;
   uv_timer_stop(&inf->resync);
   if (spec->resync_ms > 0)

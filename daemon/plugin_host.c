@@ -50,6 +50,8 @@ struct kc_plugin_instance {
   void *instance;
   void *daemon_data;
   kc_expectations *exp;
+  void (*on_free)(void *arg); /* after fini: releases what settings point into */
+  void *on_free_arg;
 };
 
 static kc_plugin *loaded; /* loop thread only */
@@ -626,7 +628,13 @@ void kc_plugin_instance_free(kc_plugin_instance *inst) {
     kc_log_set_context(saved_log);
     current_ctx = saved;
   }
+  if (inst->on_free) inst->on_free(inst->on_free_arg);
   instance_free_mem(inst);
+}
+
+void kc_plugin_instance_on_free(kc_plugin_instance *inst, void (*fn)(void *arg), void *arg) {
+  inst->on_free = fn;
+  inst->on_free_arg = arg;
 }
 
 void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {

@@ -90,6 +90,11 @@ int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kctrld_se
 /* Calls fini (if any) and frees. Only once no reconcile of it runs. NULL ok. */
 void kc_plugin_instance_free(kc_plugin_instance *inst);
 
+/* fn(arg) runs once, right after the instance's fini, on whichever thread
+ * frees it (see Threads): the owner of the settings frees them there. Loop
+ * thread, before the instance is handed to a controller. */
+void kc_plugin_instance_on_free(kc_plugin_instance *inst, void (*fn)(void *arg), void *arg);
+
 /* kc_reconcile_fn adapter (ud = the instance): runs the plugin's reconcile
  * with a fresh ctx, the log context set to "controller/plugin", and maps its
  * return value into *res (unknown values become KC_RESULT_ERROR). */

@@ -272,7 +272,25 @@ static void *drive(void *arg) {
     scale(d, 1);
     if (!d->failure[0] && !wait_pods(1)) drv_fail(d, "podset not working after the reload (%d)", live_pods());
   }
+  /* Replaced configs are freed once no plugin instance was created from
+   * them: podset kept across two reloads holds the config it started
+   * with; the one in between goes. */
   d->step = 7;
+  if (!d->failure[0]) {
+    write_config(NULL, 1, NULL);
+    signal_daemon(SIGHUP);
+    if (!wait_notify(d, "reload applied")) drv_fail(d, "ttl removal not applied (notes: %s)", d->notes);
+    else if (kc_daemon_configs_alive() != 2)
+      drv_fail(d, "%u configs alive after removing ttl, want 2", kc_daemon_configs_alive());
+  }
+  if (!d->failure[0]) {
+    write_config(ttl_controller, 1, NULL);
+    signal_daemon(SIGHUP);
+    if (!wait_notify(d, "reload applied")) drv_fail(d, "ttl re-add not applied (notes: %s)", d->notes);
+    else if (kc_daemon_configs_alive() != 2)
+      drv_fail(d, "%u configs alive after re-adding ttl, want 2", kc_daemon_configs_alive());
+  }
+  d->step = 8;
   if (!d->failure[0] && sim_counter("faultsInjected") < 4)
     drv_fail(d, "only %ld faults were hit", sim_counter("faultsInjected"));
   /* Always end the run (the loop's handlers are installed before READY=1). */
@@ -416,6 +434,7 @@ static void test_faults_and_reloads(void **state) {
   free(d);
   assert_string_equal(failure, "");
   assert_int_equal(code, 0);
+  assert_int_equal(kc_daemon_configs_alive(), 0);
 }
 
 int main(void) {
