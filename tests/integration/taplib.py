@@ -8,6 +8,7 @@ Helpers start the simulator (build/kube-apisim, or $KCTRLD_BUILD/kube-apisim)
 on a free loopback port and stop it again, so every test gets a fresh cluster.
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,28 @@ if not os.path.isdir(FIXTURES):
 
 class Skip(Exception):
     """Raise from a test to report it skipped, with the reason."""
+
+
+def make_pki():
+    """A throw-away CA with a server certificate for 127.0.0.1/localhost and
+    a client certificate (clientAuth), in a fresh directory returned."""
+    if not shutil.which("openssl"):
+        raise Skip("openssl not installed")
+    d = tempfile.mkdtemp(prefix="apisim-pki-")
+
+    def run(*a):
+        subprocess.run(["openssl"] + list(a), cwd=d, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+        "-days", "2", "-subj", "/CN=apisim-ca")
+    for name, ext in (("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"),
+                      ("client", "extendedKeyUsage=clientAuth")):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
+            "-subj", "/CN=" + name)
+        with open(os.path.join(d, name + ".ext"), "w") as f:
+            f.write(ext + "\n")
+        run("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", name + ".crt", "-days", "2", "-extfile", name + ".ext")
+    return d
 
 
 class Apisim:

@@ -2,33 +2,12 @@
 import http.client
 import json
 import os
-import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from taplib import Apisim, Skip, run_tests  # noqa: E402
-
-
-def make_pki():
-    if not shutil.which("openssl"):
-        raise Skip("openssl not installed")
-    d = tempfile.mkdtemp(prefix="apisim-pki-")
-
-    def run(*a):
-        subprocess.run(["openssl"] + list(a), cwd=d, check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-        "-days", "2", "-subj", "/CN=apisim-ca")
-    for name, ext in (("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"), ("client", "extendedKeyUsage=clientAuth")):
-        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
-            "-subj", "/CN=" + name)
-        with open(os.path.join(d, name + ".ext"), "w") as f:
-            f.write(ext + "\n")
-        run("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", name + ".crt", "-days", "2", "-extfile", name + ".ext")
-    return d
+from taplib import Apisim, make_pki, run_tests  # noqa: E402
 
 
 def get(url, path, ctx, token=None):
