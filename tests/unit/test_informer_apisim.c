@@ -720,19 +720,28 @@ static void test_server_restart(void **state) {
   set_free(&c.deleted);
 }
 
+/* A Pod informer with streamingList: auto (spec in *sp, which must outlive
+ * it), after resetting the simulator's counters; checks its sync: all 3000
+ * Pods added, equal to the server, after one sendInitialEvents request. */
+static kc_informer *streaming_informer(kc_informer_spec *sp, counts *c) {
+  ctl("DELETE", "counters", NULL);
+  *sp = pod_spec();
+  sp->streaming_list = KC_STREAMING_AUTO;
+  kc_informer *inf = informer(sp, &PODS, c);
+  assert_int_equal(c->adds, 3000);
+  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
+  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  return inf;
+}
+
 /* Streaming list (sendInitialEvents, the default streamingList: auto): the
  * sync is one watch request, no LIST; later changes arrive on the same
  * stream; after compaction and dropped watches the informer streams again
  * and ends equal to the server, with the deletes it missed. */
 static void test_streaming_list(void **state) {
-  ctl("DELETE", "counters", NULL);
   counts c = {0};
-  kc_informer_spec sp = pod_spec();
-  sp.streaming_list = KC_STREAMING_AUTO;
-  kc_informer *inf = informer(&sp, &PODS, &c);
-  assert_int_equal(c.adds, 3000);
-  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
-  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  kc_informer_spec sp;
+  kc_informer *inf = streaming_informer(&sp, &c);
   assert_int_equal(count_requests("limit="), 0);
   ctl("POST", "modify", "{\"resource\":\"pods\",\"count\":500,\"rate\":0}");
   wait_modify_done(20000);
@@ -763,14 +772,9 @@ static void test_streaming_list(void **state) {
  * LIST+WATCH at once and stays there. */
 static void test_streaming_fallback(void **state) {
   ctl("POST", "config", "{\"watchList\":false}");
-  ctl("DELETE", "counters", NULL);
   counts c = {0};
-  kc_informer_spec sp = pod_spec();
-  sp.streaming_list = KC_STREAMING_AUTO;
-  kc_informer *inf = informer(&sp, &PODS, &c);
-  assert_int_equal(c.adds, 3000);
-  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
-  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  kc_informer_spec sp;
+  kc_informer *inf = streaming_informer(&sp, &c);
   assert_true(count_requests("limit=500") >= 1);
   ctl("POST", "compact", NULL);
   ctl("POST", "drop-watches", NULL);
