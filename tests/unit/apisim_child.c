@@ -170,7 +170,9 @@ long sim_call(const char *method, const char *path, const char *body, const char
   return sim_request(method, url, body, ctype, 20000, out);
 }
 
-long sim_get_url(const char *url, char **out) { return sim_request("GET", url, NULL, NULL, 20000, out); }
+long sim_get_url(const char *url, char **out) {
+  return sim_request("GET", url, NULL, NULL, 20000, out);
+}
 
 unsigned sim_free_port(void) {
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

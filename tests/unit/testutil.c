@@ -45,7 +45,8 @@ char *tu_fixture(const char *name, size_t *len) {
   char path[512];
   snprintf(path, sizeof path, TU_FIXTURES "%s", name);
   char *text = tu_read_file(path, len);
-  if (!text) fail_msg("fixture %s: %s (run the tests from the repository root)", path, strerror(errno));
+  if (!text)
+    fail_msg("fixture %s: %s (run the tests from the repository root)", path, strerror(errno));
   return text;
 }
 
