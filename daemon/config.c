@@ -510,14 +510,20 @@ static const char *group_of(struct ctx *c, const char *api_version) {
   return g ? g : "";
 }
 
-/* Sorted unique string list from a YAML sequence; reports duplicates. */
-static bool sorted_list(struct ctx *c, const kc_yaml_node *node, const char *what,
-                        const char *const **out, size_t *count,
-                        const char *(*check)(const char *)) {
-  const char **v = NULL;
-  size_t n = 0;
-  if (!took(c, kc_yaml_get_string_list(node, what, &v, &n, c->tmp, sizeof c->tmp))) return false;
-  if (v && !keep(c, v)) return false;
+/* A YAML string list, kept with the config. Returns false when it is not
+ * one (reported) or out of memory. */
+static bool string_list(struct ctx *c, const kc_yaml_node *node, const char *what,
+                        const char ***v, size_t *n) {
+  *v = NULL;
+  *n = 0;
+  if (!took(c, kc_yaml_get_string_list(node, what, v, n, c->tmp, sizeof c->tmp))) return false;
+  return !*v || keep(c, *v);
+}
+
+/* Reports every item of list v (read from node) that `check` (may be NULL)
+ * finds a problem with, and every item listed twice. True when none. */
+static bool items_ok(struct ctx *c, const kc_yaml_node *node, const char *what, const char **v,
+                     size_t n, const char *(*check)(const char *)) {
   bool ok = true;
   for (size_t i = 0; i < n; i++) {
     const char *why = check ? check(v[i]) : NULL;
@@ -532,7 +538,16 @@ static bool sorted_list(struct ctx *c, const kc_yaml_node *node, const char *wha
         break;
       }
   }
-  if (!ok) return false;
+  return ok;
+}
+
+/* Sorted unique string list from a YAML sequence; reports duplicates. */
+static bool sorted_list(struct ctx *c, const kc_yaml_node *node, const char *what,
+                        const char *const **out, size_t *count,
+                        const char *(*check)(const char *)) {
+  const char **v;
+  size_t n;
+  if (!string_list(c, node, what, &v, &n) || !items_ok(c, node, what, v, n, check)) return false;
   if (n > 1) qsort(v, n, sizeof *v, str_cmp_ptr);
   *out = v;
   *count = n;
@@ -549,10 +564,9 @@ static const char *drop_path_problem(const char *s) { return path_problem(s, tru
  * position; file order kept (the index is their union). */
 static void index_paths(struct ctx *c, const kc_yaml_node *node, const char *what,
                         kc_index_spec *ix) {
-  const char **v = NULL;
-  size_t n = 0;
-  if (!took(c, kc_yaml_get_string_list(node, what, &v, &n, c->tmp, sizeof c->tmp))) return;
-  if (v && !keep(c, v)) return;
+  const char **v;
+  size_t n;
+  if (!string_list(c, node, what, &v, &n)) return;
   if (n == 0) {
     fail(c, node, "%s: an empty list: give at least one path", what);
     return;
@@ -562,21 +576,7 @@ static void index_paths(struct ctx *c, const kc_yaml_node *node, const char *wha
          KC_CONFIG_MAX_INDEX_PATHS);
     return;
   }
-  bool ok = true;
-  for (size_t i = 0; i < n; i++) {
-    const char *why = path_problem(v[i], true);
-    if (why) {
-      fail(c, &node->u.seq.items[i], "%s[%zu]: %s", what, i, why);
-      ok = false;
-    }
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(v[i], v[j]) == 0) {
-        fail(c, &node->u.seq.items[i], "%s[%zu]: \"%s\" is listed twice", what, i, v[i]);
-        ok = false;
-        break;
-      }
-  }
-  if (!ok) return;
+  if (!items_ok(c, node, what, v, n, drop_path_problem)) return;
   ix->path = v[0];
   ix->paths = v;
   ix->npaths = n;
