@@ -389,20 +389,26 @@ static int render_field(const void *sel, char *buf, size_t cap) {
   return kc_field_selector_string(sel, buf, cap);
 }
 
+/* Folds a selector parse result into the context: out of memory marks the
+ * load as failed, a syntax error becomes an error line at its column.
+ * Returns true when the selector parsed. */
+static bool parsed(struct ctx *c, const kc_yaml_node *at, const char *what, int rc,
+                   const kc_sel_error *e) {
+  if (rc == 0) return true;
+  if (rc == -ENOMEM) {
+    c->oom = true;
+  } else {
+    kc_yaml_node pos = at_offset(at, e->pos);
+    fail(c, &pos, "%s: %s", what, e->msg);
+  }
+  return false;
+}
+
 static const char *check_label_selector(struct ctx *c, const kc_yaml_node *at, const char *what,
                                         const char *s) {
   kc_label_selector *sel = NULL;
   kc_sel_error e;
-  int rc = kc_label_selector_parse(s, strlen(s), &sel, &e);
-  if (rc == -ENOMEM) {
-    c->oom = true;
-    return NULL;
-  }
-  if (rc) {
-    kc_yaml_node pos = at_offset(at, e.pos);
-    fail(c, &pos, "%s: %s", what, e.msg);
-    return NULL;
-  }
+  if (!parsed(c, at, what, kc_label_selector_parse(s, strlen(s), &sel, &e), &e)) return NULL;
   const char *r = canonical(c, sel, render_label);
   kc_label_selector_free(sel);
   return r;
@@ -412,16 +418,7 @@ static const char *check_field_selector(struct ctx *c, const kc_yaml_node *at, c
                                         const char *s) {
   kc_field_selector *sel = NULL;
   kc_sel_error e;
-  int rc = kc_field_selector_parse(s, strlen(s), &sel, &e);
-  if (rc == -ENOMEM) {
-    c->oom = true;
-    return NULL;
-  }
-  if (rc) {
-    kc_yaml_node pos = at_offset(at, e.pos);
-    fail(c, &pos, "%s: %s", what, e.msg);
-    return NULL;
-  }
+  if (!parsed(c, at, what, kc_field_selector_parse(s, strlen(s), &sel, &e), &e)) return NULL;
   const char *r = canonical(c, sel, render_field);
   kc_field_selector_free(sel);
   return r;
@@ -513,14 +510,20 @@ static const char *group_of(struct ctx *c, const char *api_version) {
   return g ? g : "";
 }
 
-/* Sorted unique string list from a YAML sequence; reports duplicates. */
-static bool sorted_list(struct ctx *c, const kc_yaml_node *node, const char *what,
-                        const char *const **out, size_t *count,
-                        const char *(*check)(const char *)) {
-  const char **v = NULL;
-  size_t n = 0;
-  if (!took(c, kc_yaml_get_string_list(node, what, &v, &n, c->tmp, sizeof c->tmp))) return false;
-  if (v && !keep(c, v)) return false;
+/* A YAML string list, kept with the config. Returns false when it is not
+ * one (reported) or out of memory. */
+static bool string_list(struct ctx *c, const kc_yaml_node *node, const char *what,
+                        const char ***v, size_t *n) {
+  *v = NULL;
+  *n = 0;
+  if (!took(c, kc_yaml_get_string_list(node, what, v, n, c->tmp, sizeof c->tmp))) return false;
+  return !*v || keep(c, *v);
+}
+
+/* Reports every item of list v (read from node) that `check` (may be NULL)
+ * finds a problem with, and every item listed twice. True when none. */
+static bool items_ok(struct ctx *c, const kc_yaml_node *node, const char *what, const char **v,
+                     size_t n, const char *(*check)(const char *)) {
   bool ok = true;
   for (size_t i = 0; i < n; i++) {
     const char *why = check ? check(v[i]) : NULL;
@@ -535,7 +538,16 @@ static bool sorted_list(struct ctx *c, const kc_yaml_node *node, const char *wha
         break;
       }
   }
-  if (!ok) return false;
+  return ok;
+}
+
+/* Sorted unique string list from a YAML sequence; reports duplicates. */
+static bool sorted_list(struct ctx *c, const kc_yaml_node *node, const char *what,
+                        const char *const **out, size_t *count,
+                        const char *(*check)(const char *)) {
+  const char **v;
+  size_t n;
+  if (!string_list(c, node, what, &v, &n) || !items_ok(c, node, what, v, n, check)) return false;
   if (n > 1) qsort(v, n, sizeof *v, str_cmp_ptr);
   *out = v;
   *count = n;
@@ -552,10 +564,9 @@ static const char *drop_path_problem(const char *s) { return path_problem(s, tru
  * position; file order kept (the index is their union). */
 static void index_paths(struct ctx *c, const kc_yaml_node *node, const char *what,
                         kc_index_spec *ix) {
-  const char **v = NULL;
-  size_t n = 0;
-  if (!took(c, kc_yaml_get_string_list(node, what, &v, &n, c->tmp, sizeof c->tmp))) return;
-  if (v && !keep(c, v)) return;
+  const char **v;
+  size_t n;
+  if (!string_list(c, node, what, &v, &n)) return;
   if (n == 0) {
     fail(c, node, "%s: an empty list: give at least one path", what);
     return;
@@ -565,21 +576,7 @@ static void index_paths(struct ctx *c, const kc_yaml_node *node, const char *wha
          KC_CONFIG_MAX_INDEX_PATHS);
     return;
   }
-  bool ok = true;
-  for (size_t i = 0; i < n; i++) {
-    const char *why = path_problem(v[i], true);
-    if (why) {
-      fail(c, &node->u.seq.items[i], "%s[%zu]: %s", what, i, why);
-      ok = false;
-    }
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(v[i], v[j]) == 0) {
-        fail(c, &node->u.seq.items[i], "%s[%zu]: \"%s\" is listed twice", what, i, v[i]);
-        ok = false;
-        break;
-      }
-  }
-  if (!ok) return;
+  if (!items_ok(c, node, what, v, n, drop_path_problem)) return;
   ix->path = v[0];
   ix->paths = v;
   ix->npaths = n;
@@ -830,6 +827,39 @@ static void parse_owns(struct ctx *c, const kc_yaml_node *n, const char *what, k
   }
 }
 
+/* One parser of list items, for parse_items. */
+typedef void (*item_parser)(struct ctx *c, const kc_yaml_node *n, const char *what, void *out);
+
+static void owns_item(struct ctx *c, const kc_yaml_node *n, const char *what, void *out) {
+  parse_owns(c, n, what, out);
+}
+
+static void watch_item(struct ctx *c, const kc_yaml_node *n, const char *what, void *out) {
+  parse_watch(c, n, what, out);
+}
+
+/* The optional sequence `key` of map n (named what): each item, named
+ * what.key[i], parsed by `each` into an owned array of `size`-byte items.
+ * Returns the array and its length in *count; NULL when the key is absent,
+ * empty or not a sequence (reported). */
+static void *parse_items(struct ctx *c, const kc_yaml_node *n, const char *what, const char *key,
+                         size_t size, item_parser each, size_t *count) {
+  const kc_yaml_node *v = kc_yaml_map_get(n, key);
+  if (!v) return NULL;
+  char w[160];
+  snprintf(w, sizeof w, "%s.%s", what, key);
+  if (!took(c, kc_yaml_expect(v, KC_YAML_SEQUENCE, w, c->tmp, sizeof c->tmp)) || !v->u.seq.len)
+    return NULL;
+  char *items = xcalloc(c, v->u.seq.len, size);
+  if (!items) return NULL;
+  for (size_t i = 0; i < v->u.seq.len; i++) {
+    snprintf(w, sizeof w, "%s.%s[%zu]", what, key, i);
+    each(c, &v->u.seq.items[i], w, items + i * size);
+  }
+  *count = v->u.seq.len;
+  return items;
+}
+
 static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
                              kc_controller_spec *ct) {
   static const struct field table[] = {
@@ -877,34 +907,8 @@ static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
   if (!v) fail(c, n, "%s: missing required key \"for\"", what);
   else parse_kind_ref(c, v, w, &ct->for_, NULL, 0);
 
-  if ((v = kc_yaml_map_get(n, "owns"))) {
-    snprintf(w, sizeof w, "%s.owns", what);
-    if (took(c, kc_yaml_expect(v, KC_YAML_SEQUENCE, w, c->tmp, sizeof c->tmp)) && v->u.seq.len) {
-      kc_owns_spec *o = xcalloc(c, v->u.seq.len, sizeof *o);
-      if (o) {
-        for (size_t i = 0; i < v->u.seq.len; i++) {
-          snprintf(w, sizeof w, "%s.owns[%zu]", what, i);
-          parse_owns(c, &v->u.seq.items[i], w, &o[i]);
-        }
-        ct->owns = o;
-        ct->nowns = v->u.seq.len;
-      }
-    }
-  }
-  if ((v = kc_yaml_map_get(n, "watches"))) {
-    snprintf(w, sizeof w, "%s.watches", what);
-    if (took(c, kc_yaml_expect(v, KC_YAML_SEQUENCE, w, c->tmp, sizeof c->tmp)) && v->u.seq.len) {
-      kc_watch_spec *ws = xcalloc(c, v->u.seq.len, sizeof *ws);
-      if (ws) {
-        for (size_t i = 0; i < v->u.seq.len; i++) {
-          snprintf(w, sizeof w, "%s.watches[%zu]", what, i);
-          parse_watch(c, &v->u.seq.items[i], w, &ws[i]);
-        }
-        ct->watches = ws;
-        ct->nwatches = v->u.seq.len;
-      }
-    }
-  }
+  ct->owns = parse_items(c, n, what, "owns", sizeof *ct->owns, owns_item, &ct->nowns);
+  ct->watches = parse_items(c, n, what, "watches", sizeof *ct->watches, watch_item, &ct->nwatches);
   if ((v = kc_yaml_map_get(n, "rateLimit"))) {
     snprintf(w, sizeof w, "%s.rateLimit", what);
     if (apply_table(c, v, w, rl_table, sizeof rl_table / sizeof rl_table[0], &ct->rate_limit) &&

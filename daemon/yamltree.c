@@ -50,6 +50,14 @@ static void *arena_alloc(kc_yaml_doc *doc, size_t n) {
   return p;
 }
 
+/* n zeroed elements of `size` bytes; NULL when n is 0 or out of memory. */
+static void *arena_calloc(kc_yaml_doc *doc, size_t n, size_t size) {
+  if (n == 0 || size > SIZE_MAX / n) return NULL;
+  void *p = arena_alloc(doc, n * size);
+  if (p) memset(p, 0, n * size);
+  return p;
+}
+
 static char *arena_strndup(kc_yaml_doc *doc, const char *s, size_t len) {
   if (len == SIZE_MAX) return NULL;
   char *p = arena_alloc(doc, len + 1);
@@ -231,12 +239,8 @@ static int build(struct builder *b, int index, kc_yaml_node *dst, int depth) {
   case YAML_SEQUENCE_NODE: {
     dst->type = KC_YAML_SEQUENCE;
     size_t n = (size_t)(yn->data.sequence.items.top - yn->data.sequence.items.start);
-    kc_yaml_node *items = NULL;
-    if (n) {
-      items = arena_alloc(b->doc, n * sizeof *items);
-      if (!items) return -ENOMEM;
-      memset(items, 0, n * sizeof *items);
-    }
+    kc_yaml_node *items = arena_calloc(b->doc, n, sizeof *items);
+    if (n && !items) return -ENOMEM;
     dst->u.seq.items = items;
     dst->u.seq.len = n;
     for (size_t i = 0; i < n; i++) {
@@ -248,12 +252,8 @@ static int build(struct builder *b, int index, kc_yaml_node *dst, int depth) {
   case YAML_MAPPING_NODE: {
     dst->type = KC_YAML_MAPPING;
     size_t n = (size_t)(yn->data.mapping.pairs.top - yn->data.mapping.pairs.start);
-    kc_yaml_pair *pairs = NULL;
-    if (n) {
-      pairs = arena_alloc(b->doc, n * sizeof *pairs);
-      if (!pairs) return -ENOMEM;
-      memset(pairs, 0, n * sizeof *pairs);
-    }
+    kc_yaml_pair *pairs = arena_calloc(b->doc, n, sizeof *pairs);
+    if (n && !pairs) return -ENOMEM;
     dst->u.map.pairs = pairs;
     dst->u.map.len = n;
     for (size_t i = 0; i < n; i++) {
@@ -353,11 +353,10 @@ int kc_yaml_load_buffer(const char *name, const char *buf, size_t len, kc_yaml_d
     struct builder b = {.ydoc = &ydoc, .doc = doc, .err = err, .errlen = errlen};
     b.nnodes = (int)(ydoc.nodes.top - ydoc.nodes.start);
     b.seen = calloc((size_t)b.nnodes + 1, 1);
-    kc_yaml_node *r = arena_alloc(doc, sizeof *r);
+    kc_yaml_node *r = arena_calloc(doc, 1, sizeof *r);
     if (!b.seen || !r) {
       rc = -ENOMEM;
     } else {
-      memset(r, 0, sizeof *r);
       rc = build(&b, 1, r, 0);
       doc->root = r;
     }

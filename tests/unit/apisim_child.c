@@ -134,8 +134,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud) {
   return len;
 }
 
-static long call_url(const char *method, const char *url, const char *body, const char *ctype,
-                     char **out) {
+long sim_request(const char *method, const char *url, const char *body, const char *ctype,
+                 long timeout_ms, char **out) {
   char hdr[128];
   snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype ? ctype : "application/json");
   if (out) *out = NULL;
@@ -145,7 +145,7 @@ static long call_url(const char *method, const char *url, const char *body, cons
   struct curl_slist *h = curl_slist_append(NULL, hdr);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
@@ -167,10 +167,12 @@ static long call_url(const char *method, const char *url, const char *body, cons
 long sim_call(const char *method, const char *path, const char *body, const char *ctype, char **out) {
   char url[1024];
   snprintf(url, sizeof url, "%s%s", sim_url, path);
-  return call_url(method, url, body, ctype, out);
+  return sim_request(method, url, body, ctype, 20000, out);
 }
 
-long sim_get_url(const char *url, char **out) { return call_url("GET", url, NULL, NULL, out); }
+long sim_get_url(const char *url, char **out) {
+  return sim_request("GET", url, NULL, NULL, 20000, out);
+}
 
 unsigned sim_free_port(void) {
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

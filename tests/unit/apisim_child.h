@@ -1,6 +1,7 @@
 /* apisim_child: test helper that runs the build's own kube-apisim as a child
  * process (seeded with the demo PodSet CRD and objects) and talks to it with
- * libcurl. Used by the test_errors_* tests that drive a whole daemon.
+ * libcurl. Used by the test_errors_* tests that drive a whole daemon; its
+ * HTTP client and clock also serve test_informer_apisim.
  *
  * Threads: sim_call from any thread; the rest from the test's main thread.
  * Errors: sim_paths_init/sim_start return 0 or -1; sim_call returns the HTTP
@@ -31,6 +32,12 @@ void sim_stop(void);
 long sim_call(const char *method, const char *path, const char *body, const char *ctype, char **out);
 /* GET of an absolute URL (e.g. kctrld's /metrics). */
 long sim_get_url(const char *url, char **out);
+/* What sim_call and sim_get_url do (they wait 20 s at most): a blocking
+ * request to an absolute URL, waiting timeout_ms at most. A body goes with a
+ * Content-Type of ctype (NULL: application/json). *out (may be NULL) gets
+ * the response body, NULL when there is none. */
+long sim_request(const char *method, const char *url, const char *body, const char *ctype,
+                 long timeout_ms, char **out);
 
 uint64_t sim_mono_ms(void);
 void sim_sleep_ms(unsigned ms);

@@ -17,6 +17,7 @@
 
 #include "apiclient.h"
 #include "mini_server.h"
+#include "testutil.h"
 
 static char dir[256];
 static mini_server *srv;
@@ -30,18 +31,6 @@ static void write_file(const char *path, const char *text) {
   assert_non_null(f);
   fputs(text, f);
   fclose(f);
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = calloc(1, 1 << 16);
-  if (buf) {
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = '\0';
-  }
-  fclose(f);
-  return buf;
 }
 
 static const char *STATUS_404 =
@@ -411,11 +400,11 @@ static void test_tls(void **state) {
   if (system(full) != 0) skip();
   char path[400];
   snprintf(path, sizeof path, "%s/srv.crt", dir);
-  char *cert = slurp(path);
+  char *cert = tu_read_file(path, NULL);
   snprintf(path, sizeof path, "%s/srv.key", dir);
-  char *key = slurp(path);
+  char *key = tu_read_file(path, NULL);
   snprintf(path, sizeof path, "%s/ca.crt", dir);
-  char *ca = slurp(path);
+  char *ca = tu_read_file(path, NULL);
   assert_non_null(cert);
   assert_non_null(key);
   assert_non_null(ca);

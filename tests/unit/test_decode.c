@@ -12,23 +12,7 @@
 #include <cmocka.h>
 
 #include "decode.h"
-
-#define FIX "../shared/fixtures/"
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
-}
+#include "testutil.h"
 
 /* What the callbacks saw: one line per event/item, "TYPE key rv json". */
 typedef struct rec {
@@ -185,7 +169,7 @@ static void assert_same(const rec *a, const rec *b) {
 static void test_watch_initial_events(void **state) {
   (void)state;
   size_t len;
-  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  char *text = tu_fixture("watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
   rec ref = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, NULL, text, len, len, 0, &ref, NULL, 0), 0);
   static const char *names[] = {"coredns-55cb58b774-8mcpn",
@@ -212,7 +196,7 @@ static void test_watch_initial_events(void **state) {
   /* The first event's object is the coredns object fixture, byte for byte
    * once minified. */
   size_t flen;
-  char *ftext = read_file(FIX "objects/pod-k8s-openapi-coredns.json", &flen);
+  char *ftext = tu_fixture("objects/pod-k8s-openapi-coredns.json", &flen);
   char err[256];
   kc_obj *fo = kc_obj_parse(ftext, flen, NULL, err, sizeof err);
   assert_non_null(fo);
@@ -252,7 +236,7 @@ static void test_watch_every_split_utf8(void **state) {
    * non-ASCII text (2-, 3- and 4-byte UTF-8, escaped and raw), escapes and
    * numbers at the end of containers, CRLF between events, no final newline. */
   size_t flen;
-  char *fb = read_file(FIX "watch/watch-foobars-k8s-openapi.ndjson", &flen);
+  char *fb = tu_fixture("watch/watch-foobars-k8s-openapi.ndjson", &flen);
   const char *extra =
       "\r\n{\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
       "\"caf\xc3\xa9\",\"namespace\":\"d\xc3\xa9mo\",\"resourceVersion\":\"557\",\"labels\":"
@@ -303,7 +287,7 @@ static void test_watch_every_split_utf8(void **state) {
 static void test_watch_transform(void **state) {
   (void)state;
   size_t len;
-  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  char *text = tu_fixture("watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
   const char *drop[] = {"metadata.managedFields"};
   kc_transform t = {.drop = drop, .ndrop = 1, .metadata_only = false};
   rec r = {.keep = true};
@@ -337,7 +321,7 @@ static void test_watch_transform(void **state) {
 static void test_watch_raw_cuts(void **state) {
   (void)state;
   size_t flen;
-  char *obj = read_file(FIX "objects/deployment-k9s.json", &flen);
+  char *obj = tu_fixture("objects/deployment-k9s.json", &flen);
   const char *pre = "{\"type\" : \"ADDED\",\n \"object\" :\n", *post = "\n}\n";
   size_t len = strlen(pre) + flen + strlen(post);
   char *text = malloc(len + 1);
@@ -490,7 +474,7 @@ static void test_watch_malformed(void **state) {
 
   /* A callback error stops decoding; the error sticks. */
   size_t len;
-  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  char *text = tu_fixture("watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
   rec r = {.stop_at = 2};
   kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
   assert_int_equal(kc_decoder_feed(d, text, len), -ECANCELED);
@@ -507,7 +491,7 @@ static void test_watch_malformed(void **state) {
 static void test_limits(void **state) {
   (void)state;
   size_t len;
-  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  char *text = tu_fixture("watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
   /* Built text over the limit (objects are 6-9 KB minified). */
   rec r = {0};
   kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
@@ -579,7 +563,7 @@ static void test_limits(void **state) {
 static void test_list_fixtures(void **state) {
   (void)state;
   size_t len;
-  char *text = read_file(FIX "watch/deploymentlist-k8s-openapi.json", &len);
+  char *text = tu_fixture("watch/deploymentlist-k8s-openapi.json", &len);
   rec ref = {.keep = true};
   char err[256];
   assert_int_equal(run(KC_DECODE_LIST, NULL, text, len, len, 0, &ref, err, sizeof err), 0);
@@ -614,7 +598,7 @@ static void test_list_fixtures(void **state) {
   rec_free(&ref);
   free(text);
 
-  text = read_file(FIX "watch/foobarlist-k8s-openapi.json", &len);
+  text = tu_fixture("watch/foobarlist-k8s-openapi.json", &len);
   rec cr = {.keep = true};
   assert_int_equal(run(KC_DECODE_LIST, NULL, text, len, 0, 1, &cr, err, sizeof err), 0);
   assert_int_equal(cr.n, 2);
@@ -706,7 +690,7 @@ static void assert_stamped(const kc_obj *o, const char *prefix, const char *rest
 static void test_list_type(void **state) {
   (void)state;
   size_t len;
-  char *text = read_file(FIX "watch/deploymentlist-k8s-openapi.json", &len);
+  char *text = tu_fixture("watch/deploymentlist-k8s-openapi.json", &len);
   const char *item = strstr(text, "\"items\":[{") + 9;
   const size_t item_len = 5902;
   assert_int_equal(item[item_len], ']');
@@ -753,7 +737,7 @@ static void test_list_type(void **state) {
 
   /* Custom resources' items carry their kind: kept as sent, whatever the
    * given type says. */
-  text = read_file(FIX "watch/foobarlist-k8s-openapi.json", &len);
+  text = tu_fixture("watch/foobarlist-k8s-openapi.json", &len);
   a = run_all_splits(KC_DECODE_LIST, &typed, text, len);
   b = run_all_splits(KC_DECODE_LIST, NULL, text, len);
   assert_same(&a, &b);
@@ -889,7 +873,7 @@ static void test_watch_type(void **state) {
 
   /* Full objects (they carry their type) are untouched by a given type. */
   size_t len;
-  char *text = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  char *text = tu_fixture("watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
   kc_transform typed = {.kind = "Pod", .api_version = "v1"};
   a = run_all_splits(KC_DECODE_WATCH, &typed, text, len);
   b = run_all_splits(KC_DECODE_WATCH, NULL, text, len);

@@ -17,8 +17,7 @@
 
 #include "hostapi.h"
 #include "mini_server.h"
-
-#define FIX "../shared/fixtures/objects/"
+#include "testutil.h"
 
 /* ---- fake daemon ---- */
 
@@ -105,26 +104,6 @@ static kc_obj *parse(const char *json) {
   char err[128];
   kc_obj *o = kc_obj_parse(json, strlen(json), NULL, err, sizeof err);
   if (!o) fail_msg("parse: %s", err);
-  return o;
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  static char buf[1 << 20];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return strdup(buf);
-}
-
-static kc_obj *fixture(const char *name) {
-  char path[256];
-  snprintf(path, sizeof path, FIX "%s", name);
-  char *text = slurp(path);
-  if (!text) fail_msg("fixture %s missing (run from the repository root)", path);
-  kc_obj *o = parse(text);
-  free(text);
   return o;
 }
 
@@ -264,7 +243,7 @@ static bool collect(const kctrld_value *v, void *ud) {
 }
 
 static void test_object_fields(void **state) {
-  kc_obj *o = fixture("pod-k8s-openapi-coredns.json");
+  kc_obj *o = tu_fixture_obj("pod-k8s-openapi-coredns.json", NULL);
   const kctrld_object *obj = (const kctrld_object *)o;
   kctrld_str s = svc->object_name(obj);
   assert_int_equal(s.len, strlen("coredns-55cb58b774-8mcpn"));
@@ -547,7 +526,7 @@ static void test_not_leader(void **state) {
 
 static void test_event(void **state) {
   answer(201, "{}");
-  kc_obj *o = fixture("deployment-k9s.json");
+  kc_obj *o = tu_fixture_obj("deployment-k9s.json", NULL);
   assert_int_equal(svc->event(ctx, (const kctrld_object *)o, KCTRLD_EVENT_WARNING, "InvalidTTL",
                               "value \"soon\"\nis bad"),
                    0);

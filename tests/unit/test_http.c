@@ -16,25 +16,9 @@
 
 #include "http.h"
 #include "mini_server.h"
+#include "testutil.h"
 
-#define WATCH_FIXTURE "../shared/fixtures/watch/watch-pods-sendinitialevents-k8s-openapi.ndjson"
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf) buf[n] = '\0';
-  if (len) *len = (size_t)n;
-  return buf;
-}
+#define WATCH_FIXTURE TU_FIXTURES "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson"
 
 /* ---- server side ---- */
 
@@ -205,7 +189,7 @@ static void close_all(uv_loop_t *loop, kc_http *http) {
 static mini_server *srv;
 
 static int setup(void **state) {
-  fx.watch = read_file(WATCH_FIXTURE, &fx.watch_len);
+  fx.watch = tu_read_file(WATCH_FIXTURE, &fx.watch_len);
   if (!fx.watch) return -1;
   fx.nchunks = 0;
   char *p = fx.watch, *end = fx.watch + fx.watch_len;

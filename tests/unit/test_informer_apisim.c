@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "apiclient.h"
+#include "apisim_child.h"
 #include "informer.h"
 #include "log.h"
 #include "selector.h"
@@ -42,14 +43,8 @@ static struct {
   char url[160];
 } SIM;
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Starts kube-apisim on port (0: any) with extra args; reads its URL. */
-static int sim_start(int port, const char *const *extra) {
+static int apisim_start(int port, const char *const *extra) {
   int pfd[2];
   if (pipe(pfd) != 0) return -1;
   char listen[64];
@@ -89,7 +84,7 @@ static int sim_start(int port, const char *const *extra) {
   return 0;
 }
 
-static void sim_stop(void) {
+static void apisim_stop(void) {
   if (SIM.pid <= 0) return;
   kill(SIM.pid, SIGTERM);
   int st;
@@ -107,49 +102,13 @@ static void sim_stop(void) {
 
 /* ---- blocking HTTP to the simulator (test side, not the code under test) - */
 
-typedef struct buf {
-  char *p;
-  size_t n;
-} buf;
-
-static size_t on_body(char *d, size_t sz, size_t nm, void *ud) {
-  buf *b = ud;
-  char *np = realloc(b->p, b->n + sz * nm + 1);
-  if (!np) return 0;
-  b->p = np;
-  memcpy(b->p + b->n, d, sz * nm);
-  b->n += sz * nm;
-  b->p[b->n] = 0;
-  return sz * nm;
-}
-
 /* Returns the HTTP code; *out (may be NULL) gets the body (free it). */
 static long http(const char *method, const char *path, const char *ctype, const char *body,
                  char **out) {
-  CURL *c = curl_easy_init();
-  assert_non_null(c);
   char url[8192];
   snprintf(url, sizeof url, "%s%s", SIM.url, path);
-  buf b = {0};
-  struct curl_slist *h = NULL;
-  char ct[128];
-  snprintf(ct, sizeof ct, "Content-Type: %s", ctype ? ctype : "application/json");
-  h = curl_slist_append(h, ct);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-  if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  long code = 0;
-  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  if (out)
-    *out = b.p ? b.p : strdup("");
-  else
-    free(b.p);
+  long code = sim_request(method, url, body, ctype, 60000, out);
+  if (out && !*out) *out = strdup("");
   return code;
 }
 
@@ -304,8 +263,8 @@ static int loop_close(void) {
 }
 
 static void run_ms(unsigned ms) {
-  uint64_t end = mono_ms() + ms;
-  while (mono_ms() < end) uv_run(&L.loop, UV_RUN_ONCE);
+  uint64_t end = sim_mono_ms() + ms;
+  while (sim_mono_ms() < end) uv_run(&L.loop, UV_RUN_ONCE);
 }
 
 static const kc_resource_ref PODS = {"/api/v1", "pods", true};
@@ -331,8 +290,8 @@ static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *
       break;
     }
   assert_int_equal(kc_informer_start(inf), 0);
-  uint64_t end = mono_ms() + 30000;
-  while (!kc_informer_synced(inf) && mono_ms() < end) uv_run(&L.loop, UV_RUN_ONCE);
+  uint64_t end = sim_mono_ms() + 30000;
+  while (!kc_informer_synced(inf) && sim_mono_ms() < end) uv_run(&L.loop, UV_RUN_ONCE);
   assert_true(kc_informer_synced(inf));
   return inf;
 }
@@ -361,9 +320,9 @@ static void converge(kc_informer *inf, const char *collection, const char *query
     unsigned run = slice < budget ? slice : budget;
     run_ms(run);
     budget -= run;
-    uint64_t t0 = mono_ms();
+    uint64_t t0 = sim_mono_ms();
     if (matches_server(inf, collection, query, true)) return;
-    uint64_t took = mono_ms() - t0;
+    uint64_t took = sim_mono_ms() - t0;
     slice = took > 100 ? (unsigned)(took < 5000 ? took : 5000) : 100;
   }
   assert_true(matches_server(inf, collection, query, false));
@@ -371,8 +330,8 @@ static void converge(kc_informer *inf, const char *collection, const char *query
 
 /* Waits for the simulator's modification stream to finish. */
 static void wait_modify_done(unsigned ms) {
-  uint64_t end = mono_ms() + ms;
-  while (mono_ms() < end) {
+  uint64_t end = sim_mono_ms() + ms;
+  while (sim_mono_ms() < end) {
     char *body = NULL;
     http("GET", "/_apisim/modify", NULL, NULL, &body);
     bool running = strstr(body, "\"running\":true") != NULL;
@@ -396,13 +355,13 @@ static unsigned count_requests(const char *needle) {
 
 static int setup(void **state) {
   static const char *const gen[] = {"--generate", "pods=3000", "--history", "100000", NULL};
-  if (sim_start(0, gen) < 0) return -1;
+  if (apisim_start(0, gen) < 0) return -1;
   loop_open();
   return 0;
 }
 
 static int teardown(void **state) {
-  sim_stop();
+  apisim_stop();
   return loop_close();
 }
 
@@ -498,11 +457,11 @@ static void test_injected_failures(void **state) {
   ctl("POST", "faults", "{\"action\":\"reset\",\"watch\":false,\"pathPrefix\":\"/api/v1/pods\"}");
   ctl("POST", "faults", "{\"action\":\"status\",\"code\":503,\"watch\":true,\"pathPrefix\":\"/api/v1/pods\"}");
   ctl("DELETE", "counters", NULL);
-  uint64_t t0 = mono_ms();
+  uint64_t t0 = sim_mono_ms();
   counts c = {0};
   kc_informer_spec sp = pod_spec();
   kc_informer *inf = informer(&sp, &PODS, &c);
-  uint64_t took = mono_ms() - t0;
+  uint64_t took = sim_mono_ms() - t0;
   /* 1 s Retry-After + backoffs of [0.8, 1.6) and [1.6, 3.2) s at least. */
   assert_true(took >= 1000 + 800 + 1600);
   kc_informer_stats st;
@@ -514,11 +473,11 @@ static void test_injected_failures(void **state) {
   assert_int_equal(st.errors, st.lists - 1);
   uint64_t errors_before = st.errors;
   /* The watch 503 -> relist after backoff; then the cache is current. */
-  uint64_t end = mono_ms() + 15000;
+  uint64_t end = sim_mono_ms() + 15000;
   do {
     run_ms(50);
     kc_informer_stats_get(inf, &st);
-  } while (st.relists == 0 && mono_ms() < end);
+  } while (st.relists == 0 && sim_mono_ms() < end);
   converge(inf, "/api/v1/pods", NULL, 15000);
   kc_informer_stats_get(inf, &st);
   assert_int_equal(st.errors, errors_before + 1);
@@ -751,14 +710,28 @@ static void test_server_restart(void **state) {
   kc_informer *inf = informer(&sp, &PODS, &c);
   assert_int_equal(c.adds, 3000);
   int port = SIM.port;
-  sim_stop();
+  apisim_stop();
   run_ms(300);
   static const char *const gen[] = {"--generate", "pods=200", NULL};
-  assert_int_equal(sim_start(port, gen), 0);
+  assert_int_equal(apisim_start(port, gen), 0);
   converge(inf, "/api/v1/pods", NULL, 30000);
   fprintf(stderr, "# after restart: adds %u deletes %u\n", c.adds, c.deletes);
   close_inf(inf);
   set_free(&c.deleted);
+}
+
+/* A Pod informer with streamingList: auto (spec in *sp, which must outlive
+ * it), after resetting the simulator's counters; checks its sync: all 3000
+ * Pods added, equal to the server, after one sendInitialEvents request. */
+static kc_informer *streaming_informer(kc_informer_spec *sp, counts *c) {
+  ctl("DELETE", "counters", NULL);
+  *sp = pod_spec();
+  sp->streaming_list = KC_STREAMING_AUTO;
+  kc_informer *inf = informer(sp, &PODS, c);
+  assert_int_equal(c->adds, 3000);
+  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
+  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  return inf;
 }
 
 /* Streaming list (sendInitialEvents, the default streamingList: auto): the
@@ -766,14 +739,9 @@ static void test_server_restart(void **state) {
  * stream; after compaction and dropped watches the informer streams again
  * and ends equal to the server, with the deletes it missed. */
 static void test_streaming_list(void **state) {
-  ctl("DELETE", "counters", NULL);
   counts c = {0};
-  kc_informer_spec sp = pod_spec();
-  sp.streaming_list = KC_STREAMING_AUTO;
-  kc_informer *inf = informer(&sp, &PODS, &c);
-  assert_int_equal(c.adds, 3000);
-  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
-  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  kc_informer_spec sp;
+  kc_informer *inf = streaming_informer(&sp, &c);
   assert_int_equal(count_requests("limit="), 0);
   ctl("POST", "modify", "{\"resource\":\"pods\",\"count\":500,\"rate\":0}");
   wait_modify_done(20000);
@@ -804,14 +772,9 @@ static void test_streaming_list(void **state) {
  * LIST+WATCH at once and stays there. */
 static void test_streaming_fallback(void **state) {
   ctl("POST", "config", "{\"watchList\":false}");
-  ctl("DELETE", "counters", NULL);
   counts c = {0};
-  kc_informer_spec sp = pod_spec();
-  sp.streaming_list = KC_STREAMING_AUTO;
-  kc_informer *inf = informer(&sp, &PODS, &c);
-  assert_int_equal(c.adds, 3000);
-  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
-  assert_int_equal(count_requests("sendInitialEvents=true"), 1);
+  kc_informer_spec sp;
+  kc_informer *inf = streaming_informer(&sp, &c);
   assert_true(count_requests("limit=500") >= 1);
   ctl("POST", "compact", NULL);
   ctl("POST", "drop-watches", NULL);

@@ -11,34 +11,7 @@
 #include <cmocka.h>
 
 #include "kobj.h"
-
-#define FIX "../shared/fixtures/objects/"
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
-}
-
-static kc_obj *load(const char *name, const kc_transform *t) {
-  char path[256], err[256];
-  snprintf(path, sizeof path, FIX "%s", name);
-  size_t len;
-  char *text = read_file(path, &len);
-  kc_obj *o = kc_obj_parse(text, len, t, err, sizeof err);
-  if (!o) fail_msg("%s: %s", name, err);
-  free(text);
-  return o;
-}
+#include "testutil.h"
 
 static void assert_str(kc_str s, const char *want) {
   if (!want) {
@@ -92,7 +65,7 @@ static void test_fixture_identity(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
     const struct fix *f = &fixtures[i];
-    kc_obj *o = load(f->file, NULL);
+    kc_obj *o = tu_fixture_obj(f->file, NULL);
     assert_int_equal(o->refs, 1);
     assert_str(o->kind, f->kind);
     assert_str(o->api_version, f->api_version);
@@ -122,7 +95,7 @@ static void test_fixture_identity(void **state) {
 
 static void test_labels_sorted(void **state) {
   (void)state;
-  kc_obj *o = load("node-kubernetes-fieldmanager.json", NULL);
+  kc_obj *o = tu_fixture_obj("node-kubernetes-fieldmanager.json", NULL);
   static const char *keys[] = {"beta.kubernetes.io/arch",
                                "beta.kubernetes.io/fluentd-ds-ready",
                                "beta.kubernetes.io/instance-type",
@@ -169,13 +142,13 @@ static void test_labels_sorted(void **state) {
 static void test_key(void **state) {
   (void)state;
   char buf[64];
-  kc_obj *o = load("pod-k8s-openapi-coredns.json", NULL);
+  kc_obj *o = tu_fixture_obj("pod-k8s-openapi-coredns.json", NULL);
   assert_int_equal(kc_obj_key(o, buf, sizeof buf), strlen("kube-system/coredns-55cb58b774-8mcpn"));
   assert_string_equal(buf, "kube-system/coredns-55cb58b774-8mcpn");
   assert_int_equal(kc_obj_key(o, buf, 36), -ENOSPC); /* needs 36 + NUL */
   assert_int_equal(kc_obj_key(o, buf, 37), 36);
   kc_obj_unref(o);
-  o = load("node-kubernetes-fieldmanager.json", NULL);
+  o = tu_fixture_obj("node-kubernetes-fieldmanager.json", NULL);
   assert_int_equal(kc_obj_key(o, buf, sizeof buf), strlen("node-default-pool-something"));
   assert_string_equal(buf, "node-default-pool-something");
   kc_obj_unref(o);
@@ -183,7 +156,7 @@ static void test_key(void **state) {
 
 static void test_get(void **state) {
   (void)state;
-  kc_obj *o = load("pod-insights-operator-prometheus.json", NULL);
+  kc_obj *o = tu_fixture_obj("pod-insights-operator-prometheus.json", NULL);
   kc_json_value v;
   char buf[256];
   assert_int_equal(kc_obj_get(o, "spec.nodeName", &v), 0);
@@ -243,7 +216,7 @@ static void test_get(void **state) {
   assert_int_equal(kc_obj_get(o, NULL, &v), -EINVAL);
   /* Cluster-scoped CR: bracket first segment, deep path. */
   kc_obj_unref(o);
-  o = load("clusteroperator-insights-operator-network.json", NULL);
+  o = tu_fixture_obj("clusteroperator-insights-operator-network.json", NULL);
   assert_int_equal(kc_obj_get(o, "[\"status\"].conditions[0].type", &v), 0);
   assert_int_equal(v.type, KC_JSON_STRING);
   kc_obj_unref(o);
@@ -267,7 +240,7 @@ static bool collect_cb(const kc_json_value *v, void *ud) {
 
 static void test_get_each(void **state) {
   (void)state;
-  kc_obj *o = load("pod-insights-operator-prometheus.json", NULL);
+  kc_obj *o = tu_fixture_obj("pod-insights-operator-prometheus.json", NULL);
   struct collect c = {0};
   assert_int_equal(kc_obj_get_each(o, "metadata.ownerReferences[].uid", collect_cb, &c), 1);
   assert_string_equal(c.vals[0], "8e2bf3fd-dc62-4904-8023-30ff9809caf9");
@@ -348,8 +321,8 @@ static void test_transform(void **state) {
   (void)state;
   const char *drop[] = {"metadata.managedFields"};
   kc_transform t = {.drop = drop, .ndrop = 1, .metadata_only = false};
-  kc_obj *full = load("pod-k8s-openapi-coredns.json", NULL);
-  kc_obj *o = load("pod-k8s-openapi-coredns.json", &t);
+  kc_obj *full = tu_fixture_obj("pod-k8s-openapi-coredns.json", NULL);
+  kc_obj *o = tu_fixture_obj("pod-k8s-openapi-coredns.json", &t);
   kc_json_value v;
   assert_int_equal(kc_obj_get(full, "metadata.managedFields[0].manager", &v), 0);
   assert_int_equal(v.type, KC_JSON_STRING);
@@ -370,7 +343,7 @@ static void test_transform(void **state) {
 
   /* metadata-only */
   kc_transform mo = {.drop = NULL, .ndrop = 0, .metadata_only = true};
-  o = load("pod-k8s-openapi-coredns.json", &mo);
+  o = tu_fixture_obj("pod-k8s-openapi-coredns.json", &mo);
   assert_int_equal(o->json_len, 3765); /* python: {kind, apiVersion, metadata} */
   assert_int_equal(kc_obj_get(o, "spec", &v), 0);
   assert_int_equal(v.type, KC_JSON_ABSENT);
@@ -386,7 +359,7 @@ static void test_transform(void **state) {
   const char *drop2[] = {"metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
                          "spec.template.spec.containers[].resources", "no.such.path", "status"};
   kc_transform t2 = {.drop = drop2, .ndrop = 4, .metadata_only = false};
-  o = load("deployment-k9s.json", &t2);
+  o = tu_fixture_obj("deployment-k9s.json", &t2);
   assert_null(strstr(o->json, "last-applied-configuration"));
   assert_non_null(strstr(o->json, "deployment.kubernetes.io/revision"));
   assert_int_equal(kc_obj_get(o, "spec.template.spec.containers[0].resources", &v), 0);
@@ -432,10 +405,10 @@ static kc_obj *build_small(kc_obj_builder *b) {
 static void test_type(void **state) {
   (void)state;
   char err[256];
-  kc_obj *full = load("configmap-k9s.json", NULL);
+  kc_obj *full = tu_fixture_obj("configmap-k9s.json", NULL);
   const char *drop[] = {"kind", "apiVersion"};
   kc_transform untyped = {.drop = drop, .ndrop = 2};
-  kc_obj *bare = load("configmap-k9s.json", &untyped);
+  kc_obj *bare = tu_fixture_obj("configmap-k9s.json", &untyped);
   assert_null(bare->kind.ptr);
   kc_transform typed = {.kind = "ConfigMap", .api_version = "v1"};
   kc_obj *o = kc_obj_parse(bare->json, bare->json_len, &typed, err, sizeof err);
@@ -461,7 +434,7 @@ static void test_type(void **state) {
   assert_ptr_equal(v.raw.ptr + 1, o->name.ptr);
   kc_obj_unref(o);
   /* An object that has its type: the same text as without a type. */
-  o = load("configmap-k9s.json", &typed);
+  o = tu_fixture_obj("configmap-k9s.json", &typed);
   assert_string_equal(o->json, full->json);
   kc_obj_unref(o);
   kc_obj_unref(bare);
@@ -539,7 +512,7 @@ static void test_status_capture(void **state) {
   assert_string_equal(o->json, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{}}");
   kc_obj_unref(o);
   /* A Pod's map-valued status is not a Status string. */
-  o = load("pod-k9s-sidecar.json", NULL);
+  o = tu_fixture_obj("pod-k9s-sidecar.json", NULL);
   kc_obj_unref(o);
 }
 
@@ -568,7 +541,7 @@ static void test_large_object(void **state) {
   (void)state;
   /* A ConfigMap fixture with a 3 MiB value: larger than etcd's 1.5 MiB. */
   size_t flen;
-  char *base = read_file(FIX "configmap-k9s.json", &flen);
+  char *base = tu_fixture("objects/configmap-k9s.json", &flen);
   const size_t big = 3u << 20;
   size_t cap = flen + big + 64;
   char *text = malloc(cap);

@@ -10,9 +10,8 @@
 
 #include "hostapi.h"
 #include "plugin_host.h"
+#include "testutil.h"
 #include "../../plugins/reloader/reloader.c"
-
-#define FIX "../shared/fixtures/objects/"
 
 static kctrld_str S_(const char *s) { return (kctrld_str){s, strlen(s)}; }
 
@@ -45,25 +44,11 @@ static kc_obj *load(const char *text) {
   return o;
 }
 
-static char *slurp(const char *name) {
-  char path[256];
-  snprintf(path, sizeof path, FIX "%s", name);
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("fixture %s missing (run from the repository root)", path);
-  static char buf[1 << 20];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return strdup(buf);
-}
-
 static void test_refs(void **state) {
   kc_plugin_host_set_services(kc_hostapi_services());
   H = kc_plugin_host_api();
   /* deployment-k9s: two env secretKeyRefs to one Secret. */
-  char *text = slurp("deployment-k9s.json");
-  kc_obj *d = load(text);
-  free(text);
+  kc_obj *d = tu_fixture_obj("deployment-k9s.json", NULL);
   struct refs r = {0};
   collect_refs((const kctrld_object *)d, &r);
   assert_int_equal(r.cm.n, 0);
@@ -75,9 +60,7 @@ static void test_refs(void **state) {
 
   /* The coredns Pod's spec as a Deployment template: a configMap volume and
    * a projected configMap, plus envFrom/init references added here. */
-  text = slurp("pod-k8s-openapi-coredns.json");
-  kc_obj *p = load(text);
-  free(text);
+  kc_obj *p = tu_fixture_obj("pod-k8s-openapi-coredns.json", NULL);
   kc_json_value spec;
   assert_int_equal(kc_obj_get(p, "spec", &spec), 0);
   pu_buf b = {0};

@@ -32,6 +32,7 @@
 #include "mini_server.h"
 #include "reflector.h"
 #include "store_podgen.h"
+#include "testutil.h"
 
 #define MAXSTEPS 24
 #define MAXCHUNKS 8
@@ -594,17 +595,6 @@ static void test_unknown_event_type_ignored(void **state) {
   assert_int_equal(kc_reflector_stats_get(F.r)->relists, 0);
 }
 
-/* Reads the file a test redirected stderr to. */
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  static char buf[65536];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return buf;
-}
-
 /* A malformed event: logged with context (reflector, event number, byte
  * offset), events before it stand, relist at the last good RV, no crash. */
 static void test_malformed_event_relists(void **state) {
@@ -626,8 +616,9 @@ static void test_malformed_event_relists(void **state) {
   dup2(saved, 2);
   close(saved);
   close(lfd);
-  char *log = slurp(logpath);
+  char *log = tu_read_file(logpath, NULL);
   unlink(logpath);
+  assert_non_null(log);
   fputs(log, stderr);
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds=T&watch=true",
@@ -638,6 +629,7 @@ static void test_malformed_event_relists(void **state) {
   assert_non_null(strstr(log, "malformed"));
   assert_non_null(strstr(log, "event 2"));
   assert_non_null(strstr(log, "offset"));
+  free(log);
 }
 
 /* A watch that ends at once with no event is "very short": relist after a

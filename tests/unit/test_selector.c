@@ -15,26 +15,7 @@
 
 #include "kobj.h"
 #include "selector.h"
-
-#define FIX "../shared/fixtures/objects/"
-
-static kc_obj *load(const char *name) {
-  char path[256], err[256];
-  snprintf(path, sizeof path, FIX "%s", name);
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  kc_obj *o = kc_obj_parse(buf, (size_t)n, NULL, err, sizeof err);
-  if (!o) fail_msg("%s: %s", name, err);
-  free(buf);
-  return o;
-}
+#include "testutil.h"
 
 /* ---- label selector: valid inputs and their canonical form --------------- */
 
@@ -278,9 +259,9 @@ static void test_label_matching(void **state) {
 
 static void test_label_matching_fixtures(void **state) {
   (void)state;
-  kc_obj *dns = load("pod-k8s-openapi-coredns.json");
-  kc_obj *prom = load("pod-insights-operator-prometheus.json");
-  kc_obj *sidecar = load("pod-k9s-sidecar.json"); /* no labels */
+  kc_obj *dns = tu_fixture_obj("pod-k8s-openapi-coredns.json", NULL);
+  kc_obj *prom = tu_fixture_obj("pod-insights-operator-prometheus.json", NULL);
+  kc_obj *sidecar = tu_fixture_obj("pod-k9s-sidecar.json", NULL); /* no labels */
   struct {
     const char *sel;
     bool dns, prom, sidecar;
@@ -402,8 +383,8 @@ static bool fm(const char *s, const kc_obj *o) {
 
 static void test_field_matching(void **state) {
   (void)state;
-  kc_obj *pod = load("pod-k8s-openapi-coredns.json");
-  kc_obj *node = load("node-kubernetes-fieldmanager.json");
+  kc_obj *pod = tu_fixture_obj("pod-k8s-openapi-coredns.json", NULL);
+  kc_obj *node = tu_fixture_obj("node-kubernetes-fieldmanager.json", NULL);
   fv(pod, "metadata.name", "coredns-55cb58b774-8mcpn");
   fv(pod, "metadata.namespace", "kube-system");
   fv(pod, "spec.nodeName", "v1.30-control-plane");

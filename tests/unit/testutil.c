@@ -2,8 +2,14 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
 
 char *tu_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -33,4 +39,24 @@ char *tu_read_file(const char *path, size_t *len) {
   buf[n] = '\0';
   if (len) *len = n;
   return buf;
+}
+
+char *tu_fixture(const char *name, size_t *len) {
+  char path[512];
+  snprintf(path, sizeof path, TU_FIXTURES "%s", name);
+  char *text = tu_read_file(path, len);
+  if (!text)
+    fail_msg("fixture %s: %s (run the tests from the repository root)", path, strerror(errno));
+  return text;
+}
+
+kc_obj *tu_fixture_obj(const char *name, const kc_transform *t) {
+  char path[512], err[256];
+  snprintf(path, sizeof path, "objects/%s", name);
+  size_t len;
+  char *text = tu_fixture(path, &len);
+  kc_obj *o = kc_obj_parse(text, len, t, err, sizeof err);
+  free(text);
+  if (!o) fail_msg("fixture %s: %s", name, err);
+  return o;
 }

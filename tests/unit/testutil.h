@@ -1,15 +1,34 @@
-/* testutil: small helpers shared by the unit tests (linked into each).
+/* testutil: small helpers shared by the unit tests (linked into each): file
+ * and fixture reading.
  *
- * Threads: any. Errors: NULL (errno set) when the file cannot be read.
- * Ownership: returned buffers are malloc'ed; the caller frees them.
+ * Threads: any for tu_read_file; the test's own thread for the tu_fixture*
+ * helpers (they fail the running cmocka test).
+ * Errors: tu_read_file returns NULL (errno set) when the file cannot be read;
+ * the tu_fixture* helpers never return on error: they fail the test with a
+ * message naming the path.
+ * Ownership: returned buffers are malloc'ed and objects carry one reference;
+ * the caller frees them (free, kc_obj_unref).
  */
 #ifndef TEST_TESTUTIL_H
 #define TEST_TESTUTIL_H
 
 #include <stddef.h>
 
+#include "kobj.h"
+
+/* Where the tests find the shared fixtures, relative to the repository root. */
+#define TU_FIXTURES "../shared/fixtures/"
+
 /* The whole file at path, NUL-terminated (binary-safe: *len, if not NULL,
  * is its length without the NUL). */
 char *tu_read_file(const char *path, size_t *len);
+
+/* The fixture TU_FIXTURES NAME (e.g. "objects/pod-k9s-sidecar.json"), as
+ * tu_read_file. */
+char *tu_fixture(const char *name, size_t *len);
+
+/* The object fixture TU_FIXTURES "objects/" NAME parsed with transform t
+ * (NULL: none). */
+kc_obj *tu_fixture_obj(const char *name, const kc_transform *t);
 
 #endif
