@@ -281,7 +281,9 @@ static int scenario(long n, long events, bool drop_mf, result *res) {
   kc_informer_spec sp = {.api_version = "v1", .kind = "Pod", .group = "", .label_selector = "",
                          .field_selector = "", .page_size = 500, .watch_timeout_ms = 300000,
                          .watch_inactivity_ms = 0, .identity = "bench", .indexes = idx,
-                         .nindexes = 1, .drop = drop_mf ? drop : NULL, .ndrop = drop_mf ? 1 : 0};
+                         .nindexes = 1, .drop = drop_mf ? drop : NULL, .ndrop = drop_mf ? 1 : 0,
+                         /* The replay server knows LIST and one WATCH, not sendInitialEvents. */
+                         .streaming_list = KC_STREAMING_OFF};
   kc_resource_ref ref = {"/api/v1", "pods", true};
   kc_informer *inf = NULL;
   if (kc_informer_new(&loop, api, &sp, &ref, &inf) != 0) return -1;
