@@ -139,6 +139,12 @@ typedef struct dpath {
   uint32_t nseg;
 } dpath;
 
+/* A fast level (raw mode, nothing inside can matter: no role, no drop or
+ * capture path, not skipped) lets keys, scalars and containers inside it
+ * return at once; most of an object's text is in such levels. Only `fast`
+ * and `is_array` are set in a fast level opened inside a fast level. */
+enum { FAST_NO = 0, FAST_MAP, FAST_ARRAY };
+
 typedef struct level {
   uint64_t drop;     /* drop paths whose segments matched down to here */
   uint64_t cap;      /* capture paths whose segments matched down to here */
@@ -148,6 +154,7 @@ typedef struct level {
   uint8_t has_elems; /* an element was emitted: the next needs a comma */
   uint8_t role;
   uint8_t skip;      /* inside a dropped subtree: emit nothing */
+  uint8_t fast;      /* FAST_*, see above */
 } level;
 
 typedef struct lab {
@@ -720,9 +727,9 @@ static bool parse_i64(const char *s, size_t len, int64_t *out) {
 }
 
 int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
-  if (b->depth == 0 || b->st[b->depth].is_array)
-    return fail(b, -EBADMSG, "key outside an object");
   level *pl = &b->st[b->depth];
+  if (pl->fast == FAST_MAP) return 0; /* st[0] is never fast */
+  if (b->depth == 0 || pl->is_array) return fail(b, -EBADMSG, "key outside an object");
   if (b->raw && pl->role == R_NONE && (pl->drop | pl->cap) == 0 && b->depth > 1) {
     /* Hot path: a key nobody looks at (most keys of an object). */
     b->v_role = R_NONE;
@@ -864,6 +871,7 @@ static bool needs_slice(uint8_t role) {
 }
 
 int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
+  if (b->st[b->depth].fast) return 0;
   uint8_t role, skip;
   uint64_t drop, cap;
   if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
@@ -915,6 +923,7 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
 }
 
 int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
+  if (b->st[b->depth].fast) return 0;
   uint8_t role, skip;
   uint64_t drop, cap;
   if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
@@ -948,6 +957,7 @@ int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
 
 /* null, true, false; `value`: the literal is a field value (not null). */
 static int put_literal(kc_obj_builder *b, const char *lit, size_t n, bool value) {
+  if (b->st[b->depth].fast) return 0;
   uint8_t role, skip;
   uint64_t drop, cap;
   if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
@@ -970,6 +980,14 @@ int kc_obj_builder_bool(kc_obj_builder *b, bool v) {
 }
 
 static int start_container(kc_obj_builder *b, bool is_array) {
+  if (b->st[b->depth].fast) {
+    if (b->depth >= KC_OBJ_MAX_DEPTH)
+      return fail(b, -E2BIG, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
+    level *l = &b->st[++b->depth];
+    l->fast = is_array ? FAST_ARRAY : FAST_MAP;
+    l->is_array = is_array;
+    return 0;
+  }
   uint8_t role, skip;
   uint64_t drop, cap;
   if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
@@ -997,10 +1015,19 @@ static int start_container(kc_obj_builder *b, bool is_array) {
   l->has_elems = 0;
   l->role = role;
   l->skip = skip;
+  l->fast = b->raw && role == R_NONE && !skip && !drop && !cap && b->depth > 1
+                ? (is_array ? FAST_ARRAY : FAST_MAP)
+                : FAST_NO;
   return 0;
 }
 
 static int end_container(kc_obj_builder *b, bool is_array) {
+  level *fl = &b->st[b->depth];
+  if (fl->fast && fl->is_array == is_array) {
+    /* depth > 1 and not inside a dropped member: nothing to flush */
+    b->depth--;
+    return 0;
+  }
   if (b->depth == 0 || b->st[b->depth].is_array != is_array)
     return fail(b, -EBADMSG, "unbalanced container");
   level *l = &b->st[b->depth--];

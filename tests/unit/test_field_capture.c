@@ -494,7 +494,7 @@ static void test_not_capturable(void **state) {
   kc_obj_unref(o);
   /* a store with more paths than a capture holds: no capture spec */
   const char *many[KC_STORE_MAX_INDEX_PATHS];
-  char names[3][8], bufs[KC_STORE_MAX_INDEX_PATHS][24];
+  char names[3][16], bufs[KC_STORE_MAX_INDEX_PATHS][24];
   for (int i = 0; i < KC_STORE_MAX_INDEX_PATHS; i++) {
     snprintf(bufs[i], sizeof bufs[i], "spec.f%d", i);
     many[i] = bufs[i];
