@@ -12,7 +12,9 @@
  * Index memory is a few bytes per (object, index value): sets hold 32-bit
  * slot numbers, and label/namespace strings point into the text of a stored
  * object instead of being copied (re-pointed when that object leaves).
- * Field-index values are copied once per distinct value.
+ * Field-index values are copied once per distinct value. They are read from
+ * the object's field capture when it was built with this store's
+ * (kc_store_capture), else found by scanning the object's text.
  *
  * Threads: written by the loop thread only (upsert, delete, replace, free).
  * Read functions (get, list, by_index, count, bytes, index_bytes) may be
