@@ -48,6 +48,7 @@ struct kc_decoder {
   enum expect expect;
   unsigned skip;  /* open containers inside a skipped envelope value */
   bool building;  /* the builder is receiving events */
+  unsigned bdepth; /* containers open in the builder: 0 again = object done */
 
   /* WATCH: the event being read */
   char type[64];
@@ -153,6 +154,7 @@ static int after_close(kc_decoder *d, int rc) {
 static int start_object(kc_decoder *d) {
   kc_obj_builder_reset(d->b);
   d->building = true;
+  d->bdepth = 1;
   return fwd(d, kc_obj_builder_start_map(d->b));
 }
 
@@ -289,7 +291,10 @@ static void event_reset(kc_decoder *d) {
 
 static int d_start_map(void *c) {
   kc_decoder *d = c;
-  if (d->building) return fwd(d, kc_obj_builder_start_map(d->b));
+  if (d->building) {
+    d->bdepth++;
+    return fwd(d, kc_obj_builder_start_map(d->b));
+  }
   if (d->skip) {
     d->skip++;
     return 1;
@@ -341,7 +346,10 @@ static int derive_type(kc_decoder *d) {
 
 static int d_start_array(void *c) {
   kc_decoder *d = c;
-  if (d->building) return fwd(d, kc_obj_builder_start_array(d->b));
+  if (d->building) {
+    d->bdepth++;
+    return fwd(d, kc_obj_builder_start_array(d->b));
+  }
   if (d->skip) {
     d->skip++;
     return 1;
@@ -367,7 +375,12 @@ static int d_start_array(void *c) {
 
 static int d_end_map(void *c) {
   kc_decoder *d = c;
-  if (d->building) return after_close(d, kc_obj_builder_end_map(d->b));
+  if (d->building) {
+    int rc = kc_obj_builder_end_map(d->b);
+    /* Inner containers: no need to ask the builder whether it is done. */
+    if (rc == 0 && --d->bdepth > 0) return 1;
+    return after_close(d, rc);
+  }
   if (d->skip) {
     d->skip--;
     return 1;
@@ -382,7 +395,11 @@ static int d_end_map(void *c) {
 
 static int d_end_array(void *c) {
   kc_decoder *d = c;
-  if (d->building) return after_close(d, kc_obj_builder_end_array(d->b));
+  if (d->building) {
+    int rc = kc_obj_builder_end_array(d->b);
+    if (rc == 0 && --d->bdepth > 0) return 1;
+    return after_close(d, rc);
+  }
   if (d->skip) {
     d->skip--;
     return 1;

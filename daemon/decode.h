@@ -5,8 +5,9 @@
  * string escape or a UTF-8 sequence); it never buffers a whole list or event.
  * Each object is built directly while parsing (kobj.h builder in raw mode:
  * the object's bytes are copied from the input as received, dropped members
- * are cut out, identity fields and labels are located on the way; one malloc
- * per finished object) and handed over as soon as it closes:
+ * are cut out, identity fields and labels are located on the way, and so are
+ * the values of the transform's field capture, kobj.h; one malloc per
+ * finished object) and handed over as soon as it closes:
  *   LIST:  every element of `items` -> callbacks.item, then the list's
  *          metadata (resourceVersion, continue, ...) -> callbacks.list_end.
  *          Items get kind and apiVersion (kobj.h "Object type"): from the

@@ -160,7 +160,9 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
         .label_selector = spec->label_selector,
         .field_selector = spec->field_selector,
         .transform = {.drop = spec->drop, .ndrop = spec->ndrop, .metadata_only = spec->metadata_only,
-                      .kind = spec->kind, .api_version = spec->api_version},
+                      .kind = spec->kind, .api_version = spec->api_version,
+                      /* objects carry their index values: no rescan in the store */
+                      .capture = kc_store_capture(p->store)},
         /* config pageSize 0 = one unpaginated list; watchTimeout is the
          * base of the jittered timeoutSeconds; watchInactivityTimeout 0 =
          * never restart a quiet watch. */

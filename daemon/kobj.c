@@ -98,6 +98,11 @@ static int path_next(const char **pp, seg *s, bool first) {
 /* ------------------------------------------------------------------ */
 /* Builder */
 
+static inline bool key_is(const char *s, size_t len, const char *lit, size_t litlen) {
+  return len == litlen && memcmp(s, lit, len) == 0;
+}
+#define KEY_IS(s, len, lit) key_is(s, len, lit, sizeof(lit) - 1)
+
 enum role {
   R_NONE = 0,
   R_ROOT,
@@ -134,17 +139,32 @@ typedef struct dpath {
   uint32_t nseg;
 } dpath;
 
+/* A fast level (raw mode, nothing inside can matter: no role, no drop or
+ * capture path, not skipped) lets keys, scalars and containers inside it
+ * return at once; most of an object's text is in such levels. Only `fast`
+ * and `is_array` are set in a fast level opened inside a fast level. */
+enum { FAST_NO = 0, FAST_MAP, FAST_ARRAY };
+
 typedef struct level {
   uint64_t drop;     /* drop paths whose segments matched down to here */
+  uint64_t cap;      /* capture paths whose segments matched down to here */
+  uint64_t cap_seen; /* capture paths that met their key here: later duplicates don't count */
+  uint32_t nelem;    /* arrays with capture paths: elements begun so far */
   uint8_t is_array;
   uint8_t has_elems; /* an element was emitted: the next needs a comma */
   uint8_t role;
   uint8_t skip;      /* inside a dropped subtree: emit nothing */
+  uint8_t fast;      /* FAST_*, see above */
 } level;
 
 typedef struct lab {
   uint32_t koff, klen, voff, vlen;
 } lab;
+
+/* A captured value: bytes [off, off+len) of cbuf, for group `group`. */
+typedef struct cent {
+  uint32_t group, off, len;
+} cent;
 
 struct kc_obj_builder {
   dpath *paths;
@@ -179,9 +199,21 @@ struct kc_obj_builder {
   bool strip_comma;    /* a dropped first member: eat the next leading ',' */
   level st[KC_OBJ_MAX_DEPTH + 1];
 
+  /* Field capture (kobj.h): compiled paths, their groups and lengths. */
+  dpath *cpaths;
+  char *cpathbuf;
+  uint32_t ncap, ngroups;
+  uint32_t cgroup[KC_CAPTURE_MAX_PATHS];
+  uint8_t cnseg[KC_CAPTURE_MAX_PATHS];
+  uint64_t ctag; /* 0: no capture */
+  char *cbuf;    /* rendered values of the current object */
+  size_t clen, ccap;
+  cent *cents;
+  size_t ncent, capcent;
+
   /* Context of the next value in a map, set by the key. */
   uint8_t v_role, v_skip;
-  uint64_t v_drop;
+  uint64_t v_drop, v_cap;
   uint32_t v_koff, v_klen;
 
   struct {
@@ -248,6 +280,64 @@ void kc_obj_builder_set_max_bytes(kc_obj_builder *b, size_t max_bytes) {
   b->lim = 0; /* re-evaluated by the next reserve */
 }
 
+/* Parses a capture path into dp (segments point into `path`). False when
+ * malformed, longer than MAX_SEGS, or starting with kind/apiVersion. */
+static bool capture_parse(const char *path, dpath *dp) {
+  dp->nseg = 0;
+  seg sg;
+  int rc;
+  while ((rc = path_next(&path, &sg, dp->nseg == 0)) == 1) {
+    if (dp->nseg == MAX_SEGS) return false;
+    dp->segs[dp->nseg++] = sg;
+  }
+  if (rc < 0) return false;
+  const seg *f = &dp->segs[0];
+  return !(f->type == SEG_KEY && (key_is(f->key, f->len, "kind", 4) ||
+                                  key_is(f->key, f->len, "apiVersion", 10)));
+}
+
+uint64_t kc_capture_tag(const kc_capture_spec *c) {
+  if (!c || !c->paths || !c->groups || c->npaths == 0 || c->npaths > KC_CAPTURE_MAX_PATHS)
+    return 0;
+  uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over (group, path, NUL)... */
+  for (size_t i = 0; i < c->npaths; i++) {
+    uint32_t g = c->groups[i];
+    if (i == 0 ? g != 0 : (g != c->groups[i - 1] && g != c->groups[i - 1] + 1)) return 0;
+    dpath dp;
+    if (!c->paths[i] || !capture_parse(c->paths[i], &dp)) return 0;
+    for (int k = 0; k < 4; k++) h = (h ^ ((g >> (8 * k)) & 0xff)) * 0x100000001b3ULL;
+    for (const char *q = c->paths[i];; q++) {
+      h = (h ^ (uint8_t)*q) * 0x100000001b3ULL;
+      if (!*q) break;
+    }
+  }
+  return h ? h : 1;
+}
+
+/* Copies and compiles t->capture; a spec that is not capturable is ignored. */
+static int capture_setup(kc_obj_builder *b, const kc_capture_spec *c) {
+  uint64_t tag = kc_capture_tag(c);
+  if (!tag) return 0;
+  size_t total = 0;
+  for (size_t i = 0; i < c->npaths; i++) total += strlen(c->paths[i]) + 1;
+  b->cpaths = calloc(c->npaths, sizeof *b->cpaths);
+  b->cpathbuf = malloc(total);
+  if (!b->cpaths || !b->cpathbuf) return -ENOMEM;
+  char *w = b->cpathbuf;
+  for (size_t i = 0; i < c->npaths; i++) {
+    size_t n = strlen(c->paths[i]) + 1;
+    memcpy(w, c->paths[i], n);
+    if (!capture_parse(w, &b->cpaths[i])) return -EINVAL; /* cannot happen: tag checked */
+    w += n;
+    b->cgroup[i] = c->groups[i];
+    b->cnseg[i] = (uint8_t)b->cpaths[i].nseg;
+  }
+  b->ncap = (uint32_t)c->npaths;
+  b->ngroups = c->groups[c->npaths - 1] + 1;
+  b->ctag = tag;
+  return 0;
+}
+
 kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
   kc_obj_builder *b = calloc(1, sizeof *b);
   if (!b) return NULL;
@@ -289,6 +379,13 @@ kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
       if (rc < 0 || dp->segs[dp->nseg - 1].type == SEG_EACH) goto inval;
     }
     b->npaths = (uint32_t)t->ndrop;
+    int crc = capture_setup(b, t->capture);
+    if (crc == -ENOMEM) {
+      kc_obj_builder_free(b);
+      errno = ENOMEM;
+      return NULL;
+    }
+    if (crc < 0) goto inval;
     if (t->kind || t->api_version) {
       int rc = kc_obj_builder_set_type(b, kc_str_c(t->kind), kc_str_c(t->api_version));
       if (rc == -ENOMEM) {
@@ -311,6 +408,10 @@ void kc_obj_builder_free(kc_obj_builder *b) {
   if (!b) return;
   free(b->paths);
   free(b->pathbuf);
+  free(b->cpaths);
+  free(b->cpathbuf);
+  free(b->cbuf);
+  free(b->cents);
   free(b->out);
   free(b->labels);
   free(b->type);
@@ -334,6 +435,7 @@ void kc_obj_builder_reset(kc_obj_builder *b) {
   b->rc = 0;
   b->in_drop = false;
   b->strip_comma = false;
+  b->clen = b->ncent = 0;
 }
 
 bool kc_obj_builder_done(const kc_obj_builder *b) { return b->done; }
@@ -511,11 +613,6 @@ int kc_obj_builder_input_end(kc_obj_builder *b) {
   return rc;
 }
 
-static inline bool key_is(const char *s, size_t len, const char *lit, size_t litlen) {
-  return len == litlen && memcmp(s, lit, len) == 0;
-}
-#define KEY_IS(s, len, lit) key_is(s, len, lit, sizeof(lit) - 1)
-
 static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {
   switch (parent) {
   case R_ROOT:
@@ -549,14 +646,21 @@ static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {
   }
 }
 
+static inline uint64_t low_bits(uint32_t n) {
+  return n >= 64 ? UINT64_MAX : ((uint64_t)1 << n) - 1;
+}
+
 /* Context of the value about to start: from the key (maps) or computed
- * (array elements, root). Emits the comma an array element needs. */
-static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t *drop) {
+ * (array elements, root). Emits the comma an array element needs. *cap:
+ * the capture paths that reach this value (none inside skipped values). */
+static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t *drop,
+                       uint64_t *cap) {
   if (b->done) return fail(b, -EBADMSG, "data after the end of the object");
   if (b->depth == 0) {
     *role = R_ROOT;
     *skip = 0;
-    *drop = b->npaths == 64 ? UINT64_MAX : ((uint64_t)1 << b->npaths) - 1;
+    *drop = low_bits(b->npaths);
+    *cap = low_bits(b->ncap);
     return 0;
   }
   level *pl = &b->st[b->depth];
@@ -564,11 +668,13 @@ static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t
     *role = b->v_role;
     *skip = b->v_skip;
     *drop = b->v_drop;
+    *cap = b->v_cap;
     return 0;
   }
   *role = R_NONE;
   *skip = pl->skip;
   *drop = 0;
+  *cap = 0;
   unsigned segi = b->depth - 1;
   for (uint64_t m = pl->drop; m; m &= m - 1) {
     unsigned i = (unsigned)__builtin_ctzll(m);
@@ -577,6 +683,16 @@ static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t
       if (dp->nseg == segi + 1) *skip = 1;
       else *drop |= (uint64_t)1 << i;
     }
+  }
+  if (pl->cap) {
+    uint32_t idx = pl->nelem++;
+    for (uint64_t m = pl->cap; m; m &= m - 1) {
+      unsigned i = (unsigned)__builtin_ctzll(m);
+      const seg *sg = &b->cpaths[i].segs[segi];
+      if (sg->type == SEG_EACH || (sg->type == SEG_INDEX && sg->index == idx))
+        *cap |= (uint64_t)1 << i;
+    }
+    if (*skip) *cap = 0;
   }
   if (!*skip && !b->raw) {
     if (pl->has_elems && put_ch(b, ',')) return b->rc;
@@ -611,14 +727,15 @@ static bool parse_i64(const char *s, size_t len, int64_t *out) {
 }
 
 int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
-  if (b->depth == 0 || b->st[b->depth].is_array)
-    return fail(b, -EBADMSG, "key outside an object");
   level *pl = &b->st[b->depth];
-  if (b->raw && pl->role == R_NONE && pl->drop == 0 && b->depth > 1) {
+  if (pl->fast == FAST_MAP) return 0; /* st[0] is never fast */
+  if (b->depth == 0 || pl->is_array) return fail(b, -EBADMSG, "key outside an object");
+  if (b->raw && pl->role == R_NONE && (pl->drop | pl->cap) == 0 && b->depth > 1) {
     /* Hot path: a key nobody looks at (most keys of an object). */
     b->v_role = R_NONE;
     b->v_skip = pl->skip;
     b->v_drop = 0;
+    b->v_cap = 0;
     return 0;
   }
   uint8_t skip = pl->skip;
@@ -637,9 +754,22 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   if (b->metadata_only && b->depth == 1 && role != R_KIND && role != R_APIVERSION &&
       role != R_METADATA)
     skip = 1;
+  /* Capture paths take the first member of this name that is kept (the
+   * stored text's first occurrence, which is what kc_obj_get finds). */
+  uint64_t cap = 0;
+  if (pl->cap && !skip) {
+    for (uint64_t m = pl->cap & ~pl->cap_seen; m; m &= m - 1) {
+      unsigned i = (unsigned)__builtin_ctzll(m);
+      const seg *sg = &b->cpaths[i].segs[segi];
+      if (sg->type == SEG_KEY && sg->len == n && memcmp(sg->key, k, n) == 0)
+        cap |= (uint64_t)1 << i;
+    }
+    pl->cap_seen |= cap;
+  }
   b->v_role = role;
   b->v_skip = skip;
   b->v_drop = drop;
+  b->v_cap = cap;
   if (b->raw) {
     if (skip && !pl->skip) return raw_drop_key(b);
     if (!skip && role == R_LABEL_VALUE) return raw_string(b, &b->v_koff, &b->v_klen);
@@ -660,6 +790,72 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   return 0;
 }
 
+/* The capture paths of `cap` that end at a value of the current depth. */
+static inline uint64_t cap_ends(const kc_obj_builder *b, uint64_t cap) {
+  uint64_t e = 0;
+  for (uint64_t m = cap; m; m &= m - 1) {
+    unsigned i = (unsigned)__builtin_ctzll(m);
+    if (b->cnseg[i] == b->depth) e |= (uint64_t)1 << i;
+  }
+  return e;
+}
+
+static int cbuf_reserve(kc_obj_builder *b, size_t n) {
+  if (b->ccap - b->clen >= n) return 0;
+  if (n > UINT32_MAX - b->clen) return fail(b, -E2BIG, "captured values too large");
+  size_t nc = b->ccap ? b->ccap : 256;
+  while (nc - b->clen < n) nc *= 2;
+  char *p = realloc(b->cbuf, nc);
+  if (!p) return fail(b, -ENOMEM, "out of memory");
+  b->cbuf = p;
+  b->ccap = nc;
+  return 0;
+}
+
+/* Records the value just rendered at cbuf[clen..clen+len) for every path
+ * of `ends` (one copy of the bytes, one entry per path). */
+static int cap_record(kc_obj_builder *b, uint64_t ends, size_t len) {
+  uint32_t off = (uint32_t)b->clen;
+  b->clen += len;
+  for (uint64_t m = ends; m; m &= m - 1) {
+    unsigned i = (unsigned)__builtin_ctzll(m);
+    if (b->ncent == b->capcent) {
+      size_t nc = b->capcent ? b->capcent * 2 : 16;
+      cent *ne = realloc(b->cents, nc * sizeof *ne);
+      if (!ne) return fail(b, -ENOMEM, "out of memory");
+      b->cents = ne;
+      b->capcent = nc;
+    }
+    b->cents[b->ncent++] = (cent){b->cgroup[i], off, (uint32_t)len};
+  }
+  return 0;
+}
+
+/* A number or boolean: its text is the value. */
+static int cap_text(kc_obj_builder *b, uint64_t cap, const char *s, size_t n) {
+  uint64_t e = cap_ends(b, cap);
+  if (!e) return 0;
+  if (cbuf_reserve(b, n)) return b->rc;
+  memcpy(b->cbuf + b->clen, s, n);
+  return cap_record(b, e, n);
+}
+
+/* A string. Non-raw: yajl's unescaped bytes, which is what decoding the
+ * re-escaped text gives back. Raw: the stored text is the input as sent,
+ * so it is decoded the way kc_obj_get_each's consumers decode it
+ * (kc_json_scalar_text): the same bytes whatever the escapes. */
+static int cap_string(kc_obj_builder *b, uint64_t cap, const char *s, size_t n, uint32_t off,
+                      uint32_t len) {
+  uint64_t e = cap_ends(b, cap);
+  if (!e) return 0;
+  if (!b->raw) return cap_text(b, e, s, n);
+  if (cbuf_reserve(b, (size_t)len + 1)) return b->rc;
+  kc_json_value v = {KC_JSON_STRING, {b->out + off - 1, (size_t)len + 2}};
+  int r = kc_json_scalar_text(&v, b->cbuf + b->clen, b->ccap - b->clen);
+  if (r < 0) return 0; /* undecodable: consumers skip it too */
+  return cap_record(b, e, (size_t)r);
+}
+
 static void set_field(kc_obj_builder *b, enum field f, uint32_t off, uint32_t len) {
   b->f[f].off = off;
   b->f[f].len = len;
@@ -675,15 +871,16 @@ static bool needs_slice(uint8_t role) {
 }
 
 int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
+  if (b->st[b->depth].fast) return 0;
   uint8_t role, skip;
-  uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return b->rc;
+  uint64_t drop, cap;
+  if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
   uint32_t off = 0, len = 0;
   if (b->raw) {
     if (skip) {
       if (b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
-    } else if (needs_slice(role)) {
+    } else if (needs_slice(role) || (cap && cap_ends(b, cap))) {
       if (raw_string(b, &off, &len)) return b->rc;
     }
   } else if (!skip) {
@@ -693,6 +890,7 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
     len = (uint32_t)(b->len - off);
     if (put_ch(b, '"')) return b->rc;
   }
+  if (cap && cap_string(b, cap, s, n, off, len)) return b->rc;
   switch (role) {
   case R_NONE: break;
   case R_KIND: if (!skip) set_field(b, F_KIND, off, len); break;
@@ -725,10 +923,12 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
 }
 
 int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
+  if (b->st[b->depth].fast) return 0;
   uint8_t role, skip;
-  uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return b->rc;
+  uint64_t drop, cap;
+  if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
+  if (cap && cap_text(b, cap, s, n)) return b->rc;
   if (b->raw) {
     if (skip && b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
   } else if (!skip) {
@@ -755,11 +955,14 @@ int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
   return 0;
 }
 
-static int put_literal(kc_obj_builder *b, const char *lit, size_t n) {
+/* null, true, false; `value`: the literal is a field value (not null). */
+static int put_literal(kc_obj_builder *b, const char *lit, size_t n, bool value) {
+  if (b->st[b->depth].fast) return 0;
   uint8_t role, skip;
-  uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return b->rc;
+  uint64_t drop, cap;
+  if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
+  if (cap && value && cap_text(b, cap, lit, n)) return b->rc;
   if (b->raw) {
     if (skip && b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
     return 0;
@@ -771,15 +974,23 @@ static int put_literal(kc_obj_builder *b, const char *lit, size_t n) {
   return 0;
 }
 
-int kc_obj_builder_null(kc_obj_builder *b) { return put_literal(b, "null", 4); }
+int kc_obj_builder_null(kc_obj_builder *b) { return put_literal(b, "null", 4, false); }
 int kc_obj_builder_bool(kc_obj_builder *b, bool v) {
-  return v ? put_literal(b, "true", 4) : put_literal(b, "false", 5);
+  return v ? put_literal(b, "true", 4, true) : put_literal(b, "false", 5, true);
 }
 
 static int start_container(kc_obj_builder *b, bool is_array) {
+  if (b->st[b->depth].fast) {
+    if (b->depth >= KC_OBJ_MAX_DEPTH)
+      return fail(b, -E2BIG, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
+    level *l = &b->st[++b->depth];
+    l->fast = is_array ? FAST_ARRAY : FAST_MAP;
+    l->is_array = is_array;
+    return 0;
+  }
   uint8_t role, skip;
-  uint64_t drop;
-  if (begin_value(b, &role, &skip, &drop)) return b->rc;
+  uint64_t drop, cap;
+  if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
   if (role == R_ROOT && is_array) return fail(b, -EBADMSG, "not a JSON object");
   if (b->depth >= KC_OBJ_MAX_DEPTH)
     return fail(b, -E2BIG, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
@@ -793,16 +1004,30 @@ static int start_container(kc_obj_builder *b, bool is_array) {
                    role != R_ANNOTATIONS && role != R_DETAILS))
     role = R_NONE;
   if (role == R_LABELS && !skip) b->nlabels = 0; /* a repeated labels map replaces */
+  /* Paths ending at a container record nothing (not a scalar). */
+  if (cap) cap &= ~cap_ends(b, cap);
   level *l = &b->st[++b->depth];
   l->drop = drop;
+  l->cap = cap;
+  l->cap_seen = 0;
+  l->nelem = 0;
   l->is_array = is_array;
   l->has_elems = 0;
   l->role = role;
   l->skip = skip;
+  l->fast = b->raw && role == R_NONE && !skip && !drop && !cap && b->depth > 1
+                ? (is_array ? FAST_ARRAY : FAST_MAP)
+                : FAST_NO;
   return 0;
 }
 
 static int end_container(kc_obj_builder *b, bool is_array) {
+  level *fl = &b->st[b->depth];
+  if (fl->fast && fl->is_array == is_array) {
+    /* depth > 1 and not inside a dropped member: nothing to flush */
+    b->depth--;
+    return 0;
+  }
   if (b->depth == 0 || b->st[b->depth].is_array != is_array)
     return fail(b, -EBADMSG, "unbalanced container");
   level *l = &b->st[b->depth--];
@@ -914,6 +1139,76 @@ static void plan_type(const kc_obj_builder *b, tplan *p) {
   for (unsigned i = 0; i < p->n; i++) p->grow -= p->sp[i].cut;
 }
 
+/* The capture record sits right after the text (8-aligned), before the
+ * labels: found from json_len alone. Layout: u64 tag, u32 groups, u32 size
+ * (whole record), then per group u32 count and count x (u32 len, bytes). */
+#define CAP_HDR 16u
+
+static size_t capture_offset(size_t json_len) {
+  return (offsetof(kc_obj, json) + json_len + 1 + 7) & ~(size_t)7;
+}
+
+static size_t capture_size(const kc_obj_builder *b) {
+  size_t n = CAP_HDR + 4 * (size_t)b->ngroups;
+  for (size_t i = 0; i < b->ncent; i++) n += 4 + (size_t)b->cents[i].len;
+  return n;
+}
+
+static unsigned char *put_u32(unsigned char *w, uint32_t v) {
+  memcpy(w, &v, 4);
+  return w + 4;
+}
+
+static void capture_write(const kc_obj_builder *b, unsigned char *w, size_t size) {
+  memcpy(w, &b->ctag, 8);
+  w = put_u32(w + 8, b->ngroups);
+  w = put_u32(w, (uint32_t)size);
+  for (uint32_t g = 0; g < b->ngroups; g++) {
+    uint32_t cnt = 0;
+    for (size_t i = 0; i < b->ncent; i++) cnt += b->cents[i].group == g;
+    w = put_u32(w, cnt);
+    for (size_t i = 0; cnt && i < b->ncent; i++) {
+      const cent *c = &b->cents[i];
+      if (c->group != g) continue;
+      w = put_u32(w, c->len);
+      memcpy(w, b->cbuf + c->off, c->len);
+      w += c->len;
+    }
+  }
+}
+
+bool kc_obj_capture_open(const kc_obj *obj, uint64_t tag, kc_capture_cursor *c) {
+  if (!obj || !obj->captured || !tag) return false;
+  const unsigned char *p = (const unsigned char *)obj + capture_offset(obj->json_len);
+  uint64_t t;
+  uint32_t size;
+  memcpy(&t, p, 8);
+  memcpy(&size, p + 12, 4);
+  if (t != tag) return false;
+  c->p = p + CAP_HDR;
+  c->end = p + size;
+  c->left = 0;
+  return true;
+}
+
+uint32_t kc_capture_next_group(kc_capture_cursor *c) {
+  while (c->left) (void)kc_capture_next_value(c); /* the caller skipped some */
+  if (c->end - c->p < 4) return 0;
+  memcpy(&c->left, c->p, 4);
+  c->p += 4;
+  return c->left;
+}
+
+kc_str kc_capture_next_value(kc_capture_cursor *c) {
+  uint32_t n;
+  if (!c->left || c->end - c->p < 4) return (kc_str){NULL, 0};
+  memcpy(&n, c->p, 4);
+  c->left--;
+  kc_str v = {(const char *)c->p + 4, n};
+  c->p += 4 + (size_t)n;
+  return v;
+}
+
 kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   if (!b->done) {
     errno = EINVAL;
@@ -923,14 +1218,20 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   plan_type(b, &plan);
   size_t len = b->len + plan.grow;
   size_t hdr = offsetof(kc_obj, json);
-  size_t laboff = (hdr + len + 1 + 7) & ~(size_t)7;
+  size_t capoff = capture_offset(len);
+  size_t capsize = b->ctag ? capture_size(b) : 0;
+  size_t laboff = capoff + ((capsize + 7) & ~(size_t)7);
   size_t total = laboff + b->nlabels * sizeof(kc_label);
-  kc_obj *o = len <= UINT32_MAX - 16 ? malloc(total) : NULL;
+  kc_obj *o = len <= UINT32_MAX - 16 && capsize <= UINT32_MAX ? malloc(total) : NULL;
   if (!o) {
     errno = ENOMEM;
     return NULL;
   }
   memset(o, 0, hdr);
+  if (b->ctag) {
+    capture_write(b, (unsigned char *)o + capoff, capsize);
+    o->captured = true;
+  }
   atomic_init(&o->refs, 1);
   o->json_len = (uint32_t)len;
   if (plan.n == 0) {

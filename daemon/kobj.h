@@ -1,7 +1,8 @@
 /* kobj: one cached Kubernetes object, immutable once built, reference counted.
  *
  * Representation (docs/design.md "Objects"): one allocation holding a small
- * header, the sorted labels and the object's JSON text (NUL-terminated):
+ * header, the sorted labels, the captured field values when a field capture
+ * was asked for (see "Field capture") and the object's JSON text (NUL-terminated):
  * minified when built by kc_obj_parse, the bytes as received (minus dropped
  * members) when built by the streaming decoder (decode.h); the API server
  * sends compact JSON, so both are about the wire size. The identity
@@ -61,6 +62,7 @@ typedef struct kc_obj {
   kc_str creation_timestamp;
   int64_t generation;   /* 0 when absent */
   bool deleting;        /* metadata.deletionTimestamp is set */
+  bool captured;        /* built with a field capture (kc_obj_capture_open) */
   uint32_t nlabels;
   const kc_label *labels; /* sorted by key (bytewise), inside this allocation */
   char json[];          /* JSON text of the object as stored (see above) */
@@ -87,13 +89,58 @@ typedef struct kc_obj {
  * The streaming decoder (decode.h) also derives the type of LIST items from
  * the list's own kind/apiVersion when no type is given and those arrive
  * before the items. */
+typedef struct kc_capture_spec kc_capture_spec;
 typedef struct kc_transform {
   const char *const *drop; /* borrowed for the transform's lifetime */
   size_t ndrop;
   bool metadata_only;      /* keep only kind, apiVersion and metadata */
   const char *kind;        /* NULL: no type to stamp; copied by the builder */
   const char *api_version;
+  const kc_capture_spec *capture; /* NULL: none; see "Field capture"; copied by the builder */
 } kc_transform;
+
+/* Field capture: values recorded while an object is built, so that the
+ * store's field indexes (store.h) need not scan the object's text again.
+ * Each path (kc_obj_get_each syntax, "[]" allowed) belongs to a group (one
+ * store index); the object keeps, per group, the values found at its paths,
+ * rendered as kc_json_scalar_text renders them (strings unescaped, numbers
+ * and booleans as their text; null, objects and arrays are not recorded).
+ * They are exactly the values kc_obj_get_each finds on the built object's
+ * text: dropped members are not seen, the first of duplicated keys counts,
+ * an escaped quote inside a string is never taken for structure (e.g. a
+ * path's text inside metadata.managedFields strings). The order inside a
+ * group is document order; consumers sort. Cost: one small record per
+ * object (16 bytes + 4 per group + 4 per value + the value bytes).
+ * A spec is capturable (kc_capture_tag != 0) when it has 1..64 paths of at
+ * most 16 segments, none starting with "kind" or "apiVersion" (the type
+ * stamping may rewrite those), and groups 0, 0.., 1, ... without gaps;
+ * otherwise builders ignore it and consumers scan the text as before. */
+struct kc_capture_spec {
+  const char *const *paths;
+  const uint32_t *groups; /* group of paths[i]: groups[0] == 0, each +0 or +1 */
+  size_t npaths;
+};
+#define KC_CAPTURE_MAX_PATHS 64
+
+/* Identity of a spec's content (paths and groups), never 0; 0 when the spec
+ * is NULL or not capturable. Objects carry the tag of the spec they were
+ * captured with, so a consumer only trusts values captured for its own. */
+uint64_t kc_capture_tag(const kc_capture_spec *c);
+
+/* Reads the values an object captured. Usage:
+ *   kc_capture_cursor c;
+ *   if (kc_obj_capture_open(o, tag, &c))
+ *     for each group g in order: n = kc_capture_next_group(&c);
+ *       n times: kc_str v = kc_capture_next_value(&c);
+ * Values point into the object (not NUL-terminated). */
+typedef struct kc_capture_cursor {
+  const unsigned char *p, *end;
+  uint32_t left; /* values left in the current group */
+} kc_capture_cursor;
+/* False when obj was not captured with a spec of this tag. */
+bool kc_obj_capture_open(const kc_obj *obj, uint64_t tag, kc_capture_cursor *c);
+uint32_t kc_capture_next_group(kc_capture_cursor *c);
+kc_str kc_capture_next_value(kc_capture_cursor *c);
 
 #define KC_OBJ_MAX_TYPE 320 /* bytes of kind and of apiVersion in a kc_transform */
 

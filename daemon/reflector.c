@@ -738,6 +738,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->transform.drop = (const char *const *)r->drop_paths;
   r->transform.ndrop = spec->transform.ndrop;
   r->transform.metadata_only = spec->transform.metadata_only;
+  r->transform.capture = spec->transform.capture; /* borrowed: see reflector.h */
   r->transform.kind = r->type_kind = dup_or_null(spec->transform.kind);
   r->transform.api_version = r->type_api_version = dup_or_null(spec->transform.api_version);
   oom |= (spec->transform.kind && *spec->transform.kind && !r->type_kind) ||

@@ -43,7 +43,10 @@ typedef struct kc_reflector_spec {
   const char *label_selector; /* NULL or "": none */
   const char *field_selector;
   kc_transform transform;     /* drop paths and kind/api_version (the type stamped
-                               * on objects, kobj.h "Object type") are copied */
+                               * on objects, kobj.h "Object type") are copied;
+                               * capture (kobj.h "Field capture") is borrowed and
+                               * must outlive the reflector (the informer passes
+                               * its store's, kc_store_capture) */
   uint32_t page_size;         /* 0: 500 */
   bool no_limit;              /* never send limit: lists in one response (config pageSize 0) */
   uint32_t watch_timeout_s;   /* timeoutSeconds is random in [t, 2t); 0: 300 (client-go) */

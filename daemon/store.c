@@ -395,6 +395,12 @@ struct kc_store {
   dict ns, lkey, lkv;
   fidx *idx;
   size_t nidx;
+  /* Field capture (kobj.h) of all index paths, group = index number:
+   * objects built with it carry their values, read instead of a scan. */
+  const char **cap_paths;
+  uint32_t *cap_groups;
+  kc_capture_spec cap;
+  uint64_t cap_tag; /* 0: not capturable (too many paths, ...) */
   /* writer-only scratch */
   fvlist fv;
   undo *undo;
@@ -502,21 +508,43 @@ typedef struct fvctx {
   int rc;
 } fvctx;
 
+static int fv_item_room(fvlist *fv) {
+  if (fv->n < fv->icap) return 0;
+  size_t nc = fv->icap ? fv->icap * 2 : 16;
+  fvitem *ni = realloc(fv->items, nc * sizeof *ni);
+  if (!ni) return -ENOMEM;
+  fv->items = ni;
+  fv->icap = nc;
+  return 0;
+}
+
+/* Appends a value already rendered (a captured one). */
+static int fv_push_text(fvlist *fv, kc_str v) {
+  if (fv_item_room(fv) < 0) return -ENOMEM;
+  if (fv->cap - fv->len < v.len + 1) {
+    size_t nc = fv->cap ? fv->cap * 2 : 256;
+    while (nc - fv->len < v.len + 1) nc *= 2;
+    char *nb = realloc(fv->buf, nc);
+    if (!nb) return -ENOMEM;
+    fv->buf = nb;
+    fv->cap = nc;
+  }
+  if (v.len) memcpy(fv->buf + fv->len, v.ptr, v.len);
+  fv->buf[fv->len + v.len] = '\0';
+  fv->items[fv->n++] = (fvitem){fv->len, (uint32_t)v.len, hash_pair(fv->buf + fv->len, v.len, NULL, 0)};
+  fv->len += v.len + 1;
+  return 0;
+}
+
 static bool fv_cb(const kc_json_value *v, void *ud) {
   fvctx *c = ud;
   fvlist *fv = c->fv;
   if (v->type == KC_JSON_ABSENT || v->type == KC_JSON_NULL || v->type == KC_JSON_OBJECT ||
       v->type == KC_JSON_ARRAY)
     return true;
-  if (fv->n == fv->icap) {
-    size_t nc = fv->icap ? fv->icap * 2 : 16;
-    fvitem *ni = realloc(fv->items, nc * sizeof *ni);
-    if (!ni) {
-      c->rc = -ENOMEM;
-      return false;
-    }
-    fv->items = ni;
-    fv->icap = nc;
+  if (fv_item_room(fv) < 0) {
+    c->rc = -ENOMEM;
+    return false;
   }
   for (;;) {
     int n = kc_json_scalar_text(v, fv->buf ? fv->buf + fv->len : NULL,
@@ -562,17 +590,27 @@ static int fv_push_start(fvlist *fv) {
 
 /* Extracts every field-index value of obj (sorted, unique per index).
  * Returns the object's base in starts[] or a negative errno. Objects are
- * laid out back to back: object k uses starts[base .. base+nidx]. */
-static long fv_extract(kc_store *s, const kc_obj *obj) {
+ * laid out back to back: object k uses starts[base .. base+nidx]. The
+ * values an object captured for this store's indexes when it was built are
+ * used as they are; other objects (kc_obj_parse without capture, another
+ * index set) have their text scanned, or always when `scan` is true. */
+static long fv_extract_from(kc_store *s, const kc_obj *obj, bool scan) {
   fvlist *fv = &s->fv;
   if (fv->nstarts > 0) fv->nstarts--; /* the previous object's end is our start */
   long base = (long)fv->nstarts;
+  kc_capture_cursor cur;
+  bool captured = !scan && kc_obj_capture_open(obj, s->cap_tag, &cur);
   for (size_t i = 0; i < s->nidx; i++) {
     if (fv_push_start(fv) < 0) return -ENOMEM;
     size_t first = fv->n;
     fvctx c = {fv, 0};
-    for (size_t p = 0; obj && p < s->idx[i].npaths && !c.rc; p++)
-      (void)kc_obj_get_each(obj, s->idx[i].paths[p], fv_cb, &c);
+    if (captured) {
+      for (uint32_t k = kc_capture_next_group(&cur); k > 0 && !c.rc; k--)
+        c.rc = fv_push_text(fv, kc_capture_next_value(&cur));
+    } else {
+      for (size_t p = 0; obj && p < s->idx[i].npaths && !c.rc; p++)
+        (void)kc_obj_get_each(obj, s->idx[i].paths[p], fv_cb, &c);
+    }
     if (c.rc) return c.rc;
     size_t cnt = fv->n - first;
     if (cnt > 1) {
@@ -586,6 +624,8 @@ static long fv_extract(kc_store *s, const kc_obj *obj) {
   if (fv_push_start(fv) < 0) return -ENOMEM;
   return base;
 }
+
+static long fv_extract(kc_store *s, const kc_obj *obj) { return fv_extract_from(s, obj, false); }
 
 static void fv_reset(fvlist *fv) {
   fv->len = fv->n = fv->nstarts = 0;
@@ -924,6 +964,21 @@ kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
       }
     kc_obj_unref(probe);
     fv_reset(&s->fv);
+    size_t ncap = 0;
+    for (size_t i = 0; i < nidx; i++) ncap += s->idx[i].npaths;
+    if (ncap <= KC_CAPTURE_MAX_PATHS) {
+      s->cap_paths = calloc(ncap, sizeof *s->cap_paths);
+      s->cap_groups = calloc(ncap, sizeof *s->cap_groups);
+      if (!s->cap_paths || !s->cap_groups) goto fail;
+      size_t k = 0;
+      for (size_t i = 0; i < nidx; i++)
+        for (size_t p = 0; p < s->idx[i].npaths; p++, k++) {
+          s->cap_paths[k] = s->idx[i].paths[p];
+          s->cap_groups[k] = (uint32_t)i;
+        }
+      s->cap = (kc_capture_spec){s->cap_paths, s->cap_groups, ncap};
+      s->cap_tag = kc_capture_tag(&s->cap);
+    }
   }
   return s;
 fail:
@@ -948,6 +1003,8 @@ void kc_store_free(kc_store *s) {
     dict_free(&s->idx[i].d);
   }
   free(s->idx);
+  free(s->cap_paths);
+  free(s->cap_groups);
   free(s->fv.buf);
   free(s->fv.items);
   free(s->fv.starts);
@@ -1280,6 +1337,10 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
   return count;
 }
 
+const kc_capture_spec *kc_store_capture(const kc_store *s) {
+  return s->cap_tag ? &s->cap : NULL;
+}
+
 int kc_store_by_index(kc_store *s, const char *index, kc_str value, kc_obj_vec *out) {
   size_t i = 0;
   while (i < s->nidx && strcmp(s->idx[i].name, index) != 0) i++;
@@ -1381,6 +1442,23 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
       fv_reset(&s->fv);
       long b = fv_extract(s, o);
       if (b < 0) VFAIL("out of memory");
+      kc_capture_cursor cur;
+      if (kc_obj_capture_open(o, s->cap_tag, &cur)) {
+        /* Captured values must be what a scan of the text finds. */
+        long sb = fv_extract_from(s, o, true);
+        if (sb < 0) VFAIL("out of memory");
+        for (size_t x = 0; x < s->nidx; x++) {
+          size_t a = s->fv.starts[b + (long)x], ae = s->fv.starts[b + (long)x + 1];
+          size_t c = s->fv.starts[sb + (long)x], ce = s->fv.starts[sb + (long)x + 1];
+          bool same = ae - a == ce - c;
+          for (; same && a < ae; a++, c++)
+            same = s->fv.items[a].len == s->fv.items[c].len &&
+                   memcmp(fvtext(s, &s->fv.items[a]), fvtext(s, &s->fv.items[c]),
+                          s->fv.items[a].len) == 0;
+          if (!same) VFAIL("captured values of index %s differ from the text's (slot %u)",
+                           s->idx[x].name, id);
+        }
+      }
       for (size_t x = 0; x < s->nidx; x++)
         for (size_t k = s->fv.starts[b + (long)x]; k < s->fv.starts[b + (long)x + 1]; k++) {
           const fvitem *it = &s->fv.items[k];

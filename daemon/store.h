@@ -12,7 +12,9 @@
  * Index memory is a few bytes per (object, index value): sets hold 32-bit
  * slot numbers, and label/namespace strings point into the text of a stored
  * object instead of being copied (re-pointed when that object leaves).
- * Field-index values are copied once per distinct value.
+ * Field-index values are copied once per distinct value. They are read from
+ * the object's field capture when it was built with this store's
+ * (kc_store_capture), else found by scanning the object's text.
  *
  * Threads: written by the loop thread only (upsert, delete, replace, free).
  * Read functions (get, list, by_index, count, bytes, index_bytes) may be
@@ -132,6 +134,15 @@ kc_obj *kc_store_get(kc_store *s, kc_str ns, kc_str name);
  * Returns the number appended, or -ENOMEM (out unchanged).
  * Context: any thread. */
 int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out);
+
+/* The field capture (kobj.h) of this store's index paths, or NULL when
+ * there are no indexes or they cannot be captured (more than
+ * KC_CAPTURE_MAX_PATHS paths, ...). Give it to the decoder (kc_transform
+ * .capture) that builds the objects stored here: their index values are
+ * then taken from the object instead of scanning its text again (the
+ * result is the same; objects without capture are scanned). Owned by the
+ * store, valid until kc_store_free. Context: any thread. */
+const kc_capture_spec *kc_store_capture(const kc_store *s);
 
 /* Appends references to the objects whose index `index` has `value`.
  * Returns the number appended, -ENOENT for an unknown index, -ENOMEM.
