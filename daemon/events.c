@@ -647,6 +647,8 @@ static void flush_finish(kc_events *ev) {
   if (done) done(ud);
 }
 
+static void on_flush_timeout(uv_timer_t *t) { flush_finish(t->data); }
+
 /* Takes records until one needs a write (then waits for it) or the queue is
  * empty. */
 static void pump(kc_events *ev) {
@@ -655,7 +657,9 @@ static void pump(kc_events *ev) {
     if (!ev->cur) {
       ev->cur = pop(ev);
       if (!ev->cur) {
-        if (ev->flush_done) flush_finish(ev);
+        /* From a timer: pump may run inside an API call's callback, where
+         * the flush owner (the daemon's shutdown) must not close the client. */
+        if (ev->flush_done) uv_timer_start(&ev->flush_timer, on_flush_timeout, 0, 0);
         return;
       }
       ev->tries = 0;
@@ -684,8 +688,6 @@ static void pump(kc_events *ev) {
 }
 
 static void on_async(uv_async_t *a) { pump(a->data); }
-
-static void on_flush_timeout(uv_timer_t *t) { flush_finish(t->data); }
 
 int kc_events_new(uv_loop_t *loop, const kc_events_options *opts, kc_events **out) {
   *out = NULL;
