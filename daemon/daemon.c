@@ -59,6 +59,7 @@ struct kc_daemon {
   kc_config *cfg;
   kc_kube_creds *creds;
   kc_api *api;
+  kc_events *events; /* the Event recorder behind the `event` host service */
   kc_discovery *discovery;
   /* Guards cfg, kinds and their resolution for worker-thread lookups; the
    * loop takes it for writing only while swapping a reloaded config. */
@@ -529,6 +530,17 @@ static int leader_start(kc_daemon *d) {
 
 static void finish_shutdown(kc_daemon *d);
 
+#define KC_DAEMON_EVENTS_FLUSH_MS 2000
+
+static bool events_may_write(void *ud) { return kc_daemon_may_write(ud); }
+
+/* Detach first: abandoned workers may still call the event service. */
+static void close_events(kc_daemon *d) {
+  kc_hostapi_set_events(NULL);
+  kc_events_close(d->events);
+  d->events = NULL;
+}
+
 static void on_finish_tick(uv_timer_t *t) { finish_shutdown(t->data); }
 
 static void on_lease_released(int err, void *ud) {
@@ -558,6 +570,7 @@ static void finish_shutdown(kc_daemon *d) {
   }
   kc_discovery_free(d->discovery); /* runs no callback: slots can be freed */
   d->discovery = NULL;
+  close_events(d);
   kc_api_close(d->api);
   d->api = NULL;
   kc_ops_close(d->ops);
@@ -568,15 +581,22 @@ static void finish_shutdown(kc_daemon *d) {
   uv_close((uv_handle_t *)&d->sig_hup, on_closed_noop);
 }
 
+static void on_events_flushed(void *ud) {
+  kc_daemon *d = ud;
+  /* All guarded work stopped: hand the Lease over at once. */
+  if (d->leader && kc_leader_release(d->leader, on_lease_released, d) == 0) return;
+  kc_leader_close(d->leader);
+  d->leader = NULL;
+  finish_shutdown(d);
+}
+
 static void on_shutdown_poll(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->controllers_alive == 0) {
     uv_timer_stop(t);
-    /* All guarded work stopped: hand the Lease over at once. */
-    if (d->leader && kc_leader_release(d->leader, on_lease_released, d) == 0) return;
-    kc_leader_close(d->leader);
-    d->leader = NULL;
-    finish_shutdown(d);
+    /* Events still queued go out while we may write, briefly. */
+    if (d->events) kc_events_flush(d->events, KC_DAEMON_EVENTS_FLUSH_MS, on_events_flushed, d);
+    else on_events_flushed(d);
   }
 }
 
@@ -740,6 +760,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
+  kc_events_options eo = {.api = d->api, .may_write = events_may_write, .ud = d};
+  if (kc_events_new(&d->loop, &eo, &d->events) < 0) {
+    kc_error("daemon", "cannot create the Event recorder");
+    goto fail;
+  }
+  kc_hostapi_set_events(d->events);
   kc_hostapi_install(); /* plugin host services on this daemon */
   for (size_t i = 0; i < d->nctls; i++)
     if (instantiate(d, &d->ctls[i]) < 0) goto fail;
@@ -767,6 +793,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   goto out;
 fail:
   kc_discovery_free(d->discovery);
+  close_events(d);
   kc_api_close(d->api);
   uv_run(&d->loop, UV_RUN_DEFAULT);
 out:

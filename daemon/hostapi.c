@@ -796,78 +796,32 @@ static int svc_api_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_obje
 
 /* ---- Events ---- */
 
-static atomic_uint_fast64_t event_seq;
+/* The recorder events go to. Workers hold the read lock while enqueueing,
+ * so kc_hostapi_set_events(NULL) returning means no worker still touches
+ * the old recorder (abandoned workers may outlive the daemon's shutdown). */
+static pthread_rwlock_t events_lock = PTHREAD_RWLOCK_INITIALIZER;
+static kc_events *events_rec;
+
+void kc_hostapi_set_events(kc_events *ev) {
+  pthread_rwlock_wrlock(&events_lock);
+  events_rec = ev;
+  pthread_rwlock_unlock(&events_lock);
+}
 
 static int svc_event(kctrld_ctx *ctx, const kctrld_object *regarding, int type, const char *reason,
                      const char *message) {
   if (!regarding || !reason || !*reason) return -EINVAL;
-  void *dd = data_of(ctx);
-  if (!dd) return -EINVAL;
+  if (!data_of(ctx)) return -EINVAL;
   const kc_obj *o = O(regarding);
   if (!o->name.len) return -EINVAL;
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  struct tm tm;
-  gmtime_r(&now.tv_sec, &tm);
-  char ts[32];
-  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  /* client-go names Events "<object>.<unix nanoseconds in hex>"; the
-   * sequence keeps two Events of one nanosecond apart. */
-  uint64_t suffix = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec +
-                    atomic_fetch_add(&event_seq, 1);
-  kc_str ns = o->namespace_.len ? o->namespace_ : kc_str_c("default");
-  sbuf b = {0}, path = {0};
-  sb_str(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"");
-  /* Object names are DNS names (no JSON escaping); keep the Event name
-   * within the 253 bytes of a DNS subdomain. */
-  sb_add(&b, o->name.ptr, o->name.len > 236 ? 236 : o->name.len);
-  sb_printf(&b, ".%" PRIx64 "\",\"namespace\":", suffix);
-  sb_json(&b, ns.ptr, ns.len);
-  sb_str(&b, "},\"involvedObject\":{");
-  if (o->api_version.len) {
-    sb_str(&b, "\"apiVersion\":");
-    sb_json(&b, o->api_version.ptr, o->api_version.len);
-    sb_str(&b, ",");
-  }
-  if (o->kind.len) {
-    sb_str(&b, "\"kind\":");
-    sb_json(&b, o->kind.ptr, o->kind.len);
-    sb_str(&b, ",");
-  }
-  if (o->namespace_.len) {
-    sb_str(&b, "\"namespace\":");
-    sb_json(&b, o->namespace_.ptr, o->namespace_.len);
-    sb_str(&b, ",");
-  }
-  if (o->uid.len) {
-    sb_str(&b, "\"uid\":");
-    sb_json(&b, o->uid.ptr, o->uid.len);
-    sb_str(&b, ",");
-  }
-  if (o->resource_version.len) {
-    sb_str(&b, "\"resourceVersion\":");
-    sb_json(&b, o->resource_version.ptr, o->resource_version.len);
-    sb_str(&b, ",");
-  }
-  sb_str(&b, "\"name\":");
-  sb_json(&b, o->name.ptr, o->name.len);
-  sb_str(&b, "},\"reason\":");
-  sb_json(&b, reason, strlen(reason));
-  sb_str(&b, ",\"message\":");
-  sb_json(&b, message ? message : "", message ? strlen(message) : 0);
-  sb_printf(&b,
-            ",\"type\":\"%s\",\"source\":{\"component\":\"kctrld\"},"
-            "\"reportingComponent\":\"kctrld\",\"firstTimestamp\":\"%s\","
-            "\"lastTimestamp\":\"%s\",\"count\":1}",
-            type == KCTRLD_EVENT_WARNING ? "Warning" : "Normal", ts, ts);
-  sb_str(&path, "/api/v1/namespaces/");
-  sb_segment(&path, ns.ptr, ns.len);
-  sb_str(&path, "/events");
-  int rc = b.oom || path.oom ? -ENOMEM
-                             : do_request(ctx, dd, "POST", path.p, "application/json", b.p, b.n,
-                                          REQ_WRITE, NULL);
-  free(b.p);
-  free(path.p);
+  int rc = 0;
+  pthread_rwlock_rdlock(&events_lock);
+  /* No recorder (shutting down): the event is lost, which plugin.h allows. */
+  if (events_rec)
+    rc = kc_events_record(events_rec, o,
+                          type == KCTRLD_EVENT_WARNING ? KC_EVENT_TYPE_WARNING : KC_EVENT_TYPE_NORMAL,
+                          reason, message);
+  pthread_rwlock_unlock(&events_lock);
   return rc;
 }
 

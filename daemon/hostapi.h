@@ -24,8 +24,10 @@
  *    nothing is sent and -EAGAIN is returned. Status codes map to the errno
  *    table of plugin.h (kc_hostapi_map_status); the Status message goes to
  *    kc_ctx_set_api_error. 404 and 409 are normal outcomes: logged at debug.
- *  - event records a core/v1 Event in the object's namespace ("default" for
- *    cluster-scoped objects), synchronously, named "<name>.<hex>".
+ *  - event hands a copy of the event to the recorder installed with
+ *    kc_hostapi_set_events (daemon/events.h) and returns at once; the
+ *    recorder aggregates and writes core/v1 Events from the loop. Without
+ *    a recorder the event is dropped (0).
  *
  * Threads: kc_hostapi_install* on the loop thread before any controller
  * starts (the backend is then read-only). The services themselves run on
@@ -39,6 +41,7 @@
 #include <stdbool.h>
 
 #include "apiclient.h"
+#include "events.h"
 #include "informer.h"
 #include "kctrld/plugin.h"
 #include "kobj.h"
@@ -72,6 +75,11 @@ void kc_hostapi_install(void);
 
 /* Same on another backend (copied); tests. */
 void kc_hostapi_install_backend(const kc_hostapi_backend *b);
+
+/* Installs the Event recorder the `event` service feeds (NULL detaches).
+ * Loop thread; once it returns no thread uses the previous recorder any more,
+ * so it may be closed. */
+void kc_hostapi_set_events(kc_events *ev);
 
 /* The services table (static storage) as installed. */
 const struct kc_host_services *kc_hostapi_services(void);

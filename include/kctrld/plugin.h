@@ -451,10 +451,16 @@ struct kctrld_host_api {
 
   /* --- Kubernetes Events --- */
 
-  /* event: records an Event (events.k8s.io/v1) about `regarding`, with type
-   * (enum kctrld_event_type), a CamelCase reason and a message. Events are
-   * sent asynchronously and aggregated like client-go's recorder does;
-   * losing one under pressure is not an error.
+  /* event: records a core/v1 Event about `regarding` (in its namespace,
+   * "default" when cluster-scoped), with type (enum kctrld_event_type), a
+   * CamelCase reason and a message (cut at 1 KiB). The call only queues a
+   * copy; the daemon writes it asynchronously with client-go's recorder
+   * rules: a repeated event (same object, type, reason, message) bumps the
+   * existing Event's count; from the 10th distinct message of one
+   * object+type+reason within 10 minutes they share one Event "(combined
+   * from similar events): <message>"; per object a burst of 25, then one
+   * per 5 minutes. Losing one under pressure (full queue, not the leader,
+   * API errors) is not an error and is not reported.
    * Returns: 0, -EINVAL (empty reason), -ENOMEM.
    * Ownership: all arguments borrowed (copied).
    * Context: worker thread with its ctx. Errors: as Returns. */
