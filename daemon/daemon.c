@@ -671,6 +671,10 @@ static void ops_view(void *ud, kc_ops_view *v) {
   v->controllers = d->ops_controllers;
   v->ncontrollers = d->nctls;
   v->stopping = d->stopping;
+  if (d->events) {
+    v->has_events = true;
+    kc_events_get_stats(d->events, &v->events);
+  }
   if (d->leader) {
     snprintf(d->ops_lease_name, sizeof d->ops_lease_name, "%s", d->cfg->leader_election.name);
     v->lease_name = d->ops_lease_name;

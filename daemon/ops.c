@@ -16,6 +16,7 @@ struct kc_ops_families {
       *wq_retries;
   kc_metric_family *rec_total, *rec_errors, *rec_time, *rec_max, *rec_active;
   kc_metric_family *le_master;
+  kc_metric_family *ev_total, *ev_queued;
   kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
 };
@@ -24,6 +25,7 @@ static const char *const wq_labels[] = {"name", "controller"};
 static const char *const ctl_labels[] = {"controller"};
 static const char *const result_labels[] = {"controller", "result"};
 static const char *const le_labels[] = {"name"};
+static const char *const ev_labels[] = {"result"};
 static const char *const inf_labels[] = {"informer", "resource", "namespace", "label_selector",
                                          "field_selector"};
 #define NINF_LABELS (sizeof inf_labels / sizeof inf_labels[0])
@@ -78,6 +80,13 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        "indicates master. 'name' is the string used to identify the lease. Please make sure to group "
        "by name.",
        KC_METRIC_GAUGE, le_labels, 1, NULL, 0},
+      {&f->ev_total, "kctrld_events_total",
+       "Kubernetes Events recorded by plugins, by outcome: created (POST), patched (count+1 of an "
+       "identical Event), dropped (queue full or spam filter), skipped (not the leader), failed "
+       "(given up after retries)",
+       KC_METRIC_COUNTER, ev_labels, 1, NULL, 0},
+      {&f->ev_queued, "kctrld_events_queued", "Events waiting to be written", KC_METRIC_GAUGE, NULL, 0, NULL,
+       0},
       {&f->rf_lists, "kctrld_reflector_lists_total", "LIST requests sent (each page counts one)",
        KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->rf_watches, "kctrld_reflector_watches_total", "WATCH requests sent", KC_METRIC_COUNTER, inf_labels,
@@ -207,6 +216,16 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
   if (v->lease_name) {
     const char *ll[] = {v->lease_name};
     SET(f->le_master, ll, v->leading ? 1 : 0);
+  }
+  if (v->has_events) {
+    const kc_events_stats *e = &v->events;
+    static const char *const outcomes[] = {"created", "patched", "dropped", "skipped", "failed"};
+    const uint64_t n[] = {e->created, e->patched, e->dropped_queue + e->dropped_spam, e->skipped, e->failed};
+    for (size_t k = 0; k < 5; k++) {
+      const char *el[] = {outcomes[k]};
+      SET(f->ev_total, el, n[k]);
+    }
+    SET(f->ev_queued, NULL, e->queued);
   }
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;

@@ -37,6 +37,7 @@
 #include "config.h"
 #include "controller.h"
 #include "httpserver.h"
+#include "events.h"
 #include "informer.h"
 #include "metrics.h"
 #include "notify.h"
@@ -60,6 +61,9 @@ typedef struct kc_ops_view {
   bool standby;                /* the lease is observed held by another process */
   const char *leader;          /* current holder identity, or NULL */
   bool stopping;
+  /* The Event recorder's counters; has_events false: no recorder. */
+  bool has_events;
+  kc_events_stats events;
 } kc_ops_view;
 
 /* Fills *out (loop thread) with borrowed pointers valid until return. */

@@ -291,6 +291,11 @@ def _metrics(d):
     assert lists >= 1
     maxc = [s[2] for s in fams["controller_runtime_max_concurrent_reconciles"]["samples"]][0]
     assert maxc == 2, maxc
+    # The Event recorder's outcomes (the sample plugin records none).
+    assert fams["kctrld_events_total"]["type"] == "counter"
+    ev = {s[1]["result"]: s[2] for s in fams["kctrld_events_total"]["samples"]}
+    assert ev == {"created": 0, "patched": 0, "dropped": 0, "skipped": 0, "failed": 0}, ev
+    assert [s[2] for s in fams["kctrld_events_queued"]["samples"]] == [0], fams["kctrld_events_queued"]
     # The controller-runtime bucket layout for the work queue histograms.
     les = [s[1]["le"] for s in fams["workqueue_work_duration_seconds"]["samples"] if s[0].endswith("_bucket")]
     assert les == ["1e-08", "1e-07", "1e-06", "1e-05", "0.0001", "0.001", "0.01", "0.1", "1", "10", "100",
