@@ -18,6 +18,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "decode.h"
+#include "store.h"
 
 #define FIX "../shared/fixtures/"
 #define CHUNK 16384
@@ -262,6 +263,27 @@ static double decode_list(const buf *b, const kc_transform *t, store *s) {
   return now() - t0;
 }
 
+/* What the informer does with a LIST: decode with the store's field capture,
+ * then kc_store_replace into a store with the label index and a
+ * spec.nodeName field index. Timed from the first byte to the last insert. */
+static double decode_store(const buf *b, size_t n) {
+  kc_store_index_spec idx[] = {{.name = "byNode", .path = "spec.nodeName"}};
+  kc_store *st = kc_store_new(idx, 1);
+  if (!st) exit(1);
+  kc_transform t = {.capture = kc_store_capture(st)};
+  store s = {0};
+  double dt = decode_list(b, &t, &s);
+  double t0 = now();
+  if (kc_store_replace(st, s.objs, s.n, NULL, NULL) != 0 || kc_store_count(st) != n) {
+    fprintf(stderr, "store replace failed\n");
+    exit(1);
+  }
+  dt += now() - t0;
+  store_clear(&s);
+  kc_store_free(st);
+  return dt;
+}
+
 static uint64_t nev;
 static int count_event(void *ud, const kc_watch_event *ev) {
   (void)ud;
@@ -301,14 +323,14 @@ int main(int argc, char **argv) {
 
   printf("# bench_decode: %zu Pod templates from ../shared/fixtures, 16 KiB feeds, best of 3\n",
          ntpl);
-  printf("%-8s %9s %8s | %9s %9s %9s | %7s %7s | %8s %8s %6s %8s %6s %8s\n", "pods", "body_MB",
-         "json/obj", "yajl_null", "yajl_nop", "decode", "x_null", "x_nop", "mem/obj", "mem/json",
-         "", "no_mf", "", "rss/obj");
+  printf("%-8s %9s %8s | %9s %9s %9s %9s | %7s %7s %7s | %8s %8s %6s %8s %6s %8s\n", "pods",
+         "body_MB", "json/obj", "yajl_null", "yajl_nop", "decode", "dec+store", "x_null", "x_nop",
+         "xs_null", "mem/obj", "mem/json", "", "no_mf", "", "rss/obj");
   for (int si = 0; si < nsizes; si++) {
     size_t n = sizes[si];
     buf b = {0};
     build_list(&b, n);
-    double ty0 = 1e9, ty1 = 1e9, td = 1e9;
+    double ty0 = 1e9, ty1 = 1e9, td = 1e9, tds = 1e9;
     size_t mem = 0, mem_nomf = 0;
     long rss_per = 0;
     int reps = n > 50000 ? 2 : 3;
@@ -331,20 +353,24 @@ int main(int argc, char **argv) {
       mem = s.mem;
       if (r == 0) rss_per = (rss1 - rss0) * 1024 / (long)n;
       store_clear(&s);
+      tds = min2(tds, decode_store(&b, n));
     }
     store s = {0};
     decode_list(&b, &no_mf, &s);
     mem_nomf = s.mem;
     store_clear(&s);
     double jo = (double)items_json / (double)n;
-    printf("%-8zu %9.1f %8.0f | %8.3fs %8.3fs %8.3fs | %7.2f %7.2f | %8.0f %8.3f %6s %8.0f %6.3f %8ld\n",
-           n, (double)b.len / 1e6, jo, ty0, ty1, td, td / ty0, td / ty1, (double)mem / (double)n,
+    printf("%-8zu %9.1f %8.0f | %8.3fs %8.3fs %8.3fs %8.3fs | %7.2f %7.2f %7.2f | %8.0f %8.3f %6s %8.0f "
+           "%6.3f %8ld\n",
+           n, (double)b.len / 1e6, jo, ty0, ty1, td, tds, td / ty0, td / ty1, tds / ty0, (double)mem / (double)n,
            (double)mem / (double)items_json, "", (double)mem_nomf / (double)n,
            (double)mem_nomf / (double)items_json, rss_per);
     free(b.p);
   }
   printf("# x_null = decode / yajl with no callbacks (json_verify); x_nop = decode / yajl with\n"
-         "# empty callbacks; mem/obj = kc_obj_mem_size (malloc usable size + header);\n"
+         "# empty callbacks; dec+store = decode with the store's field capture + kc_store_replace\n"
+         "# (label index + spec.nodeName index), xs_null = that / yajl_null (issue 4's target);\n"
+         "# mem/obj = kc_obj_mem_size (malloc usable size + header);\n"
          "# no_mf = same with transform drop metadata.managedFields, ratio still vs the full\n"
          "# JSON; rss/obj = RSS growth while decoding and keeping all objects (first run, bytes).\n");
 
