@@ -9,6 +9,7 @@ on a free loopback port and stop it again, so every test gets a fresh cluster.
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,21 @@ if not os.path.isdir(FIXTURES):
 
 class Skip(Exception):
     """Raise from a test to report it skipped, with the reason."""
+
+
+def stop_process(proc, timeout=10, cont=False):
+    """SIGTERM (after SIGCONT when cont: a stopped process cannot exit),
+    SIGKILL after timeout seconds; returns the exit status."""
+    if proc.poll() is None:
+        if cont:
+            proc.send_signal(signal.SIGCONT)
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def make_pki():
@@ -73,14 +89,7 @@ class Apisim:
             return f.read()[-4000:]
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return stop_process(self.proc)
 
     # -- raw HTTP helpers (plain http only; tests that use TLS build their own) --
 

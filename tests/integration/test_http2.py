@@ -85,12 +85,7 @@ class H2Proxy:
             return []
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        taplib.stop_process(self.proc)
 
     def __enter__(self):
         return self

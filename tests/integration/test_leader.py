@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from taplib import BUILD, Apisim, Skip, run_tests, wait_for  # noqa: E402
+from taplib import BUILD, Apisim, Skip, run_tests, stop_process, wait_for  # noqa: E402
 
 LD, RD, RP = 3.0, 2.0, 0.5
 NS, NAME = "default", "kctrld-test"
@@ -56,16 +56,9 @@ class Kctrld:
         self.proc.send_signal(sig)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        code = stop_process(self.proc, cont=True)
         self.err.close()
-        return self.proc.returncode
+        return code
 
 
 def two(sim):

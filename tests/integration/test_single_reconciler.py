@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from taplib import BUILD, ROOT, Apisim, Skip, run_tests, wait_for  # noqa: E402
+from taplib import BUILD, ROOT, Apisim, Skip, run_tests, stop_process, wait_for  # noqa: E402
 
 LD, RP = 3.0, 0.5
 NS = "single"
@@ -93,17 +93,10 @@ class Replica:
 
     def stop(self):
         """SIGTERM (after SIGCONT); returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        code = stop_process(self.proc, cont=True)
         if not self.logf.closed:
             self.logf.close()
-        return self.proc.returncode
+        return code
 
 
 def holder(sim):
