@@ -284,13 +284,14 @@ kc_event_action kc_event_correlate(kc_event_correlator *c, const kc_event_in *ev
   }
   uint64_t h1 = mix(dk.a), h2 = mix(dk.b ^ 0x4445); /* "DE" */
   struct dedup_val *d = lru_get(&c->dedup, h1, h2);
+  struct dedup_val fresh; /* outlives the branch: d may point at it */
   if (d) {
     out->action = KC_EVENT_PATCH;
     if (d->count < INT32_MAX) d->count++;
   } else {
     out->action = KC_EVENT_CREATE;
     d = lru_add(&c->dedup, h1, h2);
-    struct dedup_val fresh = {1, wall_ns, (uint64_t)wall_ns + c->seq++};
+    fresh = (struct dedup_val){1, wall_ns, (uint64_t)wall_ns + c->seq++};
     if (d) *d = fresh;
     else d = &fresh; /* not remembered: the next occurrence creates again */
   }

@@ -136,8 +136,8 @@ static inline const char *pu_json_skip(const char *p, const char *end) {
  * -EINVAL when obj is not an object. */
 static inline int pu_json_members(kctrld_str obj, bool (*cb)(kctrld_str key, kctrld_str value, void *ud),
                                   void *ud) {
+  if (!obj.ptr) return -EINVAL;
   const char *p = obj.ptr, *end = obj.ptr + obj.len;
-  if (!p) return -EINVAL;
   p = pu_ws(p, end);
   if (p >= end || *p != '{') return -EINVAL;
   p = pu_ws(p + 1, end);
