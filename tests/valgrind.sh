@@ -77,6 +77,13 @@ if [ "$unit" = 1 ]; then
     case "$t" in *.d|*.o) continue ;; esac
     name=$(basename "$t")
     [ -n "${VALGRIND_FILTER:-}" ] && case "$name" in *"$VALGRIND_FILTER"*) ;; *) continue ;; esac
+    if [ "$name" = test_informer_apisim ] && [ -z "${VALGRIND_FILTER:-}" ]; then
+      # Syncs 3,000+ simulator objects per case with wall-clock deadlines:
+      # past 15 min under memcheck. Its code paths run under memcheck in the
+      # end-to-end scenario below; VALGRIND_FILTER=informer_apisim forces it.
+      n=$((n + 1)); echo "ok $n - valgrind $t # SKIP too slow under memcheck (see tests/valgrind.sh)"
+      continue
+    fi
     log="$tmp/$name.vg"
     CMOCKA_MESSAGE_OUTPUT=TAP timeout --kill-after=10 "${VALGRIND_TIMEOUT:-900}" "${VG[@]}" --log-file="$log" "$t" \
       >"$tmp/$name.out" 2>&1
