@@ -4,6 +4,7 @@ replace a deleted Pod, status through the status subresource, Events, and
 never more creates or deletes than needed (counted from the watch history)."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
 import itest  # noqa: E402
@@ -86,7 +87,6 @@ def test_podset_lifecycle():
             c.create(PODS, {"apiVersion": "v1", "kind": "Pod",
                             "metadata": {"name": "stranger", "labels": {"podset": "web"}},
                             "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
-            import time
             time.sleep(1.0)
             assert len(live_pods(c, "web")) == 6
             assert c.get(PODS + "/stranger") is not None
@@ -100,7 +100,14 @@ def test_podset_lifecycle():
             assert len(added) == 8, "creates: %d" % len(added)
             assert len(deleted) == 3, "deletes (2 scale-down + 1 by the test): %d" % len(deleted)
 
-            # Events: one ScaledUp per create batch, one ScaledDown.
+            # Events: one ScaledUp per create batch, one ScaledDown. They are
+            # written asynchronously (the recorder's queue), so wait for them.
+            def web_events():
+                evts = c.items("/api/v1/namespaces/%s/events" % NS)
+                reasons = sorted(e["reason"] for e in evts if e["involvedObject"].get("name") == "web")
+                return evts if reasons.count("ScaledUp") >= 3 and reasons.count("ScaledDown") >= 1 else None
+            evts = wait_for(web_events, what="3 ScaledUp and 1 ScaledDown Events", kctrld=k)
+            time.sleep(0.5)  # nothing more may follow
             evts = c.items("/api/v1/namespaces/%s/events" % NS)
             reasons = sorted(e["reason"] for e in evts if e["involvedObject"].get("name") == "web")
             assert reasons.count("ScaledDown") == 1, reasons
@@ -127,7 +134,6 @@ def test_podset_deleted_and_zero():
                      what="status of the empty PodSet", kctrld=k)
             assert live_pods(c, "zero") == []
             c.delete(PS_PATH + "/gone")  # no garbage collector in the simulator: pods stay, no new ones
-            import time
             time.sleep(1.0)
             assert len(live_pods(c, "gone")) == 2
             assert k.alive()

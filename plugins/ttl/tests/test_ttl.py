@@ -63,7 +63,9 @@ def test_ttl_deletes_after_not_before():
             time.sleep(1.0)
             for name in ("mixed", "none", "bad"):
                 assert exists(c, name), name
-            evts = [e for e in c.items("/api/v1/namespaces/%s/events" % NS) if e["reason"] == "InvalidTTL"]
+            # Events are written asynchronously (the recorder's queue).
+            evts = wait_for(lambda: [e for e in c.items("/api/v1/namespaces/%s/events" % NS)
+                                     if e["reason"] == "InvalidTTL"], what="InvalidTTL Event", kctrld=k)
             assert len(evts) == 1, evts
             assert evts[0]["type"] == "Warning" and evts[0]["involvedObject"]["name"] == "bad"
             assert "soon" in evts[0]["message"]
