@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hash.h"
 #include "log.h"
 
 #define COMPONENT "events"
@@ -151,14 +152,6 @@ static void kh_str(khash *h, kc_str s) {
   kh_bytes(h, s.ptr, s.len);
 }
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
 
 /* ---- correlator ---- */
 
@@ -219,7 +212,7 @@ void kc_event_correlator_sizes(const kc_event_correlator *c, size_t *spam, size_
  * cannot grow lets the event through (losing the filter, not the event). */
 static bool spam_accept(kc_event_correlator *c, khash k, uint64_t now) {
   const uint64_t full = (uint64_t)KC_EVENTS_SPAM_BURST * KC_EVENTS_SPAM_REFILL_NS;
-  uint64_t h1 = mix(k.a), h2 = mix(k.b ^ 0x5350414d); /* "SPAM" */
+  uint64_t h1 = kc_mix64(k.a), h2 = kc_mix64(k.b ^ 0x5350414d); /* "SPAM" */
   struct spam_val *v = lru_get(&c->spam, h1, h2);
   if (!v) {
     if (!(v = lru_add(&c->spam, h1, h2))) return true;
@@ -238,7 +231,7 @@ static bool spam_accept(kc_event_correlator *c, khash k, uint64_t now) {
 
 /* Aggregation record of (object, type, reason); true = combine. */
 static bool aggregate(kc_event_correlator *c, khash k, uint64_t msg, uint64_t now) {
-  uint64_t h1 = mix(k.a), h2 = mix(k.b ^ 0x414747); /* "AGG" */
+  uint64_t h1 = kc_mix64(k.a), h2 = kc_mix64(k.b ^ 0x414747); /* "AGG" */
   struct agg_val *v = lru_get(&c->agg, h1, h2);
   if (!v) {
     if (!(v = lru_add(&c->agg, h1, h2))) return false;
@@ -270,7 +263,7 @@ kc_event_action kc_event_correlate(kc_event_correlator *c, const kc_event_in *ev
   khash agg_key = k;
   khash mk = kh_init();
   kh_str(&mk, ev->message);
-  uint64_t msg = mix(mk.a) ^ mix(mk.b);
+  uint64_t msg = kc_mix64(mk.a) ^ kc_mix64(mk.b);
 
   /* Aggregation first: a combined event is deduplicated under the
    * aggregate's key, so the combined Event counts up in place. */
@@ -282,7 +275,7 @@ kc_event_action kc_event_correlate(kc_event_correlator *c, const kc_event_in *ev
     kh_bytes(&dk, "M", 1);
     kh_str(&dk, ev->message);
   }
-  uint64_t h1 = mix(dk.a), h2 = mix(dk.b ^ 0x4445); /* "DE" */
+  uint64_t h1 = kc_mix64(dk.a), h2 = kc_mix64(dk.b ^ 0x4445); /* "DE" */
   struct dedup_val *d = lru_get(&c->dedup, h1, h2);
   struct dedup_val fresh; /* outlives the branch: d may point at it */
   if (d) {

@@ -21,20 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "log.h"
 
 #define NONE UINT32_MAX
 
 /* ---- hashing ------------------------------------------------------------ */
 
-static inline uint64_t mix64(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
 
 static uint64_t hash_bytes(const char *p, size_t n, uint64_t h) {
   h ^= (uint64_t)n * 0x9e3779b97f4a7c15ULL;
@@ -57,7 +50,7 @@ static uint64_t hash_bytes(const char *p, size_t n, uint64_t h) {
 static uint32_t hash_pair(const char *a, size_t alen, const char *b, size_t blen) {
   uint64_t h = hash_bytes(a, alen, 0x243f6a8885a308d3ULL);
   h = hash_bytes(b, blen, h ^ 0x13198a2e03707344ULL);
-  return (uint32_t)mix64(h);
+  return (uint32_t)kc_mix64(h);
 }
 
 static bool bytes_eq(const char *a, size_t alen, const char *b, size_t blen) {
