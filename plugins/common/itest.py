@@ -5,10 +5,7 @@ helpers over plain HTTP.
 """
 import json
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,48 +27,8 @@ def require_binaries(*plugins):
             raise taplib.Skip("%s not built" % p)
 
 
-class Kctrld:
-    """A running build/kctrld with the given config text. Context manager;
-    stop() sends SIGTERM and returns the exit code."""
-
-    def __init__(self, config_text, kubeconfig):
-        self.tmp = tempfile.mkdtemp(prefix="kctrld-plugin-test-")
-        self.config = os.path.join(self.tmp, "kctrld.yaml")
-        with open(self.config, "w") as f:
-            f.write(config_text)
-        self.logf = open(os.path.join(self.tmp, "log"), "w+")
-        self.proc = subprocess.Popen(
-            [os.path.join(BUILD, "kctrld"), "--config", self.config, "--kubeconfig", kubeconfig],
-            stdout=self.logf, stderr=subprocess.STDOUT)
-        self.code = None
-
-    def log(self):
-        self.logf.flush()
-        with open(self.logf.name) as f:
-            return f.read()
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self, timeout=30):
-        if self.code is not None:
-            return self.code
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.code = self.proc.returncode
-        return self.code
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
+# build/kctrld with a config against a running simulator (taplib.Kctrld).
+Kctrld = taplib.Kctrld
 
 
 class Cluster:

@@ -27,14 +27,12 @@ Total run time with the defaults: about 2 minutes.
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -60,16 +58,8 @@ def cleanup():
 
 
 def build_plugins(tmp):
-    cc = os.environ.get("CC", "cc")
-    out = {}
-    for name in ("noop", "latency", "sleep"):
-        so = os.path.join(tmp, name + ".so")
-        subprocess.run([cc, "-shared", "-fPIC", "-fvisibility=hidden", "-O2",
-                        "-I" + os.path.join(ROOT, "include"), "-o", so,
-                        os.path.join(HERE, "plugins", name + ".c")], check=True, timeout=60)
-        os.chmod(so, 0o755)
-        out[name] = so
-    return out
+    return {name: taplib.build_plugin(os.path.join(HERE, "plugins", name + ".c"), tmp, "-O2")
+            for name in ("noop", "latency", "sleep")}
 
 
 def start_apisim(*args):
@@ -78,57 +68,23 @@ def start_apisim(*args):
     return sim
 
 
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
-
-
-class Kctrld:
+class Kctrld(taplib.Kctrld):
     """build/kctrld with one controller over ConfigMaps and a free metrics port."""
 
     def __init__(self, tmp, sim, tag, plugin, workers, settings):
-        self.dir = os.path.join(tmp, tag)
-        os.mkdir(self.dir, 0o700)
-        cfg = os.path.join(self.dir, "kctrld.yaml")
-        with open(cfg, "w") as f:
-            f.write("logLevel: info\nshutdownTimeout: 3s\n"
-                    "metrics: { bindAddress: \"127.0.0.1:0\" }\n"
-                    "informers:\n"
-                    "  - { apiVersion: v1, kind: ConfigMap, pageSize: 500 }\n"
-                    "controllers:\n"
-                    "  - name: bench\n"
-                    "    plugin: %s\n"
-                    "    for: { apiVersion: v1, kind: ConfigMap }\n"
-                    "    workers: %d\n"
-                    "    settings: %s\n" % (plugin, workers, json.dumps(settings)))
-        self.logpath = os.path.join(self.dir, "log")
-        self.logf = open(self.logpath, "w")
-        self.proc = subprocess.Popen([os.path.join(taplib.BUILD, "kctrld"), "--config", cfg,
-                                      "--kubeconfig", sim.kubeconfig],
-                                     stdout=self.logf, stderr=subprocess.STDOUT)
+        super().__init__("logLevel: info\nshutdownTimeout: 3s\n"
+                         "metrics: { bindAddress: \"127.0.0.1:0\" }\n"
+                         "informers:\n"
+                         "  - { apiVersion: v1, kind: ConfigMap, pageSize: 500 }\n"
+                         "controllers:\n"
+                         "  - name: bench\n"
+                         "    plugin: %s\n"
+                         "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                         "    workers: %d\n"
+                         "    settings: %s\n" % (plugin, workers, json.dumps(settings)),
+                         sim.kubeconfig, dir=os.path.join(tmp, tag))
         PROCS.append(self.proc)
-        m = taplib.wait_for(lambda: re.search(r"httpserver: serving .* port=(\d+)", self.log()),
-                            timeout=20, what="kctrld metrics port")
-        self.port = int(m.group(1))
-
-    def log(self):
-        if not self.logf.closed:
-            self.logf.flush()
-        with open(self.logpath) as f:
-            return f.read()
-
-    def scrape(self):
-        """{(name, labels text): value} of the current /metrics."""
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=5) as r:
-            text = r.read().decode()
-        out = {}
-        for line in text.splitlines():
-            m = SAMPLE.match(line)
-            if m:
-                out[(m.group(1), m.group(2) or "")] = float(m.group(3))
-        return out
-
-    @staticmethod
-    def metric(snap, name, contains=""):
-        return sum(v for (n, lb), v in snap.items() if n == name and contains in lb)
+        self.metrics_port()
 
     def reconciles(self, snap=None):
         return self.metric(snap or self.scrape(), "controller_runtime_reconcile_total")
@@ -149,20 +105,13 @@ class Kctrld:
                         what="%d reconciles" % n)
 
     def stop(self, timeout=15):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.logf.close()
+        code = super().stop(timeout)
         text = self.log()
-        if self.proc.returncode != 0 or "Sanitizer" in text or "runtime error" in text:
+        if code != 0 or "Sanitizer" in text or "runtime error" in text:
             FAILURES.append(self.dir)
             print("kctrld (%s) exited %d; log tail:\n%s" % (os.path.basename(self.dir),
-                  self.proc.returncode, "\n".join(text.splitlines()[-30:])), flush=True)
-        return self.proc.returncode
+                  code, "\n".join(text.splitlines()[-30:])), flush=True)
+        return code
 
 
 def modify(sim, count, rate):

@@ -8,13 +8,12 @@ only where the Lease cannot show it (a process's own view of leadership).
 """
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from taplib import BUILD, Apisim, Skip, run_tests, stop_process, wait_for  # noqa: E402
+import taplib  # noqa: E402
+from taplib import BUILD, Apisim, Skip, run_tests, wait_for  # noqa: E402
 
 LD, RD, RP = 3.0, 2.0, 0.5
 NS, NAME = "default", "kctrld-test"
@@ -31,34 +30,20 @@ def holder(sim):
     return obj["spec"].get("holderIdentity") if obj else None
 
 
-class Kctrld:
+class Kctrld(taplib.Kctrld):
     def __init__(self, sim, identity):
         self.identity = identity
-        self.tmp = tempfile.mkdtemp(prefix="kctrld-le-")
-        self.cfg = os.path.join(self.tmp, "kctrld.yaml")
-        with open(self.cfg, "w") as f:
-            f.write("kubeconfig: %s\n"
-                    "leaderElection:\n  enabled: true\n  namespace: %s\n  name: %s\n"
-                    "  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 500ms\n"
-                    "metrics:\n  bindAddress: \"0\"\n" % (sim.kubeconfig, NS, NAME))
-        self.errpath = os.path.join(self.tmp, "stderr")
-        self.err = open(self.errpath, "w")
-        self.proc = subprocess.Popen([os.path.join(BUILD, "kctrld"), "--config", self.cfg,
-                                      "--identity", identity],
-                                     stdout=subprocess.DEVNULL, stderr=self.err)
-
-    def log(self):
-        self.err.flush()
-        with open(self.errpath) as f:
-            return f.read()
+        super().__init__("kubeconfig: %s\n"
+                         "leaderElection:\n  enabled: true\n  namespace: %s\n  name: %s\n"
+                         "  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 500ms\n"
+                         "metrics:\n  bindAddress: \"0\"\n" % (sim.kubeconfig, NS, NAME),
+                         args=["--identity", identity])
 
     def signal(self, sig):
         self.proc.send_signal(sig)
 
     def stop(self):
-        code = stop_process(self.proc, cont=True)
-        self.err.close()
-        return code
+        return super().stop(10, cont=True)
 
 
 def two(sim):

@@ -10,8 +10,6 @@ import json
 import math
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,6 +17,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
+import taplib  # noqa: E402
 from taplib import BUILD, FIXTURES, ROOT, Apisim, Skip, run_tests, wait_for  # noqa: E402
 
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
@@ -184,46 +183,27 @@ def api(url, method, path, body=None):
         return e.code
 
 
-class Kctrld:
+class Kctrld(taplib.Kctrld):
+    """kctrld with the sample plugin over labelled ConfigMaps in ns, metrics on a free port."""
+
     def __init__(self, sim, tmp):
-        so = os.path.join(tmp, "sample.so")
-        cc = os.environ.get("CC", "cc")
-        subprocess.run([cc, "-shared", "-fPIC", "-fvisibility=hidden", "-I", os.path.join(ROOT, "include"),
-                        "-o", so, os.path.join(ROOT, "tests/unit/plugins/sample.c")], check=True)
-        os.chmod(so, 0o755)
-        cfg = os.path.join(tmp, "kctrld.yaml")
-        with open(cfg, "w") as f:
-            f.write("informers:\n"
-                    "  - apiVersion: v1\n    kind: ConfigMap\n    namespaces: [ns]\n"
-                    "    labelSelector: \"app=k9s\"\n"
-                    "controllers:\n"
-                    "  - name: sample\n    plugin: %s\n"
-                    "    for: { apiVersion: v1, kind: ConfigMap }\n"
-                    "    workers: 2\n"
-                    "    settings: { greeting: hi }\n" % so)
-        self.log_path = os.path.join(tmp, "kctrld.log")
-        self.log = open(self.log_path, "w+")
-        self.proc = subprocess.Popen([os.path.join(BUILD, "kctrld"), "--config", cfg, "--kubeconfig",
-                                      sim.kubeconfig, "--metrics-bind-address", "127.0.0.1:0"],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        m = wait_for(lambda: re.search(r"httpserver: serving .* port=(\d+)", self.text()), timeout=20,
-                     what="kctrld to log its metrics port")
-        self.port = int(m.group(1))
+        so = taplib.build_plugin(os.path.join(ROOT, "tests/unit/plugins/sample.c"), tmp)
+        super().__init__("informers:\n"
+                         "  - apiVersion: v1\n    kind: ConfigMap\n    namespaces: [ns]\n"
+                         "    labelSelector: \"app=k9s\"\n"
+                         "controllers:\n"
+                         "  - name: sample\n    plugin: %s\n"
+                         "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                         "    workers: 2\n"
+                         "    settings: { greeting: hi }\n" % so,
+                         sim.kubeconfig, args=["--metrics-bind-address", "127.0.0.1:0"], dir=tmp)
+        self.metrics_port()
 
     def text(self):
-        self.log.flush()
-        with open(self.log_path) as f:
-            return f.read()
+        return self.log()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return super().stop(15)
 
 
 def with_daemon(fn):

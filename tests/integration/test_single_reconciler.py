@@ -16,17 +16,15 @@ it notices the loss and neither reconciles nor writes while more changes
 arrive. Timings: leaseDuration 3s, renewDeadline 2s, retryPeriod 500ms.
 """
 import os
-import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from taplib import BUILD, ROOT, Apisim, Skip, run_tests, stop_process, wait_for  # noqa: E402
+import taplib  # noqa: E402
+from taplib import BUILD, ROOT, Apisim, Skip, run_tests, wait_for  # noqa: E402
 
 LD, RP = 3.0, 0.5
 NS = "single"
@@ -34,58 +32,32 @@ NKEYS = 12
 CMS = "/api/v1/namespaces/%s/configmaps" % NS
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/kctrld-single" % NS
 STAMP = "test.kctrld.io/stamp"
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 
 
 def build_plugin(tmp):
-    so = os.path.join(tmp, "stamp.so")
-    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-fvisibility=hidden",
-                    "-I" + os.path.join(ROOT, "include"), "-o", so,
-                    os.path.join(ROOT, "tests", "integration", "plugins", "stamp.c")],
-                   check=True, timeout=60)
-    os.chmod(so, 0o755)
-    return so
+    return taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "stamp.c"), tmp)
 
 
-class Replica:
+class Replica(taplib.Kctrld):
     def __init__(self, sim, tmp, so, identity):
         self.identity = identity
-        d = os.path.join(tmp, identity)
-        os.mkdir(d, 0o700)
-        cfg = os.path.join(d, "kctrld.yaml")
-        with open(cfg, "w") as f:
-            f.write("leaderElection:\n  enabled: true\n  namespace: %s\n  name: kctrld-single\n"
-                    "  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 500ms\n"
-                    "shutdownTimeout: 2s\n"
-                    "metrics: { bindAddress: \"127.0.0.1:0\" }\n"
-                    "controllers:\n"
-                    "  - name: stamp\n    plugin: %s\n"
-                    "    for: { apiVersion: v1, kind: ConfigMap }\n"
-                    "    workers: 2\n"
-                    "    settings: { identity: %s }\n" % (NS, so, identity))
-        self.logpath = os.path.join(d, "log")
-        self.logf = open(self.logpath, "w")
-        self.proc = subprocess.Popen([os.path.join(BUILD, "kctrld"), "--config", cfg,
-                                      "--kubeconfig", sim.kubeconfig, "--identity", identity],
-                                     stdout=self.logf, stderr=subprocess.STDOUT)
-        m = wait_for(lambda: re.search(r"httpserver: serving .* port=(\d+)", self.log()),
-                     timeout=20, what="%s metrics port" % identity)
-        self.port = int(m.group(1))
-
-    def log(self):
-        if not self.logf.closed:
-            self.logf.flush()
-        with open(self.logpath) as f:
-            return f.read()
+        super().__init__("leaderElection:\n  enabled: true\n  namespace: %s\n  name: kctrld-single\n"
+                         "  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 500ms\n"
+                         "shutdownTimeout: 2s\n"
+                         "metrics: { bindAddress: \"127.0.0.1:0\" }\n"
+                         "controllers:\n"
+                         "  - name: stamp\n    plugin: %s\n"
+                         "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                         "    workers: 2\n"
+                         "    settings: { identity: %s }\n" % (NS, so, identity),
+                         sim.kubeconfig, args=["--identity", identity], dir=os.path.join(tmp, identity))
+        self.metrics_port()
 
     def metrics(self):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=5) as r:
-            text = r.read().decode()
+        """{name: sum of its samples} of the current /metrics."""
         out = {}
-        for line in text.splitlines():
-            m = SAMPLE.match(line)
-            if m:
-                out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
+        for (name, _), v in self.scrape().items():
+            out[name] = out.get(name, 0.0) + v
         return out
 
     def reconciles(self):
@@ -93,10 +65,7 @@ class Replica:
 
     def stop(self):
         """SIGTERM (after SIGCONT); returns the exit code."""
-        code = stop_process(self.proc, cont=True)
-        if not self.logf.closed:
-            self.logf.close()
-        return code
+        return super().stop(10, cont=True)
 
 
 def holder(sim):
