@@ -12,7 +12,7 @@ typedef struct part {
   kc_informer *inf;
   kc_reflector *reflector;
   kc_store *store;
-  const char *namespace_; /* NULL: all namespaces / cluster-scoped */
+  char *namespace_; /* own copy (outlives a reloaded config); NULL: all / cluster-scoped */
 } part;
 
 typedef struct handler_slot {
@@ -147,7 +147,11 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
   for (size_t i = 0; i < nparts && rc == 0; i++) {
     part *p = &inf->parts[i];
     p->inf = inf;
-    p->namespace_ = (res->namespaced && spec->nnamespaces) ? spec->namespaces[i] : NULL;
+    inf->nparts = i + 1; /* from here the close path frees this part */
+    if (res->namespaced && spec->nnamespaces && !(p->namespace_ = strdup(spec->namespaces[i]))) {
+      rc = -ENOMEM;
+      break;
+    }
     p->store = kc_store_new(idx, nidx);
     if (!p->store) {
       rc = -ENOMEM;
@@ -177,7 +181,6 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
     };
     kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
-    inf->nparts = i + 1;
   }
   if (rc < 0) {
     kc_informer_close(inf);
@@ -202,7 +205,10 @@ static void on_resync_closed(uv_handle_t *h) {
   kc_informer *inf = h->data;
   /* Reflector memory is released by their own close callbacks; nothing of
    * ours is referenced from them once closed, so we can free now. */
-  for (size_t i = 0; i < inf->nparts; i++) kc_store_free(inf->parts[i].store);
+  for (size_t i = 0; i < inf->nparts; i++) {
+    kc_store_free(inf->parts[i].store);
+    free(inf->parts[i].namespace_);
+  }
   free(inf->parts);
   free(inf->handlers);
   free(inf->api_path), free(inf->resource), free(inf->resource_name);
@@ -250,16 +256,6 @@ void kc_informer_remove_handler(kc_informer *inf, int id) {
 void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
   bool resync_changed = spec->resync_ms != inf->spec->resync_ms;
   inf->spec = spec;
-  /* Same scope, so the same namespaces: point at the new config's strings
-   * (the old config is freed once nothing else holds it). */
-  for (size_t i = 0; i < inf->nparts; i++) {
-    if (!inf->parts[i].namespace_) continue;
-    for (size_t j = 0; j < spec->nnamespaces; j++)
-      if (strcmp(spec->namespaces[j], inf->parts[i].namespace_) == 0) {
-        inf->parts[i].namespace_ = spec->namespaces[j];
-        break;
-      }
-  }
   if (!resync_changed) return;
   uv_timer_stop(&inf->resync);
   if (spec->resync_ms > 0)
