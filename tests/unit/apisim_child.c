@@ -1,5 +1,6 @@
 /* apisim_child: see apisim_child.h. */
 #include "apisim_child.h"
+#include "testutil.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -111,9 +112,21 @@ int sim_start(void) {
 
 void sim_stop(void) {
   if (sim_pid <= 0) return;
-  kill(sim_pid, SIGTERM);
   int st;
-  waitpid(sim_pid, &st, 0);
+  if (waitpid(sim_pid, &st, WNOHANG) == sim_pid) {
+    /* It died under the test: say how, with the end of its log. */
+    char log[PATH_MAX];
+    sim_tmp_path(log, sizeof log, "apisim.log");
+    fprintf(stderr, "# kube-apisim exited before sim_stop: %s %d; end of %s:\n",
+            WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), log);
+    size_t len = 0;
+    char *text = tu_read_file(log, &len);
+    if (text) fprintf(stderr, "%s\n", text + (len > 4000 ? len - 4000 : 0));
+    free(text);
+  } else {
+    kill(sim_pid, SIGTERM);
+    waitpid(sim_pid, &st, 0);
+  }
   sim_pid = -1;
 }
 
