@@ -18,19 +18,9 @@ import itest  # noqa: E402
 from itest import Cluster, Kctrld, wait_for  # noqa: E402
 import taplib  # noqa: E402
 
-NS = "demo"
-PS_PATH = "/apis/demo.kctrld.io/v1/namespaces/%s/podsets" % NS
-PODS = "/api/v1/namespaces/%s/pods" % NS
-
-CONFIG = """
-logLevel: info
-metrics: { bindAddress: "0" }
-controllers:
-  - name: podset
-    plugin: %s
-    for: { apiVersion: demo.kctrld.io/v1, kind: PodSet }
-    owns: [ { apiVersion: v1, kind: Pod } ]
-"""
+sys.path.insert(0, os.path.join(itest.ROOT, "plugins", "podset", "tests"))
+# The podset plugin's own test module: its config, PodSet and Pod helpers.
+from test_podset import CONFIG, NS, PODS, PS_PATH, live_pods, podset  # noqa: E402
 
 
 def free_port():
@@ -95,16 +85,6 @@ class H2Proxy:
         return False
 
 
-def podset(name, replicas):
-    return {"apiVersion": "demo.kctrld.io/v1", "kind": "PodSet", "metadata": {"name": name, "namespace": NS},
-            "spec": {"replicas": replicas,
-                     "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}
-
-
-def live_pods(c):
-    return [p for p in c.items(PODS + "?labelSelector=podset%3Dweb") if not p["metadata"].get("deletionTimestamp")]
-
-
 def test_controller_over_http2():
     itest.require_binaries("podset")
     if not shutil.which("nghttpx"):
@@ -116,10 +96,10 @@ def test_controller_over_http2():
         c.namespace(NS)
         c.create(PS_PATH, podset("web", 2))
         with Kctrld(CONFIG % itest.plugin_path("podset"), proxy.kubeconfig()) as k:
-            wait_for(lambda: len(live_pods(c)) == 2, what="2 pods through HTTP/2", kctrld=k)
+            wait_for(lambda: len(live_pods(c, "web")) == 2, what="2 pods through HTTP/2", kctrld=k)
             # A change seen only through the watch: scale to 3.
             c.merge_patch(PS_PATH + "/web", {"spec": {"replicas": 3}})
-            wait_for(lambda: len(live_pods(c)) == 3, what="3 pods after a watch event over HTTP/2", kctrld=k)
+            wait_for(lambda: len(live_pods(c, "web")) == 3, what="3 pods after a watch event over HTTP/2", kctrld=k)
             assert k.stop() == 0, k.log()[-2000:]
         # Watches are logged when they end (at the daemon's exit).
         wait_for(lambda: any("watch=" in r[4] for r in proxy.requests()), timeout=10, what="watches logged")
