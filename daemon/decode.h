@@ -3,6 +3,10 @@
  * One yajl handle per HTTP response (docs: c-style-anchors.md section 5).
  * Feed it the body bytes as they arrive, split anywhere (inside a token, a
  * string escape or a UTF-8 sequence); it never buffers a whole list or event.
+ * The cost is linear in the bytes whatever the chunking: a light scan finds
+ * token boundaries and yajl is handed only pieces that end at one (small
+ * feeds are batched up to 4 KiB, or to the end of a watch event), because
+ * yajl 2.1 lexes an unfinished token again from its start on every call.
  * Each object is built directly while parsing (kobj.h builder in raw mode:
  * the object's bytes are copied from the input as received, dropped members
  * are cut out, identity fields and labels are located on the way, and so are
@@ -111,6 +115,10 @@ const kc_list_meta *kc_decoder_list_meta(const kc_decoder *d);
 uint64_t kc_decoder_count(const kc_decoder *d);
 /* Total bytes fed. */
 uint64_t kc_decoder_offset(const kc_decoder *d);
+/* Bytes handed to yajl so far. Every piece ends at a token boundary, so
+ * yajl never lexes a token twice and this equals the bytes fed once the
+ * body is finished, whatever the chunking (tests check it). */
+uint64_t kc_decoder_lexed_bytes(const kc_decoder *d);
 
 /* Decodes a complete small body (non-2xx response) as a Status. Returns 0,
  * or -EBADMSG when it is not JSON or not kind: Status (e.g. a proxy's HTML
