@@ -445,6 +445,10 @@ static int call_on_data(kc_http_req *req, const char *buf, size_t len, void *ud)
   return KC_HTTP_CONTINUE;
 }
 
+void kc_api_call_resume(kc_api_call *call) {
+  if (call) kc_http_resume(call->req);
+}
+
 static void call_on_done(kc_http_req *req, const kc_http_result *hr, void *ud) {
   kc_api_call *call = ud;
   kc_api_result res = {.error = hr->error, .idle_timeout = hr->idle_timeout,

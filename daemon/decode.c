@@ -624,13 +624,18 @@ static size_t scan(kc_decoder *d, const char *p, size_t n, bool first, bool *val
         esc = false;
         continue;
       }
-      /* The long run inside a string: look only for '"' and '\\'. */
-      while (i < n && p[i] != '"' && p[i] != '\\') i++;
-      if (i == n) break;
-      if (p[i] == '\\') {
+      /* The long run inside a string: find the next '"' with memchr (SIMD
+       * in glibc), then any '\\' before it. */
+      const char *q = memchr(p + i, '"', n - i);
+      size_t end = q ? (size_t)(q - p) : n;
+      const char *bs = memchr(p + i, '\\', end - i);
+      if (bs) {
+        i = (size_t)(bs - p);
         esc = true;
         continue;
       }
+      if (!q) break;
+      i = end;
       in_str = false;
       last = i + 1;
     } else {
@@ -752,6 +757,8 @@ int kc_decoder_finish(kc_decoder *d) {
   }
   return 0;
 }
+
+int kc_decoder_result(const kc_decoder *d) { return d->err; }
 
 const char *kc_decoder_error(const kc_decoder *d) { return d->err ? d->errbuf : ""; }
 

@@ -107,6 +107,8 @@ int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len);
  * must be complete. */
 int kc_decoder_finish(kc_decoder *d);
 void kc_decoder_free(kc_decoder *d);
+/* 0, or the first error (final). */
+int kc_decoder_result(const kc_decoder *d);
 /* "" while there was no error. */
 const char *kc_decoder_error(const kc_decoder *d);
 /* LIST metadata seen so far (complete once list_end has run). */

@@ -30,6 +30,7 @@
 #include "apiclient.h"
 #include "log.h"
 #include "mini_server.h"
+#include "decodepool.h"
 #include "reflector.h"
 #include "store_podgen.h"
 #include "testutil.h"
@@ -271,7 +272,9 @@ static struct {
   kc_reflector *r;
   char url[64];
   kc_kube_creds creds;
+  kc_decode_pool *pool;
 } F;
+static bool use_pool; /* the second run of every test */
 
 static void on_tick(uv_timer_t *t) {}
 
@@ -295,6 +298,8 @@ static int setup(void **state) {
   if (!F.srv) return -1;
   snprintf(F.url, sizeof F.url, "http://127.0.0.1:%d", mini_server_port(F.srv));
   F.creds = (kc_kube_creds){.server = F.url, .token = "t0k"};
+  F.pool = NULL;
+  if (use_pool && kc_decode_pool_new(&F.loop, 2, &F.pool) != 0) return -1;
   return kc_api_new(&F.loop, &F.creds, &F.api) == 0 ? 0 : -1;
 }
 
@@ -303,6 +308,8 @@ static int teardown(void **state) {
   F.r = NULL;
   kc_api_close(F.api);
   F.api = NULL;
+  kc_decode_pool_free(F.pool);
+  F.pool = NULL;
   uv_close((uv_handle_t *)&F.tick, NULL);
   mini_server_stop(F.srv);
   F.srv = NULL;
@@ -318,7 +325,11 @@ static kc_reflector_spec spec_default(void) {
                              .resource = "pods",
                              .namespace_ = NS,
                              .backoff_initial_ms = 20,
-                             .backoff_max_ms = 80};
+                             .backoff_max_ms = 80,
+                             /* Second run: decoded on pool threads, with a
+                              * budget small enough to pause transfers. */
+                             .decode_pool = F.pool,
+                             .decode_budget = use_pool ? 2048 : 0};
 }
 
 static void start(const kc_reflector_spec *spec) {
@@ -870,5 +881,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_close_mid_watch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_connection_reset_midstream, setup, teardown),
   };
-  return cmocka_run_group_tests(tests, setup_group, teardown_group);
+  int failed = cmocka_run_group_tests_name("inline decoding", tests, setup_group, teardown_group);
+  use_pool = true;
+  failed += cmocka_run_group_tests_name("decode pool", tests, setup_group, teardown_group);
+  return failed;
 }
