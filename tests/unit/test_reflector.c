@@ -62,6 +62,10 @@ static struct {
   atomic_uint nreq;
   char *owned[512];
   size_t nowned;
+  /* Per request: a copy of the step's chunk list, made under mu, so that a
+   * connection still streaming never reads steps[] that the next test
+   * rewrites. Freed at teardown. */
+  mini_server_chunk *served[MAXSTEPS + 8];
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static podgen PG;
@@ -157,8 +161,10 @@ static step *add_step(int status) {
 static void add_body(int status, const char *body) { add_step(status)->body = body; }
 
 static void chunk(step *s, const char *data, unsigned delay_ms) {
+  pthread_mutex_lock(&S.mu); /* the handler reads steps under S.mu */
   assert_true(s->nchunks < MAXCHUNKS);
   s->chunks[s->nchunks++] = (mini_server_chunk){data, strlen(data), delay_ms};
+  pthread_mutex_unlock(&S.mu);
 }
 
 /* A watch response: the given pieces, each its own chunk. */
@@ -213,15 +219,19 @@ static void handler(const mini_server_request *rq, mini_server_reply *reply, voi
   record(idx, rq->path, q, mini_server_header(rq, "Accept"));
   const step *s = idx < S.nsteps ? &S.steps[idx] : &STOP;
   atomic_store(&S.nreq, idx + 1);
-  pthread_mutex_unlock(&S.mu);
   reply->status = s->status;
   reply->headers[0] = s->hdr;
   reply->body = s->body;
-  if (s->nchunks) {
-    reply->chunks = s->chunks;
-    reply->nchunks = s->nchunks;
+  if (s->nchunks && idx < MAXSTEPS + 8) {
+    S.served[idx] = malloc(s->nchunks * sizeof *s->chunks);
+    if (S.served[idx]) {
+      memcpy(S.served[idx], s->chunks, s->nchunks * sizeof *s->chunks);
+      reply->chunks = S.served[idx];
+      reply->nchunks = s->nchunks;
+    }
   }
   reply->hang_ms = s->hang_ms;
+  pthread_mutex_unlock(&S.mu);
 }
 
 /* ---- the sink ------------------------------------------------------------ */
@@ -317,6 +327,10 @@ static int teardown(void **state) {
   int rc = uv_loop_close(&F.loop);
   for (size_t i = 0; i < S.nowned; i++) free(S.owned[i]);
   S.nowned = 0;
+  for (size_t i = 0; i < MAXSTEPS + 8; i++) {
+    free(S.served[i]);
+    S.served[i] = NULL;
+  }
   return rc == 0 ? 0 : -1;
 }
 
@@ -759,7 +773,10 @@ static void *raw_conn(void *arg) {
       }
     }
     record(idx, sp1 + 1, "", NULL);
-    const step *s = idx < S.nsteps ? &S.steps[idx] : &STOP;
+    /* A copy: this detached thread may outlive the test whose steps it
+     * serves, and the next test rewrites steps[] (under mu). */
+    const step cur = idx < S.nsteps ? S.steps[idx] : STOP;
+    const step *s = &cur;
     atomic_store(&RAW.nreq, idx + 1);
     pthread_mutex_unlock(&S.mu);
     char hdr[256];
