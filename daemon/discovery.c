@@ -177,12 +177,11 @@ int kc_discovery_parse(const char *json, size_t len,
   static const char *res_path[] = {"resources", NULL};
   yajl_val kind = yajl_tree_get(root, kind_path, yajl_t_string);
   yajl_val res = yajl_tree_get(root, res_path, yajl_t_array);
-  if (!kind || strcmp(str_of(kind), "APIResourceList") != 0 || !res) {
+  bool is_list = kind && strcmp(str_of(kind), "APIResourceList") == 0;
+  if (!is_list || !res) {
     yajl_tree_free(root);
     if (err && errlen)
-      snprintf(err, errlen, "%s", !kind || strcmp(str_of(kind), "APIResourceList") != 0
-                                      ? "not an APIResourceList"
-                                      : "no resources array");
+      snprintf(err, errlen, "%s", is_list ? "no resources array" : "not an APIResourceList");
     return -EINVAL;
   }
   static const char *name_path[] = {"name", NULL};

@@ -18,8 +18,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
-int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *err,
-                      size_t errlen) {
+int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   size_t depth = 0;
   bool in_str = false;
@@ -52,9 +51,7 @@ int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *er
     case '}':
       if (depth) depth--; /* unbalanced: yajl says so */
       break;
-    case '/':
-      set_err(err, errlen, "offset %zu: comments are not JSON", i);
-      return -EBADMSG;
+    case '/': set_err(err, errlen, "offset %zu: comments are not JSON", i); return -EBADMSG;
     default: break;
     }
   }

@@ -233,6 +233,9 @@ static void test_parse(void **state) {
   assert_int_equal(kc_discovery_parse("{\"kind\":\"Status\"}", 17, count, &n, err, sizeof err),
                    -EINVAL);
   assert_string_equal(err, "not an APIResourceList");
+  static const char nores[] = "{\"kind\":\"APIResourceList\",\"resources\":{}}";
+  assert_int_equal(kc_discovery_parse(nores, strlen(nores), count, &n, err, sizeof err), -EINVAL);
+  assert_string_equal(err, "no resources array");
   assert_int_equal(kc_discovery_parse("{\"kind\":", 8, count, &n, NULL, 0), -EINVAL);
   assert_int_equal(kc_discovery_parse("{\"kind\":", 8, count, &n, err, sizeof err), -EINVAL);
   assert_non_null(strstr(err, "invalid JSON"));
