@@ -1039,6 +1039,30 @@ static void test_watch_event_not_held_back(void **state) {
   rec_free(&r);
 }
 
+/* kc_decode_status streams through the object builder, which refuses
+ * nesting deeper than KC_OBJ_MAX_DEPTH without recursing: a Status nested a
+ * million levels deep (2 MB) is refused, one of 256 levels is read. */
+static void test_decode_status_depth_limit(void **state) {
+  (void)state;
+  static const char head[] = "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\",\"x\":";
+  const size_t sizes[] = {1000000, 255, 256};
+  const int want[] = {-EBADMSG, 0, -EBADMSG};
+  for (size_t k = 0; k < 3; k++) {
+    size_t levels = sizes[k], n = sizeof head - 1 + 2 * levels + 1;
+    char *doc = malloc(n);
+    assert_non_null(doc);
+    memcpy(doc, head, sizeof head - 1);
+    memset(doc + sizeof head - 1, '[', levels);
+    memset(doc + sizeof head - 1 + levels, ']', levels);
+    doc[n - 1] = '}';
+    kc_status st;
+    assert_int_equal(kc_decode_status(doc, n, &st), want[k]);
+    free(doc);
+    assert_int_equal(st.has_code, want[k] == 0);
+    if (want[k] == 0) assert_string_equal(st.reason, "Expired");
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_watch_initial_events),
@@ -1055,6 +1079,7 @@ int main(void) {
       cmocka_unit_test(test_decode_status),
       cmocka_unit_test(test_linear_any_chunking),
       cmocka_unit_test(test_watch_event_not_held_back),
+      cmocka_unit_test(test_decode_status_depth_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
