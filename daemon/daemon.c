@@ -61,11 +61,11 @@ typedef struct ctl_slot {
   kc_plugin_instance *inst; /* until the controller exists, then owned by it */
   kc_controller *ctl;
   /* Plugin load/init failures (no inst, no ctl): retried on d->init_retry. */
-  char init_error[1024];   /* "" once loaded and initialised */
+  char init_error[1024];    /* "" once loaded and initialised */
   uint32_t failed_attempts; /* consecutive: kc_backoff_when's counter */
-  uint64_t retry_at_ms;    /* loop time of the next attempt; 0: none */
-  uint64_t retry_delay_ms; /* the delay chosen after the last failure */
-  uint64_t init_failures;  /* kctrld_controller_init_failures_total, kept across reloads */
+  uint64_t retry_at_ms;     /* loop time of the next attempt; 0: none */
+  uint64_t retry_delay_ms;  /* the delay chosen after the last failure */
+  uint64_t init_failures;   /* kctrld_controller_init_failures_total, kept across reloads */
 } ctl_slot;
 
 #define KC_INIT_RETRY_BASE_MS 1000ull
@@ -356,7 +356,8 @@ static void init_failed(kc_daemon *d, ctl_slot *cs, const char *err, bool retry)
   if (spread) ms = ms - ms / 10 + kc_mix64(uv_hrtime() ^ (uint64_t)(uintptr_t)cs) % spread;
   cs->retry_delay_ms = ms;
   cs->retry_at_ms = uv_now(&d->loop) + ms;
-  kc_error("daemon", "controller %s: %s; attempt %u failed, retrying in %.1f s (other controllers keep running)",
+  kc_error("daemon",
+           "controller %s: %s; attempt %u failed, retrying in %.1f s (other controllers keep running)",
            cs->spec->name, cs->init_error, (unsigned)cs->failed_attempts, (double)ms / 1000.0);
   arm_init_retry(d);
 }
@@ -875,7 +876,8 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   kc_hostapi_install(); /* plugin host services on this daemon */
   for (size_t i = 0; i < d->nctls; i++) {
     if (instantiate(d, &d->ctls[i], !opts->fail_fast) < 0 && opts->fail_fast) {
-      kc_error("daemon", "controller %s cannot start and --fail-fast is set: exiting", d->ctls[i].spec->name);
+      kc_error("daemon", "controller %s cannot start and --fail-fast is set: exiting",
+               d->ctls[i].spec->name);
       goto fail;
     }
   }

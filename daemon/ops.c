@@ -339,7 +339,8 @@ static bool controllers_ok(const kc_ops_view *v, char *why, size_t cap) {
   for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++) {
     const kc_ops_controller_state *cs = &v->controller_states[c];
     if (!cs->init_error || len >= cap) continue;
-    int n = snprintf(why + len, cap - len, "%scontroller %s: %s (failed %u times; next attempt %.1f s after the last)",
+    int n = snprintf(why + len, cap - len,
+                     "%scontroller %s: %s (failed attempts: %u; the next one %.1f s after the last)",
                      len ? "; " : "", cs->name, cs->init_error, (unsigned)cs->failed_attempts,
                      (double)cs->retry_delay_ms / 1000.0);
     if (n > 0) len += (size_t)n;
@@ -394,7 +395,8 @@ void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
     snprintf(role, sizeof role, "acquiring lease=%s", v->lease_name);
   int n = snprintf(buf, cap, "%s; informers %zu/%zu synced; controllers %zu", role, synced, v->ninformers,
                    controllers);
-  if (failing && n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " (%zu failing init)", failing);
+  if (failing && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " (%zu failing init)", failing);
 }
 
 /* --- kc_ops ------------------------------------------------------------------------- */

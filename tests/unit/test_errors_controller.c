@@ -236,26 +236,27 @@ static int write_retry_config(const char *flaky_settings, const char *broken_plu
   int n = 0;
   if (flaky_settings)
     n = snprintf(flaky, sizeof flaky,
-             "  - name: flaky\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
-             "    settings: { initFailWhile: \"%s\"%s }\n",
-             plugin_so, gate_path, flaky_settings);
+                 "  - name: flaky\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
+                 "    settings: { initFailWhile: \"%s\"%s }\n",
+                 plugin_so, gate_path, flaky_settings);
   if (n < 0 || (size_t)n >= sizeof flaky) return -1;
   if (broken_plugin)
     n = snprintf(broken, sizeof broken,
-             "  - name: broken\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n", broken_plugin);
+                 "  - name: broken\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n",
+                 broken_plugin);
   if (n < 0 || (size_t)n >= sizeof broken) return -1;
   n = snprintf(cfg, sizeof cfg,
-           "logLevel: info\n"
-           "shutdownTimeout: 1s\n"
-           "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
-           "informers:\n"
-           "  - { apiVersion: v1, kind: ConfigMap }\n"
-           "controllers:\n"
-           "  - name: healthy\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
-           "%s"
-           "  - name: late\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
-           "%s",
-           metrics_port, plugin_so, flaky, late_so, broken);
+               "logLevel: info\n"
+               "shutdownTimeout: 1s\n"
+               "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
+               "informers:\n"
+               "  - { apiVersion: v1, kind: ConfigMap }\n"
+               "controllers:\n"
+               "  - name: healthy\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
+               "%s"
+               "  - name: late\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
+               "%s",
+               metrics_port, plugin_so, flaky, late_so, broken);
   if (n < 0 || (size_t)n >= sizeof cfg) return -1;
   return sim_write_file(cfg_path, cfg);
 }
@@ -305,22 +306,25 @@ static bool both_failing(const char *m, long rcode, const char *r) {
          ctl_metric(m, "kctrld_controller_ready", "flaky") == 0 &&
          ctl_metric(m, "kctrld_controller_ready", "late") == 0 &&
          ctl_metric(m, "kctrld_controller_ready", "healthy") == 1 && successes(m, "healthy") >= 1 &&
-         rcode == 503 && strstr(r, "controller flaky: ") && strstr(r, "Connection refused (init returned -111)") &&
-         strstr(r, "controller late: ") && strstr(r, "does not exist");
+         rcode == 503 && strstr(r, "controller flaky: ") &&
+         strstr(r, "Connection refused (init returned -111)") && strstr(r, "controller late: ") &&
+         strstr(r, "does not exist");
 }
 
 /* Step 2: both recovered by retries and reconcile; the counter stays. */
 static bool both_recovered(const char *m, long rcode, const char *r) {
   return ctl_metric(m, "kctrld_controller_ready", "flaky") == 1 &&
          ctl_metric(m, "kctrld_controller_ready", "late") == 1 && successes(m, "flaky") >= 1 &&
-         successes(m, "late") >= 1 && ctl_metric(m, "kctrld_controller_init_failures_total", "flaky") >= 2 &&
-         rcode == 200 && strcmp(r, "ok\n") == 0;
+         successes(m, "late") >= 1 &&
+         ctl_metric(m, "kctrld_controller_init_failures_total", "flaky") >= 2 && rcode == 200 &&
+         strcmp(r, "ok\n") == 0;
 }
 
 static bool broken_failing(const char *m, long rcode, const char *r) {
   return ctl_metric(m, "kctrld_controller_init_failures_total", "broken") >= 1 &&
          ctl_metric(m, "kctrld_controller_ready", "broken") == 0 && rcode == 503 &&
-         strstr(r, "controller broken: ") && strstr(r, "does not exist") && !strstr(r, "controller flaky");
+         strstr(r, "controller broken: ") && strstr(r, "does not exist") &&
+         !strstr(r, "controller flaky");
 }
 
 static bool broken_fixed(const char *m, long rcode, const char *r) {
@@ -331,13 +335,28 @@ static bool broken_fixed(const char *m, long rcode, const char *r) {
 
 static bool flaky_failing_again(const char *m, long rcode, const char *r) {
   return ctl_metric(m, "kctrld_controller_ready", "flaky") == 0 && rcode == 503 &&
-         strstr(r, "controller flaky: ") && ctl_metric(m, "kctrld_controller_ready", "healthy") == 1;
+         strstr(r, "controller flaky: ") &&
+         ctl_metric(m, "kctrld_controller_ready", "healthy") == 1;
 }
 
 static bool flaky_removed(const char *m, long rcode, const char *r) {
   return ctl_metric(m, "kctrld_controller_ready", "flaky") == -1 &&
          ctl_metric(m, "kctrld_controller_init_failures_total", "flaky") == -1 && rcode == 200 &&
          strcmp(r, "ok\n") == 0;
+}
+
+/* A step: the config with these controllers, SIGHUP, then wait for cond. */
+static void reload_and_wait(struct retry_driver *d, int step, const char *flaky, const char *broken,
+                            retry_cond cond, const char *what) {
+  if (d->failure[0]) return;
+  d->step = step;
+  if (write_retry_config(flaky, broken) != 0) {
+    rd_fail(d, "cannot write the config");
+    return;
+  }
+  kill(getpid(), SIGHUP);
+  char last[800] = "";
+  if (!wait_until(cond, last, sizeof last)) rd_fail(d, "%s: %s", what, last);
 }
 
 static void *drive_retry(void *arg) {
@@ -359,32 +378,23 @@ static void *drive_retry(void *arg) {
   /* The backend comes up, the .so appears (renamed into place whole). */
   d->step = 2;
   char cmd[2 * PATH_MAX];
-  int n = snprintf(cmd, sizeof cmd, "cp %s %s.tmp && mv %s.tmp %s", plugin_so, late_so, late_so, late_so);
-  if (!d->failure[0] && (n < 0 || (size_t)n >= sizeof cmd || unlink(gate_path) != 0 || system(cmd) != 0))
+  int n = snprintf(cmd, sizeof cmd, "cp %s %s.tmp && mv %s.tmp %s", plugin_so, late_so, late_so,
+                   late_so);
+  if (!d->failure[0] &&
+      (n < 0 || (size_t)n >= sizeof cmd || unlink(gate_path) != 0 || system(cmd) != 0))
     rd_fail(d, "cannot lift the faults");
-  if (!d->failure[0] && !wait_until(both_recovered, last, sizeof last)) rd_fail(d, "not recovered: %s", last);
+  if (!d->failure[0] && !wait_until(both_recovered, last, sizeof last))
+    rd_fail(d, "not recovered: %s", last);
 
   /* SIGHUP adds a controller whose plugin is missing, then fixes its path. */
-  d->step = 3;
-  if (!d->failure[0] && write_retry_config("", missing_so) != 0) rd_fail(d, "cannot write the config");
-  if (!d->failure[0]) kill(getpid(), SIGHUP);
-  if (!d->failure[0] && !wait_until(broken_failing, last, sizeof last)) rd_fail(d, "broken not reported: %s", last);
-  d->step = 4;
-  if (!d->failure[0] && write_retry_config("", plugin_so) != 0) rd_fail(d, "cannot write the config");
-  if (!d->failure[0]) kill(getpid(), SIGHUP);
-  if (!d->failure[0] && !wait_until(broken_fixed, last, sizeof last)) rd_fail(d, "reload did not fix: %s", last);
-
+  reload_and_wait(d, 3, "", missing_so, broken_failing, "broken not reported");
+  reload_and_wait(d, 4, "", plugin_so, broken_fixed, "reload did not fix broken");
   /* flaky fails again (its settings change, init runs again with the gate
    * back); a reload that removes it makes the daemon ready. */
-  d->step = 5;
-  if (!d->failure[0] && (sim_write_file(gate_path, "down\n") != 0 || write_retry_config(", again: 1", plugin_so) != 0))
-    rd_fail(d, "cannot write the gate or the config");
-  if (!d->failure[0]) kill(getpid(), SIGHUP);
-  if (!d->failure[0] && !wait_until(flaky_failing_again, last, sizeof last)) rd_fail(d, "flaky not failing: %s", last);
-  d->step = 6;
-  if (!d->failure[0] && write_retry_config(NULL, plugin_so) != 0) rd_fail(d, "cannot write the config");
-  if (!d->failure[0]) kill(getpid(), SIGHUP);
-  if (!d->failure[0] && !wait_until(flaky_removed, last, sizeof last)) rd_fail(d, "removal not applied: %s", last);
+  if (!d->failure[0] && sim_write_file(gate_path, "down\n") != 0)
+    rd_fail(d, "cannot write the gate");
+  reload_and_wait(d, 5, ", again: 1", plugin_so, flaky_failing_again, "flaky not failing");
+  reload_and_wait(d, 6, NULL, plugin_so, flaky_removed, "removal not applied");
   if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);
   return NULL;
 }
@@ -428,10 +438,11 @@ static void test_init_retry(void **state) {
 static void test_fail_fast(void **state) {
   char kc[PATH_MAX];
   sim_tmp_path(kc, sizeof kc, "dead-kubeconfig");
-  assert_int_equal(sim_write_file(kc, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-                                      "    server: http://127.0.0.1:9\nusers:\n- name: u\n  user: {}\n"
-                                      "contexts:\n- name: x\n  context: { cluster: c, user: u }\n"
-                                      "current-context: x\n"),
+  assert_int_equal(sim_write_file(kc,
+                                  "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+                                  "    server: http://127.0.0.1:9\nusers:\n- name: u\n  user: {}\n"
+                                  "contexts:\n- name: x\n  context: { cluster: c, user: u }\n"
+                                  "current-context: x\n"),
                    0);
   metrics_port = sim_free_port();
   assert_int_equal(sim_write_file(gate_path, "down\n"), 0);

@@ -38,7 +38,8 @@ struct faulty {
 
 static int faulty_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out) {
   const char *gate = NULL;
-  if (H->settings_string(settings, "initFailWhile", &gate) == 0 && gate && access(gate, F_OK) == 0) {
+  if (H->settings_string(settings, "initFailWhile", &gate) == 0 && gate &&
+      access(gate, F_OK) == 0) {
     H->log(KCTRLD_LOG_ERROR, "backend not reachable while %s exists", gate);
     return -ECONNREFUSED;
   }
