@@ -88,6 +88,15 @@ static long reconciles(const char *result) {
 
 static atomic_bool daemon_done;
 
+/* Every config here: ConfigMaps cached, metrics on metrics_port (%u). */
+#define CONFIG_HEAD                                                                                \
+  "logLevel: info\n"                                                                               \
+  "shutdownTimeout: 1s\n"                                                                          \
+  "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"                                                   \
+  "informers:\n"                                                                                   \
+  "  - { apiVersion: v1, kind: ConfigMap }\n"                                                      \
+  "controllers:\n"
+
 /* The value of series NAME{LABELS} in a /metrics body, -1 if absent. */
 static long series(const char *body, const char *name, const char *labels) {
   char want[256];
@@ -97,7 +106,8 @@ static long series(const char *body, const char *name, const char *labels) {
 }
 
 struct driver {
-  char failure[512];
+  char failure[1024];
+  int step; /* 0, or the step named in the failure */
   long success, error, requeue, requeue_after;
 };
 
@@ -105,8 +115,42 @@ static void drv_fail(struct driver *d, const char *fmt, ...) {
   if (d->failure[0]) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(d->failure, sizeof d->failure, fmt, ap);
+  int n = d->step ? snprintf(d->failure, sizeof d->failure, "step %d: ", d->step) : 0;
+  vsnprintf(d->failure + n, sizeof d->failure - (size_t)n, fmt, ap);
   va_end(ap);
+}
+
+/* Tests that need the build's kube-apisim skip without it (e.g. only this
+ * test was built). */
+static bool apisim_built(void) {
+  char need[PATH_MAX + 32];
+  snprintf(need, sizeof need, "%s/kube-apisim", sim_build_dir);
+  return access(need, X_OK) == 0;
+}
+
+/* Runs the daemon on cfg_path (this thread) with drive(d) playing the
+ * operator on another; then frees d, its failure copied to failure
+ * (sizeof d->failure bytes).
+ * Returns the daemon's exit code. */
+static int run_daemon(void *(*drive)(void *), struct driver *d, char *failure) {
+  /* SIGTERM/SIGHUP reach the loop; afterwards a late one must not hit the
+   * default action. */
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  atomic_store(&daemon_done, false);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, drive, d), 0);
+  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = sim_kubeconfig};
+  int code = kc_daemon_run(&o);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  atomic_store(&daemon_done, true);
+  pthread_join(th, NULL);
+  memcpy(failure, d->failure, sizeof d->failure);
+  free(d);
+  return code;
 }
 
 static void create_cm(struct driver *d, const char *name) {
@@ -148,9 +192,7 @@ static void *drive(void *arg) {
 }
 
 static void test_bad_results_and_timeouts(void **state) {
-  char need[PATH_MAX + 32];
-  snprintf(need, sizeof need, "%s/kube-apisim", sim_build_dir);
-  if (access(need, X_OK) != 0) skip();
+  if (!apisim_built()) skip();
   assert_int_equal(sim_start(), 0);
   struct driver *d = calloc(1, sizeof *d);
   assert_non_null(d);
@@ -162,34 +204,17 @@ static void test_bad_results_and_timeouts(void **state) {
   assert_true(metrics_port > 0);
   char cfg[3 * PATH_MAX + 512];
   snprintf(cfg, sizeof cfg,
-           "logLevel: info\n"
-           "shutdownTimeout: 1s\n"
-           "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
-           "informers:\n"
-           "  - { apiVersion: v1, kind: ConfigMap }\n"
-           "controllers:\n"
-           "  - name: faulty\n"
-           "    plugin: %s\n"
-           "    for: { apiVersion: v1, kind: ConfigMap }\n"
-           "    workers: 3\n"
-           "    reconcileTimeout: 500ms\n"
-           "    settings: { finiMarker: \"%s\" }\n",
+           CONFIG_HEAD "  - name: faulty\n"
+                       "    plugin: %s\n"
+                       "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                       "    workers: 3\n"
+                       "    reconcileTimeout: 500ms\n"
+                       "    settings: { finiMarker: \"%s\" }\n",
            metrics_port, plugin_so, fini_marker);
   assert_int_equal(sim_write_file(cfg_path, cfg), 0);
 
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, drive, d), 0);
-  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = sim_kubeconfig};
-  int code = kc_daemon_run(&o);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  atomic_store(&daemon_done, true);
-  pthread_join(th, NULL);
   char failure[sizeof d->failure];
-  memcpy(failure, d->failure, sizeof failure);
-  free(d);
+  int code = run_daemon(drive, d, failure);
   assert_string_equal(failure, "");
   assert_int_equal(code, 0);
   /* The hang reconcile was abandoned; once it returns into the plugin (4 s
@@ -214,20 +239,6 @@ static void test_bad_results_and_timeouts(void **state) {
 
 /* ---- a controller whose init fails ---- */
 
-struct retry_driver {
-  char failure[1024];
-  int step;
-};
-
-static void rd_fail(struct retry_driver *d, const char *fmt, ...) {
-  if (d->failure[0]) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = snprintf(d->failure, sizeof d->failure, "step %d: ", d->step);
-  vsnprintf(d->failure + n, sizeof d->failure - (size_t)n, fmt, ap);
-  va_end(ap);
-}
-
 /* The controllers of the retry test: healthy and late always; flaky
  * (init fails while the gate exists) with extra settings text when
  * flaky_settings is not NULL; broken (plugin path given) when not NULL. */
@@ -246,12 +257,7 @@ static int write_retry_config(const char *flaky_settings, const char *broken_plu
                  broken_plugin);
   if (n < 0 || (size_t)n >= sizeof broken) return -1;
   n = snprintf(cfg, sizeof cfg,
-               "logLevel: info\n"
-               "shutdownTimeout: 1s\n"
-               "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
-               "informers:\n"
-               "  - { apiVersion: v1, kind: ConfigMap }\n"
-               "controllers:\n"
+               CONFIG_HEAD
                "  - name: healthy\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
                "%s"
                "  - name: late\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
@@ -346,21 +352,21 @@ static bool flaky_removed(const char *m, long rcode, const char *r) {
 }
 
 /* A step: the config with these controllers, SIGHUP, then wait for cond. */
-static void reload_and_wait(struct retry_driver *d, int step, const char *flaky, const char *broken,
+static void reload_and_wait(struct driver *d, int step, const char *flaky, const char *broken,
                             retry_cond cond, const char *what) {
   if (d->failure[0]) return;
   d->step = step;
   if (write_retry_config(flaky, broken) != 0) {
-    rd_fail(d, "cannot write the config");
+    drv_fail(d, "cannot write the config");
     return;
   }
   kill(getpid(), SIGHUP);
   char last[800] = "";
-  if (!wait_until(cond, last, sizeof last)) rd_fail(d, "%s: %s", what, last);
+  if (!wait_until(cond, last, sizeof last)) drv_fail(d, "%s: %s", what, last);
 }
 
 static void *drive_retry(void *arg) {
-  struct retry_driver *d = arg;
+  struct driver *d = arg;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -368,11 +374,12 @@ static void *drive_retry(void *arg) {
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   char last[800] = "";
   d->step = 1;
-  if (!wait_until(both_failing, last, sizeof last)) rd_fail(d, "not failing as expected: %s", last);
+  if (!wait_until(both_failing, last, sizeof last))
+    drv_fail(d, "not failing as expected: %s", last);
   long code = 0;
   char *h = get_local("/healthz", &code);
   if (!d->failure[0] && (code != 200 || !h || strcmp(h, "ok\n") != 0))
-    rd_fail(d, "/healthz %ld %s while a controller fails", code, h ? h : "");
+    drv_fail(d, "/healthz %ld %s while a controller fails", code, h ? h : "");
   free(h);
 
   /* The backend comes up, the .so appears (renamed into place whole). */
@@ -382,9 +389,9 @@ static void *drive_retry(void *arg) {
                    late_so);
   if (!d->failure[0] &&
       (n < 0 || (size_t)n >= sizeof cmd || unlink(gate_path) != 0 || system(cmd) != 0))
-    rd_fail(d, "cannot lift the faults");
+    drv_fail(d, "cannot lift the faults");
   if (!d->failure[0] && !wait_until(both_recovered, last, sizeof last))
-    rd_fail(d, "not recovered: %s", last);
+    drv_fail(d, "not recovered: %s", last);
 
   /* SIGHUP adds a controller whose plugin is missing, then fixes its path. */
   reload_and_wait(d, 3, "", missing_so, broken_failing, "broken not reported");
@@ -392,7 +399,7 @@ static void *drive_retry(void *arg) {
   /* flaky fails again (its settings change, init runs again with the gate
    * back); a reload that removes it makes the daemon ready. */
   if (!d->failure[0] && sim_write_file(gate_path, "down\n") != 0)
-    rd_fail(d, "cannot write the gate");
+    drv_fail(d, "cannot write the gate");
   reload_and_wait(d, 5, ", again: 1", plugin_so, flaky_failing_again, "flaky not failing");
   reload_and_wait(d, 6, NULL, plugin_so, flaky_removed, "removal not applied");
   if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);
@@ -400,34 +407,17 @@ static void *drive_retry(void *arg) {
 }
 
 static void test_init_retry(void **state) {
-  char need[PATH_MAX + 32];
-  snprintf(need, sizeof need, "%s/kube-apisim", sim_build_dir);
-  if (access(need, X_OK) != 0) skip();
+  if (!apisim_built()) skip();
   assert_int_equal(sim_start(), 0);
-  atomic_store(&daemon_done, false);
   metrics_port = sim_free_port();
   assert_true(metrics_port > 0);
   assert_int_equal(sim_write_file(gate_path, "down\n"), 0);
   unlink(late_so);
   assert_int_equal(write_retry_config("", NULL), 0);
-  struct retry_driver *d = calloc(1, sizeof *d);
+  struct driver *d = calloc(1, sizeof *d);
   assert_non_null(d);
-  /* The signals reach the loop (an earlier test blocked them here). */
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, drive_retry, d), 0);
-  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = sim_kubeconfig};
-  int code = kc_daemon_run(&o);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  atomic_store(&daemon_done, true);
-  pthread_join(th, NULL);
   char failure[sizeof d->failure];
-  memcpy(failure, d->failure, sizeof failure);
-  free(d);
+  int code = run_daemon(drive_retry, d, failure);
   sim_stop();
   assert_string_equal(failure, "");
   assert_int_equal(code, 0);
