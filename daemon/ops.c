@@ -15,6 +15,7 @@ struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
       *wq_retries;
   kc_metric_family *rec_total, *rec_errors, *rec_time, *rec_max, *rec_active;
+  kc_metric_family *ctl_ready, *ctl_init_failures;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
   kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors;
@@ -75,6 +76,13 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        "Maximum number of concurrent reconciles per controller", KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
       {&f->rec_active, "controller_runtime_active_workers", "Number of currently used workers per controller",
        KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->ctl_ready, "kctrld_controller_ready",
+       "1 while the controller runs; 0 while its plugin's load or init fails (retried with backoff) "
+       "or its kinds are not discovered yet",
+       KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->ctl_init_failures, "kctrld_controller_init_failures_total",
+       "Failed attempts to load the controller's plugin or run its init", KC_METRIC_COUNTER, ctl_labels, 1,
+       NULL, 0},
       {&f->le_master, "leader_election_master_status",
        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
        "indicates master. 'name' is the string used to identify the lease. Please make sure to group "
@@ -213,6 +221,12 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
           : kc_metrics_set_histogram_total(f->rec_time, cl, st.reconcile_count, st.reconcile_seconds_sum);
     if (r < 0 && rc == 0) rc = r;
   }
+  for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++) {
+    const kc_ops_controller_state *cs = &v->controller_states[c];
+    const char *cl[] = {cs->name};
+    SET(f->ctl_ready, cl, cs->running ? 1 : 0);
+    SET(f->ctl_init_failures, cl, cs->init_failures);
+  }
   if (v->lease_name) {
     const char *ll[] = {v->lease_name};
     SET(f->le_master, ll, v->leading ? 1 : 0);
@@ -318,11 +332,28 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
 
 /* --- readiness and status --------------------------------------------------------- */
 
-bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) {
+/* Appends every controller whose plugin fails to load or init to why
+ * ("controller NAME: ERROR (...)", "; "-separated); false if there is one. */
+static bool controllers_ok(const kc_ops_view *v, char *why, size_t cap) {
+  size_t len = 0;
+  for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++) {
+    const kc_ops_controller_state *cs = &v->controller_states[c];
+    if (!cs->init_error || len >= cap) continue;
+    int n = snprintf(why + len, cap - len,
+                     "%scontroller %s: %s (failed attempts: %u; the next one %.1f s after the last)",
+                     len ? "; " : "", cs->name, cs->init_error, (unsigned)cs->failed_attempts,
+                     (double)cs->retry_delay_ms / 1000.0);
+    if (n > 0) len += (size_t)n;
+  }
+  return len == 0;
+}
+
+static bool ready_check(const kc_ops_view *v, bool with_controllers, char *why, size_t cap) {
   if (v->stopping) {
     snprintf(why, cap, "stopping");
     return false;
   }
+  if (with_controllers && !controllers_ok(v, why, cap)) return false;
   for (size_t i = 0; i < v->ninformers; i++) {
     kc_informer *inf = v->informers[i];
     const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
@@ -340,12 +371,17 @@ bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) {
   return true;
 }
 
+bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) { return ready_check(v, true, why, cap); }
+bool kc_ops_started(const kc_ops_view *v, char *why, size_t cap) { return ready_check(v, false, why, cap); }
+
 void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
-  size_t synced = 0, controllers = 0;
+  size_t synced = 0, controllers = 0, failing = 0;
   for (size_t i = 0; i < v->ninformers; i++)
     if (v->informers[i] && kc_informer_synced(v->informers[i])) synced++;
   for (size_t c = 0; c < v->ncontrollers; c++)
     if (v->controllers[c]) controllers++;
+  for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++)
+    if (v->controller_states[c].init_error) failing++;
   char role[384];
   if (v->stopping)
     snprintf(role, sizeof role, "stopping");
@@ -357,8 +393,10 @@ void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
     snprintf(role, sizeof role, "standby lease=%s leader=%s", v->lease_name, v->leader ? v->leader : "?");
   else
     snprintf(role, sizeof role, "acquiring lease=%s", v->lease_name);
-  snprintf(buf, cap, "%s; informers %zu/%zu synced; controllers %zu", role, synced, v->ninformers,
-           controllers);
+  int n = snprintf(buf, cap, "%s; informers %zu/%zu synced; controllers %zu", role, synced, v->ninformers,
+                   controllers);
+  if (failing && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " (%zu failing init)", failing);
 }
 
 /* --- kc_ops ------------------------------------------------------------------------- */
@@ -401,18 +439,21 @@ static void on_state_tick(uv_timer_t *t) {
   if (ops->reloading) return; /* kc_ops_reloaded sends READY=1 */
   kc_ops_view v;
   get_view(ops, &v);
-  char why[256], status[512];
-  bool ready = kc_ops_ready(&v, why, sizeof why);
+  char why[1024], status[512], line[1600];
+  /* READY=1 does not wait for controllers whose init fails (they are
+   * retried); STATUS= and /readyz name them. */
+  bool started = kc_ops_started(&v, why, sizeof why);
+  bool ready = started && kc_ops_ready(&v, why, sizeof why);
   kc_ops_summary(&v, status, sizeof status);
-  if (ready && !kc_notify_is_ready(ops->notify)) {
-    kc_info("ops", "ready: %s", status);
-    kc_notify_ready(ops->notify, status);
-  } else if (!ready && !v.stopping) {
-    char line[800];
+  if (!ready && !v.stopping)
     snprintf(line, sizeof line, "%s; waiting: %s", status, why);
-    kc_notify_status(ops->notify, line);
+  else
+    snprintf(line, sizeof line, "%s", status);
+  if (started && !kc_notify_is_ready(ops->notify)) {
+    kc_info("ops", "ready: %s", line);
+    kc_notify_ready(ops->notify, line);
   } else {
-    kc_notify_status(ops->notify, status);
+    kc_notify_status(ops->notify, line);
   }
 }
 
