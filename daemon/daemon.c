@@ -35,6 +35,7 @@
 
 #include "config.h"
 #include "controller.h"
+#include "decodepool.h"
 #include "discovery.h"
 #include "hash.h"
 #include "kubeconfig.h"
@@ -79,6 +80,7 @@ struct kc_daemon {
   kc_api *api;
   kc_events *events; /* the Event recorder behind the `event` host service */
   kc_discovery *discovery;
+  kc_decode_pool *decode_pool; /* response bodies are decoded here */
   /* Guards cfg, kinds and their resolution for worker-thread lookups; the
    * loop takes it for writing only while swapping a reloaded config. */
   pthread_rwlock_t registry_lock;
@@ -177,6 +179,17 @@ bool kc_daemon_may_write(const kc_daemon *d) {
 
 /* --- discovery ---------------------------------------------------------------- */
 
+static void on_tick(uv_timer_t *t);
+
+/* Runs the start-up tick on the loop's next iteration (never from inside
+ * the caller), then every second as before. */
+static void tick_now(kc_daemon *d) {
+  if (!d->stopping) uv_timer_start(&d->tick, on_tick, 0, 1000);
+}
+
+/* An informer synced: its controllers become active now. */
+static void on_informer_synced(void *ud, kc_informer *inf) { tick_now(ud); }
+
 static void on_resolved(int err, const kc_resource_info *info, const kc_api_status *status,
                         void *ud) {
   kind_slot *k = ud;
@@ -197,6 +210,7 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     kc_info("discovery", "%s %s -> %s/%s (%s)", s->api_version, s->kind, k->api_path, k->plural,
             k->namespaced ? "namespaced" : "cluster-scoped");
     atomic_store(&k->resolved, true);
+    tick_now(d); /* list at once, not on the next tick */
     return;
   }
   /* A missing kind is logged once a minute, not every tick. */
@@ -266,7 +280,8 @@ static void on_tick(uv_timer_t *t) {
     }
     if (k->informer) continue;
     kc_resource_ref ref = {k->api_path, k->plural, k->namespaced};
-    int rc = kc_informer_new(&d->loop, d->api, k->spec, &ref, &k->informer);
+    int rc = kc_informer_new(&d->loop, d->api, d->decode_pool, k->spec, &ref, &k->informer);
+    if (rc == 0) kc_informer_on_synced(k->informer, on_informer_synced, d);
     if (rc == 0) rc = kc_informer_start(k->informer);
     if (rc < 0) {
       kc_error("daemon", "informer %s %s: cannot start: %s", k->spec->api_version, k->spec->kind,
@@ -656,6 +671,8 @@ static void finish_shutdown(kc_daemon *d) {
   }
   kc_discovery_free(d->discovery); /* runs no callback: slots can be freed */
   d->discovery = NULL;
+  kc_decode_pool_free(d->decode_pool); /* the informers closed every stream */
+  d->decode_pool = NULL;
   close_events(d);
   kc_api_close(d->api);
   d->api = NULL;
@@ -867,6 +884,15 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
+  unsigned decode_threads = d->cfg->decode_threads < 0 ? kc_decode_pool_default_threads()
+                                                       : (unsigned)d->cfg->decode_threads;
+  int prc = kc_decode_pool_new(&d->loop, decode_threads, &d->decode_pool);
+  if (prc < 0) {
+    kc_error("daemon", "cannot start %u decode threads: %s", decode_threads, strerror(-prc));
+    goto fail;
+  }
+  kc_info("daemon", "decoding response bodies on %u thread%s%s", decode_threads,
+          decode_threads == 1 ? "" : "s", decode_threads ? "" : " (the loop thread)");
   kc_events_options eo = {.api = d->api, .may_write = events_may_write, .ud = d};
   if (kc_events_new(&d->loop, &eo, &d->events) < 0) {
     kc_error("daemon", "cannot create the Event recorder");
@@ -906,6 +932,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
 fail:
   uv_close((uv_handle_t *)&d->init_retry, on_closed_noop);
   kc_discovery_free(d->discovery);
+  kc_decode_pool_free(d->decode_pool);
   close_events(d);
   kc_api_close(d->api);
   uv_run(&d->loop, UV_RUN_DEFAULT);

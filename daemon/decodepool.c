@@ -22,9 +22,13 @@
 
 typedef struct chunk {
   struct chunk *next;
-  size_t len;
+  size_t len, cap;
   char data[];
 } chunk;
+
+/* Small feeds (a server that writes 1-byte HTTP chunks) are appended to the
+ * last queued chunk: one allocation per CHUNK_MIN bytes, not per feed. */
+#define CHUNK_MIN 16384
 
 /* A decoded object or event on its way to the loop. */
 typedef struct dout {
@@ -399,26 +403,36 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
   if (s->done_called) return s->done_rc ? s->done_rc : -ECANCELED;
   if (!s->pool) return kc_decoder_feed(s->dec, buf, len);
   if (len == 0) return 0;
-  chunk *c = malloc(sizeof *c + len);
-  if (!c) return -ENOMEM;
-  c->next = NULL;
-  c->len = len;
-  memcpy(c->data, buf, len);
   pthread_mutex_lock(&s->mu);
   if (s->inflight >= s->budget) {
     s->paused = true;
     pthread_mutex_unlock(&s->mu);
-    free(c);
     return KC_DSTREAM_FULL;
   }
   if (s->decoded_all) { /* failed: the rest is dropped */
     pthread_mutex_unlock(&s->mu);
-    free(c);
     return 0;
   }
-  if (s->in_tail) s->in_tail->next = c;
-  else s->in_head = c;
-  s->in_tail = c;
+  /* Queued chunks belong to the loop until a pool thread takes the list. */
+  chunk *t = s->in_tail;
+  if (t && t->cap - t->len >= len) {
+    memcpy(t->data + t->len, buf, len);
+    t->len += len;
+  } else {
+    size_t cap = len < CHUNK_MIN ? CHUNK_MIN : len;
+    chunk *c = malloc(sizeof *c + cap);
+    if (!c) {
+      pthread_mutex_unlock(&s->mu);
+      return -ENOMEM;
+    }
+    c->next = NULL;
+    c->len = len;
+    c->cap = cap;
+    memcpy(c->data, buf, len);
+    if (t) t->next = c;
+    else s->in_head = c;
+    s->in_tail = c;
+  }
   s->inflight += len;
   bool need = !s->scheduled;
   s->scheduled = true;

@@ -19,6 +19,8 @@ struct kc_ops_families {
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
   kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors;
+  kc_metric_family *rf_stream_lists, *rf_stream_attempts, *rf_stream_fallbacks, *rf_pauses;
+  kc_metric_family *loop_lag, *loop_lag_max;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
 };
 
@@ -105,6 +107,24 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        "DELETED)", KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->rf_errors, "kctrld_reflector_errors_total", "Failed requests and broken watch streams",
        KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_stream_lists, "kctrld_reflector_streaming_lists_total",
+       "Streaming lists (WATCH with sendInitialEvents) that reached the initial-events-end bookmark; "
+       "each goes on as a watch and counts in kctrld_reflector_watches_total too",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_stream_attempts, "kctrld_reflector_streaming_list_attempts_total",
+       "Streaming-list requests sent (neither LIST nor WATCH until the server accepted one)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_stream_fallbacks, "kctrld_reflector_streaming_list_fallbacks_total",
+       "Times the streaming list was given up for LIST+WATCH (server without WatchList)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_pauses, "kctrld_reflector_decode_pauses_total",
+       "Times a response was paused because its decode budget was full", KC_METRIC_COUNTER, inf_labels,
+       NINF_LABELS, NULL, 0},
+      {&f->loop_lag, "kctrld_loop_lag_seconds",
+       "How late the event loop ran its 100 ms probe timer (time a callback held the loop)",
+       KC_METRIC_HISTOGRAM, NULL, 0, kc_looplag_bounds, KC_LOOPLAG_BUCKETS},
+      {&f->loop_lag_max, "kctrld_loop_lag_max_seconds", "The largest kctrld_loop_lag_seconds sample so far",
+       KC_METRIC_GAUGE, NULL, 0, NULL, 0},
       {&f->inf_objects, "kctrld_informer_objects", "Objects in the informer's cache", KC_METRIC_GAUGE,
        inf_labels, NINF_LABELS, NULL, 0},
       {&f->inf_bytes, "kctrld_informer_bytes", "Bytes held by the informer's cached objects",
@@ -241,6 +261,11 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     }
     SET(f->ev_queued, NULL, e->queued);
   }
+  if (v->loop_lag) {
+    int r = kc_metrics_set_histogram(f->loop_lag, NULL, v->loop_lag->counts, v->loop_lag->sum_seconds);
+    if (r < 0 && rc == 0) rc = r;
+    SET(f->loop_lag_max, NULL, v->loop_lag->max_seconds);
+  }
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;
   for (size_t i = 0; i < v->ninformers; i++) {
@@ -256,6 +281,10 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->rf_relists, il, st.relists);
     SET(f->rf_events, il, st.events);
     SET(f->rf_errors, il, st.errors);
+    SET(f->rf_stream_lists, il, st.streaming_lists);
+    SET(f->rf_stream_attempts, il, st.streaming_attempts);
+    SET(f->rf_stream_fallbacks, il, st.streaming_fallbacks);
+    SET(f->rf_pauses, il, st.decode_pauses);
     SET(f->inf_objects, il, st.objects);
     SET(f->inf_bytes, il, st.bytes);
     SET(f->inf_backlog, il, backlog[i]);
@@ -322,8 +351,11 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
     json_str(out, st.resource_version);
     kc_mbuf_printf(out,
                    ",\"lists\":%" PRIu64 ",\"watches\":%" PRIu64 ",\"relists\":%" PRIu64 ",\"events\":%" PRIu64
-                   ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 "}",
-                   st.lists, st.watches, st.relists, st.events, st.errors, backlog[i]);
+                   ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 ",\"streamingLists\":%" PRIu64
+                   ",\"streamingListAttempts\":%" PRIu64 ",\"streamingListFallbacks\":%" PRIu64
+                   ",\"decodePauses\":%" PRIu64 "}",
+                   st.lists, st.watches, st.relists, st.events, st.errors, backlog[i], st.streaming_lists,
+                   st.streaming_attempts, st.streaming_fallbacks, st.decode_pauses);
   }
   kc_mbuf_puts(out, v->ninformers ? "\n]\n" : "]\n");
   free(backlog);
@@ -410,6 +442,8 @@ struct kc_ops {
   kc_httpserver *http;
   kc_notify *notify;
   uv_timer_t timer;
+  kc_looplag lag;
+  int open_handles; /* timer and lag: freed when both closed */
   bool reloading, stopping;
 };
 
@@ -417,6 +451,7 @@ static void get_view(kc_ops *ops, kc_ops_view *v) {
   memset(v, 0, sizeof *v);
   ops->view(ops->ud, v);
   if (ops->stopping) v->stopping = true;
+  v->loop_lag = &ops->lag;
 }
 
 static void hook_collect(void *ud, kc_metrics *reg, kc_mbuf *json) {
@@ -470,8 +505,17 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms};
   kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
-  uv_timer_init(loop, &ops->timer);
+  if ((rc = uv_timer_init(loop, &ops->timer)) < 0) {
+    kc_httpserver_close(ops->http);
+    goto fail;
+  }
   ops->timer.data = ops;
+  ops->open_handles = 1;
+  if ((rc = kc_looplag_start(loop, &ops->lag, 0)) < 0) {
+    kc_ops_close(ops);
+    return rc;
+  }
+  ops->open_handles++;
   uint64_t period = o->heartbeat_ms ? o->heartbeat_ms : 1000;
   uv_timer_start(&ops->timer, on_state_tick, period < 250 ? period : 250, period);
   *out = ops;
@@ -509,11 +553,18 @@ void kc_ops_stopping(kc_ops *ops) {
   kc_notify_stopping(ops->notify, "stopping: finishing in-flight reconciles");
 }
 
-static void on_timer_closed(uv_handle_t *h) {
-  kc_ops *ops = h->data;
+static void release_handle(kc_ops *ops) {
+  if (--ops->open_handles > 0) return;
   kc_ops_families_free(ops->fam);
   kc_metrics_free(ops->reg);
   free(ops);
+}
+
+static void on_timer_closed(uv_handle_t *h) { release_handle(h->data); }
+
+/* The probe's data points at the probe: find the kc_ops around it. */
+static void on_lag_closed(uv_handle_t *h) {
+  release_handle((kc_ops *)((char *)h - offsetof(kc_ops, lag.timer)));
 }
 
 void kc_ops_close(kc_ops *ops) {
@@ -522,4 +573,5 @@ void kc_ops_close(kc_ops *ops) {
   kc_notify_close(ops->notify);
   uv_timer_stop(&ops->timer);
   uv_close((uv_handle_t *)&ops->timer, on_timer_closed);
+  if (ops->open_handles > 1) kc_looplag_close(&ops->lag, on_lag_closed);
 }

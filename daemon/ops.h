@@ -39,6 +39,7 @@
 #include "httpserver.h"
 #include "events.h"
 #include "informer.h"
+#include "looplag.h"
 #include "metrics.h"
 #include "notify.h"
 
@@ -78,6 +79,8 @@ typedef struct kc_ops_view {
   /* The Event recorder's counters; has_events false: no recorder. */
   bool has_events;
   kc_events_stats events;
+  /* How late the loop runs its timers (NULL: not measured). */
+  const kc_looplag *loop_lag;
 } kc_ops_view;
 
 /* Fills *out (loop thread) with borrowed pointers valid until return. */

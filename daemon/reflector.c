@@ -343,6 +343,7 @@ static void response_done(kc_reflector *r, const kc_api_result *res, bool list) 
 static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
   if (r->stats.synced) r->stats.relists++;
+  r->stats.synced = true; /* already while the sink applies it (kc_informer_synced) */
   r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
   kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, r->npending,
           rv);
