@@ -27,8 +27,9 @@
  * and per event / list item KC_OBJ_MAX_BYTES (16 MiB, client-go's cap) of
  * built text and of input bytes spanning feeds.
  *
- * Threads: a decoder belongs to one thread (the loop thread); callbacks run
- * on it, inside kc_decoder_feed/finish. kc_decode_status: any thread.
+ * Threads: a decoder is used by one thread at a time (a decode pool thread,
+ * decodepool.h, or the loop thread); callbacks run on it, inside
+ * kc_decoder_feed/finish. kc_decode_status: any thread.
  *
  * Errors: 0 or a negative errno: -EBADMSG malformed JSON or not the expected
  * shape, -E2BIG a limit was hit, -ENOMEM, or the negative value a callback
