@@ -3,10 +3,12 @@
  * functions: the fuzz rule builds each target from its one .c file.
  *
  * fuzz_decode() takes libFuzzer's input: the first byte picks the transform
- * and a split point; the rest is the body. The body is decoded twice (one
- * feed, then two feeds split at the chosen point); both runs must agree on
- * the outcome and on the hash of all the target's callbacks delivered
- * (fuzz_mix, fuzz_check_obj), else it aborts.
+ * and a split point; the rest is the body. The body is decoded three times
+ * (one feed; two feeds split at the chosen point; pieces of 1-16 bytes,
+ * which go through the decoder's batching of small feeds); all runs must
+ * agree on the outcome and on the hash of all the target's callbacks
+ * delivered (fuzz_mix, fuzz_check_obj), and a finished body must have been
+ * handed to yajl exactly once (linear in any chunking), else it aborts.
  *
  * Threads: libFuzzer's one. Errors: a failed check aborts. Ownership: the
  * callbacks borrow what the decoder hands them.
@@ -67,15 +69,23 @@ static inline void fuzz_check_obj(acc *a, kc_obj *o) {
   kc_obj_unref(m);
 }
 
+/* piece 0: two feeds split at `split`; else feeds of `piece` bytes. */
 static inline int fuzz_run(enum kc_decode_mode mode, const kc_decoder_callbacks *cb,
-                           const char *body, size_t len, size_t split, const kc_transform *t,
-                           acc *a) {
+                           const char *body, size_t len, size_t split, size_t piece,
+                           const kc_transform *t, acc *a) {
   kc_decoder *d = kc_decoder_new(mode, t, cb, a);
   if (!d) abort();
-  int rc = kc_decoder_feed(d, body, split);
-  if (rc == 0) rc = kc_decoder_feed(d, body + split, len - split);
+  int rc = 0;
+  if (!piece) {
+    rc = kc_decoder_feed(d, body, split);
+    if (rc == 0) rc = kc_decoder_feed(d, body + split, len - split);
+  } else {
+    for (size_t off = 0; off < len && rc == 0; off += piece)
+      rc = kc_decoder_feed(d, body + off, len - off < piece ? len - off : piece);
+  }
   if (rc == 0) rc = kc_decoder_finish(d);
   if (rc && !kc_decoder_error(d)[0]) abort(); /* every error has a message */
+  if (rc == 0 && kc_decoder_lexed_bytes(d) != len) abort();
   kc_decoder_free(d);
   return rc;
 }
@@ -92,10 +102,12 @@ static inline int fuzz_decode(enum kc_decode_mode mode, const kc_decoder_callbac
   kc_transform t = {.drop = drop, .ndrop = 3, .metadata_only = (ctl & 2) != 0,
                     .kind = typed ? "Pod" : NULL, .api_version = typed ? "v1" : NULL};
   const kc_transform *tp = (ctl & 1) ? &t : NULL;
-  acc a1 = {14695981039346656037ull, 0}, a2 = a1;
-  int r1 = fuzz_run(mode, cb, body, len, len, tp, &a1);
-  int r2 = fuzz_run(mode, cb, body, len, len ? (ctl * 7919u) % (len + 1) : 0, tp, &a2);
+  acc a1 = {14695981039346656037ull, 0}, a2 = a1, a3 = a1;
+  int r1 = fuzz_run(mode, cb, body, len, len, 0, tp, &a1);
+  int r2 = fuzz_run(mode, cb, body, len, len ? (ctl * 7919u) % (len + 1) : 0, 0, tp, &a2);
+  int r3 = fuzz_run(mode, cb, body, len, 0, 1 + (ctl >> 4), tp, &a3);
   if ((r1 == 0) != (r2 == 0) || a1.n != a2.n || a1.hash != a2.hash) abort();
+  if ((r1 == 0) != (r3 == 0) || a1.n != a3.n || a1.hash != a3.hash) abort();
   return 0;
 }
 
