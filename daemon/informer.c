@@ -325,6 +325,7 @@ void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
     out->relists += rs->relists;
     out->events += rs->events;
     out->errors += rs->errors;
+    out->rejected += rs->rejected;
     if (i == 0) memcpy(out->resource_version, rs->resource_version, sizeof out->resource_version);
   }
 }

@@ -75,7 +75,7 @@ int kc_informer_by_index(kc_informer *inf, const char *index, kc_str value, kc_o
 typedef struct kc_informer_stats {
   size_t objects;
   size_t bytes;
-  uint64_t lists, watches, relists, events, errors;
+  uint64_t lists, watches, relists, events, errors, rejected;
   char resource_version[64]; /* last seen (of the first reflector) */
 } kc_informer_stats;
 void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);

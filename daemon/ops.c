@@ -17,7 +17,7 @@ struct kc_ops_families {
   kc_metric_family *rec_total, *rec_errors, *rec_time, *rec_max, *rec_active;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
-  kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors;
+  kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors, *rf_rejected;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
 };
 
@@ -96,6 +96,10 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
       {&f->rf_events, "kctrld_reflector_events_total", "Watch events applied to the cache (ADDED, MODIFIED, "
        "DELETED)", KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->rf_errors, "kctrld_reflector_errors_total", "Failed requests and broken watch streams",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_rejected, "kctrld_objects_rejected_total",
+       "Objects from LIST or WATCH responses skipped for a shape the API server never sends (labels "
+       "not an object, a non-string label value, a name with '/')",
        KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->inf_objects, "kctrld_informer_objects", "Objects in the informer's cache", KC_METRIC_GAUGE,
        inf_labels, NINF_LABELS, NULL, 0},
@@ -242,6 +246,7 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->rf_relists, il, st.relists);
     SET(f->rf_events, il, st.events);
     SET(f->rf_errors, il, st.errors);
+    SET(f->rf_rejected, il, st.rejected);
     SET(f->inf_objects, il, st.objects);
     SET(f->inf_bytes, il, st.bytes);
     SET(f->inf_backlog, il, backlog[i]);

@@ -252,9 +252,24 @@ static int list_item(void *ud, kc_obj *obj) {
   return 0;
 }
 
+/* An object the decoder did not deliver (decode.h "Rejected objects"): one
+ * warning naming it, then the stream goes on. */
+static int reject_object(void *ud, const kc_decode_reject *rj) {
+  kc_reflector *r = ud;
+  const kc_obj *o = rj->obj;
+  r->stats.rejected++;
+  kc_warn("reflector", "%s: %s %s %llu at offset %llu, object %.*s%s%.*s: %s", r->describe,
+          rj->event_type ? "rejected" : "rejected list", rj->event_type ? rj->event_type : "item",
+          (unsigned long long)rj->index, (unsigned long long)rj->offset,
+          (int)(o->namespace_.len > 253 ? 253 : o->namespace_.len), o->namespace_.ptr,
+          o->namespace_.len ? "/" : "", (int)(o->name.len > 253 ? 253 : o->name.len),
+          o->name.ptr, rj->reason);
+  return 0;
+}
+
 static int on_list_response(kc_api_call *call, long status, void *ud) {
   kc_reflector *r = ud;
-  static const kc_decoder_callbacks cbs = {.item = list_item};
+  static const kc_decoder_callbacks cbs = {.item = list_item, .reject = reject_object};
   r->decoder = kc_decoder_new(KC_DECODE_LIST, &r->transform, &cbs, r);
   return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
 }
@@ -487,7 +502,7 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
 
 static int on_watch_response(kc_api_call *call, long status, void *ud) {
   kc_reflector *r = ud;
-  static const kc_decoder_callbacks cbs = {.event = watch_event};
+  static const kc_decoder_callbacks cbs = {.event = watch_event, .reject = reject_object};
   r->decoder = kc_decoder_new(KC_DECODE_WATCH, &r->transform, &cbs, r);
   return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
 }

@@ -68,6 +68,7 @@ typedef struct kc_reflector_stats {
   uint64_t events;       /* ADDED/MODIFIED/DELETED applied */
   uint64_t bookmarks;
   uint64_t errors;       /* failed requests and broken streams */
+  uint64_t rejected;     /* objects of an impossible shape skipped (decode.h) */
   uint64_t streaming_lists; /* complete initial-event streams (sendInitialEvents) */
   bool streaming;        /* false once AUTO fell back to LIST+WATCH */
   bool synced;           /* the first complete list has been delivered */
