@@ -1,6 +1,7 @@
 /* config: see config.h. */
 #include "config.h"
 
+#include "fileperm.h"
 #include "selector.h"
 
 #include <arpa/inet.h>
@@ -1246,7 +1247,12 @@ int kc_config_load_buffer(const char *name, const char *dir, const char *buf, si
 int kc_config_load_file(const char *path, kc_config **out, char *err, size_t errlen) {
   *out = NULL;
   kc_yaml_doc *doc = NULL;
-  int rc = kc_yaml_load_file(path, &doc, err, errlen);
+  /* A config others can write can re-point the daemon's credentials. */
+  int rc = kc_fileperm_check_path("config file", path,
+                                  "use settings others can change (kubeconfig, plugins)", 0, err,
+                                  errlen);
+  if (rc < 0 && rc != -ENOENT) return rc;
+  rc = kc_yaml_load_file(path, &doc, err, errlen);
   if (rc) return rc;
   /* Relative paths resolve against the file's directory, made absolute so
    * a later chdir does not change their meaning. */

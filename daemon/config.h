@@ -194,7 +194,9 @@ typedef struct kc_config {
 
 /* Loads and validates the file at `path`.
  * Returns: 0 with *out set (free with kc_config_free), -EINVAL with one
- * error per line in err, -ENOMEM, or -errno of open/read.
+ * error per line in err, -EPERM when the file (or its directory) is
+ * writable by group/others (fileperm.h; the message names it), -ENOMEM, or
+ * -errno of open/read.
  * Context: any thread. */
 int kc_config_load_file(const char *path, kc_config **out, char *err, size_t errlen);
 

@@ -220,9 +220,11 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     if (status && status->code)
       kc_warn("discovery", "%s %s: HTTP %d %s: %s; retrying", s->api_version, s->kind,
               status->code, status->reason, status->message);
-    else
+    else /* a transport failure: libcurl's text says what failed */
       kc_warn("discovery", "%s %s: %s; retrying", s->api_version, s->kind,
-              err == -ENOENT ? "kind not served (yet)" : strerror(-err));
+              err == -ENOENT                    ? "kind not served (yet)"
+              : status && status->message[0] ? status->message
+                                               : strerror(-err));
   }
 }
 

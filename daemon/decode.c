@@ -81,6 +81,10 @@ struct kc_decoder {
   unsigned depth;    /* open containers (scan), saturating at 0 on bad input */
   uint64_t received; /* bytes passed to kc_decoder_feed */
   uint64_t lexed;    /* bytes handed to yajl_parse */
+  /* Rejected objects (decode.h): LIST items skipped, and the reason of the
+   * current event's object while the event is being read. */
+  uint64_t nrejected;
+  char reject_why[200];
 
   bool any_input; /* a non-whitespace byte was fed */
   int err;
@@ -103,7 +107,7 @@ const char *kc_watch_type_name(enum kc_watch_type t) {
 
 /* The number of the event or item being read, for messages. */
 static uint64_t unit_no(const kc_decoder *d) {
-  return (d->mode == KC_DECODE_WATCH ? d->nevents : d->meta.nitems) + 1;
+  return (d->mode == KC_DECODE_WATCH ? d->nevents : d->meta.nitems + d->nrejected) + 1;
 }
 
 static const char *unit_word(const kc_decoder *d) {
@@ -136,6 +140,24 @@ static int fwd(kc_decoder *d, int rc) {
 static int item_done(kc_decoder *d);
 static int event_done(kc_decoder *d);
 
+/* Reports an object of a shape the API server never sends (kobj.h
+ * kc_obj_builder_shape_error) instead of delivering it. Runs inside a yajl
+ * callback, where the consumed byte count says where the object ended. */
+static int report_reject(kc_decoder *d, const kc_obj *o, const char *why, const char *type) {
+  d->nrejected++;
+  if (!d->cbs.reject) return 1;
+  kc_decode_reject rj = {
+      .obj = o,
+      .reason = why,
+      .index = unit_no(d) - (d->mode == KC_DECODE_LIST ? 1 : 0),
+      .offset = d->fed + yajl_get_bytes_consumed(d->h),
+      .event_type = type,
+  };
+  int r = d->cbs.reject(d->ud, &rj);
+  if (r < 0) return failf(d, r, "reject callback failed (%d)", r);
+  return 1;
+}
+
 /* After an end_map/end_array went to the builder: has the object closed? */
 static int after_close(kc_decoder *d, int rc) {
   if (rc) return fwd(d, rc);
@@ -143,8 +165,14 @@ static int after_close(kc_decoder *d, int rc) {
   d->building = false;
   kc_obj *o = kc_obj_builder_finish(d->b);
   if (!o) return failf(d, -ENOMEM, "out of memory");
+  const char *why = kc_obj_builder_shape_error(d->b);
   if (d->mode == KC_DECODE_LIST) {
     d->unit_active = false;
+    if (why) {
+      int rr = report_reject(d, o, why, NULL);
+      kc_obj_unref(o);
+      return rr;
+    }
     int r = 0;
     if (d->cbs.item) r = d->cbs.item(d->ud, o);
     kc_obj_unref(o);
@@ -160,6 +188,7 @@ static int after_close(kc_decoder *d, int rc) {
     return failf(d, -EBADMSG, "two \"object\" members");
   }
   d->obj = o;
+  snprintf(d->reject_why, sizeof d->reject_why, "%s", why ? why : "");
   d->status = *kc_obj_builder_status(d->b);
   d->iee = kc_obj_builder_initial_events_end(d->b);
   return 1;
@@ -301,6 +330,7 @@ static void event_reset(kc_decoder *d) {
   kc_obj_unref(d->obj);
   d->obj = NULL;
   d->iee = false;
+  d->reject_why[0] = '\0';
 }
 
 static int d_start_map(void *c) {
@@ -442,6 +472,16 @@ static int event_done(kc_decoder *d) {
   enum kc_watch_type t = kc_watch_type_parse(d->type, strlen(d->type));
   if (!d->obj && t != KC_WATCH_UNKNOWN)
     return failf(d, -EBADMSG, "%s event without \"object\"", d->type);
+  if (d->reject_why[0] &&
+      (t == KC_WATCH_ADDED || t == KC_WATCH_MODIFIED || t == KC_WATCH_DELETED)) {
+    int rr = report_reject(d, d->obj, d->reject_why, d->type);
+    kc_obj_unref(d->obj);
+    d->obj = NULL;
+    d->reject_why[0] = '\0';
+    if (rr) d->nevents++;
+    return rr;
+  }
+  d->reject_why[0] = '\0';
   kc_watch_event ev = {
       .type = t,
       .type_name = d->type,
@@ -767,6 +807,8 @@ const kc_list_meta *kc_decoder_list_meta(const kc_decoder *d) { return &d->meta;
 uint64_t kc_decoder_count(const kc_decoder *d) {
   return d->mode == KC_DECODE_WATCH ? d->nevents : d->meta.nitems;
 }
+
+uint64_t kc_decoder_rejected(const kc_decoder *d) { return d->nrejected; }
 
 uint64_t kc_decoder_offset(const kc_decoder *d) { return d->received; }
 

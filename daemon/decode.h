@@ -86,11 +86,28 @@ typedef struct kc_list_meta {
   uint64_t nitems;              /* items delivered */
 } kc_list_meta;
 
+/* Rejected objects: a LIST item, or the object of an ADDED / MODIFIED /
+ * DELETED event, whose shape the API server never sends (kobj.h
+ * kc_obj_builder_shape_error: labels not an object, a label value not a
+ * string, a name or namespace that is no valid name, e.g. with '/') is not
+ * delivered: callbacks.reject runs instead of item/event (when set) and
+ * decoding goes on with the next item or event. Such an event is counted
+ * in kc_decoder_count and numbered (index), such an item is not counted in
+ * nitems/kc_decoder_count; kc_decoder_rejected counts both. */
+typedef struct kc_decode_reject {
+  const kc_obj *obj;      /* borrowed; its namespace_/name are as sent */
+  const char *reason;     /* e.g. "metadata.labels is an array, not an object" */
+  uint64_t index;         /* 1-based item (LIST) or event (WATCH) number */
+  uint64_t offset;        /* byte offset in the body where the object ended */
+  const char *event_type; /* WATCH: "ADDED", "MODIFIED", "DELETED"; NULL for a LIST item */
+} kc_decode_reject;
+
 typedef struct kc_decoder_callbacks {
   /* Return 0 to go on, a negative errno to stop decoding with that error. */
   int (*item)(void *ud, kc_obj *obj);                     /* LIST */
   int (*list_end)(void *ud, const kc_list_meta *meta);    /* LIST, once */
   int (*event)(void *ud, const kc_watch_event *ev);       /* WATCH */
+  int (*reject)(void *ud, const kc_decode_reject *rj);    /* both; strings borrowed */
 } kc_decoder_callbacks;
 
 typedef struct kc_decoder kc_decoder;
@@ -116,6 +133,8 @@ const char *kc_decoder_error(const kc_decoder *d);
 const kc_list_meta *kc_decoder_list_meta(const kc_decoder *d);
 /* Events (WATCH) or items (LIST) delivered so far. */
 uint64_t kc_decoder_count(const kc_decoder *d);
+/* Objects rejected so far (see "Rejected objects"). */
+uint64_t kc_decoder_rejected(const kc_decoder *d);
 /* Total bytes fed. */
 uint64_t kc_decoder_offset(const kc_decoder *d);
 /* Bytes handed to yajl so far. Every piece ends at a token boundary, so

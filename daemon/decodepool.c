@@ -39,6 +39,8 @@ typedef struct dout {
   bool iee;
   char *type_name;      /* KC_WATCH_UNKNOWN: as received (malloc) */
   kc_status *status;    /* KC_WATCH_ERROR (malloc) */
+  char *reason;         /* a rejected object: why (malloc); NULL otherwise */
+  uint64_t offset;      /* a rejected object: where it ended */
   size_t bytes;         /* counted in inflight */
 } dout;
 
@@ -209,6 +211,7 @@ static void free_outs(dout *o) {
     kc_obj_unref(o->obj);
     free(o->type_name);
     free(o->status);
+    free(o->reason);
     free(o);
     o = n;
   }
@@ -260,6 +263,22 @@ static int batch_add(kc_dstream *s, kc_obj *obj, const kc_watch_event *ev) {
   return 0;
 }
 
+static int dec_reject(void *ud, const kc_decode_reject *rj) {
+  kc_dstream *s = ud;
+  if (!s->pool) return s->cbs.reject ? s->cbs.reject(s->ud, rj) : 0;
+  kc_watch_event ev = {.type = rj->event_type ? kc_watch_type_parse(rj->event_type, strlen(rj->event_type))
+                                              : KC_WATCH_UNKNOWN,
+                       .type_name = rj->event_type ? rj->event_type : "",
+                       .index = rj->index};
+  int rc = batch_add(s, (kc_obj *)rj->obj, rj->event_type ? &ev : NULL);
+  if (rc) return rc;
+  dout *o = s->batch_tail;
+  o->index = rj->index;
+  o->offset = rj->offset;
+  o->reason = strdup(rj->reason ? rj->reason : "");
+  return o->reason ? 0 : (s->batch_rc = -ENOMEM);
+}
+
 static int dec_item(void *ud, kc_obj *obj) {
   kc_dstream *s = ud;
   if (!s->pool) return s->cbs.item ? s->cbs.item(s->ud, obj) : 0;
@@ -282,7 +301,8 @@ kc_dstream *kc_dstream_new(kc_decode_pool *p, enum kc_decode_mode mode, const kc
   s->ud = ud;
   s->budget = budget ? budget : KC_DSTREAM_DEFAULT_BUDGET;
   atomic_init(&s->refs, 1);
-  static const kc_decoder_callbacks dcbs = {.item = dec_item, .event = dec_event};
+  static const kc_decoder_callbacks dcbs = {.item = dec_item, .event = dec_event,
+                                            .reject = dec_reject};
   s->dec = kc_decoder_new(mode, t, &dcbs, s);
   if (!s->dec) {
     int e = errno;
@@ -500,7 +520,13 @@ static void deliver(kc_dstream *s) {
   for (; o && !s->closed && !s->done_called; o = o->next) {
     bytes += o->bytes;
     int rc = 0;
-    if (s->mode == KC_DECODE_LIST) {
+    if (o->reason) {
+      kc_decode_reject rj = {.obj = o->obj, .reason = o->reason, .index = o->index,
+                             .offset = o->offset,
+                             .event_type = s->mode == KC_DECODE_WATCH ? kc_watch_type_name(o->type) : NULL};
+      if (s->cbs.reject) rc = s->cbs.reject(s->ud, &rj);
+      if (s->mode == KC_DECODE_LIST) s->delivered--; /* as kc_decoder_count: events count */
+    } else if (s->mode == KC_DECODE_LIST) {
       if (s->cbs.item) rc = s->cbs.item(s->ud, o->obj);
     } else if (s->cbs.event) {
       kc_watch_event ev = {

@@ -58,6 +58,9 @@ typedef struct kc_dstream_callbacks {
    * that error (done() follows, no more item/event). */
   int (*item)(void *ud, kc_obj *obj);                 /* LIST */
   int (*event)(void *ud, const kc_watch_event *ev);   /* WATCH */
+  /* An object the decoder skipped (decode.h "Rejected objects"), in stream
+   * order with the others. May be NULL. */
+  int (*reject)(void *ud, const kc_decode_reject *rj);
   /* Feed may be called again after it returned KC_DSTREAM_FULL. */
   void (*resume)(void *ud);
   /* Exactly once: after kc_dstream_finish once every decoded object was

@@ -343,6 +343,7 @@ void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
     out->streaming_attempts += rs->streaming_attempts;
     out->streaming_fallbacks += rs->streaming_fallbacks;
     out->decode_pauses += rs->decode_pauses;
+    out->rejected += rs->rejected;
     if (i == 0) memcpy(out->resource_version, rs->resource_version, sizeof out->resource_version);
   }
 }

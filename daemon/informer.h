@@ -80,7 +80,7 @@ int kc_informer_by_index(kc_informer *inf, const char *index, kc_str value, kc_o
 typedef struct kc_informer_stats {
   size_t objects;
   size_t bytes;
-  uint64_t lists, watches, relists, events, errors;
+  uint64_t lists, watches, relists, events, errors, rejected;
   uint64_t streaming_lists, streaming_attempts, streaming_fallbacks, decode_pauses;
   char resource_version[64]; /* last seen (of the first reflector) */
 } kc_informer_stats;

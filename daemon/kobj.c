@@ -227,6 +227,7 @@ struct kc_obj_builder {
   bool iee;
   int rc; /* the first error's code */
   char err[200];
+  char shape[200]; /* the first shape problem of this object ("" = none) */
 };
 
 static int fail(kc_obj_builder *b, int rc, const char *msg) {
@@ -235,6 +236,59 @@ static int fail(kc_obj_builder *b, int rc, const char *msg) {
     b->rc = rc;
   }
   return b->rc;
+}
+
+/* Records the first reason why the object is not one the API server would
+ * send (kc_obj_builder_shape_error); building goes on. */
+static void bad_shape(kc_obj_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bad_shape(kc_obj_builder *b, const char *fmt, ...) {
+  if (b->shape[0]) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b->shape, sizeof b->shape, fmt, ap);
+  va_end(ap);
+}
+
+static const char *const value_word[] = {"a string", "a number", "a boolean", "null",
+                                         "an object", "an array"};
+enum { VW_STRING, VW_NUMBER, VW_BOOL, VW_NULL, VW_OBJECT, VW_ARRAY };
+
+/* Shape rules for a value of `role` of type `vw` (kobj.h
+ * kc_obj_builder_shape_error); strings are checked by check_name. */
+static void check_value(kc_obj_builder *b, uint8_t role, uint8_t skip, int vw) {
+  if (skip) return;
+  switch (role) {
+  case R_LABELS:
+    if (vw != VW_OBJECT && vw != VW_NULL)
+      bad_shape(b, "metadata.labels is %s, not an object", value_word[vw]);
+    break;
+  case R_LABEL_VALUE:
+    if (vw != VW_STRING)
+      bad_shape(b, "label \"%.*s\" has %s value, not a string",
+                (int)(b->v_klen > 63 ? 63 : b->v_klen), b->out + b->v_koff, value_word[vw]);
+    break;
+  case R_NAME:
+  case R_NAMESPACE:
+    if (vw != VW_STRING && vw != VW_NULL)
+      bad_shape(b, "metadata.%s is %s, not a string", role == R_NAME ? "name" : "namespace",
+                value_word[vw]);
+    break;
+  default: break;
+  }
+}
+
+/* metadata.name / metadata.namespace (decoded text): every resource's names
+ * must be valid path segments (apimachinery ValidatePathSegmentName: not "."
+ * or "..", no '/' or '%'); a '/' would also make the store key ambiguous. */
+static void check_name(kc_obj_builder *b, uint8_t role, const char *s, size_t n) {
+  const char *what = role == R_NAME ? "name" : "namespace";
+  const char *bad = NULL;
+  if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) bad = "may not be";
+  else if (memchr(s, '/', n)) bad = "may not contain '/':";
+  else if (memchr(s, '%', n)) bad = "may not contain '%':";
+  else if (memchr(s, '\0', n)) bad = "may not contain NUL:";
+  if (bad)
+    bad_shape(b, "metadata.%s %s \"%.*s\"", what, bad, (int)(n > 63 ? 63 : n), s);
 }
 
 #define KIND_PRE "\"kind\":\""             /* "kind":"   */
@@ -432,6 +486,7 @@ void kc_obj_builder_reset(kc_obj_builder *b) {
   b->status.retry_after_seconds = 0;
   b->iee = false;
   b->err[0] = '\0';
+  b->shape[0] = '\0';
   b->rc = 0;
   b->in_drop = false;
   b->strip_comma = false;
@@ -440,6 +495,9 @@ void kc_obj_builder_reset(kc_obj_builder *b) {
 
 bool kc_obj_builder_done(const kc_obj_builder *b) { return b->done; }
 const char *kc_obj_builder_error(const kc_obj_builder *b) { return b->err; }
+const char *kc_obj_builder_shape_error(const kc_obj_builder *b) {
+  return b->shape[0] ? b->shape : NULL;
+}
 const kc_status *kc_obj_builder_status(const kc_obj_builder *b) { return &b->status; }
 bool kc_obj_builder_initial_events_end(const kc_obj_builder *b) { return b->iee; }
 
@@ -891,6 +949,8 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
     if (put_ch(b, '"')) return b->rc;
   }
   if (cap && cap_string(b, cap, s, n, off, len)) return b->rc;
+  check_value(b, role, skip, VW_STRING);
+  if ((role == R_NAME || role == R_NAMESPACE) && !skip) check_name(b, role, s, n);
   switch (role) {
   case R_NONE: break;
   case R_KIND: if (!skip) set_field(b, F_KIND, off, len); break;
@@ -929,6 +989,7 @@ int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
   if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
   if (cap && cap_text(b, cap, s, n)) return b->rc;
+  check_value(b, role, skip, VW_NUMBER);
   if (b->raw) {
     if (skip && b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
   } else if (!skip) {
@@ -963,6 +1024,7 @@ static int put_literal(kc_obj_builder *b, const char *lit, size_t n, bool value)
   if (begin_value(b, &role, &skip, &drop, &cap)) return b->rc;
   if (role == R_ROOT) return fail(b, -EBADMSG, "not a JSON object");
   if (cap && value && cap_text(b, cap, lit, n)) return b->rc;
+  check_value(b, role, skip, value ? VW_BOOL : VW_NULL);
   if (b->raw) {
     if (skip && b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
     return 0;
@@ -994,6 +1056,7 @@ static int start_container(kc_obj_builder *b, bool is_array) {
   if (role == R_ROOT && is_array) return fail(b, -EBADMSG, "not a JSON object");
   if (b->depth >= KC_OBJ_MAX_DEPTH)
     return fail(b, -E2BIG, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
+  if (role != R_ROOT) check_value(b, role, skip, is_array ? VW_ARRAY : VW_OBJECT);
   if (b->raw) {
     if (role == R_ROOT) {
       size_t p = pos(b);

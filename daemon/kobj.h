@@ -287,6 +287,16 @@ bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */
 kc_obj *kc_obj_builder_finish(kc_obj_builder *b);
 const char *kc_obj_builder_error(const kc_obj_builder *b);
+/* Why the last object has a shape the API server never sends, or NULL when
+ * it has none of these problems: metadata.labels that is not an object (or
+ * null), a label value that is not a string, metadata.name or
+ * metadata.namespace that is not a string (or null) or not a valid path
+ * segment name ("." or "..", or containing '/', '%' or NUL: apimachinery's
+ * ValidatePathSegmentName, the rule every resource's names obey). Members
+ * dropped by the transform are not checked. The object still builds; the
+ * streaming decoder skips such objects (decode.h "Rejected objects"),
+ * kc_obj_parse does not look. Valid until the next reset. */
+const char *kc_obj_builder_shape_error(const kc_obj_builder *b);
 /* Status fields of the last object (has_code false and "" when absent). */
 const kc_status *kc_obj_builder_status(const kc_obj_builder *b);
 /* metadata.annotations["k8s.io/initial-events-end"] == "true" in the last object. */

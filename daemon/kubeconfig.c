@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileperm.h"
 #include "log.h"
 #include "yamltree.h"
 
@@ -36,6 +37,7 @@ struct merged {
   const char *current;
   const kc_yaml_node *current_node;
   const char *first_file;
+  bool from_files; /* loaded from files (permissions are checked), not a buffer */
 };
 
 /* ---- small helpers ---- */
@@ -233,7 +235,12 @@ static int add_doc(struct merged *m, const char *path, kc_yaml_doc *doc, char *e
 static int load_one(struct merged *m, const char *path, bool skip_missing, char *err,
                     size_t errlen) {
   kc_yaml_doc *doc = NULL;
-  int rc = kc_yaml_load_file(path, &doc, err, errlen);
+  /* A kubeconfig others can write can point the daemon at their server. */
+  int rc = kc_fileperm_check_path("kubeconfig", path,
+                                  "use credentials and a server others can change", 0, err, errlen);
+  if (rc < 0 && rc != -ENOENT) return rc;
+  m->from_files = true;
+  rc = kc_yaml_load_file(path, &doc, err, errlen);
   if (rc == -ENOENT && skip_missing) return 0;
   if (rc < 0) {
     if (rc == -ENOENT) snprintf(err, errlen, "%s: kubeconfig file not found", path);
@@ -332,6 +339,29 @@ static int fill_user(kc_kube_creds *c, const struct entry *e, char *err, size_t 
   return 0;
 }
 
+/* Files holding the user's credentials: a token or key file others can
+ * write is refused (fileperm.h; a missing one is left to the reader), any
+ * of them readable by others, the kubeconfig with inline secrets included,
+ * is warned about. */
+static int check_cred_files(const kc_kube_creds *c, const struct entry *ue, char *err,
+                            size_t errlen) {
+  const char *file = ue->item ? ue->item->file : NULL;
+  if (file && (c->token || c->key_data))
+    kc_fileperm_warn_readable(c->token ? "kubeconfig holding a bearer token"
+                                       : "kubeconfig holding a client key",
+                              file, NULL);
+  const char *paths[] = {c->token_file, c->key_file};
+  const char *whats[] = {"token file", "client key file"};
+  for (int i = 0; i < 2; i++) {
+    if (!paths[i]) continue;
+    int rc = kc_fileperm_check_path(whats[i], paths[i], "authenticate with credentials others can change",
+                                    0, err, errlen);
+    if (rc < 0 && rc != -ENOENT) return rc;
+    if (rc == 0) kc_fileperm_warn_readable(whats[i], paths[i], NULL);
+  }
+  return 0;
+}
+
 /* Builds creds from the loaded documents; frees m. */
 static int build(struct merged *m_, const char *context, kc_kube_creds **out, char *err,
                  size_t errlen);
@@ -426,6 +456,7 @@ static int build(struct merged *m_, const char *context, kc_kube_creds **out, ch
   }
   if ((rc = fill_cluster(c, ce, err, errlen)) < 0) goto done;
   if (ue && (rc = fill_user(c, ue, err, errlen)) < 0) goto done;
+  if (ue && m.from_files && (rc = check_cred_files(c, ue, err, errlen)) < 0) goto done;
   c->namespace_ = strdup(ns ? ns : "default");
   if (!c->namespace_ || asprintf(&c->source, "kubeconfig %s (context %s)", m.first_file,
                                  ctxname) < 0) {

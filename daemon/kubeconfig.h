@@ -16,8 +16,14 @@
  * Errors name `file:line:col` (YAML parsed with yamltree).
  *
  * Context: any thread (no shared state; reads the environment and files).
- * Errors: 0 or a negative errno; on -EINVAL/-ENOENT a one-line message is
- * written to err.
+ * Permissions (fileperm.h): a kubeconfig file, token file or client key
+ * file writable by group/others (or in a directory they can write without
+ * the sticky bit) is refused with -EPERM; a token file, key file or a
+ * kubeconfig holding a token or client-key-data that others can read is
+ * logged as a warning. Not for kc_kubeconfig_parse (no file) nor in-cluster
+ * (the kubelet mounts the token 0644).
+ * Errors: 0 or a negative errno; on -EINVAL/-ENOENT/-EPERM a one-line
+ * message is written to err.
  * Ownership: a kc_kube_creds is the caller's; free with kc_kube_creds_free,
  * which zeroes secrets.
  */

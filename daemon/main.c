@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "fileperm.h"
 #include "http.h"
 #include "log.h"
 
@@ -24,13 +25,14 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]\n"
           "              [--identity NAME] [--log-level error|warn|info|debug] [--fail-fast]\n"
+          "              [--allow-insecure-permissions]\n"
           "       kctrld --check-config FILE\n"
           "       kctrld --version\n");
 }
 
 int main(int argc, char **argv) {
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
-         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP };
+         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
@@ -41,6 +43,7 @@ int main(int argc, char **argv) {
       {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
       {"version", no_argument, NULL, OPT_VERSION},
       {"help", no_argument, NULL, OPT_HELP},
+      {"allow-insecure-permissions", no_argument, NULL, OPT_INSECURE_PERMS},
       {NULL, 0, NULL, 0},
   };
   kc_daemon_options o = {0};
@@ -65,6 +68,7 @@ int main(int argc, char **argv) {
     case OPT_FAIL_FAST: o.fail_fast = true; break;
     case OPT_VERSION: printf("kctrld %s\n", KCTRLD_VERSION); return 0;
     case OPT_HELP: usage(stdout); return 0;
+    case OPT_INSECURE_PERMS: kc_fileperm_set_allow_insecure(true); break;
     default: usage(stderr); return 2;
     }
   }

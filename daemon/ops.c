@@ -18,7 +18,7 @@ struct kc_ops_families {
   kc_metric_family *ctl_ready, *ctl_init_failures;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
-  kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors;
+  kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors, *rf_rejected;
   kc_metric_family *rf_stream_lists, *rf_stream_attempts, *rf_stream_fallbacks, *rf_pauses;
   kc_metric_family *loop_lag, *loop_lag_max;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
@@ -125,6 +125,10 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        KC_METRIC_HISTOGRAM, NULL, 0, kc_looplag_bounds, KC_LOOPLAG_BUCKETS},
       {&f->loop_lag_max, "kctrld_loop_lag_max_seconds", "The largest kctrld_loop_lag_seconds sample so far",
        KC_METRIC_GAUGE, NULL, 0, NULL, 0},
+      {&f->rf_rejected, "kctrld_objects_rejected_total",
+       "Objects from LIST or WATCH responses skipped for a shape the API server never sends (labels "
+       "not an object, a non-string label value, a name with '/')",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->inf_objects, "kctrld_informer_objects", "Objects in the informer's cache", KC_METRIC_GAUGE,
        inf_labels, NINF_LABELS, NULL, 0},
       {&f->inf_bytes, "kctrld_informer_bytes", "Bytes held by the informer's cached objects",
@@ -285,6 +289,7 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->rf_stream_attempts, il, st.streaming_attempts);
     SET(f->rf_stream_fallbacks, il, st.streaming_fallbacks);
     SET(f->rf_pauses, il, st.decode_pauses);
+    SET(f->rf_rejected, il, st.rejected);
     SET(f->inf_objects, il, st.objects);
     SET(f->inf_bytes, il, st.bytes);
     SET(f->inf_backlog, il, backlog[i]);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileperm.h"
 #include "log.h"
 
 _Static_assert((int)KC_RESULT_DONE == KCTRLD_RESULT_DONE, "result codes");
@@ -384,39 +385,10 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
   return 0;
 }
 
-/* Ownership and mode rules for the file and its directory. */
+/* Ownership and mode rules for the file and its directory (fileperm.h). */
 static int check_file(const char *path, const struct stat *st, char *err, size_t errlen) {
-  if (!S_ISREG(st->st_mode)) {
-    fail(err, errlen, "plugin %s is not a regular file", path);
-    return -EINVAL;
-  }
-  if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-    fail(err, errlen,
-         "plugin %s is writable by %s (mode %04o): refusing to load code others can change; "
-         "run chmod go-w on it",
-         path, (st->st_mode & S_IWOTH) ? "other users" : "its group",
-         (unsigned)(st->st_mode & 07777));
-    return -EPERM;
-  }
-  if (st->st_uid != 0 && st->st_uid != geteuid()) {
-    fail(err, errlen, "plugin %s is owned by uid %u, which is neither root nor the daemon's uid %u",
-         path, (unsigned)st->st_uid, (unsigned)geteuid());
-    return -EPERM;
-  }
-  char *copy = strdup(path);
-  if (!copy) return -ENOMEM;
-  struct stat dst;
-  const char *dir = dirname(copy);
-  int rc = 0;
-  if (stat(dir, &dst) == 0 && (dst.st_mode & (S_IWGRP | S_IWOTH)) && !(dst.st_mode & S_ISVTX)) {
-    fail(err, errlen,
-         "plugin %s is in directory %s, which is writable by other users (mode %04o) without "
-         "the sticky bit: the file could be replaced",
-         path, dir, (unsigned)(dst.st_mode & 07777));
-    rc = -EPERM;
-  }
-  free(copy);
-  return rc;
+  return kc_fileperm_check("plugin", path, st, "load code others can change", KC_FILEPERM_OWNER,
+                           err, errlen);
 }
 
 static int check_table(const char *path, const struct kctrld_plugin *t, char *err, size_t errlen) {

@@ -259,6 +259,27 @@ static int list_item(void *ud, kc_obj *obj) {
   return 0;
 }
 
+/* An object the decoder did not deliver (decode.h "Rejected objects"): one
+ * warning naming it, then the stream goes on. */
+static int reject_object(void *ud, const kc_decode_reject *rj) {
+  kc_reflector *r = ud;
+  const kc_obj *o = rj->obj;
+  r->stats.rejected++;
+  kc_warn("reflector", "%s: %s %s %llu at offset %llu, object %.*s%s%.*s: %s", r->describe,
+          rj->event_type ? "rejected" : "rejected list", rj->event_type ? rj->event_type : "item",
+          (unsigned long long)rj->index, (unsigned long long)rj->offset,
+          (int)(o->namespace_.len > 253 ? 253 : o->namespace_.len), o->namespace_.ptr,
+          o->namespace_.len ? "/" : "", (int)(o->name.len > 253 ? 253 : o->name.len),
+          o->name.ptr, rj->reason);
+  /* The event was consumed: a resumed watch must not bring it back. */
+  if (rj->event_type && !r->initial_phase && o->resource_version.len &&
+      o->resource_version.len < sizeof r->stats.resource_version) {
+    memcpy(r->stats.resource_version, o->resource_version.ptr, o->resource_version.len);
+    r->stats.resource_version[o->resource_version.len] = 0;
+  }
+  return 0;
+}
+
 static void on_stream_resume(void *ud) {
   kc_reflector *r = ud;
   kc_api_call_resume(r->req);
@@ -292,7 +313,8 @@ static void on_stream_done(void *ud, int rc) {
 }
 
 static int start_stream_decode(kc_reflector *r, enum kc_decode_mode mode) {
-  kc_dstream_callbacks cbs = {.resume = on_stream_resume, .done = on_stream_done};
+  kc_dstream_callbacks cbs = {.reject = reject_object, .resume = on_stream_resume,
+                              .done = on_stream_done};
   if (mode == KC_DECODE_LIST) cbs.item = list_item;
   else cbs.event = watch_event;
   r->stream = kc_dstream_new(r->pool, mode, &r->transform, &cbs, r, r->decode_budget);

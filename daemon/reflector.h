@@ -83,6 +83,7 @@ typedef struct kc_reflector_stats {
                                   neither as lists nor as watches) */
   uint64_t streaming_fallbacks; /* AUTO gave up the streaming list for LIST+WATCH */
   uint64_t decode_pauses; /* the transfer was paused: the decode budget was full */
+  uint64_t rejected;     /* objects of an impossible shape skipped (decode.h) */
   bool streaming;        /* false once AUTO fell back to LIST+WATCH */
   bool synced;           /* the first complete list has been delivered */
   char resource_version[64]; /* last seen */

@@ -496,13 +496,14 @@ static void test_tls(void **state) {
   struct {
     kc_kube_creds cr;
     int want_error;
+    const char *want_msg; /* libcurl's error text, in both paths */
   } cases[] = {
-      {{.server = url_local, .ca_file = path}, 0},
-      {{.server = url_local, .ca_data = ca, .ca_len = strlen(ca)}, 0},
-      {{.server = url_local}, -EPROTO},                          /* unknown CA */
-      {{.server = url_ip, .ca_file = path}, -EPROTO},            /* name mismatch */
-      {{.server = url_ip, .ca_file = path, .tls_server_name = "kubernetes"}, 0},
-      {{.server = url_ip, .insecure = true}, 0},
+      {{.server = url_local, .ca_file = path}, 0, NULL},
+      {{.server = url_local, .ca_data = ca, .ca_len = strlen(ca)}, 0, NULL},
+      {{.server = url_local}, -EPROTO, "SSL certificate problem"}, /* unknown CA */
+      {{.server = url_ip, .ca_file = path}, -EPROTO, "127.0.0.1"},  /* name mismatch */
+      {{.server = url_ip, .ca_file = path, .tls_server_name = "kubernetes"}, 0, NULL},
+      {{.server = url_ip, .insecure = true}, 0, NULL},
   };
   size_t n = sizeof cases / sizeof cases[0];
   for (size_t i = 0; i < n; i++) {
@@ -515,6 +516,9 @@ static void test_tls(void **state) {
     if (c.res.error != cases[i].want_error)
       fail_msg("case %zu: error %d, want %d (%s)", i, c.res.error, cases[i].want_error,
                c.res.status.message);
+    if (cases[i].want_msg && !strstr(c.res.status.message, cases[i].want_msg))
+      fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, c.res.status.message,
+               cases[i].want_msg);
     if (!cases[i].want_error) {
       assert_int_equal(c.res.status.code, 200);
       c.body[c.len] = '\0';
@@ -526,6 +530,9 @@ static void test_tls(void **state) {
     assert_int_equal(kc_api_worker_new(api, &w), 0);
     assert_int_equal(kc_api_do(w, "GET", "/open/echo", NULL, NULL, 0, 5000, &r),
                      cases[i].want_error);
+    if (cases[i].want_msg && !strstr(r.status.message, cases[i].want_msg))
+      fail_msg("case %zu (sync): message \"%s\" lacks \"%s\"", i, r.status.message,
+               cases[i].want_msg);
     kc_api_worker_free(w);
     kc_api_close(api);
   }

@@ -9,10 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "config.h"
+#include "fileperm.h"
+#include "testutil.h"
 
 static char err[8192];
 
@@ -673,6 +677,50 @@ static void test_load_file_errors(void **state) {
   assert_null(c);
 }
 
+/* A config others can write is refused (fileperm.h), unless overridden. */
+static void test_load_file_permissions(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kctrld-config-perm.XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[128];
+  snprintf(path, sizeof path, "%s/kctrld.yaml", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("informers: [ { apiVersion: v1, kind: Pod } ]\n", f);
+  assert_int_equal(fclose(f), 0);
+  kc_config *c = NULL;
+  assert_int_equal(chmod(path, 0644), 0);
+  assert_int_equal(kc_config_load_file(path, &c, err, sizeof err), 0);
+  kc_config_free(c);
+  c = NULL;
+  assert_int_equal(chmod(path, 0666), 0);
+  assert_int_equal(kc_config_load_file(path, &c, err, sizeof err), -EPERM);
+  assert_null(c);
+  char want[512];
+  snprintf(want, sizeof want,
+           "config file %s is writable by other users (mode 0666): refusing to use settings "
+           "others can change (kubeconfig, plugins); run chmod go-w on it",
+           path);
+  assert_string_equal(err, want);
+  assert_int_equal(chmod(path, 0664), 0);
+  assert_int_equal(kc_config_load_file(path, &c, err, sizeof err), -EPERM);
+  assert_non_null(strstr(err, "writable by its group (mode 0664)"));
+  kc_fileperm_set_allow_insecure(true);
+  tu_stderr_begin();
+  int rc = kc_config_load_file(path, &c, err, sizeof err);
+  char *log = tu_stderr_end();
+  kc_fileperm_set_allow_insecure(false);
+  assert_int_equal(rc, 0);
+  assert_non_null(c);
+  kc_config_free(c);
+  if (!strstr(log, "writable by its group (mode 0664)") ||
+      !strstr(log, "(accepted: --allow-insecure-permissions)"))
+    fail_msg("no override warning in:\n%s", log);
+  free(log);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
 /* ---- diff ------------------------------------------------------------------ */
 
 
@@ -797,6 +845,7 @@ int main(void) {
       cmocka_unit_test(test_index_paths),  cmocka_unit_test(test_dedup_and_binding),
       cmocka_unit_test(test_controller_errors), cmocka_unit_test(test_watches),
       cmocka_unit_test(test_many_errors),       cmocka_unit_test(test_load_file_errors),
+      cmocka_unit_test(test_load_file_permissions),
       cmocka_unit_test(test_diff),              cmocka_unit_test(test_diff_controller_fields),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -94,7 +94,7 @@ static int on_list_end(void *ud, const kc_list_meta *m) {
   return 0;
 }
 
-static const kc_decoder_callbacks cbs = {on_item, on_list_end, on_event};
+static const kc_decoder_callbacks cbs = {on_item, on_list_end, on_event, NULL};
 
 /* Decodes `text` fed in pieces: at `split` (two pieces) when chunk == 0,
  * else in chunks of `chunk` bytes. Returns the final rc; err gets the text. */
@@ -884,6 +884,118 @@ static void test_watch_type(void **state) {
   free(text);
 }
 
+/* ---- objects of an impossible shape are rejected, the stream goes on ---- */
+
+typedef struct rejects {
+  rec r;
+  char lines[16][320];
+  size_t n;
+} rejects;
+
+static int rej_item(void *ud, kc_obj *o) { return on_item(&((rejects *)ud)->r, o); }
+static int rej_event(void *ud, const kc_watch_event *ev) {
+  rejects *x = ud;
+  rec_add(&x->r, ev->type_name, ev->obj);
+  return 0;
+}
+static int rej_reject(void *ud, const kc_decode_reject *rj) {
+  rejects *x = ud;
+  assert_true(x->n < 16);
+  char key[256] = "";
+  kc_obj_key(rj->obj, key, sizeof key);
+  assert_true(rj->offset > 0);
+  snprintf(x->lines[x->n++], sizeof x->lines[0], "%s %llu %s: %s",
+           rj->event_type ? rj->event_type : "ITEM", (unsigned long long)rj->index, key, rj->reason);
+  return 0;
+}
+
+/* Decodes text split at every position; the outcome must not depend on it. */
+static void decode_rejects(enum kc_decode_mode mode, const kc_transform *t, const char *text,
+                           const char *const *want_objs, size_t nwant, const char *const *want_rej,
+                           size_t nrej) {
+  static const kc_decoder_callbacks rcbs = {.item = rej_item, .event = rej_event,
+                                            .reject = rej_reject};
+  size_t len = strlen(text);
+  for (size_t split = 0; split <= len; split += split < 40 ? 1 : 7) {
+    rejects x = {0};
+    kc_decoder *d = kc_decoder_new(mode, t, &rcbs, &x);
+    assert_non_null(d);
+    int rc = kc_decoder_feed(d, text, split);
+    if (rc == 0) rc = kc_decoder_feed(d, text + split, len - split);
+    if (rc == 0) rc = kc_decoder_finish(d);
+    if (rc != 0) fail_msg("split %zu: rc %d: %s", split, rc, kc_decoder_error(d));
+    if (x.r.n != nwant) fail_msg("split %zu: %zu objects delivered, want %zu", split, x.r.n, nwant);
+    for (size_t i = 0; i < nwant; i++)
+      if (strncmp(x.r.lines[i], want_objs[i], strlen(want_objs[i])) != 0)
+        fail_msg("split %zu: object %zu is \"%s\", want \"%s...\"", split, i, x.r.lines[i],
+                 want_objs[i]);
+    assert_int_equal(x.n, nrej);
+    for (size_t i = 0; i < nrej; i++) assert_string_equal(x.lines[i], want_rej[i]);
+    assert_int_equal(kc_decoder_rejected(d), nrej);
+    if (mode == KC_DECODE_LIST) {
+      assert_int_equal(kc_decoder_count(d), nwant);
+      assert_int_equal(kc_decoder_list_meta(d)->nitems, nwant);
+    } else {
+      assert_int_equal(kc_decoder_count(d), nwant + nrej);
+    }
+    kc_decoder_free(d);
+    rec_free(&x.r);
+  }
+}
+
+static void test_rejected_shapes(void **state) {
+  const char *list =
+      "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"9\"},"
+      "\"items\":["
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"1\","
+      "\"labels\":{\"app\":\"x\"}}},"
+      "{\"metadata\":{\"name\":\"l\",\"namespace\":\"ns\",\"labels\":[\"app\",\"x\"]}},"
+      "{\"metadata\":{\"name\":\"n\",\"namespace\":\"ns\",\"labels\":{\"app\":\"x\",\"n\":5}}},"
+      "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"2\","
+      "\"labels\":null}},"
+      "{\"metadata\":{\"name\":\"a/b\",\"namespace\":\"ns\"}},"
+      "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns/x\"}},"
+      "{\"metadata\":{\"name\":\"..\",\"namespace\":\"ns\"}},"
+      "{\"metadata\":{\"name\":7,\"namespace\":\"ns\"}},"
+      "{\"metadata\":{\"name\":\"s\\u002fx\",\"namespace\":\"ns\"}},"
+      "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"resourceVersion\":\"3\","
+      "\"labels\":{\"k\":\"\"}}}"
+      "]}";
+  const char *objs[] = {"ITEM ns/a 1 ", "ITEM ns/b 2 ", "ITEM ns/c 3 "};
+  const char *rej[] = {
+      "ITEM 2 ns/l: metadata.labels is an array, not an object",
+      "ITEM 3 ns/n: label \"n\" has a number value, not a string",
+      "ITEM 5 ns/a/b: metadata.name may not contain '/': \"a/b\"",
+      "ITEM 6 ns/x/c: metadata.namespace may not contain '/': \"ns/x\"",
+      "ITEM 7 ns/..: metadata.name may not be \"..\"",
+      "ITEM 8 ns/: metadata.name is a number, not a string",
+      "ITEM 9 ns/s\\u002fx: metadata.name may not contain '/': \"s/x\"",
+  };
+  decode_rejects(KC_DECODE_LIST, NULL, list, objs, 3, rej, 7);
+
+  /* A transform that drops the labels does not look at them. */
+  const char *drop[] = {"metadata.labels"};
+  kc_transform t = {.drop = drop, .ndrop = 1};
+  const char *objs2[] = {"ITEM ns/a 1 ", "ITEM ns/l ", "ITEM ns/n ", "ITEM ns/b 2 ",
+                         "ITEM ns/c 3 "};
+  decode_rejects(KC_DECODE_LIST, &t, list, objs2, 5, rej + 2, 5);
+
+  const char *watch =
+      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}}\n"
+      "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"labels\":[1]}}}\n"
+      "{\"object\":{\"metadata\":{\"name\":\"x/y\"}},\"type\":\"ADDED\"}\n"
+      "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\",\"labels\":{\"k\":true}}}}\n"
+      "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\"}}}\n"
+      "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"6\"}}}\n";
+  const char *wobjs[] = {"ADDED a 1 ", "MODIFIED a 5 ", "BOOKMARK  6 "};
+  const char *wrej[] = {
+      "MODIFIED 2 a: metadata.labels is an array, not an object",
+      "ADDED 3 x/y: metadata.name may not contain '/': \"x/y\"",
+      "DELETED 4 a: label \"k\" has a boolean value, not a string",
+  };
+  decode_rejects(KC_DECODE_WATCH, NULL, watch, wobjs, 3, wrej, 3);
+}
+
 static void test_decode_status(void **state) {
   (void)state;
   kc_status st;
@@ -1080,6 +1192,7 @@ int main(void) {
       cmocka_unit_test(test_linear_any_chunking),
       cmocka_unit_test(test_watch_event_not_held_back),
       cmocka_unit_test(test_decode_status_depth_limit),
+      cmocka_unit_test(test_rejected_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

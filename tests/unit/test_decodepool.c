@@ -70,7 +70,27 @@ static void on_done(void *ud, int rc) {
 
 static void on_resume(void *ud) { ((sink *)ud)->resumes++; }
 
-static const kc_dstream_callbacks cbs = {on_item, on_event, on_resume, on_done};
+static int on_reject(void *ud, const kc_decode_reject *rj) {
+  sink *k = ud;
+  if (!pthread_equal(pthread_self(), k->loop_thread)) k->on_loop = false;
+  char line[300];
+  snprintf(line, sizeof line, "REJECT %.*s %s", (int)rj->obj->name.len, rj->obj->name.ptr,
+           rj->reason);
+  size_t n = strlen(line);
+  if (k->len + n + 2 > k->cap) {
+    k->cap = k->cap ? k->cap * 2 + n : 4096;
+    k->log = realloc(k->log, k->cap);
+    assert_non_null(k->log);
+  }
+  memcpy(k->log + k->len, line, n);
+  k->log[k->len + n] = ';';
+  k->log[k->len + n + 1] = '\0';
+  k->len += n + 1;
+  return 0;
+}
+
+static const kc_dstream_callbacks cbs = {.item = on_item, .event = on_event, .reject = on_reject,
+                                         .resume = on_resume, .done = on_done};
 
 static void sink_init(sink *k) {
   memset(k, 0, sizeof *k);
@@ -322,12 +342,42 @@ static void test_close_anytime_many_streams(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Objects the decoder rejects reach the loop in stream order with the
+ * others. */
+static void test_rejects_in_order(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_decode_pool *p;
+  assert_int_equal(kc_decode_pool_new(&loop, 1, &p), 0);
+  const char *list = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\"},"
+                     "\"items\":[{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}},"
+                     "{\"metadata\":{\"name\":\"x/y\",\"resourceVersion\":\"2\"}},"
+                     "{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"3\"}}]}";
+  sink k;
+  sink_init(&k);
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_LIST, NULL, &cbs, &k, 0);
+  assert_non_null(s);
+  pump(&loop, s, &k, list, strlen(list), 5, true, NULL, 0);
+  assert_int_equal(k.done_rc, 0);
+  assert_true(k.on_loop);
+  assert_non_null(strstr(k.log, "a@1;REJECT x/y "));
+  assert_non_null(strstr(k.log, ";b@3;"));
+  assert_int_equal(kc_dstream_count(s), 2);
+  kc_dstream_close(s);
+  free(k.log);
+  kc_decode_pool_free(p);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_and_thread),
       cmocka_unit_test(test_budget_pauses_and_resumes),
       cmocka_unit_test(test_decode_error_early),
       cmocka_unit_test(test_close_anytime_many_streams),
+      cmocka_unit_test(test_rejects_in_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

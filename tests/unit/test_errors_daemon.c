@@ -50,6 +50,8 @@
 #include "daemon.h"
 #include "http.h"
 #include "log.h"
+#include "mini_server.h"
+#include "testutil.h"
 
 /* Generous: the same binary runs under valgrind (tests/valgrind.sh). */
 #define STEP_MS 90000
@@ -390,6 +392,131 @@ static void test_metrics_address_in_use(void **state) {
   close(s);
 }
 
+/* ---- transport failures are logged with libcurl's text ---- */
+
+static void tls_handler(const mini_server_request *rq, mini_server_reply *r, void *ud) {
+  (void)rq;
+  (void)ud;
+  r->body = "{}";
+}
+
+struct log_watch {
+  const char *path;   /* the file stderr goes to */
+  const char *needle; /* text a "discovery" line must contain */
+  atomic_bool found;
+};
+
+/* Waits until a discovery line holding the needle is logged (or STEP_MS),
+ * then ends the daemon. */
+static void *watch_log(void *arg) {
+  struct log_watch *w = arg;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  for (int waited = 0; waited < STEP_MS && !atomic_load(&w->found); waited += 50) {
+    char *text = tu_read_file(w->path, NULL);
+    for (char *line = text ? strstr(text, "discovery") : NULL; line;
+         line = strstr(line + 1, "discovery")) {
+      char *eol = strchr(line, '\n');
+      if (eol) *eol = '\0';
+      if (strstr(line, w->needle)) atomic_store(&w->found, true);
+      if (!eol) break;
+      *eol = '\n';
+    }
+    free(text);
+    if (!atomic_load(&w->found)) usleep(50 * 1000);
+  }
+  signal_daemon(SIGTERM);
+  return NULL;
+}
+
+/* Runs the daemon against kubeconfig `kc` with stderr in a file until a
+ * discovery line holds `needle`; returns the log (malloc'ed). */
+static char *run_until_logged(const char *kc, const char *needle, bool *found) {
+  char logpath[PATH_MAX];
+  sim_tmp_path(logpath, sizeof logpath, "transport.log");
+  int lfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  assert_true(lfd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  assert_true(saved >= 0);
+  assert_int_equal(dup2(lfd, 2), 2);
+  struct log_watch w = {.path = logpath, .needle = needle};
+  atomic_store(&daemon_done, false);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, watch_log, &w), 0);
+  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc};
+  int code = kc_daemon_run(&o);
+  /* A late signal from the watcher must not hit the default action; the
+   * mask is restored for the next daemon run. */
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  atomic_store(&daemon_done, true);
+  pthread_join(th, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  atomic_store(&daemon_done, false); /* as the next live run expects */
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(lfd);
+  char *log = tu_read_file(logpath, NULL);
+  unlink(logpath);
+  assert_non_null(log);
+  assert_int_equal(code, 0);
+  *found = atomic_load(&w.found);
+  return log;
+}
+
+static void test_transport_errors_logged(void **state) {
+  /* Connection refused: curl's text names the address, errno text would not. */
+  char kc[PATH_MAX];
+  write_dead_kubeconfig(kc, sizeof kc);
+  write_config(NULL, 1, NULL);
+  bool found = false;
+  char *log = run_until_logged(kc, "127.0.0.1 port 9", &found);
+  if (!found) fail_msg("no discovery line with curl's connect error; log:\n%s", log);
+  free(log);
+
+  /* A TLS server whose CA the client does not trust. */
+  if (!mini_server_tls_supported()) skip();
+  char cmd[2 * PATH_MAX + 512];
+  snprintf(cmd, sizeof cmd,
+           "(cd '%s' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+           "-nodes -keyout untrusted.key -out untrusted.crt -subj /CN=localhost -days 2 "
+           "-addext subjectAltName=DNS:localhost) >/dev/null 2>&1",
+           sim_tmp_dir);
+  if (system(cmd) != 0) skip();
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/untrusted.crt", sim_tmp_dir);
+  char *cert = tu_read_file(path, NULL);
+  snprintf(path, sizeof path, "%s/untrusted.key", sim_tmp_dir);
+  char *key = tu_read_file(path, NULL);
+  assert_non_null(cert);
+  assert_non_null(key);
+  mini_server *tls = mini_server_start(tls_handler, NULL, cert, key);
+  assert_non_null(tls);
+  char text[512];
+  snprintf(text, sizeof text,
+           "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+           "    server: https://localhost:%d\nusers:\n- name: u\n  user: { token: t }\n"
+           "contexts:\n- name: x\n  context: { cluster: c, user: u }\ncurrent-context: x\n",
+           mini_server_port(tls));
+  sim_tmp_path(kc, sizeof kc, "untrusted-kubeconfig");
+  write_file(kc, text);
+  log = run_until_logged(kc, "SSL certificate problem", &found);
+  mini_server_stop(tls);
+  free(cert);
+  free(key);
+  if (!found) fail_msg("no discovery line with curl's TLS error; log:\n%s", log);
+  assert_null(strstr(log, "Protocol error"));
+  free(log);
+}
+
 /* ---- a live run with faults and reloads ---- */
 
 static void test_faults_and_reloads(void **state) {
@@ -446,6 +573,7 @@ int main(void) {
       cmocka_unit_test(test_missing_kubeconfig),
       cmocka_unit_test(test_plugin_does_not_load),
       cmocka_unit_test(test_metrics_address_in_use),
+      cmocka_unit_test(test_transport_errors_logged),
       cmocka_unit_test(test_faults_and_reloads),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

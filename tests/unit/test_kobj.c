@@ -400,6 +400,56 @@ static kc_obj *build_small(kc_obj_builder *b) {
   return o;
 }
 
+/* Shapes the API server never sends are reported, reset forgets them. */
+static void test_shape_error(void **state) {
+  kc_obj_builder *b = kc_obj_builder_new(NULL, 0);
+  assert_non_null(b);
+  kc_obj *o = build_small(b);
+  assert_null(kc_obj_builder_shape_error(b));
+  kc_obj_unref(o);
+  /* {"metadata":{"name":"n","labels":{"a":"x","b":{}}}} */
+  kc_obj_builder_reset(b);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_key(b, "metadata", 8), 0);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_key(b, "name", 4), 0);
+  assert_int_equal(kc_obj_builder_string(b, "n", 1), 0);
+  assert_int_equal(kc_obj_builder_key(b, "labels", 6), 0);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_key(b, "a", 1), 0);
+  assert_int_equal(kc_obj_builder_string(b, "x", 1), 0);
+  assert_int_equal(kc_obj_builder_key(b, "b", 1), 0);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  o = kc_obj_builder_finish(b);
+  assert_non_null(o); /* still built: the caller decides */
+  assert_string_equal(kc_obj_builder_shape_error(b), "label \"b\" has an object value, not a string");
+  assert_int_equal(o->nlabels, 1);
+  kc_obj_unref(o);
+  /* The first problem is the one reported; reset clears it. */
+  kc_obj_builder_reset(b);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_key(b, "metadata", 8), 0);
+  assert_int_equal(kc_obj_builder_start_map(b), 0);
+  assert_int_equal(kc_obj_builder_key(b, "name", 4), 0);
+  assert_int_equal(kc_obj_builder_string(b, ".", 1), 0);
+  assert_int_equal(kc_obj_builder_key(b, "labels", 6), 0);
+  assert_int_equal(kc_obj_builder_bool(b, true), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  assert_int_equal(kc_obj_builder_end_map(b), 0);
+  o = kc_obj_builder_finish(b);
+  assert_non_null(o);
+  assert_string_equal(kc_obj_builder_shape_error(b), "metadata.name may not be \".\"");
+  kc_obj_unref(o);
+  o = build_small(b);
+  assert_null(kc_obj_builder_shape_error(b));
+  kc_obj_unref(o);
+  kc_obj_builder_free(b);
+}
+
 /* kc_transform "Object type" on the re-emitting (non-raw) path; the
  * streaming path is covered in test_decode. */
 static void test_type(void **state) {
@@ -675,7 +725,7 @@ int main(void) {
       cmocka_unit_test(test_key),              cmocka_unit_test(test_get),
       cmocka_unit_test(test_get_each),         cmocka_unit_test(test_get_skips_escapes),         cmocka_unit_test(test_escapes_and_utf8),
       cmocka_unit_test(test_transform),        cmocka_unit_test(test_status_capture),
-      cmocka_unit_test(test_type),
+      cmocka_unit_test(test_type),            cmocka_unit_test(test_shape_error),
       cmocka_unit_test(test_deleting_generation), cmocka_unit_test(test_large_object),
       cmocka_unit_test(test_errors),           cmocka_unit_test(test_str_helpers),
   };

@@ -13,9 +13,12 @@
 
 #include <cmocka.h>
 
+#include "fileperm.h"
 #include "kubeconfig.h"
+#include "testutil.h"
 
 static char dir[256];
+static char perm_err[1024]; /* messages of the permission tests */
 
 static void write_file(const char *name, const char *text) {
   char path[512];
@@ -32,6 +35,96 @@ static char *path_of(const char *name) {
   i = (i + 1) % 4;
   snprintf(buf[i], sizeof buf[i], "%s/%s", dir, name);
   return buf[i];
+}
+
+/* ---- permissions (fileperm.h) ---- */
+
+static const char *TOKEN_KC =
+    "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+    "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+    "users: [{name: u, user: {token: secret}}]\n"
+    "contexts: [{name: x, context: {cluster: c, user: u}}]\n";
+
+/* Loads path; returns the rc, the captured log in *log (malloc'ed). */
+static int load_logged(const char *path, char **log) {
+  kc_kube_creds *c = NULL;
+  tu_stderr_begin();
+  int rc = kc_kubeconfig_load(&path, 1, false, NULL, &c, perm_err, sizeof perm_err);
+  *log = tu_stderr_end();
+  kc_kube_creds_free(c);
+  return rc;
+}
+
+static void test_permissions(void **state) {
+  write_file("perm.yaml", TOKEN_KC);
+  char p[512], f[512], tok[512], key[512];
+  snprintf(p, sizeof p, "%s", path_of("perm.yaml"));
+  snprintf(f, sizeof f, "%s", path_of("files.yaml"));
+  snprintf(tok, sizeof tok, "%s", path_of("tok"));
+  snprintf(key, sizeof key, "%s", path_of("k.pem"));
+  char *log;
+  /* Private: silent. */
+  assert_int_equal(chmod(p, 0600), 0);
+  assert_int_equal(load_logged(p, &log), 0);
+  assert_null(strstr(log, "readable"));
+  free(log);
+  /* A token others can read: a warning naming the file. */
+  assert_int_equal(chmod(p, 0644), 0);
+  assert_int_equal(load_logged(p, &log), 0);
+  char want[700];
+  snprintf(want, sizeof want, "kubeconfig holding a bearer token %s is readable by other users (mode 0644)", p);
+  if (!strstr(log, want)) fail_msg("no warning \"%s\" in:\n%s", want, log);
+  free(log);
+  /* Writable by others or the group: refused, with the fix. */
+  assert_int_equal(chmod(p, 0646), 0);
+  assert_int_equal(load_logged(p, &log), -EPERM);
+  free(log);
+  snprintf(want, sizeof want, "kubeconfig %s is writable by other users (mode 0646): refusing to "
+                              "use credentials and a server others can change; run chmod go-w on it", p);
+  assert_string_equal(perm_err, want);
+  assert_int_equal(chmod(p, 0660), 0);
+  assert_int_equal(load_logged(p, &log), -EPERM);
+  free(log);
+  assert_non_null(strstr(perm_err, "is writable by its group (mode 0660)"));
+  /* The override: loaded, with the refusal as a warning. */
+  kc_fileperm_set_allow_insecure(true);
+  assert_int_equal(load_logged(p, &log), 0);
+  kc_fileperm_set_allow_insecure(false);
+  if (!strstr(log, "is writable by its group (mode 0660)") ||
+      !strstr(log, "--allow-insecure-permissions"))
+    fail_msg("no override warning in:\n%s", log);
+  free(log);
+
+  /* Token and key files named by the kubeconfig. */
+  write_file("tok", "t0k\n");
+  write_file("k.pem", "key\n");
+  write_file("c.pem", "cert\n");
+  write_file("files.yaml",
+             "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+             "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+             "users: [{name: u, user: {tokenFile: tok, client-certificate: c.pem, client-key: k.pem}}]\n"
+             "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
+  assert_int_equal(chmod(f, 0644), 0); /* no secret inline: no warning for it */
+  assert_int_equal(chmod(tok, 0600), 0);
+  assert_int_equal(chmod(key, 0640), 0);
+  assert_int_equal(load_logged(f, &log), 0);
+  snprintf(want, sizeof want, "client key file %s is readable by its group (mode 0640)", key);
+  if (!strstr(log, want)) fail_msg("no warning \"%s\" in:\n%s", want, log);
+  assert_null(strstr(log, "token file"));
+  assert_null(strstr(log, "kubeconfig holding"));
+  free(log);
+  assert_int_equal(chmod(tok, 0620), 0);
+  assert_int_equal(load_logged(f, &log), -EPERM);
+  free(log);
+  snprintf(want, sizeof want, "token file %s is writable by its group (mode 0620)", tok);
+  assert_non_null(strstr(perm_err, want));
+  assert_int_equal(chmod(tok, 0600), 0);
+  /* The directory: writable by others without the sticky bit. */
+  assert_int_equal(chmod(dir, 0777), 0);
+  assert_int_equal(load_logged(f, &log), -EPERM);
+  free(log);
+  assert_non_null(strstr(perm_err, "without the sticky bit"));
+  assert_int_equal(chmod(dir, 0700), 0);
 }
 
 static int setup(void **state) {
@@ -327,6 +420,7 @@ int main(void) {
       cmocka_unit_test(test_errors_with_positions),
       cmocka_unit_test(test_in_cluster),
       cmocka_unit_test(test_resolve_order),
+      cmocka_unit_test(test_permissions),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -59,4 +60,30 @@ kc_obj *tu_fixture_obj(const char *name, const kc_transform *t) {
   free(text);
   if (!o) fail_msg("fixture %s: %s", name, err);
   return o;
+}
+
+static int saved_stderr = -1;
+static char capture_path[64];
+
+void tu_stderr_begin(void) {
+  snprintf(capture_path, sizeof capture_path, "/tmp/kctrld-stderr.XXXXXX");
+  int fd = mkstemp(capture_path);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  saved_stderr = dup(2);
+  assert_true(saved_stderr >= 0);
+  assert_int_equal(dup2(fd, 2), 2);
+  close(fd);
+}
+
+char *tu_stderr_end(void) {
+  fflush(stderr);
+  assert_true(saved_stderr >= 0);
+  assert_int_equal(dup2(saved_stderr, 2), 2);
+  close(saved_stderr);
+  saved_stderr = -1;
+  char *text = tu_read_file(capture_path, NULL);
+  unlink(capture_path);
+  assert_non_null(text);
+  return text;
 }

@@ -31,4 +31,10 @@ char *tu_fixture(const char *name, size_t *len);
  * (NULL: none). */
 kc_obj *tu_fixture_obj(const char *name, const kc_transform *t);
 
+/* Captures what is written to stderr (fd 2, e.g. daemon/log.h lines)
+ * between tu_stderr_begin and tu_stderr_end, which returns it (malloc'ed,
+ * NUL-terminated) and restores stderr. Not nested. */
+void tu_stderr_begin(void);
+char *tu_stderr_end(void);
+
 #endif
