@@ -11,6 +11,7 @@
 #include <time.h>
 #include <yajl/yajl_tree.h>
 
+#include "buf.h"
 #include "jsontree.h"
 #include "log.h"
 
@@ -43,16 +44,14 @@ struct kc_api_call {
   uint64_t token_gen;
   bool in_done;
   char method[16];
-  char *errbody; /* non-2xx body, NUL-terminated */
-  size_t errlen, errcap;
+  kc_buf errbody; /* non-2xx body (its start), NUL-terminated */
 };
 
 struct kc_api_worker {
   kc_api *api;
   CURL *easy;
   struct curl_slist *connect_to;
-  char *buf;
-  size_t len, cap;
+  kc_buf body;
   char retry_after[32];
   char errbuf[CURL_ERROR_SIZE];
 };
@@ -424,7 +423,7 @@ kc_http *kc_api_http(kc_api *api) { return api->http; }
 /* ---- async calls ---- */
 
 static void free_call(kc_api_call *call) {
-  free(call->errbody);
+  kc_buf_free(&call->errbody);
   free(call);
 }
 
@@ -440,19 +439,10 @@ static int call_on_data(kc_http_req *req, const char *buf, size_t len, void *ud)
   kc_api_call *call = ud;
   if (call->status >= 200 && call->status < 300)
     return call->on_data ? call->on_data(call, buf, len, call->ud) : KC_HTTP_CONTINUE;
-  if (call->errlen >= ERROR_BODY_MAX) return KC_HTTP_CONTINUE; /* keep the start only */
-  if (len > ERROR_BODY_MAX - call->errlen) len = ERROR_BODY_MAX - call->errlen;
-  if (call->errlen + len + 1 > call->errcap) {
-    size_t cap = call->errcap ? call->errcap : 1024;
-    while (cap < call->errlen + len + 1) cap *= 2;
-    char *p = realloc(call->errbody, cap);
-    if (!p) return KC_HTTP_CONTINUE; /* the status is still reported, by code */
-    call->errbody = p;
-    call->errcap = cap;
-  }
-  memcpy(call->errbody + call->errlen, buf, len);
-  call->errlen += len;
-  call->errbody[call->errlen] = '\0';
+  size_t have = call->errbody.len;
+  if (have >= ERROR_BODY_MAX) return KC_HTTP_CONTINUE; /* keep the start only */
+  /* Out of memory keeps what came so far: the status is still reported, by code. */
+  kc_buf_add(&call->errbody, buf, len > ERROR_BODY_MAX - have ? ERROR_BODY_MAX - have : len);
   return KC_HTTP_CONTINUE;
 }
 
@@ -470,7 +460,7 @@ static void call_on_done(kc_http_req *req, const kc_http_result *hr, void *ud) {
   } else if (hr->status >= 300) {
     size_t ralen = 0;
     const char *ra = kc_http_req_header(req, "Retry-After", &ralen);
-    kc_api_status_parse(&res.status, hr->status, call->method, call->errbody, call->errlen, ra,
+    kc_api_status_parse(&res.status, hr->status, call->method, call->errbody.p, call->errbody.len, ra,
                         ralen);
     if (hr->status == 401) token_rejected(call->api, call->token_gen);
   } else {
@@ -556,17 +546,8 @@ const char *kc_api_call_header(const kc_api_call *call, const char *name, size_t
 static size_t worker_write(char *buf, size_t size, size_t nmemb, void *ud) {
   kc_api_worker *w = ud;
   size_t len = size * nmemb;
-  if (w->len + len + 1 > w->cap) {
-    size_t cap = w->cap ? w->cap : 4096;
-    while (cap < w->len + len + 1) cap *= 2;
-    char *p = realloc(w->buf, cap);
-    if (!p) return 0;
-    w->buf = p;
-    w->cap = cap;
-  }
-  memcpy(w->buf + w->len, buf, len);
-  w->len += len;
-  w->buf[w->len] = '\0';
+  kc_buf_add(&w->body, buf, len);
+  if (w->body.err) return 0;
   return len;
 }
 
@@ -618,7 +599,7 @@ void kc_api_worker_free(kc_api_worker *w) {
   if (!w) return;
   curl_easy_cleanup(w->easy);
   curl_slist_free_all(w->connect_to);
-  free(w->buf);
+  kc_buf_free(&w->body);
   free(w);
 }
 
@@ -646,7 +627,7 @@ static int do_once(kc_api_worker *w, const char *method, const char *path,
     rc = -ENOMEM;
   }
   if (rc < 0) goto out;
-  w->len = 0;
+  kc_buf_reset(&w->body);
   w->retry_after[0] = '\0';
   w->errbuf[0] = '\0';
   CURLcode c = CURLE_OK;
@@ -672,8 +653,8 @@ static int do_once(kc_api_worker *w, const char *method, const char *path,
   CURLcode res = curl_easy_perform(e);
   long code = 0;
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-  out->body = w->buf ? w->buf : "";
-  out->body_len = w->len;
+  out->body = w->body.p ? w->body.p : "";
+  out->body_len = w->body.len;
   out->code = code;
   if (res != CURLE_OK) {
     out->error = rc = kc_http_map_curl_error(res);

@@ -1,6 +1,7 @@
 /* config: see config.h. */
 #include "config.h"
 
+#include "buf.h"
 #include "fileperm.h"
 #include "selector.h"
 
@@ -427,63 +428,37 @@ static const char *check_field_selector(struct ctx *c, const kc_yaml_node *at, c
 
 /* ---- identity strings ------------------------------------------------------- */
 
-struct sb {
-  char *p;
-  size_t len, cap;
-  bool oom;
-};
-
-static void sb_raw(struct sb *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t ncap = b->cap ? b->cap : 128;
-    while (ncap < b->len + n + 1) ncap *= 2;
-    char *np = realloc(b->p, ncap);
-    if (!np) {
-      b->oom = true;
-      return;
-    }
-    b->p = np;
-    b->cap = ncap;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void sb_str(struct sb *b, const char *s) { sb_raw(b, s, strlen(s)); }
-
 /* Escapes the separators so distinct scopes never render the same. */
-static void sb_esc(struct sb *b, const char *s) {
+static void sb_esc(kc_buf *b, const char *s) {
   for (; *s; s++) {
-    if (*s == '\\' || *s == ';' || *s == ',' || *s == '=') sb_raw(b, "\\", 1);
-    sb_raw(b, s, 1);
+    if (*s == '\\' || *s == ';' || *s == ',' || *s == '=') kc_buf_add(b, "\\", 1);
+    kc_buf_add(b, s, 1);
   }
 }
 
-static void sb_list(struct sb *b, const char *const *v, size_t n) {
+static void sb_list(kc_buf *b, const char *const *v, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if (i) sb_raw(b, ",", 1);
+    if (i) kc_buf_add(b, ",", 1);
     sb_esc(b, v[i]);
   }
 }
 
 static const char *make_identity(struct ctx *c, const kc_informer_spec *inf) {
-  struct sb b = {0};
-  sb_str(&b, "apiVersion=");
+  kc_buf b = {0};
+  kc_buf_puts(&b, "apiVersion=");
   sb_esc(&b, inf->api_version);
-  sb_str(&b, ";kind=");
+  kc_buf_puts(&b, ";kind=");
   sb_esc(&b, inf->kind);
-  sb_str(&b, ";namespaces=");
+  kc_buf_puts(&b, ";namespaces=");
   sb_list(&b, inf->namespaces, inf->nnamespaces);
-  sb_str(&b, ";labelSelector=");
+  kc_buf_puts(&b, ";labelSelector=");
   sb_esc(&b, inf->label_selector);
-  sb_str(&b, ";fieldSelector=");
+  kc_buf_puts(&b, ";fieldSelector=");
   sb_esc(&b, inf->field_selector);
-  sb_str(&b, ";drop=");
+  kc_buf_puts(&b, ";drop=");
   sb_list(&b, inf->drop, inf->ndrop);
-  sb_str(&b, inf->metadata_only ? ";metadataOnly=true" : ";metadataOnly=false");
-  if (b.oom) {
+  kc_buf_puts(&b, inf->metadata_only ? ";metadataOnly=true" : ";metadataOnly=false");
+  if (b.err) {
     free(b.p);
     c->oom = true;
     return "";
@@ -1450,43 +1425,43 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
     else if (d->controllers[i].change == KC_CHANGE_REMOVED) rem[1]++;
     else chg[1]++;
   }
-  struct sb b = {0};
+  kc_buf b = {0};
   char tmp[128];
   snprintf(tmp, sizeof tmp, "informers: +%zu -%zu ~%zu; controllers: +%zu -%zu ~%zu", add[0],
            rem[0], chg[0], add[1], rem[1], chg[1]);
-  sb_str(&b, tmp);
+  kc_buf_puts(&b, tmp);
   for (size_t i = 0; i < d->ncontrollers; i++) {
     const kc_config_change *ch = &d->controllers[i];
     const char *name = ch->new_index >= 0 ? nc->controllers[ch->new_index].name
                                           : oc->controllers[ch->old_index].name;
-    sb_str(&b, ch->change == KC_CHANGE_ADDED     ? " +"
+    kc_buf_puts(&b, ch->change == KC_CHANGE_ADDED     ? " +"
                : ch->change == KC_CHANGE_REMOVED ? " -"
                                                  : " ~");
-    sb_str(&b, name);
+    kc_buf_puts(&b, name);
     if (ch->change == KC_CHANGE_CHANGED) {
-      sb_str(&b, "(");
+      kc_buf_puts(&b, "(");
       bool first = true;
       for (size_t k = 0; k < sizeof ctl_names / sizeof ctl_names[0]; k++)
         if (ch->fields & (1u << k)) {
-          if (!first) sb_str(&b, ",");
-          sb_str(&b, ctl_names[k]);
+          if (!first) kc_buf_puts(&b, ",");
+          kc_buf_puts(&b, ctl_names[k]);
           first = false;
         }
-      sb_str(&b, ")");
+      kc_buf_puts(&b, ")");
     }
   }
   if (d->global) {
-    sb_str(&b, "; global:");
+    kc_buf_puts(&b, "; global:");
     static const char *const gnames[] = {"kubeconfig", "leaderElection", "metrics", "logLevel",
                                          "shutdownTimeout", "decodeThreads"};
     for (size_t k = 0; k < sizeof gnames / sizeof gnames[0]; k++)
       if (d->global & (1u << k)) {
-        sb_str(&b, " ");
-        sb_str(&b, gnames[k]);
+        kc_buf_puts(&b, " ");
+        kc_buf_puts(&b, gnames[k]);
       }
   }
   int rc;
-  if (b.oom || !b.p) {
+  if (b.err || !b.p) {
     rc = -ENOMEM;
     if (cap) buf[0] = '\0';
   } else if (b.len + 1 > cap) {

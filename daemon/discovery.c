@@ -7,6 +7,7 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
+#include "buf.h"
 #include "jsontree.h"
 #include "log.h"
 
@@ -35,8 +36,7 @@ struct gv {
   bool fetched;
   kc_api_call *call; /* fetch in flight */
   struct waiter *waiters;
-  char *body;
-  size_t len, cap;
+  kc_buf body;
   struct kc_discovery *d;
 };
 
@@ -145,7 +145,7 @@ void kc_discovery_free(kc_discovery *d) {
     free_waiters(g->waiters);
     clear_res(g);
     free(g->res);
-    free(g->body);
+    kc_buf_free(&g->body);
     free(g);
     g = next;
   }
@@ -201,17 +201,9 @@ int kc_discovery_parse(const char *json, size_t len,
 
 static int on_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
   struct gv *g = ud;
-  if (g->len + len > MAX_BODY) return KC_HTTP_ABORT;
-  if (g->len + len > g->cap) {
-    size_t cap = g->cap ? g->cap : 16384;
-    while (cap < g->len + len) cap *= 2;
-    char *p = realloc(g->body, cap);
-    if (!p) return KC_HTTP_ABORT;
-    g->body = p;
-    g->cap = cap;
-  }
-  memcpy(g->body + g->len, buf, len);
-  g->len += len;
+  if (g->body.len + len > MAX_BODY) return KC_HTTP_ABORT;
+  kc_buf_add(&g->body, buf, len);
+  if (g->body.err) return KC_HTTP_ABORT;
   return KC_HTTP_CONTINUE;
 }
 
@@ -242,7 +234,7 @@ static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
     struct gv fresh = {0};
     struct parse_ctx p = {&fresh, 0};
     char why[160];
-    int rc = kc_discovery_parse(g->body ? g->body : "", g->len, collect, &p, why, sizeof why);
+    int rc = kc_discovery_parse(g->body.p ? g->body.p : "", g->body.len, collect, &p, why, sizeof why);
     if (rc == 0 && p.rc < 0) snprintf(why, sizeof why, "%s", strerror(-p.rc));
     if (rc == 0) rc = p.rc;
     if (rc == 0) {
@@ -260,9 +252,7 @@ static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
       err = rc == -ENOMEM ? -ENOMEM : -EIO;
     }
   }
-  free(g->body);
-  g->body = NULL;
-  g->len = g->cap = 0;
+  kc_buf_free(&g->body);
   /* Detach the waiters first: a callback may resolve again. */
   struct waiter *w = g->waiters;
   g->waiters = NULL;

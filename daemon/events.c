@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "hash.h"
 #include "log.h"
 
@@ -343,8 +344,7 @@ struct kc_events {
   kc_api_call *call;
   bool retry_pending;
   bool failing; /* a failure was logged at warn; quiet until a success */
-  char *buf, *path;
-  size_t buf_cap, path_cap;
+  kc_buf body, path; /* the request being sent; reused across writes */
 
   void (*flush_done)(void *ud);
   void *flush_ud;
@@ -352,74 +352,6 @@ struct kc_events {
   atomic_uint_fast64_t created, patched, dropped_queue, dropped_spam, skipped, failed, queued;
 };
 
-/* A growable buffer inside the recorder: reused across writes. */
-typedef struct wbuf {
-  char **p;
-  size_t *cap;
-  size_t n;
-  bool oom;
-} wbuf;
-
-static void wb_add(wbuf *b, const char *s, size_t len) {
-  if (b->oom) return;
-  if (b->n + len + 1 > *b->cap) {
-    size_t cap = *b->cap ? *b->cap : 1024;
-    while (cap < b->n + len + 1) cap *= 2;
-    char *p = realloc(*b->p, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    *b->p = p;
-    *b->cap = cap;
-  }
-  memcpy(*b->p + b->n, s, len);
-  b->n += len;
-  (*b->p)[b->n] = '\0';
-}
-
-static void wb_str(wbuf *b, const char *s) { wb_add(b, s, strlen(s)); }
-
-/* JSON string contents (no quotes). */
-static void wb_json_raw(wbuf *b, kc_str s) {
-  static const char hex[] = "0123456789abcdef";
-  size_t run = 0;
-  for (size_t i = 0; i < s.len; i++) {
-    unsigned char ch = (unsigned char)s.ptr[i];
-    if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
-    wb_add(b, s.ptr + run, i - run);
-    run = i + 1;
-    char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-    if (ch == '"') wb_add(b, "\\\"", 2);
-    else if (ch == '\\') wb_add(b, "\\\\", 2);
-    else if (ch == '\n') wb_add(b, "\\n", 2);
-    else if (ch == '\t') wb_add(b, "\\t", 2);
-    else if (ch == '\r') wb_add(b, "\\r", 2);
-    else wb_add(b, esc, 6);
-  }
-  wb_add(b, s.ptr + run, s.len - run);
-}
-
-static void wb_json(wbuf *b, kc_str s) {
-  wb_add(b, "\"", 1);
-  wb_json_raw(b, s);
-  wb_add(b, "\"", 1);
-}
-
-/* A path segment: names and namespaces are DNS names; escape anything else. */
-static void wb_segment(wbuf *b, kc_str s) {
-  for (size_t i = 0; i < s.len; i++) {
-    unsigned char ch = (unsigned char)s.ptr[i];
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-        ch == '-' || ch == '.' || ch == '_') {
-      wb_add(b, (const char *)&ch, 1);
-    } else {
-      char esc[4];
-      snprintf(esc, sizeof esc, "%%%02X", ch);
-      wb_add(b, esc, 3);
-    }
-  }
-}
 
 static void fmt_time(char out[32], int64_t wall_ns) {
   time_t s = (time_t)(wall_ns / 1000000000);
@@ -433,34 +365,37 @@ static kc_str event_ns(const ev_rec *r) {
 }
 
 /* "<name>.<hex>", kept within the 253 bytes of a DNS subdomain. */
-static void wb_event_name(wbuf *b, const ev_rec *r, uint64_t suffix) {
+static void json_kstr(kc_buf *b, kc_str s) { kc_buf_json(b, s.ptr, s.len); }
+
+static void wb_event_name(kc_buf *b, const ev_rec *r, uint64_t suffix) {
   kc_str name = rf(r, F_NAME);
   if (name.len > 236) name.len = 236;
-  wb_add(b, name.ptr, name.len);
+  kc_buf_add(b, name.ptr, name.len);
   char hx[24];
   int n = snprintf(hx, sizeof hx, ".%" PRIx64, suffix);
-  wb_add(b, hx, (size_t)n);
+  kc_buf_add(b, hx, (size_t)n);
 }
 
-static void wb_message(wbuf *b, const ev_rec *r, bool combined) {
-  wb_add(b, "\"", 1);
-  if (combined) wb_add(b, KC_EVENTS_COMBINED_PREFIX, sizeof KC_EVENTS_COMBINED_PREFIX - 1);
-  wb_json_raw(b, rf(r, F_MSG));
-  wb_add(b, "\"", 1);
+static void wb_message(kc_buf *b, const ev_rec *r, bool combined) {
+  kc_buf_add(b, "\"", 1);
+  if (combined) kc_buf_add(b, KC_EVENTS_COMBINED_PREFIX, sizeof KC_EVENTS_COMBINED_PREFIX - 1);
+  kc_str msg = rf(r, F_MSG);
+  kc_buf_json_body(b, msg.ptr, msg.len);
+  kc_buf_add(b, "\"", 1);
 }
 
-static void build_post(kc_events *ev, wbuf *body, wbuf *path) {
+static void build_post(kc_events *ev, kc_buf *body, kc_buf *path) {
   const ev_rec *r = ev->cur;
   const kc_event_out *o = &ev->cur_out;
   kc_str ns = event_ns(r);
   char first[32], last[32];
   fmt_time(first, o->first_ns);
   fmt_time(last, r->wall_ns);
-  wb_str(body, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"");
+  kc_buf_puts(body, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"");
   wb_event_name(body, r, o->name_suffix);
-  wb_str(body, "\",\"namespace\":");
-  wb_json(body, ns);
-  wb_str(body, "},\"involvedObject\":{");
+  kc_buf_puts(body, "\",\"namespace\":");
+  json_kstr(body, ns);
+  kc_buf_puts(body, "},\"involvedObject\":{");
   static const struct {
     int f;
     const char *key;
@@ -468,15 +403,15 @@ static void build_post(kc_events *ev, wbuf *body, wbuf *path) {
              {F_UID, "\"uid\":"},       {F_RV, "\"resourceVersion\":"}};
   for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
     if (!r->len[ref[i].f]) continue;
-    wb_str(body, ref[i].key);
-    wb_json(body, rf(r, ref[i].f));
-    wb_str(body, ",");
+    kc_buf_puts(body, ref[i].key);
+    json_kstr(body, rf(r, ref[i].f));
+    kc_buf_puts(body, ",");
   }
-  wb_str(body, "\"name\":");
-  wb_json(body, rf(r, F_NAME));
-  wb_str(body, "},\"reason\":");
-  wb_json(body, rf(r, F_REASON));
-  wb_str(body, ",\"message\":");
+  kc_buf_puts(body, "\"name\":");
+  json_kstr(body, rf(r, F_NAME));
+  kc_buf_puts(body, "},\"reason\":");
+  json_kstr(body, rf(r, F_REASON));
+  kc_buf_puts(body, ",\"message\":");
   wb_message(body, r, o->combined);
   char tail[256];
   int n = snprintf(tail, sizeof tail,
@@ -485,13 +420,13 @@ static void build_post(kc_events *ev, wbuf *body, wbuf *path) {
                    "\"lastTimestamp\":\"%s\",\"count\":%" PRId32 "}",
                    r->type == KC_EVENT_TYPE_WARNING ? "Warning" : "Normal", first, last,
                    o->count);
-  wb_add(body, tail, (size_t)n);
-  wb_str(path, "/api/v1/namespaces/");
-  wb_segment(path, ns);
-  wb_str(path, "/events");
+  kc_buf_add(body, tail, (size_t)n);
+  kc_buf_puts(path, "/api/v1/namespaces/");
+  kc_buf_url(path, ns.ptr, ns.len);
+  kc_buf_puts(path, "/events");
 }
 
-static void build_patch(kc_events *ev, wbuf *body, wbuf *path) {
+static void build_patch(kc_events *ev, kc_buf *body, kc_buf *path) {
   const ev_rec *r = ev->cur;
   const kc_event_out *o = &ev->cur_out;
   char last[32];
@@ -499,12 +434,13 @@ static void build_patch(kc_events *ev, wbuf *body, wbuf *path) {
   char head[96];
   int n = snprintf(head, sizeof head, "{\"count\":%" PRId32 ",\"lastTimestamp\":\"%s\",\"message\":",
                    o->count, last);
-  wb_add(body, head, (size_t)n);
+  kc_buf_add(body, head, (size_t)n);
   wb_message(body, r, o->combined);
-  wb_str(body, "}");
-  wb_str(path, "/api/v1/namespaces/");
-  wb_segment(path, event_ns(r));
-  wb_str(path, "/events/");
+  kc_buf_puts(body, "}");
+  kc_buf_puts(path, "/api/v1/namespaces/");
+  kc_str ens = event_ns(r);
+  kc_buf_url(path, ens.ptr, ens.len);
+  kc_buf_puts(path, "/events/");
   wb_event_name(path, r, o->name_suffix);
 }
 
@@ -537,18 +473,18 @@ static void on_write_done(kc_api_call *call, const kc_api_result *res, void *ud)
 /* Sends the current record: its PATCH when ev->cur_patching, else its POST.
  * Returns 0 or a negative errno (nothing in flight then). */
 static int send_cur(kc_events *ev) {
-  wbuf body = {&ev->buf, &ev->buf_cap, 0, false};
-  wbuf path = {&ev->path, &ev->path_cap, 0, false};
-  if (ev->cur_patching) build_patch(ev, &body, &path);
-  else build_post(ev, &body, &path);
-  if (body.oom || path.oom) return -ENOMEM;
+  kc_buf_reset(&ev->body);
+  kc_buf_reset(&ev->path);
+  if (ev->cur_patching) build_patch(ev, &ev->body, &ev->path);
+  else build_post(ev, &ev->body, &ev->path);
+  if (ev->body.err || ev->path.err) return -ENOMEM;
   kc_api_request_opts o = {
       .method = ev->cur_patching ? "PATCH" : "POST",
-      .path = ev->path,
+      .path = ev->path.p,
       .content_type = ev->cur_patching ? "application/strategic-merge-patch+json"
                                        : "application/json",
-      .body = ev->buf,
-      .body_len = body.n,
+      .body = ev->body.p,
+      .body_len = ev->body.len,
       .timeout_ms = ev->o.timeout_ms,
       .on_done = on_write_done,
       .ud = ev,
@@ -778,8 +714,8 @@ static void on_handle_closed(uv_handle_t *h) {
   if (--ev->open_handles > 0) return;
   pthread_mutex_destroy(&ev->mu);
   free(ev->ring);
-  free(ev->buf);
-  free(ev->path);
+  kc_buf_free(&ev->body);
+  kc_buf_free(&ev->path);
   free(ev);
 }
 

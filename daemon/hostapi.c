@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -84,86 +85,6 @@ static void api_error(kctrld_ctx *ctx, const char *fmt, ...) {
 }
 
 static kc_str cstr_or_absent(const char *s) { return s ? kc_str_c(s) : (kc_str){NULL, 0}; }
-
-/* A growable text buffer; `oom` sticks so callers check once at the end. */
-typedef struct sbuf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} sbuf;
-
-static void sb_reserve(sbuf *b, size_t more) {
-  if (b->oom || b->n + more + 1 <= b->cap) return;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->n + more + 1) cap *= 2;
-  char *p = realloc(b->p, cap);
-  if (!p) {
-    b->oom = true;
-    return;
-  }
-  b->p = p;
-  b->cap = cap;
-}
-
-static void sb_add(sbuf *b, const char *s, size_t len) {
-  sb_reserve(b, len);
-  if (b->oom) return;
-  memcpy(b->p + b->n, s, len);
-  b->n += len;
-  b->p[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    b->oom = true;
-    return;
-  }
-  sb_reserve(b, (size_t)n);
-  if (b->oom) return;
-  va_start(ap, fmt);
-  vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->n += (size_t)n;
-}
-
-/* Appends s as a JSON string literal (quotes included). */
-static void sb_json(sbuf *b, const char *s, size_t len) {
-  sb_add(b, "\"", 1);
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\') {
-      char e[2] = {'\\', (char)c};
-      sb_add(b, e, 2);
-    } else if (c < 0x20) {
-      sb_printf(b, "\\u%04x", c);
-    } else {
-      sb_add(b, (const char *)&s[i], 1);
-    }
-  }
-  sb_add(b, "\"", 1);
-}
-
-/* Appends one URL path segment, percent-encoding all but unreserved bytes. */
-static void sb_segment(sbuf *b, const char *s, size_t len) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~' || c == ':') {
-      sb_add(b, (const char *)&s[i], 1);
-    } else {
-      char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-      sb_add(b, e, 3);
-    }
-  }
-}
 
 /* ---- settings ---- */
 
@@ -560,7 +481,7 @@ int kc_hostapi_map_status(const kc_api_status *st, bool json_patch) {
 
 /* Builds the URL path of an object (name may be NULL: the collection). */
 static int object_path(kctrld_ctx *ctx, void *dd, const char *api_version, const char *kind,
-                       kc_str ns, kc_str name, const char *sub, sbuf *b) {
+                       kc_str ns, kc_str name, const char *sub, kc_buf *b) {
   kc_resource_ref res;
   if (!api_version || !*api_version || !kind || !*kind) {
     api_error(ctx, "apiVersion and kind are required");
@@ -570,30 +491,30 @@ static int object_path(kctrld_ctx *ctx, void *dd, const char *api_version, const
     api_error(ctx, "the API server does not serve %s %s", api_version, kind);
     return -ENOTSUP;
   }
-  sb_str(b, res.api_path);
+  kc_buf_puts(b, res.api_path);
   if (res.namespaced) {
     if (!ns.len) {
       api_error(ctx, "%s %s is namespaced: a namespace is required", api_version, kind);
       return -EINVAL;
     }
-    sb_str(b, "/namespaces/");
-    sb_segment(b, ns.ptr, ns.len);
+    kc_buf_puts(b, "/namespaces/");
+    kc_buf_url(b, ns.ptr, ns.len);
   }
-  sb_str(b, "/");
-  sb_str(b, res.resource);
+  kc_buf_puts(b, "/");
+  kc_buf_puts(b, res.resource);
   if (name.ptr) {
     if (!name.len) {
       api_error(ctx, "a name is required");
       return -EINVAL;
     }
-    sb_str(b, "/");
-    sb_segment(b, name.ptr, name.len);
+    kc_buf_puts(b, "/");
+    kc_buf_url(b, name.ptr, name.len);
   }
   if (sub) {
-    sb_str(b, "/");
-    sb_str(b, sub);
+    kc_buf_puts(b, "/");
+    kc_buf_puts(b, sub);
   }
-  return b->oom ? -ENOMEM : 0;
+  return b->err;
 }
 
 enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2 };
@@ -685,7 +606,7 @@ static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, co
     api_error(ctx, "metadata.name is required");
     return -EINVAL;
   }
-  sbuf path = {0};
+  kc_buf path = {0};
   int rc = object_path(ctx, dd, av, kind, o->namespace_, create ? (kc_str){NULL, 0} : o->name, sub,
                        &path);
   kc_obj_unref(o);
@@ -706,7 +627,7 @@ static int svc_api_update_status(kctrld_ctx *ctx, const char *json, size_t len,
   return write_object(ctx, "PUT", "status", json, len, out);
 }
 
-static int ref_path(kctrld_ctx *ctx, void *dd, const kctrld_ref *ref, const char *sub, sbuf *b) {
+static int ref_path(kctrld_ctx *ctx, void *dd, const kctrld_ref *ref, const char *sub, kc_buf *b) {
   if (!ref || !ref->name) return -EINVAL;
   return object_path(ctx, dd, ref->api_version, ref->kind,
                      kc_str_c(ref->namespace_ ? ref->namespace_ : ""), kc_str_c(ref->name), sub, b);
@@ -721,7 +642,7 @@ static int svc_api_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const
   if (!ct || !patch || !len) return -EINVAL;
   void *dd = data_of(ctx);
   if (!dd) return -EINVAL;
-  sbuf path = {0};
+  kc_buf path = {0};
   int rc = ref_path(ctx, dd, ref, status ? "status" : NULL, &path);
   if (rc == 0)
     rc = do_request(ctx, dd, "PATCH", path.p, ct, patch, len,
@@ -733,10 +654,10 @@ static int svc_api_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const
 static int svc_api_delete(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_delete_opts *opts) {
   void *dd = data_of(ctx);
   if (!dd) return -EINVAL;
-  sbuf path = {0}, body = {0};
+  kc_buf path = {0}, body = {0};
   int rc = ref_path(ctx, dd, ref, NULL, &path);
   if (rc < 0) goto out;
-  sb_str(&body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
+  kc_buf_puts(&body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
   if (opts) {
     size_t sz = opts->struct_size;
     const char *uid = sz >= offsetof(kctrld_delete_opts, precondition_uid) + sizeof(char *)
@@ -751,31 +672,31 @@ static int svc_api_delete(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_d
                         ? opts->grace_period_seconds
                         : -1;
     if ((uid && *uid) || (rv && *rv)) {
-      sb_str(&body, ",\"preconditions\":{");
+      kc_buf_puts(&body, ",\"preconditions\":{");
       if (uid && *uid) {
-        sb_str(&body, "\"uid\":");
-        sb_json(&body, uid, strlen(uid));
+        kc_buf_puts(&body, "\"uid\":");
+        kc_buf_json(&body, uid, strlen(uid));
       }
       if (rv && *rv) {
-        sb_str(&body, uid && *uid ? ",\"resourceVersion\":" : "\"resourceVersion\":");
-        sb_json(&body, rv, strlen(rv));
+        kc_buf_puts(&body, uid && *uid ? ",\"resourceVersion\":" : "\"resourceVersion\":");
+        kc_buf_json(&body, rv, strlen(rv));
       }
-      sb_str(&body, "}");
+      kc_buf_puts(&body, "}");
     }
     static const char *const policies[] = {NULL, "Background", "Foreground", "Orphan"};
     if (prop < 0 || prop > KCTRLD_PROPAGATION_ORPHAN) {
       rc = -EINVAL;
       goto out;
     }
-    if (policies[prop]) sb_printf(&body, ",\"propagationPolicy\":\"%s\"", policies[prop]);
-    if (grace >= 0) sb_printf(&body, ",\"gracePeriodSeconds\":%" PRId64, grace);
+    if (policies[prop]) kc_buf_printf(&body, ",\"propagationPolicy\":\"%s\"", policies[prop]);
+    if (grace >= 0) kc_buf_printf(&body, ",\"gracePeriodSeconds\":%" PRId64, grace);
   }
-  sb_str(&body, "}");
-  if (body.oom) {
+  kc_buf_puts(&body, "}");
+  if (body.err) {
     rc = -ENOMEM;
     goto out;
   }
-  rc = do_request(ctx, dd, "DELETE", path.p, "application/json", body.p, body.n, REQ_WRITE, NULL);
+  rc = do_request(ctx, dd, "DELETE", path.p, "application/json", body.p, body.len, REQ_WRITE, NULL);
 out:
   free(path.p);
   free(body.p);
@@ -787,7 +708,7 @@ static int svc_api_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_obje
   *out = NULL;
   void *dd = data_of(ctx);
   if (!dd) return -EINVAL;
-  sbuf path = {0};
+  kc_buf path = {0};
   int rc = ref_path(ctx, dd, ref, NULL, &path);
   if (rc == 0) rc = do_request(ctx, dd, "GET", path.p, NULL, NULL, 0, 0, out);
   free(path.p);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "buf.h"
 #include "log.h"
 
 #define COMPONENT "http"
@@ -42,8 +43,7 @@ struct kc_http_req {
   uint64_t last_activity; /* uv_now when a byte last arrived */
   uint64_t body_bytes;
   uv_timer_t idle;
-  char *resp_headers; /* header lines of the current response */
-  size_t resp_len, resp_cap;
+  kc_buf resp_headers; /* header lines of the current response */
   kc_http_response_cb on_response;
   kc_http_data_cb on_data;
   kc_http_done_cb on_done;
@@ -107,7 +107,7 @@ static void free_req_memory(kc_http_req *req) {
   curl_slist_free_all(req->headers);
   curl_slist_free_all(req->connect_to);
   free(req->body);
-  free(req->resp_headers);
+  kc_buf_free(&req->resp_headers);
   free(req);
 }
 
@@ -214,7 +214,7 @@ static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
   if (req->cancelled) return 0;
   if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
     /* A new response (after 1xx): forget the previous header block. */
-    req->resp_len = 0;
+    kc_buf_reset(&req->resp_headers);
     req->headers_done = false;
   }
   if (len == 2 && buf[0] == '\r' && buf[1] == '\n') {
@@ -227,17 +227,8 @@ static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
     }
     return req->cancelled ? 0 : len;
   }
-  if (req->resp_len + len + 1 > req->resp_cap) {
-    size_t cap = req->resp_cap ? req->resp_cap * 2 : 1024;
-    while (cap < req->resp_len + len + 1) cap *= 2;
-    char *p = realloc(req->resp_headers, cap);
-    if (!p) return 0;
-    req->resp_headers = p;
-    req->resp_cap = cap;
-  }
-  memcpy(req->resp_headers + req->resp_len, buf, len);
-  req->resp_len += len;
-  req->resp_headers[req->resp_len] = '\0';
+  kc_buf_add(&req->resp_headers, buf, len);
+  if (req->resp_headers.err) return 0;
   return len;
 }
 
@@ -655,7 +646,7 @@ void kc_http_cancel(kc_http_req *req) {
 
 const char *kc_http_req_header(const kc_http_req *req, const char *name, size_t *len) {
   size_t nlen = strlen(name);
-  const char *p = req->resp_headers, *end = p ? p + req->resp_len : NULL;
+  const char *p = req->resp_headers.p, *end = p ? p + req->resp_headers.len : NULL;
   while (p && p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol) eol = end;

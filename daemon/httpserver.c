@@ -29,13 +29,13 @@ struct kc_httpserver {
   int open_handles;
 
   /* Loop-owned back buffers, swapped with the front ones under mu. */
-  kc_mbuf back_metrics, back_json;
+  kc_buf back_metrics, back_json;
 
   /* Shared with the server threads: everything below is guarded by mu,
    * except last_beat_ms (atomic, read lock-free by /healthz). */
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  kc_mbuf metrics, json;
+  kc_buf metrics, json;
   uint64_t generation;     /* snapshots published so far */
   uint64_t rendered_ms;    /* when the front snapshot was rendered */
   bool requested;          /* a wake-up is pending on the loop */
@@ -180,11 +180,11 @@ static enum MHD_Result serve_snapshot(kc_httpserver *s, struct MHD_Connection *c
   pthread_mutex_lock(&s->mu);
   await_snapshot(s);
   enum MHD_Result ok;
-  const kc_mbuf *b = metrics ? &s->metrics : &s->json;
+  const kc_buf *b = metrics ? &s->metrics : &s->json;
   if (!s->generation)
     ok = reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet: the event loop has not answered\n");
   else
-    ok = reply(conn, MHD_HTTP_OK, metrics ? KC_METRICS_CONTENT_TYPE : "application/json", b->data ? b->data : "",
+    ok = reply(conn, MHD_HTTP_OK, metrics ? KC_METRICS_CONTENT_TYPE : "application/json", b->p ? b->p : "",
                b->len);
   pthread_mutex_unlock(&s->mu);
   return ok;
@@ -247,15 +247,15 @@ static void on_wake(uv_async_t *a) {
   s->requested = false;
   pthread_mutex_unlock(&s->mu);
   kc_metrics_reset(s->reg);
-  kc_mbuf_reset(&s->back_metrics);
-  kc_mbuf_reset(&s->back_json);
+  kc_buf_reset(&s->back_metrics);
+  kc_buf_reset(&s->back_json);
   if (s->hooks.collect) s->hooks.collect(s->hooks.ud, s->reg, &s->back_json);
   if (kc_metrics_render(s->reg, &s->back_metrics) < 0 || s->back_json.err) {
     kc_error("httpserver", "cannot render the metrics snapshot: out of memory");
     return; /* the scrape gets the previous snapshot after its wait */
   }
   pthread_mutex_lock(&s->mu);
-  kc_mbuf t = s->metrics;
+  kc_buf t = s->metrics;
   s->metrics = s->back_metrics;
   s->back_metrics = t;
   t = s->json;
@@ -270,10 +270,10 @@ static void on_wake(uv_async_t *a) {
 static void server_free(kc_httpserver *s) {
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
-  kc_mbuf_free(&s->metrics);
-  kc_mbuf_free(&s->json);
-  kc_mbuf_free(&s->back_metrics);
-  kc_mbuf_free(&s->back_json);
+  kc_buf_free(&s->metrics);
+  kc_buf_free(&s->json);
+  kc_buf_free(&s->back_metrics);
+  kc_buf_free(&s->back_json);
   free(s);
 }
 

@@ -41,7 +41,7 @@ typedef struct kc_httpserver kc_httpserver;
 typedef struct kc_httpserver_hooks {
   /* Loop thread: set every sample into reg (already reset) and append the
    * /debug/informers document (a JSON value) to json (already empty). */
-  void (*collect)(void *ud, kc_metrics *reg, kc_mbuf *json);
+  void (*collect)(void *ud, kc_metrics *reg, kc_buf *json);
   /* Loop thread, once per heartbeat: readiness and a one-line reason. May
    * be NULL (then always ready). */
   bool (*ready)(void *ud, char *why, size_t cap);

@@ -19,19 +19,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "kobj.h"
 #include "log.h"
 
 #define RESP_MAX (1u << 20) /* a Lease is tiny; anything bigger is not one */
 
-typedef struct buf {
-  char *p;
-  size_t len, cap;
-} buf;
-
 /* The leader election record: the Lease spec fields client-go uses. */
 typedef struct record {
-  buf holder; /* unescaped, NUL-terminated ("" = none) */
+  kc_buf holder; /* unescaped, NUL-terminated ("" = none) */
   int64_t duration_s;
   char acquire[48]; /* MicroTime text; "" = null */
   char renew[48];
@@ -62,17 +58,17 @@ struct kc_leader {
   uint64_t attempt_deadline; /* requests must be answered by then */
   bool known_lost;           /* a GET showed another valid holder */
   record desired;
-  buf body, resp;
+  kc_buf body, resp;
   unsigned fail_streak;
 
   /* what we observed */
   record observed;
   bool have_observed;
   uint64_t observed_ms; /* monotonic ms when the record last changed */
-  buf observed_raw, fetched_raw;
+  kc_buf observed_raw, fetched_raw;
   record fetched;
   kc_obj *lease; /* last Lease object read or written; its metadata goes in PUTs */
-  buf reported;
+  kc_buf reported;
   bool reported_valid;
 
   /* leadership */
@@ -100,77 +96,17 @@ static int64_t wall_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int buf_reserve(buf *b, size_t more) {
-  if (b->len + more + 1 <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + more + 1) cap *= 2;
-  char *p = realloc(b->p, cap);
-  if (!p) return -ENOMEM;
-  b->p = p;
-  b->cap = cap;
-  return 0;
-}
-
-static int buf_put(buf *b, const char *s, size_t n) {
-  if (buf_reserve(b, n) < 0) return -ENOMEM;
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-  return 0;
-}
-
-static int buf_puts(buf *b, const char *s) { return buf_put(b, s, strlen(s)); }
-
-static int buf_set(buf *b, const char *s, size_t n) {
-  b->len = 0;
-  return buf_put(b, s, n);
-}
-
-__attribute__((format(printf, 2, 3))) static int buf_printf(buf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0 || buf_reserve(b, (size_t)n) < 0) return -ENOMEM;
-  va_start(ap, fmt);
-  vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-  return 0;
-}
-
-/* Appends s as a JSON string (with quotes). */
-static int buf_put_jstr(buf *b, const char *s) {
-  int rc = buf_put(b, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)s; rc == 0 && *p; p++) {
-    if (*p == '"' || *p == '\\') {
-      char e[2] = {'\\', (char)*p};
-      rc = buf_put(b, e, 2);
-    } else if (*p < 0x20) {
-      rc = buf_printf(b, "\\u%04x", *p);
-    } else {
-      rc = buf_put(b, (const char *)p, 1);
-    }
-  }
-  return rc ? rc : buf_put(b, "\"", 1);
-}
-
-static void buf_free(buf *b) {
-  free(b->p);
-  *b = (buf){0};
-}
-
 static const char *holder_of(const record *r) { return r->holder.p ? r->holder.p : ""; }
 
 static int rec_copy(record *dst, const record *src) {
   const char *h = holder_of(src);
   if (dst == src) return 0;
-  int rc = buf_set(&dst->holder, h, strlen(h));
+  kc_buf_set(&dst->holder, h, strlen(h));
   dst->duration_s = src->duration_s;
   memcpy(dst->acquire, src->acquire, sizeof dst->acquire);
   memcpy(dst->renew, src->renew, sizeof dst->renew);
   dst->transitions = src->transitions;
-  return rc;
+  return dst->holder.err;
 }
 
 static uint64_t rng_next(kc_leader *le) {
@@ -243,24 +179,26 @@ static int64_t get_int(const kc_obj *obj, const char *path) {
 
 /* Fills rec from obj's spec, and raw with the spec fields' exact JSON text
  * (client-go compares the serialized record to notice changes). */
-static int rec_from_obj(const kc_obj *obj, record *rec, buf *raw) {
+static int rec_from_obj(const kc_obj *obj, record *rec, kc_buf *raw) {
   static const char *const fields[] = {"spec.holderIdentity", "spec.leaseDurationSeconds",
                                        "spec.acquireTime",    "spec.renewTime",
                                        "spec.leaseTransitions", "spec.strategy",
                                        "spec.preferredHolder"};
-  raw->len = 0;
-  int rc = buf_put(raw, "", 0);
-  for (size_t i = 0; rc == 0 && i < sizeof fields / sizeof fields[0]; i++) {
+  kc_buf_reset(raw);
+  kc_buf_add(raw, "", 0);
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
     kc_json_value v;
     if (kc_obj_get(obj, fields[i], &v) == 0 && v.type != KC_JSON_ABSENT)
-      rc = buf_put(raw, v.raw.ptr, v.raw.len);
-    if (rc == 0) rc = buf_put(raw, "\x01", 1);
+      kc_buf_add(raw, v.raw.ptr, v.raw.len);
+    kc_buf_add(raw, "\x01", 1);
   }
+  int rc = raw->err;
   kc_json_value h;
-  rec->holder.len = 0;
-  if (rc == 0) rc = buf_put(&rec->holder, "", 0);
+  kc_buf_reset(&rec->holder);
+  kc_buf_add(&rec->holder, "", 0);
+  if (rc == 0) rc = rec->holder.err;
   if (rc == 0 && kc_obj_get(obj, "spec.holderIdentity", &h) == 0 && h.type == KC_JSON_STRING) {
-    rc = buf_reserve(&rec->holder, h.raw.len);
+    rc = kc_buf_reserve(&rec->holder, h.raw.len);
     if (rc == 0) {
       int n = kc_json_string(&h, rec->holder.p, rec->holder.cap);
       rec->holder.len = n > 0 ? (size_t)n : 0;
@@ -286,7 +224,7 @@ int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, ch
   kc_obj *o = parse_lease(json, len, err, errlen);
   if (!o) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
   record r = {0};
-  buf raw = {0};
+  kc_buf raw = {0};
   int rc = rec_from_obj(o, &r, &raw);
   if (rc == 0) {
     if (r.holder.len < sizeof out->holder) memcpy(out->holder, holder_of(&r), r.holder.len + 1);
@@ -297,8 +235,8 @@ int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, ch
   } else if (err && errlen) {
     snprintf(err, errlen, "out of memory");
   }
-  free(r.holder.p);
-  free(raw.p);
+  kc_buf_free(&r.holder);
+  kc_buf_free(&raw);
   kc_obj_unref(o);
   return rc;
 }
@@ -314,43 +252,47 @@ static bool is_me(const kc_leader *le, const record *r) {
 
 /* --- requests -------------------------------------------------------------- */
 
-static int put_time(buf *b, const char *t) { return t[0] ? buf_put_jstr(b, t) : buf_puts(b, "null"); }
+static void put_time(kc_buf *b, const char *t) {
+  if (t[0]) kc_buf_json_c(b, t);
+  else kc_buf_puts(b, "null");
+}
 
 /* The Lease body for POST (metadata: name, namespace) or PUT (metadata of
  * the last object we read or wrote, so its resourceVersion, labels and
  * annotations go back unchanged). */
 static int build_body(kc_leader *le, const record *r, bool create) {
-  buf *b = &le->body;
-  b->len = 0;
-  int rc = buf_puts(b, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":");
+  kc_buf *b = &le->body;
+  kc_buf_reset(b);
+  kc_buf_puts(b, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":");
   kc_json_value meta = {0};
   if (!create && (!le->lease || kc_obj_get(le->lease, "metadata", &meta) < 0 ||
                   meta.type != KC_JSON_OBJECT))
     return -EINVAL;
-  if (rc == 0 && create) {
-    rc = buf_puts(b, "{\"name\":");
-    if (rc == 0) rc = buf_put_jstr(b, le->name);
-    if (rc == 0) rc = buf_puts(b, ",\"namespace\":");
-    if (rc == 0) rc = buf_put_jstr(b, le->ns);
-    if (rc == 0) rc = buf_puts(b, "}");
-  } else if (rc == 0) {
-    rc = buf_put(b, meta.raw.ptr, meta.raw.len);
+  if (create) {
+    kc_buf_puts(b, "{\"name\":");
+    kc_buf_json_c(b, le->name);
+    kc_buf_puts(b, ",\"namespace\":");
+    kc_buf_json_c(b, le->ns);
+    kc_buf_puts(b, "}");
+  } else {
+    kc_buf_add(b, meta.raw.ptr, meta.raw.len);
   }
-  if (rc == 0) rc = buf_puts(b, ",\"spec\":{\"holderIdentity\":");
-  if (rc == 0) rc = buf_put_jstr(b, holder_of(r));
-  if (rc == 0) rc = buf_printf(b, ",\"leaseDurationSeconds\":%" PRId64 ",\"acquireTime\":",
-                               r->duration_s);
-  if (rc == 0) rc = put_time(b, r->acquire);
-  if (rc == 0) rc = buf_puts(b, ",\"renewTime\":");
-  if (rc == 0) rc = put_time(b, r->renew);
-  if (rc == 0) rc = buf_printf(b, ",\"leaseTransitions\":%" PRId64 "}}", r->transitions);
-  return rc;
+  kc_buf_puts(b, ",\"spec\":{\"holderIdentity\":");
+  kc_buf_json_c(b, holder_of(r));
+  kc_buf_printf(b, ",\"leaseDurationSeconds\":%" PRId64 ",\"acquireTime\":", r->duration_s);
+  put_time(b, r->acquire);
+  kc_buf_puts(b, ",\"renewTime\":");
+  put_time(b, r->renew);
+  kc_buf_printf(b, ",\"leaseTransitions\":%" PRId64 "}}", r->transitions);
+  return b->err;
 }
 
 static int on_data(kc_api_call *call, const char *p, size_t len, void *ud) {
   (void)call;
   kc_leader *le = ud;
-  if (le->resp.len + len > RESP_MAX || buf_put(&le->resp, p, len) < 0) return KC_HTTP_ABORT;
+  if (le->resp.len + len > RESP_MAX) return KC_HTTP_ABORT;
+  kc_buf_add(&le->resp, p, len);
+  if (le->resp.err) return KC_HTTP_ABORT;
   return KC_HTTP_CONTINUE;
 }
 
@@ -361,7 +303,7 @@ static void on_call_done(kc_api_call *call, const kc_api_result *res, void *ud);
 static int send_req(kc_leader *le, enum phase ph, const char *method, bool with_body) {
   uint64_t now = now_ms();
   if (now + 1 >= le->attempt_deadline) return -ETIMEDOUT;
-  le->resp.len = 0;
+  kc_buf_reset(&le->resp);
   le->phase = ph;
   kc_api_request_opts o = {
       .method = method,
@@ -396,7 +338,8 @@ static void report_transition(kc_leader *le) {
   if (!le->have_observed) return;
   const char *h = holder_of(&le->observed);
   if (le->reported_valid && strcmp(h, le->reported.p) == 0) return;
-  if (buf_set(&le->reported, h, strlen(h)) < 0) return;
+  kc_buf_set(&le->reported, h, strlen(h));
+  if (le->reported.err) return;
   le->reported_valid = true;
   if (h[0]) kc_info("leader", "lease %s/%s: new leader holder=%s", le->ns, le->name, h);
   if (le->cb.on_new_leader) le->cb.on_new_leader(le->reported.p, le->ud);
@@ -493,7 +436,7 @@ static void start_attempt(kc_leader *le) {
   le->attempt_deadline = le->leading ? atomic_load(&le->valid_until) : now + (uint64_t)le->renew_ms;
   le->known_lost = false;
   record *d = &le->desired;
-  buf_set(&d->holder, le->identity, strlen(le->identity));
+  kc_buf_set(&d->holder, le->identity, strlen(le->identity));
   d->duration_s = le->duration_s;
   kc_leader_format_microtime(wall_us(), d->acquire, sizeof d->acquire);
   memcpy(d->renew, d->acquire, sizeof d->renew);
@@ -548,7 +491,7 @@ static void release_step(kc_leader *le, const kc_api_result *res, kc_obj *obj) {
       return;
     }
     record *d = &le->desired;
-    buf_set(&d->holder, "", 0);
+    kc_buf_set(&d->holder, "", 0);
     d->duration_s = 1;
     kc_leader_format_microtime(wall_us(), d->acquire, sizeof d->acquire);
     memcpy(d->renew, d->acquire, sizeof d->renew);
@@ -622,7 +565,7 @@ static void on_call_done(kc_api_call *call, const kc_api_result *res, void *ud) 
     if (!le->have_observed || le->observed_raw.len != le->fetched_raw.len ||
         memcmp(le->observed_raw.p, le->fetched_raw.p, le->fetched_raw.len) != 0) {
       rec_copy(&le->observed, &le->fetched);
-      buf_set(&le->observed_raw, le->fetched_raw.p, le->fetched_raw.len);
+      kc_buf_set(&le->observed_raw, le->fetched_raw.p, le->fetched_raw.len);
       le->observed_ms = now_ms();
       le->have_observed = true;
     }
@@ -819,9 +762,9 @@ static void on_closed(uv_handle_t *h) {
   kc_leader *le = h->data;
   if (--le->open_handles > 0) return;
   kc_obj_unref(le->lease);
-  buf_free(&le->body), buf_free(&le->resp), buf_free(&le->observed_raw);
-  buf_free(&le->fetched_raw), buf_free(&le->reported);
-  buf_free(&le->desired.holder), buf_free(&le->observed.holder), buf_free(&le->fetched.holder);
+  kc_buf_free(&le->body), kc_buf_free(&le->resp), kc_buf_free(&le->observed_raw);
+  kc_buf_free(&le->fetched_raw), kc_buf_free(&le->reported);
+  kc_buf_free(&le->desired.holder), kc_buf_free(&le->observed.holder), kc_buf_free(&le->fetched.holder);
   free(le->identity), free(le->ns), free(le->name), free(le->coll_path), free(le->item_path);
   free(le);
 }

@@ -3,69 +3,9 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* --- kc_mbuf ------------------------------------------------------------------ */
-
-static int mbuf_reserve(kc_mbuf *b, size_t extra) {
-  if (b->err) return b->err;
-  if (b->len + extra + 1 <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + extra + 1) {
-    if (cap > SIZE_MAX / 2) return b->err = -ENOMEM;
-    cap *= 2;
-  }
-  char *p = realloc(b->data, cap);
-  if (!p) return b->err = -ENOMEM;
-  b->data = p;
-  b->cap = cap;
-  return 0;
-}
-
-void kc_mbuf_append(kc_mbuf *b, const char *s, size_t n) {
-  if (mbuf_reserve(b, n) < 0) return;
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-}
-
-void kc_mbuf_puts(kc_mbuf *b, const char *s) { kc_mbuf_append(b, s, strlen(s)); }
-
-void kc_mbuf_printf(kc_mbuf *b, const char *fmt, ...) {
-  if (b->err) return;
-  va_list ap;
-  va_start(ap, fmt);
-  size_t room = b->cap > b->len ? b->cap - b->len : 0;
-  int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    b->err = -EINVAL;
-    return;
-  }
-  if ((size_t)n < room) {
-    b->len += (size_t)n;
-    return;
-  }
-  if (mbuf_reserve(b, (size_t)n) < 0) return;
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
-
-void kc_mbuf_reset(kc_mbuf *b) {
-  b->len = 0;
-  b->err = 0;
-  if (b->data) b->data[0] = '\0';
-}
-
-void kc_mbuf_free(kc_mbuf *b) {
-  free(b->data);
-  *b = (kc_mbuf){0};
-}
 
 /* --- numbers ------------------------------------------------------------------ */
 
@@ -113,7 +53,7 @@ struct kc_metric_family {
   size_t nbounds;
   sample *samples;
   size_t nsamples, samples_cap;
-  kc_mbuf pool;
+  kc_buf pool;
   uint64_t *counts;
   size_t ncounts, counts_cap;
   kc_metric_family *next;
@@ -133,7 +73,7 @@ static void family_free(kc_metric_family *f) {
   free(f->bounds);
   free(f->bound_text);
   free(f->samples);
-  kc_mbuf_free(&f->pool);
+  kc_buf_free(&f->pool);
   free(f->counts);
   free(f);
 }
@@ -216,11 +156,11 @@ void kc_metrics_reset(kc_metrics *m) {
   for (kc_metric_family *f = m->first; f; f = f->next) {
     f->nsamples = 0;
     f->ncounts = 0;
-    kc_mbuf_reset(&f->pool);
+    kc_buf_reset(&f->pool);
   }
 }
 
-static void append_escaped(kc_mbuf *b, const char *s, bool quote) {
+static void append_escaped(kc_buf *b, const char *s, bool quote) {
   const char *run = s;
   for (const char *c = s;; c++) {
     const char *rep = NULL;
@@ -232,9 +172,9 @@ static void append_escaped(kc_mbuf *b, const char *s, bool quote) {
       rep = "\\\"";
     else if (*c != '\0')
       continue;
-    kc_mbuf_append(b, run, (size_t)(c - run));
+    kc_buf_add(b, run, (size_t)(c - run));
     if (!rep) break;
-    kc_mbuf_append(b, rep, 2);
+    kc_buf_add(b, rep, 2);
     run = c + 1;
   }
 }
@@ -252,11 +192,11 @@ static int add_sample(kc_metric_family *f, const char *const *label_values, samp
   sample *s = &f->samples[f->nsamples];
   s->labels_off = f->pool.len;
   for (size_t i = 0; i < f->nlabels; i++) {
-    if (i) kc_mbuf_append(&f->pool, ",", 1);
-    kc_mbuf_puts(&f->pool, f->label_names[i]);
-    kc_mbuf_append(&f->pool, "=\"", 2);
+    if (i) kc_buf_add(&f->pool, ",", 1);
+    kc_buf_puts(&f->pool, f->label_names[i]);
+    kc_buf_add(&f->pool, "=\"", 2);
     append_escaped(&f->pool, label_values[i], true);
-    kc_mbuf_append(&f->pool, "\"", 1);
+    kc_buf_add(&f->pool, "\"", 1);
   }
   if (f->pool.err) {
     int err = f->pool.err;
@@ -323,37 +263,37 @@ int kc_metrics_set_histogram_total(kc_metric_family *f, const char *const *label
   return 0;
 }
 
-static void render_line(kc_mbuf *out, const char *name, const char *suffix, const char *labels,
+static void render_line(kc_buf *out, const char *name, const char *suffix, const char *labels,
                         size_t labels_len, const char *extra, const char *value) {
-  kc_mbuf_puts(out, name);
-  kc_mbuf_puts(out, suffix);
+  kc_buf_puts(out, name);
+  kc_buf_puts(out, suffix);
   if (labels_len || extra) {
-    kc_mbuf_append(out, "{", 1);
-    kc_mbuf_append(out, labels, labels_len);
+    kc_buf_add(out, "{", 1);
+    kc_buf_add(out, labels, labels_len);
     if (extra) {
-      if (labels_len) kc_mbuf_append(out, ",", 1);
-      kc_mbuf_puts(out, extra);
+      if (labels_len) kc_buf_add(out, ",", 1);
+      kc_buf_puts(out, extra);
     }
-    kc_mbuf_append(out, "}", 1);
+    kc_buf_add(out, "}", 1);
   }
-  kc_mbuf_append(out, " ", 1);
-  kc_mbuf_puts(out, value);
-  kc_mbuf_append(out, "\n", 1);
+  kc_buf_add(out, " ", 1);
+  kc_buf_puts(out, value);
+  kc_buf_add(out, "\n", 1);
 }
 
-int kc_metrics_render(const kc_metrics *m, kc_mbuf *out) {
+int kc_metrics_render(const kc_metrics *m, kc_buf *out) {
   static const char *const type_names[] = {"", "counter", "gauge", "histogram"};
   char num[48], le[48];
   for (const kc_metric_family *f = m->first; f; f = f->next) {
     if (!f->nsamples) continue;
-    kc_mbuf_puts(out, "# HELP ");
-    kc_mbuf_puts(out, f->name);
-    kc_mbuf_append(out, " ", 1);
+    kc_buf_puts(out, "# HELP ");
+    kc_buf_puts(out, f->name);
+    kc_buf_add(out, " ", 1);
     append_escaped(out, f->help, false);
-    kc_mbuf_printf(out, "\n# TYPE %s %s\n", f->name, type_names[f->type]);
+    kc_buf_printf(out, "\n# TYPE %s %s\n", f->name, type_names[f->type]);
     for (size_t i = 0; i < f->nsamples; i++) {
       const sample *s = &f->samples[i];
-      const char *labels = f->pool.data ? f->pool.data + s->labels_off : "";
+      const char *labels = f->pool.p ? f->pool.p + s->labels_off : "";
       if (f->type != KC_METRIC_HISTOGRAM) {
         kc_metrics_format_double(s->value, num, sizeof num);
         render_line(out, f->name, "", labels, s->labels_len, NULL, num);

@@ -18,7 +18,7 @@
  *
  * Context: a registry is used by one thread at a time (the loop thread in
  * kctrld); the rendered text is plain memory the caller publishes.
- * kc_mbuf and the number formatting are any thread.
+ * The number formatting is any thread. Text goes into a kc_buf (buf.h).
  * Errors: 0 or a negative errno (-EINVAL for invalid names, label counts or
  * types, -ENOMEM).
  * Ownership: names, help and label values are copied; families are owned by
@@ -31,20 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A growable text buffer with a sticky error: append failures set err to
- * -ENOMEM and later appends are no-ops, so a writer checks once at the end. */
-typedef struct kc_mbuf {
-  char *data; /* NUL-terminated when len > 0 or cap > 0 */
-  size_t len, cap;
-  int err;
-} kc_mbuf;
-
-void kc_mbuf_append(kc_mbuf *b, const char *s, size_t n);
-void kc_mbuf_puts(kc_mbuf *b, const char *s);
-void kc_mbuf_printf(kc_mbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Empties the buffer, keeping its memory, and clears err. */
-void kc_mbuf_reset(kc_mbuf *b);
-void kc_mbuf_free(kc_mbuf *b);
+#include "buf.h"
 
 /* Writes v as Go's strconv.FormatFloat(v, 'g', -1, 64) does (and as the
  * Prometheus text format shows it): shortest round-trip digits, exponent
@@ -96,7 +83,7 @@ int kc_metrics_set_histogram_total(kc_metric_family *f, const char *const *label
 
 /* Appends the exposition of every family with samples to out. Returns 0 or
  * out->err. */
-int kc_metrics_render(const kc_metrics *m, kc_mbuf *out);
+int kc_metrics_render(const kc_metrics *m, kc_buf *out);
 
 #define KC_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

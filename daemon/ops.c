@@ -302,59 +302,41 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
 
 /* --- /debug/informers ------------------------------------------------------------ */
 
-static void json_str(kc_mbuf *b, const char *s) {
-  kc_mbuf_append(b, "\"", 1);
-  const char *run = s;
-  for (const unsigned char *c = (const unsigned char *)s;; c++) {
-    if (*c >= 0x20 && *c != '"' && *c != '\\') continue;
-    kc_mbuf_append(b, run, (size_t)((const char *)c - run));
-    if (!*c) break;
-    if (*c == '"' || *c == '\\') {
-      char e[2] = {'\\', (char)*c};
-      kc_mbuf_append(b, e, 2);
-    } else {
-      kc_mbuf_printf(b, "\\u%04x", *c);
-    }
-    run = (const char *)c + 1;
-  }
-  kc_mbuf_append(b, "\"", 1);
-}
-
-int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
+int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;
-  kc_mbuf_append(out, "[", 1);
+  kc_buf_add(out, "[", 1);
   for (size_t i = 0; i < v->ninformers; i++) {
     kc_informer *inf = v->informers[i];
     const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
     kc_informer_stats st = {0};
     if (inf) kc_informer_stats_get(inf, &st);
-    kc_mbuf_puts(out, i ? ",\n {" : "\n {");
-    kc_mbuf_puts(out, "\"name\":");
+    kc_buf_puts(out, i ? ",\n {" : "\n {");
+    kc_buf_puts(out, "\"name\":");
     if (s && s->name)
-      json_str(out, s->name);
+      kc_buf_json_c(out, s->name);
     else
-      kc_mbuf_puts(out, "null");
-    kc_mbuf_puts(out, ",\"apiVersion\":");
-    json_str(out, s ? s->api_version : "");
-    kc_mbuf_puts(out, ",\"kind\":");
-    json_str(out, s ? s->kind : "");
-    kc_mbuf_puts(out, ",\"resource\":");
-    json_str(out, inf ? kc_informer_resource(inf) : "");
-    kc_mbuf_puts(out, ",\"namespaces\":[");
+      kc_buf_puts(out, "null");
+    kc_buf_puts(out, ",\"apiVersion\":");
+    kc_buf_json_c(out, s ? s->api_version : "");
+    kc_buf_puts(out, ",\"kind\":");
+    kc_buf_json_c(out, s ? s->kind : "");
+    kc_buf_puts(out, ",\"resource\":");
+    kc_buf_json_c(out, inf ? kc_informer_resource(inf) : "");
+    kc_buf_puts(out, ",\"namespaces\":[");
     for (size_t n = 0; s && n < s->nnamespaces; n++) {
-      if (n) kc_mbuf_append(out, ",", 1);
-      json_str(out, s->namespaces[n]);
+      if (n) kc_buf_add(out, ",", 1);
+      kc_buf_json_c(out, s->namespaces[n]);
     }
-    kc_mbuf_puts(out, "],\"labelSelector\":");
-    json_str(out, s && s->label_selector ? s->label_selector : "");
-    kc_mbuf_puts(out, ",\"fieldSelector\":");
-    json_str(out, s && s->field_selector ? s->field_selector : "");
-    kc_mbuf_printf(out, ",\"started\":%s,\"synced\":%s,\"objects\":%zu,\"bytes\":%zu,\"resourceVersion\":",
+    kc_buf_puts(out, "],\"labelSelector\":");
+    kc_buf_json_c(out, s && s->label_selector ? s->label_selector : "");
+    kc_buf_puts(out, ",\"fieldSelector\":");
+    kc_buf_json_c(out, s && s->field_selector ? s->field_selector : "");
+    kc_buf_printf(out, ",\"started\":%s,\"synced\":%s,\"objects\":%zu,\"bytes\":%zu,\"resourceVersion\":",
                    inf ? "true" : "false", inf && kc_informer_synced(inf) ? "true" : "false", st.objects,
                    st.bytes);
-    json_str(out, st.resource_version);
-    kc_mbuf_printf(out,
+    kc_buf_json_c(out, st.resource_version);
+    kc_buf_printf(out,
                    ",\"lists\":%" PRIu64 ",\"watches\":%" PRIu64 ",\"relists\":%" PRIu64 ",\"events\":%" PRIu64
                    ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 ",\"streamingLists\":%" PRIu64
                    ",\"streamingListAttempts\":%" PRIu64 ",\"streamingListFallbacks\":%" PRIu64
@@ -362,7 +344,7 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
                    st.lists, st.watches, st.relists, st.events, st.errors, backlog[i], st.streaming_lists,
                    st.streaming_attempts, st.streaming_fallbacks, st.decode_pauses);
   }
-  kc_mbuf_puts(out, v->ninformers ? "\n]\n" : "]\n");
+  kc_buf_puts(out, v->ninformers ? "\n]\n" : "]\n");
   free(backlog);
   return out->err;
 }
@@ -459,7 +441,7 @@ static void get_view(kc_ops *ops, kc_ops_view *v) {
   v->loop_lag = &ops->lag;
 }
 
-static void hook_collect(void *ud, kc_metrics *reg, kc_mbuf *json) {
+static void hook_collect(void *ud, kc_metrics *reg, kc_buf *json) {
   kc_ops *ops = ud;
   kc_ops_view v;
   get_view(ops, &v);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "decodepool.h"
 #include "log.h"
 
@@ -109,33 +110,7 @@ static void set_error(kc_reflector *r, const char *fmt, ...) {
 
 /* --- URL building -------------------------------------------------------- */
 
-static int append(char *buf, size_t cap, size_t *n, const char *s) {
-  size_t l = strlen(s);
-  if (*n + l + 1 > cap) return -ENOSPC;
-  memcpy(buf + *n, s, l + 1);
-  *n += l;
-  return 0;
-}
-
-/* Percent-encodes everything but RFC 3986 unreserved characters. */
-static int append_escaped(char *buf, size_t cap, size_t *n, const char *s) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '-' || c == '.' || c == '_' || c == '~';
-    if (*n + 4 > cap) return -ENOSPC;
-    if (plain) {
-      buf[(*n)++] = (char)c;
-    } else {
-      buf[(*n)++] = '%';
-      buf[(*n)++] = hex[c >> 4];
-      buf[(*n)++] = hex[c & 15];
-    }
-  }
-  buf[*n] = 0;
-  return 0;
-}
+static void url_value(kc_buf *u, const char *s) { kc_buf_url(u, s, strlen(s)); }
 
 /* Parameters in alphabetical order, as client-go encodes them. `stream`
  * (with watch) asks for a streaming list: sendInitialEvents with
@@ -143,66 +118,60 @@ static int append_escaped(char *buf, size_t cap, size_t *n, const char *s) {
 static int build_url(const kc_reflector *r, bool watch, bool stream, const char *rv,
                      const char *continue_token, bool with_limit, uint32_t timeout_s, char *buf,
                      size_t cap) {
-  size_t n = 0;
-  int rc = 0;
-  char num[32];
+  kc_buf u = kc_buf_fixed(buf, cap);
   char sep = '?';
 #define PARAM(name)                                   \
   do {                                                \
-    char p[2] = {sep, 0};                             \
-    rc |= append(buf, cap, &n, p);                    \
-    rc |= append(buf, cap, &n, name "=");             \
+    kc_buf_putc(&u, sep);                             \
+    kc_buf_puts(&u, name "=");                        \
     sep = '&';                                        \
   } while (0)
-  if (cap) buf[0] = 0;
-  rc |= append(buf, cap, &n, r->api_path);
+  kc_buf_puts(&u, r->api_path);
   if (r->namespace_) {
-    rc |= append(buf, cap, &n, "/namespaces/");
-    rc |= append_escaped(buf, cap, &n, r->namespace_);
+    kc_buf_puts(&u, "/namespaces/");
+    url_value(&u, r->namespace_);
   }
-  rc |= append(buf, cap, &n, "/");
-  rc |= append(buf, cap, &n, r->resource);
+  kc_buf_puts(&u, "/");
+  kc_buf_puts(&u, r->resource);
   if (watch) {
     PARAM("allowWatchBookmarks");
-    rc |= append(buf, cap, &n, "true");
+    kc_buf_puts(&u, "true");
   }
   if (!watch && continue_token && *continue_token) {
     PARAM("continue");
-    rc |= append_escaped(buf, cap, &n, continue_token);
+    url_value(&u, continue_token);
   }
   if (r->field_selector) {
     PARAM("fieldSelector");
-    rc |= append_escaped(buf, cap, &n, r->field_selector);
+    url_value(&u, r->field_selector);
   }
   if (r->label_selector) {
     PARAM("labelSelector");
-    rc |= append_escaped(buf, cap, &n, r->label_selector);
+    url_value(&u, r->label_selector);
   }
   if (!watch && with_limit) {
     PARAM("limit");
-    snprintf(num, sizeof num, "%u", r->page_size);
-    rc |= append(buf, cap, &n, num);
+    kc_buf_printf(&u, "%u", r->page_size);
   }
   /* A continue request must not carry a resourceVersion (400). */
   if ((rv && *rv && !(continue_token && *continue_token)) || stream) {
     PARAM("resourceVersion");
-    rc |= append_escaped(buf, cap, &n, rv ? rv : "");
+    url_value(&u, rv ? rv : "");
   }
   if (stream) {
     PARAM("resourceVersionMatch");
-    rc |= append(buf, cap, &n, "NotOlderThan");
+    kc_buf_puts(&u, "NotOlderThan");
     PARAM("sendInitialEvents");
-    rc |= append(buf, cap, &n, "true");
+    kc_buf_puts(&u, "true");
   }
   if (watch) {
     PARAM("timeoutSeconds");
-    snprintf(num, sizeof num, "%u", timeout_s);
-    rc |= append(buf, cap, &n, num);
+    kc_buf_printf(&u, "%u", timeout_s);
     PARAM("watch");
-    rc |= append(buf, cap, &n, "true");
+    kc_buf_puts(&u, "true");
   }
 #undef PARAM
-  return rc ? -ENOSPC : (int)n;
+  return u.err ? -ENOSPC : (int)u.len;
 }
 
 int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,

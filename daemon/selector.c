@@ -1,6 +1,8 @@
 /* selector: label and field selector strings. See selector.h. */
 #include "selector.h"
 
+#include "buf.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,85 +11,40 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Bounded string builder for error messages: never overflows, always
- * NUL-terminated, silently truncates. */
-typedef struct sbuf {
-  char *buf;
-  size_t cap;
-  size_t len;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-  if (b->cap == 0) return;
-  for (size_t i = 0; i < n && b->len + 1 < b->cap; i++) b->buf[b->len++] = s[i];
-  b->buf[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(sbuf *b, const char *fmt, ...) {
-  char tmp[64];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n > 0) sb_putn(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  size_t need;
-  unsigned min;
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) need = 2, min = 0x80;
-  else if (c >= 0xe0 && c <= 0xef) need = 3, min = 0x800;
-  else if (c >= 0xf0 && c <= 0xf4) need = 4, min = 0x10000;
-  else return 0;
-  if (n < need) return 0;
-  unsigned cp = c & (need == 2 ? 0x1f : need == 3 ? 0x0f : 0x07);
-  for (size_t i = 1; i < need; i++) {
-    if ((s[i] & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return need;
-}
-
 /* Go's %q (strconv.Quote), close enough: valid multi-byte UTF-8 is kept. */
-static void sb_goquote(sbuf *b, const char *s, size_t n) {
+static void sb_goquote(kc_buf *b, const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
-  sb_puts(b, "\"");
+  kc_buf_puts(b, "\"");
   for (size_t i = 0; i < n;) {
     unsigned c = u[i];
     if (c >= 0x80) {
-      size_t l = utf8_len(u + i, n - i);
+      size_t l = kc_utf8_len(u + i, n - i);
       if (l) {
-        sb_putn(b, s + i, l);
+        kc_buf_add(b, s + i, l);
         i += l;
       } else {
-        sb_printf(b, "\\x%02x", c);
+        kc_buf_printf(b, "\\x%02x", c);
         i++;
       }
       continue;
     }
     switch (c) {
-      case '"': sb_puts(b, "\\\""); break;
-      case '\\': sb_puts(b, "\\\\"); break;
-      case '\a': sb_puts(b, "\\a"); break;
-      case '\b': sb_puts(b, "\\b"); break;
-      case '\f': sb_puts(b, "\\f"); break;
-      case '\n': sb_puts(b, "\\n"); break;
-      case '\r': sb_puts(b, "\\r"); break;
-      case '\t': sb_puts(b, "\\t"); break;
-      case '\v': sb_puts(b, "\\v"); break;
+      case '"': kc_buf_puts(b, "\\\""); break;
+      case '\\': kc_buf_puts(b, "\\\\"); break;
+      case '\a': kc_buf_puts(b, "\\a"); break;
+      case '\b': kc_buf_puts(b, "\\b"); break;
+      case '\f': kc_buf_puts(b, "\\f"); break;
+      case '\n': kc_buf_puts(b, "\\n"); break;
+      case '\r': kc_buf_puts(b, "\\r"); break;
+      case '\t': kc_buf_puts(b, "\\t"); break;
+      case '\v': kc_buf_puts(b, "\\v"); break;
       default:
-        if (c < 0x20 || c == 0x7f) sb_printf(b, "\\x%02x", c);
-        else sb_putn(b, s + i, 1);
+        if (c < 0x20 || c == 0x7f) kc_buf_printf(b, "\\x%02x", c);
+        else kc_buf_add(b, s + i, 1);
     }
     i++;
   }
-  sb_puts(b, "\"");
+  kc_buf_puts(b, "\"");
 }
 
 static int bytes_cmp(const char *a, size_t alen, const char *b, size_t blen) {
@@ -168,7 +125,7 @@ static bool parse_int64(const char *s, size_t n, int64_t *out) {
 #define VALUE_FMT "(" QNAME_FMT ")?"
 
 /* Appends the "; "-joined IsQualifiedName errors; returns how many. */
-static int key_errors(sbuf *b, const char *k, size_t n) {
+static int key_errors(kc_buf *b, const char *k, size_t n) {
   int nerr = 0;
   size_t slash = n, nslash = 0;
   for (size_t i = 0; i < n; i++)
@@ -176,10 +133,10 @@ static int key_errors(sbuf *b, const char *k, size_t n) {
       if (!nslash) slash = i;
       nslash++;
     }
-#define SEP() (nerr++ ? sb_puts(b, "; ") : (void)0)
+#define SEP() (nerr++ ? kc_buf_puts(b, "; ") : (void)0)
   if (nslash > 1) {
     SEP();
-    sb_puts(b, "a qualified name " QNAME_MSG " " QNAME_EXAMPLES
+    kc_buf_puts(b, "a qualified name " QNAME_MSG " " QNAME_EXAMPLES
                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
     return nerr;
   }
@@ -190,41 +147,41 @@ static int key_errors(sbuf *b, const char *k, size_t n) {
     nlen = n - slash - 1;
     if (slash == 0) {
       SEP();
-      sb_puts(b, "prefix part must be non-empty");
+      kc_buf_puts(b, "prefix part must be non-empty");
     } else {
       if (slash > 253) {
         SEP();
-        sb_puts(b, "prefix part must be no more than 253 characters");
+        kc_buf_puts(b, "prefix part must be no more than 253 characters");
       }
       if (!is_dns1123_subdomain(k, slash)) {
         SEP();
-        sb_puts(b, "prefix part " DNS_MSG " (e.g. 'example.com', regex used for validation is '" DNS_FMT "')");
+        kc_buf_puts(b, "prefix part " DNS_MSG " (e.g. 'example.com', regex used for validation is '" DNS_FMT "')");
       }
     }
   }
   if (nlen == 0) {
     SEP();
-    sb_puts(b, "name part must be non-empty");
+    kc_buf_puts(b, "name part must be non-empty");
   } else if (nlen > 63) {
     SEP();
-    sb_puts(b, "name part must be no more than 63 characters");
+    kc_buf_puts(b, "name part must be no more than 63 characters");
   }
   if (!is_qname(name, nlen)) {
     SEP();
-    sb_puts(b, "name part " QNAME_MSG " " QNAME_EXAMPLES);
+    kc_buf_puts(b, "name part " QNAME_MSG " " QNAME_EXAMPLES);
   }
   return nerr;
 }
 
-static int value_errors(sbuf *b, const char *v, size_t n) {
+static int value_errors(kc_buf *b, const char *v, size_t n) {
   int nerr = 0;
   if (n > 63) {
     SEP();
-    sb_puts(b, "must be no more than 63 characters");
+    kc_buf_puts(b, "must be no more than 63 characters");
   }
   if (n > 0 && !is_qname(v, n)) {
     SEP();
-    sb_puts(b, VALUE_MSG " (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '" VALUE_FMT "')");
+    kc_buf_puts(b, VALUE_MSG " (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '" VALUE_FMT "')");
   }
 #undef SEP
   return nerr;
@@ -375,22 +332,21 @@ typedef struct parser {
   pval *vals;
   size_t nvals, capvals;
   kc_sel_error *err;
-  sbuf msg;
+  kc_buf msg;
   bool oom;
 } parser;
 
 static void perr_start(parser *p, size_t pos) {
-  p->msg.len = 0;
-  if (p->msg.cap) p->msg.buf[0] = '\0';
+  kc_buf_reset(&p->msg);
   if (p->err) p->err->pos = pos;
 }
 
 static void perr_found(parser *p, token t, const char *fmt_after) {
   /* "found '<lit>', expected: ..." with the token's literal text. */
   perr_start(p, t.pos);
-  sb_puts(&p->msg, "found '");
-  sb_putn(&p->msg, p->lx.s + t.pos, t.len);
-  sb_puts(&p->msg, fmt_after);
+  kc_buf_puts(&p->msg, "found '");
+  kc_buf_add(&p->msg, p->lx.s + t.pos, t.len);
+  kc_buf_puts(&p->msg, fmt_after);
 }
 
 static int add_val(parser *p, size_t pos, size_t len) {
@@ -499,7 +455,7 @@ static int parse_values(parser *p, size_t first, size_t *nout) {
 /* Go's NewRequirement checks on the values; key already validated. */
 static int check_values(parser *p, const preq *r, size_t kpos) {
   char tmp[sizeof p->err->msg];
-  sbuf all = {tmp, sizeof tmp, 0};
+  kc_buf all = kc_buf_fixed(tmp, sizeof tmp);
   tmp[0] = '\0';
   int nerr = 0;
   size_t errpos = kpos;
@@ -511,26 +467,26 @@ static int check_values(parser *p, const preq *r, size_t kpos) {
   for (size_t i = 0; i < r->nvals; i++) {
     const pval *v = &p->vals[r->vfirst + i];
     for (int pass = 0; pass < 2; pass++) {
-      sbuf one = {onebuf, sizeof onebuf, 0};
+      kc_buf one = kc_buf_fixed(onebuf, sizeof onebuf);
       onebuf[0] = '\0';
       if (pass == 0) {
         int64_t num;
         if (!(r->op == KC_LABEL_GT || r->op == KC_LABEL_LT) || parse_int64(vptr(p, v), v->len, &num))
           continue;
-        sb_printf(&one, "values[%zu]: Invalid value: ", i);
+        kc_buf_printf(&one, "values[%zu]: Invalid value: ", i);
         sb_goquote(&one, vptr(p, v), v->len);
-        sb_puts(&one, ": for 'Gt', 'Lt' operators, the value must be an integer");
+        kc_buf_puts(&one, ": for 'Gt', 'Lt' operators, the value must be an integer");
       } else {
         char dbuf[sizeof p->err->msg];
-        sbuf d = {dbuf, sizeof dbuf, 0};
+        kc_buf d = kc_buf_fixed(dbuf, sizeof dbuf);
         dbuf[0] = '\0';
         if (value_errors(&d, vptr(p, v), v->len) == 0) continue;
-        sb_printf(&one, "values[%zu][", i);
-        sb_putn(&one, p->lx.s + r->kpos, r->klen);
-        sb_puts(&one, "]: Invalid value: ");
+        kc_buf_printf(&one, "values[%zu][", i);
+        kc_buf_add(&one, p->lx.s + r->kpos, r->klen);
+        kc_buf_puts(&one, "]: Invalid value: ");
         sb_goquote(&one, vptr(p, v), v->len);
-        sb_puts(&one, ": ");
-        sb_puts(&one, dbuf);
+        kc_buf_puts(&one, ": ");
+        kc_buf_puts(&one, dbuf);
       }
       if (nerr == 0) {
         memcpy(firstbuf, onebuf, one.len + 1);
@@ -538,26 +494,26 @@ static int check_values(parser *p, const preq *r, size_t kpos) {
       } else if (strcmp(firstbuf, onebuf) == 0) {
         continue;
       }
-      if (nerr++) sb_puts(&all, ", ");
-      sb_puts(&all, onebuf);
+      if (nerr++) kc_buf_puts(&all, ", ");
+      kc_buf_puts(&all, onebuf);
     }
   }
   if (nerr == 0) return 0;
   perr_start(p, errpos);
-  sb_puts(&p->msg, "unable to parse requirement: ");
-  if (nerr > 1) sb_puts(&p->msg, "[");
-  sb_puts(&p->msg, tmp);
-  if (nerr > 1) sb_puts(&p->msg, "]");
+  kc_buf_puts(&p->msg, "unable to parse requirement: ");
+  if (nerr > 1) kc_buf_puts(&p->msg, "[");
+  kc_buf_puts(&p->msg, tmp);
+  if (nerr > 1) kc_buf_puts(&p->msg, "]");
   return -EINVAL;
 }
 
 static int wrap_requirement_error(parser *p) {
   /* Errors from inside a requirement get Go's "unable to parse requirement: " prefix. */
   char tmp[sizeof p->err->msg];
-  memcpy(tmp, p->msg.buf, p->msg.len + 1);
-  p->msg.len = 0;
-  sb_puts(&p->msg, "unable to parse requirement: ");
-  sb_puts(&p->msg, tmp);
+  memcpy(tmp, p->msg.p, p->msg.len + 1);
+  kc_buf_reset(&p->msg);
+  kc_buf_puts(&p->msg, "unable to parse requirement: ");
+  kc_buf_puts(&p->msg, tmp);
   return -EINVAL;
 }
 
@@ -577,14 +533,14 @@ static int parse_requirement(parser *p) {
   r.klen = t.len;
   {
     char dbuf[sizeof p->err->msg];
-    sbuf d = {dbuf, sizeof dbuf, 0};
+    kc_buf d = kc_buf_fixed(dbuf, sizeof dbuf);
     dbuf[0] = '\0';
     if (key_errors(&d, p->lx.s + t.pos, t.len)) {
       perr_start(p, t.pos);
-      sb_puts(&p->msg, "unable to parse requirement: <nil>: Invalid value: ");
+      kc_buf_puts(&p->msg, "unable to parse requirement: <nil>: Invalid value: ");
       sb_goquote(&p->msg, p->lx.s + t.pos, t.len);
-      sb_puts(&p->msg, ": ");
-      sb_puts(&p->msg, dbuf);
+      kc_buf_puts(&p->msg, ": ");
+      kc_buf_puts(&p->msg, dbuf);
       return -EINVAL;
     }
   }
@@ -702,15 +658,14 @@ int kc_label_selector_parse(const char *s, size_t len, kc_label_selector **out,
   p.lx.n = len;
   p.err = err;
   char msgbuf[sizeof err->msg];
-  p.msg = (sbuf){err ? err->msg : msgbuf, sizeof msgbuf, 0};
-  p.msg.buf[0] = '\0';
+  p.msg = kc_buf_fixed(err ? err->msg : msgbuf, sizeof msgbuf);
   if (err) err->pos = 0;
   p.lx.cur = lex(&p.lx);
   int rc = parse_all(&p);
   if (rc) {
     if (rc == -ENOMEM && err) {
-      p.msg.len = 0;
-      sb_puts(&p.msg, "out of memory");
+      kc_buf_reset(&p.msg);
+      kc_buf_puts(&p.msg, "out of memory");
     }
     free(p.reqs);
     free(p.vals);
@@ -813,48 +768,34 @@ bool kc_label_selector_matches_obj(const kc_label_selector *sel, const kc_obj *o
   return kc_label_selector_matches(sel, obj->labels, obj->nlabels);
 }
 
-/* Output builder that counts the full length even past cap. */
-typedef struct obuf {
-  char *buf;
-  size_t cap;
-  size_t len;
-} obuf;
-
-static void ob_putn(obuf *o, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++, o->len++)
-    if (o->len + 1 < o->cap) o->buf[o->len] = s[i];
-}
-
-static void ob_puts(obuf *o, const char *s) { ob_putn(o, s, strlen(s)); }
-
-static int ob_finish(obuf *o) {
-  if (o->cap) o->buf[o->len < o->cap ? o->len : o->cap - 1] = '\0';
-  if (o->len >= o->cap) return -ENOSPC;
+/* Bounded output (kc_buf_fixed): -ENOSPC when it did not fit. */
+static int ob_finish(const kc_buf *o) {
+  if (o->err) return -ENOSPC;
   return o->len > (size_t)INT32_MAX ? -ENOSPC : (int)o->len;
 }
 
 int kc_label_selector_string(const kc_label_selector *sel, char *buf, size_t cap) {
-  obuf o = {buf, cap, 0};
+  kc_buf o = kc_buf_fixed(buf, cap);
   for (uint32_t i = 0; sel && i < sel->nreqs; i++) {
     const kc_label_req *r = &sel->reqs[i];
-    if (i) ob_puts(&o, ",");
-    if (r->op == KC_LABEL_NOT_EXISTS) ob_puts(&o, "!");
-    ob_putn(&o, r->key.ptr, r->key.len);
+    if (i) kc_buf_puts(&o, ",");
+    if (r->op == KC_LABEL_NOT_EXISTS) kc_buf_puts(&o, "!");
+    kc_buf_add(&o, r->key.ptr, r->key.len);
     switch (r->op) {
       case KC_LABEL_EXISTS:
       case KC_LABEL_NOT_EXISTS: continue;
-      case KC_LABEL_EQ: ob_puts(&o, "="); break;
-      case KC_LABEL_NEQ: ob_puts(&o, "!="); break;
-      case KC_LABEL_IN: ob_puts(&o, " in ("); break;
-      case KC_LABEL_NOTIN: ob_puts(&o, " notin ("); break;
-      case KC_LABEL_GT: ob_puts(&o, ">"); break;
-      case KC_LABEL_LT: ob_puts(&o, "<"); break;
+      case KC_LABEL_EQ: kc_buf_puts(&o, "="); break;
+      case KC_LABEL_NEQ: kc_buf_puts(&o, "!="); break;
+      case KC_LABEL_IN: kc_buf_puts(&o, " in ("); break;
+      case KC_LABEL_NOTIN: kc_buf_puts(&o, " notin ("); break;
+      case KC_LABEL_GT: kc_buf_puts(&o, ">"); break;
+      case KC_LABEL_LT: kc_buf_puts(&o, "<"); break;
     }
     for (uint32_t j = 0; j < r->nvalues; j++) {
-      if (j) ob_puts(&o, ",");
-      ob_putn(&o, r->values[j].ptr, r->values[j].len);
+      if (j) kc_buf_puts(&o, ",");
+      kc_buf_add(&o, r->values[j].ptr, r->values[j].len);
     }
-    if (r->op == KC_LABEL_IN || r->op == KC_LABEL_NOTIN) ob_puts(&o, ")");
+    if (r->op == KC_LABEL_IN || r->op == KC_LABEL_NOTIN) kc_buf_puts(&o, ")");
   }
   return ob_finish(&o);
 }
@@ -888,8 +829,7 @@ int kc_field_selector_parse(const char *s, size_t len, kc_field_selector **out,
   if (!s) s = empty;
   *out = NULL;
   char msgbuf[sizeof err->msg];
-  sbuf m = {err ? err->msg : msgbuf, sizeof msgbuf, 0};
-  m.buf[0] = '\0';
+  kc_buf m = kc_buf_fixed(err ? err->msg : msgbuf, sizeof msgbuf);
   if (err) err->pos = 0;
 
   /* Split on unescaped commas (a backslash escapes the next byte). */
@@ -943,11 +883,11 @@ int kc_field_selector_parse(const char *s, size_t len, kc_field_selector **out,
     }
     if (!oplen) {
       if (err) err->pos = t->pos;
-      sb_puts(&m, "invalid selector: '");
-      sb_putn(&m, s, len);
-      sb_puts(&m, "'; can't understand '");
-      sb_putn(&m, t->s, t->len);
-      sb_puts(&m, "'");
+      kc_buf_puts(&m, "invalid selector: '");
+      kc_buf_add(&m, s, len);
+      kc_buf_puts(&m, "'; can't understand '");
+      kc_buf_add(&m, t->s, t->len);
+      kc_buf_puts(&m, "'");
       rc = -EINVAL;
       break;
     }
@@ -967,11 +907,11 @@ int kc_field_selector_parse(const char *s, size_t len, kc_field_selector **out,
       if (esc) {
         if (c != '\\' && c != ',' && c != '=') {
           if (err) err->pos = t->pos + opi + oplen + i - 1;
-          sb_puts(&m, "invalid field selector: invalid escape sequence: \\");
+          kc_buf_puts(&m, "invalid field selector: invalid escape sequence: \\");
           /* Go prints the whole rune after the backslash. */
-          size_t l = utf8_len((const unsigned char *)rv + i, rvl - i);
-          if (l) sb_putn(&m, rv + i, l);
-          else sb_puts(&m, "\xef\xbf\xbd");
+          size_t l = kc_utf8_len((const unsigned char *)rv + i, rvl - i);
+          if (l) kc_buf_add(&m, rv + i, l);
+          else kc_buf_puts(&m, "\xef\xbf\xbd");
           rc = -EINVAL;
           break;
         }
@@ -981,7 +921,7 @@ int kc_field_selector_parse(const char *s, size_t len, kc_field_selector **out,
         esc = true;
       } else if (c == ',' || c == '=') {
         if (err) err->pos = t->pos + opi + oplen + i;
-        sb_printf(&m, "invalid field selector: unescaped character in value: %d", c);
+        kc_buf_printf(&m, "invalid field selector: unescaped character in value: %d", c);
         rc = -EINVAL;
         break;
       } else {
@@ -990,7 +930,7 @@ int kc_field_selector_parse(const char *s, size_t len, kc_field_selector **out,
     }
     if (rc == 0 && esc) {
       if (err) err->pos = t->pos + t->len - 1;
-      sb_puts(&m, "invalid field selector: invalid escape sequence: \\");
+      kc_buf_puts(&m, "invalid field selector: invalid escape sequence: \\");
       rc = -EINVAL;
     }
     v[vl] = '\0';
@@ -1068,16 +1008,16 @@ bool kc_field_selector_matches(const kc_field_selector *sel, const kc_obj *obj) 
 }
 
 int kc_field_selector_string(const kc_field_selector *sel, char *buf, size_t cap) {
-  obuf o = {buf, cap, 0};
+  kc_buf o = kc_buf_fixed(buf, cap);
   for (uint32_t i = 0; sel && i < sel->nreqs; i++) {
     const kc_field_req *r = &sel->reqs[i];
-    if (i) ob_puts(&o, ",");
-    ob_putn(&o, r->field.ptr, r->field.len);
-    ob_puts(&o, r->op == KC_FIELD_EQ ? "=" : "!=");
+    if (i) kc_buf_puts(&o, ",");
+    kc_buf_add(&o, r->field.ptr, r->field.len);
+    kc_buf_puts(&o, r->op == KC_FIELD_EQ ? "=" : "!=");
     for (size_t j = 0; j < r->value.len; j++) {
       char c = r->value.ptr[j];
-      if (c == '\\' || c == ',' || c == '=') ob_puts(&o, "\\");
-      ob_putn(&o, &c, 1);
+      if (c == '\\' || c == ',' || c == '=') kc_buf_puts(&o, "\\");
+      kc_buf_add(&o, &c, 1);
     }
   }
   return ob_finish(&o);
@@ -1122,18 +1062,18 @@ int kc_field_selector_check(const kc_field_selector *sel, const char *group,
     kc_str f = sel->reqs[i].field;
     if (kc_field_supported(group, resource, namespaced, f)) continue;
     if (err) {
-      sbuf m = {err->msg, sizeof err->msg, 0};
+      kc_buf m = kc_buf_fixed(err->msg, sizeof err->msg);
       err->msg[0] = '\0';
       err->pos = 0;
       bool own_list = !is_builtin_group(group) ||
                       (resource && is_core(group) &&
                        (strcmp(resource, "pods") == 0 || strcmp(resource, "nodes") == 0));
       if (own_list) {
-        sb_puts(&m, "field label not supported: ");
-        sb_putn(&m, f.ptr, f.len);
+        kc_buf_puts(&m, "field label not supported: ");
+        kc_buf_add(&m, f.ptr, f.len);
       } else {
         sb_goquote(&m, f.ptr, f.len);
-        sb_puts(&m, " is not a known field selector: only \"metadata.name\", \"metadata.namespace\"");
+        kc_buf_puts(&m, " is not a known field selector: only \"metadata.name\", \"metadata.namespace\"");
       }
     }
     return -EINVAL;

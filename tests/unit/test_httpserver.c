@@ -46,12 +46,12 @@ static void sleep_ms(long ms) {
   }
 }
 
-static void collect(void *ud, kc_metrics *reg, kc_mbuf *json) {
+static void collect(void *ud, kc_metrics *reg, kc_buf *json) {
   fixture *f = ud;
   int n = atomic_fetch_add(&f->collects, 1) + 1;
   const char *l[] = {"a\"b"};
   kc_metrics_set(f->collections, l, n);
-  kc_mbuf_printf(json, "[{\"resource\":\"pods\",\"collect\":%d}]", n);
+  kc_buf_printf(json, "[{\"resource\":\"pods\",\"collect\":%d}]", n);
 }
 
 static bool ready(void *ud, char *why, size_t cap) {

@@ -134,21 +134,21 @@ static void test_exposition_exact(void **state) {
   kc_metric_family *c, *g, *h;
   kc_metrics *m = build(&c, &g, &h);
   fill(c, g, h);
-  kc_mbuf out = {0};
+  kc_buf out = {0};
   assert_int_equal(kc_metrics_render(m, &out), 0);
-  assert_string_equal(out.data, expected);
+  assert_string_equal(out.p, expected);
   /* A second collection after reset renders identically (memory reused). */
   kc_metrics_reset(m);
   fill(c, g, h);
-  kc_mbuf_reset(&out);
+  kc_buf_reset(&out);
   assert_int_equal(kc_metrics_render(m, &out), 0);
-  assert_string_equal(out.data, expected);
+  assert_string_equal(out.p, expected);
   /* After a reset without samples nothing is rendered. */
   kc_metrics_reset(m);
-  kc_mbuf_reset(&out);
+  kc_buf_reset(&out);
   assert_int_equal(kc_metrics_render(m, &out), 0);
   assert_int_equal(out.len, 0);
-  kc_mbuf_free(&out);
+  kc_buf_free(&out);
   kc_metrics_free(m);
 }
 
@@ -222,9 +222,9 @@ static void test_parse_back(void **state) {
   kc_metric_family *c, *g, *h;
   kc_metrics *m = build(&c, &g, &h);
   fill(c, g, h);
-  kc_mbuf out = {0};
+  kc_buf out = {0};
   assert_int_equal(kc_metrics_render(m, &out), 0);
-  char *text = strdup(out.data);
+  char *text = strdup(out.p);
   assert_non_null(text);
   int samples = 0, types = 0;
   char family[128] = "", type[32] = "";
@@ -263,7 +263,7 @@ static void test_parse_back(void **state) {
   assert_int_equal(types, 3);
   assert_int_equal(samples, 2 + 1 + (4 + 2) + (1 + 2));
   free(text);
-  kc_mbuf_free(&out);
+  kc_buf_free(&out);
   kc_metrics_free(m);
 }
 
@@ -290,14 +290,14 @@ static void test_reconcile_histogram(void **state) {
                                        l, 1, kc_metrics_reconcile_buckets, KC_RECONCILE_BUCKETS, &f), 0);
   const char *v[] = {"c"};
   assert_int_equal(kc_metrics_set_histogram(f, v, h.counts, h.sum_seconds), 0);
-  kc_mbuf out = {0};
+  kc_buf out = {0};
   assert_int_equal(kc_metrics_render(m, &out), 0);
-  assert_non_null(strstr(out.data, "controller_runtime_reconcile_time_seconds_bucket{controller=\"c\",le=\"0.005\"} 2\n"));
-  assert_non_null(strstr(out.data, "{controller=\"c\",le=\"1.25\"} 3\n"));
-  assert_non_null(strstr(out.data, "{controller=\"c\",le=\"60\"} 4\n"));
-  assert_non_null(strstr(out.data, "{controller=\"c\",le=\"+Inf\"} 5\n"));
-  assert_non_null(strstr(out.data, "controller_runtime_reconcile_time_seconds_count{controller=\"c\"} 5\n"));
-  kc_mbuf_free(&out);
+  assert_non_null(strstr(out.p, "controller_runtime_reconcile_time_seconds_bucket{controller=\"c\",le=\"0.005\"} 2\n"));
+  assert_non_null(strstr(out.p, "{controller=\"c\",le=\"1.25\"} 3\n"));
+  assert_non_null(strstr(out.p, "{controller=\"c\",le=\"60\"} 4\n"));
+  assert_non_null(strstr(out.p, "{controller=\"c\",le=\"+Inf\"} 5\n"));
+  assert_non_null(strstr(out.p, "controller_runtime_reconcile_time_seconds_count{controller=\"c\"} 5\n"));
+  kc_buf_free(&out);
   kc_metrics_free(m);
 }
 
@@ -315,16 +315,16 @@ static void test_workqueue_bounds(void **state) {
 
 static void test_mbuf(void **state) {
   (void)state;
-  kc_mbuf b = {0};
-  for (int i = 0; i < 1000; i++) kc_mbuf_printf(&b, "%d,", i);
+  kc_buf b = {0};
+  for (int i = 0; i < 1000; i++) kc_buf_printf(&b, "%d,", i);
   assert_int_equal(b.err, 0);
-  assert_int_equal(strncmp(b.data, "0,1,2,", 6), 0);
-  assert_int_equal(b.len, strlen(b.data));
-  kc_mbuf_reset(&b);
+  assert_int_equal(strncmp(b.p, "0,1,2,", 6), 0);
+  assert_int_equal(b.len, strlen(b.p));
+  kc_buf_reset(&b);
   assert_int_equal(b.len, 0);
-  kc_mbuf_puts(&b, "x");
-  assert_string_equal(b.data, "x");
-  kc_mbuf_free(&b);
+  kc_buf_puts(&b, "x");
+  assert_string_equal(b.p, "x");
+  kc_buf_free(&b);
 }
 
 int main(void) {

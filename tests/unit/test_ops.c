@@ -83,19 +83,19 @@ static void test_controller_metrics(void **state) {
   assert_int_equal(kc_ops_families_new(reg, &fam), 0);
   kc_ops_view v = {.controller_states = failing, .ncontroller_states = 3};
   assert_int_equal(kc_ops_fill_metrics(fam, &v), 0);
-  kc_mbuf out = {0};
+  kc_buf out = {0};
   assert_int_equal(kc_metrics_render(reg, &out), 0);
-  assert_non_null(out.data);
-  assert_non_null(strstr(out.data, "# TYPE kctrld_controller_ready gauge\n"
+  assert_non_null(out.p);
+  assert_non_null(strstr(out.p, "# TYPE kctrld_controller_ready gauge\n"
                                    "kctrld_controller_ready{controller=\"healthy\"} 1\n"
                                    "kctrld_controller_ready{controller=\"flaky\"} 0\n"
                                    "kctrld_controller_ready{controller=\"late\"} 0\n"));
-  assert_non_null(strstr(out.data,
+  assert_non_null(strstr(out.p,
                          "# TYPE kctrld_controller_init_failures_total counter\n"
                          "kctrld_controller_init_failures_total{controller=\"healthy\"} 0\n"
                          "kctrld_controller_init_failures_total{controller=\"flaky\"} 3\n"
                          "kctrld_controller_init_failures_total{controller=\"late\"} 1\n"));
-  kc_mbuf_free(&out);
+  kc_buf_free(&out);
   kc_ops_families_free(fam);
   kc_metrics_free(reg);
 }
