@@ -814,6 +814,87 @@ uint64_t kc_decoder_offset(const kc_decoder *d) { return d->received; }
 
 uint64_t kc_decoder_lexed_bytes(const kc_decoder *d) { return d->lexed; }
 
+/* --- kc_obj_parse: yajl straight into a builder ----------------------------- */
+
+
+static int p_null(void *c) { return kc_obj_builder_null(c) == 0; }
+static int p_bool(void *c, int v) { return kc_obj_builder_bool(c, v != 0) == 0; }
+static int p_number(void *c, const char *s, size_t n) {
+  return kc_obj_builder_number(c, s, n) == 0;
+}
+static int p_string(void *c, const unsigned char *s, size_t n) {
+  return kc_obj_builder_string(c, (const char *)s, n) == 0;
+}
+static int p_key(void *c, const unsigned char *s, size_t n) {
+  return kc_obj_builder_key(c, (const char *)s, n) == 0;
+}
+static int p_start_map(void *c) { return kc_obj_builder_start_map(c) == 0; }
+static int p_end_map(void *c) { return kc_obj_builder_end_map(c) == 0; }
+static int p_start_array(void *c) { return kc_obj_builder_start_array(c) == 0; }
+static int p_end_array(void *c) { return kc_obj_builder_end_array(c) == 0; }
+
+static const yajl_callbacks parse_cbs = {
+    p_null,      p_bool,    NULL,          NULL,          p_number,    p_string,
+    p_start_map, p_key,     p_end_map,     p_start_array, p_end_array};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || !errlen) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t, kc_status *st,
+                            char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  kc_obj_builder *b = kc_obj_builder_new(t, 0);
+  if (!b) {
+    set_err(err, errlen, "%s", errno == ENOMEM ? "out of memory" : "invalid transform");
+    return NULL;
+  }
+  yajl_handle h = yajl_alloc(&parse_cbs, NULL, b);
+  if (!h) {
+    kc_obj_builder_free(b);
+    set_err(err, errlen, "out of memory");
+    errno = ENOMEM;
+    return NULL;
+  }
+  kc_obj *o = NULL;
+  yajl_status s = yajl_parse(h, (const unsigned char *)json, len);
+  if (s == yajl_status_ok) s = yajl_complete_parse(h);
+  if (s != yajl_status_ok) {
+    size_t at = yajl_get_bytes_consumed(h);
+    if (kc_obj_builder_error(b)[0]) {
+      set_err(err, errlen, "offset %zu: %s", at, kc_obj_builder_error(b));
+    } else {
+      unsigned char *m = yajl_get_error(h, 0, (const unsigned char *)json, len);
+      size_t ml = m ? strlen((char *)m) : 0;
+      while (ml && (m[ml - 1] == '\n' || m[ml - 1] == ' ')) m[--ml] = '\0';
+      set_err(err, errlen, "offset %zu: invalid JSON: %s", at, m ? (char *)m : "?");
+      if (m) yajl_free_error(h, m);
+    }
+    errno = EBADMSG;
+  } else if (!kc_obj_builder_done(b)) {
+    set_err(err, errlen, "not a JSON object");
+    errno = EBADMSG;
+  } else {
+    o = kc_obj_builder_finish(b);
+    if (!o) set_err(err, errlen, "out of memory");
+    else if (st) *st = *kc_obj_builder_status(b);
+  }
+  yajl_free(h);
+  kc_obj_builder_free(b);
+  return o;
+}
+
+kc_obj *kc_obj_parse(const char *json, size_t len, const kc_transform *t, char *err,
+                     size_t errlen) {
+  return kc_obj_parse_status(json, len, t, NULL, err, errlen);
+}
+
 int kc_decode_status(const char *buf, size_t len, kc_status *out) {
   memset(out, 0, sizeof *out);
   kc_obj *o = kc_obj_parse_status(buf, len, NULL, out, NULL, 0);

@@ -7,14 +7,14 @@
  * token boundaries and yajl is handed only pieces that end at one (small
  * feeds are batched up to 4 KiB, or to the end of a watch event), because
  * yajl 2.1 lexes an unfinished token again from its start on every call.
- * Each object is built directly while parsing (kobj.h builder in raw mode:
+ * Each object is built directly while parsing (kbuild.h builder in raw mode:
  * the object's bytes are copied from the input as received, dropped members
  * are cut out, identity fields and labels are located on the way, and so are
- * the values of the transform's field capture, kobj.h; one malloc per
+ * the values of the transform's field capture, kbuild.h; one malloc per
  * finished object) and handed over as soon as it closes:
  *   LIST:  every element of `items` -> callbacks.item, then the list's
  *          metadata (resourceVersion, continue, ...) -> callbacks.list_end.
- *          Items get kind and apiVersion (kobj.h "Object type"): from the
+ *          Items get kind and apiVersion (kbuild.h "Object type"): from the
  *          transform's kind/api_version when given (the reflector passes
  *          them: the list's own fields may come after the items), else
  *          from the list's kind minus "List" and its apiVersion when those
@@ -29,7 +29,7 @@
  *
  * Threads: a decoder is used by one thread at a time (a decode pool thread,
  * decodepool.h, or the loop thread); callbacks run on it, inside
- * kc_decoder_feed/finish. kc_decode_status: any thread.
+ * kc_decoder_feed/finish. kc_decode_status and kc_obj_parse: any thread.
  *
  * Errors: 0 or a negative errno: -EBADMSG malformed JSON or not the expected
  * shape, -E2BIG a limit was hit, -ENOMEM, or the negative value a callback
@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kobj.h"
+#include "kbuild.h"
 
 enum kc_decode_mode {
   KC_DECODE_LIST = 1,
@@ -87,7 +87,7 @@ typedef struct kc_list_meta {
 } kc_list_meta;
 
 /* Rejected objects: a LIST item, or the object of an ADDED / MODIFIED /
- * DELETED event, whose shape the API server never sends (kobj.h
+ * DELETED event, whose shape the API server never sends (kbuild.h
  * kc_obj_builder_shape_error: labels not an object, a label value not a
  * string, a name or namespace that is no valid name, e.g. with '/') is not
  * delivered: callbacks.reject runs instead of item/event (when set) and
@@ -141,6 +141,18 @@ uint64_t kc_decoder_offset(const kc_decoder *d);
  * yajl never lexes a token twice and this equals the bytes fed once the
  * body is finished, whatever the chunking (tests check it). */
 uint64_t kc_decoder_lexed_bytes(const kc_decoder *d);
+
+/* Builds an object from one complete JSON object text (any whitespace).
+ * `t` may be NULL. Returns a new object with refs == 1, or NULL with a
+ * message in err (e.g. "offset 17: invalid JSON: ...", "not a JSON object").
+ * Context: any thread (it touches no shared state). */
+kc_obj *kc_obj_parse(const char *json, size_t len, const kc_transform *t, char *err,
+                     size_t errlen);
+
+/* kc_obj_parse that also fills *st (may be NULL) with the Status fields. */
+kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t, kc_status *st,
+                            char *err, size_t errlen);
+
 
 /* Decodes a complete small body (non-2xx response) as a Status. Returns 0,
  * or -EBADMSG when it is not JSON or not kind: Status (e.g. a proxy's HTML

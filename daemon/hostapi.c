@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "daemon.h"
+#include "decode.h"
 #include "log.h"
 
 #define COMPONENT "hostapi"

@@ -8,7 +8,7 @@
  * yajl sees the text, a pre-scan counts the open arrays and objects outside
  * strings and rejects the document once more than KC_JSONTREE_MAX_DEPTH are
  * open, without recursing. The limit is the one every built object has
- * (KC_OBJ_MAX_DEPTH, kobj.h), so the daemon's two JSON readers agree on what
+ * (KC_OBJ_MAX_DEPTH, kbuild.h), so the daemon's two JSON readers agree on what
  * is too deep: 256 open containers, the root included, are fine, 257 are not.
  *
  * The pre-scan also rejects what yajl_tree_parse would read differently from
@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <yajl/yajl_tree.h>
 
-#include "kobj.h"
+#include "kbuild.h"
 
 #define KC_JSONTREE_MAX_DEPTH KC_OBJ_MAX_DEPTH
 

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "kobj.h"
+#include "decode.h"
 #include "log.h"
 
 #define RESP_MAX (1u << 20) /* a Lease is tiny; anything bigger is not one */

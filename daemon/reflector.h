@@ -26,7 +26,7 @@
 #include <uv.h>
 
 #include "apiclient.h"
-#include "kobj.h"
+#include "kbuild.h"
 
 typedef struct kc_reflector kc_reflector;
 

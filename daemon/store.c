@@ -939,23 +939,17 @@ kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
       if (!(s->idx[i].paths[p] = strdup(paths[p]))) goto fail;
     }
   }
-  /* Validate the paths once: kc_obj_get_each rejects bad ones. */
+  /* Validate the paths once (the lookups' grammar, jsonpath.h). */
   if (nidx) {
-    static const char probe_json[] = "{\"metadata\":{\"name\":\"x\"}}";
-    char perr[128];
-    kc_obj *probe = kc_obj_parse(probe_json, sizeof probe_json - 1, NULL, perr, sizeof perr);
-    if (!probe) goto fail;
     for (size_t i = 0; i < nidx; i++)
       for (size_t p = 0; p < s->idx[i].npaths; p++) {
-        fvctx c = {&s->fv, 0};
-        if (kc_obj_get_each(probe, s->idx[i].paths[p], fv_cb, &c) < 0) {
-          kc_error("store", "invalid index path index=%s path=%s", s->idx[i].name,
-                   s->idx[i].paths[p]);
-          kc_obj_unref(probe);
+        const char *why = kc_path_problem(s->idx[i].paths[p], true);
+        if (why) {
+          kc_error("store", "invalid index path index=%s path=%s: %s", s->idx[i].name,
+                   s->idx[i].paths[p], why);
           goto fail;
         }
       }
-    kc_obj_unref(probe);
     fv_reset(&s->fv);
     size_t ncap = 0;
     for (size_t i = 0; i < nidx; i++) ncap += s->idx[i].npaths;

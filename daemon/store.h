@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kobj.h"
+#include "kbuild.h"
 #include "selector.h"
 
 typedef struct kc_store kc_store;

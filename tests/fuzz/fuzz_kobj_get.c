@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kobj.h"
+#include "decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

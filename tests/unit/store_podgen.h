@@ -13,7 +13,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "kobj.h"
+#include "decode.h"
 
 #define PODGEN_FIX "../shared/fixtures/objects/"
 

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "decode.h"
-#include "kobj.h"
+#include "decode.h"
 #include "store.h"
 #include "testutil.h"
 

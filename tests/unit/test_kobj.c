@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "kobj.h"
+#include "decode.h"
 #include "testutil.h"
 
 static void assert_str(kc_str s, const char *want) {

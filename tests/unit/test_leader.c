@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "apiclient.h"
-#include "kobj.h"
+#include "decode.h"
 #include "leader.h"
 #include "log.h"
 #include "mini_server.h"

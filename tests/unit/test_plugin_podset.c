@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kobj.h"
+#include "decode.h"
 #include "../../plugins/podset/podset.c"
 
 static kctrld_str S_(const char *s) { return s ? (kctrld_str){s, strlen(s)} : (kctrld_str){0}; }

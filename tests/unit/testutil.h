@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "kobj.h"
+#include "decode.h"
 
 /* Where the tests find the shared fixtures, relative to the repository root. */
 #define TU_FIXTURES "../shared/fixtures/"
