@@ -3,6 +3,8 @@
 
 #include "buf.h"
 #include "fileperm.h"
+#include "jsonpath.h"
+#include "kname.h"
 #include "selector.h"
 
 #include <arpa/inet.h>
@@ -125,43 +127,9 @@ static bool is_alnum(char ch) {
   return is_lower_alnum(ch) || (ch >= 'A' && ch <= 'Z');
 }
 
-/* RFC 1123 label: namespaces. */
-static bool dns_label(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1])) return false;
-  for (size_t i = 0; i < n; i++)
-    if (!is_lower_alnum(s[i]) && s[i] != '-') return false;
-  return true;
-}
-
-/* RFC 1123 subdomain: object names such as the Lease, API groups. */
-static bool dns_subdomain(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > 253 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1])) return false;
-  for (size_t i = 0; i < n; i++)
-    if (!is_lower_alnum(s[i]) && s[i] != '-' && s[i] != '.') return false;
-  return true;
-}
-
-/* Label/annotation key: [prefix/]name, name [A-Za-z0-9][-A-Za-z0-9_.]* <= 63. */
-static bool qualified_name(const char *s) {
-  const char *slash = strchr(s, '/');
-  const char *name = s;
-  if (slash) {
-    char prefix[254];
-    size_t pl = (size_t)(slash - s);
-    if (pl == 0 || pl >= sizeof prefix) return false;
-    memcpy(prefix, s, pl);
-    prefix[pl] = '\0';
-    if (!dns_subdomain(prefix)) return false;
-    name = slash + 1;
-  }
-  size_t n = strlen(name);
-  if (n == 0 || n > 63 || !is_alnum(name[0]) || !is_alnum(name[n - 1])) return false;
-  for (size_t i = 0; i < n; i++)
-    if (!is_alnum(name[i]) && name[i] != '-' && name[i] != '_' && name[i] != '.') return false;
-  return true;
-}
+/* Name rules: kname.h. */
+static bool dns_label(const char *s) { return kc_name_is_dns_label(s, strlen(s)); }
+static bool dns_subdomain(const char *s) { return kc_name_is_dns_subdomain(s, strlen(s)); }
 
 /* "v1" or "group/version"; group is a DNS subdomain, version [a-z0-9]+. */
 static bool api_version_ok(const char *s) {
@@ -170,13 +138,7 @@ static bool api_version_ok(const char *s) {
   if (!*v || strchr(v, '/')) return false;
   for (const char *p = v; *p; p++)
     if (!is_lower_alnum(*p)) return false;
-  if (!slash) return true;
-  char group[254];
-  size_t gl = (size_t)(slash - s);
-  if (gl == 0 || gl >= sizeof group) return false;
-  memcpy(group, s, gl);
-  group[gl] = '\0';
-  return dns_subdomain(group);
+  return !slash || kc_name_is_dns_subdomain(s, (size_t)(slash - s));
 }
 
 static bool kind_ok(const char *s) {
@@ -192,53 +154,6 @@ static bool simple_name(const char *s, size_t max) {
   for (size_t i = 0; i < n; i++)
     if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.') return false;
   return true;
-}
-
-/* Object path in kc_obj_get syntax: key(.key)*, key["quoted key"], key[3],
- * key[] (when each_ok). Returns NULL or a reason. */
-static const char *path_problem(const char *s, bool each_ok) {
-  const char *p = s;
-  if (!*p) return "empty path";
-  bool need_key = true;
-  while (*p) {
-    if (*p == '[') {
-      if (need_key && p == s) return "a path must start with a key";
-      p++;
-      if (*p == '"') {
-        p++;
-        const char *start = p;
-        while (*p && *p != '"') p++;
-        if (*p != '"') return "unterminated [\"...\"]";
-        if (p == start) return "empty [\"\"] key";
-        p++;
-      } else if (*p == ']') {
-        if (!each_ok) return "[] (every element) is not allowed here";
-      } else {
-        if (!(*p >= '0' && *p <= '9')) return "expected [N], [] or [\"key\"]";
-        while (*p >= '0' && *p <= '9') p++;
-      }
-      if (*p != ']') return "missing ]";
-      p++;
-      need_key = false;
-      continue;
-    }
-    if (*p == '.') {
-      if (need_key) return "empty path segment";
-      p++;
-      need_key = true;
-      if (!*p) return "path ends with '.'";
-      continue;
-    }
-    if (!need_key) return "expected '.' or '[' after ]";
-    const char *start = p;
-    while (*p && *p != '.' && *p != '[') {
-      if (*p == ']' || *p == '"' || *p == ' ') return "unexpected character in key";
-      p++;
-    }
-    if (p == start) return "empty path segment";
-    need_key = false;
-  }
-  return NULL;
 }
 
 static int str_cmp_ptr(const void *a, const void *b) {
@@ -534,7 +449,7 @@ static const char *namespace_problem(const char *s) {
   return dns_label(s) ? NULL : "not a valid namespace name (lowercase RFC 1123 label)";
 }
 
-static const char *drop_path_problem(const char *s) { return path_problem(s, true); }
+static const char *drop_path_problem(const char *s) { return kc_path_problem(s, true); }
 
 /* `NAME: [path, ...]`: every path checked and reported at its own
  * position; file order kept (the index is their union). */
@@ -653,7 +568,7 @@ static void parse_informer(struct ctx *c, const kc_yaml_node *n, size_t idx,
             fail(c, &p->value, "%s: expected a path or a list of paths, got a mapping", iw);
           } else if (took(c, kc_yaml_get_string(&p->value, iw, &ix[i].path, c->tmp,
                                                 sizeof c->tmp))) {
-            const char *why = path_problem(ix[i].path, true);
+            const char *why = kc_path_problem(ix[i].path, true);
             if (why) fail(c, &p->value, "%s: %s", iw, why);
             ix[i].paths = &ix[i].path; /* ix is never moved */
             ix[i].npaths = 1;
@@ -774,10 +689,10 @@ static void parse_watch(struct ctx *c, const kc_yaml_node *n, const char *what,
         if (took(c, kc_yaml_get_string(&p->value, kw, &ws->key, c->tmp, sizeof c->tmp))) {
           const char *why = NULL;
           if ((ws->mapping == KC_MAP_LABEL || ws->mapping == KC_MAP_ANNOTATION) &&
-              !qualified_name(ws->key))
+              !kc_name_is_qualified(ws->key, strlen(ws->key)))
             why = "not a valid label/annotation key ([prefix/]name)";
           else if (ws->mapping == KC_MAP_FIELD)
-            why = path_problem(ws->key, true);
+            why = kc_path_problem(ws->key, true);
           else if (ws->mapping == KC_MAP_INDEX && !simple_name(ws->key, 63))
             why = "not a valid index name";
           if (why) fail(c, &p->value, "%s: %s", kw, why);

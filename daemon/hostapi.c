@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "daemon.h"
 #include "decode.h"
+#include "jsonpath.h"
 #include "log.h"
 
 #define COMPONENT "hostapi"
@@ -89,50 +90,28 @@ static kc_str cstr_or_absent(const char *s) { return s ? kc_str_c(s) : (kc_str){
 
 /* ---- settings ---- */
 
-/* Resolves "a.b[0].c" or a["x.y"] below node. Returns 0 with *out (NULL when
- * absent), or -EINVAL for a malformed path. */
+/* Resolves a path (jsonpath.h syntax without "[]"; "" is node itself)
+ * below node. Returns 0 with *out (NULL when absent), or -EINVAL for a
+ * malformed path. */
 static int settings_find(const kc_yaml_node *node, const char *path, const kc_yaml_node **out) {
   *out = NULL;
   if (!path) return -EINVAL;
-  const char *p = path;
-  bool first = true;
-  while (*p) {
-    char key[256];
-    if (*p == '[') {
-      p++;
-      if (*p == '"') {
-        const char *end = strchr(p + 1, '"');
-        if (!end || end[1] != ']' || (size_t)(end - p - 1) >= sizeof key) return -EINVAL;
-        memcpy(key, p + 1, (size_t)(end - p - 1));
-        key[end - p - 1] = '\0';
-        p = end + 2;
-        node = node && node->type == KC_YAML_MAPPING ? kc_yaml_map_get(node, key) : NULL;
-      } else {
-        char *end;
-        if (*p < '0' || *p > '9') return -EINVAL;
-        errno = 0;
-        unsigned long long i = strtoull(p, &end, 10);
-        if (errno || *end != ']') return -EINVAL;
-        p = end + 1;
-        node = node && node->type == KC_YAML_SEQUENCE && i < node->u.seq.len ? &node->u.seq.items[i]
-                                                                              : NULL;
-      }
-    } else {
-      if (*p == '.') {
-        if (first) return -EINVAL;
-        p++;
-      } else if (!first) {
-        return -EINVAL;
-      }
-      size_t n = strcspn(p, ".[");
-      if (n == 0 || n >= sizeof key) return -EINVAL;
-      memcpy(key, p, n);
-      key[n] = '\0';
-      p += n;
-      node = node && node->type == KC_YAML_MAPPING ? kc_yaml_map_get(node, key) : NULL;
+  kc_path_seg sg;
+  int rc = 0;
+  for (bool first = true; *path && (rc = kc_path_next(&path, &sg, first, NULL)) == 1; first = false) {
+    if (sg.type == KC_PATH_EACH) return -EINVAL;
+    if (sg.type == KC_PATH_INDEX) {
+      bool in = node && node->type == KC_YAML_SEQUENCE && sg.index < node->u.seq.len;
+      node = in ? &node->u.seq.items[sg.index] : NULL;
+      continue;
     }
-    first = false;
+    char key[256];
+    if (sg.len >= sizeof key) return -EINVAL;
+    memcpy(key, sg.key, sg.len);
+    key[sg.len] = '\0';
+    node = node && node->type == KC_YAML_MAPPING ? kc_yaml_map_get(node, key) : NULL;
   }
+  if (rc < 0) return rc;
   *out = node;
   return 0;
 }

@@ -2,6 +2,9 @@
  * object), its raw mode for the streaming decoder, and field capture. */
 #include "kbuild.h"
 
+#include "buf.h"
+#include "kname.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,8 +95,7 @@ struct kc_obj_builder {
   uint32_t type_len;
   uint32_t kind_len, apiv_len; /* K and V */
 
-  char *out;
-  size_t len, cap, lim;
+  kc_buf out; /* the object's text; max: the size limit (+ slack) */
 
   unsigned depth; /* open containers; the root object is depth 1 */
   bool done;
@@ -118,8 +120,7 @@ struct kc_obj_builder {
   uint32_t cgroup[KC_CAPTURE_MAX_PATHS];
   uint8_t cnseg[KC_CAPTURE_MAX_PATHS];
   uint64_t ctag; /* 0: no capture */
-  char *cbuf;    /* rendered values of the current object */
-  size_t clen, ccap;
+  kc_buf cvals;  /* rendered values of the current object (max: UINT32_MAX) */
   cent *cents;
   size_t ncent, capcent;
 
@@ -177,7 +178,7 @@ static void check_value(kc_obj_builder *b, uint8_t role, uint8_t skip, int vw) {
   case R_LABEL_VALUE:
     if (vw != VW_STRING)
       bad_shape(b, "label \"%.*s\" has %s value, not a string",
-                (int)(b->v_klen > 63 ? 63 : b->v_klen), b->out + b->v_koff, value_word[vw]);
+                (int)(b->v_klen > 63 ? 63 : b->v_klen), b->out.p + b->v_koff, value_word[vw]);
     break;
   case R_NAME:
   case R_NAMESPACE:
@@ -190,17 +191,13 @@ static void check_value(kc_obj_builder *b, uint8_t role, uint8_t skip, int vw) {
 }
 
 /* metadata.name / metadata.namespace (decoded text): every resource's names
- * must be valid path segments (apimachinery ValidatePathSegmentName: not "."
- * or "..", no '/' or '%'); a '/' would also make the store key ambiguous. */
+ * must be valid path segments (kname.h); a '/' would also make the store key
+ * ambiguous. */
 static void check_name(kc_obj_builder *b, uint8_t role, const char *s, size_t n) {
-  const char *what = role == R_NAME ? "name" : "namespace";
-  const char *bad = NULL;
-  if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) bad = "may not be";
-  else if (memchr(s, '/', n)) bad = "may not contain '/':";
-  else if (memchr(s, '%', n)) bad = "may not contain '%':";
-  else if (memchr(s, '\0', n)) bad = "may not contain NUL:";
+  const char *bad = kc_name_path_segment_problem(s, n);
   if (bad)
-    bad_shape(b, "metadata.%s %s \"%.*s\"", what, bad, (int)(n > 63 ? 63 : n), s);
+    bad_shape(b, "metadata.%s %s \"%.*s\"", role == R_NAME ? "name" : "namespace", bad,
+              (int)(n > 63 ? 63 : n), s);
 }
 
 #define KIND_PRE "\"kind\":\""             /* "kind":"   */
@@ -243,7 +240,7 @@ int kc_obj_builder_set_type(kc_obj_builder *b, kc_str kind, kc_str api_version) 
 void kc_obj_builder_set_max_bytes(kc_obj_builder *b, size_t max_bytes) {
   b->max_bytes = max_bytes ? max_bytes : KC_OBJ_MAX_BYTES;
   if (b->max_bytes > UINT32_MAX - 16) b->max_bytes = UINT32_MAX - 16;
-  b->lim = 0; /* re-evaluated by the next reserve */
+  kc_buf_set_max(&b->out, b->max_bytes + 8); /* slack: reservations round up a little */
 }
 
 /* Parses a capture path into dp (segments point into `path`). False when
@@ -308,6 +305,7 @@ kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
   kc_obj_builder *b = calloc(1, sizeof *b);
   if (!b) return NULL;
   kc_obj_builder_set_max_bytes(b, max_bytes);
+  kc_buf_set_max(&b->cvals, UINT32_MAX);
   if (t) {
     b->metadata_only = t->metadata_only;
     if (t->ndrop > KC_OBJ_MAX_DROP) {
@@ -376,16 +374,16 @@ void kc_obj_builder_free(kc_obj_builder *b) {
   free(b->pathbuf);
   free(b->cpaths);
   free(b->cpathbuf);
-  free(b->cbuf);
+  kc_buf_free(&b->cvals);
   free(b->cents);
-  free(b->out);
+  kc_buf_free(&b->out);
   free(b->labels);
   free(b->type);
   free(b);
 }
 
 void kc_obj_builder_reset(kc_obj_builder *b) {
-  b->len = 0;
+  kc_buf_reset(&b->out);
   b->depth = 0;
   b->done = false;
   for (int i = 0; i < F_COUNT; i++) b->f[i].off = NO_OFF;
@@ -402,7 +400,8 @@ void kc_obj_builder_reset(kc_obj_builder *b) {
   b->rc = 0;
   b->in_drop = false;
   b->strip_comma = false;
-  b->clen = b->ncent = 0;
+  kc_buf_reset(&b->cvals);
+  b->ncent = 0;
 }
 
 bool kc_obj_builder_done(const kc_obj_builder *b) { return b->done; }
@@ -413,80 +412,31 @@ const char *kc_obj_builder_shape_error(const kc_obj_builder *b) {
 const kc_status *kc_obj_builder_status(const kc_obj_builder *b) { return &b->status; }
 bool kc_obj_builder_initial_events_end(const kc_obj_builder *b) { return b->iee; }
 
-/* Makes room for n more bytes. b->lim = min(cap, limit) so the fast path
- * also enforces the size limit. */
-static int reserve(kc_obj_builder *b, size_t n) {
-  if (b->lim - b->len >= n) return 0;
-  size_t need = b->len + n;
-  size_t limit = b->max_bytes + 8; /* slack: reservations round up a little */
-  if (need > limit) {
-    if (!b->err[0]) {
-      snprintf(b->err, sizeof b->err, "object larger than the limit of %zu bytes", b->max_bytes);
-      b->rc = -E2BIG;
-    }
-    return b->rc;
+/* The output buffer failed (kc_buf's sticky error): the size limit or memory. */
+static int out_failed(kc_obj_builder *b) {
+  if (b->out.err != -E2BIG) return fail(b, -ENOMEM, "out of memory");
+  if (!b->err[0]) {
+    snprintf(b->err, sizeof b->err, "object larger than the limit of %zu bytes", b->max_bytes);
+    b->rc = -E2BIG;
   }
-  if (need > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < need) cap *= 2;
-    char *p = realloc(b->out, cap);
-    if (!p) return fail(b, -ENOMEM, "out of memory");
-    b->out = p;
-    b->cap = cap;
-  }
-  b->lim = b->cap < limit ? b->cap : limit;
-  return 0;
+  return b->rc;
 }
 
-static const uint8_t esc_tab[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1 /* " */, ['\\'] = 1};
+/* Makes room for n more bytes (the limit is the buffer's max, so the fast
+ * path also enforces it). */
+static inline int reserve(kc_obj_builder *b, size_t n) {
+  return kc_buf_reserve(&b->out, n) == 0 ? 0 : out_failed(b);
+}
 
-/* Appends s as a JSON string body (no quotes), escaping only what must be. */
+/* Appends s as a JSON string body (no quotes): buf.h's escaper. */
 static int put_escaped(kc_obj_builder *b, const char *s, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    size_t run = i;
-    while (run < len && !esc_tab[(uint8_t)s[run]]) run++;
-    if (run > i) {
-      if (reserve(b, run - i + 1)) return b->rc;
-      memcpy(b->out + b->len, s + i, run - i);
-      b->len += run - i;
-      i = run;
-    }
-    if (i == len) break;
-    if (reserve(b, 6 + 1)) return b->rc;
-    uint8_t c = (uint8_t)s[i++];
-    char *o = b->out + b->len;
-    char e = 0;
-    switch (c) {
-    case '"': e = '"'; break;
-    case '\\': e = '\\'; break;
-    case '\b': e = 'b'; break;
-    case '\f': e = 'f'; break;
-    case '\n': e = 'n'; break;
-    case '\r': e = 'r'; break;
-    case '\t': e = 't'; break;
-    default: break;
-    }
-    if (e) {
-      o[0] = '\\';
-      o[1] = e;
-      b->len += 2;
-    } else {
-      static const char hex[] = "0123456789abcdef";
-      memcpy(o, "\\u00", 4);
-      o[4] = hex[c >> 4];
-      o[5] = hex[c & 15];
-      b->len += 6;
-    }
-  }
-  return 0;
+  kc_buf_json_body(&b->out, s, len);
+  return b->out.err ? out_failed(b) : 0;
 }
 
 static inline int put_ch(kc_obj_builder *b, char c) {
   if (reserve(b, 1)) return b->rc;
-  b->out[b->len++] = c;
+  b->out.p[b->out.len++] = c;
   return 0;
 }
 
@@ -504,8 +454,8 @@ static int flush(kc_obj_builder *b, size_t upto) {
   }
   if (from < upto) {
     if (reserve(b, upto - from)) return b->rc;
-    memcpy(b->out + b->len, b->in + from, upto - from);
-    b->len += upto - from;
+    memcpy(b->out.p + b->out.len, b->in + from, upto - from);
+    b->out.len += upto - from;
   }
   b->copy_from = upto;
   return 0;
@@ -515,12 +465,12 @@ static size_t pos(const kc_obj_builder *b) { return yajl_get_bytes_consumed(b->h
 
 /* Raw mode: the output ends with a string token; finds its opening quote. */
 static size_t open_quote(const kc_obj_builder *b) {
-  size_t i = b->len - 1; /* the closing quote */
+  size_t i = b->out.len - 1; /* the closing quote */
   for (;;) {
-    const char *q = i ? memrchr(b->out, '"', i) : NULL;
+    const char *q = i ? memrchr(b->out.p, '"', i) : NULL;
     if (!q) return 0; /* cannot happen on text yajl accepted */
-    size_t j = (size_t)(q - b->out), bs = 0;
-    while (j > bs && b->out[j - 1 - bs] == '\\') bs++;
+    size_t j = (size_t)(q - b->out.p), bs = 0;
+    while (j > bs && b->out.p[j - 1 - bs] == '\\') bs++;
     if (bs % 2 == 0) return j;
     i = j;
   }
@@ -529,10 +479,10 @@ static size_t open_quote(const kc_obj_builder *b) {
 /* Raw mode: records the string token just copied as a slice (no quotes). */
 static int raw_string(kc_obj_builder *b, uint32_t *off, uint32_t *len) {
   if (flush(b, pos(b))) return b->rc;
-  if (b->len < 2 || b->out[b->len - 1] != '"') return fail(b, -EBADMSG, "raw text out of step");
+  if (b->out.len < 2 || b->out.p[b->out.len - 1] != '"') return fail(b, -EBADMSG, "raw text out of step");
   size_t q = open_quote(b);
   *off = (uint32_t)(q + 1);
-  *len = (uint32_t)(b->len - 1 - (q + 1));
+  *len = (uint32_t)(b->out.len - 1 - (q + 1));
   return 0;
 }
 
@@ -540,13 +490,13 @@ static int raw_string(kc_obj_builder *b, uint32_t *off, uint32_t *len) {
  * whitespace before it) from the output; the value is skipped until it ends. */
 static int raw_drop_key(kc_obj_builder *b) {
   if (flush(b, pos(b))) return b->rc;
-  if (b->len < 2 || b->out[b->len - 1] != '"') return fail(b, -EBADMSG, "raw text out of step");
+  if (b->out.len < 2 || b->out.p[b->out.len - 1] != '"') return fail(b, -EBADMSG, "raw text out of step");
   size_t w = open_quote(b);
-  while (w > 0 && kc_json_is_ws(b->out[w - 1])) w--;
-  if (w > 0 && b->out[w - 1] == ',') {
-    b->len = w - 1;
+  while (w > 0 && kc_json_is_ws(b->out.p[w - 1])) w--;
+  if (w > 0 && b->out.p[w - 1] == ',') {
+    b->out.len = w - 1;
   } else {
-    b->len = w; /* first member: the next one's comma must go */
+    b->out.len = w; /* first member: the next one's comma must go */
     b->strip_comma = true;
   }
   b->in_drop = true;
@@ -723,15 +673,15 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   }
   if (!skip) {
     if (reserve(b, n + 4)) return b->rc;
-    if (pl->has_elems) b->out[b->len++] = ',';
+    if (pl->has_elems) b->out.p[b->out.len++] = ',';
     pl->has_elems = 1;
-    b->out[b->len++] = '"';
-    b->v_koff = (uint32_t)b->len;
+    b->out.p[b->out.len++] = '"';
+    b->v_koff = (uint32_t)b->out.len;
     if (put_escaped(b, k, n)) return b->rc;
-    b->v_klen = (uint32_t)(b->len - b->v_koff);
+    b->v_klen = (uint32_t)(b->out.len - b->v_koff);
     if (reserve(b, 2)) return b->rc;
-    b->out[b->len++] = '"';
-    b->out[b->len++] = ':';
+    b->out.p[b->out.len++] = '"';
+    b->out.p[b->out.len++] = ':';
   }
   return 0;
 }
@@ -747,22 +697,16 @@ static inline uint64_t cap_ends(const kc_obj_builder *b, uint64_t cap) {
 }
 
 static int cbuf_reserve(kc_obj_builder *b, size_t n) {
-  if (b->ccap - b->clen >= n) return 0;
-  if (n > UINT32_MAX - b->clen) return fail(b, -E2BIG, "captured values too large");
-  size_t nc = b->ccap ? b->ccap : 256;
-  while (nc - b->clen < n) nc *= 2;
-  char *p = realloc(b->cbuf, nc);
-  if (!p) return fail(b, -ENOMEM, "out of memory");
-  b->cbuf = p;
-  b->ccap = nc;
-  return 0;
+  if (kc_buf_reserve(&b->cvals, n) == 0) return 0;
+  if (b->cvals.err == -E2BIG) return fail(b, -E2BIG, "captured values too large");
+  return fail(b, -ENOMEM, "out of memory");
 }
 
 /* Records the value just rendered at cbuf[clen..clen+len) for every path
  * of `ends` (one copy of the bytes, one entry per path). */
 static int cap_record(kc_obj_builder *b, uint64_t ends, size_t len) {
-  uint32_t off = (uint32_t)b->clen;
-  b->clen += len;
+  uint32_t off = (uint32_t)b->cvals.len;
+  b->cvals.len += len;
   for (uint64_t m = ends; m; m &= m - 1) {
     unsigned i = (unsigned)__builtin_ctzll(m);
     if (b->ncent == b->capcent) {
@@ -782,7 +726,7 @@ static int cap_text(kc_obj_builder *b, uint64_t cap, const char *s, size_t n) {
   uint64_t e = cap_ends(b, cap);
   if (!e) return 0;
   if (cbuf_reserve(b, n)) return b->rc;
-  memcpy(b->cbuf + b->clen, s, n);
+  memcpy(b->cvals.p + b->cvals.len, s, n);
   return cap_record(b, e, n);
 }
 
@@ -796,8 +740,8 @@ static int cap_string(kc_obj_builder *b, uint64_t cap, const char *s, size_t n, 
   if (!e) return 0;
   if (!b->raw) return cap_text(b, e, s, n);
   if (cbuf_reserve(b, (size_t)len + 1)) return b->rc;
-  kc_json_value v = {KC_JSON_STRING, {b->out + off - 1, (size_t)len + 2}};
-  int r = kc_json_scalar_text(&v, b->cbuf + b->clen, b->ccap - b->clen);
+  kc_json_value v = {KC_JSON_STRING, {b->out.p + off - 1, (size_t)len + 2}};
+  int r = kc_json_scalar_text(&v, b->cvals.p + b->cvals.len, b->cvals.cap - b->cvals.len);
   if (r < 0) return 0; /* undecodable: consumers skip it too */
   return cap_record(b, e, (size_t)r);
 }
@@ -831,9 +775,9 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
     }
   } else if (!skip) {
     if (put_ch(b, '"')) return b->rc;
-    off = (uint32_t)b->len;
+    off = (uint32_t)b->out.len;
     if (put_escaped(b, s, n)) return b->rc;
-    len = (uint32_t)(b->len - off);
+    len = (uint32_t)(b->out.len - off);
     if (put_ch(b, '"')) return b->rc;
   }
   if (cap && cap_string(b, cap, s, n, off, len)) return b->rc;
@@ -882,8 +826,8 @@ int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
     if (skip && b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
   } else if (!skip) {
     if (reserve(b, n)) return b->rc;
-    memcpy(b->out + b->len, s, n);
-    b->len += n;
+    memcpy(b->out.p + b->out.len, s, n);
+    b->out.len += n;
   }
   int64_t v;
   switch (role) {
@@ -919,8 +863,8 @@ static int put_literal(kc_obj_builder *b, const char *lit, size_t n, bool value)
   }
   if (skip) return 0;
   if (reserve(b, n)) return b->rc;
-  memcpy(b->out + b->len, lit, n);
-  b->len += n;
+  memcpy(b->out.p + b->out.len, lit, n);
+  b->out.len += n;
   return 0;
 }
 
@@ -1030,7 +974,7 @@ static uint32_t remap(const tplan *p, uint32_t x) {
 }
 
 static bool field_is(const kc_obj_builder *b, enum field f, const char *lit, size_t n) {
-  return b->f[f].off != NO_OFF && b->f[f].len == n && memcmp(b->out + b->f[f].off, lit, n) == 0;
+  return b->f[f].off != NO_OFF && b->f[f].len == n && memcmp(b->out.p + b->f[f].off, lit, n) == 0;
 }
 
 #define POM "PartialObjectMetadata"
@@ -1051,8 +995,8 @@ static void plan_type(const kc_obj_builder *b, tplan *p) {
               !(b->kind_len == sizeof POM - 1 && memcmp(k, POM, sizeof POM - 1) == 0);
   if (!hk || !ha) {
     size_t i = 1;
-    while (i < b->len && kc_json_is_ws(b->out[i])) i++;
-    bool empty = i < b->len && b->out[i] == '}';
+    while (i < b->out.len && kc_json_is_ws(b->out.p[i])) i++;
+    bool empty = i < b->out.len && b->out.p[i] == '}';
     tsplice s = {.at = 1, .cut = 0};
     if (!hk && !ha) {
       s.txt = b->type;
@@ -1122,7 +1066,7 @@ static void capture_write(const kc_obj_builder *b, unsigned char *w, size_t size
       const cent *c = &b->cents[i];
       if (c->group != g) continue;
       w = put_u32(w, c->len);
-      memcpy(w, b->cbuf + c->off, c->len);
+      memcpy(w, b->cvals.p + c->off, c->len);
       w += c->len;
     }
   }
@@ -1167,7 +1111,7 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   }
   tplan plan;
   plan_type(b, &plan);
-  size_t len = b->len + plan.grow;
+  size_t len = b->out.len + plan.grow;
   size_t hdr = offsetof(kc_obj, json);
   size_t capoff = capture_offset(len);
   size_t capsize = b->ctag ? capture_size(b) : 0;
@@ -1186,19 +1130,19 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   atomic_init(&o->refs, 1);
   o->json_len = (uint32_t)len;
   if (plan.n == 0) {
-    memcpy(o->json, b->out, b->len);
+    memcpy(o->json, b->out.p, b->out.len);
   } else {
     char *w = o->json;
     size_t from = 0;
     for (unsigned i = 0; i < plan.n; i++) {
       const tsplice *sp = &plan.sp[i];
-      memcpy(w, b->out + from, sp->at - from);
+      memcpy(w, b->out.p + from, sp->at - from);
       w += sp->at - from;
       memcpy(w, sp->txt, sp->len);
       w += sp->len;
       from = sp->at + sp->cut;
     }
-    memcpy(w, b->out + from, b->len - from);
+    memcpy(w, b->out.p + from, b->out.len - from);
   }
   o->json[len] = '\0';
   kc_str *dst[F_COUNT] = {&o->kind, &o->api_version, &o->namespace_, &o->name,

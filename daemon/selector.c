@@ -2,6 +2,7 @@
 #include "selector.h"
 
 #include "buf.h"
+#include "kname.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -56,41 +57,6 @@ static int bytes_cmp(const char *a, size_t alen, const char *b, size_t blen) {
 
 static int str_cmp(kc_str a, kc_str b) { return bytes_cmp(a.ptr, a.len, b.ptr, b.len); }
 
-static bool is_alnum(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-/* ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9] */
-static bool is_qname(const char *s, size_t n) {
-  if (n == 0 || !is_alnum((unsigned char)s[0]) || !is_alnum((unsigned char)s[n - 1])) return false;
-  for (size_t i = 1; i + 1 < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (!is_alnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
-
-static bool is_lower_alnum(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* [a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)* */
-static bool is_dns1123_subdomain(const char *s, size_t n) {
-  size_t start = 0;
-  for (size_t i = 0; i <= n; i++) {
-    if (i == n || s[i] == '.') {
-      size_t l = i - start;
-      if (l == 0) return false;
-      if (!is_lower_alnum((unsigned char)s[start]) || !is_lower_alnum((unsigned char)s[i - 1]))
-        return false;
-      for (size_t j = start + 1; j + 1 < i; j++)
-        if (!is_lower_alnum((unsigned char)s[j]) && s[j] != '-') return false;
-      start = i + 1;
-    }
-  }
-  return true;
-}
-
 /* Strict strconv.ParseInt(s, 10, 64). */
 static bool parse_int64(const char *s, size_t n, int64_t *out) {
   size_t i = 0;
@@ -106,85 +72,6 @@ static bool parse_int64(const char *s, size_t n, int64_t *out) {
   }
   *out = neg ? (int64_t)(0 - v) : (int64_t)v;
   return true;
-}
-
-/* ---- validation messages (k8s.io/apimachinery/pkg/util/validation) ------- */
-
-#define QNAME_MSG                                                                       \
-  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end " \
-  "with an alphanumeric character"
-#define QNAME_FMT "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-#define QNAME_EXAMPLES "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '" QNAME_FMT "')"
-#define DNS_MSG                                                                        \
-  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, " \
-  "'-' or '.', and must start and end with an alphanumeric character"
-#define DNS_FMT "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-#define VALUE_MSG                                                                      \
-  "a valid label must be an empty string or consist of alphanumeric characters, '-', " \
-  "'_' or '.', and must start and end with an alphanumeric character"
-#define VALUE_FMT "(" QNAME_FMT ")?"
-
-/* Appends the "; "-joined IsQualifiedName errors; returns how many. */
-static int key_errors(kc_buf *b, const char *k, size_t n) {
-  int nerr = 0;
-  size_t slash = n, nslash = 0;
-  for (size_t i = 0; i < n; i++)
-    if (k[i] == '/') {
-      if (!nslash) slash = i;
-      nslash++;
-    }
-#define SEP() (nerr++ ? kc_buf_puts(b, "; ") : (void)0)
-  if (nslash > 1) {
-    SEP();
-    kc_buf_puts(b, "a qualified name " QNAME_MSG " " QNAME_EXAMPLES
-               " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
-    return nerr;
-  }
-  const char *name = k;
-  size_t nlen = n;
-  if (nslash == 1) {
-    name = k + slash + 1;
-    nlen = n - slash - 1;
-    if (slash == 0) {
-      SEP();
-      kc_buf_puts(b, "prefix part must be non-empty");
-    } else {
-      if (slash > 253) {
-        SEP();
-        kc_buf_puts(b, "prefix part must be no more than 253 characters");
-      }
-      if (!is_dns1123_subdomain(k, slash)) {
-        SEP();
-        kc_buf_puts(b, "prefix part " DNS_MSG " (e.g. 'example.com', regex used for validation is '" DNS_FMT "')");
-      }
-    }
-  }
-  if (nlen == 0) {
-    SEP();
-    kc_buf_puts(b, "name part must be non-empty");
-  } else if (nlen > 63) {
-    SEP();
-    kc_buf_puts(b, "name part must be no more than 63 characters");
-  }
-  if (!is_qname(name, nlen)) {
-    SEP();
-    kc_buf_puts(b, "name part " QNAME_MSG " " QNAME_EXAMPLES);
-  }
-  return nerr;
-}
-
-static int value_errors(kc_buf *b, const char *v, size_t n) {
-  int nerr = 0;
-  if (n > 63) {
-    SEP();
-    kc_buf_puts(b, "must be no more than 63 characters");
-  }
-  if (n > 0 && !is_qname(v, n)) {
-    SEP();
-    kc_buf_puts(b, VALUE_MSG " (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '" VALUE_FMT "')");
-  }
-#undef SEP
-  return nerr;
 }
 
 /* ---- label selector lexer (mirrors apimachinery's byte-wise lexer) ------- */
@@ -480,7 +367,7 @@ static int check_values(parser *p, const preq *r, size_t kpos) {
         char dbuf[sizeof p->err->msg];
         kc_buf d = kc_buf_fixed(dbuf, sizeof dbuf);
         dbuf[0] = '\0';
-        if (value_errors(&d, vptr(p, v), v->len) == 0) continue;
+        if (kc_name_label_value_errors(&d, vptr(p, v), v->len) == 0) continue;
         kc_buf_printf(&one, "values[%zu][", i);
         kc_buf_add(&one, p->lx.s + r->kpos, r->klen);
         kc_buf_puts(&one, "]: Invalid value: ");
@@ -535,7 +422,7 @@ static int parse_requirement(parser *p) {
     char dbuf[sizeof p->err->msg];
     kc_buf d = kc_buf_fixed(dbuf, sizeof dbuf);
     dbuf[0] = '\0';
-    if (key_errors(&d, p->lx.s + t.pos, t.len)) {
+    if (kc_name_qualified_errors(&d, p->lx.s + t.pos, t.len)) {
       perr_start(p, t.pos);
       kc_buf_puts(&p->msg, "unable to parse requirement: <nil>: Invalid value: ");
       sb_goquote(&p->msg, p->lx.s + t.pos, t.len);
