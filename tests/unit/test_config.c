@@ -836,11 +836,35 @@ static void test_diff_controller_fields(void **state) {
   kc_config_free(b);
 }
 
+/* One path grammar (jsonpath.h) and one set of name rules (kname.h): the
+ * config accepts exactly the paths the lookups follow and the names the
+ * API server accepts. */
+static void test_shared_rules(void **state) {
+  (void)state;
+  /* Paths the lookups follow: a leading bracket, an empty or spaced key. */
+  kc_config *c = load("informers:\n"
+                      "  - apiVersion: v1\n"
+                      "    kind: Pod\n"
+                      "    indexes: {byA: '[\"spec\"].nodeName', byB: 'metadata.annotations[\"\"]',"
+                      " byC: 'spec.a b'}\n");
+  assert_int_equal(c->informers[0].nindexes, 3);
+  assert_string_equal(c->informers[0].indexes[0].path, "[\"spec\"].nodeName");
+  kc_config_free(c);
+  /* ... and not the ones they reject. */
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: {byX: 'spec.[0]'}}\n",
+        "c.yaml:2:48: informers[0].indexes.byX: empty path segment");
+  /* DNS-1123 subdomains: every dot-separated label is a DNS label. */
+  fails("leaderElection: {name: 'a..b'}\n",
+        "c.yaml:1:24: leaderElection.name: \"a..b\" is not a valid Lease name");
+  fails("leaderElection: {name: 'a.-b'}\n",
+        "c.yaml:1:24: leaderElection.name: \"a.-b\" is not a valid Lease name");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_example_file),      cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_top_level_errors),  cmocka_unit_test(test_bind_addresses),
-      cmocka_unit_test(test_leader_election),   cmocka_unit_test(test_informer_errors),
+      cmocka_unit_test(test_shared_rules),      cmocka_unit_test(test_leader_election),   cmocka_unit_test(test_informer_errors),
       cmocka_unit_test(test_informer_options),
       cmocka_unit_test(test_index_paths),  cmocka_unit_test(test_dedup_and_binding),
       cmocka_unit_test(test_controller_errors), cmocka_unit_test(test_watches),

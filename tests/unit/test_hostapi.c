@@ -191,6 +191,12 @@ static void test_settings(void **state) {
   assert_int_equal(svc->settings_string(s, "a..b", &str), -EINVAL);
   assert_int_equal(svc->settings_string(s, "kinds[x]", &str), -EINVAL);
   assert_int_equal(svc->settings_string(s, ".a", &str), -EINVAL);
+  /* The lookups' grammar (jsonpath.h): no "[]", no ']' or '"' in a bare key,
+   * nothing but '.' or '[' after ']'. */
+  assert_int_equal(svc->settings_string(s, "kinds[]", &str), -EINVAL);
+  assert_int_equal(svc->settings_string(s, "greet]ing", &str), -EINVAL);
+  assert_int_equal(svc->settings_string(s, "kinds[0]kind", &str), -EINVAL);
+  assert_int_equal(svc->settings_string(s, "kinds.[0]", &str), -EINVAL);
   assert_int_equal(svc->settings_int(s, "replicas", &i), 0);
   assert_int_equal(i, 3);
   assert_int_equal(svc->settings_int(s, "neg", &i), 0);

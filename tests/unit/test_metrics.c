@@ -313,26 +313,11 @@ static void test_workqueue_bounds(void **state) {
   }
 }
 
-static void test_mbuf(void **state) {
-  (void)state;
-  kc_buf b = {0};
-  for (int i = 0; i < 1000; i++) kc_buf_printf(&b, "%d,", i);
-  assert_int_equal(b.err, 0);
-  assert_int_equal(strncmp(b.p, "0,1,2,", 6), 0);
-  assert_int_equal(b.len, strlen(b.p));
-  kc_buf_reset(&b);
-  assert_int_equal(b.len, 0);
-  kc_buf_puts(&b, "x");
-  assert_string_equal(b.p, "x");
-  kc_buf_free(&b);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_format_double),    cmocka_unit_test(test_register_validation),
       cmocka_unit_test(test_exposition_exact), cmocka_unit_test(test_parse_back),
       cmocka_unit_test(test_reconcile_histogram), cmocka_unit_test(test_workqueue_bounds),
-      cmocka_unit_test(test_mbuf),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
