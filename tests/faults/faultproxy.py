@@ -19,7 +19,8 @@ events, fixed-size chunking) cannot:
   drop      close the connection after `after` events (0: as soon as the
             response head arrived from upstream, before sending anything).
 
-Rules match by method, path prefix and watch/non-watch; each fires on the
+Rules match by method, path prefix, a substring of the query and
+watch/non-watch; each fires on the
 next `count` matching requests (-1: every one). drop_all() cuts every open
 connection (a network blip or a server restart); set_upstream() re-points the
 proxy at another server, which, with drop_all(), is what a restarted API
@@ -48,22 +49,22 @@ GARBAGE = b'{"type":"MODIFIED","object":{"kind":\x00\xff\xfe garbage \xc3\x28 ]]
 
 class Rule:
     def __init__(self, action, count=1, after=0, watch=None, method=None, path_prefix="",
-                 chunk=7, garbage=GARBAGE):
+                 chunk=7, garbage=GARBAGE, query=""):
         if action not in ("stall", "truncate", "garbage", "tiny", "drop"):
             raise ValueError("unknown action %r" % action)
         self.action, self.count, self.after = action, count, after
         self.watch, self.method, self.path_prefix = watch, method, path_prefix
-        self.chunk, self.garbage = max(1, chunk), garbage
+        self.chunk, self.garbage, self.query = max(1, chunk), garbage, query
         self.fired = 0
 
-    def matches(self, method, path, is_watch):
+    def matches(self, method, path, is_watch, query=""):
         if self.count == 0:
             return False
         if self.watch is not None and self.watch != is_watch:
             return False
         if self.method and self.method != method:
             return False
-        return path.startswith(self.path_prefix)
+        return path.startswith(self.path_prefix) and self.query in query
 
 
 class _Closed(Exception):
@@ -443,10 +444,10 @@ class FaultProxy:
             self.conns.discard(c)
 
     def _take_rule(self, method, target, is_watch):
-        path = urllib.parse.urlsplit(target).path
+        u = urllib.parse.urlsplit(target)
         with self.mu:
             for r in self.rules:
-                if r.matches(method, path, is_watch):
+                if r.matches(method, u.path, is_watch, u.query):
                     if r.count > 0:
                         r.count -= 1
                     r.fired += 1

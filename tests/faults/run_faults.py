@@ -502,7 +502,7 @@ def inj_stalled_list(w):
 
 def inj_stalled_stream_list(w):
     # streaming list (sendInitialEvents): the relist stream stalls after 20 initial events
-    w.proxy.add(Rule("stall", count=1, after=20, watch=True, path_prefix=CMS))
+    w.proxy.add(Rule("stall", count=1, after=20, watch=True, path_prefix=CMS, query="sendInitialEvents=true"))
     force_410(w)
 
 
