@@ -697,7 +697,7 @@ def fmt_s(v):
 
 
 def table(results):
-    lines = ["%-24s %-6s %11s %11s %10s  %s" % ("case", "result", "converged", "blind", "reconciles", "detail")]
+    lines = ["%-24s %-6s %11s %11s %10s  %s" % ("case", "result", "converged", "since fault", "reconciles", "detail")]
     for r in results:
         lines.append("%-24s %-6s %11s %11s %10d  %s" % (r["case"], "ok" if r["ok"] else "FAIL",
                                                        fmt_s(r["converged"]), fmt_s(r["blind"]),
