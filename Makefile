@@ -62,7 +62,7 @@ PLUGIN_NAMES := $(sort $(notdir $(PLUGIN_DIRS)))
 PLUGIN_SO  := $(PLUGIN_NAMES:%=$(B)/plugins/%.so)
 
 .PHONY: all test check unit demo bench fuzz fuzz-run install format lint clean deps tsan asan \
-        valgrind coverage
+        valgrind coverage faults soak
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN)
 
 $(B)/obj/%.o: %.c
@@ -135,6 +135,17 @@ coverage: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bash tests/bench/run-bench
+
+# `make faults`: the fault campaign (tests/faults/run_faults.py, a table and
+# TAP); `make soak`: churn and random faults on 5000 objects for SOAK_SECONDS
+# (QUICK=1: 60 s) with kctrld's RSS sampled every 10 s. docs/reliability.md.
+SOAK_SECONDS ?= 300
+faults: deps
+	@$(MAKE) --no-print-directory all
+	@python3 tests/faults/run_faults.py
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@python3 tests/faults/soak.py --seconds $(if $(QUICK),60,$(SOAK_SECONDS))
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
