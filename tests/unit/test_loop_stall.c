@@ -15,7 +15,10 @@
  * Lease was renewed at least twice while the big event streamed, the
  * ConfigMap arrives intact (its value's length and last bytes), and the
  * probe's largest loop lag stays below a generous 1 s guard. The measured
- * lag and the Pod latencies are printed as TAP diagnostics.
+ * lag and the Pod latencies are printed as TAP diagnostics. The ordering
+ * relies on the 1-byte transport outlasting the Pod creations (about 350 ms):
+ * kube-apisim sends one HTTP chunk per byte, about 0.5 MB/s here, so the
+ * event takes seconds to stream (about 1 s for 512 KiB under TSan).
  *
  * KC_STALL_DECODE_THREADS=N overrides the pool size (0: decode inline on the
  * loop, to see what the pool prevents; not part of the suite) and
