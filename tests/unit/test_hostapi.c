@@ -1,7 +1,9 @@
-/* Unit tests for daemon/hostapi: settings over a YAML tree, object accessors
- * on real fixtures, cache get/list through a fake backend holding real
- * stores (namespace, selector, field index, order), and every API write
- * against a local HTTP server (paths, methods, content types, bodies, the
+/* Unit tests for daemon/hostapi on fake host environments (hostenv.h):
+ * settings over a YAML tree, object accessors on real fixtures, cache
+ * get/list through an env holding real stores (namespace, selector, field
+ * index, order), two envs side by side and a ctx without one, finalizer
+ * helpers and expectations on an in-memory API, and every API write
+ * against a local HTTP server through kc_host_env_api_request (paths, methods, content types, bodies, the
  * errno mapping, api error messages, refusal while not leading, Events). */
 #include <errno.h>
 #include <pthread.h>
