@@ -23,7 +23,6 @@
  * reload re-instantiates it at once (fixed or removed by the new file).
  */
 #include "daemon.h"
-#include "hostapi.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -38,6 +37,7 @@
 #include "decodepool.h"
 #include "discovery.h"
 #include "hash.h"
+#include "hostenv.h"
 #include "kubeconfig.h"
 #include "leader.h"
 #include "ops.h"
@@ -78,7 +78,8 @@ struct kc_daemon {
   kc_config *cfg;
   kc_kube_creds *creds;
   kc_api *api;
-  kc_events *events; /* the Event recorder behind the `event` host service */
+  kc_events *events; /* the Event recorder behind the `event` host function */
+  struct host_link *link; /* what the plugins' host environments point at */
   kc_discovery *discovery;
   kc_decode_pool *decode_pool; /* response bodies are decoded here */
   /* Guards cfg, kinds and their resolution for worker-thread lookups; the
@@ -176,6 +177,130 @@ bool kc_daemon_may_write(const kc_daemon *d) {
    * a worker that runs before the loop noticed the loss is refused too. */
   return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
 }
+
+/* --- the plugins' host environment (hostenv.h) -------------------------------- */
+
+/* Every plugin instance's kc_host_env points here (ud), and retains it: an
+ * instance freed after the daemon (by an abandoned reconcile) finds a closed
+ * link, not freed memory. Once host_link_close ran nothing is cached,
+ * nothing may be written, no Event is recorded and requests fail. The lock
+ * is held for each lookup (informers, discovery, leadership, the recorder),
+ * not across an API request: the daemon closes its API client only after
+ * every controller stopped or was abandoned (as kc_controller_stop
+ * documents). */
+struct host_link {
+  atomic_uint refs;
+  pthread_rwlock_t lock;
+  kc_daemon *d; /* NULL once closed */
+};
+
+static struct host_link *host_link_new(kc_daemon *d) {
+  struct host_link *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  if (pthread_rwlock_init(&l->lock, NULL) != 0) {
+    free(l);
+    return NULL;
+  }
+  atomic_init(&l->refs, 1);
+  l->d = d;
+  return l;
+}
+
+static void link_retain(void *ud) { atomic_fetch_add(&((struct host_link *)ud)->refs, 1); }
+
+static void link_release(void *ud) {
+  struct host_link *l = ud;
+  if (!l || atomic_fetch_sub(&l->refs, 1) != 1) return;
+  pthread_rwlock_destroy(&l->lock);
+  free(l);
+}
+
+/* Loop thread; returns once no host function still uses the daemon. */
+static void host_link_close(kc_daemon *d) {
+  if (!d->link) return;
+  pthread_rwlock_wrlock(&d->link->lock);
+  d->link->d = NULL;
+  pthread_rwlock_unlock(&d->link->lock);
+}
+
+static kc_daemon *link_enter(struct host_link *l) {
+  pthread_rwlock_rdlock(&l->lock);
+  return l->d;
+}
+static void link_leave(struct host_link *l) { pthread_rwlock_unlock(&l->lock); }
+
+static int env_cache_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name,
+                         kc_obj **out) {
+  kc_daemon *d = link_enter(ud);
+  kc_informer *inf = d ? kc_daemon_informer_for(d, av, kind) : NULL;
+  *out = inf ? kc_informer_get(inf, ns, name) : NULL;
+  link_leave(ud);
+  return !inf ? -ENOTSUP : *out ? 0 : -ENOENT;
+}
+
+static int env_cache_list(void *ud, const char *av, const char *kind, kc_str ns,
+                          const kc_label_selector *sel, kc_obj_vec *out) {
+  kc_daemon *d = link_enter(ud);
+  kc_informer *inf = d ? kc_daemon_informer_for(d, av, kind) : NULL;
+  int rc = inf ? kc_informer_list(inf, ns, sel, out) : -ENOTSUP;
+  link_leave(ud);
+  return rc;
+}
+
+static int env_cache_by_index(void *ud, const char *av, const char *kind, const char *index,
+                              kc_str value, kc_obj_vec *out) {
+  kc_daemon *d = link_enter(ud);
+  kc_informer *inf = d ? kc_daemon_informer_for(d, av, kind) : NULL;
+  int rc = inf ? kc_informer_by_index(inf, index, value, out) : -ENOTSUP;
+  link_leave(ud);
+  return rc;
+}
+
+static int env_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
+  kc_daemon *d = link_enter(ud);
+  int rc = d ? kc_daemon_resource(d, av, kind, out) : -ENOENT;
+  link_leave(ud);
+  return rc;
+}
+
+static int env_request(void *ud, const char *method, const char *path, const char *content_type,
+                       const void *body, size_t len, uint64_t timeout_ms, kc_api_response *out) {
+  kc_daemon *d = link_enter(ud);
+  kc_api *api = d ? d->api : NULL;
+  link_leave(ud);
+  if (!api) {
+    *out = (kc_api_response){0};
+    return -ESHUTDOWN;
+  }
+  return kc_host_env_api_request(api, method, path, content_type, body, len, timeout_ms, out);
+}
+
+static bool env_may_write(void *ud) {
+  kc_daemon *d = link_enter(ud);
+  bool ok = d && kc_daemon_may_write(d);
+  link_leave(ud);
+  return ok;
+}
+
+static int env_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
+  kc_daemon *d = link_enter(ud);
+  /* No recorder (shutting down): the event is lost, which plugin.h allows. */
+  int rc = d && d->events ? kc_events_record(d->events, o, type, reason, message) : 0;
+  link_leave(ud);
+  return rc;
+}
+
+static const kc_host_env_ops daemon_env_ops = {
+    .cache_get = env_cache_get,
+    .cache_list = env_cache_list,
+    .cache_by_index = env_cache_by_index,
+    .resource = env_resource,
+    .request = env_request,
+    .may_write = env_may_write,
+    .event = env_event,
+    .retain = link_retain,
+    .release = link_release,
+};
 
 /* --- discovery ---------------------------------------------------------------- */
 
@@ -387,9 +512,10 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
   kc_plugin *p = NULL;
   cs->retry_at_ms = 0;
   int rc = kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
-  if (rc == 0)
-    rc = kc_plugin_instance_new(p, cs->spec->name, (const kctrld_settings *)cs->spec->settings, d,
-                                &cs->inst, err, sizeof err);
+  if (rc == 0) {
+    const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings};
+    rc = kc_plugin_instance_new(p, cs->spec->name, &env, &cs->inst, err, sizeof err);
+  }
   if (rc < 0) {
     init_failed(d, cs, err, retry);
     return rc;
@@ -637,9 +763,10 @@ static void finish_shutdown(kc_daemon *d);
 
 static bool events_may_write(void *ud) { return kc_daemon_may_write(ud); }
 
-/* Detach first: abandoned workers may still call the event service. */
+/* Close the host link first: abandoned workers may still call the event
+ * host function. */
 static void close_events(kc_daemon *d) {
-  kc_hostapi_set_events(NULL);
+  host_link_close(d);
   kc_events_close(d->events);
   d->events = NULL;
 }
@@ -667,6 +794,7 @@ static void on_controller_stopped(void *ud) {
 
 static void finish_shutdown(kc_daemon *d) {
   atomic_store(&d->may_write, false);
+  host_link_close(d); /* before the informers close: abandoned reconciles may read them */
   for (size_t i = 0; i < d->nkinds; i++) {
     if (d->kinds[i]->informer) kc_informer_close(d->kinds[i]->informer);
     d->kinds[i]->informer = NULL;
@@ -831,6 +959,8 @@ static void free_daemon(kc_daemon *d) {
   else
     kc_config_free(d->cfg);
   pthread_rwlock_destroy(&d->registry_lock);
+  host_link_close(d);
+  link_release(d->link); /* plugin instances still running keep it */
   free(d);
 }
 
@@ -900,8 +1030,10 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the Event recorder");
     goto fail;
   }
-  kc_hostapi_set_events(d->events);
-  kc_hostapi_install(); /* plugin host services on this daemon */
+  if (!(d->link = host_link_new(d))) {
+    kc_error("daemon", "out of memory");
+    goto fail;
+  }
   for (size_t i = 0; i < d->nctls; i++) {
     if (instantiate(d, &d->ctls[i], !opts->fail_fast) < 0 && opts->fail_fast) {
       kc_error("daemon", "controller %s cannot start and --fail-fast is set: exiting",

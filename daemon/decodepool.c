@@ -55,6 +55,12 @@ struct kc_decode_pool {
   kc_dstream *run_head, *run_tail; /* streams with input to decode */
   kc_dstream *ready;               /* streams with something for the loop */
   size_t open_streams;             /* loop: the async keeps the loop alive while > 0 */
+  /* Loop: streams with a little unscheduled input. Waking a pool thread
+   * costs a futex call; a server writing 1-byte chunks would pay it per
+   * byte. They are scheduled once per loop iteration, before it polls. */
+  uv_prepare_t prepare;
+  kc_dstream *deferred;
+  int open_handles; /* async and prepare: freed when both closed */
 };
 
 struct kc_dstream {
@@ -89,6 +95,9 @@ struct kc_dstream {
 
   /* loop only */
   kc_dstream *next_deliver;
+  kc_dstream *next_deferred;
+  bool deferred;
+  size_t unscheduled; /* input bytes queued since the stream was last scheduled */
   int done_rc;
   bool closed;
   bool done_called;
@@ -109,6 +118,8 @@ unsigned kc_decode_pool_default_threads(void) {
 static void stream_release(kc_dstream *s);
 static void decode_scheduled(kc_dstream *s);
 static void on_async(uv_async_t *a);
+static void on_prepare(uv_prepare_t *h);
+static void on_pool_closed(uv_handle_t *h);
 
 static void *pool_thread(void *arg) {
   kc_decode_pool *p = arg;
@@ -143,14 +154,23 @@ int kc_decode_pool_new(uv_loop_t *loop, unsigned threads, kc_decode_pool **out) 
     free(p);
     return -rc;
   }
-  rc = uv_async_init(loop, &p->async, on_async);
+  bool prepared = (rc = uv_prepare_init(loop, &p->prepare)) == 0; /* libuv: cannot fail */
+  if (rc == 0) rc = uv_async_init(loop, &p->async, on_async);
   if (rc) {
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->mu);
-    free(p);
+    if (prepared) {
+      p->open_handles = 1;
+      p->prepare.data = p;
+      uv_close((uv_handle_t *)&p->prepare, on_pool_closed);
+    } else {
+      free(p);
+    }
     return rc;
   }
+  p->prepare.data = p;
   p->async.data = p;
+  p->open_handles = 2;
   /* The async keeps the loop alive only while a stream is open. */
   uv_unref((uv_handle_t *)&p->async);
   if (threads) {
@@ -175,7 +195,10 @@ int kc_decode_pool_new(uv_loop_t *loop, unsigned threads, kc_decode_pool **out) 
   return 0;
 }
 
-static void on_pool_closed(uv_handle_t *h) { free(h->data); }
+static void on_pool_closed(uv_handle_t *h) {
+  kc_decode_pool *p = h->data;
+  if (--p->open_handles == 0) free(p);
+}
 
 void kc_decode_pool_free(kc_decode_pool *p) {
   if (!p) return;
@@ -196,6 +219,13 @@ void kc_decode_pool_free(kc_decode_pool *p) {
     p->ready = s->next_ready;
     stream_release(s);
   }
+  while (p->deferred) {
+    kc_dstream *s = p->deferred;
+    p->deferred = s->next_deferred;
+    stream_release(s);
+  }
+  uv_prepare_stop(&p->prepare);
+  uv_close((uv_handle_t *)&p->prepare, on_pool_closed);
   pthread_cond_destroy(&p->cond);
   pthread_mutex_destroy(&p->mu);
   uv_close((uv_handle_t *)&p->async, on_pool_closed);
@@ -454,10 +484,23 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
     s->in_tail = c;
   }
   s->inflight += len;
-  bool need = !s->scheduled;
-  s->scheduled = true;
+  s->unscheduled += len;
+  bool need = !s->scheduled && s->unscheduled >= CHUNK_MIN;
+  if (need) {
+    s->scheduled = true;
+    s->unscheduled = 0;
+  }
+  bool defer = !s->scheduled && !need;
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
+  else if (defer && !s->deferred) {
+    kc_decode_pool *p = s->pool;
+    s->deferred = true;
+    atomic_fetch_add(&s->refs, 1);
+    s->next_deferred = p->deferred;
+    p->deferred = s;
+    uv_prepare_start(&p->prepare, on_prepare);
+  }
   return 0;
 }
 
@@ -570,6 +613,27 @@ static void deliver(kc_dstream *s) {
     return;
   }
   if (resume && s->cbs.resume) s->cbs.resume(s->ud);
+}
+
+static void on_prepare(uv_prepare_t *h) {
+  kc_decode_pool *p = h->data;
+  kc_dstream *list = p->deferred;
+  p->deferred = NULL;
+  uv_prepare_stop(&p->prepare);
+  while (list) {
+    kc_dstream *s = list;
+    list = s->next_deferred;
+    s->deferred = false;
+    pthread_mutex_lock(&s->mu);
+    bool need = !s->cancel && !s->scheduled && s->in_head;
+    if (need) {
+      s->scheduled = true;
+      s->unscheduled = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (need) schedule(s);
+    stream_release(s); /* the deferred list's reference */
+  }
 }
 
 static void on_async(uv_async_t *a) {

@@ -12,10 +12,14 @@
 #include <time.h>
 
 #include "buf.h"
-#include "daemon.h"
 #include "decode.h"
+#include "events.h"
 #include "jsonpath.h"
+#include "kobj.h"
 #include "log.h"
+#include "selector.h"
+#include "store.h"
+#include "yamltree.h"
 
 #define COMPONENT "hostapi"
 
@@ -23,28 +27,24 @@ _Static_assert(sizeof(kctrld_str) == sizeof(kc_str), "slice layouts");
 _Static_assert((int)KCTRLD_JSON_ARRAY == (int)KC_JSON_ARRAY, "json types");
 _Static_assert((int)KCTRLD_JSON_STRING == (int)KC_JSON_STRING, "json types");
 
-static kc_hostapi_backend backend;
-
 static inline kctrld_str S(kc_str s) { return (kctrld_str){s.ptr, s.len}; }
 static inline const kc_obj *O(const kctrld_object *o) { return (const kc_obj *)o; }
 
-/* ---- per-thread state ---- */
+/* ---- per-thread state: the last parsed label selector ---- */
 
 struct thread_state {
-  kc_api *api;
-  kc_api_worker *worker;
-  char *sel_text;           /* text of the cached selector */
+  char *sel_text; /* text of the cached selector */
   kc_label_selector *sel;
 };
 
 static pthread_key_t tkey;
 static pthread_once_t tonce = PTHREAD_ONCE_INIT;
 static _Thread_local struct thread_state *tstate;
+static _Thread_local kctrld_ctx *current_ctx; /* the plugin call on this thread (log) */
 
 static void thread_state_free(void *p) {
   struct thread_state *t = p;
   if (!t) return;
-  kc_api_worker_free(t->worker);
   free(t->sel_text);
   kc_label_selector_free(t->sel);
   free(t);
@@ -74,16 +74,36 @@ void kc_hostapi_thread_cleanup(void) {
   tstate = NULL;
 }
 
+/* ---- ctx ---- */
+
+void kc_hostapi_ctx_init(kctrld_ctx *ctx, const kc_host_env *env, const char *controller,
+                         kc_expectations *exp, const char *key, kc_reconcile_result *res) {
+  *ctx = (kctrld_ctx){.env = env, .controller = controller ? controller : "", .exp = exp,
+                      .key = key, .res = res};
+}
+
+kctrld_ctx *kc_hostapi_enter(kctrld_ctx *ctx) {
+  kctrld_ctx *prev = current_ctx;
+  current_ctx = ctx;
+  return prev;
+}
+
+void kc_hostapi_leave(kctrld_ctx *previous) { current_ctx = previous; }
+
+/* The environment member m of ctx's env, or NULL. */
+#define ENV_OP(ctx, m) ((ctx) && (ctx)->env && (ctx)->env->ops && (ctx)->env->ops->m ? (ctx)->env->ops->m : NULL)
+#define ENV_UD(ctx) ((ctx)->env->ud)
+
 /* ---- small helpers ---- */
 
 static void api_error(kctrld_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Records the message ctx_api_error returns (truncated to 255 bytes). */
 static void api_error(kctrld_ctx *ctx, const char *fmt, ...) {
-  char msg[512];
+  if (!ctx) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  vsnprintf(ctx->api_error, sizeof ctx->api_error, fmt, ap);
   va_end(ap);
-  if (backend.ctx_error) backend.ctx_error(ctx, msg);
 }
 
 static kc_str cstr_or_absent(const char *s) { return s ? kc_str_c(s) : (kc_str){NULL, 0}; }
@@ -192,18 +212,14 @@ static int svc_settings_len(const kctrld_settings *s, const char *path, size_t *
 
 /* ---- cache ---- */
 
-static void *cache_of(kctrld_ctx *ctx, const char *api_version, const char *kind) {
-  if (!api_version || !kind || !backend.ctx_data) return NULL;
-  void *dd = backend.ctx_data(ctx);
-  return dd ? backend.cache_for(dd, api_version, kind) : NULL;
-}
-
 static int svc_cache_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
-  if (!ref || !ref->name || !out) return -EINVAL;
-  void *c = cache_of(ctx, ref->api_version, ref->kind);
-  if (!c) return -ENOTSUP;
-  kc_obj *o = backend.cache_get(c, kc_str_c(ref->namespace_ ? ref->namespace_ : ""),
-                                kc_str_c(ref->name));
+  if (!ref || !ref->name || !ref->api_version || !ref->kind || !out) return -EINVAL;
+  __typeof__(((kc_host_env_ops *)0)->cache_get) get = ENV_OP(ctx, cache_get);
+  if (!get) return -ENOSYS;
+  kc_obj *o = NULL;
+  int rc = get(ENV_UD(ctx), ref->api_version, ref->kind,
+               kc_str_c(ref->namespace_ ? ref->namespace_ : ""), kc_str_c(ref->name), &o);
+  if (rc < 0) return rc;
   if (!o) return -ENOENT;
   *out = (const kctrld_object *)o;
   return 0;
@@ -259,9 +275,10 @@ static int svc_cache_list(kctrld_ctx *ctx, const char *api_version, const char *
       value = opts->field_value;
     }
   }
-  if (index && !value) return -EINVAL;
-  void *c = cache_of(ctx, api_version, kind);
-  if (!c) return -ENOTSUP;
+  if ((index && !value) || !api_version || !kind) return -EINVAL;
+  __typeof__(((kc_host_env_ops *)0)->cache_list) list = ENV_OP(ctx, cache_list);
+  __typeof__(((kc_host_env_ops *)0)->cache_by_index) by_index = ENV_OP(ctx, cache_by_index);
+  if (!list || (index && !by_index)) return -ENOSYS;
   const kc_label_selector *sel = NULL;
   if (seltext && *seltext) {
     int rc = selector_for(ctx, seltext, &sel);
@@ -271,7 +288,7 @@ static int svc_cache_list(kctrld_ctx *ctx, const char *api_version, const char *
   if (!vec) return -ENOMEM;
   int rc;
   if (index) {
-    rc = backend.cache_by_index(c, index, kc_str_c(value), vec);
+    rc = by_index(ENV_UD(ctx), api_version, kind, index, kc_str_c(value), vec);
     if (rc == -ENOENT) {
       api_error(ctx, "no field index %s on the cache of %s %s", index, api_version, kind);
       rc = -EINVAL;
@@ -289,7 +306,7 @@ static int svc_cache_list(kctrld_ctx *ctx, const char *api_version, const char *
       vec->n = j;
     }
   } else {
-    rc = backend.cache_list(c, cstr_or_absent(ns), sel, vec);
+    rc = list(ENV_UD(ctx), api_version, kind, cstr_or_absent(ns), sel, vec);
   }
   if (rc < 0) {
     kc_obj_vec_release(vec);
@@ -460,14 +477,16 @@ int kc_hostapi_map_status(const kc_api_status *st, bool json_patch) {
 }
 
 /* Builds the URL path of an object (name may be NULL: the collection). */
-static int object_path(kctrld_ctx *ctx, void *dd, const char *api_version, const char *kind,
+static int object_path(kctrld_ctx *ctx, const char *api_version, const char *kind,
                        kc_str ns, kc_str name, const char *sub, kc_buf *b) {
   kc_resource_ref res;
   if (!api_version || !*api_version || !kind || !*kind) {
     api_error(ctx, "apiVersion and kind are required");
     return -EINVAL;
   }
-  if (backend.resource(dd, api_version, kind, &res) < 0) {
+  __typeof__(((kc_host_env_ops *)0)->resource) resource = ENV_OP(ctx, resource);
+  if (!resource) return -ENOSYS;
+  if (resource(ENV_UD(ctx), api_version, kind, &res) < 0) {
     api_error(ctx, "the API server does not serve %s %s", api_version, kind);
     return -ENOTSUP;
   }
@@ -501,31 +520,20 @@ enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2 };
 
 /* Sends one request on the thread's worker; parses a 2xx body into *out
  * when out is not NULL. */
-static int do_request(kctrld_ctx *ctx, void *dd, const char *method, const char *path,
+static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
                       const char *content_type, const char *body, size_t len, int flags,
                       const kctrld_object **out) {
   if (out) *out = NULL;
-  if ((flags & REQ_WRITE) && !backend.may_write(dd)) {
+  __typeof__(((kc_host_env_ops *)0)->request) request = ENV_OP(ctx, request);
+  __typeof__(((kc_host_env_ops *)0)->may_write) may_write = ENV_OP(ctx, may_write);
+  if (!request) return -ENOSYS;
+  if ((flags & REQ_WRITE) && (!may_write || !may_write(ENV_UD(ctx)))) {
     api_error(ctx, "not the leader: %s %s refused", method, path);
     return -EAGAIN;
   }
-  kc_api *api = backend.api(dd);
-  struct thread_state *t = thread_state();
-  if (!t || !api) return -ENOMEM;
-  if (t->api != api || !t->worker) {
-    kc_api_worker_free(t->worker);
-    t->worker = NULL;
-    t->api = NULL;
-    int rc = kc_api_worker_new(api, &t->worker);
-    if (rc < 0) {
-      api_error(ctx, "cannot create an API worker: %s", strerror(-rc));
-      return rc;
-    }
-    t->api = api;
-  }
   kc_api_response r;
-  int rc = kc_api_do(t->worker, method, path, content_type, body, len, KC_HOSTAPI_WRITE_TIMEOUT_MS,
-                     &r);
+  int rc = request(ENV_UD(ctx), method, path, content_type, body, len,
+                   KC_HOST_ENV_REQUEST_TIMEOUT_MS, &r);
   if (rc < 0) {
     api_error(ctx, "%s %s: %s", method, path, r.status.message[0] ? r.status.message : strerror(-rc));
     kc_warn(COMPONENT, "request failed method=%s path=%s error=\"%s\"", method, path, strerror(-rc));
@@ -552,8 +560,6 @@ static int do_request(kctrld_ctx *ctx, void *dd, const char *method, const char 
   return e;
 }
 
-static void *data_of(kctrld_ctx *ctx) { return backend.ctx_data ? backend.ctx_data(ctx) : NULL; }
-
 /* C copies of an object's identity (from a parsed body). */
 static bool copy_slice(kc_str s, char *buf, size_t cap) {
   if (s.len >= cap) return false;
@@ -567,8 +573,6 @@ static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, co
                         size_t len, const kctrld_object **out) {
   if (out) *out = NULL;
   if (!json || !len) return -EINVAL;
-  void *dd = data_of(ctx);
-  if (!dd) return -EINVAL;
   char err[160];
   kc_obj *o = kc_obj_parse(json, len, NULL, err, sizeof err);
   if (!o) {
@@ -587,11 +591,11 @@ static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, co
     return -EINVAL;
   }
   kc_buf path = {0};
-  int rc = object_path(ctx, dd, av, kind, o->namespace_, create ? (kc_str){NULL, 0} : o->name, sub,
+  int rc = object_path(ctx, av, kind, o->namespace_, create ? (kc_str){NULL, 0} : o->name, sub,
                        &path);
   kc_obj_unref(o);
   if (rc == 0)
-    rc = do_request(ctx, dd, method, path.p, "application/json", json, len, REQ_WRITE, out);
+    rc = do_request(ctx, method, path.p, "application/json", json, len, REQ_WRITE, out);
   free(path.p);
   return rc;
 }
@@ -607,9 +611,9 @@ static int svc_api_update_status(kctrld_ctx *ctx, const char *json, size_t len,
   return write_object(ctx, "PUT", "status", json, len, out);
 }
 
-static int ref_path(kctrld_ctx *ctx, void *dd, const kctrld_ref *ref, const char *sub, kc_buf *b) {
+static int ref_path(kctrld_ctx *ctx, const kctrld_ref *ref, const char *sub, kc_buf *b) {
   if (!ref || !ref->name) return -EINVAL;
-  return object_path(ctx, dd, ref->api_version, ref->kind,
+  return object_path(ctx, ref->api_version, ref->kind,
                      kc_str_c(ref->namespace_ ? ref->namespace_ : ""), kc_str_c(ref->name), sub, b);
 }
 
@@ -620,22 +624,18 @@ static int svc_api_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const
                    : type == KCTRLD_PATCH_JSON ? "application/json-patch+json"
                                                : NULL;
   if (!ct || !patch || !len) return -EINVAL;
-  void *dd = data_of(ctx);
-  if (!dd) return -EINVAL;
   kc_buf path = {0};
-  int rc = ref_path(ctx, dd, ref, status ? "status" : NULL, &path);
+  int rc = ref_path(ctx, ref, status ? "status" : NULL, &path);
   if (rc == 0)
-    rc = do_request(ctx, dd, "PATCH", path.p, ct, patch, len,
+    rc = do_request(ctx, "PATCH", path.p, ct, patch, len,
                     REQ_WRITE | (type == KCTRLD_PATCH_JSON ? REQ_JSON_PATCH : 0), out);
   free(path.p);
   return rc;
 }
 
 static int svc_api_delete(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_delete_opts *opts) {
-  void *dd = data_of(ctx);
-  if (!dd) return -EINVAL;
   kc_buf path = {0}, body = {0};
-  int rc = ref_path(ctx, dd, ref, NULL, &path);
+  int rc = ref_path(ctx, ref, NULL, &path);
   if (rc < 0) goto out;
   kc_buf_puts(&body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
   if (opts) {
@@ -676,7 +676,7 @@ static int svc_api_delete(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_d
     rc = -ENOMEM;
     goto out;
   }
-  rc = do_request(ctx, dd, "DELETE", path.p, "application/json", body.p, body.len, REQ_WRITE, NULL);
+  rc = do_request(ctx, "DELETE", path.p, "application/json", body.p, body.len, REQ_WRITE, NULL);
 out:
   free(path.p);
   free(body.p);
@@ -686,91 +686,260 @@ out:
 static int svc_api_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
   if (!out) return -EINVAL;
   *out = NULL;
-  void *dd = data_of(ctx);
-  if (!dd) return -EINVAL;
   kc_buf path = {0};
-  int rc = ref_path(ctx, dd, ref, NULL, &path);
-  if (rc == 0) rc = do_request(ctx, dd, "GET", path.p, NULL, NULL, 0, 0, out);
+  int rc = ref_path(ctx, ref, NULL, &path);
+  if (rc == 0) rc = do_request(ctx, "GET", path.p, NULL, NULL, 0, 0, out);
   free(path.p);
   return rc;
 }
 
-/* ---- Events ---- */
-
-/* The recorder events go to. Workers hold the read lock while enqueueing,
- * so kc_hostapi_set_events(NULL) returning means no worker still touches
- * the old recorder (abandoned workers may outlive the daemon's shutdown). */
-static pthread_rwlock_t events_lock = PTHREAD_RWLOCK_INITIALIZER;
-static kc_events *events_rec;
-
-void kc_hostapi_set_events(kc_events *ev) {
-  pthread_rwlock_wrlock(&events_lock);
-  events_rec = ev;
-  pthread_rwlock_unlock(&events_lock);
+/* kctrld_str flavour of copy_slice. */
+static bool kslice_copy(kctrld_str s, char *buf, size_t cap) {
+  return copy_slice((kc_str){s.ptr, s.len}, buf, cap);
 }
 
-static int svc_event(kctrld_ctx *ctx, const kctrld_object *regarding, int type, const char *reason,
-                     const char *message) {
-  if (!regarding || !reason || !*reason) return -EINVAL;
-  if (!data_of(ctx)) return -EINVAL;
-  const kc_obj *o = O(regarding);
-  if (!o->name.len) return -EINVAL;
-  int rc = 0;
-  pthread_rwlock_rdlock(&events_lock);
-  /* No recorder (shutting down): the event is lost, which plugin.h allows. */
-  if (events_rec)
-    rc = kc_events_record(events_rec, o,
-                          type == KCTRLD_EVENT_WARNING ? KC_EVENT_TYPE_WARNING : KC_EVENT_TYPE_NORMAL,
-                          reason, message);
-  pthread_rwlock_unlock(&events_lock);
-  return rc;
+/* ---- allocation, log, results, ctx ---- */
+
+static void *host_alloc(size_t size) { return size ? malloc(size) : NULL; }
+static void *host_realloc(void *p, size_t size) { return realloc(p, size); }
+static void host_free(void *p) { free(p); }
+
+__attribute__((format(printf, 2, 3))) static void host_log(int level, const char *fmt, ...) {
+  if (level < KC_LOG_ERROR) level = KC_LOG_ERROR;
+  if (level > KC_LOG_DEBUG) level = KC_LOG_DEBUG;
+  if (level > (int)kc_log_get_level()) return;
+  char msg[3072];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const kctrld_ctx *ctx = current_ctx;
+  if (ctx && ctx->key)
+    kc_log((enum kc_log_level)level, "plugin", "%s key=%s", msg, ctx->key);
+  else
+    kc_log((enum kc_log_level)level, "plugin", "%s", msg);
 }
 
-/* ---- installation ---- */
+static int host_result_requeue_after(kctrld_ctx *ctx, uint64_t ms) {
+  if (ctx && ctx->res) {
+    ctx->res->after_ms = ms;
+    ctx->after_set = true;
+  }
+  return KCTRLD_RESULT_REQUEUE_AFTER;
+}
 
-static const struct kc_host_services services_table = {
-#define KC_SVC(m) .m = svc_##m,
-    KC_SERVICE_MEMBERS(KC_SVC)
-#undef KC_SVC
-        .event = svc_event,
+__attribute__((format(printf, 2, 3))) static int host_result_error(kctrld_ctx *ctx, const char *fmt,
+                                                                   ...) {
+  if (ctx && ctx->res && fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->res->message, sizeof ctx->res->message, fmt, ap);
+    va_end(ap);
+  }
+  return KCTRLD_RESULT_ERROR;
+}
+
+static const char *host_ctx_controller(const kctrld_ctx *ctx) {
+  return ctx && ctx->controller ? ctx->controller : "";
+}
+
+static const char *host_ctx_api_error(const kctrld_ctx *ctx) { return ctx ? ctx->api_error : ""; }
+
+struct fin_scan {
+  const char *name;
+  size_t len;
+  int index; /* of the match, -1 if none */
+  int count;
 };
 
-const struct kc_host_services *kc_hostapi_services(void) { return &services_table; }
-
-void kc_hostapi_install_backend(const kc_hostapi_backend *b) {
-  backend = *b;
-  kc_plugin_host_set_services(&services_table);
+static bool fin_visit(const kctrld_value *v, void *ud) {
+  struct fin_scan *s = ud;
+  /* Finalizers are qualified names: their JSON text needs no escapes. */
+  if (v->type == KCTRLD_JSON_STRING && v->raw.len == s->len + 2 &&
+      memcmp(v->raw.ptr + 1, s->name, s->len) == 0 && s->index < 0)
+    s->index = s->count;
+  s->count++;
+  return true;
 }
 
-/* The daemon backend. */
-static void *d_cache_for(void *dd, const char *av, const char *kind) {
-  return kc_daemon_informer_for(dd, av, kind);
+static int fin_scan(const kctrld_object *obj, const char *finalizer, struct fin_scan *s) {
+  s->name = finalizer;
+  s->len = strlen(finalizer);
+  s->index = -1;
+  s->count = 0;
+  int rc = svc_object_each(obj, "metadata.finalizers[]", fin_visit, s);
+  return rc < 0 ? rc : 0;
 }
-static kc_obj *d_cache_get(void *c, kc_str ns, kc_str name) { return kc_informer_get(c, ns, name); }
-static int d_cache_list(void *c, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out) {
-  return kc_informer_list(c, ns, sel, out);
-}
-static int d_cache_by_index(void *c, const char *index, kc_str value, kc_obj_vec *out) {
-  return kc_informer_by_index(c, index, value, out);
-}
-static int d_resource(void *dd, const char *av, const char *kind, kc_resource_ref *out) {
-  return kc_daemon_resource(dd, av, kind, out);
-}
-static kc_api *d_api(void *dd) { return kc_daemon_api(dd); }
-static bool d_may_write(void *dd) { return kc_daemon_may_write(dd); }
-static void d_ctx_error(kctrld_ctx *ctx, const char *msg) { kc_ctx_set_api_error(ctx, "%s", msg); }
 
-void kc_hostapi_install(void) {
-  const kc_hostapi_backend b = {
-      .cache_for = d_cache_for,
-      .cache_get = d_cache_get,
-      .cache_list = d_cache_list,
-      .cache_by_index = d_cache_by_index,
-      .resource = d_resource,
-      .api = d_api,
-      .may_write = d_may_write,
-      .ctx_data = kc_ctx_daemon_data,
-      .ctx_error = d_ctx_error,
-  };
-  kc_hostapi_install_backend(&b);
+static bool host_object_has_finalizer(const kctrld_object *obj, const char *finalizer) {
+  struct fin_scan s;
+  if (!obj || !finalizer || fin_scan(obj, finalizer, &s) < 0) return false;
+  return s.index >= 0;
 }
+
+/* A finalizer must be a qualified name; refuse anything needing escapes. */
+static bool finalizer_ok(const char *f) {
+  if (!f || !*f || strlen(f) > 316) return false;
+  for (const char *p = f; *p; p++)
+    if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) return false;
+  return true;
+}
+
+struct obj_ref_buf {
+  char api_version[256], kind[128], ns[64], name[254];
+  kctrld_ref ref;
+};
+
+static int ref_of(const kctrld_object *obj, struct obj_ref_buf *b) {
+  if (!kslice_copy(svc_object_api_version(obj), b->api_version, sizeof b->api_version) ||
+      !kslice_copy(svc_object_kind(obj), b->kind, sizeof b->kind) ||
+      !kslice_copy(svc_object_namespace(obj), b->ns, sizeof b->ns) ||
+      !kslice_copy(svc_object_name(obj), b->name, sizeof b->name) || !b->kind[0] || !b->name[0])
+    return -EINVAL;
+  b->ref = (kctrld_ref){b->api_version, b->kind, b->ns[0] ? b->ns : NULL, b->name};
+  return 0;
+}
+
+static int host_finalizer_add(kctrld_ctx *ctx, const kctrld_object *obj, const char *finalizer) {
+  if (!obj || !finalizer_ok(finalizer)) return -EINVAL;
+  struct fin_scan s;
+  int rc = fin_scan(obj, finalizer, &s);
+  if (rc < 0) return rc;
+  if (s.index >= 0) return 0;
+  struct obj_ref_buf b;
+  char rv[64];
+  if (ref_of(obj, &b) < 0 || !kslice_copy(svc_object_resource_version(obj), rv, sizeof rv))
+    return -EINVAL;
+  char patch[768];
+  int n;
+  if (s.count == 0)
+    n = snprintf(patch, sizeof patch,
+                 "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
+                 "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
+                 rv, finalizer);
+  else
+    n = snprintf(patch, sizeof patch,
+                 "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
+                 "{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
+                 rv, finalizer);
+  if (n < 0 || (size_t)n >= sizeof patch) return -EINVAL;
+  return svc_api_patch(ctx, &b.ref, KCTRLD_PATCH_JSON, patch, (size_t)n, false, NULL);
+}
+
+static int host_finalizer_remove(kctrld_ctx *ctx, const kctrld_object *obj, const char *finalizer) {
+  if (!obj || !finalizer_ok(finalizer)) return -EINVAL;
+  struct fin_scan s;
+  int rc = fin_scan(obj, finalizer, &s);
+  if (rc < 0) return rc;
+  if (s.index < 0) return 0;
+  struct obj_ref_buf b;
+  if (ref_of(obj, &b) < 0) return -EINVAL;
+  char patch[768];
+  /* The test op makes it fail (-ESTALE) if the list moved meanwhile. */
+  int n = snprintf(patch, sizeof patch,
+                   "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/%d\",\"value\":\"%s\"},"
+                   "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/%d\"}]",
+                   s.index, finalizer, s.index);
+  if (n < 0 || (size_t)n >= sizeof patch) return -EINVAL;
+  return svc_api_patch(ctx, &b.ref, KCTRLD_PATCH_JSON, patch, (size_t)n, false, NULL);
+}
+
+__attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
+                                                            const kctrld_object *regarding,
+                                                            int type, const char *reason,
+                                                            const char *fmt, ...) {
+  if (!reason || !*reason || !regarding) return -EINVAL;
+  char msg[1024] = "";
+  if (fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+  }
+  __typeof__(((kc_host_env_ops *)0)->event) event = ENV_OP(ctx, event);
+  if (!event) return -ENOSYS;
+  const kc_obj *o = O(regarding);
+  if (!o->name.len) return -EINVAL;
+  return event(ENV_UD(ctx), o,
+               type == KCTRLD_EVENT_WARNING ? KC_EVENT_TYPE_WARNING : KC_EVENT_TYPE_NORMAL, reason,
+               msg);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static kc_expectations *exp_of(kctrld_ctx *ctx) { return ctx ? ctx->exp : NULL; }
+
+static int host_expect_creations(kctrld_ctx *ctx, const char *key, int64_t n) {
+  kc_expectations *e = exp_of(ctx);
+  return e ? kc_expectations_set(e, key, n, 0, mono_ns()) : -EINVAL;
+}
+static int host_expect_deletions(kctrld_ctx *ctx, const char *key, int64_t n) {
+  kc_expectations *e = exp_of(ctx);
+  return e ? kc_expectations_set(e, key, 0, n, mono_ns()) : -EINVAL;
+}
+static void host_creation_observed(kctrld_ctx *ctx, const char *key) {
+  kc_expectations *e = exp_of(ctx);
+  if (e) kc_expectations_observe(e, key, 1, 0);
+}
+static void host_deletion_observed(kctrld_ctx *ctx, const char *key) {
+  kc_expectations *e = exp_of(ctx);
+  if (e) kc_expectations_observe(e, key, 0, 1);
+}
+static bool host_expectations_satisfied(kctrld_ctx *ctx, const char *key) {
+  kc_expectations *e = exp_of(ctx);
+  return e ? kc_expectations_satisfied(e, key, mono_ns()) : true;
+}
+static void host_expectations_forget(kctrld_ctx *ctx, const char *key) {
+  kc_expectations *e = exp_of(ctx);
+  if (e) kc_expectations_forget(e, key);
+}
+
+/* ---- the table ---- */
+
+static const struct kctrld_host_api host_api = {
+    .abi_major = KCTRLD_ABI_MAJOR,
+    .abi_minor = KCTRLD_ABI_MINOR,
+    .struct_size = sizeof(struct kctrld_host_api),
+    .build_signature = KCTRLD_BUILD_SIGNATURE,
+#ifdef KCTRLD_VERSION
+    .version = KCTRLD_VERSION,
+#else
+    .version = "unknown",
+#endif
+    .alloc = host_alloc,
+    .realloc = host_realloc,
+    .free = host_free,
+    .log = host_log,
+    .result_requeue_after = host_result_requeue_after,
+    .result_error = host_result_error,
+    .ctx_controller = host_ctx_controller,
+    .ctx_api_error = host_ctx_api_error,
+    .object_has_finalizer = host_object_has_finalizer,
+    .finalizer_add = host_finalizer_add,
+    .finalizer_remove = host_finalizer_remove,
+    .event = host_event,
+    .expect_creations = host_expect_creations,
+    .expect_deletions = host_expect_deletions,
+    .creation_observed = host_creation_observed,
+    .deletion_observed = host_deletion_observed,
+    .expectations_satisfied = host_expectations_satisfied,
+    .expectations_forget = host_expectations_forget,
+#define KC_SVC(m) .m = svc_##m,
+    KC_SVC(settings_string) KC_SVC(settings_int) KC_SVC(settings_bool)
+    KC_SVC(settings_duration_ms) KC_SVC(settings_len) KC_SVC(cache_get) KC_SVC(cache_list)
+    KC_SVC(list_len) KC_SVC(list_item) KC_SVC(list_release) KC_SVC(object_ref)
+    KC_SVC(object_release) KC_SVC(object_namespace) KC_SVC(object_name) KC_SVC(object_uid)
+    KC_SVC(object_resource_version) KC_SVC(object_api_version) KC_SVC(object_kind)
+    KC_SVC(object_creation_timestamp) KC_SVC(object_generation) KC_SVC(object_deleting)
+    KC_SVC(object_json) KC_SVC(object_label) KC_SVC(object_each_label) KC_SVC(object_get)
+    KC_SVC(object_each) KC_SVC(object_string) KC_SVC(object_int) KC_SVC(object_bool)
+    KC_SVC(value_get) KC_SVC(value_string) KC_SVC(value_int) KC_SVC(api_create)
+    KC_SVC(api_update) KC_SVC(api_update_status) KC_SVC(api_patch) KC_SVC(api_delete)
+    KC_SVC(api_get)
+#undef KC_SVC
+};
+const struct kctrld_host_api *kc_hostapi_table(void) { return &host_api; }

@@ -1,39 +1,46 @@
-/* hostapi: the daemon's implementation of the plugin host services
- * (struct kc_host_services of plugin_host.h), i.e. the cache, settings,
- * object-field, API-write and Event functions of kctrld/plugin.h.
+/* hostapi: the host functions of kctrld/plugin.h (struct kctrld_host_api),
+ * every one of them, implemented on the calling instance's host environment
+ * (hostenv.h) and on nothing else.
  *
- * Owns: the installed backend (where the caches, discovery and the API client
- * are found), and per worker thread one kc_api_worker (one reused curl easy
- * handle) plus the last parsed label selector. Both are created lazily on the
- * thread's first use and freed when the thread exits (pthread key
- * destructor) or by kc_hostapi_thread_cleanup.
+ * Line with plugin_host: plugin_host.c loads plugin files, checks the ABI
+ * and runs the instance lifecycle (init, reconcile, fini) with a ctx it
+ * builds here (kc_hostapi_ctx_init); this file is the table those plugins
+ * call back into. No process-global backend: a host function that gets a
+ * ctx reaches the environment through it (ctx->env). The ABI gives three
+ * kinds of functions no ctx: settings_* (they get the settings handle,
+ * which is the env's settings node), object_* / value_* / list_* (pure
+ * functions of the object they get), and `log` (its only state is the
+ * thread-local ctx of the plugin call running on this thread, which adds
+ * the reconcile key; kc_hostapi_enter/leave).
+ *
+ * Also owns, per worker thread, the last parsed label selector of
+ * cache_list (created on first use, freed at thread exit or by
+ * kc_hostapi_thread_cleanup).
  *
  * Mapping onto the daemon:
  *  - kctrld_object is a kc_obj (object_ref/object_release = kc_obj_ref/unref);
  *    kctrld_list is a heap kc_obj_vec sorted by namespace/name;
- *    kctrld_settings is a const kc_yaml_node (the controller's `settings:`
- *    subtree; NULL = no settings): pass kc_hostapi_settings(node) to
- *    kc_plugin_instance_new.
- *  - cache_get/cache_list find the informer of apiVersion+kind through
- *    kc_daemon_informer_for(kc_ctx_daemon_data(ctx), ...); field_index lists
- *    go through kc_informer_by_index, then namespace and selector filter the
- *    (small) result.
+ *    kctrld_settings is a const kc_yaml_node (kc_host_env.settings).
+ *  - cache_get/cache_list go to env->ops->cache_*; field_index lists go
+ *    through cache_by_index, then namespace and selector filter the (small)
+ *    result.
  *  - writes build "<api_path>[/namespaces/NS]/<plural>[/NAME][/status]" from
- *    kc_daemon_resource and are sent with kc_api_do on the thread's worker
- *    (timeout KC_HOSTAPI_WRITE_TIMEOUT_MS). When kc_daemon_may_write is false
+ *    env->ops->resource and are sent with env->ops->request (timeout
+ *    KC_HOST_ENV_REQUEST_TIMEOUT_MS). When env->ops->may_write is false
  *    nothing is sent and -EAGAIN is returned. Status codes map to the errno
  *    table of plugin.h (kc_hostapi_map_status); the Status message goes to
- *    kc_ctx_set_api_error. 404 and 409 are normal outcomes: logged at debug.
- *  - event hands a copy of the event to the recorder installed with
- *    kc_hostapi_set_events (daemon/events.h) and returns at once; the
- *    recorder aggregates and writes core/v1 Events from the loop. Without
- *    a recorder the event is dropped (0).
+ *    ctx_api_error. 404 and 409 are normal outcomes: logged at debug.
+ *  - event formats the message and hands it to env->ops->event (the
+ *    daemon's recorder aggregates and writes core/v1 Events from the loop).
+ *  - finalizer_add/remove are JSON patches through api_patch; the
+ *    expect_* functions use the ctx's kc_expectations (the instance's).
+ *  A ctx without an env (or an env without the member) answers -ENOSYS.
  *
- * Threads: kc_hostapi_install* on the loop thread before any controller
- * starts (the backend is then read-only). The services themselves run on
- * worker threads (API writes and cache reads) or any thread (accessors).
+ * Threads: the functions run on whichever thread the plugin calls from
+ * (worker threads for reconcile; the loop thread for init/fini).
  * Errors: 0 or a negative errno, as plugin.h documents per function.
- * Ownership: as plugin.h; the backend struct is copied.
+ * Ownership: as plugin.h. A kctrld_ctx lives on the stack of the plugin
+ * call it is passed to.
  */
 #ifndef KC_HOSTAPI_H
 #define KC_HOSTAPI_H
@@ -41,48 +48,33 @@
 #include <stdbool.h>
 
 #include "apiclient.h"
-#include "events.h"
-#include "informer.h"
+#include "expectations.h"
+#include "hostenv.h"
 #include "kctrld/plugin.h"
-#include "kobj.h"
-#include "plugin_host.h"
-#include "selector.h"
-#include "store.h"
-#include "yamltree.h"
+#include "workers.h"
 
-#define KC_HOSTAPI_WRITE_TIMEOUT_MS 30000
+/* The ctx of one plugin call (opaque to plugins). */
+struct kctrld_ctx {
+  const kc_host_env *env;   /* NULL: every environment function answers -ENOSYS */
+  const char *controller;   /* "" when unknown */
+  kc_expectations *exp;     /* NULL: expect_* answer -EINVAL */
+  const char *key;          /* NULL in init/fini */
+  kc_reconcile_result *res; /* NULL in init/fini */
+  bool after_set;           /* result_requeue_after was called */
+  char api_error[256];
+};
 
-/* Where the services find the daemon's parts. `dd` is the instance's
- * daemon_data (kc_ctx_daemon_data), `cache` what cache_for returned. All
- * members are required; they are called from worker threads. */
-typedef struct kc_hostapi_backend {
-  void *(*cache_for)(void *dd, const char *api_version, const char *kind); /* NULL: not cached */
-  kc_obj *(*cache_get)(void *cache, kc_str ns, kc_str name);
-  int (*cache_list)(void *cache, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out);
-  int (*cache_by_index)(void *cache, const char *index, kc_str value, kc_obj_vec *out);
-  int (*resource)(void *dd, const char *api_version, const char *kind, kc_resource_ref *out);
-  kc_api *(*api)(void *dd);
-  bool (*may_write)(void *dd);
-  /* ctx plumbing; the daemon backend uses kc_ctx_daemon_data and
-   * kc_ctx_set_api_error (tests substitute their own ctx). */
-  void *(*ctx_data)(const kctrld_ctx *ctx);
-  void (*ctx_error)(kctrld_ctx *ctx, const char *msg);
-} kc_hostapi_backend;
+/* A fresh ctx for one call (key and res NULL outside reconcile). */
+void kc_hostapi_ctx_init(kctrld_ctx *ctx, const kc_host_env *env, const char *controller,
+                         kc_expectations *exp, const char *key, kc_reconcile_result *res);
 
-/* Installs the services on the daemon backend (daemon.h, informer.h) with
- * kc_plugin_host_set_services. Loop thread, before controllers start. */
-void kc_hostapi_install(void);
+/* Marks ctx as the plugin call running on this thread (for `log`), and
+ * returns the previous one, which kc_hostapi_leave restores. */
+kctrld_ctx *kc_hostapi_enter(kctrld_ctx *ctx);
+void kc_hostapi_leave(kctrld_ctx *previous);
 
-/* Same on another backend (copied); tests. */
-void kc_hostapi_install_backend(const kc_hostapi_backend *b);
-
-/* Installs the Event recorder the `event` service feeds (NULL detaches).
- * Loop thread; once it returns no thread uses the previous recorder any more,
- * so it may be closed. */
-void kc_hostapi_set_events(kc_events *ev);
-
-/* The services table (static storage) as installed. */
-const struct kc_host_services *kc_hostapi_services(void);
+/* The host table handed to plugins (static storage, complete). */
+const struct kctrld_host_api *kc_hostapi_table(void);
 
 /* The settings handle of a controller's `settings:` node (may be NULL). */
 static inline const kctrld_settings *kc_hostapi_settings(const kc_yaml_node *node) {
@@ -93,9 +85,7 @@ static inline const kctrld_settings *kc_hostapi_settings(const kc_yaml_node *nod
  * answering a JSON patch whose "test" op failed is -ESTALE. Any thread. */
 int kc_hostapi_map_status(const kc_api_status *st, bool json_patch);
 
-/* Frees the calling thread's API worker and selector cache now (the thread
- * may use the services again afterwards). Every thread that used the write
- * services must have exited or called this before kc_api_close. */
+/* Frees the calling thread's selector cache now. */
 void kc_hostapi_thread_cleanup(void);
 
 #endif

@@ -62,17 +62,26 @@ static void on_replace_change(void *ud, enum kc_store_event ev, kc_obj *old, kc_
   }
 }
 
+static void tell_synced(kc_informer *inf) {
+  if (!inf->synced_told && inf->on_synced && kc_informer_synced(inf)) {
+    inf->synced_told = true;
+    inf->on_synced(inf->on_synced_ud, inf);
+  }
+}
+
 static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t n) {
   part *p = ud;
   int rc = kc_store_replace(p->store, objs, n, on_replace_change, p->inf);
   if (rc < 0)
     kc_error("informer", "%s: cannot apply list of %zu objects: %s", kc_reflector_describe(r), n,
              strerror(-rc));
-  kc_informer *inf = p->inf;
-  if (!inf->synced_told && inf->on_synced && kc_informer_synced(inf)) {
-    inf->synced_told = true;
-    inf->on_synced(inf->on_synced_ud, inf);
-  }
+  tell_synced(p->inf);
+}
+
+/* The first list of this part went to the store object by object. */
+static void sink_synced(void *ud, kc_reflector *r) {
+  part *p = ud;
+  tell_synced(p->inf);
 }
 
 void kc_informer_on_synced(kc_informer *inf, void (*cb)(void *ud, kc_informer *inf), void *ud) {
@@ -193,7 +202,7 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
                      : spec->streaming_list == KC_STREAMING_OFF ? KC_REFLECTOR_STREAM_OFF
                                                                 : KC_REFLECTOR_STREAM_AUTO,
     };
-    kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p};
+    kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p, sink_synced};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
   }
   if (rc < 0) {

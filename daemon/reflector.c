@@ -64,6 +64,9 @@ struct kc_reflector {
   char list_rv[64];      /* RV the current list was requested at ("" = consistent) */
   kc_obj **pending;
   size_t npending, cap_pending;
+  bool incremental;      /* this first list goes to sink.upsert as it arrives */
+  bool partial_applied;  /* an incremental attempt failed half-way: replace from now on */
+  size_t napplied;       /* objects the incremental attempt handed over */
 
   /* watching */
   uint64_t watch_started_ms;
@@ -93,9 +96,20 @@ static char *dup_or_null(const char *s) {
   return strdup(s);
 }
 
+/* Ends the current list attempt's collection (success, failure or a new
+ * attempt). */
 static void clear_pending(kc_reflector *r) {
   for (size_t i = 0; i < r->npending; i++) kc_obj_unref(r->pending[i]);
   r->npending = 0;
+  if (r->incremental && r->napplied) r->partial_applied = true;
+  r->incremental = false;
+  r->napplied = 0;
+}
+
+/* A new list attempt: is it the first, applied as it arrives? */
+static void begin_list(kc_reflector *r) {
+  clear_pending(r);
+  r->incremental = !r->stats.synced && r->sink.synced && !r->partial_applied;
 }
 
 static void set_error(kc_reflector *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -217,6 +231,11 @@ static uint64_t now_ms(kc_reflector *r) {
 
 static int list_item(void *ud, kc_obj *obj) {
   kc_reflector *r = ud;
+  if (r->incremental) {
+    r->sink.upsert(r->sink.ud, r, obj);
+    r->napplied++;
+    return 0;
+  }
   if (r->npending == r->cap_pending) {
     size_t nc = r->cap_pending ? r->cap_pending * 2 : 1024;
     kc_obj **np = realloc(r->pending, nc * sizeof *np);
@@ -335,9 +354,15 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
   if (r->stats.synced) r->stats.relists++;
   r->stats.synced = true; /* already while the sink applies it (kc_informer_synced) */
-  r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
-  kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, r->npending,
-          rv);
+  size_t n = r->incremental ? r->napplied : r->npending;
+  if (r->incremental) {
+    r->incremental = false; /* complete: nothing stale */
+    r->napplied = 0;
+    r->sink.synced(r->sink.ud, r);
+  } else {
+    r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
+  }
+  kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, n, rv);
   clear_pending(r);
   r->stats.synced = true;
   r->rv_unavailable = false;
@@ -438,7 +463,7 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
   if (!r->page_continue) r->last_list_limit = limit;
   if (!r->page_continue) {
     snprintf(r->list_rv, sizeof r->list_rv, "%s", rv);
-    clear_pending(r);
+    begin_list(r);
   }
   char url[4096];
   if (kc_reflector_url(r, false, r->list_rv, r->page_continue ? r->continue_token : NULL,
@@ -689,7 +714,7 @@ static void stream_fallback(kc_reflector *r, const char *why) {
 }
 
 static void start_stream(kc_reflector *r, enum list_mode mode) {
-  clear_pending(r);
+  begin_list(r);
   /* Neither a LIST nor a WATCH until the server has accepted it (the end
    * bookmark): a refused attempt counts only here. */
   r->stats.streaming_attempts++;

@@ -37,6 +37,13 @@ typedef struct kc_reflector_sink {
   /* `obj` is the last state as sent in the DELETED event. */
   void (*remove)(void *ud, kc_reflector *r, kc_obj *obj);
   void *ud;
+  /* Optional. When set, the FIRST complete list is not handed over in one
+   * replace() at its end (which would hold the loop for all N objects at
+   * once): its objects go to upsert() as they arrive and synced() runs when
+   * the list is complete. Only while nothing was cached yet, and only until a
+   * first attempt failed half-way (its objects may be stale: the next
+   * attempt replaces). Later relists always use replace(). */
+  void (*synced)(void *ud, kc_reflector *r);
 } kc_reflector_sink;
 
 #define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX

@@ -1,4 +1,4 @@
-/* kctrld/plugin.h: the public plugin ABI of kctrld (the only installed header).
+/* kctrld/plugin.h: the public plugin ABI of kctrld (installed with kctrld/plugin_util.h, the header-only helpers).
  *
  * A plugin is a shared object that exports exactly one symbol,
  * kctrld_plugin_entry. The daemon loads it with dlopen(RTLD_NOW | RTLD_LOCAL |

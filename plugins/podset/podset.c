@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/plugin_util.h"
+#include "kctrld/plugin_util.h"
 #include "kctrld/plugin.h"
 
 #define PODSET_API_VERSION "demo.kctrld.io/v1"
@@ -81,12 +81,9 @@ static int podset_build_pod(const char *ns, const char *name, const char *uid, k
     pu_str(b, ",\"annotations\":");
     pu_add(b, tmpl_annotations.ptr, tmpl_annotations.len);
   }
-  pu_str(b, ",\"ownerReferences\":[{\"apiVersion\":\"" PODSET_API_VERSION "\",\"kind\":\"" PODSET_KIND
-            "\",\"name\":");
-  pu_json_str(b, name, nl);
-  pu_str(b, ",\"uid\":");
-  pu_json_str(b, uid, strlen(uid));
-  pu_str(b, ",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":");
+  pu_str(b, ",\"ownerReferences\":[");
+  pu_owner_ref(b, PODSET_API_VERSION, PODSET_KIND, name, uid, true);
+  pu_str(b, "]},\"spec\":");
   pu_add(b, tmpl_spec.ptr, tmpl_spec.len);
   pu_str(b, "}");
   if (b->oom) {
@@ -336,20 +333,5 @@ static int podset_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **
   return 0;
 }
 
-static const struct kctrld_plugin podset_plugin = {
-    .abi_major = KCTRLD_ABI_MAJOR,
-    .abi_minor = KCTRLD_ABI_MINOR,
-    .struct_size = sizeof(struct kctrld_plugin),
-    .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "podset",
-    .version = "1.0.0",
-    .init = podset_init,
-    .reconcile = podset_reconcile,
-    .fini = NULL,
-};
+KCTRLD_PLUGIN_DEFINE(H, "podset", "1.0.0", podset_init, podset_reconcile, NULL);
 
-KCTRLD_EXPORT const struct kctrld_plugin *kctrld_plugin_entry(const struct kctrld_host_api *host) {
-  if (!host || host->abi_major != KCTRLD_ABI_MAJOR) return NULL;
-  H = host;
-  return &podset_plugin;
-}

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/plugin_util.h"
+#include "kctrld/plugin_util.h"
 #include "kctrld/plugin.h"
 
 #define RELOAD_ANNOTATION "kctrld.io/reload"
@@ -326,20 +326,5 @@ static int reloader_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
 
 static void reloader_fini(void *instance) { free(instance); }
 
-static const struct kctrld_plugin reloader_plugin = {
-    .abi_major = KCTRLD_ABI_MAJOR,
-    .abi_minor = KCTRLD_ABI_MINOR,
-    .struct_size = sizeof(struct kctrld_plugin),
-    .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "reloader",
-    .version = "1.0.0",
-    .init = reloader_init,
-    .reconcile = reloader_reconcile,
-    .fini = reloader_fini,
-};
+KCTRLD_PLUGIN_DEFINE(H, "reloader", "1.0.0", reloader_init, reloader_reconcile, reloader_fini);
 
-KCTRLD_EXPORT const struct kctrld_plugin *kctrld_plugin_entry(const struct kctrld_host_api *host) {
-  if (!host || host->abi_major != KCTRLD_ABI_MAJOR) return NULL;
-  H = host;
-  return &reloader_plugin;
-}

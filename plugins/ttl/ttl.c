@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/plugin_util.h"
+#include "kctrld/plugin_util.h"
 #include "kctrld/plugin.h"
 
 #define TTL_MAX_KINDS 16
@@ -309,20 +309,5 @@ static int ttl_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **ins
 
 static void ttl_fini(void *instance) { free(instance); }
 
-static const struct kctrld_plugin ttl_plugin = {
-    .abi_major = KCTRLD_ABI_MAJOR,
-    .abi_minor = KCTRLD_ABI_MINOR,
-    .struct_size = sizeof(struct kctrld_plugin),
-    .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "ttl",
-    .version = "1.0.0",
-    .init = ttl_init,
-    .reconcile = ttl_reconcile,
-    .fini = ttl_fini,
-};
+KCTRLD_PLUGIN_DEFINE(H, "ttl", "1.0.0", ttl_init, ttl_reconcile, ttl_fini);
 
-KCTRLD_EXPORT const struct kctrld_plugin *kctrld_plugin_entry(const struct kctrld_host_api *host) {
-  if (!host || host->abi_major != KCTRLD_ABI_MAJOR) return NULL;
-  H = host;
-  return &ttl_plugin;
-}

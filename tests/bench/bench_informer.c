@@ -12,8 +12,22 @@
  * Each scenario runs in its own process (clean peak RSS); the server runs
  * in a child of that process and builds its bodies after the fork, so none
  * of its memory is counted. Prints one table.
+ *
+ * A second table (issue 9, decoding off the loop; BENCH_POOL=0 skips it):
+ * the initial sync of N Pods with a decode pool (decodepool.h) of
+ * kc_decode_pool_default_threads() threads (BENCH_DECODE_THREADS=T
+ * overrides) and inline (0 threads), from two sources: kube-apisim
+ * (--generate pods=N, the build's own, next to this binary) with the
+ * streaming list, and the replay server serving prepared pages of 500
+ * (paginated LIST). Each row also measures yajl alone over the same bytes
+ * (the streaming watch's initial events captured by a plain GET in a
+ * child, or the page bodies) and prints wall s, CPU s of the process
+ * (utime + stime, all threads; the servers are other processes), CPU/wall,
+ * wall / yajl alone and the largest loop lag (looplag.h probe) during the
+ * sync.
  */
 #include <errno.h>
+#include <curl/curl.h>
 #include <microhttpd.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,8 +43,10 @@
 
 #include "../unit/store_podgen.h"
 #include "apiclient.h"
+#include "decodepool.h"
 #include "informer.h"
 #include "log.h"
+#include "looplag.h"
 #include "selector.h"
 
 static double now_s(void) {
@@ -68,6 +85,10 @@ static void gb_put(growbuf *b, const char *s, size_t n) {
 }
 
 static growbuf LIST_BODY, WATCH_BODY;
+/* Paginated mode (PAGE_SIZE > 0): PAGES[k] answers continue=k. */
+static long PAGE_SIZE;
+static growbuf *PAGES;
+static long NPAGES;
 static atomic_int watches_served;
 
 struct rd {
@@ -101,6 +122,11 @@ static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *u
     r->b = &WATCH_BODY;
     r->hang = atomic_fetch_add(&watches_served, 1) > 0; /* only the first watch replays */
     resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, reader, r, free);
+  } else if (PAGE_SIZE > 0) {
+    const char *cont = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue");
+    long k = cont ? atol(cont) : 0;
+    if (k < 0 || k >= NPAGES) k = 0;
+    resp = MHD_create_response_from_buffer(PAGES[k].n, PAGES[k].p, MHD_RESPMEM_PERSISTENT);
   } else {
     resp = MHD_create_response_from_buffer(LIST_BODY.n, LIST_BODY.p, MHD_RESPMEM_PERSISTENT);
   }
@@ -116,6 +142,21 @@ typedef struct server_info {
   double list_bytes;
   double event_bytes;
 } server_info;
+
+/* yajl alone (no callbacks, one buffer, like json_verify and
+ * bench_yajl.c): seconds, or -1 when the bytes do not parse. `multi`: a
+ * stream of values (watch events). */
+static double yajl_alone(const char *p, size_t n, bool multi) {
+  yajl_handle h = yajl_alloc(NULL, NULL, NULL);
+  if (!h) return -1;
+  if (multi) yajl_config(h, yajl_allow_multiple_values, 1);
+  double t0 = now_s();
+  bool ok = yajl_parse(h, (const unsigned char *)p, n) == yajl_status_ok &&
+            yajl_complete_parse(h) == yajl_status_ok;
+  double dt = now_s() - t0;
+  yajl_free(h);
+  return ok ? dt : -1;
+}
 
 static int pick_tmpl(const char *t, long i) {
   if (!t || strcmp(t, "mix") != 0) return t ? atoi(t) : 0;
@@ -160,6 +201,38 @@ static void serve(long n, long events, int wfd) {
     kc_obj_unref(o);
   }
   gb_put(&LIST_BODY, "]}", 2);
+  if (PAGE_SIZE > 0) {
+    /* The same items, cut into pages of PAGE_SIZE with continue tokens. */
+    NPAGES = (n + PAGE_SIZE - 1) / PAGE_SIZE;
+    if (NPAGES == 0) NPAGES = 1;
+    PAGES = calloc((size_t)NPAGES, sizeof *PAGES);
+    if (!PAGES) _exit(2);
+    for (long k = 0; k < NPAGES; k++) {
+      char meta[256];
+      long rest = n - (k + 1) * PAGE_SIZE;
+      if (rest > 0)
+        snprintf(meta, sizeof meta, "{\"resourceVersion\":\"1000\",\"continue\":\"%ld\","
+                 "\"remainingItemCount\":%ld}", k + 1, rest);
+      else
+        snprintf(meta, sizeof meta, "{\"resourceVersion\":\"1000\"}");
+      static const char ph[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":";
+      gb_put(&PAGES[k], ph, sizeof ph - 1);
+      gb_put(&PAGES[k], meta, strlen(meta));
+      static const char pi[] = ",\"items\":[";
+      gb_put(&PAGES[k], pi, sizeof pi - 1);
+      for (long i = k * PAGE_SIZE; i < n && i < (k + 1) * PAGE_SIZE; i++) {
+        podspec p;
+        pod_spec_for(i, 0, &p, bufs, sizeof bufs);
+        p.tmpl = pick_tmpl(t, i);
+        kc_obj *o = podgen_make(&pg, &p);
+        if (!o) _exit(2);
+        if (i > k * PAGE_SIZE) gb_put(&PAGES[k], ",", 1);
+        gb_put(&PAGES[k], o->json, o->json_len);
+        kc_obj_unref(o);
+      }
+      gb_put(&PAGES[k], "]}", 2);
+    }
+  }
   /* Watch: MODIFIED events that move pods between nodes and app labels. */
   for (long e = 0; e < events; e++) {
     long i = (e * 7919) % n;
@@ -182,15 +255,19 @@ static void serve(long n, long events, int wfd) {
     if (!f || fwrite(LIST_BODY.p, 1, LIST_BODY.n, f) != LIST_BODY.n || fclose(f) != 0) _exit(6);
   }
   /* Baseline: yajl alone over the same bytes (what json_verify does). */
-  double best = 1e9;
+  double best = 1e9, served = (double)LIST_BODY.n;
   for (int k = 0; k < 3; k++) {
-    yajl_handle h = yajl_alloc(NULL, NULL, NULL);
-    double t0 = now_s();
-    if (yajl_parse(h, (const unsigned char *)LIST_BODY.p, LIST_BODY.n) != yajl_status_ok ||
-        yajl_complete_parse(h) != yajl_status_ok)
-      _exit(3);
-    double dt = now_s() - t0;
-    yajl_free(h);
+    double dt = 0;
+    if (PAGE_SIZE > 0) {
+      served = 0;
+      for (long j = 0; j < NPAGES; j++) {
+        dt += yajl_alone(PAGES[j].p, PAGES[j].n, false);
+        served += (double)PAGES[j].n;
+      }
+    } else {
+      dt = yajl_alone(LIST_BODY.p, LIST_BODY.n, false);
+    }
+    if (dt < 0) _exit(3);
     if (dt < best) best = dt;
   }
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -199,7 +276,7 @@ static void serve(long n, long events, int wfd) {
                        NULL, on_req, NULL, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_END);
   if (!d) _exit(4);
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  server_info si = {info->port, best, (double)LIST_BODY.n,
+  server_info si = {info->port, best, served,
                     events ? (double)WATCH_BODY.n / (double)events : 0};
   if (write(wfd, &si, sizeof si) != sizeof si) _exit(5);
   close(wfd);
@@ -333,6 +410,238 @@ static int scenario(long n, long events, bool drop_mf, result *res) {
   return 0;
 }
 
+/* ---- issue 9: the initial sync with and without the decode pool ---------- */
+
+enum source { SRC_APISIM_STREAM, SRC_REPLAY_PAGED };
+
+typedef struct sync_result {
+  double wall_s, cpu_s, yajl_s, mb, lag_max_s;
+  unsigned threads;
+  long objects;
+} sync_result;
+
+static double cpu_now(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static char APISIM_BIN[4096];
+
+/* Starts kube-apisim with N generated Pods; returns its pid, URL in url. */
+static pid_t apisim_start(long n, char *url, size_t cap) {
+  int pfd[2];
+  if (pipe(pfd) != 0) return -1;
+  char gen[64];
+  snprintf(gen, sizeof gen, "pods=%ld", n);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(pfd[1], 1);
+    close(pfd[0]);
+    close(pfd[1]);
+    execl(APISIM_BIN, APISIM_BIN, "--listen", "127.0.0.1:0", "--generate", gen, (char *)NULL);
+    _exit(127);
+  }
+  close(pfd[1]);
+  size_t len = 0;
+  while (len < cap - 1) {
+    ssize_t r = read(pfd[0], url + len, 1);
+    if (r <= 0 || url[len] == '\n') break;
+    len++;
+  }
+  url[len] = 0;
+  close(pfd[0]);
+  if (strncmp(url, "http://", 7) != 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+  }
+  return pid;
+}
+
+/* The streaming list's initial events as a plain client gets them. */
+typedef struct capture {
+  growbuf b;
+  size_t end; /* > 0: the bytes up to the initial-events-end bookmark's newline */
+} capture;
+
+static size_t on_capture(char *data, size_t size, size_t nmemb, void *ud) {
+  capture *c = ud;
+  size_t len = size * nmemb, from = c->b.n > 64 ? c->b.n - 64 : 0;
+  gb_put(&c->b, data, len);
+  char *mark = memmem(c->b.p + from, c->b.n - from, "k8s.io/initial-events-end", 25);
+  if (mark) {
+    char *nl = memchr(mark, '\n', (size_t)(c->b.p + c->b.n - mark));
+    if (nl) {
+      c->end = (size_t)(nl + 1 - c->b.p);
+      return 0; /* enough: stop the transfer */
+    }
+  }
+  return len;
+}
+
+/* In a child (its memory is not the bench's): GETs the streaming watch and
+ * times yajl alone over the initial events. */
+static int apisim_yajl_alone(const char *url, double *secs, double *bytes) {
+  int pfd[2];
+  if (pipe(pfd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(pfd[0]);
+    char full[512];
+    snprintf(full, sizeof full, "%s/api/v1/pods?allowWatchBookmarks=true&resourceVersion=&"
+             "resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", url);
+    capture c = {0};
+    CURL *h = curl_easy_init();
+    if (!h) _exit(2);
+    curl_easy_setopt(h, CURLOPT_URL, full);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_capture);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 600L);
+    curl_easy_perform(h);
+    curl_easy_cleanup(h);
+    if (!c.end) _exit(3);
+    double r[2] = {1e9, (double)c.end};
+    for (int k = 0; k < 3; k++) {
+      double dt = yajl_alone(c.b.p, c.end, true);
+      if (dt < 0) _exit(4);
+      if (dt < r[0]) r[0] = dt;
+    }
+    if (write(pfd[1], r, sizeof r) != sizeof r) _exit(5);
+    _exit(0);
+  }
+  close(pfd[1]);
+  double r[2];
+  ssize_t got = read(pfd[0], r, sizeof r);
+  close(pfd[0]);
+  waitpid(pid, NULL, 0);
+  if (got != sizeof r) return -1;
+  *secs = r[0];
+  *bytes = r[1];
+  return 0;
+}
+
+static long SYNC_ADDS;
+static void h_add_count(void *ud, kc_informer *inf, kc_obj *o) { SYNC_ADDS++; }
+
+static int scenario_sync(enum source src, long n, unsigned threads, sync_result *res) {
+  char url[160];
+  pid_t srv;
+  if (src == SRC_APISIM_STREAM) {
+    srv = apisim_start(n, url, sizeof url);
+    if (srv < 0) return -1;
+    double bytes = 0;
+    if (apisim_yajl_alone(url, &res->yajl_s, &bytes) != 0) return -1;
+    res->mb = bytes / 1e6;
+  } else {
+    int pfd[2];
+    if (pipe(pfd) != 0) return -1;
+    srv = fork();
+    if (srv == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      close(pfd[0]);
+      PAGE_SIZE = 500;
+      serve(n, 0, pfd[1]);
+    }
+    close(pfd[1]);
+    server_info si;
+    if (read(pfd[0], &si, sizeof si) != sizeof si) return -1;
+    close(pfd[0]);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", si.port);
+    res->yajl_s = si.yajl_s;
+    res->mb = si.list_bytes / 1e6;
+  }
+  uv_loop_t loop;
+  if (uv_loop_init(&loop) != 0) return -1;
+  kc_kube_creds cr = {.server = url, .token = "t"};
+  kc_api *api = NULL;
+  kc_decode_pool *pool = NULL;
+  kc_looplag lag;
+  if (kc_api_new(&loop, &cr, &api) != 0 || kc_decode_pool_new(&loop, threads, &pool) != 0 ||
+      kc_looplag_start(&loop, &lag, 0) != 0)
+    return -1;
+  res->threads = kc_decode_pool_threads(pool);
+  kc_informer_spec sp = {.api_version = "v1", .kind = "Pod", .group = "", .label_selector = "",
+                         .field_selector = "", .page_size = 500, .watch_timeout_ms = 300000,
+                         .watch_inactivity_ms = 0, .identity = "bench",
+                         .streaming_list = src == SRC_APISIM_STREAM ? KC_STREAMING_ON
+                                                                    : KC_STREAMING_OFF};
+  kc_resource_ref ref = {"/api/v1", "pods", true};
+  kc_informer *inf = NULL;
+  if (kc_informer_new(&loop, api, pool, &sp, &ref, &inf) != 0) return -1;
+  kc_informer_handler h = {h_add_count, NULL, NULL, NULL};
+  kc_informer_add_handler(inf, &h);
+  SYNC_ADDS = 0;
+  /* Lag samples from before the sync are not the sync's. */
+  uv_run(&loop, UV_RUN_NOWAIT);
+  lag.max_seconds = 0;
+  double t0 = now_s(), c0 = cpu_now();
+  kc_informer_start(inf);
+  while (!kc_informer_synced(inf)) uv_run(&loop, UV_RUN_ONCE);
+  res->wall_s = now_s() - t0;
+  res->cpu_s = cpu_now() - c0;
+  res->lag_max_s = lag.max_seconds;
+  res->objects = SYNC_ADDS;
+  kc_informer_close(inf);
+  kc_looplag_close(&lag, NULL);
+  kc_api_close(api);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  kc_decode_pool_free(pool);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  kill(srv, SIGKILL);
+  waitpid(srv, NULL, 0);
+  return 0;
+}
+
+static void sync_table(const long *sizes, int nsizes) {
+  unsigned pool_threads = getenv("BENCH_DECODE_THREADS")
+                              ? (unsigned)atoi(getenv("BENCH_DECODE_THREADS"))
+                              : kc_decode_pool_default_threads();
+  printf("\ninitial sync, decode pool vs inline (issue 9); yajl alone = one core, same bytes\n");
+  printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %10s\n", "pods", "source", "threads", "MB",
+         "wall s", "CPU s", "CPU/wall", "x yajl", "lag max ms");
+  static const char *const names[] = {"kube-apisim streaming", "replay paged LIST"};
+  for (int i = 0; i < nsizes; i++)
+    for (int src = 0; src < 2; src++)
+      for (int inl = 0; inl < 2; inl++) {
+        unsigned th = inl ? 0 : pool_threads;
+        int pfd[2];
+        if (pipe(pfd) != 0) return;
+        pid_t pid = fork();
+        if (pid == 0) {
+          close(pfd[0]);
+          sync_result r = {0};
+          int rc = scenario_sync((enum source)src, sizes[i], th, &r);
+          if (rc == 0 && write(pfd[1], &r, sizeof r) != sizeof r) rc = -1;
+          _exit(rc ? 1 : 0);
+        }
+        close(pfd[1]);
+        sync_result r;
+        ssize_t got = read(pfd[0], &r, sizeof r);
+        close(pfd[0]);
+        waitpid(pid, NULL, 0);
+        if (got != sizeof r) {
+          printf("%-8ld %-22s %7u failed\n", sizes[i], names[src], th);
+          continue;
+        }
+        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f%s\n", sizes[i], names[src],
+               r.threads, r.mb, r.wall_s, r.cpu_s, r.cpu_s / r.wall_s, r.wall_s / r.yajl_s,
+               r.lag_max_s * 1e3, r.objects == sizes[i] ? "" : " (object count wrong)");
+        fflush(stdout);
+      }
+  printf("columns: threads = decode pool threads (0: inline on the loop); MB = bytes parsed (the "
+         "streaming watch's initial events up to the initial-events-end bookmark, or all LIST "
+         "pages); wall s = kc_informer_start to synced; CPU s = utime+stime of the process (loop, "
+         "curl and decode threads) over that time; x yajl = wall / yajl alone (best of 3, one "
+         "core, no callbacks) over the same bytes; lag max = largest looplag.h sample during the "
+         "sync\n");
+}
+
 int main(int argc, char **argv) {
   long sizes[8] = {10000, 100000};
   int nsizes = 2;
@@ -344,48 +653,63 @@ int main(int argc, char **argv) {
   const char *tmpl = getenv("BENCH_TEMPLATE") ? getenv("BENCH_TEMPLATE") : "0";
   kc_log_set_level(KC_LOG_WARN);
   signal(SIGPIPE, SIG_IGN);
-  printf("bench_informer: list -> store -> handlers over loopback HTTP, Pods from fixture template %s\n",
-         tmpl);
-  printf("%-8s %-5s %9s %8s %8s %6s %9s %9s %9s %8s %9s %9s %9s\n", "pods", "mgdF", "list MB",
-         "JSON/pod", "sync s", "x yajl", "RSS/pod", "store/pod", "peakRSS", "RSS/JSON", "events/s",
-         "sel1 us", "sel10% us");
-  for (int i = 0; i < nsizes; i++) {
-    for (int drop = 0; drop < 2; drop++) {
-      int pfd[2];
-      if (pipe(pfd) != 0) return 1;
-      pid_t pid = fork();
-      if (pid == 0) {
-        close(pfd[0]);
-        result r = {0};
-        int rc = scenario(sizes[i], events, drop, &r);
-        if (rc == 0 && write(pfd[1], &r, sizeof r) != sizeof r) rc = -1;
-        _exit(rc ? 1 : 0);
-      }
-      close(pfd[1]);
-      result r;
-      ssize_t got = read(pfd[0], &r, sizeof r);
-      close(pfd[0]);
-      int st;
-      waitpid(pid, &st, 0);
-      if (got != sizeof r) {
-        printf("%-8ld %-5s failed\n", sizes[i], drop ? "drop" : "keep");
-        continue;
-      }
-      double rss_per = (double)(r.rss_after_kib - r.rss_base_kib) * 1024.0 / (double)sizes[i];
-      printf("%-8ld %-5s %9.1f %8.0f %8.2f %6.2f %9.0f %9.0f %8.0fM %8.2f %9.0f %9.1f %9.0f\n",
-             sizes[i], drop ? "drop" : "keep", r.list_mb, r.json_per_obj, r.sync_s,
-             r.sync_s / r.yajl_s, rss_per, r.store_bytes_per_obj, (double)r.hwm_kib / 1024.0,
-             rss_per / r.json_per_obj, r.events_per_s, r.sel1_us, r.sel10_us);
-      if (getenv("BENCH_DEBUG")) printf("sel10 matches %ld\n", r.sel10_n);
-      fflush(stdout);
-    }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  {
+    char self[4000];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sn <= 0) return 1;
+    self[sn] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = 0;
+    snprintf(APISIM_BIN, sizeof APISIM_BIN, "%s/../kube-apisim", self);
   }
-  printf("columns: mgdF = metadata.managedFields kept or dropped by the transform; JSON/pod = "
-         "bytes of the list body per pod (managedFields included); x yajl = sync time / yajl "
-         "alone parsing the same body; RSS/pod = RSS growth after sync per pod; store/pod = "
-         "kc_store_bytes per pod; peakRSS = VmHWM of the process after sync + %ld watch events; "
-         "events/s = MODIFIED events applied (store, label and spec.nodeName indexes, handler); "
-         "sel1/sel10%% = kc_informer_list with a selector matching 1 pod / 10%% of pods\n",
-         events);
+  bool classic = !getenv("BENCH_CLASSIC") || atoi(getenv("BENCH_CLASSIC")) != 0;
+  bool pool_table = !getenv("BENCH_POOL") || atoi(getenv("BENCH_POOL")) != 0;
+  if (classic) {
+    printf("bench_informer: list -> store -> handlers over loopback HTTP, Pods from fixture template %s\n",
+           tmpl);
+    printf("%-8s %-5s %9s %8s %8s %6s %9s %9s %9s %8s %9s %9s %9s\n", "pods", "mgdF", "list MB",
+           "JSON/pod", "sync s", "x yajl", "RSS/pod", "store/pod", "peakRSS", "RSS/JSON", "events/s",
+           "sel1 us", "sel10% us");
+    for (int i = 0; i < nsizes; i++) {
+      for (int drop = 0; drop < 2; drop++) {
+        int pfd[2];
+        if (pipe(pfd) != 0) return 1;
+        pid_t pid = fork();
+        if (pid == 0) {
+          close(pfd[0]);
+          result r = {0};
+          int rc = scenario(sizes[i], events, drop, &r);
+          if (rc == 0 && write(pfd[1], &r, sizeof r) != sizeof r) rc = -1;
+          _exit(rc ? 1 : 0);
+        }
+        close(pfd[1]);
+        result r;
+        ssize_t got = read(pfd[0], &r, sizeof r);
+        close(pfd[0]);
+        int st;
+        waitpid(pid, &st, 0);
+        if (got != sizeof r) {
+          printf("%-8ld %-5s failed\n", sizes[i], drop ? "drop" : "keep");
+          continue;
+        }
+        double rss_per = (double)(r.rss_after_kib - r.rss_base_kib) * 1024.0 / (double)sizes[i];
+        printf("%-8ld %-5s %9.1f %8.0f %8.2f %6.2f %9.0f %9.0f %8.0fM %8.2f %9.0f %9.1f %9.0f\n",
+               sizes[i], drop ? "drop" : "keep", r.list_mb, r.json_per_obj, r.sync_s,
+               r.sync_s / r.yajl_s, rss_per, r.store_bytes_per_obj, (double)r.hwm_kib / 1024.0,
+               rss_per / r.json_per_obj, r.events_per_s, r.sel1_us, r.sel10_us);
+        if (getenv("BENCH_DEBUG")) printf("sel10 matches %ld\n", r.sel10_n);
+        fflush(stdout);
+      }
+    }
+    printf("columns: mgdF = metadata.managedFields kept or dropped by the transform; JSON/pod = "
+           "bytes of the list body per pod (managedFields included); x yajl = sync time / yajl "
+           "alone parsing the same body; RSS/pod = RSS growth after sync per pod; store/pod = "
+           "kc_store_bytes per pod; peakRSS = VmHWM of the process after sync + %ld watch events; "
+           "events/s = MODIFIED events applied (store, label and spec.nodeName indexes, handler); "
+           "sel1/sel10%% = kc_informer_list with a selector matching 1 pod / 10%% of pods\n",
+           events);
+  }
+  if (pool_table) sync_table(sizes, nsizes);
   return 0;
 }

@@ -160,6 +160,12 @@ REQUIRED = {
     "kctrld_informer_objects": ("gauge", {"resource", "namespace"}),
     "kctrld_informer_bytes": ("gauge", {"resource", "namespace"}),
     "kctrld_informer_backlog": ("gauge", {"resource", "namespace"}),
+    "kctrld_reflector_streaming_lists_total": ("counter", {"resource", "namespace"}),
+    "kctrld_reflector_streaming_list_attempts_total": ("counter", {"resource", "namespace"}),
+    "kctrld_reflector_streaming_list_fallbacks_total": ("counter", {"resource", "namespace"}),
+    "kctrld_reflector_decode_pauses_total": ("counter", {"resource", "namespace"}),
+    "kctrld_loop_lag_seconds": ("histogram", set()),
+    "kctrld_loop_lag_max_seconds": ("gauge", set()),
 }
 
 
@@ -267,8 +273,12 @@ def _metrics(d):
     assert len(objs) == 1 and objs[0][2] == 4, objs
     assert objs[0][1]["resource"] == "configmaps" and objs[0][1]["namespace"] == "ns", objs[0][1]
     assert objs[0][1]["label_selector"] == "app=k9s", objs[0][1]
+    # The daemon lists with the streaming list (sendInitialEvents): it counts
+    # as a streaming list and a watch, not as a LIST request.
     lists = [s[2] for s in fams["kctrld_reflector_lists_total"]["samples"]][0]
-    assert lists >= 1
+    streamed = [s[2] for s in fams["kctrld_reflector_streaming_lists_total"]["samples"]][0]
+    attempts = [s[2] for s in fams["kctrld_reflector_streaming_list_attempts_total"]["samples"]][0]
+    assert lists + streamed >= 1 and attempts >= streamed, (lists, streamed, attempts)
     maxc = [s[2] for s in fams["controller_runtime_max_concurrent_reconciles"]["samples"]][0]
     assert maxc == 2, maxc
     # The Event recorder's outcomes (the sample plugin records none).
@@ -301,7 +311,8 @@ def _endpoints(d):
         assert isinstance(inf.get(k), t), (k, inf.get(k))
     assert inf["resource"] == "configmaps" and inf["namespaces"] == ["ns"], inf
     assert inf["labelSelector"] == "app=k9s" and inf["fieldSelector"] == "", inf
-    assert inf["synced"] is True and inf["objects"] == 4 and inf["lists"] >= 1, inf
+    assert inf["synced"] is True and inf["objects"] == 4, inf
+    assert inf["lists"] + inf["streamingLists"] >= 1 and inf["watches"] >= 1, inf
     assert inf["resourceVersion"] != "", inf
 
 

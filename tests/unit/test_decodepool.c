@@ -207,7 +207,8 @@ static void test_budget_pauses_and_resumes(void **state) {
   while (off < len && (rc = kc_dstream_feed(s, body + off, 1000)) == 0) off += 1000;
   assert_int_equal(rc, KC_DSTREAM_FULL);
   assert_true(off < len);
-  assert_true(off <= budget + 1000);
+  /* The object the decoder holds half-built is not counted: one more. */
+  assert_true(off <= budget + 1000 + 8192);
   assert_int_equal(k.n, 0); /* nothing is delivered outside the loop */
   pump(&loop, s, &k, body + off, len - off, 1000, false, &max_inflight, budget);
   assert_true(k.resumes >= 1);

@@ -1,7 +1,9 @@
-/* Unit tests for daemon/hostapi: settings over a YAML tree, object accessors
- * on real fixtures, cache get/list through a fake backend holding real
- * stores (namespace, selector, field index, order), and every API write
- * against a local HTTP server (paths, methods, content types, bodies, the
+/* Unit tests for daemon/hostapi on fake host environments (hostenv.h):
+ * settings over a YAML tree, object accessors on real fixtures, cache
+ * get/list through an env holding real stores (namespace, selector, field
+ * index, order), two envs side by side and a ctx without one, finalizer
+ * helpers and expectations on an in-memory API, and every API write
+ * against a local HTTP server through kc_host_env_api_request (paths, methods, content types, bodies, the
  * errno mapping, api error messages, refusal while not leading, Events). */
 #include <errno.h>
 #include <pthread.h>
@@ -15,42 +17,53 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "events.h"
 #include "hostapi.h"
+#include "hostenv.h"
 #include "mini_server.h"
 #include "testutil.h"
 
-/* ---- fake daemon ---- */
+/* ---- a fake host environment: in-memory caches (real stores), the API
+ * client either a real kc_api on the local HTTP server below or an
+ * in-memory fake (mem_request), an atomic write fence, a recorder ---- */
 
 struct fake {
   kc_store *pods;
   kc_store *cms;
   kc_api *api;
   atomic_bool may_write;
-};
-
-struct fake_ctx {
-  struct fake *f;
-  char error[512];
+  kc_events *events; /* NULL: events dropped */
+  atomic_int retained;
 };
 
 static struct fake F;
-static struct fake_ctx CTX = {&F, ""};
-#define ctx ((kctrld_ctx *)&CTX)
+static kc_host_env ENV;
+static kctrld_ctx CTX;
+#define ctx (&CTX)
 
-static void *f_cache_for(void *dd, const char *av, const char *kind) {
-  struct fake *f = dd;
+static kc_store *f_store(void *ud, const char *av, const char *kind) {
+  struct fake *f = ud;
   if (!strcmp(av, "v1") && !strcmp(kind, "Pod")) return f->pods;
   if (!strcmp(av, "v1") && !strcmp(kind, "ConfigMap")) return f->cms;
   return NULL;
 }
-static kc_obj *f_get(void *c, kc_str ns, kc_str name) { return kc_store_get(c, ns, name); }
-static int f_list(void *c, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out) {
-  return kc_store_list(c, ns, sel, out);
+static int f_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name, kc_obj **out) {
+  kc_store *s = f_store(ud, av, kind);
+  if (!s) return -ENOTSUP;
+  *out = kc_store_get(s, ns, name);
+  return *out ? 0 : -ENOENT;
 }
-static int f_by_index(void *c, const char *index, kc_str value, kc_obj_vec *out) {
-  return kc_store_by_index(c, index, value, out);
+static int f_list(void *ud, const char *av, const char *kind, kc_str ns, const kc_label_selector *sel,
+                  kc_obj_vec *out) {
+  kc_store *s = f_store(ud, av, kind);
+  return s ? kc_store_list(s, ns, sel, out) : -ENOTSUP;
 }
-static int f_resource(void *dd, const char *av, const char *kind, kc_resource_ref *out) {
+static int f_by_index(void *ud, const char *av, const char *kind, const char *index, kc_str value,
+                      kc_obj_vec *out) {
+  kc_store *s = f_store(ud, av, kind);
+  return s ? kc_store_by_index(s, index, value, out) : -ENOTSUP;
+}
+static int f_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
   if (!strcmp(av, "v1") && !strcmp(kind, "Pod")) *out = (kc_resource_ref){"/api/v1", "pods", true};
   else if (!strcmp(av, "v1") && !strcmp(kind, "Namespace"))
     *out = (kc_resource_ref){"/api/v1", "namespaces", false};
@@ -59,17 +72,25 @@ static int f_resource(void *dd, const char *av, const char *kind, kc_resource_re
   else return -ENOENT;
   return 0;
 }
-static kc_api *f_api(void *dd) { return ((struct fake *)dd)->api; }
-static bool f_may_write(void *dd) { return atomic_load(&((struct fake *)dd)->may_write); }
-static void *f_ctx_data(const kctrld_ctx *c) { return ((const struct fake_ctx *)c)->f; }
-static void f_ctx_error(kctrld_ctx *c, const char *msg) {
-  snprintf(((struct fake_ctx *)c)->error, sizeof CTX.error, "%s", msg);
+static int f_request(void *ud, const char *method, const char *path, const char *ct, const void *body,
+                     size_t len, uint64_t timeout_ms, kc_api_response *out) {
+  return kc_host_env_api_request(((struct fake *)ud)->api, method, path, ct, body, len, timeout_ms, out);
 }
+static bool f_may_write(void *ud) { return atomic_load(&((struct fake *)ud)->may_write); }
+static int f_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
+  struct fake *f = ud;
+  return f->events ? kc_events_record(f->events, o, type, reason, message) : 0;
+}
+static void f_retain(void *ud) { atomic_fetch_add(&((struct fake *)ud)->retained, 1); }
+static void f_release(void *ud) { atomic_fetch_sub(&((struct fake *)ud)->retained, 1); }
 
-static const kc_hostapi_backend fake_backend = {f_cache_for, f_get,       f_list,     f_by_index, f_resource,
-                                                f_api,       f_may_write, f_ctx_data, f_ctx_error};
+static const kc_host_env_ops fake_ops = {
+    .cache_get = f_get,       .cache_list = f_list,   .cache_by_index = f_by_index,
+    .resource = f_resource,   .request = f_request,   .may_write = f_may_write,
+    .event = f_event,         .retain = f_retain,     .release = f_release,
+};
 
-static const struct kc_host_services *svc;
+static const struct kctrld_host_api *svc;
 
 /* ---- the HTTP server: records the last request, answers as told ---- */
 
@@ -137,13 +158,15 @@ static int setup(void **state) {
   kc_kube_creds creds = {.server = server_url, .token = "t"};
   if (kc_api_new(NULL, &creds, &F.api) < 0) return -1;
   atomic_store(&F.may_write, true);
-  kc_hostapi_install_backend(&fake_backend);
-  svc = kc_hostapi_services();
+  ENV = (kc_host_env){&fake_ops, &F, NULL};
+  kc_hostapi_ctx_init(&CTX, &ENV, "test", NULL, NULL, NULL);
+  svc = kc_hostapi_table();
   return 0;
 }
 
 static int teardown(void **state) {
   kc_hostapi_thread_cleanup();
+  kc_host_env_thread_cleanup();
   kc_api_close(F.api);
   mini_server_stop(srv);
   kc_store_free(F.pods);
@@ -378,11 +401,11 @@ static void test_cache(void **state) {
   /* Errors. */
   io.field_index = "byNothing";
   assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &io, &l), -EINVAL);
-  assert_non_null(strstr(CTX.error, "byNothing"));
+  assert_non_null(strstr(CTX.api_error, "byNothing"));
   assert_null(l);
   kctrld_list_opts bad = {.struct_size = sizeof bad, .label_selector = "a=b,"};
   assert_int_equal(svc->cache_list(ctx, "v1", "Pod", &bad, &l), -EINVAL);
-  assert_non_null(strstr(CTX.error, "a=b,"));
+  assert_non_null(strstr(CTX.api_error, "a=b,"));
   assert_int_equal(svc->cache_list(ctx, "v1", "Secret", NULL, &l), -ENOTSUP);
   /* An old plugin's smaller options struct: only namespace_ is read. */
   kctrld_list_opts old = {.struct_size = offsetof(kctrld_list_opts, label_selector), .namespace_ = "b",
@@ -466,7 +489,7 @@ static void test_writes(void **state) {
   answer(200, "{}");
   kctrld_ref nons = {"v1", "Pod", NULL, "x"};
   assert_int_equal(svc->api_delete(ctx, &nons, NULL), -EINVAL);
-  assert_non_null(strstr(CTX.error, "namespaced"));
+  assert_non_null(strstr(CTX.api_error, "namespaced"));
   kctrld_ref unknown = {"v9", "Thing", "ns", "x"};
   assert_int_equal(svc->api_get(ctx, &unknown, &out), -ENOTSUP);
   assert_int_equal(svc->api_create(ctx, "{nope", 5, NULL), -EINVAL);
@@ -500,15 +523,15 @@ static void test_error_mapping(void **state) {
   kctrld_ref ps = {"demo.kctrld.io/v1", "PodSet", "ns", "web"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     answer(cases[i].status, cases[i].body);
-    CTX.error[0] = '\0';
+    CTX.api_error[0] = '\0';
     int rc = cases[i].patch_type ? svc->api_patch(ctx, &ps, cases[i].patch_type, "{}", 2, false, NULL)
                                  : svc->api_update(ctx, pod_json, strlen(pod_json), NULL);
     if (rc != cases[i].want) fail_msg("case %zu (HTTP %d): got %d, want %d", i, cases[i].status, rc, cases[i].want);
-    assert_true(CTX.error[0] != '\0');
+    assert_true(CTX.api_error[0] != '\0');
   }
   answer(409, cases[0].body);
   assert_int_equal(svc->api_update(ctx, pod_json, strlen(pod_json), NULL), -ESTALE);
-  assert_string_equal(CTX.error, "the object has been modified");
+  assert_string_equal(CTX.api_error, "the object has been modified");
 }
 
 static void test_not_leader(void **state) {
@@ -517,7 +540,7 @@ static void test_not_leader(void **state) {
   unsigned before = mini_server_requests(srv);
   kctrld_ref pr = {"v1", "Pod", "ns", "web-1"};
   assert_int_equal(svc->api_create(ctx, pod_json, strlen(pod_json), NULL), -EAGAIN);
-  assert_non_null(strstr(CTX.error, "not the leader"));
+  assert_non_null(strstr(CTX.api_error, "not the leader"));
   assert_int_equal(svc->api_delete(ctx, &pr, NULL), -EAGAIN);
   kc_obj *p1 = kc_store_get(F.pods, kc_str_c("a"), kc_str_c("p1"));
   /* Events are queued and return at once; this test has no recorder
@@ -551,7 +574,7 @@ static void test_event(void **state) {
   kc_events *rec = NULL;
   kc_events_options eo = {.api = api};
   assert_int_equal(kc_events_new(&loop, &eo, &rec), 0);
-  kc_hostapi_set_events(rec);
+  F.events = rec;
 
   answer(201, "{}");
   kc_obj *o = tu_fixture_obj("deployment-k9s.json", NULL);
@@ -622,7 +645,7 @@ static void test_event(void **state) {
   assert_int_equal(st.patched, 1);
   kc_obj_unref(o);
 
-  kc_hostapi_set_events(NULL);
+  F.events = NULL;
   kc_events_close(rec);
   kc_api_close(api);
   uv_run(&loop, UV_RUN_DEFAULT);
@@ -631,10 +654,11 @@ static void test_event(void **state) {
 
 /* Worker threads each get their own API worker, freed at thread exit. */
 static void *writer(void *arg) {
-  struct fake_ctx c = {&F, ""};
+  kctrld_ctx c;
+  kc_hostapi_ctx_init(&c, &ENV, "test", NULL, NULL, NULL);
   for (int i = 0; i < 20; i++) {
     const kctrld_object *out = NULL;
-    if (svc->api_get((kctrld_ctx *)&c, &(kctrld_ref){"v1", "Pod", "ns", "web-1"}, &out) != 0) return (void *)1;
+    if (svc->api_get(&c, &(kctrld_ref){"v1", "Pod", "ns", "web-1"}, &out) != 0) return (void *)1;
     svc->object_release(out);
   }
   return NULL;
@@ -651,11 +675,157 @@ static void test_threads(void **state) {
   }
 }
 
+/* ---- a second, fully in-memory environment: its own cache and a fake API ---- */
+
+struct mem_env {
+  kc_store *pods;
+  bool may_write;
+  char method[16], path[256], body[1024];
+  int requests;
+};
+
+static int m_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name, kc_obj **out) {
+  struct mem_env *m = ud;
+  if (strcmp(kind, "Pod")) return -ENOTSUP;
+  *out = kc_store_get(m->pods, ns, name);
+  return *out ? 0 : -ENOENT;
+}
+static int m_request(void *ud, const char *method, const char *path, const char *ct, const void *body,
+                     size_t len, uint64_t timeout_ms, kc_api_response *out) {
+  struct mem_env *m = ud;
+  m->requests++;
+  snprintf(m->method, sizeof m->method, "%s", method);
+  snprintf(m->path, sizeof m->path, "%s", path);
+  snprintf(m->body, sizeof m->body, "%.*s", (int)len, body ? (const char *)body : "");
+  static const char reply[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\"}}";
+  *out = (kc_api_response){.code = 200, .body = reply, .body_len = sizeof reply - 1};
+  return 0;
+}
+static bool m_may_write(void *ud) { return ((struct mem_env *)ud)->may_write; }
+static const kc_host_env_ops mem_ops = {.cache_get = m_get, .resource = f_resource, .request = m_request,
+                                        .may_write = m_may_write};
+
+/* Each ctx reaches its own environment: nothing is process-global. */
+static void test_two_environments(void **state) {
+  struct mem_env m = {.pods = kc_store_new(NULL, 0), .may_write = false};
+  assert_non_null(m.pods);
+  kc_obj *only = pod("z", "mine", "{}", "n9");
+  assert_int_equal(kc_store_upsert(m.pods, only, NULL), 0);
+  kc_obj_unref(only);
+  kc_host_env menv = {&mem_ops, &m, NULL};
+  kctrld_ctx mctx;
+  kc_hostapi_ctx_init(&mctx, &menv, "mem", NULL, NULL, NULL);
+
+  const kctrld_object *o = NULL;
+  kctrld_ref mine = {"v1", "Pod", "z", "mine"}, p1 = {"v1", "Pod", "a", "p1"};
+  assert_int_equal(svc->cache_get(&mctx, &mine, &o), 0);
+  svc->object_release(o);
+  assert_int_equal(svc->cache_get(&mctx, &p1, &o), -ENOENT);
+  assert_int_equal(svc->cache_get(ctx, &mine, &o), -ENOENT);
+  assert_int_equal(svc->cache_get(ctx, &p1, &o), 0);
+  svc->object_release(o);
+  /* No cache_list in this env: -ENOSYS, not the other env's answer. */
+  kctrld_list *l = NULL;
+  assert_int_equal(svc->cache_list(&mctx, "v1", "Pod", NULL, &l), -ENOSYS);
+  /* Its own write fence, its own API. */
+  assert_int_equal(svc->api_patch(&mctx, &mine, KCTRLD_PATCH_MERGE, "{}", 2, false, NULL), -EAGAIN);
+  assert_int_equal(m.requests, 0);
+  m.may_write = true;
+  assert_int_equal(svc->api_patch(&mctx, &mine, KCTRLD_PATCH_MERGE, "{\"a\":1}", 7, false, &o), 0);
+  assert_int_equal(m.requests, 1);
+  assert_string_equal(m.method, "PATCH");
+  assert_string_equal(m.path, "/api/v1/namespaces/z/pods/mine");
+  assert_string_equal(m.body, "{\"a\":1}");
+  assert_memory_equal(svc->object_name(o).ptr, "x", 1);
+  svc->object_release(o);
+  assert_string_equal(svc->ctx_controller(&mctx), "mem");
+  assert_string_equal(svc->ctx_controller(ctx), "test");
+  /* Events: this env has no recorder member. */
+  kc_obj *p = kc_store_get(m.pods, kc_str_c("z"), kc_str_c("mine"));
+  assert_int_equal(svc->event(&mctx, (const kctrld_object *)p, KCTRLD_EVENT_NORMAL, "R", "m"), -ENOSYS);
+  kc_obj_unref(p);
+  kc_store_free(m.pods);
+}
+
+/* A ctx without an environment answers -ENOSYS, never crashes. */
+static void test_no_environment(void **state) {
+  kctrld_ctx bare;
+  kc_hostapi_ctx_init(&bare, NULL, NULL, NULL, NULL, NULL);
+  const kctrld_object *o = NULL;
+  kctrld_ref r = {"v1", "Pod", "a", "p1"};
+  kctrld_list *l = NULL;
+  assert_int_equal(svc->cache_get(&bare, &r, &o), -ENOSYS);
+  assert_int_equal(svc->cache_list(&bare, "v1", "Pod", NULL, &l), -ENOSYS);
+  assert_int_equal(svc->api_get(&bare, &r, &o), -ENOSYS);
+  assert_int_equal(svc->api_create(&bare, pod_json, strlen(pod_json), NULL), -ENOSYS);
+  kc_obj *p1 = kc_store_get(F.pods, kc_str_c("a"), kc_str_c("p1"));
+  assert_int_equal(svc->event(&bare, (const kctrld_object *)p1, KCTRLD_EVENT_NORMAL, "R", "m"), -ENOSYS);
+  assert_int_equal(svc->expect_creations(&bare, "a/p1", 1), -EINVAL);
+  assert_true(svc->expectations_satisfied(&bare, "a/p1"));
+  kc_obj_unref(p1);
+  assert_string_equal(svc->ctx_controller(&bare), "");
+  assert_string_equal(svc->ctx_controller(NULL), "");
+}
+
+/* The finalizer helpers are JSON patches through the env's API. */
+static void test_finalizers(void **state) {
+  struct mem_env m = {.may_write = true};
+  kc_host_env menv = {&mem_ops, &m, NULL};
+  kctrld_ctx mctx;
+  kc_hostapi_ctx_init(&mctx, &menv, "mem", NULL, NULL, NULL);
+  kc_obj *o = parse("{\"apiVersion\":\"demo.kctrld.io/v1\",\"kind\":\"PodSet\",\"metadata\":"
+                    "{\"namespace\":\"default\",\"name\":\"web\",\"resourceVersion\":\"1234\"}}");
+  const kctrld_object *obj = (const kctrld_object *)o;
+  assert_false(svc->object_has_finalizer(obj, "demo.kctrld.io/cleanup"));
+  assert_int_equal(svc->finalizer_add(&mctx, obj, "demo.kctrld.io/cleanup"), 0);
+  assert_string_equal(m.path, "/apis/demo.kctrld.io/v1/namespaces/default/podsets/web");
+  assert_string_equal(m.body, "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"1234\"},"
+                              "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"demo.kctrld.io/cleanup\"]}]");
+  kc_obj_unref(o);
+  o = parse("{\"apiVersion\":\"demo.kctrld.io/v1\",\"kind\":\"PodSet\",\"metadata\":{\"namespace\":"
+            "\"default\",\"name\":\"web\",\"resourceVersion\":\"1235\",\"finalizers\":"
+            "[\"foregroundDeletion\",\"demo.kctrld.io/cleanup\"]}}");
+  obj = (const kctrld_object *)o;
+  assert_true(svc->object_has_finalizer(obj, "demo.kctrld.io/cleanup"));
+  int before = m.requests;
+  assert_int_equal(svc->finalizer_add(&mctx, obj, "demo.kctrld.io/cleanup"), 0); /* present: no-op */
+  assert_int_equal(m.requests, before);
+  assert_int_equal(svc->finalizer_add(&mctx, obj, "other.io/x"), 0);
+  assert_non_null(strstr(m.body, "{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"other.io/x\"}"));
+  assert_int_equal(svc->finalizer_remove(&mctx, obj, "demo.kctrld.io/cleanup"), 0);
+  assert_string_equal(m.body, "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"demo.kctrld.io/cleanup\"},"
+                              "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]");
+  before = m.requests;
+  assert_int_equal(svc->finalizer_remove(&mctx, obj, "absent.io/x"), 0);
+  assert_int_equal(m.requests, before);
+  assert_int_equal(svc->finalizer_add(&mctx, obj, "bad\"name"), -EINVAL);
+  kc_obj_unref(o);
+}
+
+/* Expectations live on the ctx's kc_expectations (the instance's). */
+static void test_expectations_on_ctx(void **state) {
+  kc_expectations *e = kc_expectations_new(0);
+  assert_non_null(e);
+  kctrld_ctx c;
+  kc_hostapi_ctx_init(&c, &ENV, "test", e, NULL, NULL);
+  assert_int_equal(svc->expect_creations(&c, "a/x", 2), 0);
+  assert_false(svc->expectations_satisfied(&c, "a/x"));
+  svc->creation_observed(&c, "a/x");
+  svc->creation_observed(&c, "a/x");
+  assert_true(svc->expectations_satisfied(&c, "a/x"));
+  assert_int_equal(svc->expect_deletions(&c, "a/y", 1), 0);
+  svc->expectations_forget(&c, "a/y");
+  assert_int_equal(kc_expectations_count(e), 0);
+  kc_expectations_free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings),    cmocka_unit_test(test_object_fields), cmocka_unit_test(test_cache),
       cmocka_unit_test(test_writes),      cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_not_leader),
       cmocka_unit_test(test_event),       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_two_environments), cmocka_unit_test(test_no_environment),
+      cmocka_unit_test(test_finalizers),  cmocka_unit_test(test_expectations_on_ctx),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,6 @@
 /* Unit tests for daemon/plugin_host: the loader's refusals, the host table,
- * and calls into a real plugin built at test time from
+ * instances on a fake host environment (retained while they live), and
+ * calls into a real plugin built at test time from
  * tests/unit/plugins/sample.c (cc -shared -fPIC -fvisibility=hidden). */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,8 +14,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "decode.h"
 #include "log.h"
 #include "plugin_host.h"
+#include "yamltree.h"
 
 static char dir[64];
 static const char *src = "tests/unit/plugins/sample.c";
@@ -45,6 +48,38 @@ static const char *variants[][2] = {
     {"no_reconcile.so", "-DNO_RECONCILE"},
 };
 
+/* ---- a fake host environment: one cached Pod, settings from YAML ---- */
+
+static kc_obj *cached_pod;
+static kc_yaml_doc *settings_doc;
+static int retained; /* retain - release over the fake env */
+
+static int fake_cache_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name,
+                          kc_obj **out) {
+  if (strcmp(kind, "Pod") || !kc_str_eq_c(name, "cache")) return -ENOENT;
+  *out = kc_obj_ref(cached_pod);
+  return 0;
+}
+static void fake_retain(void *ud) { retained++; }
+static void fake_release(void *ud) { retained--; }
+
+static const kc_host_env_ops fake_ops = {
+    .cache_get = fake_cache_get, .retain = fake_retain, .release = fake_release};
+
+static kc_host_env fake_env(void) {
+  return (kc_host_env){&fake_ops, NULL, kc_yaml_root(settings_doc)};
+}
+
+static int make_fakes(void) {
+  static const char pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\","
+                            "\"name\":\"cache\",\"resourceVersion\":\"42\"}}";
+  static const char yaml[] = "greeting: hi from settings\n";
+  char err[256];
+  cached_pod = kc_obj_parse(pod, sizeof pod - 1, NULL, err, sizeof err);
+  if (!cached_pod) return -1;
+  return kc_yaml_load_buffer("<settings>", yaml, sizeof yaml - 1, &settings_doc, err, sizeof err);
+}
+
 static int setup(void **state) {
   (void)state;
   if (access(src, R_OK) != 0) {
@@ -55,7 +90,7 @@ static int setup(void **state) {
   if (!mkdtemp(dir)) return -1;
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
     if (build(variants[i][0], variants[i][1]) != 0) return -1;
-  return 0;
+  return make_fakes();
 }
 
 static int teardown(void **state) {
@@ -63,92 +98,9 @@ static int teardown(void **state) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   kc_plugin_host_unload_all();
+  kc_obj_unref(cached_pod);
+  kc_yaml_free(settings_doc);
   return system(cmd) == 0 ? 0 : -1;
-}
-
-/* ---- fake daemon services ---- */
-
-struct kctrld_object {
-  const char *name, *ns, *rv, *api_version, *kind;
-  const char *fin_json[4]; /* quoted JSON strings */
-  int nfin;
-};
-
-static char last_patch[1024];
-/* The host passes a ref whose strings live on its stack for the call only:
- * the fake keeps copies, not the pointers. */
-static char last_ref_buf[4][256];
-static kctrld_ref last_ref;
-static char last_event[256];
-static int last_event_type;
-
-static int fake_settings_string(const kctrld_settings *s, const char *path, const char **out) {
-  if (strcmp(path, "greeting") != 0) return -ENOENT;
-  *out = "hi from settings";
-  return 0;
-}
-
-static struct kctrld_object cached_pod = {"cache", "ns", "42", "v1", "Pod", {NULL}, 0};
-
-static int fake_cache_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
-  if (strcmp(ref->kind, "Pod") || strcmp(ref->name, "cache")) return -ENOENT;
-  *out = &cached_pod;
-  return 0;
-}
-static void fake_release(const kctrld_object *o) {}
-static kctrld_str s_of(const char *s) { return (kctrld_str){s, s ? strlen(s) : 0}; }
-static kctrld_str fake_name(const kctrld_object *o) { return s_of(o->name); }
-static kctrld_str fake_ns(const kctrld_object *o) { return s_of(o->ns); }
-static kctrld_str fake_rv(const kctrld_object *o) { return s_of(o->rv); }
-static kctrld_str fake_api_version(const kctrld_object *o) { return s_of(o->api_version); }
-static kctrld_str fake_kind(const kctrld_object *o) { return s_of(o->kind); }
-
-static int fake_each(const kctrld_object *o, const char *path, bool (*cb)(const kctrld_value *, void *),
-                     void *ud) {
-  if (strcmp(path, "metadata.finalizers[]") != 0) return -EINVAL;
-  int n = 0;
-  for (int i = 0; i < o->nfin; i++) {
-    kctrld_value v = {KCTRLD_JSON_STRING, s_of(o->fin_json[i])};
-    n++;
-    if (!cb(&v, ud)) break;
-  }
-  return n;
-}
-
-static int fake_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const char *patch, size_t len,
-                      bool status, const kctrld_object **out) {
-  assert_int_equal(type, KCTRLD_PATCH_JSON);
-  assert_false(status);
-  snprintf(last_patch, sizeof last_patch, "%.*s", (int)len, patch);
-  const char *parts[4] = {ref->api_version, ref->kind, ref->namespace_, ref->name};
-  for (int i = 0; i < 4; i++) snprintf(last_ref_buf[i], sizeof last_ref_buf[i], "%s", parts[i] ? parts[i] : "");
-  last_ref = (kctrld_ref){last_ref_buf[0], last_ref_buf[1], ref->namespace_ ? last_ref_buf[2] : NULL,
-                          last_ref_buf[3]};
-  return 0;
-}
-
-static int fake_event(kctrld_ctx *ctx, const kctrld_object *regarding, int type, const char *reason,
-                      const char *message) {
-  snprintf(last_event, sizeof last_event, "%s: %s", reason, message);
-  last_event_type = type;
-  return 0;
-}
-
-static void install_fakes(void) {
-  struct kc_host_services svc = {
-      .settings_string = fake_settings_string,
-      .cache_get = fake_cache_get,
-      .object_release = fake_release,
-      .object_name = fake_name,
-      .object_namespace = fake_ns,
-      .object_resource_version = fake_rv,
-      .object_api_version = fake_api_version,
-      .object_kind = fake_kind,
-      .object_each = fake_each,
-      .api_patch = fake_patch,
-      .event = fake_event,
-  };
-  kc_plugin_host_set_services(&svc);
 }
 
 /* ---- loader refusals ---- */
@@ -250,7 +202,7 @@ static void test_only_entry_exported(void **state) {
 
 /* ---- a good plugin: load, init, reconcile results, fini ---- */
 
-static kc_plugin_instance *load_good(const char *controller) {
+static kc_plugin_instance *load_good(const char *controller, const kc_host_env *env) {
   char path[128], err[512];
   kc_plugin *p = NULL, *again = NULL;
   path_of(path, sizeof path, "good.so");
@@ -260,10 +212,7 @@ static kc_plugin_instance *load_good(const char *controller) {
   assert_string_equal(kc_plugin_name(p), "sample");
   assert_string_equal(kc_plugin_table(p)->version, "1.2.3");
   kc_plugin_instance *inst = NULL;
-  int dummy_settings;
-  assert_int_equal(kc_plugin_instance_new(p, controller, (const kctrld_settings *)&dummy_settings,
-                                          &dummy_settings, &inst, err, sizeof err),
-                   0);
+  assert_int_equal(kc_plugin_instance_new(p, controller, env, &inst, err, sizeof err), 0);
   return inst;
 }
 
@@ -274,8 +223,9 @@ static void reconcile(kc_plugin_instance *inst, const char *key, kc_reconcile_re
 
 static void test_reconcile_results(void **state) {
   (void)state;
-  install_fakes();
-  kc_plugin_instance *inst = load_good("podset-controller");
+  kc_host_env env = fake_env();
+  kc_plugin_instance *inst = load_good("podset-controller", &env);
+  assert_int_equal(retained, 1); /* the instance holds its env */
   assert_string_equal(kc_plugin_instance_controller(inst), "podset-controller");
   kc_reconcile_result res;
   reconcile(inst, "ns/ok", &res);
@@ -305,12 +255,12 @@ static void test_reconcile_results(void **state) {
   reconcile(inst, "ns/cache", &res);
   assert_int_equal(res.kind, KC_RESULT_DONE);
   kc_plugin_instance_free(inst);
+  assert_int_equal(retained, 0);
 }
 
 static void test_missing_services_answer_enosys(void **state) {
   (void)state;
-  kc_plugin_host_set_services(NULL);
-  kc_plugin_instance *inst = load_good("bare");
+  kc_plugin_instance *inst = load_good("bare", NULL); /* no environment */
   kc_reconcile_result res;
   reconcile(inst, "ns/cache", &res);
   assert_int_equal(res.kind, KC_RESULT_ERROR);
@@ -329,60 +279,29 @@ static void test_init_failure(void **state) {
   path_of(path, sizeof path, "init_fail.so");
   assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
   kc_plugin_instance *inst = NULL;
-  int rc = kc_plugin_instance_new(p, "ttl", NULL, NULL, &inst, err, sizeof err);
+  kc_host_env env = fake_env();
+  int rc = kc_plugin_instance_new(p, "ttl", &env, &inst, err, sizeof err);
   assert_int_equal(rc, -EINVAL);
   assert_null(inst);
+  assert_int_equal(retained, 0); /* released again */
   assert_non_null(strstr(err, "init failed for controller ttl: Invalid argument"));
   assert_non_null(strstr(err, "init_fail.so"));
   /* The value init returned, for the operator who reads the plugin's code. */
   assert_non_null(strstr(err, "(init returned -22)"));
 }
 
-/* ---- host-implemented helpers ---- */
+/* ---- the host table ---- */
 
-static void test_finalizer_helpers(void **state) {
+static void test_host_table(void **state) {
   (void)state;
-  install_fakes();
-  const struct kctrld_host_api *h = kc_plugin_host_api();
+  const struct kctrld_host_api *h = kc_hostapi_table();
   assert_int_equal(h->abi_major, KCTRLD_ABI_MAJOR);
   assert_int_equal(h->struct_size, sizeof(struct kctrld_host_api));
   assert_true(KCTRLD_HOST_HAS(h, expectations_forget));
-  struct kctrld_object o = {"web", "default", "1234", "demo.kctrld.io/v1", "PodSet", {NULL}, 0};
-
-  last_patch[0] = '\0';
-  assert_false(h->object_has_finalizer(&o, "demo.kctrld.io/cleanup"));
-  assert_int_equal(h->finalizer_add(NULL, &o, "demo.kctrld.io/cleanup"), 0);
-  assert_string_equal(last_patch,
-                      "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"1234\"},"
-                      "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"demo.kctrld.io/cleanup\"]}]");
-  assert_string_equal(last_ref.kind, "PodSet");
-  assert_string_equal(last_ref.namespace_, "default");
-  assert_string_equal(last_ref.name, "web");
-  assert_string_equal(last_ref.api_version, "demo.kctrld.io/v1");
-
-  o.fin_json[0] = "\"foregroundDeletion\"";
-  o.fin_json[1] = "\"demo.kctrld.io/cleanup\"";
-  o.nfin = 2;
-  assert_true(h->object_has_finalizer(&o, "demo.kctrld.io/cleanup"));
-  last_patch[0] = '\0';
-  assert_int_equal(h->finalizer_add(NULL, &o, "demo.kctrld.io/cleanup"), 0); /* present: no-op */
-  assert_string_equal(last_patch, "");
-  assert_int_equal(h->finalizer_add(NULL, &o, "other.io/x"), 0);
-  assert_non_null(strstr(last_patch, "{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"other.io/x\"}"));
-  assert_int_equal(h->finalizer_remove(NULL, &o, "demo.kctrld.io/cleanup"), 0);
-  assert_string_equal(last_patch,
-                      "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"demo.kctrld.io/cleanup\"},"
-                      "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]");
-  last_patch[0] = '\0';
-  assert_int_equal(h->finalizer_remove(NULL, &o, "absent.io/x"), 0);
-  assert_string_equal(last_patch, "");
-  assert_int_equal(h->finalizer_add(NULL, &o, "bad\"name"), -EINVAL);
-
-  assert_int_equal(h->event(NULL, &o, KCTRLD_EVENT_WARNING, "FailedCreate", "created %d of %d", 1, 3), 0);
-  assert_string_equal(last_event, "FailedCreate: created 1 of 3");
-  assert_int_equal(last_event_type, KCTRLD_EVENT_WARNING);
-  assert_int_equal(h->event(NULL, &o, KCTRLD_EVENT_NORMAL, "", "x"), -EINVAL);
-
+  /* Complete: every member is set (the table has no NULL to jump to). */
+  void *const *fn = (void *const *)(const void *)&h->alloc;
+  void *const *end = (void *const *)(const void *)((const char *)h + sizeof *h);
+  for (; fn < end; fn++) assert_non_null(*fn);
   void *m = h->alloc(16);
   assert_non_null(m);
   m = h->realloc(m, 64);
@@ -427,7 +346,7 @@ int main(void) {
       cmocka_unit_test(test_reconcile_results),
       cmocka_unit_test(test_missing_services_answer_enosys),
       cmocka_unit_test(test_init_failure),
-      cmocka_unit_test(test_finalizer_helpers),
+      cmocka_unit_test(test_host_table),
       cmocka_unit_test(test_expectations),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

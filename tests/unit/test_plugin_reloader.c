@@ -45,8 +45,7 @@ static kc_obj *load(const char *text) {
 }
 
 static void test_refs(void **state) {
-  kc_plugin_host_set_services(kc_hostapi_services());
-  H = kc_plugin_host_api();
+  H = kc_hostapi_table();
   /* deployment-k9s: two env secretKeyRefs to one Secret. */
   kc_obj *d = tu_fixture_obj("deployment-k9s.json", NULL);
   struct refs r = {0};

@@ -346,8 +346,13 @@ static kc_reflector_spec spec_default(void) {
                              .decode_budget = use_pool ? 2048 : 0};
 }
 
+static void sink_synced(void *ud, kc_reflector *r) { klog_add("S;"); }
+
+static bool incremental_sink; /* tests of the first list applied as it arrives */
+
 static void start(const kc_reflector_spec *spec) {
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL,
+                            incremental_sink ? sink_synced : NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, spec, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
 }
@@ -390,7 +395,7 @@ static void test_url_building(void **state) {
   kc_reflector_spec sp = spec_default();
   sp.label_selector = "app in (web,api),tier!=db";
   sp.field_selector = "spec.nodeName=n1";
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   char buf[1024];
   assert_true(kc_reflector_url(F.r, false, "0", NULL, true, 0, buf, sizeof buf) > 0);
@@ -449,6 +454,44 @@ static void test_paged_list_watch_bookmark_resume(void **state) {
   assert_int_equal(st->events, 3);
   assert_int_equal(st->bookmarks, 1);
   assert_string_equal(st->resource_version, "160");
+}
+
+/* A sink with synced(): the first list (two pages) reaches the sink object
+ * by object as it arrives, then synced(); the relist after a 410 is one
+ * replace() as before. */
+static void test_first_list_incremental(void **state) {
+  add_body(200, list_body("100", "tok1", "a@90 b@91"));
+  add_body(200, list_body("100", NULL, "c@95"));
+  add_watch(event("ADDED", "d", "101"), ERROR_410, NULL);
+  add_body(200, list_body("160", NULL, "a@90 d@101"));
+  kc_reflector_spec sp = spec_default();
+  incremental_sink = true;
+  start(&sp);
+  incremental_sink = false;
+  run_until_requests(4, 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "R ") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  assert_string_equal(K.log, "U a@90;U b@91;U c@95;S;U d@101;R a@90,d@101;");
+  const kc_reflector_stats *st = kc_reflector_stats_get(F.r);
+  assert_true(st->synced);
+  assert_int_equal(st->relists, 1);
+}
+
+/* The first attempt fails half-way (the second page gets a 500): what it
+ * handed over may be stale, so the next, complete list is one replace(). */
+static void test_first_list_failed_half_way_replaces(void **state) {
+  add_body(200, list_body("100", "tok1", "a@90 b@91"));
+  add_body(500, status_body(500, "InternalError", "boom"));
+  add_body(200, list_body("120", NULL, "a@90 c@96"));
+  kc_reflector_spec sp = spec_default();
+  incremental_sink = true;
+  start(&sp);
+  incremental_sink = false;
+  run_until_requests(3, 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "R ") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  assert_string_equal(K.log, "U a@90;U b@91;R a@90,c@96;");
+  assert_true(kc_reflector_stats_get(F.r)->synced);
 }
 
 /* 410 on a continue token: one full list without limit at the RV of the
@@ -858,7 +901,7 @@ static void test_connection_reset_midstream(void **state) {
   kc_api *api = NULL;
   assert_int_equal(kc_api_new(&F.loop, &cr, &api), 0);
   kc_reflector_spec sp = spec_default();
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
   uint64_t deadline = mono_ms() + 5000;
@@ -884,6 +927,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_url_building, setup, teardown),
       cmocka_unit_test_setup_teardown(test_paged_list_watch_bookmark_resume, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_first_list_incremental, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_first_list_failed_half_way_replaces, setup, teardown),
       cmocka_unit_test_setup_teardown(test_expired_continue_full_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_watch_http_410_then_consistent_relist, setup, teardown),
       cmocka_unit_test_setup_teardown(test_consistent_relist_retried_at_empty_rv, setup, teardown),
