@@ -140,7 +140,7 @@ static int fwd(kc_decoder *d, int rc) {
 static int item_done(kc_decoder *d);
 static int event_done(kc_decoder *d);
 
-/* Reports an object of a shape the API server never sends (kobj.h
+/* Reports an object of a shape the API server never sends (kbuild.h
  * kc_obj_builder_shape_error) instead of delivering it. Runs inside a yajl
  * callback, where the consumed byte count says where the object ended. */
 static int report_reject(kc_decoder *d, const kc_obj *o, const char *why, const char *type) {

@@ -113,7 +113,7 @@ struct kc_obj_builder {
   bool strip_comma;    /* a dropped first member: eat the next leading ',' */
   level st[KC_OBJ_MAX_DEPTH + 1];
 
-  /* Field capture (kobj.h): compiled paths, their groups and lengths. */
+  /* Field capture (kbuild.h): compiled paths, their groups and lengths. */
   dpath *cpaths;
   char *cpathbuf;
   uint32_t ncap, ngroups;
@@ -166,7 +166,7 @@ static const char *const value_word[] = {"a string", "a number", "a boolean", "n
                                          "an object", "an array"};
 enum { VW_STRING, VW_NUMBER, VW_BOOL, VW_NULL, VW_OBJECT, VW_ARRAY };
 
-/* Shape rules for a value of `role` of type `vw` (kobj.h
+/* Shape rules for a value of `role` of type `vw` (kbuild.h
  * kc_obj_builder_shape_error); strings are checked by check_name. */
 static void check_value(kc_obj_builder *b, uint8_t role, uint8_t skip, int vw) {
   if (skip) return;

@@ -55,8 +55,8 @@ typedef struct kc_reflector_spec {
   const char *label_selector; /* NULL or "": none */
   const char *field_selector;
   kc_transform transform;     /* drop paths and kind/api_version (the type stamped
-                               * on objects, kobj.h "Object type") are copied;
-                               * capture (kobj.h "Field capture") is borrowed and
+                               * on objects, kbuild.h "Object type") are copied;
+                               * capture (kbuild.h "Field capture") is borrowed and
                                * must outlive the reflector (the informer passes
                                * its store's, kc_store_capture) */
   uint32_t page_size;         /* 0: 500 */

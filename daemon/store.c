@@ -388,7 +388,7 @@ struct kc_store {
   dict ns, lkey, lkv;
   fidx *idx;
   size_t nidx;
-  /* Field capture (kobj.h) of all index paths, group = index number:
+  /* Field capture (kbuild.h) of all index paths, group = index number:
    * objects built with it carry their values, read instead of a scan. */
   const char **cap_paths;
   uint32_t *cap_groups;

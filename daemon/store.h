@@ -135,7 +135,7 @@ kc_obj *kc_store_get(kc_store *s, kc_str ns, kc_str name);
  * Context: any thread. */
 int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out);
 
-/* The field capture (kobj.h) of this store's index paths, or NULL when
+/* The field capture (kbuild.h) of this store's index paths, or NULL when
  * there are no indexes or they cannot be captured (more than
  * KC_CAPTURE_MAX_PATHS paths, ...). Give it to the decoder (kc_transform
  * .capture) that builds the objects stored here: their index values are
