@@ -117,6 +117,15 @@ void kc_buf_printf(kc_buf *b, const char *fmt, ...) {
   va_end(ap);
 }
 
+void kc_errf(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || !errlen) return;
+  kc_buf b = kc_buf_fixed(err, errlen);
+  va_list ap;
+  va_start(ap, fmt);
+  kc_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+}
+
 size_t kc_utf8_len(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   size_t need;

@@ -90,6 +90,10 @@ void kc_buf_url(kc_buf *b, const char *s, size_t n);
  * bytes there are not one (the rules above). */
 size_t kc_utf8_len(const unsigned char *s, size_t n);
 
+/* Formats into a caller's fixed error buffer err[errlen] (cut to fit);
+ * err NULL or errlen 0: nothing. */
+void kc_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Empties the text and clears err, keeping the memory (and the limit). */
 void kc_buf_reset(kc_buf *b);
 /* Frees a growable buffer's memory; leaves an empty buffer (limit kept). */

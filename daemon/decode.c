@@ -10,6 +10,8 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "buf.h"
+
 /* Where the envelope is. */
 enum ctx {
   C_TOP = 0, /* between values */
@@ -837,28 +839,18 @@ static const yajl_callbacks parse_cbs = {
     p_null,      p_bool,    NULL,          NULL,          p_number,    p_string,
     p_start_map, p_key,     p_end_map,     p_start_array, p_end_array};
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t, kc_status *st,
                             char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   kc_obj_builder *b = kc_obj_builder_new(t, 0);
   if (!b) {
-    set_err(err, errlen, "%s", errno == ENOMEM ? "out of memory" : "invalid transform");
+    kc_errf(err, errlen, "%s", errno == ENOMEM ? "out of memory" : "invalid transform");
     return NULL;
   }
   yajl_handle h = yajl_alloc(&parse_cbs, NULL, b);
   if (!h) {
     kc_obj_builder_free(b);
-    set_err(err, errlen, "out of memory");
+    kc_errf(err, errlen, "out of memory");
     errno = ENOMEM;
     return NULL;
   }
@@ -868,21 +860,21 @@ kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t,
   if (s != yajl_status_ok) {
     size_t at = yajl_get_bytes_consumed(h);
     if (kc_obj_builder_error(b)[0]) {
-      set_err(err, errlen, "offset %zu: %s", at, kc_obj_builder_error(b));
+      kc_errf(err, errlen, "offset %zu: %s", at, kc_obj_builder_error(b));
     } else {
       unsigned char *m = yajl_get_error(h, 0, (const unsigned char *)json, len);
       size_t ml = m ? strlen((char *)m) : 0;
       while (ml && (m[ml - 1] == '\n' || m[ml - 1] == ' ')) m[--ml] = '\0';
-      set_err(err, errlen, "offset %zu: invalid JSON: %s", at, m ? (char *)m : "?");
+      kc_errf(err, errlen, "offset %zu: invalid JSON: %s", at, m ? (char *)m : "?");
       if (m) yajl_free_error(h, m);
     }
     errno = EBADMSG;
   } else if (!kc_obj_builder_done(b)) {
-    set_err(err, errlen, "not a JSON object");
+    kc_errf(err, errlen, "not a JSON object");
     errno = EBADMSG;
   } else {
     o = kc_obj_builder_finish(b);
-    if (!o) set_err(err, errlen, "out of memory");
+    if (!o) kc_errf(err, errlen, "out of memory");
     else if (st) *st = *kc_obj_builder_status(b);
   }
   yajl_free(h);

@@ -8,15 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
+#include "buf.h"
 
 int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
@@ -25,7 +17,7 @@ int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *er
   for (size_t i = 0; i < len; i++) {
     char c = json[i];
     if (c == '\0') {
-      set_err(err, errlen, "offset %zu: NUL byte", i);
+      kc_errf(err, errlen, "offset %zu: NUL byte", i);
       return -EBADMSG;
     }
     if (in_str) {
@@ -42,7 +34,7 @@ int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *er
     case '[':
     case '{':
       if (++depth > max_depth) {
-        set_err(err, errlen, "offset %zu: nesting deeper than KC_OBJ_MAX_DEPTH (%u) levels", i,
+        kc_errf(err, errlen, "offset %zu: nesting deeper than KC_OBJ_MAX_DEPTH (%u) levels", i,
                 max_depth);
         return -E2BIG;
       }
@@ -51,7 +43,7 @@ int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *er
     case '}':
       if (depth) depth--; /* unbalanced: yajl says so */
       break;
-    case '/': set_err(err, errlen, "offset %zu: comments are not JSON", i); return -EBADMSG;
+    case '/': kc_errf(err, errlen, "offset %zu: comments are not JSON", i); return -EBADMSG;
     default: break;
     }
   }
@@ -65,7 +57,7 @@ int kc_jsontree_parse(const char *json, size_t len, yajl_val *out, char *err, si
   /* yajl_tree_parse needs a NUL-terminated string. */
   char *copy = malloc(len + 1);
   if (!copy) {
-    set_err(err, errlen, "out of memory");
+    kc_errf(err, errlen, "out of memory");
     return -ENOMEM;
   }
   memcpy(copy, json, len);
@@ -79,9 +71,9 @@ int kc_jsontree_parse(const char *json, size_t len, yajl_val *out, char *err, si
    * keep its first line. */
   ebuf[strcspn(ebuf, "\n")] = '\0';
   if (strstr(ebuf, "memory")) {
-    set_err(err, errlen, "out of memory");
+    kc_errf(err, errlen, "out of memory");
     return -ENOMEM;
   }
-  set_err(err, errlen, "invalid JSON: %s", ebuf[0] ? ebuf : "?");
+  kc_errf(err, errlen, "invalid JSON: %s", ebuf[0] ? ebuf : "?");
   return -EBADMSG;
 }

@@ -211,12 +211,24 @@ static void test_utf8_len(void **state) {
     assert_int_equal(kc_utf8_len((const unsigned char *)cases[i].s, cases[i].n), cases[i].want);
 }
 
+static void test_errf(void **state) {
+  (void)state;
+  char e[8];
+  kc_errf(e, sizeof e, "offset %d: %s", 17, "bad");
+  assert_string_equal(e, "offset "); /* cut to fit */
+  kc_errf(e, sizeof e, "%s", "ok");
+  assert_string_equal(e, "ok");
+  kc_errf(NULL, 0, "%s", "nothing");
+  kc_errf(e, 0, "%s", "nothing");
+  assert_string_equal(e, "ok");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_append_grow), cmocka_unit_test(test_printf_long),
       cmocka_unit_test(test_limit_sticky), cmocka_unit_test(test_fixed),
       cmocka_unit_test(test_json),        cmocka_unit_test(test_url),
-      cmocka_unit_test(test_utf8_len),
+      cmocka_unit_test(test_utf8_len),    cmocka_unit_test(test_errf),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
