@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "fileperm.h"
 #include "jsonpath.h"
+#include "kbuild.h"
 #include "kname.h"
 #include "selector.h"
 
@@ -449,7 +450,8 @@ static const char *namespace_problem(const char *s) {
   return dns_label(s) ? NULL : "not a valid namespace name (lowercase RFC 1123 label)";
 }
 
-static const char *drop_path_problem(const char *s) { return kc_path_problem(s, true); }
+static const char *drop_path_problem(const char *s) { return kc_transform_drop_problem(s); }
+static const char *index_path_problem(const char *s) { return kc_path_problem(s, true); }
 
 /* `NAME: [path, ...]`: every path checked and reported at its own
  * position; file order kept (the index is their union). */
@@ -467,7 +469,7 @@ static void index_paths(struct ctx *c, const kc_yaml_node *node, const char *wha
          KC_CONFIG_MAX_INDEX_PATHS);
     return;
   }
-  if (!items_ok(c, node, what, v, n, drop_path_problem)) return;
+  if (!items_ok(c, node, what, v, n, index_path_problem)) return;
   ix->path = v[0];
   ix->paths = v;
   ix->npaths = n;

@@ -301,6 +301,18 @@ static int capture_setup(kc_obj_builder *b, const kc_capture_spec *c) {
   return 0;
 }
 
+const char *kc_transform_drop_problem(const char *path) {
+  const char *why = kc_path_problem(path, true);
+  if (why) return why;
+  kc_path_seg sg[MAX_SEGS];
+  int n = kc_path_parse(path, sg, MAX_SEGS, true);
+  if (n < 0) return "more than 16 segments";
+  for (int i = 0; i < n; i++)
+    if (sg[i].type == KC_PATH_INDEX) return "[N] (one element) cannot be dropped: use []";
+  if (sg[n - 1].type == KC_PATH_EACH) return "a drop path cannot end with []";
+  return NULL;
+}
+
 kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
   kc_obj_builder *b = calloc(1, sizeof *b);
   if (!b) return NULL;
@@ -334,13 +346,10 @@ kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
       const char *p = w;
       w += n;
       dpath *dp = &b->paths[i];
-      kc_path_seg s;
-      int rc;
-      while ((rc = kc_path_next(&p, &s, dp->nseg == 0, NULL)) == 1) {
-        if (s.type == KC_PATH_INDEX || dp->nseg == MAX_SEGS) goto inval;
-        dp->segs[dp->nseg++] = s;
-      }
-      if (rc < 0 || dp->segs[dp->nseg - 1].type == KC_PATH_EACH) goto inval;
+      if (kc_transform_drop_problem(p)) goto inval;
+      int rc = kc_path_parse(p, dp->segs, MAX_SEGS, true);
+      if (rc < 0) goto inval; /* cannot happen: checked */
+      dp->nseg = (uint32_t)rc;
     }
     b->npaths = (uint32_t)t->ndrop;
     int crc = capture_setup(b, t->capture);

@@ -129,6 +129,11 @@ typedef struct kc_status {
  * -E2BIG size/depth limit, -ENOMEM); kc_obj_builder_error() says why. */
 typedef struct kc_obj_builder kc_obj_builder;
 
+/* NULL when path may be a kc_transform drop path, else why not: the
+ * jsonpath.h grammar, at most 16 segments, no [N], not ending with [].
+ * Config validation (config.c) and kc_obj_builder_new apply this rule. */
+const char *kc_transform_drop_problem(const char *path);
+
 /* `t` may be NULL; it is copied (paths and type included). NULL with errno
  * set (EINVAL malformed drop path or type, E2BIG too many paths, ENOMEM).
  * max_bytes 0 means KC_OBJ_MAX_BYTES. */

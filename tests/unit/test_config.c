@@ -853,6 +853,11 @@ static void test_shared_rules(void **state) {
   /* ... and not the ones they reject. */
   fails("informers:\n  - {apiVersion: v1, kind: Pod, indexes: {byX: 'spec.[0]'}}\n",
         "c.yaml:2:48: informers[0].indexes.byX: empty path segment");
+  /* Drop paths the builder can cut (kbuild.h kc_transform_drop_problem). */
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, transform: {drop: ['spec.containers[0]']}}\n",
+        "c.yaml:2:52: informers[0].transform.drop[0]: [N] (one element) cannot be dropped: use []");
+  fails("informers:\n  - {apiVersion: v1, kind: Pod, transform: {drop: ['spec.containers[]']}}\n",
+        "c.yaml:2:52: informers[0].transform.drop[0]: a drop path cannot end with []");
   /* DNS-1123 subdomains: every dot-separated label is a DNS label. */
   fails("leaderElection: {name: 'a..b'}\n",
         "c.yaml:1:24: leaderElection.name: \"a..b\" is not a valid Lease name");
