@@ -2,7 +2,7 @@
  *
  * Representation (docs/design.md "Objects"): one allocation holding a small
  * header, the sorted labels, the captured field values when a field capture
- * was asked for (see "Field capture") and the object's JSON text (NUL-terminated):
+ * was asked for (kbuild.h "Field capture") and the object's JSON text (NUL-terminated):
  * minified when built by kc_obj_parse, the bytes as received (minus dropped
  * members) when built by the streaming decoder (decode.h); the API server
  * sends compact JSON, so both are about the wire size. The identity
