@@ -109,9 +109,10 @@ static bool labels_equal(const kc_obj *a, const kc_obj *b) {
 
 /* True when an update passes: any selected predicate reports a change (OR,
  * like controller-runtime's predicate.Or). 0 = every update passes. A
- * resync (old == new) always passes: it exists to re-run reconcile. */
+ * resync (old == new) meets the predicates like any update, as in
+ * controller-runtime: none sees a change, so predicates drop resyncs. */
 static bool update_passes(unsigned preds, const kc_obj *old, const kc_obj *obj) {
-  if (!preds || old == obj) return true;
+  if (!preds) return true;
   if ((preds & KC_PRED_GENERATION_CHANGED) && old->generation != obj->generation) return true;
   if ((preds & KC_PRED_LABELS_CHANGED) && !labels_equal(old, obj)) return true;
   if ((preds & KC_PRED_ANNOTATIONS_CHANGED) && !json_equal(old, obj, "metadata.annotations"))
