@@ -95,7 +95,8 @@ static bool json_equal(const kc_obj *a, const kc_obj *b, const char *path) {
   kc_json_value va, vb;
   if (kc_obj_get(a, path, &va) < 0 || kc_obj_get(b, path, &vb) < 0) return true;
   if (va.type != vb.type) return false;
-  return va.raw.len == vb.raw.len && memcmp(va.raw.ptr, vb.raw.ptr, va.raw.len) == 0;
+  /* absent on both sides: no text (raw.ptr NULL), equal */
+  return va.raw.len == vb.raw.len && (!va.raw.len || memcmp(va.raw.ptr, vb.raw.ptr, va.raw.len) == 0);
 }
 
 static bool labels_equal(const kc_obj *a, const kc_obj *b) {
