@@ -881,6 +881,7 @@ static void test_streaming_list(void **state) {
   assert_true(count_requests("sendInitialEvents=true") >= 2);
   assert_int_equal(count_requests("limit="), 0);
   close_inf(inf);
+  set_free(&c.deleted);
 }
 
 /* A server without WatchList answers 422: the informer falls back to
@@ -897,6 +898,7 @@ static void test_streaming_fallback(void **state) {
   assert_int_equal(count_requests("sendInitialEvents=true"), 1); /* never again */
   ctl("POST", "config", "{\"watchList\":true}");
   close_inf(inf);
+  set_free(&c.deleted);
 }
 
 int main(void) {
