@@ -11,6 +11,7 @@
 #include <time.h>
 #include <yajl/yajl_tree.h>
 
+#include "jsontree.h"
 #include "log.h"
 
 #define COMPONENT "apiclient"
@@ -126,11 +127,17 @@ static const char *str_of(yajl_val v) {
   return s ? s : "";
 }
 
-static bool parse_status_body(kc_api_status *st, const char *body, size_t len) {
+/* False when the body is not a Status; a Status nested too deep to read
+ * says so in why (else why stays ""). */
+static bool parse_status_body(kc_api_status *st, const char *body, size_t len, char *why,
+                              size_t whylen) {
+  why[0] = '\0';
   size_t i = 0;
   while (i < len && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t')) i++;
   if (i == len || body[i] != '{' || len > ERROR_BODY_MAX) return false;
-  yajl_val root = yajl_tree_parse(body, NULL, 0);
+  yajl_val root;
+  if (kc_jsontree_parse(body, len, &root, why, whylen) == -E2BIG) return false;
+  why[0] = '\0';
   if (!root) return false;
   yajl_val kind = get(root, "kind", NULL, yajl_t_string);
   if (!kind || strcmp(str_of(kind), "Status") != 0) {
@@ -164,7 +171,9 @@ void kc_api_status_parse(kc_api_status *st, long code, const char *method, const
   memset(st, 0, sizeof *st);
   st->code = (int)code;
   st->retry_after_seconds = -1;
-  if (body && len && parse_status_body(st, body, len)) {
+  char why[120];
+  why[0] = '\0';
+  if (body && len && parse_status_body(st, body, len, why, sizeof why)) {
     if (!st->code) st->code = (int)code;
   } else {
     const char *reason = "", *msg;
@@ -193,10 +202,12 @@ void kc_api_status_parse(kc_api_status *st, long code, const char *method, const
       }
     }
     copy_str(st->reason, sizeof st->reason, reason, strlen(reason));
-    /* Keep the server's text (APF's plain text, a proxy's page) for the log. */
+    /* Keep the server's text (APF's plain text, a proxy's page) for the log;
+     * of a Status nested too deep, what was wrong with it. */
     size_t n = 0;
     while (body && n < len && n < 200 && body[n] != '\n' && body[n] != '\r') n++;
-    if (n) snprintf(st->message, sizeof st->message, "%s (%.*s)", msg, (int)n, body);
+    if (why[0]) snprintf(st->message, sizeof st->message, "%s (unreadable Status body: %s)", msg, why);
+    else if (n) snprintf(st->message, sizeof st->message, "%s (%.*s)", msg, (int)n, body);
     else copy_str(st->message, sizeof st->message, msg, strlen(msg));
   }
   if (st->retry_after_seconds < 0 && retry_after && ra_len && ra_len < 10) {
@@ -443,6 +454,10 @@ static int call_on_data(kc_http_req *req, const char *buf, size_t len, void *ud)
   call->errlen += len;
   call->errbody[call->errlen] = '\0';
   return KC_HTTP_CONTINUE;
+}
+
+void kc_api_call_resume(kc_api_call *call) {
+  if (call) kc_http_resume(call->req);
 }
 
 static void call_on_done(kc_http_req *req, const kc_http_result *hr, void *ud) {

@@ -124,6 +124,9 @@ int kc_api_request(kc_api *api, const kc_api_request_opts *opts, kc_api_call **o
 /* Cancels: no callback runs afterwards; the call is freed. Safe inside the
  * call's own callbacks (a no-op inside its on_done). NULL is a no-op. */
 void kc_api_cancel(kc_api_call *call);
+/* Resumes a call whose on_data returned KC_HTTP_PAUSE (see kc_http_resume).
+ * Context: loop thread, outside the call's callbacks. NULL is a no-op. */
+void kc_api_call_resume(kc_api_call *call);
 /* Response header of the call (see kc_http_req_header). */
 const char *kc_api_call_header(const kc_api_call *call, const char *name, size_t *len);
 

@@ -1080,6 +1080,7 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
       CUSTOM("metrics"),
       CUSTOM("logLevel"),
       FIELD_RANGE("shutdownTimeout", F_DURATION, kc_config, shutdown_timeout_ms, 0, 3600000),
+      FIELD_RANGE("decodeThreads", F_INT, kc_config, decode_threads, 0, 64),
       CUSTOM("informers"),
       CUSTOM("controllers"),
   };
@@ -1185,6 +1186,7 @@ static void config_set_defaults(kc_config *cfg) {
   cfg->metrics_bind = KC_DEFAULT_METRICS_BIND;
   cfg->log_level = KC_LOG_INFO;
   cfg->shutdown_timeout_ms = KC_DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  cfg->decode_threads = -1;
 }
 
 void kc_config_free(kc_config *cfg) {
@@ -1413,6 +1415,7 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
   if (!str_eq(oc->metrics_bind, nc->metrics_bind)) d->global |= KC_GLOBAL_METRICS;
   if (oc->log_level != nc->log_level) d->global |= KC_GLOBAL_LOG_LEVEL;
   if (oc->shutdown_timeout_ms != nc->shutdown_timeout_ms) d->global |= KC_GLOBAL_SHUTDOWN_TIMEOUT;
+  if (oc->decode_threads != nc->decode_threads) d->global |= KC_GLOBAL_DECODE_THREADS;
   *out = d;
   return 0;
 }
@@ -1472,8 +1475,8 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
   if (d->global) {
     sb_str(&b, "; global:");
     static const char *const gnames[] = {"kubeconfig", "leaderElection", "metrics", "logLevel",
-                                         "shutdownTimeout"};
-    for (size_t k = 0; k < 5; k++)
+                                         "shutdownTimeout", "decodeThreads"};
+    for (size_t k = 0; k < sizeof gnames / sizeof gnames[0]; k++)
       if (d->global & (1u << k)) {
         sb_str(&b, " ");
         sb_str(&b, gnames[k]);

@@ -185,6 +185,8 @@ typedef struct kc_config {
   const char *metrics_bind;   /* "host:port"; "0" disables the listener */
   enum kc_log_level log_level;
   int64_t shutdown_timeout_ms;
+  int64_t decode_threads;     /* decodeThreads: -1 = one per core beyond the loop's; 0 = decode
+                                 on the loop thread */
   const kc_informer_spec *informers; /* explicit ones in file order, then implicit */
   size_t ninformers;
   const kc_controller_spec *controllers;
@@ -250,6 +252,7 @@ enum kc_global_field {
   KC_GLOBAL_METRICS = 1u << 2,
   KC_GLOBAL_LOG_LEVEL = 1u << 3,
   KC_GLOBAL_SHUTDOWN_TIMEOUT = 1u << 4,
+  KC_GLOBAL_DECODE_THREADS = 1u << 5,
 };
 
 typedef struct kc_config_change {

@@ -14,6 +14,13 @@
  * an unchanged scope keep their caches and watches, the others are closed
  * or created, and unchanged controllers keep running (rebound to the new
  * config's equal spec).
+ *
+ * A controller whose plugin does not load or whose init fails costs only
+ * that controller (unless --fail-fast, at start-up): its slot records the
+ * error and one timer, init_retry, retries the slots that are due, 1 s
+ * doubling to 5 min (kc_backoff_when) with +-10 % jitter. Every attempt
+ * logs one line; /readyz, STATUS= and kctrld_controller_* report it; a
+ * reload re-instantiates it at once (fixed or removed by the new file).
  */
 #include "daemon.h"
 #include "hostapi.h"
@@ -28,11 +35,14 @@
 
 #include "config.h"
 #include "controller.h"
+#include "decodepool.h"
 #include "discovery.h"
+#include "hash.h"
 #include "kubeconfig.h"
 #include "leader.h"
 #include "ops.h"
 #include "plugin_host.h"
+#include "ratelimit.h"
 
 typedef struct kind_slot {
   kc_daemon *d;
@@ -51,7 +61,16 @@ typedef struct ctl_slot {
   const kc_controller_spec *spec;
   kc_plugin_instance *inst; /* until the controller exists, then owned by it */
   kc_controller *ctl;
+  /* Plugin load/init failures (no inst, no ctl): retried on d->init_retry. */
+  char init_error[1024];    /* "" once loaded and initialised */
+  uint32_t failed_attempts; /* consecutive: kc_backoff_when's counter */
+  uint64_t retry_at_ms;     /* loop time of the next attempt; 0: none */
+  uint64_t retry_delay_ms;  /* the delay chosen after the last failure */
+  uint64_t init_failures;   /* kctrld_controller_init_failures_total, kept across reloads */
 } ctl_slot;
+
+#define KC_INIT_RETRY_BASE_MS 1000ull
+#define KC_INIT_RETRY_MAX_MS (5 * 60 * 1000ull)
 
 struct kc_daemon {
   uv_loop_t loop;
@@ -61,6 +80,7 @@ struct kc_daemon {
   kc_api *api;
   kc_events *events; /* the Event recorder behind the `event` host service */
   kc_discovery *discovery;
+  kc_decode_pool *decode_pool; /* response bodies are decoded here */
   /* Guards cfg, kinds and their resolution for worker-thread lookups; the
    * loop takes it for writing only while swapping a reloaded config. */
   pthread_rwlock_t registry_lock;
@@ -80,6 +100,7 @@ struct kc_daemon {
   char reload_error[512];
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick;
+  uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
   atomic_bool may_write;
   kc_leader *leader; /* NULL when leader election is off */
   bool leading;      /* loop view: controllers may be active */
@@ -92,7 +113,8 @@ struct kc_daemon {
   kc_informer **ops_informers;
   kc_controller **ops_controllers;
   const kc_reconcile_histogram **ops_histograms;
-  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms;
+  kc_ops_controller_state *ops_ctl_states;
+  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms, ops_cap_ctl_states;
   char ops_lease_name[256];
 };
 
@@ -157,6 +179,17 @@ bool kc_daemon_may_write(const kc_daemon *d) {
 
 /* --- discovery ---------------------------------------------------------------- */
 
+static void on_tick(uv_timer_t *t);
+
+/* Runs the start-up tick on the loop's next iteration (never from inside
+ * the caller), then every second as before. */
+static void tick_now(kc_daemon *d) {
+  if (!d->stopping) uv_timer_start(&d->tick, on_tick, 0, 1000);
+}
+
+/* An informer synced: its controllers become active now. */
+static void on_informer_synced(void *ud, kc_informer *inf) { tick_now(ud); }
+
 static void on_resolved(int err, const kc_resource_info *info, const kc_api_status *status,
                         void *ud) {
   kind_slot *k = ud;
@@ -177,6 +210,7 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     kc_info("discovery", "%s %s -> %s/%s (%s)", s->api_version, s->kind, k->api_path, k->plural,
             k->namespaced ? "namespaced" : "cluster-scoped");
     atomic_store(&k->resolved, true);
+    tick_now(d); /* list at once, not on the next tick */
     return;
   }
   /* A missing kind is logged once a minute, not every tick. */
@@ -246,7 +280,8 @@ static void on_tick(uv_timer_t *t) {
     }
     if (k->informer) continue;
     kc_resource_ref ref = {k->api_path, k->plural, k->namespaced};
-    int rc = kc_informer_new(&d->loop, d->api, k->spec, &ref, &k->informer);
+    int rc = kc_informer_new(&d->loop, d->api, d->decode_pool, k->spec, &ref, &k->informer);
+    if (rc == 0) kc_informer_on_synced(k->informer, on_informer_synced, d);
     if (rc == 0) rc = kc_informer_start(k->informer);
     if (rc < 0) {
       kc_error("daemon", "informer %s %s: cannot start: %s", k->spec->api_version, k->spec->kind,
@@ -303,22 +338,86 @@ static void hold_unref(void *arg) {
   atomic_fetch_sub(&configs_alive, 1);
 }
 
-static int instantiate(kc_daemon *d, ctl_slot *cs) {
-  char err[1024];
-  kc_plugin *p = NULL;
-  if (kc_plugin_load(cs->spec->plugin, &p, err, sizeof err) < 0) {
-    kc_error("daemon", "controller %s: %s", cs->spec->name, err);
-    return -1;
+static void on_init_retry(uv_timer_t *t);
+
+/* (Re)arms init_retry for the earliest slot waiting for a retry. */
+static void arm_init_retry(kc_daemon *d) {
+  uint64_t next = 0;
+  for (size_t i = 0; i < d->nctls; i++) {
+    const ctl_slot *cs = &d->ctls[i];
+    if (!cs->ctl && !cs->inst && cs->retry_at_ms && (!next || cs->retry_at_ms < next))
+      next = cs->retry_at_ms;
   }
-  if (kc_plugin_instance_new(p, cs->spec->name, (const kctrld_settings *)cs->spec->settings, d,
-                             &cs->inst, err, sizeof err) < 0) {
-    kc_error("daemon", "controller %s: %s", cs->spec->name, err);
-    return -1;
+  if (!next || d->stopping) {
+    uv_timer_stop(&d->init_retry);
+    return;
+  }
+  uint64_t now = uv_now(&d->loop);
+  uv_timer_start(&d->init_retry, on_init_retry, next > now ? next - now : 0, 0);
+}
+
+/* Records a failed load or init; with retry, schedules the next attempt. */
+static void init_failed(kc_daemon *d, ctl_slot *cs, const char *err, bool retry) {
+  snprintf(cs->init_error, sizeof cs->init_error, "%s", err[0] ? err : "unknown error");
+  cs->init_failures++;
+  if (!retry) {
+    kc_error("daemon", "controller %s: %s", cs->spec->name, cs->init_error);
+    return;
+  }
+  const kc_backoff b = {KC_INIT_RETRY_BASE_MS * KC_NS_PER_MS, KC_INIT_RETRY_MAX_MS * KC_NS_PER_MS};
+  uint64_t ms = kc_backoff_when(&b, &cs->failed_attempts) / KC_NS_PER_MS;
+  /* +-10 %: daemons started together do not retry in step. */
+  uint64_t spread = ms / 5;
+  if (spread) ms = ms - ms / 10 + kc_mix64(uv_hrtime() ^ (uint64_t)(uintptr_t)cs) % spread;
+  cs->retry_delay_ms = ms;
+  cs->retry_at_ms = uv_now(&d->loop) + ms;
+  kc_error("daemon",
+           "controller %s: %s; attempt %u failed, retrying in %.1f s (other controllers keep running)",
+           cs->spec->name, cs->init_error, (unsigned)cs->failed_attempts, (double)ms / 1000.0);
+  arm_init_retry(d);
+}
+
+/* Loads the slot's plugin and runs its init. On failure: logged, counted,
+ * and retried with backoff when retry is true (else the caller gives up:
+ * --fail-fast at start-up). Returns 0 or a negative errno. */
+static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
+  char err[sizeof cs->init_error];
+  kc_plugin *p = NULL;
+  cs->retry_at_ms = 0;
+  int rc = kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
+  if (rc == 0)
+    rc = kc_plugin_instance_new(p, cs->spec->name, (const kctrld_settings *)cs->spec->settings, d,
+                                &cs->inst, err, sizeof err);
+  if (rc < 0) {
+    init_failed(d, cs, err, retry);
+    return rc;
   }
   atomic_fetch_add(&d->hold->refs, 1);
   kc_plugin_instance_on_free(cs->inst, hold_unref, d->hold);
-  kc_info("daemon", "controller %s: plugin %s loaded", cs->spec->name, cs->spec->plugin);
+  if (cs->failed_attempts)
+    kc_info("daemon", "controller %s: plugin %s loaded after %u failed attempts", cs->spec->name,
+            cs->spec->plugin, (unsigned)cs->failed_attempts);
+  else
+    kc_info("daemon", "controller %s: plugin %s loaded", cs->spec->name, cs->spec->plugin);
+  kc_backoff_forget(&cs->failed_attempts);
+  cs->init_error[0] = '\0';
+  cs->retry_delay_ms = 0;
   return 0;
+}
+
+static void on_init_retry(uv_timer_t *t) {
+  kc_daemon *d = t->data;
+  /* A reload being applied re-instantiates every slot (and re-arms). */
+  if (d->stopping || d->reload_cfg) return;
+  uint64_t now = uv_now(&d->loop);
+  bool loaded = false;
+  for (size_t i = 0; i < d->nctls; i++) {
+    ctl_slot *cs = &d->ctls[i];
+    if (!cs->ctl && !cs->inst && cs->retry_at_ms && cs->retry_at_ms <= now)
+      loaded |= instantiate(d, cs, true) == 0;
+  }
+  arm_init_retry(d);
+  if (loaded) on_tick(&d->tick); /* start its controller now, not at the next tick */
 }
 
 /* --- reload ------------------------------------------------------------------- */
@@ -391,8 +490,9 @@ static void apply_reload(kc_daemon *d) {
   /* Controllers: kept ones are rebound, the others are new. */
   for (size_t i = 0; i < d->nctls; i++) {
     ctl_slot *old = &d->ctls[i];
-    ssize_t j = old->ctl ? kc_config_find_controller(nc, old->spec->name) : -1;
-    if (j >= 0) {
+    ssize_t j = kc_config_find_controller(nc, old->spec->name);
+    if (j >= 0) nctl[j].init_failures = old->init_failures; /* a counter survives reloads */
+    if (j >= 0 && old->ctl) {
       nctl[j].ctl = old->ctl;
       nctl[j].spec = &nc->controllers[j];
       kc_controller_rebind(old->ctl, nctl[j].spec);
@@ -421,7 +521,7 @@ static void apply_reload(kc_daemon *d) {
   }
   for (size_t j = 0; j < d->nctls; j++) {
     if (!d->ctls[j].spec) d->ctls[j].spec = &nc->controllers[j];
-    if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j]);
+    if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j], true);
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
   kc_info("daemon", "reload applied");
@@ -430,6 +530,7 @@ done:
   kc_config_diff_free(d->reload_diff);
   d->reload_diff = NULL;
   d->reload_cfg = NULL;
+  arm_init_retry(d);
   on_tick(&d->tick);
 }
 
@@ -570,12 +671,15 @@ static void finish_shutdown(kc_daemon *d) {
   }
   kc_discovery_free(d->discovery); /* runs no callback: slots can be freed */
   d->discovery = NULL;
+  kc_decode_pool_free(d->decode_pool); /* the informers closed every stream */
+  d->decode_pool = NULL;
   close_events(d);
   kc_api_close(d->api);
   d->api = NULL;
   kc_ops_close(d->ops);
   d->ops = NULL;
   uv_close((uv_handle_t *)&d->tick, on_closed_noop);
+  uv_close((uv_handle_t *)&d->init_retry, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_int, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_hup, on_closed_noop);
@@ -613,6 +717,7 @@ static void begin_shutdown(kc_daemon *d, const char *why) {
                          on_controller_stopped, d);
     d->ctls[i].ctl = NULL;
   }
+  uv_timer_stop(&d->init_retry);
   uv_timer_stop(&d->tick);
   uv_timer_start(&d->tick, on_shutdown_poll, 0, 50);
 }
@@ -654,7 +759,8 @@ static void ops_view(void *ud, kc_ops_view *v) {
   if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
       !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
       !grow((void **)&d->ops_histograms, &d->ops_cap_histograms, d->nctls, sizeof *d->ops_histograms) ||
-      !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers))
+      !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers) ||
+      !grow((void **)&d->ops_ctl_states, &d->ops_cap_ctl_states, d->nctls, sizeof *d->ops_ctl_states))
     return; /* empty view: metrics show nothing rather than garbage */
   for (size_t i = 0; i < d->nkinds; i++) {
     d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
@@ -663,7 +769,18 @@ static void ops_view(void *ud, kc_ops_view *v) {
   for (size_t i = 0; i < d->nctls; i++) {
     d->ops_controllers[i] = d->ctls[i].ctl;
     d->ops_histograms[i] = d->ctls[i].ctl ? kc_controller_reconcile_histogram(d->ctls[i].ctl) : NULL;
+    const ctl_slot *cs = &d->ctls[i];
+    d->ops_ctl_states[i] = (kc_ops_controller_state){
+        .name = cs->spec->name,
+        .running = cs->ctl != NULL,
+        .init_error = !cs->ctl && !cs->inst && cs->init_error[0] ? cs->init_error : NULL,
+        .failed_attempts = cs->failed_attempts,
+        .retry_delay_ms = cs->retry_delay_ms,
+        .init_failures = cs->init_failures,
+    };
   }
+  v->controller_states = d->ops_ctl_states;
+  v->ncontroller_states = d->nctls;
   v->reconcile_histograms = d->ops_histograms;
   v->specs = d->ops_specs;
   v->informers = d->ops_informers;
@@ -705,6 +822,7 @@ static void free_daemon(kc_daemon *d) {
   free(d->ops_informers);
   free(d->ops_controllers);
   free(d->ops_histograms);
+  free(d->ops_ctl_states);
   kc_kube_creds_free(d->creds);
   if (d->hold)
     hold_unref(d->hold); /* the config itself goes with its last plugin instance */
@@ -759,11 +877,22 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     free_daemon(d);
     return 1;
   }
+  uv_timer_init(&d->loop, &d->init_retry);
+  d->init_retry.data = d;
   int code = 1;
   if (kc_api_new(&d->loop, d->creds, &d->api) < 0 || kc_discovery_new(d->api, &d->discovery) < 0) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
+  unsigned decode_threads = d->cfg->decode_threads < 0 ? kc_decode_pool_default_threads()
+                                                       : (unsigned)d->cfg->decode_threads;
+  int prc = kc_decode_pool_new(&d->loop, decode_threads, &d->decode_pool);
+  if (prc < 0) {
+    kc_error("daemon", "cannot start %u decode threads: %s", decode_threads, strerror(-prc));
+    goto fail;
+  }
+  kc_info("daemon", "decoding response bodies on %u thread%s%s", decode_threads,
+          decode_threads == 1 ? "" : "s", decode_threads ? "" : " (the loop thread)");
   kc_events_options eo = {.api = d->api, .may_write = events_may_write, .ud = d};
   if (kc_events_new(&d->loop, &eo, &d->events) < 0) {
     kc_error("daemon", "cannot create the Event recorder");
@@ -771,8 +900,13 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   }
   kc_hostapi_set_events(d->events);
   kc_hostapi_install(); /* plugin host services on this daemon */
-  for (size_t i = 0; i < d->nctls; i++)
-    if (instantiate(d, &d->ctls[i]) < 0) goto fail;
+  for (size_t i = 0; i < d->nctls; i++) {
+    if (instantiate(d, &d->ctls[i], !opts->fail_fast) < 0 && opts->fail_fast) {
+      kc_error("daemon", "controller %s cannot start and --fail-fast is set: exiting",
+               d->ctls[i].spec->name);
+      goto fail;
+    }
+  }
   uv_timer_init(&d->loop, &d->tick);
   d->tick.data = d;
   uv_signal_init(&d->loop, &d->sig_term);
@@ -796,7 +930,9 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   code = d->exit_code;
   goto out;
 fail:
+  uv_close((uv_handle_t *)&d->init_retry, on_closed_noop);
   kc_discovery_free(d->discovery);
+  kc_decode_pool_free(d->decode_pool);
   close_events(d);
   kc_api_close(d->api);
   uv_run(&d->loop, UV_RUN_DEFAULT);

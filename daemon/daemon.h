@@ -2,6 +2,9 @@
  * discovery, shared informers, controllers, signals; later leader election,
  * metrics and reload.
  *
+ * A controller whose plugin fails to load or to init costs only that
+ * controller: see kc_daemon_options.fail_fast.
+ *
  * Context: kc_daemon_run on the main thread (it runs the loop until
  * SIGTERM/SIGINT). The registry functions below are for host services
  * called from worker threads: they read structures that are immutable
@@ -27,6 +30,13 @@ typedef struct kc_daemon_options {
   const char *metrics_bind; /* --metrics-bind-address */
   const char *identity;     /* --identity */
   enum kc_log_level log_level; /* 0 = from the config file */
+  /* --fail-fast: a controller whose plugin does not load or whose init
+   * fails at start-up makes kc_daemon_run return 1 at once. Without it the
+   * other controllers run and that one is retried with backoff (1 s
+   * doubling to 5 min, +-10 % jitter), reported in /readyz, the log and
+   * kctrld_controller_{ready,init_failures_total}. After start-up (reload)
+   * failures are always retried. */
+  bool fail_fast;
 } kc_daemon_options;
 
 /* Runs until a termination signal; returns the process exit code. */

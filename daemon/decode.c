@@ -68,6 +68,20 @@ struct kc_decoder {
   bool unit_active;
   uint64_t unit_bytes;
 
+  /* Input coalescing: yajl 2.1 lexes an unfinished token again from its
+   * first byte on every yajl_parse call, so a long string fed in n pieces
+   * would cost O(n x length). Every call below ends at a token boundary
+   * (found by the scan); the bytes after the last boundary wait in `carry`,
+   * and small feeds are batched there until FLUSH_MIN bytes or the end of a
+   * top-level value (a watch event) are reached. */
+  char *carry;
+  size_t carry_len, carry_cap;
+  size_t carry_safe; /* carry[0..carry_safe) ends at a token boundary */
+  bool in_str, esc;  /* scan state after the last byte received */
+  unsigned depth;    /* open containers (scan), saturating at 0 on bad input */
+  uint64_t received; /* bytes passed to kc_decoder_feed */
+  uint64_t lexed;    /* bytes handed to yajl_parse */
+
   bool any_input; /* a non-whitespace byte was fed */
   int err;
   bool failing; /* a callback set err: yajl's own message is secondary */
@@ -497,6 +511,7 @@ void kc_decoder_free(kc_decoder *d) {
   free(d->api_version);
   free(d->rv);
   free(d->cont);
+  free(d->carry);
   free(d);
 }
 
@@ -549,14 +564,13 @@ static int finish_error(kc_decoder *d, const char *buf, size_t len) {
   return d->err;
 }
 
-int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
-  if (d->err) return d->err;
+/* Hands one piece that ends at a token boundary (or the end of the body)
+ * to yajl and the builder. */
+static int parse_piece(kc_decoder *d, const char *buf, size_t len) {
   if (len == 0) return 0;
-  if (!d->any_input)
-    for (size_t i = 0; i < len && !d->any_input; i++)
-      d->any_input = !(buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t');
   uint64_t seq0 = d->unit_seq;
   bool active0 = d->unit_active;
+  d->lexed += len;
   kc_obj_builder_input(d->b, d->h, buf, len);
   yajl_status s = yajl_parse(d->h, (const unsigned char *)buf, len);
   if (s != yajl_status_ok) {
@@ -566,15 +580,15 @@ int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
     return rc;
   }
   d->fed += len;
-  /* The rest of this chunk belongs to the object being built. */
+  /* The rest of this piece belongs to the object being built. */
   int brc = kc_obj_builder_input_end(d->b);
   if (brc) {
     failf(d, brc, "%s", kc_obj_builder_error(d->b));
     prefix_offset(d, d->fed);
     return d->err;
   }
-  /* yajl keeps a token that spans feeds in its own buffer: bound the input
-   * bytes of one event/item across feeds, not only the built text. */
+  /* Bound the input bytes of one event/item across pieces, not only the
+   * built text. */
   if (d->unit_active) {
     if (active0 && d->unit_seq == seq0) d->unit_bytes += len;
     if (d->unit_bytes > d->max_bytes) {
@@ -587,8 +601,149 @@ int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
   return 0;
 }
 
+/* Byte classes outside strings. */
+enum { B_OTHER = 0, B_QUOTE, B_OPEN, B_CLOSE, B_SEP };
+static const unsigned char byte_class[256] = {
+    ['"'] = B_QUOTE, ['{'] = B_OPEN,  ['['] = B_OPEN,  ['}'] = B_CLOSE, [']'] = B_CLOSE,
+    [','] = B_SEP,   [':'] = B_SEP,   [' '] = B_SEP,   ['\t'] = B_SEP,  ['\n'] = B_SEP,
+    ['\r'] = B_SEP,
+};
+
+/* Scans p[0..n) once, carrying the string/escape/depth state across calls.
+ * Returns the offset just past the last token boundary (a structural
+ * character or white space outside a string, or a string's closing quote),
+ * 0 when there is none; with `first`, stops at the first one. *value_end is
+ * set when a top-level value closed. */
+static size_t scan(kc_decoder *d, const char *p, size_t n, bool first, bool *value_end) {
+  size_t last = 0;
+  bool in_str = d->in_str, esc = d->esc;
+  unsigned depth = d->depth;
+  for (size_t i = 0; i < n; i++) {
+    if (in_str) {
+      if (esc) {
+        esc = false;
+        continue;
+      }
+      /* The long run inside a string: find the next '"' with memchr (SIMD
+       * in glibc), then any '\\' before it. */
+      const char *q = memchr(p + i, '"', n - i);
+      size_t end = q ? (size_t)(q - p) : n;
+      const char *bs = memchr(p + i, '\\', end - i);
+      if (bs) {
+        i = (size_t)(bs - p);
+        esc = true;
+        continue;
+      }
+      if (!q) break;
+      i = end;
+      in_str = false;
+      last = i + 1;
+    } else {
+      switch (byte_class[(unsigned char)p[i]]) {
+      case B_QUOTE: in_str = true; continue;
+      case B_OPEN: depth++; break;
+      case B_CLOSE:
+        if (depth && --depth == 0) *value_end = true;
+        break;
+      case B_SEP: break;
+      default: continue; /* inside a number or literal */
+      }
+      last = i + 1;
+    }
+    if (first && last) break;
+  }
+  d->in_str = in_str;
+  d->esc = esc;
+  d->depth = depth;
+  return last;
+}
+
+/* Small feeds are batched up to this many bytes (yajl's per-call cost). */
+#define FLUSH_MIN 4096
+
+static int carry_append(kc_decoder *d, const char *p, size_t n) {
+  if (n == 0) return 0;
+  /* What waits here is at most FLUSH_MIN bytes plus one unfinished token. */
+  if (d->carry_len + n - d->carry_safe > d->max_bytes + (size_t)FLUSH_MIN) {
+    d->failing = false;
+    failf(d, -E2BIG, "larger than the limit of %zu bytes", d->max_bytes);
+    prefix_offset(d, d->fed);
+    return d->err;
+  }
+  if (d->carry_len + n > d->carry_cap) {
+    size_t cap = d->carry_cap ? d->carry_cap : 2 * FLUSH_MIN;
+    while (cap < d->carry_len + n) cap *= 2;
+    char *np = realloc(d->carry, cap);
+    if (!np) {
+      failf(d, -ENOMEM, "out of memory");
+      return d->err;
+    }
+    d->carry = np;
+    d->carry_cap = cap;
+  }
+  memcpy(d->carry + d->carry_len, p, n);
+  d->carry_len += n;
+  return 0;
+}
+
+/* Parses carry[0..upto) and keeps the rest. */
+static int carry_flush(kc_decoder *d, size_t upto) {
+  int rc = parse_piece(d, d->carry, upto);
+  memmove(d->carry, d->carry + upto, d->carry_len - upto);
+  d->carry_len -= upto;
+  d->carry_safe = 0;
+  if (d->carry_cap > 4 * FLUSH_MIN && d->carry_len < FLUSH_MIN) {
+    /* A large value went through: give the memory back. */
+    char *np = realloc(d->carry, 2 * FLUSH_MIN);
+    if (np) {
+      d->carry = np;
+      d->carry_cap = 2 * FLUSH_MIN;
+    }
+  }
+  return rc;
+}
+
+int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
+  if (d->err) return d->err;
+  if (len == 0) return 0;
+  d->received += len;
+  if (!d->any_input)
+    for (size_t i = 0; i < len && !d->any_input; i++)
+      d->any_input = !(buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t');
+  bool value_end = false;
+  if (len < FLUSH_MIN) {
+    /* Small piece: batch it. A finished watch event goes on at once. */
+    size_t base = d->carry_len;
+    size_t last = scan(d, buf, len, false, &value_end);
+    int rc = carry_append(d, buf, len);
+    if (rc) return rc;
+    if (last) d->carry_safe = base + last;
+    if (d->carry_safe && (d->carry_safe >= FLUSH_MIN || (value_end && d->mode == KC_DECODE_WATCH)))
+      return carry_flush(d, d->carry_safe);
+    return 0;
+  }
+  size_t off = 0;
+  if (d->carry_len) {
+    /* Complete the waiting token with the bytes up to the first boundary. */
+    size_t first = scan(d, buf, len, true, &value_end);
+    if (!first) return carry_append(d, buf, len);
+    int rc = carry_append(d, buf, first);
+    if (!rc) rc = carry_flush(d, d->carry_len);
+    if (rc) return rc;
+    off = first;
+  }
+  size_t last = scan(d, buf + off, len - off, false, &value_end);
+  int rc = parse_piece(d, buf + off, last);
+  if (rc) return rc;
+  return carry_append(d, buf + off + last, len - off - last);
+}
+
 int kc_decoder_finish(kc_decoder *d) {
   if (d->err) return d->err;
+  if (d->carry_len) {
+    int rc = carry_flush(d, d->carry_len);
+    if (rc) return rc;
+  }
   /* An empty watch body is a watch that ended before any event; yajl would
    * call it a premature EOF. */
   if (d->mode == KC_DECODE_WATCH && !d->any_input) return 0;
@@ -603,6 +758,8 @@ int kc_decoder_finish(kc_decoder *d) {
   return 0;
 }
 
+int kc_decoder_result(const kc_decoder *d) { return d->err; }
+
 const char *kc_decoder_error(const kc_decoder *d) { return d->err ? d->errbuf : ""; }
 
 const kc_list_meta *kc_decoder_list_meta(const kc_decoder *d) { return &d->meta; }
@@ -611,7 +768,9 @@ uint64_t kc_decoder_count(const kc_decoder *d) {
   return d->mode == KC_DECODE_WATCH ? d->nevents : d->meta.nitems;
 }
 
-uint64_t kc_decoder_offset(const kc_decoder *d) { return d->fed; }
+uint64_t kc_decoder_offset(const kc_decoder *d) { return d->received; }
+
+uint64_t kc_decoder_lexed_bytes(const kc_decoder *d) { return d->lexed; }
 
 int kc_decode_status(const char *buf, size_t len, kc_status *out) {
   memset(out, 0, sizeof *out);

@@ -3,6 +3,10 @@
  * One yajl handle per HTTP response (docs: c-style-anchors.md section 5).
  * Feed it the body bytes as they arrive, split anywhere (inside a token, a
  * string escape or a UTF-8 sequence); it never buffers a whole list or event.
+ * The cost is linear in the bytes whatever the chunking: a light scan finds
+ * token boundaries and yajl is handed only pieces that end at one (small
+ * feeds are batched up to 4 KiB, or to the end of a watch event), because
+ * yajl 2.1 lexes an unfinished token again from its start on every call.
  * Each object is built directly while parsing (kobj.h builder in raw mode:
  * the object's bytes are copied from the input as received, dropped members
  * are cut out, identity fields and labels are located on the way, and so are
@@ -23,8 +27,9 @@
  * and per event / list item KC_OBJ_MAX_BYTES (16 MiB, client-go's cap) of
  * built text and of input bytes spanning feeds.
  *
- * Threads: a decoder belongs to one thread (the loop thread); callbacks run
- * on it, inside kc_decoder_feed/finish. kc_decode_status: any thread.
+ * Threads: a decoder is used by one thread at a time (a decode pool thread,
+ * decodepool.h, or the loop thread); callbacks run on it, inside
+ * kc_decoder_feed/finish. kc_decode_status: any thread.
  *
  * Errors: 0 or a negative errno: -EBADMSG malformed JSON or not the expected
  * shape, -E2BIG a limit was hit, -ENOMEM, or the negative value a callback
@@ -103,6 +108,8 @@ int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len);
  * must be complete. */
 int kc_decoder_finish(kc_decoder *d);
 void kc_decoder_free(kc_decoder *d);
+/* 0, or the first error (final). */
+int kc_decoder_result(const kc_decoder *d);
 /* "" while there was no error. */
 const char *kc_decoder_error(const kc_decoder *d);
 /* LIST metadata seen so far (complete once list_end has run). */
@@ -111,6 +118,10 @@ const kc_list_meta *kc_decoder_list_meta(const kc_decoder *d);
 uint64_t kc_decoder_count(const kc_decoder *d);
 /* Total bytes fed. */
 uint64_t kc_decoder_offset(const kc_decoder *d);
+/* Bytes handed to yajl so far. Every piece ends at a token boundary, so
+ * yajl never lexes a token twice and this equals the bytes fed once the
+ * body is finished, whatever the chunking (tests check it). */
+uint64_t kc_decoder_lexed_bytes(const kc_decoder *d);
 
 /* Decodes a complete small body (non-2xx response) as a Status. Returns 0,
  * or -EBADMSG when it is not JSON or not kind: Status (e.g. a proxy's HTML

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
+#include "jsontree.h"
 #include "log.h"
 
 #define COMPONENT "discovery"
@@ -167,22 +168,20 @@ static const char *str_of(yajl_val v) {
 
 int kc_discovery_parse(const char *json, size_t len,
                        void (*cb)(const char *plural, const char *kind, bool namespaced, void *ud),
-                       void *ud) {
-  /* yajl_tree_parse needs a NUL-terminated string. */
-  char *copy = malloc(len + 1);
-  if (!copy) return -ENOMEM;
-  memcpy(copy, json, len);
-  copy[len] = '\0';
-  char errbuf[128];
-  yajl_val root = yajl_tree_parse(copy, errbuf, sizeof errbuf);
-  free(copy);
-  if (!root) return -EINVAL;
+                       void *ud, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  yajl_val root;
+  int rc = kc_jsontree_parse(json, len, &root, err, errlen);
+  if (rc < 0) return rc == -EBADMSG ? -EINVAL : rc;
   static const char *kind_path[] = {"kind", NULL};
   static const char *res_path[] = {"resources", NULL};
   yajl_val kind = yajl_tree_get(root, kind_path, yajl_t_string);
   yajl_val res = yajl_tree_get(root, res_path, yajl_t_array);
-  if (!kind || strcmp(str_of(kind), "APIResourceList") != 0 || !res) {
+  bool is_list = kind && strcmp(str_of(kind), "APIResourceList") == 0;
+  if (!is_list || !res) {
     yajl_tree_free(root);
+    if (err && errlen)
+      snprintf(err, errlen, "%s", is_list ? "no resources array" : "not an APIResourceList");
     return -EINVAL;
   }
   static const char *name_path[] = {"name", NULL};
@@ -242,7 +241,9 @@ static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
     /* Replace the cache only with a complete, valid list. */
     struct gv fresh = {0};
     struct parse_ctx p = {&fresh, 0};
-    int rc = kc_discovery_parse(g->body ? g->body : "", g->len, collect, &p);
+    char why[160];
+    int rc = kc_discovery_parse(g->body ? g->body : "", g->len, collect, &p, why, sizeof why);
+    if (rc == 0 && p.rc < 0) snprintf(why, sizeof why, "%s", strerror(-p.rc));
     if (rc == 0) rc = p.rc;
     if (rc == 0) {
       clear_res(g);
@@ -254,8 +255,8 @@ static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
     } else {
       clear_res(&fresh);
       free(fresh.res);
-      kc_error(COMPONENT, "bad APIResourceList group=%s version=%s error=\"%s\"", g->group,
-               g->version, strerror(-rc));
+      kc_error(COMPONENT, "bad APIResourceList from %s%s/%s: %s", g->group[0] ? "/apis/" : "/api",
+               g->group, g->version, why);
       err = rc == -ENOMEM ? -ENOMEM : -EIO;
     }
   }

@@ -60,11 +60,15 @@ int kc_discovery_resolve(kc_discovery *d, const char *api_version, const char *k
 int kc_resource_path(const kc_resource_info *r, const char *ns, const char *name, char *buf,
                      size_t cap);
 
-/* Parses an APIResourceList body and calls cb for every resource that is
- * not a subresource. Returns 0, or -EINVAL for a body that is not an
- * APIResourceList. Context: any thread. Exposed for tests and fuzzing. */
+/* Parses an APIResourceList body (through jsontree.h: nesting deeper than
+ * KC_JSONTREE_MAX_DEPTH is refused before a tree is built) and calls cb for
+ * every resource that is not a subresource. Returns 0, -EINVAL for a body
+ * that is not JSON or not an APIResourceList, -E2BIG for one nested too
+ * deep, or -ENOMEM; on failure err (may be NULL) says why, e.g. "offset 41:
+ * nesting deeper than KC_OBJ_MAX_DEPTH (256) levels". Context: any thread.
+ * Exposed for tests and fuzzing. */
 int kc_discovery_parse(const char *json, size_t len,
                        void (*cb)(const char *plural, const char *kind, bool namespaced, void *ud),
-                       void *ud);
+                       void *ud, char *err, size_t errlen);
 
 #endif

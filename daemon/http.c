@@ -36,6 +36,7 @@ struct kc_http_req {
   bool aborted;       /* a callback returned KC_HTTP_ABORT */
   bool idle_fired;
   bool idle_inited;
+  bool paused;        /* on_data returned KC_HTTP_PAUSE */
   CURLcode result;
   uint64_t idle_ms;
   uint64_t last_activity; /* uv_now when a byte last arrived */
@@ -249,11 +250,19 @@ static size_t write_cb(char *buf, size_t size, size_t n, void *ud) {
     req->aborted = true;
     return 0;
   }
-  req->body_bytes += len;
-  if (req->on_data && !req->cancelled && req->on_data(req, buf, len, req->ud) != KC_HTTP_CONTINUE) {
-    req->aborted = true;
-    return 0;
+  if (req->on_data && !req->cancelled) {
+    int rc = req->on_data(req, buf, len, req->ud);
+    if (rc == KC_HTTP_PAUSE && !req->cancelled) {
+      /* libcurl keeps these bytes and hands them again after the resume. */
+      req->paused = true;
+      return CURL_WRITEFUNC_PAUSE;
+    }
+    if (rc != KC_HTTP_CONTINUE) {
+      req->aborted = true;
+      return 0;
+    }
   }
+  req->body_bytes += len;
   return req->cancelled ? 0 : len;
 }
 
@@ -398,6 +407,20 @@ static void process_work(kc_http *http) {
     if (req->cancelled) destroy_req(req);
     else add_to_multi(req);
   }
+}
+
+void kc_http_resume(kc_http_req *req) {
+  if (!req || !req->paused || req->cancelled || req->state != REQ_ACTIVE) return;
+  kc_http *http = req->http;
+  req->paused = false;
+  /* A pause is not silence from the server. */
+  req->last_activity = uv_now(http->loop);
+  http->in_curl++;
+  CURLcode rc = curl_easy_pause(req->easy, CURLPAUSE_CONT);
+  http->in_curl--;
+  if (rc != CURLE_OK)
+    kc_error(COMPONENT, "curl_easy_pause failed error=\"%s\"", curl_easy_strerror(rc));
+  process_work(http);
 }
 
 /* ---- inactivity timer ---- */

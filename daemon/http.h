@@ -38,8 +38,10 @@
 typedef struct kc_http kc_http;
 typedef struct kc_http_req kc_http_req;
 
-/* Return values of on_response / on_data. */
-enum { KC_HTTP_CONTINUE = 0, KC_HTTP_ABORT = 1 };
+/* Return values of on_response / on_data. KC_HTTP_PAUSE (on_data only):
+ * the bytes were NOT taken; the transfer stops reading the socket until
+ * kc_http_resume, which hands the same bytes again. */
+enum { KC_HTTP_CONTINUE = 0, KC_HTTP_ABORT = 1, KC_HTTP_PAUSE = 2 };
 
 /* TLS settings of one request. Borrowed for the duration of
  * kc_http_request only (libcurl copies them). Data fields are PEM bytes and
@@ -118,6 +120,10 @@ int kc_http_request(kc_http *http, const kc_http_request_opts *opts, kc_http_req
  * inside its own on_done, it is a no-op). The handle is invalid afterwards.
  * kc_http_cancel(NULL) is a no-op. */
 void kc_http_cancel(kc_http_req *req);
+/* Resumes a transfer paused by on_data returning KC_HTTP_PAUSE; on_data may
+ * run (again) before this returns. A no-op for a request that is not paused.
+ * Loop thread, not from inside this request's callbacks. */
+void kc_http_resume(kc_http_req *req);
 
 /* Returns the value of response header `name` (case-insensitive) of the
  * final response, trimmed, not NUL-terminated, length in *len; NULL when

@@ -41,7 +41,7 @@ struct kc_httpserver {
   bool requested;          /* a wake-up is pending on the loop */
   bool closing;
   bool ready;
-  char ready_why[256];
+  char ready_why[1024]; /* every controller failing init, with its error */
   _Atomic uint64_t last_beat_ms;
 };
 
@@ -204,7 +204,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, false);
   if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0) {
     bool readyz = url[1] == 'r';
-    char msg[320];
+    char msg[sizeof s->ready_why + 64];
     uint64_t stall = stalled_for(s);
     if (stall) {
       snprintf(msg, sizeof msg, "event loop stalled: no heartbeat for %llu ms\n", (unsigned long long)stall);
@@ -227,7 +227,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 /* --- loop side ---------------------------------------------------------------- */
 
 static void check_ready(kc_httpserver *s) {
-  char why[256] = "";
+  char why[sizeof s->ready_why] = "";
   bool ready = s->hooks.ready ? s->hooks.ready(s->hooks.ud, why, sizeof why) : true;
   pthread_mutex_lock(&s->mu);
   s->ready = ready;

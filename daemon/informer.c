@@ -35,6 +35,9 @@ struct kc_informer {
   int next_handler_id;
   uv_timer_t resync; /* resync.data = this */
   bool closing;
+  void (*on_synced)(void *ud, kc_informer *inf);
+  void *on_synced_ud;
+  bool synced_told;
 };
 
 static void fan_add(kc_informer *inf, kc_obj *obj) {
@@ -68,6 +71,16 @@ static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t 
   if (rc < 0)
     kc_error("informer", "%s: cannot apply list of %zu objects: %s", kc_reflector_describe(r), n,
              strerror(-rc));
+  kc_informer *inf = p->inf;
+  if (!inf->synced_told && inf->on_synced && kc_informer_synced(inf)) {
+    inf->synced_told = true;
+    inf->on_synced(inf->on_synced_ud, inf);
+  }
+}
+
+void kc_informer_on_synced(kc_informer *inf, void (*cb)(void *ud, kc_informer *inf), void *ud) {
+  inf->on_synced = cb;
+  inf->on_synced_ud = ud;
 }
 
 static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
@@ -111,8 +124,8 @@ static void on_resync(uv_timer_t *t) {
   kc_obj_vec_release(&all);
 }
 
-int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
-                    const kc_resource_ref *res, kc_informer **out) {
+int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
+                    const kc_informer_spec *spec, const kc_resource_ref *res, kc_informer **out) {
   kc_informer *inf = calloc(1, sizeof *inf);
   if (!inf) return -ENOMEM;
   inf->loop = loop;
@@ -179,6 +192,7 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
         .watch_timeout_s = spec->watch_timeout_ms >= 1000 ? (uint32_t)(spec->watch_timeout_ms / 1000) : 0,
         .idle_timeout_ms = spec->watch_inactivity_ms > 0 ? (uint64_t)spec->watch_inactivity_ms
                                                          : KC_REFLECTOR_NO_IDLE_TIMEOUT,
+        .decode_pool = pool,
         .streaming = spec->streaming_list == KC_STREAMING_ON    ? KC_REFLECTOR_STREAM_ON
                      : spec->streaming_list == KC_STREAMING_OFF ? KC_REFLECTOR_STREAM_OFF
                                                                 : KC_REFLECTOR_STREAM_AUTO,
@@ -359,6 +373,10 @@ void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
       out->consistency_diffs += cs->diffs;
       out->consistency_skipped += cs->skipped;
     }
+    out->streaming_lists += rs->streaming_lists;
+    out->streaming_attempts += rs->streaming_attempts;
+    out->streaming_fallbacks += rs->streaming_fallbacks;
+    out->decode_pauses += rs->decode_pauses;
     if (i == 0) memcpy(out->resource_version, rs->resource_version, sizeof out->resource_version);
   }
 }

@@ -52,8 +52,13 @@ typedef struct kc_resource_ref {
 
 /* `spec` is borrowed for the informer's lifetime (it lives in the config);
  * `res` is copied. */
-int kc_informer_new(uv_loop_t *loop, kc_api *api, const kc_informer_spec *spec,
-                    const kc_resource_ref *res, kc_informer **out);
+/* `pool` (may be NULL: decode on the loop) is where the reflectors decode
+ * response bodies (decodepool.h); borrowed, it must outlive the informer. */
+int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
+                    const kc_informer_spec *spec, const kc_resource_ref *res, kc_informer **out);
+/* Called on the loop once, when every part has delivered its first complete
+ * list (kc_informer_synced turned true), so that controllers start at once. */
+void kc_informer_on_synced(kc_informer *inf, void (*cb)(void *ud, kc_informer *inf), void *ud);
 int kc_informer_start(kc_informer *inf);
 /* Stops reflectors and timers; frees the stores once every handle closed. */
 void kc_informer_close(kc_informer *inf);
@@ -81,6 +86,7 @@ typedef struct kc_informer_stats {
   uint64_t lists, watches, relists, events, errors;
   uint64_t history_checks, history_changes; /* reflector.h "History check" */
   uint64_t consistency_checks, consistency_diffs, consistency_skipped; /* consistency.h */
+  uint64_t streaming_lists, streaming_attempts, streaming_fallbacks, decode_pauses;
   char resource_version[64]; /* last seen (of the first reflector) */
 } kc_informer_stats;
 /* Starts a consistency check of every part now (tests, operators):

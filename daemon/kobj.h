@@ -12,8 +12,10 @@
  * label, instead of a parsed tree (3-5x). Any other field is read with a
  * path lookup that scans the text without allocating (kc_obj_get).
  *
- * Threads: built on the loop thread (by the decoder or kc_obj_parse). Once
- * built, every function here may be called from any thread; ref/unref are
+ * Threads: built by one thread at a time (the decoder's: a decode pool
+ * thread, decodepool.h, or the loop; kc_obj_parse: any). Once built, and
+ * handed over through a mutex, every function here may be called from any
+ * thread; ref/unref are
  * atomic. Nobody may write through the pointers returned: they point into
  * shared immutable memory.
  *

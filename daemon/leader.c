@@ -274,6 +274,35 @@ static int rec_from_obj(const kc_obj *obj, record *rec, buf *raw) {
   return rc;
 }
 
+/* Every Lease answer is parsed here. */
+static kc_obj *parse_lease(const char *json, size_t len, char *err, size_t errlen) {
+  return kc_obj_parse(json, len, NULL, err, errlen);
+}
+
+int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, char *err,
+                          size_t errlen) {
+  memset(out, 0, sizeof *out);
+  errno = 0;
+  kc_obj *o = parse_lease(json, len, err, errlen);
+  if (!o) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
+  record r = {0};
+  buf raw = {0};
+  int rc = rec_from_obj(o, &r, &raw);
+  if (rc == 0) {
+    if (r.holder.len < sizeof out->holder) memcpy(out->holder, holder_of(&r), r.holder.len + 1);
+    out->duration_s = r.duration_s;
+    memcpy(out->acquire, r.acquire, sizeof out->acquire);
+    memcpy(out->renew, r.renew, sizeof out->renew);
+    out->transitions = r.transitions;
+  } else if (err && errlen) {
+    snprintf(err, errlen, "out of memory");
+  }
+  free(r.holder.p);
+  free(raw.p);
+  kc_obj_unref(o);
+  return rc;
+}
+
 static void set_lease(kc_leader *le, kc_obj *obj) {
   kc_obj_unref(le->lease);
   le->lease = obj;
@@ -481,7 +510,7 @@ static void start_attempt(kc_leader *le) {
 
 static kc_obj *parse_resp(kc_leader *le) {
   char err[128];
-  kc_obj *o = kc_obj_parse(le->resp.p ? le->resp.p : "", le->resp.len, NULL, err, sizeof err);
+  kc_obj *o = parse_lease(le->resp.p ? le->resp.p : "", le->resp.len, err, sizeof err);
   if (!o) kc_warn("leader", "lease %s/%s: unreadable response: %s", le->ns, le->name, err);
   return o;
 }

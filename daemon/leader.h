@@ -87,6 +87,23 @@ int kc_leader_default_identity(char *buf, size_t cap);
  * -ENOSPC (cap must be >= 28). Any thread. */
 int kc_leader_format_microtime(int64_t unix_us, char *buf, size_t cap);
 
+/* The leader election record of a Lease as the elector reads it. */
+typedef struct kc_lease_record {
+  char holder[256];        /* spec.holderIdentity, unescaped; "" = none (or longer) */
+  int64_t duration_s;      /* spec.leaseDurationSeconds; 0 when absent */
+  char acquire[48];        /* spec.acquireTime MicroTime text; "" = null */
+  char renew[48];          /* spec.renewTime */
+  int64_t transitions;     /* spec.leaseTransitions */
+} kc_lease_record;
+
+/* Reads a Lease body the way the elector reads every answer of the API
+ * server: kc_obj_parse (so its limits: KC_OBJ_MAX_DEPTH nesting, without
+ * recursion), then the record from spec. Returns 0, -EBADMSG (not a JSON
+ * object, too deep, ...; why in err, may be NULL) or -ENOMEM. For tests and
+ * tests/fuzz/fuzz_lease.c. Any thread. */
+int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, char *err,
+                          size_t errlen);
+
 /* Creates an elector for cfg->namespace_/cfg->name (timings as validated by
  * config.c: lease > renew deadline > 1.2 x retry period > 0). identity: NULL
  * uses cfg->identity, and when that is NULL too kc_leader_default_identity.

@@ -1,11 +1,13 @@
 /* main: command line of kctrld. Main (loop) thread only.
  *
  *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]
- *          [--identity NAME] [--log-level LEVEL]
+ *          [--identity NAME] [--log-level LEVEL] [--fail-fast]
  *   kctrld --check-config FILE
  *   kctrld --version
  *
- * Flags override the file, as controller-runtime's do.
+ * Flags override the file, as controller-runtime's do. --fail-fast: exit 1
+ * when a controller's plugin does not load or init at start-up, instead of
+ * running the others and retrying it (daemon.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,14 +23,14 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]\n"
-          "              [--identity NAME] [--log-level error|warn|info|debug]\n"
+          "              [--identity NAME] [--log-level error|warn|info|debug] [--fail-fast]\n"
           "       kctrld --check-config FILE\n"
           "       kctrld --version\n");
 }
 
 int main(int argc, char **argv) {
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
-         OPT_LOGLEVEL, OPT_HELP };
+         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
@@ -36,6 +38,7 @@ int main(int argc, char **argv) {
       {"metrics-bind-address", required_argument, NULL, OPT_METRICS},
       {"identity", required_argument, NULL, OPT_IDENTITY},
       {"log-level", required_argument, NULL, OPT_LOGLEVEL},
+      {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
       {"version", no_argument, NULL, OPT_VERSION},
       {"help", no_argument, NULL, OPT_HELP},
       {NULL, 0, NULL, 0},
@@ -59,6 +62,7 @@ int main(int argc, char **argv) {
       o.log_level = lvl;
       break;
     }
+    case OPT_FAIL_FAST: o.fail_fast = true; break;
     case OPT_VERSION: printf("kctrld %s\n", KCTRLD_VERSION); return 0;
     case OPT_HELP: usage(stdout); return 0;
     default: usage(stderr); return 2;

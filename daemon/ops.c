@@ -15,9 +15,12 @@ struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
       *wq_retries;
   kc_metric_family *rec_total, *rec_errors, *rec_time, *rec_max, *rec_active;
+  kc_metric_family *ctl_ready, *ctl_init_failures;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
   kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors;
+  kc_metric_family *rf_stream_lists, *rf_stream_attempts, *rf_stream_fallbacks, *rf_pauses;
+  kc_metric_family *loop_lag, *loop_lag_max;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
   kc_metric_family *rf_hist_checks, *rf_hist_changes, *inf_cons_checks, *inf_cons_diffs;
 };
@@ -76,6 +79,13 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        "Maximum number of concurrent reconciles per controller", KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
       {&f->rec_active, "controller_runtime_active_workers", "Number of currently used workers per controller",
        KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->ctl_ready, "kctrld_controller_ready",
+       "1 while the controller runs; 0 while its plugin's load or init fails (retried with backoff) "
+       "or its kinds are not discovered yet",
+       KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->ctl_init_failures, "kctrld_controller_init_failures_total",
+       "Failed attempts to load the controller's plugin or run its init", KC_METRIC_COUNTER, ctl_labels, 1,
+       NULL, 0},
       {&f->le_master, "leader_election_master_status",
        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
        "indicates master. 'name' is the string used to identify the lease. Please make sure to group "
@@ -98,6 +108,24 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        "DELETED)", KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->rf_errors, "kctrld_reflector_errors_total", "Failed requests and broken watch streams",
        KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_stream_lists, "kctrld_reflector_streaming_lists_total",
+       "Streaming lists (WATCH with sendInitialEvents) that reached the initial-events-end bookmark; "
+       "each goes on as a watch and counts in kctrld_reflector_watches_total too",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_stream_attempts, "kctrld_reflector_streaming_list_attempts_total",
+       "Streaming-list requests sent (neither LIST nor WATCH until the server accepted one)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_stream_fallbacks, "kctrld_reflector_streaming_list_fallbacks_total",
+       "Times the streaming list was given up for LIST+WATCH (server without WatchList)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_pauses, "kctrld_reflector_decode_pauses_total",
+       "Times a response was paused because its decode budget was full", KC_METRIC_COUNTER, inf_labels,
+       NINF_LABELS, NULL, 0},
+      {&f->loop_lag, "kctrld_loop_lag_seconds",
+       "How late the event loop ran its 100 ms probe timer (time a callback held the loop)",
+       KC_METRIC_HISTOGRAM, NULL, 0, kc_looplag_bounds, KC_LOOPLAG_BUCKETS},
+      {&f->loop_lag_max, "kctrld_loop_lag_max_seconds", "The largest kctrld_loop_lag_seconds sample so far",
+       KC_METRIC_GAUGE, NULL, 0, NULL, 0},
       {&f->inf_objects, "kctrld_informer_objects", "Objects in the informer's cache", KC_METRIC_GAUGE,
        inf_labels, NINF_LABELS, NULL, 0},
       {&f->inf_bytes, "kctrld_informer_bytes", "Bytes held by the informer's cached objects",
@@ -226,6 +254,12 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
           : kc_metrics_set_histogram_total(f->rec_time, cl, st.reconcile_count, st.reconcile_seconds_sum);
     if (r < 0 && rc == 0) rc = r;
   }
+  for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++) {
+    const kc_ops_controller_state *cs = &v->controller_states[c];
+    const char *cl[] = {cs->name};
+    SET(f->ctl_ready, cl, cs->running ? 1 : 0);
+    SET(f->ctl_init_failures, cl, cs->init_failures);
+  }
   if (v->lease_name) {
     const char *ll[] = {v->lease_name};
     SET(f->le_master, ll, v->leading ? 1 : 0);
@@ -239,6 +273,11 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
       SET(f->ev_total, el, n[k]);
     }
     SET(f->ev_queued, NULL, e->queued);
+  }
+  if (v->loop_lag) {
+    int r = kc_metrics_set_histogram(f->loop_lag, NULL, v->loop_lag->counts, v->loop_lag->sum_seconds);
+    if (r < 0 && rc == 0) rc = r;
+    SET(f->loop_lag_max, NULL, v->loop_lag->max_seconds);
   }
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;
@@ -255,6 +294,10 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->rf_relists, il, st.relists);
     SET(f->rf_events, il, st.events);
     SET(f->rf_errors, il, st.errors);
+    SET(f->rf_stream_lists, il, st.streaming_lists);
+    SET(f->rf_stream_attempts, il, st.streaming_attempts);
+    SET(f->rf_stream_fallbacks, il, st.streaming_fallbacks);
+    SET(f->rf_pauses, il, st.decode_pauses);
     SET(f->inf_objects, il, st.objects);
     SET(f->inf_bytes, il, st.bytes);
     SET(f->inf_backlog, il, backlog[i]);
@@ -325,8 +368,11 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
     json_str(out, st.resource_version);
     kc_mbuf_printf(out,
                    ",\"lists\":%" PRIu64 ",\"watches\":%" PRIu64 ",\"relists\":%" PRIu64 ",\"events\":%" PRIu64
-                   ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 "}",
-                   st.lists, st.watches, st.relists, st.events, st.errors, backlog[i]);
+                   ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 ",\"streamingLists\":%" PRIu64
+                   ",\"streamingListAttempts\":%" PRIu64 ",\"streamingListFallbacks\":%" PRIu64
+                   ",\"decodePauses\":%" PRIu64 "}",
+                   st.lists, st.watches, st.relists, st.events, st.errors, backlog[i], st.streaming_lists,
+                   st.streaming_attempts, st.streaming_fallbacks, st.decode_pauses);
   }
   kc_mbuf_puts(out, v->ninformers ? "\n]\n" : "]\n");
   free(backlog);
@@ -335,11 +381,28 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out) {
 
 /* --- readiness and status --------------------------------------------------------- */
 
-bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) {
+/* Appends every controller whose plugin fails to load or init to why
+ * ("controller NAME: ERROR (...)", "; "-separated); false if there is one. */
+static bool controllers_ok(const kc_ops_view *v, char *why, size_t cap) {
+  size_t len = 0;
+  for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++) {
+    const kc_ops_controller_state *cs = &v->controller_states[c];
+    if (!cs->init_error || len >= cap) continue;
+    int n = snprintf(why + len, cap - len,
+                     "%scontroller %s: %s (failed attempts: %u; the next one %.1f s after the last)",
+                     len ? "; " : "", cs->name, cs->init_error, (unsigned)cs->failed_attempts,
+                     (double)cs->retry_delay_ms / 1000.0);
+    if (n > 0) len += (size_t)n;
+  }
+  return len == 0;
+}
+
+static bool ready_check(const kc_ops_view *v, bool with_controllers, char *why, size_t cap) {
   if (v->stopping) {
     snprintf(why, cap, "stopping");
     return false;
   }
+  if (with_controllers && !controllers_ok(v, why, cap)) return false;
   for (size_t i = 0; i < v->ninformers; i++) {
     kc_informer *inf = v->informers[i];
     const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
@@ -357,12 +420,17 @@ bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) {
   return true;
 }
 
+bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) { return ready_check(v, true, why, cap); }
+bool kc_ops_started(const kc_ops_view *v, char *why, size_t cap) { return ready_check(v, false, why, cap); }
+
 void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
-  size_t synced = 0, controllers = 0;
+  size_t synced = 0, controllers = 0, failing = 0;
   for (size_t i = 0; i < v->ninformers; i++)
     if (v->informers[i] && kc_informer_synced(v->informers[i])) synced++;
   for (size_t c = 0; c < v->ncontrollers; c++)
     if (v->controllers[c]) controllers++;
+  for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++)
+    if (v->controller_states[c].init_error) failing++;
   char role[384];
   if (v->stopping)
     snprintf(role, sizeof role, "stopping");
@@ -374,8 +442,10 @@ void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
     snprintf(role, sizeof role, "standby lease=%s leader=%s", v->lease_name, v->leader ? v->leader : "?");
   else
     snprintf(role, sizeof role, "acquiring lease=%s", v->lease_name);
-  snprintf(buf, cap, "%s; informers %zu/%zu synced; controllers %zu", role, synced, v->ninformers,
-           controllers);
+  int n = snprintf(buf, cap, "%s; informers %zu/%zu synced; controllers %zu", role, synced, v->ninformers,
+                   controllers);
+  if (failing && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " (%zu failing init)", failing);
 }
 
 /* --- kc_ops ------------------------------------------------------------------------- */
@@ -389,6 +459,8 @@ struct kc_ops {
   kc_httpserver *http;
   kc_notify *notify;
   uv_timer_t timer;
+  kc_looplag lag;
+  int open_handles; /* timer and lag: freed when both closed */
   bool reloading, stopping;
 };
 
@@ -396,6 +468,7 @@ static void get_view(kc_ops *ops, kc_ops_view *v) {
   memset(v, 0, sizeof *v);
   ops->view(ops->ud, v);
   if (ops->stopping) v->stopping = true;
+  v->loop_lag = &ops->lag;
 }
 
 static void hook_collect(void *ud, kc_metrics *reg, kc_mbuf *json) {
@@ -418,18 +491,21 @@ static void on_state_tick(uv_timer_t *t) {
   if (ops->reloading) return; /* kc_ops_reloaded sends READY=1 */
   kc_ops_view v;
   get_view(ops, &v);
-  char why[256], status[512];
-  bool ready = kc_ops_ready(&v, why, sizeof why);
+  char why[1024], status[512], line[1600];
+  /* READY=1 does not wait for controllers whose init fails (they are
+   * retried); STATUS= and /readyz name them. */
+  bool started = kc_ops_started(&v, why, sizeof why);
+  bool ready = started && kc_ops_ready(&v, why, sizeof why);
   kc_ops_summary(&v, status, sizeof status);
-  if (ready && !kc_notify_is_ready(ops->notify)) {
-    kc_info("ops", "ready: %s", status);
-    kc_notify_ready(ops->notify, status);
-  } else if (!ready && !v.stopping) {
-    char line[800];
+  if (!ready && !v.stopping)
     snprintf(line, sizeof line, "%s; waiting: %s", status, why);
-    kc_notify_status(ops->notify, line);
+  else
+    snprintf(line, sizeof line, "%s", status);
+  if (started && !kc_notify_is_ready(ops->notify)) {
+    kc_info("ops", "ready: %s", line);
+    kc_notify_ready(ops->notify, line);
   } else {
-    kc_notify_status(ops->notify, status);
+    kc_notify_status(ops->notify, line);
   }
 }
 
@@ -446,8 +522,17 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms};
   kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
-  uv_timer_init(loop, &ops->timer);
+  if ((rc = uv_timer_init(loop, &ops->timer)) < 0) {
+    kc_httpserver_close(ops->http);
+    goto fail;
+  }
   ops->timer.data = ops;
+  ops->open_handles = 1;
+  if ((rc = kc_looplag_start(loop, &ops->lag, 0)) < 0) {
+    kc_ops_close(ops);
+    return rc;
+  }
+  ops->open_handles++;
   uint64_t period = o->heartbeat_ms ? o->heartbeat_ms : 1000;
   uv_timer_start(&ops->timer, on_state_tick, period < 250 ? period : 250, period);
   *out = ops;
@@ -485,11 +570,18 @@ void kc_ops_stopping(kc_ops *ops) {
   kc_notify_stopping(ops->notify, "stopping: finishing in-flight reconciles");
 }
 
-static void on_timer_closed(uv_handle_t *h) {
-  kc_ops *ops = h->data;
+static void release_handle(kc_ops *ops) {
+  if (--ops->open_handles > 0) return;
   kc_ops_families_free(ops->fam);
   kc_metrics_free(ops->reg);
   free(ops);
+}
+
+static void on_timer_closed(uv_handle_t *h) { release_handle(h->data); }
+
+/* The probe's data points at the probe: find the kc_ops around it. */
+static void on_lag_closed(uv_handle_t *h) {
+  release_handle((kc_ops *)((char *)h - offsetof(kc_ops, lag.timer)));
 }
 
 void kc_ops_close(kc_ops *ops) {
@@ -498,4 +590,5 @@ void kc_ops_close(kc_ops *ops) {
   kc_notify_close(ops->notify);
   uv_timer_stop(&ops->timer);
   uv_close((uv_handle_t *)&ops->timer, on_timer_closed);
+  if (ops->open_handles > 1) kc_looplag_close(&ops->lag, on_lag_closed);
 }

@@ -40,8 +40,20 @@
 #include "httpserver.h"
 #include "events.h"
 #include "informer.h"
+#include "looplag.h"
 #include "metrics.h"
 #include "notify.h"
+
+/* One configured controller's start-up state (the daemon retries a plugin
+ * that fails to load or init; see daemon.h). */
+typedef struct kc_ops_controller_state {
+  const char *name;
+  bool running;           /* its controller exists: kctrld_controller_ready 1 */
+  const char *init_error; /* NULL, or why its plugin did not load or init (being retried) */
+  uint32_t failed_attempts; /* consecutive failures of load/init */
+  uint64_t retry_delay_ms;  /* the next attempt comes this long after the last one */
+  uint64_t init_failures;   /* kctrld_controller_init_failures_total */
+} kc_ops_controller_state;
 
 typedef struct kc_ops_view {
   /* Config informers (may be NULL); informers[] runs parallel to it, with
@@ -56,6 +68,9 @@ typedef struct kc_ops_view {
    * NULL): its reconcile-time distribution. Without one, the histogram is
    * rendered from the controller's count and sum with le="+Inf" only. */
   const kc_reconcile_histogram *const *reconcile_histograms;
+  /* Every configured controller (the array may be NULL), running or not. */
+  const kc_ops_controller_state *controller_states;
+  size_t ncontroller_states;
   /* Leader election: lease_name NULL when it is off. */
   const char *lease_name;      /* "namespace/name" or "name": the metric's name label */
   bool leading;
@@ -65,6 +80,8 @@ typedef struct kc_ops_view {
   /* The Event recorder's counters; has_events false: no recorder. */
   bool has_events;
   kc_events_stats events;
+  /* How late the loop runs its timers (NULL: not measured). */
+  const kc_looplag *loop_lag;
 } kc_ops_view;
 
 /* Fills *out (loop thread) with borrowed pointers valid until return. */
@@ -80,9 +97,15 @@ void kc_ops_families_free(kc_ops_families *f);
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v);
 /* Appends the /debug/informers JSON array. */
 int kc_ops_informers_json(const kc_ops_view *v, kc_mbuf *out);
-/* Ready = every informer created and synced, and leader election off,
- * leading or standby, and not stopping. why gets the first reason not to be. */
+/* Ready (/readyz) = no controller failing its plugin's load or init, every
+ * informer created and synced, leader election off, leading or standby,
+ * and not stopping. why gets the reason not to be: every failing
+ * controller with its error, else the first other reason. */
 bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap);
+/* The same without the controllers: what READY=1 to systemd waits for (a
+ * controller whose init keeps failing must not make systemd kill the
+ * daemon that runs the others; STATUS= names it). */
+bool kc_ops_started(const kc_ops_view *v, char *why, size_t cap);
 /* One-line summary for STATUS=, e.g. "leading lease=ns/name; informers 3/3
  * synced; controllers 2". Stable while nothing changes state. */
 void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap);

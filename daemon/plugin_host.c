@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -606,9 +607,11 @@ int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kctrld_se
   kc_log_set_context(saved_log);
   current_ctx = saved;
   if (rc != 0) {
+    int returned = rc;
     if (rc > 0) rc = -rc; /* tolerate positive errnos from plugins */
-    fail(err, errlen, "plugin %s (%s) init failed for controller %s: %s", p->table->name, p->path,
-         inst->controller, strerror(-rc));
+    if (rc == INT_MIN) rc = -EINVAL; /* -rc would overflow */
+    fail(err, errlen, "plugin %s (%s) init failed for controller %s: %s (init returned %d)", p->table->name,
+         p->path, inst->controller, strerror(-rc), returned);
     instance_free_mem(inst);
     return rc;
   }

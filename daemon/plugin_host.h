@@ -83,7 +83,8 @@ const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
 /* Creates one controller's instance: calls the plugin's init with settings
  * (borrowed until kc_plugin_instance_free). daemon_data is what service
  * functions get back from kc_ctx_daemon_data(). Returns 0, -ENOMEM, or the
- * init's error (message in err: plugin, controller, reason). */
+ * init's error (message in err: plugin name and path, controller, strerror of the
+ * error and the value init returned). */
 int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kctrld_settings *settings,
                            void *daemon_data, kc_plugin_instance **out, char *err, size_t errlen);
 

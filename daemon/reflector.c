@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "decodepool.h"
 #include "log.h"
 
 enum list_mode {
@@ -43,8 +43,14 @@ struct kc_reflector {
 
   enum phase phase;
   kc_api_call *req;
-  kc_decoder *decoder;
-  int decode_error; /* first error of the decoder for this response */
+  /* The response body's decoding (off the loop when a pool is given). Its
+   * done() runs after the HTTP result: that result waits in `result`. */
+  kc_decode_pool *pool;
+  size_t decode_budget;
+  kc_dstream *stream;
+  int decode_rc;          /* the stream's result: 0 or its first error */
+  bool http_done;         /* `result` holds the response's outcome */
+  kc_api_result result;
 
   /* listing */
   enum list_mode list_mode;
@@ -220,9 +226,10 @@ int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const ch
 /* --- shared response plumbing -------------------------------------------- */
 
 static void reset_response(kc_reflector *r) {
-  kc_decoder_free(r->decoder);
-  r->decoder = NULL;
-  r->decode_error = 0;
+  kc_dstream_close(r->stream);
+  r->stream = NULL;
+  r->http_done = false;
+  r->decode_rc = 0;
 }
 
 static void describe_status(const kc_api_status *st, char *buf, size_t cap) {
@@ -265,23 +272,83 @@ static int list_item(void *ud, kc_obj *obj) {
   return 0;
 }
 
-static int on_list_response(kc_api_call *call, long status, void *ud) {
+static void on_stream_resume(void *ud) {
   kc_reflector *r = ud;
-  static const kc_decoder_callbacks cbs = {.item = list_item};
-  r->decoder = kc_decoder_new(KC_DECODE_LIST, &r->transform, &cbs, r);
-  return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
+  kc_api_call_resume(r->req);
 }
 
-/* Body bytes of a list or watch response go to that response's decoder. */
+static int watch_event(void *ud, const kc_watch_event *ev);
+static void list_finished(kc_reflector *r, const kc_api_result *res);
+static void watch_finished(kc_reflector *r, const kc_api_result *res);
+
+/* The stream is done: after the response ended (its result waits), or
+ * because decoding failed while the response is still running (then the
+ * transfer is stopped here and reported as aborted). */
+static void on_stream_done(void *ud, int rc) {
+  kc_reflector *r = ud;
+  r->decode_rc = rc;
+  if (!r->http_done) {
+    kc_api_cancel(r->req);
+    r->req = NULL;
+    memset(&r->result, 0, sizeof r->result);
+    r->result.error = -ECANCELED;
+    snprintf(r->result.status.message, sizeof r->result.status.message, "%s",
+             kc_dstream_error(r->stream));
+    r->result.status.retry_after_seconds = -1;
+    r->http_done = true;
+  }
+  kc_api_result res = r->result;
+  if (r->phase == PHASE_LIST)
+    list_finished(r, &res);
+  else
+    watch_finished(r, &res);
+}
+
+static int start_stream_decode(kc_reflector *r, enum kc_decode_mode mode) {
+  kc_dstream_callbacks cbs = {.resume = on_stream_resume, .done = on_stream_done};
+  if (mode == KC_DECODE_LIST) cbs.item = list_item;
+  else cbs.event = watch_event;
+  r->stream = kc_dstream_new(r->pool, mode, &r->transform, &cbs, r, r->decode_budget);
+  r->decode_rc = 0;
+  r->http_done = false;
+  return r->stream ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
+}
+
+static int on_list_response(kc_api_call *call, long status, void *ud) {
+  return start_stream_decode(ud, KC_DECODE_LIST);
+}
+
+/* Body bytes of a list or watch response go to that response's stream. A
+ * full stream pauses the transfer until it has drained (on_stream_resume). */
 static int on_body_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
   kc_reflector *r = ud;
-  if (!r->decoder) return KC_HTTP_ABORT;
-  int rc = kc_decoder_feed(r->decoder, buf, len);
+  if (!r->stream) return KC_HTTP_ABORT;
+  int rc = kc_dstream_feed(r->stream, buf, len);
+  if (rc == KC_DSTREAM_FULL) {
+    r->stats.decode_pauses++;
+    return KC_HTTP_PAUSE;
+  }
   if (rc < 0) {
-    r->decode_error = rc;
+    r->decode_rc = rc;
     return KC_HTTP_ABORT;
   }
   return KC_HTTP_CONTINUE;
+}
+
+/* The response ended. With a stream, what it still decodes is delivered
+ * first; its done() then finishes the request. */
+static void response_done(kc_reflector *r, const kc_api_result *res, bool list) {
+  r->req = NULL;
+  r->result = *res;
+  r->http_done = true;
+  if (r->stream) {
+    kc_dstream_finish(r->stream, res->error == 0 && is_2xx(&res->status));
+    return;
+  }
+  if (list)
+    list_finished(r, res);
+  else
+    watch_finished(r, res);
 }
 
 /* A complete list (LIST pages or a streaming list's initial events): the
@@ -289,6 +356,7 @@ static int on_body_data(kc_api_call *call, const char *buf, size_t len, void *ud
 static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
   if (r->stats.synced) r->stats.relists++;
+  r->stats.synced = true; /* already while the sink applies it (kc_informer_synced) */
   r->has_witness = false;
   for (size_t i = 0; i < r->npending; i++) note_witness(r, r->pending[i]);
   r->verify_history = false; /* a complete list is of the server's current history */
@@ -311,36 +379,35 @@ static void list_complete(kc_reflector *r, const char *rv) {
 }
 
 static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) {
-  kc_reflector *r = ud;
-  r->req = NULL;
+  response_done(ud, res, true);
+}
+
+static void list_finished(kc_reflector *r, const kc_api_result *res) {
   const kc_api_status *st = &res->status;
-  if (res->error == 0 && is_2xx(st) && r->decoder && !r->decode_error) {
-    int rc = kc_decoder_finish(r->decoder);
-    if (rc == 0) {
-      const kc_list_meta *m = kc_decoder_list_meta(r->decoder);
-      char rv[64], cont[sizeof r->continue_token];
-      snprintf(rv, sizeof rv, "%s", m->resource_version ? m->resource_version : "");
-      snprintf(cont, sizeof cont, "%s", m->continue_token ? m->continue_token : "");
-      reset_response(r);
-      if (cont[0]) {
-        /* More pages: same snapshot; the follow-up carries no resourceVersion. */
-        r->paginated_before = true;
-        r->page_continue = true;
-        memcpy(r->continue_token, cont, sizeof cont);
-        start_list(r, r->list_mode);
-        return;
-      }
-      r->page_continue = false;
-      list_complete(r, rv);
+  if (res->error == 0 && is_2xx(st) && r->stream && !r->decode_rc) {
+    const kc_list_meta *m = kc_dstream_list_meta(r->stream);
+    char rv[64], cont[sizeof r->continue_token];
+    snprintf(rv, sizeof rv, "%s", m->resource_version ? m->resource_version : "");
+    snprintf(cont, sizeof cont, "%s", m->continue_token ? m->continue_token : "");
+    reset_response(r);
+    if (cont[0]) {
+      /* More pages: same snapshot; the follow-up carries no resourceVersion. */
+      r->paginated_before = true;
+      r->page_continue = true;
+      memcpy(r->continue_token, cont, sizeof cont);
+      start_list(r, r->list_mode);
       return;
     }
+    r->page_continue = false;
+    list_complete(r, rv);
+    return;
   }
   bool was_continue = r->page_continue;
   r->page_continue = false;
   r->continue_token[0] = 0;
   clear_pending(r);
-  if (r->decoder && (r->decode_error || res->error == 0)) {
-    set_error(r, "list: malformed response: %s", kc_decoder_error(r->decoder));
+  if (r->stream && (r->decode_rc || res->error == 0)) {
+    set_error(r, "list: malformed response: %s", kc_dstream_error(r->stream));
     reset_response(r);
     backoff_then(r, NEXT_LIST, 0);
     return;
@@ -446,6 +513,7 @@ static int initial_event(kc_reflector *r, const kc_watch_event *ev) {
     uv_timer_stop(&r->timer); /* the initial-events guard */
     r->initial_phase = false;
     r->stats.streaming_lists++;
+    r->stats.watches++; /* the stream goes on as this scope's watch */
     char rv[64];
     snprintf(rv, sizeof rv, "%.*s", (int)ev->obj->resource_version.len,
              ev->obj->resource_version.ptr ? ev->obj->resource_version.ptr : "");
@@ -513,10 +581,7 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
 }
 
 static int on_watch_response(kc_api_call *call, long status, void *ud) {
-  kc_reflector *r = ud;
-  static const kc_decoder_callbacks cbs = {.event = watch_event};
-  r->decoder = kc_decoder_new(KC_DECODE_WATCH, &r->transform, &cbs, r);
-  return r->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
+  return start_stream_decode(ud, KC_DECODE_WATCH);
 }
 
 /* A streaming list that ended before its end bookmark. */
@@ -529,13 +594,13 @@ static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
                      ? (r->watch_status.code == 410 || strcmp(r->watch_status.reason, "Expired") == 0 ||
                         strcmp(r->watch_status.reason, "Gone") == 0)
                      : (!res->error && (kc_api_is_gone(st) || kc_api_is_too_large_rv(st)));
-  bool decode_failed = r->decoder && (r->decode_error || (res->error == 0 && kc_decoder_finish(r->decoder) < 0));
+  bool decode_failed = r->stream && r->decode_rc;
   char what[700];
   if (r->watch_error_event)
     snprintf(what, sizeof what, "ERROR event code=%d reason=%s: %.500s", r->watch_status.code,
              r->watch_status.reason, r->watch_status.message);
   else if (decode_failed)
-    snprintf(what, sizeof what, "malformed stream: %s", kc_decoder_error(r->decoder));
+    snprintf(what, sizeof what, "malformed stream: %s", kc_dstream_error(r->stream));
   else if (res->error)
     snprintf(what, sizeof what, "%s", st->message[0] ? st->message : strerror(-res->error));
   else if (!is_2xx(st))
@@ -562,8 +627,10 @@ static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
 }
 
 static void on_watch_done(kc_api_call *call, const kc_api_result *res, void *ud) {
-  kc_reflector *r = ud;
-  r->req = NULL;
+  response_done(ud, res, false);
+}
+
+static void watch_finished(kc_reflector *r, const kc_api_result *res) {
   uint64_t lasted = now_ms(r) - r->watch_started_ms;
   const kc_api_status *st = &res->status;
   if (r->initial_phase) {
@@ -584,10 +651,10 @@ static void on_watch_done(kc_api_call *call, const kc_api_result *res, void *ud)
     }
     return;
   }
-  if (r->decoder && (r->decode_error || (res->error == 0 && kc_decoder_finish(r->decoder) < 0))) {
+  if (r->stream && r->decode_rc) {
     /* Events may have been lost in the broken part: only a relist is safe. */
     set_error(r, "watch: malformed stream after %llu events: %s",
-              (unsigned long long)r->watch_events, kc_decoder_error(r->decoder));
+              (unsigned long long)r->watch_events, kc_dstream_error(r->stream));
     reset_response(r);
     backoff_then(r, NEXT_LIST, 0);
     return;
@@ -653,6 +720,7 @@ static void stream_fallback(kc_reflector *r, const char *why) {
   kc_info("reflector", "%s: streaming list unavailable (%s); using LIST+WATCH", r->describe, why);
   r->streaming = KC_REFLECTOR_STREAM_OFF;
   r->stats.streaming = false;
+  r->stats.streaming_fallbacks++;
   start_list(r, r->stats.synced && r->stats.resource_version[0]
                     ? (r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV)
                     : LIST_INITIAL);
@@ -660,7 +728,9 @@ static void stream_fallback(kc_reflector *r, const char *why) {
 
 static void start_stream(kc_reflector *r, enum list_mode mode) {
   clear_pending(r);
-  r->stats.lists++; /* a streaming list is this scope's list operation */
+  /* Neither a LIST nor a WATCH until the server has accepted it (the end
+   * bookmark): a refused attempt counts only here. */
+  r->stats.streaming_attempts++;
   r->initial_phase = true;
   start_watch_request(r, true, mode == LIST_AT_RV ? r->stats.resource_version : "");
   if (r->initial_phase && r->phase == PHASE_WATCH)
@@ -696,7 +766,7 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
       .on_done = on_watch_done,
       .ud = r,
   };
-  r->stats.watches++;
+  if (!stream) r->stats.watches++;
   kc_debug("reflector", "%s: GET %s", r->describe, url);
   int rc = kc_api_request(r->api, &o, &r->req);
   if (rc < 0) {
@@ -979,6 +1049,8 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->backoff_initial_ms = spec->backoff_initial_ms ? spec->backoff_initial_ms : 800;
   r->backoff_max_ms = spec->backoff_max_ms ? spec->backoff_max_ms : 30000;
   r->streaming = spec->streaming;
+  r->pool = spec->decode_pool;
+  r->decode_budget = spec->decode_budget;
   r->stats.streaming = spec->streaming != KC_REFLECTOR_STREAM_OFF;
   r->initial_timeout_ms = spec->initial_events_timeout_ms ? spec->initial_events_timeout_ms : 60000;
   snprintf(r->describe, sizeof r->describe, "%s%s%s%s%s%s%s", r->resource,

@@ -34,6 +34,11 @@
  * The reflector does not own a store: it hands decoded objects to a sink
  * (the informer), which writes its store before notifying anybody.
  *
+ * Bodies are decoded by a kc_dstream (decodepool.h), on a pool thread when
+ * the spec names a pool: the loop only routes bytes, and objects come back
+ * to the loop in stream order, so sink callbacks still run on the loop. A
+ * response's end is handled once its stream has delivered everything.
+ *
  * Context: loop thread only. Errors: 0 or a negative errno.
  * Ownership: the spec's strings are copied. Objects handed to the sink are
  * borrowed for the call (the sink takes kc_obj_ref to keep one); the array
@@ -85,6 +90,10 @@ typedef struct kc_reflector_spec {
    * the server rejects it or never ends the initial events), ON (require it). */
   enum { KC_REFLECTOR_STREAM_OFF = 0, KC_REFLECTOR_STREAM_AUTO, KC_REFLECTOR_STREAM_ON } streaming;
   uint64_t initial_events_timeout_ms; /* no end bookmark after this long: 0 = 60 s */
+  /* Where response bodies are decoded (decodepool.h; borrowed, must outlive
+   * the reflector). NULL: inline, on the loop thread. */
+  struct kc_decode_pool *decode_pool;
+  size_t decode_budget;       /* bytes in flight per response; 0: 8 MiB */
 } kc_reflector_spec;
 
 typedef struct kc_reflector_stats {
@@ -94,7 +103,12 @@ typedef struct kc_reflector_stats {
   uint64_t events;       /* ADDED/MODIFIED/DELETED applied */
   uint64_t bookmarks;
   uint64_t errors;       /* failed requests and broken streams */
-  uint64_t streaming_lists; /* complete initial-event streams (sendInitialEvents) */
+  uint64_t streaming_lists; /* complete initial-event streams (sendInitialEvents);
+                               each also counts as a watch */
+  uint64_t streaming_attempts; /* WATCH requests with sendInitialEvents sent (counted
+                                  neither as lists nor as watches) */
+  uint64_t streaming_fallbacks; /* AUTO gave up the streaming list for LIST+WATCH */
+  uint64_t decode_pauses; /* the transfer was paused: the decode budget was full */
   bool streaming;        /* false once AUTO fell back to LIST+WATCH */
   bool synced;           /* the first complete list has been delivered */
   char resource_version[64]; /* last seen */

@@ -286,7 +286,7 @@ static int scenario(long n, long events, bool drop_mf, result *res) {
                          .streaming_list = KC_STREAMING_OFF};
   kc_resource_ref ref = {"/api/v1", "pods", true};
   kc_informer *inf = NULL;
-  if (kc_informer_new(&loop, api, &sp, &ref, &inf) != 0) return -1;
+  if (kc_informer_new(&loop, api, NULL, &sp, &ref, &inf) != 0) return -1;
   kc_informer_handler h = {NULL, h_update, NULL, NULL};
   kc_informer_add_handler(inf, &h);
   memset(&W, 0, sizeof W);

@@ -176,6 +176,82 @@ static void test_status_parse(void **state) {
   assert_true(kc_api_is_invalid(&st));
 }
 
+/* A Status whose member "x" holds `levels` nested arrays, closed. */
+static char *nested_status(size_t levels, size_t *len) {
+  static const char head[] = "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"code\":409,\"x\":";
+  size_t n = sizeof head - 1 + 2 * levels + 1;
+  char *s = malloc(n + 1);
+  if (!s) return NULL;
+  memcpy(s, head, sizeof head - 1);
+  memset(s + sizeof head - 1, '[', levels);
+  memset(s + sizeof head - 1 + levels, ']', levels);
+  s[n - 1] = '}';
+  s[n] = '\0';
+  *len = n;
+  return s;
+}
+
+struct deep_case {
+  const char *body;
+  size_t len;
+  kc_api_status st;
+};
+
+static void *parse_deep(void *arg) {
+  struct deep_case *c = arg;
+  kc_api_status_parse(&c->st, 500, "PUT", c->body, c->len, "3", 1);
+  return NULL;
+}
+
+/* Status bodies are read through jsontree.h: nesting deeper than
+ * KC_OBJ_MAX_DEPTH is refused before yajl builds a tree (whose free
+ * recurses once per level). Just under the 64 KiB a Status body may have,
+ * 32k levels overflowed a thread with musl's default 128 KiB stack; the
+ * parse runs on such a thread here. */
+static void test_status_parse_depth_limit(void **state) {
+  struct deep_case c;
+  char *body = nested_status((64 * 1024 - 60) / 2, &c.len);
+  assert_non_null(body);
+  assert_true(c.len < 64 * 1024);
+  c.body = body;
+  pthread_attr_t attr;
+  assert_int_equal(pthread_attr_init(&attr), 0);
+  assert_int_equal(pthread_attr_setstacksize(&attr, 128 * 1024), 0);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, &attr, parse_deep, &c), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  pthread_attr_destroy(&attr);
+  free(body);
+  /* Not read as a Status: the HTTP code's meaning, and why in the message. */
+  assert_false(c.st.from_body);
+  assert_int_equal(c.st.code, 500);
+  assert_string_equal(c.st.reason, "InternalError");
+  assert_int_equal(c.st.retry_after_seconds, 3);
+  assert_string_equal(c.st.message,
+                      "an error on the server has prevented the request from succeeding "
+                      "(unreadable Status body: offset 307: nesting deeper than "
+                      "KC_OBJ_MAX_DEPTH (256) levels)");
+
+  /* A million levels (2 MB): longer than a Status may be, not parsed. */
+  body = nested_status(1000000, &c.len);
+  assert_non_null(body);
+  c.body = body;
+  parse_deep(&c);
+  free(body);
+  assert_false(c.st.from_body);
+  assert_string_equal(c.st.reason, "InternalError");
+
+  /* 256 levels, the root included, are read. */
+  body = nested_status(255, &c.len);
+  assert_non_null(body);
+  c.body = body;
+  parse_deep(&c);
+  free(body);
+  assert_true(c.st.from_body);
+  assert_int_equal(c.st.code, 409);
+  assert_true(kc_api_is_conflict(&c.st));
+}
+
 /* ---- async ---- */
 
 struct call {
@@ -464,6 +540,7 @@ static void test_tls(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_parse),
+      cmocka_unit_test(test_status_parse_depth_limit),
       cmocka_unit_test(test_async_headers_status_and_401),
       cmocka_unit_test(test_static_token_and_bad_args),
       cmocka_unit_test(test_sync_workers),

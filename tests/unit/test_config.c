@@ -175,6 +175,10 @@ static void test_defaults(void **state) {
   assert_int_equal(c->log_level, KC_LOG_DEBUG);
   assert_int_equal(c->shutdown_timeout_ms, 5000);
   assert_string_equal(c->metrics_bind, "0");
+  assert_int_equal(c->decode_threads, -1); /* default: one per core beyond the loop's */
+  kc_config_free(c);
+  c = load("decodeThreads: 0\n");
+  assert_int_equal(c->decode_threads, 0);
   kc_config_free(c);
 }
 
@@ -186,11 +190,13 @@ static void test_top_level_errors(void **state) {
         "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
-        "metrics, logLevel, shutdownTimeout, informers, controllers)");
+        "metrics, logLevel, shutdownTimeout, decodeThreads, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
   fails("informers: {}\n", "c.yaml:1:12: informers: expected a sequence, got a mapping");
   fails("controllers: x\n", "c.yaml:1:14: controllers: expected a sequence, got a scalar");
+  fails("decodeThreads: 65\n",
+        "c.yaml:1:16: config.decodeThreads: must be between 0 and 64, got \"65\"");
   fails("shutdownTimeout: 2h\n",
         "c.yaml:1:18: config.shutdownTimeout: must be between 0ms and 3600000ms, got \"2h\"");
   fails("metrics: {bindAddress: 9090}\n",

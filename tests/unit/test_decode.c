@@ -909,6 +909,160 @@ static void test_decode_status(void **state) {
   assert_string_equal(kc_watch_type_name(KC_WATCH_UNKNOWN), "UNKNOWN");
 }
 
+/* Linear in any chunking: the bytes handed to yajl are the bytes fed (each
+ * piece ends at a token boundary, so yajl never lexes a token twice), and
+ * the result is the one of a one-shot decode. Fixtures and generated
+ * objects of 256 KiB to 3 MiB (one long annotation), LIST and WATCH, fed in
+ * 1, 7, 64 and 16 KiB pieces and in random ones. */
+typedef struct chunk_plan {
+  size_t fixed;    /* 0: random */
+  size_t rand_max; /* random pieces of 1..rand_max */
+} chunk_plan;
+
+static uint64_t lin_rng = 0x9E3779B97F4A7C15ull;
+static size_t lin_rand(size_t max) {
+  lin_rng ^= lin_rng << 13, lin_rng ^= lin_rng >> 7, lin_rng ^= lin_rng << 17;
+  return 1 + (size_t)(lin_rng % max);
+}
+
+static void decode_planned(enum kc_decode_mode mode, const char *text, size_t len,
+                           chunk_plan plan, rec *r) {
+  kc_decoder *d = kc_decoder_new(mode, NULL, &cbs, r);
+  assert_non_null(d);
+  size_t off = 0;
+  while (off < len) {
+    size_t n = plan.fixed ? plan.fixed : lin_rand(plan.rand_max);
+    if (n > len - off) n = len - off;
+    assert_int_equal(kc_decoder_feed(d, text + off, n), 0);
+    assert_true(kc_decoder_lexed_bytes(d) <= off + n);
+    off += n;
+  }
+  assert_int_equal(kc_decoder_finish(d), 0);
+  assert_int_equal(kc_decoder_offset(d), len);
+  /* The property: at most 2x is asked; every byte goes to yajl once. */
+  assert_int_equal(kc_decoder_lexed_bytes(d), len);
+  kc_decoder_free(d);
+}
+
+static void check_linear(enum kc_decode_mode mode, const char *text, size_t len) {
+  static const chunk_plan plans[] = {{1, 0}, {7, 0}, {64, 0}, {16384, 0}, {0, 64}, {0, 20000}};
+  rec once = {0};
+  decode_planned(mode, text, len, (chunk_plan){len, 0}, &once);
+  assert_true(once.n > 0);
+  for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++) {
+    rec r = {0};
+    decode_planned(mode, text, len, plans[p], &r);
+    assert_int_equal(r.n, once.n);
+    for (size_t i = 0; i < r.n; i++) assert_string_equal(r.lines[i], once.lines[i]);
+    rec_free(&r);
+  }
+  rec_free(&once);
+}
+
+/* A Pod-like object whose one annotation holds `size` bytes, with escapes
+ * and multi-byte UTF-8 in it (as in Helm release payloads). */
+static char *big_object(size_t size, size_t *len) {
+  char *o = malloc(size + 512);
+  assert_non_null(o);
+  size_t n = (size_t)sprintf(o, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                                "{\"name\":\"big-%zu\",\"namespace\":\"default\",\"uid\":\"u-%zu\","
+                                "\"resourceVersion\":\"7\",\"annotations\":{\"blob\":\"",
+                             size, size);
+  for (size_t i = 0; i < size; i++) {
+    switch (i % 97) {
+    case 10: o[n++] = '\\'; o[n++] = 'n'; i++; break;
+    case 40: o[n++] = '\\'; o[n++] = '"'; i++; break;
+    case 70: o[n++] = (char)0xC3; o[n++] = (char)0xA9; i++; break; /* é */
+    default: o[n++] = (char)('a' + i % 26);
+    }
+  }
+  n += (size_t)sprintf(o + n, "\"}},\"data\":{\"k\":\"v\"}}");
+  *len = n;
+  return o;
+}
+
+static void test_linear_any_chunking(void **state) {
+  (void)state;
+  static const char *const fixtures[][2] = {
+      {"watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", "w"},
+      {"watch/watch-foobars-k8s-openapi.ndjson", "w"},
+      {"watch/deploymentlist-k8s-openapi.json", "l"},
+      {"watch/foobarlist-k8s-openapi.json", "l"},
+  };
+  for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+    size_t len;
+    char *text = tu_fixture(fixtures[i][0], &len);
+    check_linear(fixtures[i][1][0] == 'w' ? KC_DECODE_WATCH : KC_DECODE_LIST, text, len);
+    free(text);
+  }
+  static const size_t sizes[] = {256u << 10, 1536u << 10, 3u << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    size_t olen;
+    char *obj = big_object(sizes[i], &olen);
+    /* One event and a small list holding the object between two others. */
+    char *body = malloc(2 * olen + 512);
+    assert_non_null(body);
+    size_t n = (size_t)sprintf(body, "{\"type\":\"ADDED\",\"object\":");
+    memcpy(body + n, obj, olen);
+    n += olen;
+    n += (size_t)sprintf(body + n, "}\n{\"type\":\"MODIFIED\",\"object\":");
+    memcpy(body + n, obj, olen);
+    n += olen;
+    n += (size_t)sprintf(body + n, "}\n");
+    check_linear(KC_DECODE_WATCH, body, n);
+    n = (size_t)sprintf(body, "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":"
+                              "{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{\"name\":\"a\"}},");
+    memcpy(body + n, obj, olen);
+    n += olen;
+    n += (size_t)sprintf(body + n, ",{\"metadata\":{\"name\":\"z\"}}]}");
+    check_linear(KC_DECODE_LIST, body, n);
+    free(body);
+    free(obj);
+  }
+}
+
+/* A finished watch event is delivered at once, even when it arrives in
+ * small pieces that are batched (no waiting for more bytes). */
+static void test_watch_event_not_held_back(void **state) {
+  (void)state;
+  const char *ev = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}}\n"
+                   "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\"";
+  rec r = {0};
+  kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
+  assert_non_null(d);
+  for (size_t i = 0; ev[i]; i++) assert_int_equal(kc_decoder_feed(d, ev + i, 1), 0);
+  assert_int_equal(r.n, 1); /* "a" is out; "b" is incomplete */
+  assert_int_equal(kc_decoder_feed(d, "}}}", 3), 0);
+  assert_int_equal(r.n, 2);
+  assert_int_equal(kc_decoder_finish(d), 0);
+  kc_decoder_free(d);
+  rec_free(&r);
+}
+
+/* kc_decode_status streams through the object builder, which refuses
+ * nesting deeper than KC_OBJ_MAX_DEPTH without recursing: a Status nested a
+ * million levels deep (2 MB) is refused, one of 256 levels is read. */
+static void test_decode_status_depth_limit(void **state) {
+  (void)state;
+  static const char head[] = "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\",\"x\":";
+  const size_t sizes[] = {1000000, 255, 256};
+  const int want[] = {-EBADMSG, 0, -EBADMSG};
+  for (size_t k = 0; k < 3; k++) {
+    size_t levels = sizes[k], n = sizeof head - 1 + 2 * levels + 1;
+    char *doc = malloc(n);
+    assert_non_null(doc);
+    memcpy(doc, head, sizeof head - 1);
+    memset(doc + sizeof head - 1, '[', levels);
+    memset(doc + sizeof head - 1 + levels, ']', levels);
+    doc[n - 1] = '}';
+    kc_status st;
+    assert_int_equal(kc_decode_status(doc, n, &st), want[k]);
+    free(doc);
+    assert_int_equal(st.has_code, want[k] == 0);
+    if (want[k] == 0) assert_string_equal(st.reason, "Expired");
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_watch_initial_events),
@@ -923,6 +1077,9 @@ int main(void) {
       cmocka_unit_test(test_list_type),
       cmocka_unit_test(test_watch_type),
       cmocka_unit_test(test_decode_status),
+      cmocka_unit_test(test_linear_any_chunking),
+      cmocka_unit_test(test_watch_event_not_held_back),
+      cmocka_unit_test(test_decode_status_depth_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

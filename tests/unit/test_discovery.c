@@ -16,6 +16,8 @@
 
 static mini_server *srv;
 static char server_url[64];
+static char *deep_doc; /* served at /apis/deep.io/v1 */
+static size_t deep_len;
 static atomic_bool crd_installed;
 static atomic_int core_fetches;
 
@@ -50,6 +52,9 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
     r->nchunks = 1;
   } else if (strcmp(rq->path, "/apis/example.com/v1") == 0) {
     r->body = atomic_load(&crd_installed) ? GROUP_FOO : GROUP_EMPTY;
+  } else if (strcmp(rq->path, "/apis/deep.io/v1") == 0) {
+    r->body = deep_doc;
+    r->body_len = deep_len;
   } else if (strcmp(rq->path, "/apis/broken.io/v1") == 0) {
     r->body = "{\"kind\":\"APIGroup\"}";
   } else {
@@ -60,7 +65,26 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
   }
 }
 
+/* An APIResourceList whose member "x" holds `levels` nested arrays, closed
+ * (a tree yajl would build in full). */
+static char *nested_doc(size_t levels, size_t *len) {
+  static const char head[] = "{\"kind\":\"APIResourceList\",\"resources\":[{\"name\":\"foos\","
+                             "\"kind\":\"Foo\",\"namespaced\":true}],\"x\":";
+  size_t n = sizeof head - 1 + 2 * levels + 1;
+  char *s = malloc(n + 1);
+  if (!s) return NULL;
+  memcpy(s, head, sizeof head - 1);
+  memset(s + sizeof head - 1, '[', levels);
+  memset(s + sizeof head - 1 + levels, ']', levels);
+  s[n - 1] = '}';
+  s[n] = '\0';
+  *len = n;
+  return s;
+}
+
 static int setup(void **state) {
+  deep_doc = nested_doc(1000000, &deep_len);
+  if (!deep_doc) return -1;
   srv = mini_server_start(handler, NULL, NULL, NULL);
   if (!srv) return -1;
   snprintf(server_url, sizeof server_url, "http://127.0.0.1:%d", mini_server_port(srv));
@@ -69,6 +93,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   mini_server_stop(srv);
+  free(deep_doc);
   return 0;
 }
 
@@ -175,6 +200,14 @@ static void test_resolve_and_cache(void **state) {
   assert_int_equal(nope.code, 404);
   assert_int_equal(broken.err, -EIO);
 
+  /* A document nested a million levels deep: refused (-EIO), no crash. */
+  struct answer deep = {0};
+  assert_int_equal(kc_discovery_resolve(d, "deep.io/v1", "Foo", on_resolved, &deep), 0);
+  run(&loop, api);
+  assert_int_equal(deep.calls, 1);
+  assert_int_equal(deep.err, -EIO);
+  assert_int_equal(kc_discovery_lookup(d, "deep.io/v1", "Foo", &info), -ENOENT);
+
   /* Freeing with a fetch in flight: no callback. */
   struct answer late = {0};
   assert_int_equal(kc_discovery_resolve(d, "v1", "Pod", on_resolved, &late), 0);
@@ -193,18 +226,71 @@ static void count(const char *plural, const char *kind, bool namespaced, void *u
 
 static void test_parse(void **state) {
   int n = 0;
-  assert_int_equal(kc_discovery_parse(CORE, strlen(CORE), count, &n), 0);
+  char err[160];
+  assert_int_equal(kc_discovery_parse(CORE, strlen(CORE), count, &n, err, sizeof err), 0);
   assert_int_equal(n, 3);
   n = 0;
-  assert_int_equal(kc_discovery_parse("{\"kind\":\"Status\"}", 17, count, &n), -EINVAL);
-  assert_int_equal(kc_discovery_parse("{\"kind\":", 8, count, &n), -EINVAL);
+  assert_int_equal(kc_discovery_parse("{\"kind\":\"Status\"}", 17, count, &n, err, sizeof err),
+                   -EINVAL);
+  assert_string_equal(err, "not an APIResourceList");
+  static const char nores[] = "{\"kind\":\"APIResourceList\",\"resources\":{}}";
+  assert_int_equal(kc_discovery_parse(nores, strlen(nores), count, &n, err, sizeof err), -EINVAL);
+  assert_string_equal(err, "no resources array");
+  assert_int_equal(kc_discovery_parse("{\"kind\":", 8, count, &n, NULL, 0), -EINVAL);
+  assert_int_equal(kc_discovery_parse("{\"kind\":", 8, count, &n, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "invalid JSON"));
   assert_int_equal(n, 0);
+}
+
+/* Nesting is refused before yajl builds a tree (whose free recurses once per
+ * level: a million levels overflowed the stack). The limit is the objects'
+ * one: 256 open arrays/objects, the root included. */
+static void test_parse_depth_limit(void **state) {
+  char err[160];
+  int n = 0;
+  size_t len;
+  char *doc = nested_doc(1000000, &len);
+  assert_non_null(doc);
+  assert_int_equal(kc_discovery_parse(doc, len, count, &n, err, sizeof err), -E2BIG);
+  free(doc);
+  /* The 256th '[' (the 257th level) after the 91 bytes before "x"'s value. */
+  assert_string_equal(err, "offset 346: nesting deeper than KC_OBJ_MAX_DEPTH (256) levels");
+  assert_int_equal(n, 0);
+
+  doc = nested_doc(255, &len); /* root + 255 = 256 levels: fine */
+  assert_non_null(doc);
+  assert_int_equal(kc_discovery_parse(doc, len, count, &n, err, sizeof err), 0);
+  free(doc);
+  assert_int_equal(n, 1);
+  doc = nested_doc(256, &len);
+  assert_non_null(doc);
+  assert_int_equal(kc_discovery_parse(doc, len, count, &n, err, sizeof err), -E2BIG);
+  free(doc);
+  assert_int_equal(n, 1);
+
+  /* Brackets and escaped quotes inside strings are not structure. */
+  static const char strs[] =
+      "{\"kind\":\"APIResourceList\",\"x\":\"[[[{{\\\"[[\",\"resources\":[{\"name\":\"a\","
+      "\"kind\":\"A\"}]}";
+  n = 0;
+  assert_int_equal(kc_discovery_parse(strs, strlen(strs), count, &n, err, sizeof err), 0);
+  assert_int_equal(n, 1);
+  /* yajl_tree_parse takes comments, where a '"' would hide brackets from the
+   * scan: comments and NUL bytes are refused. */
+  static const char comment[] = "{\"kind\":\"APIResourceList\",\"resources\":[] /* \" */}";
+  assert_int_equal(kc_discovery_parse(comment, strlen(comment), count, &n, err, sizeof err),
+                   -EINVAL);
+  assert_string_equal(err, "offset 41: comments are not JSON");
+  static const char nul[] = "{\"kind\":\"APIResourceList\",\"resources\":[]}\0[[[";
+  assert_int_equal(kc_discovery_parse(nul, sizeof nul - 1, count, &n, err, sizeof err), -EINVAL);
+  assert_string_equal(err, "offset 41: NUL byte");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resolve_and_cache),
       cmocka_unit_test(test_parse),
+      cmocka_unit_test(test_parse_depth_limit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

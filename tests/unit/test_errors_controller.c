@@ -10,7 +10,16 @@
  *    killed) and one longer than shutdownTimeout: SIGTERM abandons it, the
  *    daemon returns, and the abandoned thread later returns into the plugin,
  *    which must still be mapped; the plugin's fini runs only after that
- *    (on the abandoned thread), never under a running reconcile.
+ *    (on the abandoned thread), never under a running reconcile;
+ *  - a controller whose plugin init fails (faulty.so with initFailWhile:
+ *    a gate file) and one whose .so does not exist yet: the daemon keeps
+ *    running, the healthy controller reconciles, /readyz fails naming both
+ *    with their reasons while /healthz stays ok, kctrld_controller_ready and
+ *    kctrld_controller_init_failures_total count it; once the gate is gone
+ *    and the .so is in place both recover by their retries. SIGHUP adds a
+ *    controller with a missing plugin and then fixes its path, and removes
+ *    a failing controller: /readyz follows each;
+ *  - --fail-fast: the same failing init makes kc_daemon_run return 1.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +45,7 @@
 #define STEP_MS 90000
 
 static char plugin_so[PATH_MAX + 16], cfg_path[PATH_MAX], fini_marker[PATH_MAX];
+static char gate_path[256], late_so[256], missing_so[256]; /* in sim_tmp_dir */
 static unsigned metrics_port;
 
 static int setup(void **state) {
@@ -43,6 +53,9 @@ static int setup(void **state) {
   sim_tmp_path(plugin_so, sizeof plugin_so, "faulty.so");
   sim_tmp_path(cfg_path, sizeof cfg_path, "kctrld.yaml");
   sim_tmp_path(fini_marker, sizeof fini_marker, "fini.txt");
+  sim_tmp_path(gate_path, sizeof gate_path, "backend-down");
+  sim_tmp_path(late_so, sizeof late_so, "late.so");
+  sim_tmp_path(missing_so, sizeof missing_so, "missing.so");
   char cmd[3 * PATH_MAX + 256];
   const char *cc = getenv("CC") ? getenv("CC") : "cc";
   snprintf(cmd, sizeof cmd,
@@ -75,8 +88,26 @@ static long reconciles(const char *result) {
 
 static atomic_bool daemon_done;
 
+/* Every config here: ConfigMaps cached, metrics on metrics_port (%u). */
+#define CONFIG_HEAD                                                                                \
+  "logLevel: info\n"                                                                               \
+  "shutdownTimeout: 1s\n"                                                                          \
+  "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"                                                   \
+  "informers:\n"                                                                                   \
+  "  - { apiVersion: v1, kind: ConfigMap }\n"                                                      \
+  "controllers:\n"
+
+/* The value of series NAME{LABELS} in a /metrics body, -1 if absent. */
+static long series(const char *body, const char *name, const char *labels) {
+  char want[256];
+  snprintf(want, sizeof want, "\n%s{%s} ", name, labels);
+  const char *at = body ? strstr(body, want) : NULL;
+  return at ? strtol(at + strlen(want), NULL, 10) : -1;
+}
+
 struct driver {
-  char failure[512];
+  char failure[1024];
+  int step; /* 0, or the step named in the failure */
   long success, error, requeue, requeue_after;
 };
 
@@ -84,8 +115,42 @@ static void drv_fail(struct driver *d, const char *fmt, ...) {
   if (d->failure[0]) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(d->failure, sizeof d->failure, fmt, ap);
+  int n = d->step ? snprintf(d->failure, sizeof d->failure, "step %d: ", d->step) : 0;
+  vsnprintf(d->failure + n, sizeof d->failure - (size_t)n, fmt, ap);
   va_end(ap);
+}
+
+/* Tests that need the build's kube-apisim skip without it (e.g. only this
+ * test was built). */
+static bool apisim_built(void) {
+  char need[PATH_MAX + 32];
+  snprintf(need, sizeof need, "%s/kube-apisim", sim_build_dir);
+  return access(need, X_OK) == 0;
+}
+
+/* Runs the daemon on cfg_path (this thread) with drive(d) playing the
+ * operator on another; then frees d, its failure copied to failure
+ * (sizeof d->failure bytes).
+ * Returns the daemon's exit code. */
+static int run_daemon(void *(*drive)(void *), struct driver *d, char *failure) {
+  /* SIGTERM/SIGHUP reach the loop; afterwards a late one must not hit the
+   * default action. */
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  atomic_store(&daemon_done, false);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, drive, d), 0);
+  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = sim_kubeconfig};
+  int code = kc_daemon_run(&o);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  atomic_store(&daemon_done, true);
+  pthread_join(th, NULL);
+  memcpy(failure, d->failure, sizeof d->failure);
+  free(d);
+  return code;
 }
 
 static void create_cm(struct driver *d, const char *name) {
@@ -127,9 +192,7 @@ static void *drive(void *arg) {
 }
 
 static void test_bad_results_and_timeouts(void **state) {
-  char need[PATH_MAX + 32];
-  snprintf(need, sizeof need, "%s/kube-apisim", sim_build_dir);
-  if (access(need, X_OK) != 0) skip();
+  if (!apisim_built()) skip();
   assert_int_equal(sim_start(), 0);
   struct driver *d = calloc(1, sizeof *d);
   assert_non_null(d);
@@ -141,34 +204,17 @@ static void test_bad_results_and_timeouts(void **state) {
   assert_true(metrics_port > 0);
   char cfg[3 * PATH_MAX + 512];
   snprintf(cfg, sizeof cfg,
-           "logLevel: info\n"
-           "shutdownTimeout: 1s\n"
-           "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
-           "informers:\n"
-           "  - { apiVersion: v1, kind: ConfigMap }\n"
-           "controllers:\n"
-           "  - name: faulty\n"
-           "    plugin: %s\n"
-           "    for: { apiVersion: v1, kind: ConfigMap }\n"
-           "    workers: 3\n"
-           "    reconcileTimeout: 500ms\n"
-           "    settings: { finiMarker: \"%s\" }\n",
+           CONFIG_HEAD "  - name: faulty\n"
+                       "    plugin: %s\n"
+                       "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                       "    workers: 3\n"
+                       "    reconcileTimeout: 500ms\n"
+                       "    settings: { finiMarker: \"%s\" }\n",
            metrics_port, plugin_so, fini_marker);
   assert_int_equal(sim_write_file(cfg_path, cfg), 0);
 
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, drive, d), 0);
-  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = sim_kubeconfig};
-  int code = kc_daemon_run(&o);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  atomic_store(&daemon_done, true);
-  pthread_join(th, NULL);
   char failure[sizeof d->failure];
-  memcpy(failure, d->failure, sizeof failure);
-  free(d);
+  int code = run_daemon(drive, d, failure);
   assert_string_equal(failure, "");
   assert_int_equal(code, 0);
   /* The hang reconcile was abandoned; once it returns into the plugin (4 s
@@ -191,9 +237,217 @@ static void test_bad_results_and_timeouts(void **state) {
   sim_stop();
 }
 
+/* ---- a controller whose init fails ---- */
+
+/* The controllers of the retry test: healthy and late always; flaky
+ * (init fails while the gate exists) with extra settings text when
+ * flaky_settings is not NULL; broken (plugin path given) when not NULL. */
+static int write_retry_config(const char *flaky_settings, const char *broken_plugin) {
+  char flaky[2 * PATH_MAX] = "", broken[2 * PATH_MAX] = "", cfg[8 * PATH_MAX];
+  int n = 0;
+  if (flaky_settings)
+    n = snprintf(flaky, sizeof flaky,
+                 "  - name: flaky\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
+                 "    settings: { initFailWhile: \"%s\"%s }\n",
+                 plugin_so, gate_path, flaky_settings);
+  if (n < 0 || (size_t)n >= sizeof flaky) return -1;
+  if (broken_plugin)
+    n = snprintf(broken, sizeof broken,
+                 "  - name: broken\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n",
+                 broken_plugin);
+  if (n < 0 || (size_t)n >= sizeof broken) return -1;
+  n = snprintf(cfg, sizeof cfg,
+               CONFIG_HEAD
+               "  - name: healthy\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
+               "%s"
+               "  - name: late\n    plugin: %s\n    for: { apiVersion: v1, kind: ConfigMap }\n"
+               "%s",
+               metrics_port, plugin_so, flaky, late_so, broken);
+  if (n < 0 || (size_t)n >= sizeof cfg) return -1;
+  return sim_write_file(cfg_path, cfg);
+}
+
+static char *get_local(const char *path, long *code) {
+  char url[128], *body = NULL;
+  snprintf(url, sizeof url, "http://127.0.0.1:%u%s", metrics_port, path);
+  *code = sim_get_url(url, &body);
+  return body;
+}
+
+/* Polls until cond(body of /metrics or /readyz, status) holds. */
+typedef bool (*retry_cond)(const char *metrics, long readyz_code, const char *readyz);
+
+static bool wait_until(retry_cond cond, char *last, size_t cap) {
+  uint64_t end = sim_mono_ms() + STEP_MS;
+  while (sim_mono_ms() < end && !atomic_load(&daemon_done)) {
+    long mcode = 0, rcode = 0;
+    char *m = get_local("/metrics", &mcode);
+    char *r = get_local("/readyz", &rcode);
+    bool ok = mcode == 200 && cond(m, rcode, r ? r : "");
+    snprintf(last, cap, "readyz %ld: %.700s", rcode, r ? r : "");
+    free(m);
+    free(r);
+    if (ok) return true;
+    sim_sleep_ms(100);
+  }
+  return false;
+}
+
+static long ctl_metric(const char *m, const char *name, const char *controller) {
+  char labels[128];
+  snprintf(labels, sizeof labels, "controller=\"%s\"", controller);
+  return series(m, name, labels);
+}
+
+static long successes(const char *m, const char *controller) {
+  char labels[128];
+  snprintf(labels, sizeof labels, "controller=\"%s\",result=\"success\"", controller);
+  return series(m, "controller_runtime_reconcile_total", labels);
+}
+
+/* Step 1: both failing, retried at least once; healthy reconciles. */
+static bool both_failing(const char *m, long rcode, const char *r) {
+  return ctl_metric(m, "kctrld_controller_init_failures_total", "flaky") >= 2 &&
+         ctl_metric(m, "kctrld_controller_init_failures_total", "late") >= 2 &&
+         ctl_metric(m, "kctrld_controller_ready", "flaky") == 0 &&
+         ctl_metric(m, "kctrld_controller_ready", "late") == 0 &&
+         ctl_metric(m, "kctrld_controller_ready", "healthy") == 1 && successes(m, "healthy") >= 1 &&
+         rcode == 503 && strstr(r, "controller flaky: ") &&
+         strstr(r, "Connection refused (init returned -111)") && strstr(r, "controller late: ") &&
+         strstr(r, "does not exist");
+}
+
+/* Step 2: both recovered by retries and reconcile; the counter stays. */
+static bool both_recovered(const char *m, long rcode, const char *r) {
+  return ctl_metric(m, "kctrld_controller_ready", "flaky") == 1 &&
+         ctl_metric(m, "kctrld_controller_ready", "late") == 1 && successes(m, "flaky") >= 1 &&
+         successes(m, "late") >= 1 &&
+         ctl_metric(m, "kctrld_controller_init_failures_total", "flaky") >= 2 && rcode == 200 &&
+         strcmp(r, "ok\n") == 0;
+}
+
+static bool broken_failing(const char *m, long rcode, const char *r) {
+  return ctl_metric(m, "kctrld_controller_init_failures_total", "broken") >= 1 &&
+         ctl_metric(m, "kctrld_controller_ready", "broken") == 0 && rcode == 503 &&
+         strstr(r, "controller broken: ") && strstr(r, "does not exist") &&
+         !strstr(r, "controller flaky");
+}
+
+static bool broken_fixed(const char *m, long rcode, const char *r) {
+  return ctl_metric(m, "kctrld_controller_ready", "broken") == 1 &&
+         ctl_metric(m, "kctrld_controller_init_failures_total", "broken") >= 1 && rcode == 200 &&
+         strcmp(r, "ok\n") == 0;
+}
+
+static bool flaky_failing_again(const char *m, long rcode, const char *r) {
+  return ctl_metric(m, "kctrld_controller_ready", "flaky") == 0 && rcode == 503 &&
+         strstr(r, "controller flaky: ") &&
+         ctl_metric(m, "kctrld_controller_ready", "healthy") == 1;
+}
+
+static bool flaky_removed(const char *m, long rcode, const char *r) {
+  return ctl_metric(m, "kctrld_controller_ready", "flaky") == -1 &&
+         ctl_metric(m, "kctrld_controller_init_failures_total", "flaky") == -1 && rcode == 200 &&
+         strcmp(r, "ok\n") == 0;
+}
+
+/* A step: the config with these controllers, SIGHUP, then wait for cond. */
+static void reload_and_wait(struct driver *d, int step, const char *flaky, const char *broken,
+                            retry_cond cond, const char *what) {
+  if (d->failure[0]) return;
+  d->step = step;
+  if (write_retry_config(flaky, broken) != 0) {
+    drv_fail(d, "cannot write the config");
+    return;
+  }
+  kill(getpid(), SIGHUP);
+  char last[800] = "";
+  if (!wait_until(cond, last, sizeof last)) drv_fail(d, "%s: %s", what, last);
+}
+
+static void *drive_retry(void *arg) {
+  struct driver *d = arg;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  char last[800] = "";
+  d->step = 1;
+  if (!wait_until(both_failing, last, sizeof last))
+    drv_fail(d, "not failing as expected: %s", last);
+  long code = 0;
+  char *h = get_local("/healthz", &code);
+  if (!d->failure[0] && (code != 200 || !h || strcmp(h, "ok\n") != 0))
+    drv_fail(d, "/healthz %ld %s while a controller fails", code, h ? h : "");
+  free(h);
+
+  /* The backend comes up, the .so appears (renamed into place whole). */
+  d->step = 2;
+  char cmd[2 * PATH_MAX];
+  int n = snprintf(cmd, sizeof cmd, "cp %s %s.tmp && mv %s.tmp %s", plugin_so, late_so, late_so,
+                   late_so);
+  if (!d->failure[0] &&
+      (n < 0 || (size_t)n >= sizeof cmd || unlink(gate_path) != 0 || system(cmd) != 0))
+    drv_fail(d, "cannot lift the faults");
+  if (!d->failure[0] && !wait_until(both_recovered, last, sizeof last))
+    drv_fail(d, "not recovered: %s", last);
+
+  /* SIGHUP adds a controller whose plugin is missing, then fixes its path. */
+  reload_and_wait(d, 3, "", missing_so, broken_failing, "broken not reported");
+  reload_and_wait(d, 4, "", plugin_so, broken_fixed, "reload did not fix broken");
+  /* flaky fails again (its settings change, init runs again with the gate
+   * back); a reload that removes it makes the daemon ready. */
+  if (!d->failure[0] && sim_write_file(gate_path, "down\n") != 0)
+    drv_fail(d, "cannot write the gate");
+  reload_and_wait(d, 5, ", again: 1", plugin_so, flaky_failing_again, "flaky not failing");
+  reload_and_wait(d, 6, NULL, plugin_so, flaky_removed, "removal not applied");
+  if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);
+  return NULL;
+}
+
+static void test_init_retry(void **state) {
+  if (!apisim_built()) skip();
+  assert_int_equal(sim_start(), 0);
+  metrics_port = sim_free_port();
+  assert_true(metrics_port > 0);
+  assert_int_equal(sim_write_file(gate_path, "down\n"), 0);
+  unlink(late_so);
+  assert_int_equal(write_retry_config("", NULL), 0);
+  struct driver *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  char failure[sizeof d->failure];
+  int code = run_daemon(drive_retry, d, failure);
+  sim_stop();
+  assert_string_equal(failure, "");
+  assert_int_equal(code, 0);
+  assert_int_equal(kc_daemon_configs_alive(), 0);
+}
+
+/* --fail-fast keeps the old behaviour: exit 1 before connecting. */
+static void test_fail_fast(void **state) {
+  char kc[PATH_MAX];
+  sim_tmp_path(kc, sizeof kc, "dead-kubeconfig");
+  assert_int_equal(sim_write_file(kc,
+                                  "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+                                  "    server: http://127.0.0.1:9\nusers:\n- name: u\n  user: {}\n"
+                                  "contexts:\n- name: x\n  context: { cluster: c, user: u }\n"
+                                  "current-context: x\n"),
+                   0);
+  metrics_port = sim_free_port();
+  assert_int_equal(sim_write_file(gate_path, "down\n"), 0);
+  /* late.so exists from test_init_retry or not: flaky fails either way. */
+  assert_int_equal(write_retry_config("", NULL), 0);
+  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc, .fail_fast = true};
+  assert_int_equal(kc_daemon_run(&o), 1);
+  assert_int_equal(kc_daemon_configs_alive(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_results_and_timeouts),
+      cmocka_unit_test(test_init_retry),
+      cmocka_unit_test(test_fail_fast),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

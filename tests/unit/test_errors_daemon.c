@@ -2,8 +2,9 @@
  * run in-process with kc_daemon_run so that ASan and valgrind see every
  * allocation of the failure and recovery paths:
  *  - startup failures: missing/invalid config, missing kubeconfig, a plugin
- *    that does not load, a metrics address already in use: exit code 1,
- *    nothing leaked;
+ *    that does not load with --fail-fast (without it the daemon runs the
+ *    other controllers and retries it: test_errors_controller.c), a metrics
+ *    address already in use: exit code 1, nothing leaked;
  *  - a live run against kube-apisim (the build's own binary, with the demo
  *    PodSet CRD and objects) with injected faults: 503 on discovery, 500 on
  *    the first Pod list, reset connections and 500s on Pod creates, a watch
@@ -352,14 +353,15 @@ static void write_dead_kubeconfig(char *path, size_t cap) {
 static void test_plugin_does_not_load(void **state) {
   char kc[PATH_MAX];
   write_dead_kubeconfig(kc, sizeof kc);
-  /* The first controller loads, the second does not: the first is unwound. */
+  /* With --fail-fast: the first controller loads, the second does not: the
+   * first is unwound. */
   char extra[PATH_MAX + 128];
   snprintf(extra, sizeof extra,
            "  - name: ghost\n    plugin: %s/no-such-plugin.so\n"
            "    for: { apiVersion: v1, kind: Pod }\n",
            sim_tmp_dir);
   write_config(extra, 1, NULL);
-  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc};
+  kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc, .fail_fast = true};
   assert_int_equal(kc_daemon_run(&o), 1);
   /* A file that is not a shared object at all. */
   char junk[PATH_MAX];

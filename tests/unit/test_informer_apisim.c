@@ -285,7 +285,7 @@ static kc_informer_spec pod_spec(void) {
 
 static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *ref, counts *c) {
   kc_informer *inf = NULL;
-  assert_int_equal(kc_informer_new(&L.loop, L.api, sp, ref, &inf), 0);
+  assert_int_equal(kc_informer_new(&L.loop, L.api, NULL, sp, ref, &inf), 0);
   if (c) {
     kc_informer_handler h = {h_add, h_update, h_delete, c};
     assert_true(kc_informer_add_handler(inf, &h) > 0);

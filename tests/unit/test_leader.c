@@ -361,6 +361,65 @@ static void test_microtime_and_identity(void **state) {
   assert_int_equal(kc_leader_default_identity(a, 10), -ENOSPC);
 }
 
+/* A Lease whose spec member "x" holds `levels` nested arrays, closed. */
+static char *nested_lease(size_t levels, size_t *len) {
+  static const char head[] =
+      "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":"
+      "\"kctrld\",\"namespace\":\"kctrld-system\",\"resourceVersion\":\"7\"},\"spec\":{"
+      "\"holderIdentity\":\"a\\u005fb\",\"leaseDurationSeconds\":15,\"acquireTime\":"
+      "\"2024-05-01T10:03:12.123456Z\",\"renewTime\":\"2024-05-01T10:04:12.000001Z\","
+      "\"leaseTransitions\":3,\"x\":";
+  size_t n = sizeof head - 1 + 2 * levels + 2;
+  char *s = malloc(n + 1);
+  if (!s) return NULL;
+  memcpy(s, head, sizeof head - 1);
+  memset(s + sizeof head - 1, '[', levels);
+  memset(s + sizeof head - 1 + levels, ']', levels);
+  memcpy(s + n - 2, "}}", 3);
+  *len = n;
+  return s;
+}
+
+/* Every Lease answer goes through kc_leader_parse_lease's parse: nesting
+ * deeper than KC_OBJ_MAX_DEPTH is refused while streaming, nothing recurses. */
+static void test_parse_lease(void **state) {
+  kc_lease_record r;
+  char err[160];
+  size_t len;
+  char *doc = nested_lease(1, &len);
+  assert_non_null(doc);
+  assert_int_equal(kc_leader_parse_lease(doc, len, &r, err, sizeof err), 0);
+  free(doc);
+  assert_string_equal(r.holder, "a_b");
+  assert_int_equal(r.duration_s, 15);
+  assert_string_equal(r.acquire, "2024-05-01T10:03:12.123456Z");
+  assert_string_equal(r.renew, "2024-05-01T10:04:12.000001Z");
+  assert_int_equal(r.transitions, 3);
+
+  doc = nested_lease(1000000, &len); /* 2 MB, a million levels */
+  assert_non_null(doc);
+  assert_int_equal(kc_leader_parse_lease(doc, len, &r, err, sizeof err), -EBADMSG);
+  free(doc);
+  assert_non_null(strstr(err, "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels"));
+  assert_string_equal(r.holder, "");
+
+  doc = nested_lease(254, &len); /* root + spec + 254 = 256 levels: fine */
+  assert_non_null(doc);
+  assert_int_equal(kc_leader_parse_lease(doc, len, &r, err, sizeof err), 0);
+  free(doc);
+  assert_int_equal(r.transitions, 3);
+  doc = nested_lease(255, &len);
+  assert_non_null(doc);
+  assert_int_equal(kc_leader_parse_lease(doc, len, &r, err, sizeof err), -EBADMSG);
+  free(doc);
+
+  assert_int_equal(kc_leader_parse_lease("[]", 2, &r, err, sizeof err), -EBADMSG);
+  assert_string_equal(err, "offset 1: not a JSON object");
+  assert_int_equal(kc_leader_parse_lease("{\"spec\":{}}", 11, &r, NULL, 0), 0);
+  assert_string_equal(r.holder, "");
+  assert_int_equal(r.duration_s, 0);
+}
+
 static void test_bad_config(void **state) {
   (void)state;
   env v;
@@ -690,6 +749,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_microtime_and_identity),
       cmocka_unit_test(test_bad_config),
+      cmocka_unit_test(test_parse_lease),
       cmocka_unit_test(test_acquire_create_and_renew),
       cmocka_unit_test(test_lose_to_other_and_take_over_after_expiry),
       cmocka_unit_test(test_release_and_handover),

@@ -334,6 +334,8 @@ static void test_init_failure(void **state) {
   assert_null(inst);
   assert_non_null(strstr(err, "init failed for controller ttl: Invalid argument"));
   assert_non_null(strstr(err, "init_fail.so"));
+  /* The value init returned, for the operator who reads the plugin's code. */
+  assert_non_null(strstr(err, "(init returned -22)"));
 }
 
 /* ---- host-implemented helpers ---- */

@@ -30,6 +30,7 @@
 #include "apiclient.h"
 #include "log.h"
 #include "mini_server.h"
+#include "decodepool.h"
 #include "reflector.h"
 #include "store_podgen.h"
 #include "testutil.h"
@@ -61,6 +62,10 @@ static struct {
   atomic_uint nreq;
   char *owned[512];
   size_t nowned;
+  /* Per request: a copy of the step's chunk list, made under mu, so that a
+   * connection still streaming never reads steps[] that the next test
+   * rewrites. Freed at teardown. */
+  mini_server_chunk *served[MAXSTEPS + 8];
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static podgen PG;
@@ -156,8 +161,10 @@ static step *add_step(int status) {
 static void add_body(int status, const char *body) { add_step(status)->body = body; }
 
 static void chunk(step *s, const char *data, unsigned delay_ms) {
+  pthread_mutex_lock(&S.mu); /* the handler reads steps under S.mu */
   assert_true(s->nchunks < MAXCHUNKS);
   s->chunks[s->nchunks++] = (mini_server_chunk){data, strlen(data), delay_ms};
+  pthread_mutex_unlock(&S.mu);
 }
 
 /* A watch response: the given pieces, each its own chunk. */
@@ -212,15 +219,19 @@ static void handler(const mini_server_request *rq, mini_server_reply *reply, voi
   record(idx, rq->path, q, mini_server_header(rq, "Accept"));
   const step *s = idx < S.nsteps ? &S.steps[idx] : &STOP;
   atomic_store(&S.nreq, idx + 1);
-  pthread_mutex_unlock(&S.mu);
   reply->status = s->status;
   reply->headers[0] = s->hdr;
   reply->body = s->body;
-  if (s->nchunks) {
-    reply->chunks = s->chunks;
-    reply->nchunks = s->nchunks;
+  if (s->nchunks && idx < MAXSTEPS + 8) {
+    S.served[idx] = malloc(s->nchunks * sizeof *s->chunks);
+    if (S.served[idx]) {
+      memcpy(S.served[idx], s->chunks, s->nchunks * sizeof *s->chunks);
+      reply->chunks = S.served[idx];
+      reply->nchunks = s->nchunks;
+    }
   }
   reply->hang_ms = s->hang_ms;
+  pthread_mutex_unlock(&S.mu);
 }
 
 /* ---- the sink ------------------------------------------------------------ */
@@ -271,7 +282,9 @@ static struct {
   kc_reflector *r;
   char url[64];
   kc_kube_creds creds;
+  kc_decode_pool *pool;
 } F;
+static bool use_pool; /* the second run of every test */
 
 static void on_tick(uv_timer_t *t) {}
 
@@ -295,6 +308,8 @@ static int setup(void **state) {
   if (!F.srv) return -1;
   snprintf(F.url, sizeof F.url, "http://127.0.0.1:%d", mini_server_port(F.srv));
   F.creds = (kc_kube_creds){.server = F.url, .token = "t0k"};
+  F.pool = NULL;
+  if (use_pool && kc_decode_pool_new(&F.loop, 2, &F.pool) != 0) return -1;
   return kc_api_new(&F.loop, &F.creds, &F.api) == 0 ? 0 : -1;
 }
 
@@ -303,6 +318,8 @@ static int teardown(void **state) {
   F.r = NULL;
   kc_api_close(F.api);
   F.api = NULL;
+  kc_decode_pool_free(F.pool);
+  F.pool = NULL;
   uv_close((uv_handle_t *)&F.tick, NULL);
   mini_server_stop(F.srv);
   F.srv = NULL;
@@ -310,6 +327,10 @@ static int teardown(void **state) {
   int rc = uv_loop_close(&F.loop);
   for (size_t i = 0; i < S.nowned; i++) free(S.owned[i]);
   S.nowned = 0;
+  for (size_t i = 0; i < MAXSTEPS + 8; i++) {
+    free(S.served[i]);
+    S.served[i] = NULL;
+  }
   return rc == 0 ? 0 : -1;
 }
 
@@ -318,7 +339,11 @@ static kc_reflector_spec spec_default(void) {
                              .resource = "pods",
                              .namespace_ = NS,
                              .backoff_initial_ms = 20,
-                             .backoff_max_ms = 80};
+                             .backoff_max_ms = 80,
+                             /* Second run: decoded on pool threads, with a
+                              * budget small enough to pause transfers. */
+                             .decode_pool = F.pool,
+                             .decode_budget = use_pool ? 2048 : 0};
 }
 
 static void start(const kc_reflector_spec *spec) {
@@ -863,7 +888,10 @@ static void *raw_conn(void *arg) {
       }
     }
     record(idx, sp1 + 1, "", NULL);
-    const step *s = idx < S.nsteps ? &S.steps[idx] : &STOP;
+    /* A copy: this detached thread may outlive the test whose steps it
+     * serves, and the next test rewrites steps[] (under mu). */
+    const step cur = idx < S.nsteps ? S.steps[idx] : STOP;
+    const step *s = &cur;
     atomic_store(&RAW.nreq, idx + 1);
     pthread_mutex_unlock(&S.mu);
     char hdr[256];
@@ -1044,5 +1072,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_history_changed_older_rv, setup, teardown),
       cmocka_unit_test_setup_teardown(test_history_changed_witness_gone, setup, teardown),
   };
-  return cmocka_run_group_tests(tests, setup_group, teardown_group);
+  int failed = cmocka_run_group_tests_name("inline decoding", tests, setup_group, teardown_group);
+  use_pool = true;
+  failed += cmocka_run_group_tests_name("decode pool", tests, setup_group, teardown_group);
+  return failed;
 }

@@ -13,6 +13,9 @@
  *   (others)   success
  * fini appends "fini inflight=N" to the file named by the setting finiMarker
  * (N: reconciles of this instance still running, which must be 0).
+ * init fails with -ECONNREFUSED (logging why) while the file named by the
+ * setting initFailWhile exists: a plugin whose backend is not reachable
+ * yet, for the daemon's init retries (test_errors_controller.c).
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c11 */
 #include <errno.h>
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kctrld/plugin.h"
 
@@ -33,6 +37,12 @@ struct faulty {
 };
 
 static int faulty_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out) {
+  const char *gate = NULL;
+  if (H->settings_string(settings, "initFailWhile", &gate) == 0 && gate &&
+      access(gate, F_OK) == 0) {
+    H->log(KCTRLD_LOG_ERROR, "backend not reachable while %s exists", gate);
+    return -ECONNREFUSED;
+  }
   struct faulty *f = calloc(1, sizeof *f);
   if (!f) return -ENOMEM;
   const char *marker = NULL;

@@ -1,0 +1,587 @@
+/* decodepool: see decodepool.h.
+ *
+ * Hand-offs (each under a mutex, which is also the memory edge):
+ *   loop -> pool thread: chunks on s->in (s->mu); the stream on the pool's
+ *     run queue (p->mu) while s->scheduled, so one thread decodes it at a time.
+ *   pool thread -> loop: objects and events on s->out (s->mu); the stream on
+ *     the pool's ready list (p->mu) and one uv_async_send.
+ * References: the loop holds one until kc_dstream_close; the run queue (while
+ * scheduled), the ready list (while on_ready) and a delivery in progress hold
+ * one each. The last release frees the stream.
+ */
+#include "decodepool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct chunk {
+  struct chunk *next;
+  size_t len, cap;
+  char data[];
+} chunk;
+
+/* Small feeds (a server that writes 1-byte HTTP chunks) are appended to the
+ * last queued chunk: one allocation per CHUNK_MIN bytes, not per feed. */
+#define CHUNK_MIN 16384
+
+/* A decoded object or event on its way to the loop. */
+typedef struct dout {
+  struct dout *next;
+  kc_obj *obj;          /* a reference; NULL for an event without object */
+  uint64_t index;
+  enum kc_watch_type type;
+  bool iee;
+  char *type_name;      /* KC_WATCH_UNKNOWN: as received (malloc) */
+  kc_status *status;    /* KC_WATCH_ERROR (malloc) */
+  size_t bytes;         /* counted in inflight */
+} dout;
+
+struct kc_decode_pool {
+  uv_loop_t *loop;
+  uv_async_t async;
+  pthread_t *threads;
+  unsigned nthreads;
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  bool stop;
+  kc_dstream *run_head, *run_tail; /* streams with input to decode */
+  kc_dstream *ready;               /* streams with something for the loop */
+  size_t open_streams;             /* loop: the async keeps the loop alive while > 0 */
+};
+
+struct kc_dstream {
+  kc_decode_pool *pool; /* NULL: inline */
+  enum kc_decode_mode mode;
+  kc_dstream_callbacks cbs;
+  void *ud;
+  size_t budget;
+  kc_decoder *dec; /* used by the thread that has the stream scheduled */
+  atomic_uint refs;
+
+  pthread_mutex_t mu;
+  /* under mu */
+  chunk *in_head, *in_tail;
+  dout *out_head, *out_tail;
+  size_t inflight;
+  bool input_ended, complete;
+  bool decoded_all; /* the decoder is finished with (or failed): it may be read */
+  int dec_rc;
+  bool scheduled;
+  bool cancel;
+  bool paused;
+
+  /* under the pool's mu */
+  bool on_ready;
+  kc_dstream *next_run, *next_ready;
+
+  /* pool thread only, while scheduled */
+  dout *batch_head, *batch_tail;
+  size_t batch_bytes;
+  int batch_rc; /* out of memory while batching */
+
+  /* loop only */
+  kc_dstream *next_deliver;
+  int done_rc;
+  bool closed;
+  bool done_called;
+  uint64_t delivered;
+  char errbuf[600];
+};
+
+/* ---- threads ------------------------------------------------------------- */
+
+unsigned kc_decode_pool_default_threads(void) {
+  long n = 0;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 2 ? (unsigned)(n - 1) : 1;
+}
+
+static void stream_release(kc_dstream *s);
+static void decode_scheduled(kc_dstream *s);
+static void on_async(uv_async_t *a);
+
+static void *pool_thread(void *arg) {
+  kc_decode_pool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (!p->stop && !p->run_head) pthread_cond_wait(&p->cond, &p->mu);
+    if (p->stop) break;
+    kc_dstream *s = p->run_head;
+    p->run_head = s->next_run;
+    if (!p->run_head) p->run_tail = NULL;
+    s->next_run = NULL;
+    pthread_mutex_unlock(&p->mu);
+    decode_scheduled(s);
+    pthread_mutex_lock(&p->mu);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+int kc_decode_pool_new(uv_loop_t *loop, unsigned threads, kc_decode_pool **out) {
+  kc_decode_pool *p = calloc(1, sizeof *p);
+  if (!p) return -ENOMEM;
+  p->loop = loop;
+  int rc = pthread_mutex_init(&p->mu, NULL);
+  if (rc) {
+    free(p);
+    return -rc;
+  }
+  rc = pthread_cond_init(&p->cond, NULL);
+  if (rc) {
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+    return -rc;
+  }
+  rc = uv_async_init(loop, &p->async, on_async);
+  if (rc) {
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+    return rc;
+  }
+  p->async.data = p;
+  /* The async keeps the loop alive only while a stream is open. */
+  uv_unref((uv_handle_t *)&p->async);
+  if (threads) {
+    p->threads = calloc(threads, sizeof *p->threads);
+    if (!p->threads) {
+      kc_decode_pool_free(p);
+      return -ENOMEM;
+    }
+  }
+  for (unsigned i = 0; i < threads; i++) {
+    rc = pthread_create(&p->threads[i], NULL, pool_thread, p);
+    if (rc) {
+      kc_decode_pool_free(p);
+      return -rc;
+    }
+    p->nthreads++;
+    char name[16];
+    snprintf(name, sizeof name, "kctrld-dec%u", i % 100);
+    pthread_setname_np(p->threads[i], name);
+  }
+  *out = p;
+  return 0;
+}
+
+static void on_pool_closed(uv_handle_t *h) { free(h->data); }
+
+void kc_decode_pool_free(kc_decode_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  p->stop = true;
+  pthread_cond_broadcast(&p->cond);
+  pthread_mutex_unlock(&p->mu);
+  for (unsigned i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
+  free(p->threads);
+  /* Closed streams still queued hold references. */
+  while (p->run_head) {
+    kc_dstream *s = p->run_head;
+    p->run_head = s->next_run;
+    stream_release(s);
+  }
+  while (p->ready) {
+    kc_dstream *s = p->ready;
+    p->ready = s->next_ready;
+    stream_release(s);
+  }
+  pthread_cond_destroy(&p->cond);
+  pthread_mutex_destroy(&p->mu);
+  uv_close((uv_handle_t *)&p->async, on_pool_closed);
+}
+
+unsigned kc_decode_pool_threads(const kc_decode_pool *p) { return p ? p->nthreads : 0; }
+
+/* ---- streams ------------------------------------------------------------- */
+
+static void free_outs(dout *o) {
+  while (o) {
+    dout *n = o->next;
+    kc_obj_unref(o->obj);
+    free(o->type_name);
+    free(o->status);
+    free(o);
+    o = n;
+  }
+}
+
+static void free_chunks(chunk *c) {
+  while (c) {
+    chunk *n = c->next;
+    free(c);
+    c = n;
+  }
+}
+
+static void stream_release(kc_dstream *s) {
+  if (atomic_fetch_sub(&s->refs, 1) != 1) return;
+  free_chunks(s->in_head);
+  free_outs(s->out_head);
+  free_outs(s->batch_head);
+  kc_decoder_free(s->dec);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+/* Decoder callbacks. Inline: straight to the stream's callbacks. On a pool
+ * thread: into the batch that the next publish hands to the loop. */
+static int batch_add(kc_dstream *s, kc_obj *obj, const kc_watch_event *ev) {
+  dout *o = calloc(1, sizeof *o);
+  if (!o) return s->batch_rc = -ENOMEM;
+  if (ev) {
+    o->type = ev->type;
+    o->index = ev->index;
+    o->iee = ev->initial_events_end;
+    if (ev->type == KC_WATCH_UNKNOWN) o->type_name = strdup(ev->type_name ? ev->type_name : "");
+    if (ev->status) {
+      o->status = malloc(sizeof *o->status);
+      if (o->status) *o->status = *ev->status;
+    }
+    if ((ev->type == KC_WATCH_UNKNOWN && !o->type_name) || (ev->status && !o->status)) {
+      free_outs(o);
+      return s->batch_rc = -ENOMEM;
+    }
+  }
+  o->obj = obj ? kc_obj_ref(obj) : NULL;
+  o->bytes = sizeof *o + (obj ? obj->json_len : 0);
+  if (s->batch_tail) s->batch_tail->next = o;
+  else s->batch_head = o;
+  s->batch_tail = o;
+  s->batch_bytes += o->bytes;
+  return 0;
+}
+
+static int dec_item(void *ud, kc_obj *obj) {
+  kc_dstream *s = ud;
+  if (!s->pool) return s->cbs.item ? s->cbs.item(s->ud, obj) : 0;
+  return batch_add(s, obj, NULL);
+}
+
+static int dec_event(void *ud, const kc_watch_event *ev) {
+  kc_dstream *s = ud;
+  if (!s->pool) return s->cbs.event ? s->cbs.event(s->ud, ev) : 0;
+  return batch_add(s, ev->obj, ev);
+}
+
+kc_dstream *kc_dstream_new(kc_decode_pool *p, enum kc_decode_mode mode, const kc_transform *t,
+                           const kc_dstream_callbacks *cbs, void *ud, size_t budget) {
+  kc_dstream *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->pool = p && p->nthreads ? p : NULL;
+  s->mode = mode;
+  s->cbs = *cbs;
+  s->ud = ud;
+  s->budget = budget ? budget : KC_DSTREAM_DEFAULT_BUDGET;
+  atomic_init(&s->refs, 1);
+  static const kc_decoder_callbacks dcbs = {.item = dec_item, .event = dec_event};
+  s->dec = kc_decoder_new(mode, t, &dcbs, s);
+  if (!s->dec) {
+    int e = errno;
+    free(s);
+    errno = e;
+    return NULL;
+  }
+  int rc = pthread_mutex_init(&s->mu, NULL);
+  if (rc) {
+    kc_decoder_free(s->dec);
+    free(s);
+    errno = rc;
+    return NULL;
+  }
+  if (s->pool && s->pool->open_streams++ == 0) uv_ref((uv_handle_t *)&s->pool->async);
+  return s;
+}
+
+/* Pool thread: hands the batch (and the consumed input bytes) to the loop. */
+static void publish(kc_dstream *s, size_t consumed, bool final, int rc) {
+  kc_decode_pool *p = s->pool;
+  pthread_mutex_lock(&s->mu);
+  if (s->batch_head) {
+    if (s->out_tail) s->out_tail->next = s->batch_head;
+    else s->out_head = s->batch_head;
+    s->out_tail = s->batch_tail;
+    s->batch_head = s->batch_tail = NULL;
+  }
+  s->inflight = s->inflight - consumed + s->batch_bytes;
+  s->batch_bytes = 0;
+  if (final) {
+    s->decoded_all = true;
+    s->dec_rc = rc;
+  }
+  bool wake = s->out_head || final || (s->paused && s->inflight < s->budget / 2);
+  bool cancelled = s->cancel;
+  pthread_mutex_unlock(&s->mu);
+  if (!wake || cancelled) return;
+  pthread_mutex_lock(&p->mu);
+  bool added = !s->on_ready;
+  if (added) {
+    s->on_ready = true;
+    atomic_fetch_add(&s->refs, 1);
+    s->next_ready = p->ready;
+    p->ready = s;
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (added) uv_async_send(&p->async);
+}
+
+/* Pool thread: decodes what is queued until the queue is empty. */
+static void decode_scheduled(kc_dstream *s) {
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    chunk *c = s->in_head;
+    s->in_head = s->in_tail = NULL;
+    bool ended = s->input_ended, complete = s->complete, done = s->decoded_all;
+    bool cancel = s->cancel;
+    if (cancel || (!c && (!ended || done))) {
+      s->scheduled = false;
+      pthread_mutex_unlock(&s->mu);
+      free_chunks(c);
+      stream_release(s); /* the run queue's reference */
+      return;
+    }
+    pthread_mutex_unlock(&s->mu);
+    int rc = 0;
+    while (c) {
+      chunk *n = c->next;
+      size_t len = c->len;
+      if (rc == 0) rc = kc_decoder_feed(s->dec, c->data, len);
+      if (rc == 0 && s->batch_rc) rc = s->batch_rc;
+      free(c);
+      c = n;
+      if (rc) {
+        free_chunks(c);
+        c = NULL;
+        publish(s, len, true, rc);
+        break;
+      }
+      publish(s, len, false, 0);
+    }
+    if (rc) {
+      /* Failed: what else comes is dropped (cancel or finish follows). */
+      pthread_mutex_lock(&s->mu);
+      size_t dropped = 0;
+      for (chunk *d = s->in_head; d; d = d->next) dropped += d->len;
+      free_chunks(s->in_head);
+      s->in_head = s->in_tail = NULL;
+      s->inflight -= dropped;
+      pthread_mutex_unlock(&s->mu);
+      continue;
+    }
+    if (ended) {
+      pthread_mutex_lock(&s->mu);
+      bool more = s->in_head != NULL;
+      pthread_mutex_unlock(&s->mu);
+      if (more) continue;
+      rc = complete ? kc_decoder_finish(s->dec) : 0;
+      if (rc == 0 && s->batch_rc) rc = s->batch_rc;
+      publish(s, 0, true, rc);
+    }
+  }
+}
+
+static void schedule(kc_dstream *s) {
+  kc_decode_pool *p = s->pool;
+  atomic_fetch_add(&s->refs, 1);
+  pthread_mutex_lock(&p->mu);
+  if (p->run_tail) p->run_tail->next_run = s;
+  else p->run_head = s;
+  p->run_tail = s;
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->mu);
+}
+
+int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
+  if (s->done_called) return s->done_rc ? s->done_rc : -ECANCELED;
+  if (!s->pool) return kc_decoder_feed(s->dec, buf, len);
+  if (len == 0) return 0;
+  pthread_mutex_lock(&s->mu);
+  if (s->inflight >= s->budget) {
+    s->paused = true;
+    pthread_mutex_unlock(&s->mu);
+    return KC_DSTREAM_FULL;
+  }
+  if (s->decoded_all) { /* failed: the rest is dropped */
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+  }
+  /* Queued chunks belong to the loop until a pool thread takes the list. */
+  chunk *t = s->in_tail;
+  if (t && t->cap - t->len >= len) {
+    memcpy(t->data + t->len, buf, len);
+    t->len += len;
+  } else {
+    size_t cap = len < CHUNK_MIN ? CHUNK_MIN : len;
+    chunk *c = malloc(sizeof *c + cap);
+    if (!c) {
+      pthread_mutex_unlock(&s->mu);
+      return -ENOMEM;
+    }
+    c->next = NULL;
+    c->len = len;
+    c->cap = cap;
+    memcpy(c->data, buf, len);
+    if (t) t->next = c;
+    else s->in_head = c;
+    s->in_tail = c;
+  }
+  s->inflight += len;
+  bool need = !s->scheduled;
+  s->scheduled = true;
+  pthread_mutex_unlock(&s->mu);
+  if (need) schedule(s);
+  return 0;
+}
+
+/* Loop: the first error decides the message. */
+static void set_error(kc_dstream *s, int rc, const char *what) {
+  if (s->errbuf[0]) return;
+  if (what) snprintf(s->errbuf, sizeof s->errbuf, "%s", what);
+  else snprintf(s->errbuf, sizeof s->errbuf, "%s", strerror(-rc));
+}
+
+static void call_done(kc_dstream *s, int rc) {
+  if (s->done_called || s->closed) return;
+  s->done_called = true;
+  s->done_rc = rc;
+  if (s->cbs.done) s->cbs.done(s->ud, rc);
+}
+
+void kc_dstream_finish(kc_dstream *s, bool complete) {
+  if (s->done_called || s->closed) return;
+  if (!s->pool) {
+    /* The decoder's first error is final: finish returns it again. */
+    int rc = complete ? kc_decoder_finish(s->dec) : kc_decoder_result(s->dec);
+    if (rc) set_error(s, rc, kc_decoder_error(s->dec)[0] ? kc_decoder_error(s->dec) : NULL);
+    call_done(s, rc);
+    return;
+  }
+  pthread_mutex_lock(&s->mu);
+  s->input_ended = true;
+  s->complete = complete;
+  bool need = !s->scheduled;
+  s->scheduled = true;
+  pthread_mutex_unlock(&s->mu);
+  if (need) schedule(s);
+}
+
+void kc_dstream_close(kc_dstream *s) {
+  if (!s || s->closed) return;
+  s->closed = true;
+  if (s->pool) {
+    pthread_mutex_lock(&s->mu);
+    s->cancel = true;
+    chunk *c = s->in_head;
+    s->in_head = s->in_tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    free_chunks(c);
+    if (--s->pool->open_streams == 0) uv_unref((uv_handle_t *)&s->pool->async);
+  }
+  stream_release(s);
+}
+
+/* Loop: delivers what the pool thread published, in order. */
+static void deliver(kc_dstream *s) {
+  if (s->closed || s->done_called) return;
+  pthread_mutex_lock(&s->mu);
+  dout *list = s->out_head;
+  s->out_head = s->out_tail = NULL;
+  pthread_mutex_unlock(&s->mu);
+  size_t bytes = 0;
+  dout *o = list;
+  for (; o && !s->closed && !s->done_called; o = o->next) {
+    bytes += o->bytes;
+    int rc = 0;
+    if (s->mode == KC_DECODE_LIST) {
+      if (s->cbs.item) rc = s->cbs.item(s->ud, o->obj);
+    } else if (s->cbs.event) {
+      kc_watch_event ev = {
+          .type = o->type,
+          .type_name = o->type_name ? o->type_name : kc_watch_type_name(o->type),
+          .index = o->index,
+          .obj = o->obj,
+          .status = o->status,
+          .initial_events_end = o->iee,
+      };
+      rc = s->cbs.event(s->ud, &ev);
+    }
+    s->delivered++;
+    if (rc < 0) {
+      char msg[64];
+      snprintf(msg, sizeof msg, "%s callback failed (%d)",
+               s->mode == KC_DECODE_LIST ? "item" : "event", rc);
+      set_error(s, rc, msg);
+      call_done(s, rc);
+    }
+  }
+  for (dout *r = o; r; r = r->next) bytes += r->bytes;
+  free_outs(list);
+  if (s->closed || s->done_called) {
+    pthread_mutex_lock(&s->mu);
+    s->inflight -= bytes;
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  pthread_mutex_lock(&s->mu);
+  s->inflight -= bytes;
+  bool resume = s->paused && s->inflight < s->budget / 2;
+  if (resume) s->paused = false;
+  bool finished = s->decoded_all && !s->out_head && (s->input_ended || s->dec_rc);
+  int rc = s->dec_rc;
+  pthread_mutex_unlock(&s->mu);
+  if (finished) {
+    /* The pool thread is done with the decoder: its error text may be read. */
+    if (rc) set_error(s, rc, kc_decoder_error(s->dec)[0] ? kc_decoder_error(s->dec) : NULL);
+    call_done(s, rc);
+    return;
+  }
+  if (resume && s->cbs.resume) s->cbs.resume(s->ud);
+}
+
+static void on_async(uv_async_t *a) {
+  kc_decode_pool *p = a->data;
+  pthread_mutex_lock(&p->mu);
+  kc_dstream *list = p->ready;
+  p->ready = NULL;
+  /* next_ready belongs to the pool's lock (a pool thread may put the stream
+   * on the ready list again at once): walk a copy. */
+  for (kc_dstream *s = list; s; s = s->next_ready) {
+    s->on_ready = false;
+    s->next_deliver = s->next_ready;
+  }
+  pthread_mutex_unlock(&p->mu);
+  /* Oldest first is not needed: each stream's own order is kept. */
+  while (list) {
+    kc_dstream *s = list;
+    list = s->next_deliver;
+    deliver(s);
+    stream_release(s); /* the ready list's reference */
+  }
+}
+
+const char *kc_dstream_error(const kc_dstream *s) { return s->errbuf; }
+
+const kc_list_meta *kc_dstream_list_meta(const kc_dstream *s) {
+  /* Read only once decoding is over (done() ran): the decoder is idle. */
+  return kc_decoder_list_meta(s->dec);
+}
+
+uint64_t kc_dstream_count(const kc_dstream *s) {
+  return s->pool ? s->delivered : kc_decoder_count(s->dec);
+}
+
+size_t kc_dstream_inflight(const kc_dstream *s) {
+  kc_dstream *m = (kc_dstream *)s;
+  pthread_mutex_lock(&m->mu);
+  size_t n = m->inflight;
+  pthread_mutex_unlock(&m->mu);
+  return n;
+}

@@ -1,0 +1,101 @@
+/* decodepool: decodes LIST and WATCH response bodies off the loop thread.
+ *
+ * The loop only routes bytes: a reflector hands each body chunk to its
+ * response's stream (kc_dstream_feed copies it and returns at once); a pool
+ * thread runs the stream's decoder (decode.h) on the queued chunks, in
+ * order, one thread at a time per stream (different streams decode in
+ * parallel); the finished objects and events come back to the loop through
+ * one uv_async and are delivered there, in stream order, to the stream's
+ * callbacks. So the store is still written only by the loop, a relist's
+ * replace stays atomic (the reflector collects items as before), and a slow
+ * decode (a 3 MiB object in 1-byte chunks) never delays Lease renewal, other
+ * watches, timers or /metrics.
+ *
+ * Memory in flight is bounded per stream: input bytes queued plus the bytes
+ * of decoded objects not yet delivered. When they reach the budget,
+ * kc_dstream_feed refuses the chunk (KC_DSTREAM_FULL): the caller pauses the
+ * transfer (the socket is no longer read) and calls feed again after the
+ * resume callback, which runs once the stream has drained below half.
+ *
+ * A pool of 0 threads (or a NULL pool) decodes inline, inside feed, on the
+ * calling thread: the callbacks then run from within kc_dstream_feed and
+ * kc_dstream_finish (tests, --decode-threads 0).
+ *
+ * Threads: kc_decode_pool_new/free and every kc_dstream_* function: loop
+ * thread only. Callbacks run on the loop thread. Decoding (the decoder and
+ * the kobj builder) runs on pool threads; objects are handed over under the
+ * stream's mutex (the happens-before edge for their contents).
+ * Errors: 0 or a negative errno.
+ * Ownership: objects passed to callbacks are borrowed for the call
+ * (kc_obj_ref to keep one), as with decode.h.
+ */
+#ifndef KC_DECODEPOOL_H
+#define KC_DECODEPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "decode.h"
+
+typedef struct kc_decode_pool kc_decode_pool;
+typedef struct kc_dstream kc_dstream;
+
+/* One thread per core beyond the loop's, at least one. */
+unsigned kc_decode_pool_default_threads(void);
+
+/* Starts `threads` decode threads (0: none, streams decode inline). */
+int kc_decode_pool_new(uv_loop_t *loop, unsigned threads, kc_decode_pool **out);
+/* Stops and joins the threads. Every stream must be closed before. The
+ * async handle closes with the loop's next iteration: run the loop
+ * afterwards. NULL is a no-op. */
+void kc_decode_pool_free(kc_decode_pool *p);
+unsigned kc_decode_pool_threads(const kc_decode_pool *p);
+
+typedef struct kc_dstream_callbacks {
+  /* Return 0 to go on, a negative errno to stop: the stream then ends with
+   * that error (done() follows, no more item/event). */
+  int (*item)(void *ud, kc_obj *obj);                 /* LIST */
+  int (*event)(void *ud, const kc_watch_event *ev);   /* WATCH */
+  /* Feed may be called again after it returned KC_DSTREAM_FULL. */
+  void (*resume)(void *ud);
+  /* Exactly once: after kc_dstream_finish once every decoded object was
+   * delivered (rc: the decoder's finish result, or the first error), or
+   * earlier when decoding failed (rc < 0; the caller stops its transfer and
+   * may still call kc_dstream_finish, which then does nothing). Not called
+   * after kc_dstream_close. The stream may be closed inside. */
+  void (*done)(void *ud, int rc);
+} kc_dstream_callbacks;
+
+#define KC_DSTREAM_DEFAULT_BUDGET (8u << 20)
+
+/* budget: bytes in flight (0: KC_DSTREAM_DEFAULT_BUDGET). `t` is copied (its
+ * capture is borrowed, as by kc_decoder_new). Returns NULL with errno. */
+kc_dstream *kc_dstream_new(kc_decode_pool *p, enum kc_decode_mode mode, const kc_transform *t,
+                           const kc_dstream_callbacks *cbs, void *ud, size_t budget);
+
+enum { KC_DSTREAM_FULL = 1 };
+/* Queues a copy of the chunk: 0, KC_DSTREAM_FULL (not taken: pause and wait
+ * for resume), or a negative errno (the stream failed; done() has run or
+ * runs, inline mode: the decode error). */
+int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len);
+/* End of input. `complete`: the body ended normally (the decoder's finish
+ * checks that nothing is cut off); false: the transfer broke, objects and
+ * events decoded so far are still delivered and the cut-off rest is
+ * dropped. done() follows (inline mode: before this returns). */
+void kc_dstream_finish(kc_dstream *s, bool complete);
+/* Drops the stream: no callback runs afterwards; queued work is discarded.
+ * Safe inside the stream's own callbacks. NULL is a no-op. */
+void kc_dstream_close(kc_dstream *s);
+
+/* Valid in done() and afterwards (until close): "" while no error. */
+const char *kc_dstream_error(const kc_dstream *s);
+/* LIST metadata; complete in done() with rc == 0. */
+const kc_list_meta *kc_dstream_list_meta(const kc_dstream *s);
+/* Objects or events delivered to the callbacks so far. */
+uint64_t kc_dstream_count(const kc_dstream *s);
+/* Bytes in flight now (input queued + objects not yet delivered). */
+size_t kc_dstream_inflight(const kc_dstream *s);
+
+#endif

@@ -1,0 +1,42 @@
+/* looplag: measures how late the event loop runs its timers.
+ *
+ * A probe timer fires every period (100 ms); each time, the time past its
+ * due moment is one sample of kctrld_loop_lag_seconds (histogram buckets
+ * below, plus the largest value seen). A loop that a callback holds for
+ * longer than one second is also logged once it runs again ("event loop was
+ * blocked for N ms"), so a stall leaves a line in the journal even when
+ * nobody scrapes /metrics.
+ *
+ * Context: loop thread only. Errors: 0 or a negative errno.
+ */
+#ifndef KC_LOOPLAG_H
+#define KC_LOOPLAG_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#define KC_LOOPLAG_BUCKETS 13
+extern const double kc_looplag_bounds[KC_LOOPLAG_BUCKETS];
+
+typedef struct kc_looplag {
+  uv_loop_t *loop;
+  uv_timer_t timer;
+  uint64_t period_ns;
+  uint64_t due_ns; /* uv_hrtime() at which the probe should fire */
+  /* counts[i]: samples in (bounds[i-1], bounds[i]]; counts[B]: above the
+   * last bound (the per-bucket form kc_metrics_set_histogram takes). */
+  uint64_t counts[KC_LOOPLAG_BUCKETS + 1];
+  uint64_t samples;
+  double sum_seconds;
+  double max_seconds;
+} kc_looplag;
+
+/* Starts the probe (period_ms 0: 100). The struct must stay in place until
+ * the close callback ran. */
+int kc_looplag_start(uv_loop_t *loop, kc_looplag *l, uint64_t period_ms);
+/* Stops and closes the timer; cb (may be NULL) runs when it is closed. */
+void kc_looplag_close(kc_looplag *l, uv_close_cb cb);
+/* Records one sample (also used by tests). */
+void kc_looplag_observe(kc_looplag *l, double seconds);
+
+#endif

@@ -1,0 +1,122 @@
+/* bench_chunking: decode cost per MB of one large object as a function of
+ * how the bytes arrive (issue 9: no chunking may change the cost). A
+ * ConfigMap-like object with one long annotation (256 KiB, 1.5 MiB, 3 MiB)
+ * is decoded as a WATCH event fed in pieces of 1, 7, 64 bytes, 16 KiB and
+ * random 1-64 bytes, against the same decoder fed the body in one piece, and
+ * against yajl alone parsing the body in one piece (the floor).
+ *
+ *   build/bench/bench_chunking [REPEAT]      default REPEAT 3 (best of)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <yajl/yajl_parse.h>
+
+#include "decode.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *make_event(size_t size, size_t *len) {
+  char *o = malloc(size + 512);
+  if (!o) exit(1);
+  size_t n = (size_t)sprintf(o, "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":"
+                                "\"ConfigMap\",\"metadata\":{\"name\":\"big\",\"namespace\":\"d\","
+                                "\"resourceVersion\":\"7\",\"annotations\":{\"blob\":\"");
+  for (size_t i = 0; i < size; i++) o[n++] = (char)('a' + i % 26);
+  n += (size_t)sprintf(o + n, "\"}}}}\n");
+  *len = n;
+  return o;
+}
+
+static int on_event(void *ud, const kc_watch_event *ev) {
+  (*(size_t *)ud)++;
+  return 0;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+/* Seconds to decode `text` fed in `chunk`-byte pieces (0: random 1-64). */
+static double decode_once(const char *text, size_t len, size_t chunk) {
+  static const kc_decoder_callbacks cbs = {.event = on_event};
+  size_t events = 0;
+  kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &events);
+  if (!d) exit(1);
+  double t0 = now();
+  for (size_t off = 0; off < len;) {
+    size_t n = chunk;
+    if (!n) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      n = 1 + rng % 64;
+    }
+    if (n > len - off) n = len - off;
+    if (kc_decoder_feed(d, text + off, n) != 0) {
+      fprintf(stderr, "bench_chunking: %s\n", kc_decoder_error(d));
+      exit(1);
+    }
+    off += n;
+  }
+  if (kc_decoder_finish(d) != 0 || events != 1) exit(1);
+  double t = now() - t0;
+  kc_decoder_free(d);
+  return t;
+}
+
+static double yajl_once(const char *text, size_t len) {
+  static const yajl_callbacks none = {0};
+  yajl_handle h = yajl_alloc(&none, NULL, NULL);
+  if (!h) exit(1);
+  yajl_config(h, yajl_allow_multiple_values, 1);
+  double t0 = now();
+  if (yajl_parse(h, (const unsigned char *)text, len) != yajl_status_ok ||
+      yajl_complete_parse(h) != yajl_status_ok)
+    exit(1);
+  double t = now() - t0;
+  yajl_free(h);
+  return t;
+}
+
+int main(int argc, char **argv) {
+  int repeat = argc > 1 ? atoi(argv[1]) : 3;
+  if (repeat < 1) repeat = 1;
+  static const size_t sizes[] = {256u << 10, 1536u << 10, 3u << 20};
+  static const size_t chunks[] = {1, 7, 64, 16384, 0};
+  printf("decode cost per MB of one large watch event, by chunk size (best of %d)\n", repeat);
+  printf("%-9s %-10s %12s %12s %10s %10s\n", "object", "chunks", "ms/MB", "one-shot", "x one-shot",
+         "x yajl");
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t len;
+    char *text = make_event(sizes[s], &len);
+    double mb = (double)len / (1 << 20);
+    double one = 1e9, floor = 1e9;
+    for (int r = 0; r < repeat; r++) {
+      double t = decode_once(text, len, len);
+      if (t < one) one = t;
+      t = yajl_once(text, len);
+      if (t < floor) floor = t;
+    }
+    char label[32];
+    snprintf(label, sizeof label, "%.2f MiB", mb);
+    printf("%-9s %-10s %12.2f %12s %10s %10.2f  (floor: yajl alone %.2f ms/MB)\n", label,
+           "one piece", one * 1e3 / mb, "-", "1.00", one / floor, floor * 1e3 / mb);
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+      double best = 1e9;
+      for (int r = 0; r < repeat; r++) {
+        double t = decode_once(text, len, chunks[c]);
+        if (t < best) best = t;
+      }
+      char cl[32];
+      if (chunks[c]) snprintf(cl, sizeof cl, "%zu B", chunks[c]);
+      else snprintf(cl, sizeof cl, "rand 1-64");
+      printf("%-9s %-10s %12.2f %12.2f %10.2f %10.2f\n", "", cl, best * 1e3 / mb, one * 1e3 / mb,
+             best / one, best / floor);
+    }
+    free(text);
+  }
+  return 0;
+}

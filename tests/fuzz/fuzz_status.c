@@ -1,0 +1,57 @@
+/* libFuzzer target for Status parsing: apiclient.c's kc_api_status_parse
+ * (a Status body or whatever else a non-2xx answer carries, plus the
+ * Retry-After header) and decode.c's kc_decode_status (a watch ERROR
+ * event's object). Input = first byte: HTTP code choice, then the
+ * Retry-After value up to the first '\n', then the body. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiclient.h"
+#include "decode.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const long codes[] = {200, 400, 401, 403, 404, 405, 406, 409, 410,
+                             415, 422, 429, 500, 502, 503, 504, 418, 0};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1) return 0;
+  long code = codes[data[0] % (sizeof codes / sizeof codes[0])];
+  const char *method = (data[0] & 0x80) ? "POST" : "PUT";
+  const char *rest = (const char *)data + 1;
+  size_t n = size - 1;
+  const char *nl = memchr(rest, '\n', n);
+  size_t ra_len = nl ? (size_t)(nl - rest) : 0;
+  const char *body = nl ? nl + 1 : rest;
+  size_t len = n - (size_t)(body - rest);
+  /* Copies, so reads past the end are caught by ASan. */
+  char *ra = malloc(ra_len ? ra_len : 1);
+  char *b = malloc(len ? len : 1);
+  if (!ra || !b) abort();
+  memcpy(ra, rest, ra_len);
+  memcpy(b, body, len);
+
+  kc_api_status st;
+  kc_api_status_parse(&st, code, method, len ? b : NULL, len, nl ? ra : NULL, ra_len);
+  if (strnlen(st.reason, sizeof st.reason) == sizeof st.reason ||
+      strnlen(st.message, sizeof st.message) == sizeof st.message)
+    abort();
+  if (st.retry_after_seconds < -1 || st.code < 0 || st.code >= 1000) abort();
+  if (!st.from_body && st.code != code) abort();
+  (void)kc_api_is_retryable(&st);
+  (void)kc_api_is_too_large_rv(&st);
+  (void)kc_api_is_gone(&st);
+
+  kc_status ds;
+  if (kc_decode_status(b, len, &ds) == 0) {
+    if (strnlen(ds.reason, sizeof ds.reason) == sizeof ds.reason ||
+        strnlen(ds.message, sizeof ds.message) == sizeof ds.message)
+      abort();
+  } else if (ds.has_code) {
+    abort(); /* a refused body leaves nothing behind */
+  }
+  free(ra);
+  free(b);
+  return 0;
+}

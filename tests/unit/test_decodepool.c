@@ -1,0 +1,333 @@
+/* Unit tests for daemon/decodepool.c: bodies decoded on pool threads come
+ * back to the loop thread complete and in stream order; the byte budget
+ * refuses chunks (the caller pauses) and resumes after draining; errors
+ * from the decoder and from callbacks end the stream early; close at any
+ * point runs no further callback and frees everything (ASan, TSan). */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include <cmocka.h>
+
+#include "decodepool.h"
+#include "testutil.h"
+
+typedef struct sink {
+  pthread_t loop_thread;
+  char *log; /* "name@rv;" per object or event */
+  size_t len, cap;
+  size_t n;
+  int stop_at;  /* callback returns -ECANCELED at this count */
+  int done_calls, done_rc;
+  int resumes;
+  bool on_loop; /* every callback ran on the loop thread */
+} sink;
+
+static void sink_add(sink *k, const kc_obj *o) {
+  char line[160];
+  int n = snprintf(line, sizeof line, "%.*s@%.*s;", o ? (int)o->name.len : 1,
+                   o ? o->name.ptr : "-", o ? (int)o->resource_version.len : 0,
+                   o ? o->resource_version.ptr : "");
+  if (k->len + (size_t)n + 1 > k->cap) {
+    k->cap = k->cap ? k->cap * 2 : 4096;
+    while (k->cap < k->len + (size_t)n + 1) k->cap *= 2;
+    k->log = realloc(k->log, k->cap);
+    assert_non_null(k->log);
+  }
+  memcpy(k->log + k->len, line, (size_t)n + 1);
+  k->len += (size_t)n;
+}
+
+static int on_item(void *ud, kc_obj *o) {
+  sink *k = ud;
+  if (!pthread_equal(pthread_self(), k->loop_thread)) k->on_loop = false;
+  sink_add(k, o);
+  k->n++;
+  return k->stop_at && (int)k->n == k->stop_at ? -ECANCELED : 0;
+}
+
+static int on_event(void *ud, const kc_watch_event *ev) {
+  sink *k = ud;
+  if (!pthread_equal(pthread_self(), k->loop_thread)) k->on_loop = false;
+  assert_int_equal(ev->index, k->n + 1);
+  sink_add(k, ev->obj);
+  k->n++;
+  return k->stop_at && (int)k->n == k->stop_at ? -ECANCELED : 0;
+}
+
+static void on_done(void *ud, int rc) {
+  sink *k = ud;
+  k->done_calls++;
+  k->done_rc = rc;
+}
+
+static void on_resume(void *ud) { ((sink *)ud)->resumes++; }
+
+static const kc_dstream_callbacks cbs = {on_item, on_event, on_resume, on_done};
+
+static void sink_init(sink *k) {
+  memset(k, 0, sizeof *k);
+  k->loop_thread = pthread_self();
+  k->on_loop = true;
+}
+
+/* A watch body of n events with the given extra payload per object. */
+static char *watch_body(size_t n, size_t payload, size_t *len) {
+  size_t cap = n * (payload + 200) + 1;
+  char *b = malloc(cap);
+  assert_non_null(b);
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    off += (size_t)snprintf(b + off, cap - off,
+                            "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"p%zu\","
+                            "\"namespace\":\"d\",\"resourceVersion\":\"%zu\"},\"data\":\"",
+                            i, i + 1);
+    memset(b + off, 'x', payload);
+    off += payload;
+    off += (size_t)snprintf(b + off, cap - off, "\"}}\n");
+  }
+  *len = off;
+  return b;
+}
+
+/* Feeds like a paused transfer would: a refused chunk is offered again
+ * after the loop has run (the resume). Returns when done() ran. */
+static void pump(uv_loop_t *loop, kc_dstream *s, sink *k, const char *body, size_t len,
+                 size_t chunk, bool complete, size_t *max_inflight, size_t budget) {
+  size_t off = 0;
+  while (off < len && !k->done_calls) {
+    size_t n = len - off < chunk ? len - off : chunk;
+    int rc = kc_dstream_feed(s, body + off, n);
+    if (rc == KC_DSTREAM_FULL) {
+      int before = k->resumes;
+      while (k->resumes == before && !k->done_calls) uv_run(loop, UV_RUN_ONCE);
+      continue;
+    }
+    assert_true(rc >= 0);
+    off += n;
+    size_t f = kc_dstream_inflight(s);
+    if (max_inflight && f > *max_inflight) *max_inflight = f;
+    /* At most one chunk past the budget, plus the one object that chunk
+     * completed (its earlier bytes had left the count as input). */
+    assert_true(budget == 0 || f <= budget + chunk + 8192);
+    uv_run(loop, UV_RUN_NOWAIT);
+  }
+  kc_dstream_finish(s, complete);
+  while (!k->done_calls) uv_run(loop, UV_RUN_ONCE);
+}
+
+static void test_order_and_thread(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_decode_pool *p;
+  assert_int_equal(kc_decode_pool_new(&loop, 2, &p), 0);
+  assert_int_equal(kc_decode_pool_threads(p), 2);
+  size_t len;
+  char *body = watch_body(3000, 300, &len);
+  /* Inline first: the reference. */
+  sink ref;
+  sink_init(&ref);
+  kc_dstream *s = kc_dstream_new(NULL, KC_DECODE_WATCH, NULL, &cbs, &ref, 0);
+  assert_non_null(s);
+  assert_int_equal(kc_dstream_feed(s, body, len), 0);
+  kc_dstream_finish(s, true);
+  assert_int_equal(ref.done_calls, 1);
+  assert_int_equal(ref.done_rc, 0);
+  assert_int_equal(ref.n, 3000);
+  kc_dstream_close(s);
+  static const size_t chunks[] = {1, 7, 300, 16384, 1 << 20};
+  for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+    sink k;
+    sink_init(&k);
+    s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 0);
+    assert_non_null(s);
+    pump(&loop, s, &k, body, len, chunks[c], true, NULL, 0);
+    assert_int_equal(k.done_rc, 0);
+    assert_int_equal(k.done_calls, 1);
+    assert_true(k.on_loop);
+    assert_string_equal(k.log, ref.log);
+    assert_int_equal(kc_dstream_count(s), 3000);
+    assert_int_equal(kc_dstream_inflight(s), 0);
+    kc_dstream_close(s);
+    free(k.log);
+  }
+  free(ref.log);
+  free(body);
+  kc_decode_pool_free(p);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* The budget bounds what is in flight: a chunk is refused once it is full,
+ * and the resume comes after the loop has taken the objects. */
+static void test_budget_pauses_and_resumes(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_decode_pool *p;
+  assert_int_equal(kc_decode_pool_new(&loop, 1, &p), 0);
+  size_t len;
+  char *body = watch_body(400, 4000, &len);
+  sink k;
+  sink_init(&k);
+  size_t budget = 32 * 1024, max_inflight = 0;
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, budget);
+  assert_non_null(s);
+  /* Feed without running the loop until refused: the objects pile up. */
+  size_t off = 0;
+  int rc = 0;
+  while (off < len && (rc = kc_dstream_feed(s, body + off, 1000)) == 0) off += 1000;
+  assert_int_equal(rc, KC_DSTREAM_FULL);
+  assert_true(off < len);
+  assert_true(off <= budget + 1000);
+  assert_int_equal(k.n, 0); /* nothing is delivered outside the loop */
+  pump(&loop, s, &k, body + off, len - off, 1000, false, &max_inflight, budget);
+  assert_true(k.resumes >= 1);
+  assert_true(max_inflight <= budget + 1000 + 8192);
+  /* pump finished with complete=false: every whole event was delivered. */
+  assert_int_equal(k.done_rc, 0);
+  assert_int_equal(k.n, 400);
+  kc_dstream_close(s);
+  free(k.log);
+  free(body);
+  kc_decode_pool_free(p);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* A malformed event ends the stream before its input ends: the events
+ * before it are delivered, then done() with the decoder's message. */
+static void test_decode_error_early(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_decode_pool *p;
+  assert_int_equal(kc_decode_pool_new(&loop, 1, &p), 0);
+  size_t len;
+  char *good = watch_body(5, 10, &len);
+  sink k;
+  sink_init(&k);
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 0);
+  assert_int_equal(kc_dstream_feed(s, good, len), 0);
+  const char *bad = "{\"type\":\"ADDED\",\"object\":[]}\n";
+  assert_int_equal(kc_dstream_feed(s, bad, strlen(bad)), 0);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(k.done_rc < 0);
+  assert_int_equal(k.n, 5);
+  assert_non_null(strstr(kc_dstream_error(s), "event 6"));
+  /* Later input and finish change nothing. */
+  assert_true(kc_dstream_feed(s, good, len) < 0);
+  kc_dstream_finish(s, true);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  assert_int_equal(k.done_calls, 1);
+  kc_dstream_close(s);
+  free(k.log);
+
+  /* A callback's error stops delivery at once. */
+  sink_init(&k);
+  k.stop_at = 3;
+  s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 0);
+  assert_int_equal(kc_dstream_feed(s, good, len), 0);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, -ECANCELED);
+  assert_int_equal(k.n, 3);
+  kc_dstream_close(s);
+  free(k.log);
+
+  /* A truncated list with complete=true is an error; complete=false is
+   * not (the caller knows the transfer broke). */
+  const char *list = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\"},"
+                     "\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}";
+  sink_init(&k);
+  s = kc_dstream_new(p, KC_DECODE_LIST, NULL, &cbs, &k, 0);
+  assert_int_equal(kc_dstream_feed(s, list, strlen(list) - 3), 0);
+  kc_dstream_finish(s, true);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, -EBADMSG);
+  kc_dstream_close(s);
+  free(k.log);
+  sink_init(&k);
+  s = kc_dstream_new(p, KC_DECODE_LIST, NULL, &cbs, &k, 0);
+  assert_int_equal(kc_dstream_feed(s, list, strlen(list)), 0);
+  kc_dstream_finish(s, true);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, 0);
+  assert_int_equal(k.n, 2);
+  assert_string_equal(kc_dstream_list_meta(s)->resource_version, "5");
+  kc_dstream_close(s);
+  free(k.log);
+  free(good);
+  kc_decode_pool_free(p);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Close while pool threads still decode: no callback afterwards, nothing
+ * leaks; many streams at once on two threads. */
+static void test_close_anytime_many_streams(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_decode_pool *p;
+  assert_int_equal(kc_decode_pool_new(&loop, 2, &p), 0);
+  size_t len;
+  char *body = watch_body(500, 200, &len);
+  enum { N = 8 };
+  sink k[N];
+  kc_dstream *s[N];
+  for (int i = 0; i < N; i++) {
+    sink_init(&k[i]);
+    s[i] = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k[i], 0);
+    assert_non_null(s[i]);
+    for (size_t off = 0; off < len; off += 4096)
+      assert_int_equal(kc_dstream_feed(s[i], body + off, len - off < 4096 ? len - off : 4096), 0);
+    if (i % 2 == 0) kc_dstream_finish(s[i], true);
+  }
+  /* Half are closed at once (mid-decode), the others run to the end. */
+  for (int i = 1; i < N; i += 2) {
+    kc_dstream_close(s[i]);
+    s[i] = NULL;
+  }
+  for (int i = 0; i < N; i += 2)
+    while (!k[i].done_calls) uv_run(&loop, UV_RUN_ONCE);
+  for (int i = 0; i < N; i++) {
+    if (i % 2 == 0) {
+      assert_int_equal(k[i].done_rc, 0);
+      assert_int_equal(k[i].n, 500);
+      kc_dstream_close(s[i]);
+    } else {
+      assert_int_equal(k[i].done_calls, 0);
+      assert_true(k[i].n < 500 || k[i].n == 500);
+    }
+    free(k[i].log);
+  }
+  /* A stream closed with work still queued, then the pool freed at once. */
+  sink last;
+  sink_init(&last);
+  kc_dstream *x = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &last, 0);
+  assert_int_equal(kc_dstream_feed(x, body, len), 0);
+  kc_dstream_close(x);
+  free(body);
+  kc_decode_pool_free(p);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(last.done_calls, 0);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_order_and_thread),
+      cmocka_unit_test(test_budget_pauses_and_resumes),
+      cmocka_unit_test(test_decode_error_early),
+      cmocka_unit_test(test_close_anytime_many_streams),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,111 @@
+/* ops (daemon/ops.c) without a daemon: readiness, the systemd start-up
+ * condition, the STATUS= summary and the controller start-up metrics from
+ * hand-built views:
+ *  - a controller whose plugin fails to load or init makes /readyz fail
+ *    with every failing controller and its error named, but not READY=1
+ *    to systemd (kc_ops_started);
+ *  - kctrld_controller_ready and kctrld_controller_init_failures_total get
+ *    one series per configured controller.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ops.h"
+
+static const kc_ops_controller_state failing[] = {
+    {.name = "healthy", .running = true},
+    {.name = "flaky",
+     .init_error =
+         "plugin faulty (/p/faulty.so) init failed for controller flaky: Connection refused "
+         "(init returned -111)",
+     .failed_attempts = 3,
+     .retry_delay_ms = 4100,
+     .init_failures = 3},
+    {.name = "late",
+     .init_error = "plugin /p/late.so does not exist",
+     .failed_attempts = 1,
+     .retry_delay_ms = 1000,
+     .init_failures = 1},
+};
+
+static void test_failing_controller_not_ready(void **state) {
+  kc_ops_view v = {.controller_states = failing, .ncontroller_states = 3};
+  char why[1024];
+  assert_false(kc_ops_ready(&v, why, sizeof why));
+  assert_string_equal(
+      why, "controller flaky: plugin faulty (/p/faulty.so) init failed for controller flaky: "
+           "Connection refused (init returned -111) (failed attempts: 3; the next one 4.1 s after "
+           "the last); controller late: plugin /p/late.so does not exist (failed attempts: 1; "
+           "the next one 1.0 s after the last)");
+  /* systemd's READY=1 does not wait for them. */
+  assert_true(kc_ops_started(&v, why, sizeof why));
+  assert_string_equal(why, "ok");
+  /* A short buffer is cut, never overrun. */
+  char small[24];
+  assert_false(kc_ops_ready(&v, small, sizeof small));
+  assert_int_equal(strlen(small), sizeof small - 1);
+}
+
+static void test_recovered_controllers_ready(void **state) {
+  kc_ops_controller_state ok[] = {{.name = "healthy", .running = true},
+                                  {.name = "flaky", .running = true, .init_failures = 3}};
+  kc_ops_view v = {.controller_states = ok, .ncontroller_states = 2};
+  char why[256];
+  assert_true(kc_ops_ready(&v, why, sizeof why));
+  assert_string_equal(why, "ok");
+  /* Stopping wins over everything. */
+  v.controller_states = failing;
+  v.ncontroller_states = 3;
+  v.stopping = true;
+  assert_false(kc_ops_ready(&v, why, sizeof why));
+  assert_string_equal(why, "stopping");
+}
+
+static void test_summary_counts_failing(void **state) {
+  kc_ops_view v = {.controller_states = failing, .ncontroller_states = 3};
+  char buf[256];
+  kc_ops_summary(&v, buf, sizeof buf);
+  assert_string_equal(
+      buf, "active (leader election off); informers 0/0 synced; controllers 0 (2 failing init)");
+}
+
+static void test_controller_metrics(void **state) {
+  kc_metrics *reg = kc_metrics_new();
+  assert_non_null(reg);
+  kc_ops_families *fam = NULL;
+  assert_int_equal(kc_ops_families_new(reg, &fam), 0);
+  kc_ops_view v = {.controller_states = failing, .ncontroller_states = 3};
+  assert_int_equal(kc_ops_fill_metrics(fam, &v), 0);
+  kc_mbuf out = {0};
+  assert_int_equal(kc_metrics_render(reg, &out), 0);
+  assert_non_null(out.data);
+  assert_non_null(strstr(out.data, "# TYPE kctrld_controller_ready gauge\n"
+                                   "kctrld_controller_ready{controller=\"healthy\"} 1\n"
+                                   "kctrld_controller_ready{controller=\"flaky\"} 0\n"
+                                   "kctrld_controller_ready{controller=\"late\"} 0\n"));
+  assert_non_null(strstr(out.data,
+                         "# TYPE kctrld_controller_init_failures_total counter\n"
+                         "kctrld_controller_init_failures_total{controller=\"healthy\"} 0\n"
+                         "kctrld_controller_init_failures_total{controller=\"flaky\"} 3\n"
+                         "kctrld_controller_init_failures_total{controller=\"late\"} 1\n"));
+  kc_mbuf_free(&out);
+  kc_ops_families_free(fam);
+  kc_metrics_free(reg);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_failing_controller_not_ready),
+      cmocka_unit_test(test_recovered_controllers_ready),
+      cmocka_unit_test(test_summary_counts_failing),
+      cmocka_unit_test(test_controller_metrics),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
