@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "decodepool.h"
 #include "hash.h"
 #include "log.h"
 
@@ -31,7 +31,10 @@ struct kc_consistency {
   uint64_t rng;
   enum cstate state;
   kc_api_call *req;
-  kc_decoder *decoder;
+  kc_decode_pool *pool; /* NULL: decode inline */
+  kc_dstream *stream;   /* the page's decoding */
+  kc_api_result result; /* the page's answer, kept until the stream is done */
+  bool http_done;
   char continue_token[1024];
   char list_rv[64];
   uint64_t list_rvn;
@@ -85,8 +88,8 @@ static bool str_eq(kc_str a, kc_str b) {
 static void reset_check(kc_consistency *c) {
   if (c->req) kc_api_cancel(c->req);
   c->req = NULL;
-  kc_decoder_free(c->decoder);
-  c->decoder = NULL;
+  kc_dstream_close(c->stream);
+  c->stream = NULL;
   for (size_t i = 0; i < c->nitems; i++) kc_obj_unref(c->items[i]);
   c->nitems = 0;
   free(c->set);
@@ -123,19 +126,44 @@ static int on_item(void *ud, kc_obj *obj) {
   return 0;
 }
 
+static void page_done(kc_consistency *c, const kc_api_result *res, int rc);
+
+/* The stream delivered everything (or failed). */
+static void on_stream_done(void *ud, int rc) {
+  kc_consistency *c = ud;
+  if (!c->http_done) { /* decoding failed while the response runs */
+    kc_api_cancel(c->req);
+    c->req = NULL;
+    memset(&c->result, 0, sizeof c->result);
+    c->result.error = -ECANCELED;
+    c->http_done = true;
+  }
+  kc_api_result res = c->result;
+  page_done(c, &res, rc);
+}
+
+static void on_stream_resume(void *ud) {
+  kc_consistency *c = ud;
+  kc_api_call_resume(c->req);
+}
+
 static int on_response(kc_api_call *call, long status, void *ud) {
   kc_consistency *c = ud;
-  static const kc_decoder_callbacks cbs = {.item = on_item};
+  static const kc_dstream_callbacks cbs = {.item = on_item, .resume = on_stream_resume,
+                                           .done = on_stream_done};
   static const kc_transform t = {.drop = TRIM, .ndrop = sizeof TRIM / sizeof TRIM[0],
                                  .metadata_only = true};
-  c->decoder = kc_decoder_new(KC_DECODE_LIST, &t, &cbs, c);
-  return c->decoder ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
+  c->stream = kc_dstream_new(c->pool, KC_DECODE_LIST, &t, &cbs, c, 0);
+  c->http_done = false;
+  return c->stream ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
 }
 
 static int on_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
   kc_consistency *c = ud;
-  if (!c->decoder || kc_decoder_feed(c->decoder, buf, len) < 0) return KC_HTTP_ABORT;
-  return KC_HTTP_CONTINUE;
+  if (!c->stream) return KC_HTTP_ABORT;
+  int rc = kc_dstream_feed(c->stream, buf, len);
+  if (rc == KC_DSTREAM_FULL) return KC_HTTP_PAUSE;
+  return rc < 0 ? KC_HTTP_ABORT : KC_HTTP_CONTINUE;
 }
 
 static void start_page(kc_consistency *c);
@@ -144,11 +172,21 @@ static void start_compare(kc_consistency *c);
 static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
   kc_consistency *c = ud;
   c->req = NULL;
+  c->result = *res;
+  c->http_done = true;
+  if (c->stream) {
+    kc_dstream_finish(c->stream, res->error == 0 && res->status.code >= 200 &&
+                                     res->status.code < 300);
+    return; /* on_stream_done follows */
+  }
+  page_done(c, res, -EIO);
+}
+
+static void page_done(kc_consistency *c, const kc_api_result *res, int rc) {
   char why[800];
-  if (res->error || res->status.code < 200 || res->status.code >= 300 || !c->decoder ||
-      kc_decoder_finish(c->decoder) < 0) {
-    if (c->decoder && kc_decoder_error(c->decoder)[0])
-      snprintf(why, sizeof why, "list: malformed response: %s", kc_decoder_error(c->decoder));
+  if (res->error || res->status.code < 200 || res->status.code >= 300 || !c->stream || rc < 0) {
+    if (c->stream && kc_dstream_error(c->stream)[0])
+      snprintf(why, sizeof why, "list: malformed response: %s", kc_dstream_error(c->stream));
     else if (res->error)
       snprintf(why, sizeof why, "list: %s",
                res->status.message[0] ? res->status.message : strerror(-res->error));
@@ -158,11 +196,11 @@ static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
     give_up(c, why);
     return;
   }
-  const kc_list_meta *m = kc_decoder_list_meta(c->decoder);
+  const kc_list_meta *m = kc_dstream_list_meta(c->stream);
   if (!c->list_rv[0]) snprintf(c->list_rv, sizeof c->list_rv, "%s", m->resource_version ? m->resource_version : "");
   snprintf(c->continue_token, sizeof c->continue_token, "%s", m->continue_token ? m->continue_token : "");
-  kc_decoder_free(c->decoder);
-  c->decoder = NULL;
+  kc_dstream_close(c->stream);
+  c->stream = NULL;
   if (c->continue_token[0]) {
     start_page(c);
     return;
@@ -397,8 +435,8 @@ static void schedule(kc_consistency *c) {
 
 /* --- API ------------------------------------------------------------------------ */
 
-int kc_consistency_new(uv_loop_t *loop, kc_api *api, kc_reflector *r, kc_store *s,
-                       uint64_t period_ms, kc_consistency **out) {
+int kc_consistency_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool, kc_reflector *r,
+                       kc_store *s, uint64_t period_ms, kc_consistency **out) {
   if (!loop || !api || !r || !s) return -EINVAL;
   kc_consistency *c = calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
@@ -409,6 +447,7 @@ int kc_consistency_new(uv_loop_t *loop, kc_api *api, kc_reflector *r, kc_store *
   c->timer.data = c;
   c->loop = loop;
   c->api = api;
+  c->pool = pool;
   c->r = r;
   c->store = s;
   c->period_ms = period_ms;

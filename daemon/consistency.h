@@ -22,13 +22,14 @@
  * counted, and repaired by kc_reflector_relist. A relist while a check
  * runs ends that check (the relist is the fresher comparison).
  *
- * Cost on the loop: the list's items are kept as small metadata objects
+ * Cost on the loop: pages are decoded on the decode pool like the
+ * reflector's responses; the list's items are kept as small metadata objects
  * (managedFields, annotations, labels and ownerReferences dropped); the
  * comparison runs in slices of KC_CONSISTENCY_SLICE keys per loop turn,
  * plus one kc_store_list of the whole store (a reference per object, under
  * the store's read lock).
  *
- * Context: loop thread only (every function). Errors: 0 or a negative
+ * Context: loop thread only (every function; callbacks run on the loop). Errors: 0 or a negative
  * errno. Ownership: the reflector and the store are borrowed and must
  * outlive the check (close it first).
  */
@@ -55,9 +56,11 @@ typedef struct kc_consistency_stats {
   uint64_t skipped;  /* checks given up (list failed, RV never reached, relist meanwhile) */
 } kc_consistency_stats;
 
-/* period_ms 0: never runs (until kc_consistency_set_period). */
-int kc_consistency_new(uv_loop_t *loop, kc_api *api, kc_reflector *r, kc_store *s,
-                       uint64_t period_ms, kc_consistency **out);
+/* period_ms 0: never runs (until kc_consistency_set_period). The list's
+ * pages are decoded on `pool` (decodepool.h; NULL: inline on the loop). */
+struct kc_decode_pool;
+int kc_consistency_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool, kc_reflector *r,
+                       kc_store *s, uint64_t period_ms, kc_consistency **out);
 /* Changes the period; a running check finishes, the next waits the new one. */
 void kc_consistency_set_period(kc_consistency *c, uint64_t period_ms);
 /* Starts a check now (unless one runs): -EBUSY, or 0. */

@@ -200,7 +200,7 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
     kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
     if (rc == 0)
-      rc = kc_consistency_new(loop, api, p->reflector, p->store, 0, &p->check);
+      rc = kc_consistency_new(loop, api, pool, p->reflector, p->store, 0, &p->check);
   }
   if (rc < 0) {
     kc_informer_close(inf);

@@ -29,6 +29,7 @@
 
 #include "apiclient.h"
 #include "apisim_child.h"
+#include "decodepool.h"
 #include "informer.h"
 #include "log.h"
 #include "selector.h"
@@ -247,6 +248,9 @@ static void loop_open(void) {
   assert_int_equal(kc_api_new(&L.loop, &L.creds, &L.api), 0);
 }
 
+/* The decode pool informers get (NULL: inline decoding). */
+static kc_decode_pool *POOL;
+
 /* Informers still open when a test fails are closed by the teardown. */
 static kc_informer *OPEN[8];
 
@@ -262,6 +266,8 @@ static void close_inf(kc_informer *inf) {
 
 static int loop_close(void) {
   for (size_t i = 0; i < 8; i++) close_inf(OPEN[i]);
+  kc_decode_pool_free(POOL); /* a test that failed before freeing it */
+  POOL = NULL;
   kc_api_close(L.api);
   uv_close((uv_handle_t *)&L.tick, NULL);
   uv_run(&L.loop, UV_RUN_DEFAULT);
@@ -285,7 +291,7 @@ static kc_informer_spec pod_spec(void) {
 
 static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *ref, counts *c) {
   kc_informer *inf = NULL;
-  assert_int_equal(kc_informer_new(&L.loop, L.api, NULL, sp, ref, &inf), 0);
+  assert_int_equal(kc_informer_new(&L.loop, L.api, POOL, sp, ref, &inf), 0);
   if (c) {
     kc_informer_handler h = {h_add, h_update, h_delete, c};
     assert_true(kc_informer_add_handler(inf, &h) > 0);
@@ -782,6 +788,7 @@ static void test_restart_history_smaller_rv(void **state) {
  * a period set, checks keep running without false differences. */
 static void test_consistency_check_repairs(void **state) {
   WITH_UID = true;
+  assert_int_equal(kc_decode_pool_new(&L.loop, 2, &POOL), 0); /* pages decoded off the loop */
   counts c = {0};
   kc_informer_spec sp = pod_spec();
   sp.label_selector = "apisim.kctrld.io/app=app-4";
@@ -852,6 +859,9 @@ static void test_consistency_check_repairs(void **state) {
   assert_int_equal(st.consistency_diffs, 50);
   assert_int_equal(st.relists, 1);
   close_inf(inf);
+  kc_decode_pool_free(POOL);
+  POOL = NULL;
+  run_ms(50);
   set_free(&c.deleted);
 }
 
