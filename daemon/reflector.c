@@ -85,9 +85,17 @@ struct kc_reflector {
 
   /* history check: the cached object with the highest resourceVersion */
   bool verify_history;   /* a connection failed: check before resuming the watch */
-  bool has_witness;
-  char witness_ns[254], witness_name[254], witness_uid[64], witness_rv[64];
-  uint64_t witness_rvn;  /* witness_rv as a number; 0: not numeric */
+  /* History witnesses: [0] the cached object with the highest RV, the
+   * others a uniform sample of the cached objects (reservoir over what the
+   * lists and events delivered), so that a history re-seeded to end on the
+   * same RV is caught too. */
+  struct witness {
+    bool set;
+    char ns[254], name[254], uid[64], rv[64];
+    uint64_t rvn; /* rv as a number; 0: not numeric */
+  } witness[KC_REFLECTOR_WITNESSES];
+  uint64_t witness_seen; /* objects offered to the sample since the last list began */
+  unsigned verify_next;  /* the witness the running history check reads */
   char *verify_body;     /* the check's response */
   size_t verify_len;
 
@@ -101,6 +109,7 @@ static void stream_fallback(kc_reflector *r, const char *why);
 static void backoff_then(kc_reflector *r, int next, uint64_t retry_after_ms);
 static void backoff_reset(kc_reflector *r);
 static void note_witness(kc_reflector *r, const kc_obj *obj);
+static void forget_witnesses(kc_reflector *r);
 static void start_verify(kc_reflector *r);
 
 static char *dup_or_null(const char *s) {
@@ -276,7 +285,7 @@ static uint64_t now_ms(kc_reflector *r) {
 static int list_item(void *ud, kc_obj *obj) {
   kc_reflector *r = ud;
   if (r->incremental) {
-    if (!r->napplied) r->has_witness = false;
+    if (!r->napplied) forget_witnesses(r);
     note_witness(r, obj);
     r->sink.upsert(r->sink.ud, r, obj);
     r->napplied++;
@@ -408,7 +417,7 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
     r->napplied = 0;
     r->sink.synced(r->sink.ud, r);
   } else {
-    r->has_witness = false;
+    forget_witnesses(r);
     for (size_t i = 0; i < r->npending; i++) note_witness(r, r->pending[i]);
     r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
   }
@@ -593,9 +602,10 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
       return 0;
     }
     if (ev->type == KC_WATCH_DELETED) {
-      if (r->has_witness && kc_str_eq_c(ev->obj->name, r->witness_name) &&
-          kc_str_eq_c(ev->obj->namespace_, r->witness_ns))
-        r->has_witness = false;
+      for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++)
+        if (r->witness[i].set && kc_str_eq_c(ev->obj->name, r->witness[i].name) &&
+            kc_str_eq_c(ev->obj->namespace_, r->witness[i].ns))
+          r->witness[i].set = false;
       r->sink.remove(r->sink.ud, r, ev->obj);
     } else {
       note_witness(r, ev->obj);
@@ -845,21 +855,47 @@ static void copy_str(char *dst, size_t cap, kc_str s) {
   dst[n] = 0;
 }
 
-/* The witness is the cached object with the highest resourceVersion (the
- * newest we know; a non-numeric RV only replaces a missing witness). */
+static void forget_witnesses(kc_reflector *r) {
+  for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++) r->witness[i].set = false;
+  r->witness_seen = 0;
+}
+
+static void set_witness(struct witness *w, const kc_obj *obj, uint64_t n) {
+  copy_str(w->ns, sizeof w->ns, obj->namespace_);
+  copy_str(w->name, sizeof w->name, obj->name);
+  copy_str(w->uid, sizeof w->uid, obj->uid);
+  copy_str(w->rv, sizeof w->rv, obj->resource_version);
+  w->rvn = n;
+  w->set = true;
+}
+
+/* Witness 0 is the cached object with the highest resourceVersion (the
+ * newest we know; a non-numeric RV only replaces a missing one); the others
+ * keep a uniform sample (reservoir sampling). An object already sampled
+ * gets its newer RV. */
 static void note_witness(kc_reflector *r, const kc_obj *obj) {
-  if (!obj->name.len || obj->name.len >= sizeof r->witness_name ||
-      obj->namespace_.len >= sizeof r->witness_ns || obj->uid.len >= sizeof r->witness_uid ||
-      obj->resource_version.len >= sizeof r->witness_rv)
+  if (!obj->name.len || obj->name.len >= sizeof r->witness[0].name ||
+      obj->namespace_.len >= sizeof r->witness[0].ns || obj->uid.len >= sizeof r->witness[0].uid ||
+      obj->resource_version.len >= sizeof r->witness[0].rv)
     return;
   uint64_t n = rv_number(obj->resource_version.ptr, obj->resource_version.len);
-  if (r->has_witness && (n == 0 || n <= r->witness_rvn)) return;
-  copy_str(r->witness_ns, sizeof r->witness_ns, obj->namespace_);
-  copy_str(r->witness_name, sizeof r->witness_name, obj->name);
-  copy_str(r->witness_uid, sizeof r->witness_uid, obj->uid);
-  copy_str(r->witness_rv, sizeof r->witness_rv, obj->resource_version);
-  r->witness_rvn = n;
-  r->has_witness = true;
+  struct witness *top = &r->witness[0];
+  if (!top->set || (n != 0 && n > top->rvn)) set_witness(top, obj, n);
+  for (unsigned i = 1; i < KC_REFLECTOR_WITNESSES; i++) {
+    struct witness *w = &r->witness[i];
+    if (w->set && kc_str_eq_c(obj->name, w->name) && kc_str_eq_c(obj->namespace_, w->ns)) {
+      set_witness(w, obj, n);
+      return;
+    }
+  }
+  uint64_t seen = ++r->witness_seen;
+  const unsigned k = KC_REFLECTOR_WITNESSES - 1;
+  if (seen <= k) {
+    set_witness(&r->witness[seen], obj, n);
+    return;
+  }
+  uint64_t j = next_rand(r) % seen;
+  if (j < k) set_witness(&r->witness[1 + j], obj, n);
 }
 
 static void history_changed(kc_reflector *r, const char *why) {
@@ -885,6 +921,8 @@ static int on_verify_data(kc_api_call *call, const char *buf, size_t len, void *
   return KC_HTTP_CONTINUE;
 }
 
+static void verify_witness(kc_reflector *r);
+
 static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud) {
   kc_reflector *r = ud;
   r->req = NULL;
@@ -893,6 +931,7 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
   size_t len = r->verify_len;
   r->verify_body = NULL;
   r->verify_len = 0;
+  const struct witness *w = &r->witness[r->verify_next];
   char why[1400];
   if (res->error) {
     /* Still cut off: check again after the next wait. */
@@ -910,11 +949,11 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
       backoff_then(r, NEXT_WATCH, retry_after_ms(st));
       return;
     }
-    /* 404: the newest object we know is gone, and no DELETED told us. Any
-     * other answer (403 without get permission, ...): unknown. Both relist,
-     * the safe choice after a connection failure. */
-    snprintf(why, sizeof why, "GET of %s%s%s (resourceVersion %s): %s", r->witness_ns,
-             r->witness_ns[0] ? "/" : "", r->witness_name, r->witness_rv, what);
+    /* 404: an object we know is gone, and no DELETED told us. Any other
+     * answer (403 without get permission, ...): unknown. Both relist, the
+     * safe choice after a connection failure. */
+    snprintf(why, sizeof why, "GET of %s%s%s (resourceVersion %s): %s", w->ns, w->ns[0] ? "/" : "",
+             w->name, w->rv, what);
     history_changed(r, why);
     return;
   }
@@ -923,64 +962,66 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
   kc_obj *o = kc_obj_parse(body ? body : "", len, &meta, err, sizeof err);
   free(body);
   if (!o) {
-    snprintf(why, sizeof why, "GET of %s%s%s: malformed answer: %s", r->witness_ns,
-             r->witness_ns[0] ? "/" : "", r->witness_name, err);
+    snprintf(why, sizeof why, "GET of %s%s%s: malformed answer: %s", w->ns, w->ns[0] ? "/" : "",
+             w->name, err);
     history_changed(r, why);
     return;
   }
   uint64_t n = rv_number(o->resource_version.ptr, o->resource_version.len);
-  bool same_uid = kc_str_eq_c(o->uid, r->witness_uid);
+  bool same_uid = kc_str_eq_c(o->uid, w->uid);
   /* The same history holds the witness at its RV or a later one. */
-  bool older = r->witness_rvn && n && n < r->witness_rvn;
+  bool older = w->rvn && n && n < w->rvn;
   if (same_uid && !older) {
     kc_obj_unref(o);
-    kc_debug("reflector", "%s: history check passed (%s%s%s uid %s); resuming the watch",
-             r->describe, r->witness_ns, r->witness_ns[0] ? "/" : "", r->witness_name,
-             r->witness_uid);
-    r->verify_history = false;
-    start_watch(r);
+    kc_debug("reflector", "%s: history check: %s%s%s uid %s still there", r->describe, w->ns,
+             w->ns[0] ? "/" : "", w->name, w->uid);
+    r->verify_next++;
+    verify_witness(r);
     return;
   }
   snprintf(why, sizeof why, "%s%s%s: cached uid %s resourceVersion %s, server uid %.*s "
-           "resourceVersion %.*s", r->witness_ns, r->witness_ns[0] ? "/" : "", r->witness_name,
-           r->witness_uid, r->witness_rv, (int)o->uid.len, o->uid.ptr ? o->uid.ptr : "",
-           (int)o->resource_version.len, o->resource_version.ptr ? o->resource_version.ptr : "");
+           "resourceVersion %.*s", w->ns, w->ns[0] ? "/" : "", w->name, w->uid, w->rv,
+           (int)o->uid.len, o->uid.ptr ? o->uid.ptr : "", (int)o->resource_version.len,
+           o->resource_version.ptr ? o->resource_version.ptr : "");
   kc_obj_unref(o);
   history_changed(r, why);
 }
 
-/* After a connection failure: is the server still the history the cache
- * was built from? One metadata-only GET of the witness (see reflector.h). */
-static void start_verify(kc_reflector *r) {
-  if (r->phase == PHASE_CLOSED) return;
-  if (!r->has_witness) {
-    /* Nothing to compare (empty scope, or the witness was deleted): a list
-     * of what is, at worst, a few objects. */
+/* Reads the next witness from verify_next on; all passed: resume. */
+static bool same_witness(const struct witness *a, const struct witness *b) {
+  return strcmp(a->name, b->name) == 0 && strcmp(a->ns, b->ns) == 0;
+}
+
+static void verify_witness(kc_reflector *r) {
+  /* Each object once: a sampled one may be the newest one too. */
+  while (r->verify_next < KC_REFLECTOR_WITNESSES &&
+         (!r->witness[r->verify_next].set ||
+          (r->verify_next > 0 && r->witness[0].set &&
+           same_witness(&r->witness[r->verify_next], &r->witness[0]))))
+    r->verify_next++;
+  if (r->verify_next == KC_REFLECTOR_WITNESSES) {
+    kc_debug("reflector", "%s: history check passed; resuming the watch", r->describe);
     r->verify_history = false;
-    r->stats.history_checks++;
-    kc_info("reflector", "%s: reconnected; no cached object to check the server's history with, "
-            "relisting", r->describe);
-    r->rv_unavailable = true;
-    start_list(r, LIST_CONSISTENT);
+    start_watch(r);
     return;
   }
+  const struct witness *w = &r->witness[r->verify_next];
   char url[4096];
   size_t n = 0;
   int rc = append(url, sizeof url, &n, r->api_path);
-  if (r->witness_ns[0]) {
+  if (w->ns[0]) {
     rc |= append(url, sizeof url, &n, "/namespaces/");
-    rc |= append_escaped(url, sizeof url, &n, r->witness_ns);
+    rc |= append_escaped(url, sizeof url, &n, w->ns);
   }
   rc |= append(url, sizeof url, &n, "/");
   rc |= append(url, sizeof url, &n, r->resource);
   rc |= append(url, sizeof url, &n, "/");
-  rc |= append_escaped(url, sizeof url, &n, r->witness_name);
+  rc |= append_escaped(url, sizeof url, &n, w->name);
   if (rc) {
     history_changed(r, "history check: URL too long");
     return;
   }
   r->phase = PHASE_VERIFY;
-  r->stats.history_checks++;
   kc_api_request_opts o = {
       .method = "GET",
       .path = url,
@@ -997,6 +1038,27 @@ static void start_verify(kc_reflector *r) {
     set_error(r, "history check: cannot start request: %s", strerror(-rc));
     backoff_then(r, NEXT_WATCH, 0);
   }
+}
+
+/* After a connection failure: is the server still the history the cache
+ * was built from? Metadata-only GETs of the witnesses (see reflector.h). */
+static void start_verify(kc_reflector *r) {
+  if (r->phase == PHASE_CLOSED) return;
+  bool any = false;
+  for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++) any |= r->witness[i].set;
+  r->stats.history_checks++;
+  if (!any) {
+    /* Nothing to compare (empty scope, or the witnesses were deleted): a
+     * list of what is, at worst, a few objects. */
+    r->verify_history = false;
+    kc_info("reflector", "%s: reconnected; no cached object to check the server's history with, "
+            "relisting", r->describe);
+    r->rv_unavailable = true;
+    start_list(r, LIST_CONSISTENT);
+    return;
+  }
+  r->verify_next = 0;
+  verify_witness(r);
 }
 
 /* --- backoff -------------------------------------------------------------- */

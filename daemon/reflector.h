@@ -19,12 +19,15 @@
  * fresh store, or a kubeconfig re-pointed at another cluster at the same
  * address would accept it and stream from there, silently skipping
  * everything it holds at or below it. The reflector first GETs (metadata
- * only) the "witness", the cached object with the highest resourceVersion:
- * the same history still holds it with the same uid and an RV at least the
+ * only, one after the other) its witnesses: the cached object with the
+ * highest resourceVersion and a uniform random sample of 4 other cached
+ * objects (a history re-seeded so that its counter ends on the same RV may
+ * hold the newest object unchanged; the sample is what catches it). The
+ * same history still holds each with the same uid and an RV at least the
  * cached one. Anything else (other uid, older RV, 404, 403, malformed)
  * relists at resourceVersion "" with a warning; 429/5xx/transport errors
- * back off and check again. Without a witness (empty scope, newest object
- * deleted) it relists. Why this and not the kube-system namespace's uid:
+ * back off and check again. Without a witness (empty scope, all deleted)
+ * it relists. Why this and not the kube-system namespace's uid:
  * that uid survives an etcd restore of the same cluster (the case that
  * loses most), and needs a grant on namespaces; the witness read needs the
  * `get` the reflector's resource normally has, costs one small GET per
@@ -73,6 +76,9 @@ typedef struct kc_reflector_sink {
 } kc_reflector_sink;
 
 #define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX
+/* Objects read back by a history check: the newest cached one and a random
+ * sample of the others. */
+#define KC_REFLECTOR_WITNESSES 5
 
 typedef struct kc_reflector_spec {
   const char *api_path;       /* "/api/v1" or "/apis/GROUP/VERSION" */

@@ -1036,14 +1036,16 @@ static void test_connection_reset_midstream(void **state) {
   chunk(s, fmt("%.*s", (int)(strlen(mod) / 2), mod), 50);
   s->reset = true;
   add_body(200, pod("b", "51")); /* the history check: same uid, same RV */
+  add_body(200, pod("a", "40"));
   add_watch(event("MODIFIED", "a", "52"), NULL);
   kc_reflector_stats st;
-  assert_true(raw_run(4, &st) >= 4);
-  /* After the reset, the history check reads the newest cached object (b,
-   * the witness) before the watch resumes at 51. */
+  assert_true(raw_run(5, &st) >= 5);
+  /* After the reset, the history check reads the newest cached object (b)
+   * and the sampled others (a: two objects, both in the sample) before the
+   * watch resumes at 51. */
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
-                  BASE "/b",
+                  BASE "/b", BASE "/a",
                   BASE "?allowWatchBookmarks=true&resourceVersion=51&timeoutSeconds=T&watch=true");
   assert_int_equal(st.history_checks, 1);
   assert_int_equal(st.history_changes, 0);
