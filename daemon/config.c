@@ -392,6 +392,7 @@ static void informer_defaults(kc_informer_spec *inf) {
   inf->watch_timeout_ms = KC_DEFAULT_WATCH_TIMEOUT_MS;
   inf->watch_inactivity_ms = KC_DEFAULT_WATCH_INACTIVITY_MS;
   inf->streaming_list = KC_STREAMING_AUTO;
+  inf->consistency_check_ms = KC_DEFAULT_CONSISTENCY_CHECK_MS;
 }
 
 static const char *group_of(struct ctx *c, const char *api_version) {
@@ -487,6 +488,8 @@ static void parse_informer(struct ctx *c, const kc_yaml_node *n, size_t idx,
       CUSTOM("transform"),
       FIELD("metadataOnly", F_BOOL, kc_informer_spec, metadata_only),
       FIELD_RANGE("resync", F_DURATION, kc_informer_spec, resync_ms, 0, 30LL * 86400000),
+      FIELD_RANGE("consistencyCheck", F_DURATION, kc_informer_spec, consistency_check_ms, 0,
+                  30LL * 86400000),
       CUSTOM("indexes"),
       FIELD_RANGE("pageSize", F_INT, kc_informer_spec, page_size, 0, 100000),
       FIELD_RANGE("watchTimeout", F_DURATION, kc_informer_spec, watch_timeout_ms, 1000,

@@ -47,6 +47,7 @@
 #define KC_DEFAULT_PAGE_SIZE 500
 #define KC_DEFAULT_WATCH_TIMEOUT_MS (5 * 60 * 1000)
 #define KC_DEFAULT_WATCH_INACTIVITY_MS (5 * 60 * 1000)
+#define KC_DEFAULT_CONSISTENCY_CHECK_MS (30 * 60 * 1000) /* informers[].consistencyCheck */
 #define KC_DEFAULT_WORKERS 1
 #define KC_DEFAULT_RECONCILE_TIMEOUT_MS (60 * 1000)
 #define KC_DEFAULT_BASE_DELAY_MS 5
@@ -87,6 +88,7 @@ typedef struct kc_informer_spec {
   size_t ndrop;
   bool metadata_only;
   int64_t resync_ms;          /* 0 = no resync */
+  int64_t consistency_check_ms; /* compare the cache with a metadata LIST this often; 0 = off */
   const kc_index_spec *indexes; /* in file order */
   size_t nindexes;
   int64_t page_size;          /* LIST limit; 0 = unpaginated */

@@ -95,7 +95,8 @@ static bool json_equal(const kc_obj *a, const kc_obj *b, const char *path) {
   kc_json_value va, vb;
   if (kc_obj_get(a, path, &va) < 0 || kc_obj_get(b, path, &vb) < 0) return true;
   if (va.type != vb.type) return false;
-  return va.raw.len == vb.raw.len && memcmp(va.raw.ptr, vb.raw.ptr, va.raw.len) == 0;
+  /* absent on both sides: no text (raw.ptr NULL), equal */
+  return va.raw.len == vb.raw.len && (!va.raw.len || memcmp(va.raw.ptr, vb.raw.ptr, va.raw.len) == 0);
 }
 
 static bool labels_equal(const kc_obj *a, const kc_obj *b) {
@@ -109,9 +110,10 @@ static bool labels_equal(const kc_obj *a, const kc_obj *b) {
 
 /* True when an update passes: any selected predicate reports a change (OR,
  * like controller-runtime's predicate.Or). 0 = every update passes. A
- * resync (old == new) always passes: it exists to re-run reconcile. */
+ * resync (old == new) meets the predicates like any update, as in
+ * controller-runtime: none sees a change, so predicates drop resyncs. */
 static bool update_passes(unsigned preds, const kc_obj *old, const kc_obj *obj) {
-  if (!preds || old == obj) return true;
+  if (!preds) return true;
   if ((preds & KC_PRED_GENERATION_CHANGED) && old->generation != obj->generation) return true;
   if ((preds & KC_PRED_LABELS_CHANGED) && !labels_equal(old, obj)) return true;
   if ((preds & KC_PRED_ANNOTATIONS_CHANGED) && !json_equal(old, obj, "metadata.annotations"))

@@ -7,8 +7,9 @@
  *    the `for` kind (same namespace);
  *  - `watches` kinds: the mapping of the config (label, annotation, field,
  *    index).
- * Predicates (GenerationChanged, LabelsChanged, ...) filter updates; adds,
- * deletes and resyncs of the `for` kind always enqueue.
+ * Predicates (GenerationChanged, LabelsChanged, ...) filter updates, resyncs
+ * included (old == new: dropped by every predicate); adds and deletes always
+ * enqueue (docs/config.md "predicates").
  *
  * While not active (not leading yet), events are still mapped and queued but
  * nothing is dispatched to workers; activation starts dispatching and

@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "consistency.h"
 #include "log.h"
 
 typedef struct part {
   kc_informer *inf;
   kc_reflector *reflector;
   kc_store *store;
+  kc_consistency *check; /* periodic comparison with the server (consistency.h) */
   char *namespace_; /* own copy (outlives a reloaded config); NULL: all / cluster-scoped */
 } part;
 
@@ -71,6 +73,7 @@ static void tell_synced(kc_informer *inf) {
 
 static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t n) {
   part *p = ud;
+  kc_consistency_note_relist(p->check);
   int rc = kc_store_replace(p->store, objs, n, on_replace_change, p->inf);
   if (rc < 0)
     kc_error("informer", "%s: cannot apply list of %zu objects: %s", kc_reflector_describe(r), n,
@@ -110,6 +113,7 @@ static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
 static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
   part *p = ud;
   kc_obj *old = NULL;
+  kc_consistency_note_delete(p->check, obj->namespace_, obj->name);
   /* A DELETED for an object the store does not hold (e.g. already removed
    * by a relist) is not news: client-go's DeltaFIFO drops it too. */
   if (kc_store_delete(p->store, obj->namespace_, obj->name, &old) < 0) return;
@@ -204,6 +208,8 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
     };
     kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p, sink_synced};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
+    if (rc == 0)
+      rc = kc_consistency_new(loop, api, pool, p->reflector, p->store, 0, &p->check);
   }
   if (rc < 0) {
     kc_informer_close(inf);
@@ -221,6 +227,10 @@ int kc_informer_start(kc_informer *inf) {
   if (inf->spec->resync_ms > 0)
     uv_timer_start(&inf->resync, on_resync, (uint64_t)inf->spec->resync_ms,
                    (uint64_t)inf->spec->resync_ms);
+  for (size_t i = 0; i < inf->nparts; i++)
+    kc_consistency_set_period(inf->parts[i].check, inf->spec->consistency_check_ms > 0
+                                                       ? (uint64_t)inf->spec->consistency_check_ms
+                                                       : 0);
   return 0;
 }
 
@@ -241,7 +251,10 @@ static void on_resync_closed(uv_handle_t *h) {
 void kc_informer_close(kc_informer *inf) {
   if (!inf || inf->closing) return;
   inf->closing = true;
-  for (size_t i = 0; i < inf->nparts; i++) kc_reflector_close(inf->parts[i].reflector);
+  for (size_t i = 0; i < inf->nparts; i++) {
+    kc_consistency_close(inf->parts[i].check);
+    kc_reflector_close(inf->parts[i].reflector);
+  }
   uv_timer_stop(&inf->resync);
   uv_close((uv_handle_t *)&inf->resync, on_resync_closed);
 }
@@ -279,6 +292,10 @@ void kc_informer_remove_handler(kc_informer *inf, int id) {
 void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
   bool resync_changed = spec->resync_ms != inf->spec->resync_ms;
   inf->spec = spec;
+  for (size_t i = 0; i < inf->nparts; i++)
+    kc_consistency_set_period(inf->parts[i].check, spec->consistency_check_ms > 0
+                                                       ? (uint64_t)spec->consistency_check_ms
+                                                       : 0);
   if (!resync_changed) return;
   uv_timer_stop(&inf->resync);
   if (spec->resync_ms > 0)
@@ -337,6 +354,15 @@ int kc_informer_by_index(kc_informer *inf, const char *index, kc_str value, kc_o
   return total;
 }
 
+int kc_informer_check_consistency(kc_informer *inf) {
+  int rc = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int r = kc_consistency_run(inf->parts[i].check);
+    if (r < 0) rc = r;
+  }
+  return rc;
+}
+
 void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < inf->nparts; i++) {
@@ -348,6 +374,14 @@ void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
     out->relists += rs->relists;
     out->events += rs->events;
     out->errors += rs->errors;
+    out->history_checks += rs->history_checks;
+    out->history_changes += rs->history_changes;
+    if (inf->parts[i].check) {
+      const kc_consistency_stats *cs = kc_consistency_stats_get(inf->parts[i].check);
+      out->consistency_checks += cs->checks;
+      out->consistency_diffs += cs->diffs;
+      out->consistency_skipped += cs->skipped;
+    }
     out->streaming_lists += rs->streaming_lists;
     out->streaming_attempts += rs->streaming_attempts;
     out->streaming_fallbacks += rs->streaming_fallbacks;

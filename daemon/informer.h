@@ -7,6 +7,9 @@
  * store per reflector, so a relist replaces exactly its own part); an
  * informer over all namespaces has one of each.
  *
+ * Each part also runs the periodic consistency check (consistency.h) at
+ * the spec's consistencyCheck period (0 = off).
+ *
  * Handlers run on the loop, after the store has been written, and must only
  * turn events into keys (the workqueue deduplicates them): a slow consumer
  * therefore costs memory per distinct key, never per event.
@@ -81,9 +84,14 @@ typedef struct kc_informer_stats {
   size_t objects;
   size_t bytes;
   uint64_t lists, watches, relists, events, errors, rejected;
+  uint64_t history_checks, history_changes; /* reflector.h "History check" */
+  uint64_t consistency_checks, consistency_diffs, consistency_skipped; /* consistency.h */
   uint64_t streaming_lists, streaming_attempts, streaming_fallbacks, decode_pauses;
   char resource_version[64]; /* last seen (of the first reflector) */
 } kc_informer_stats;
+/* Starts a consistency check of every part now (tests, operators):
+ * 0, or -EBUSY when one already runs. */
+int kc_informer_check_consistency(kc_informer *inf);
 void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);
 
 #endif

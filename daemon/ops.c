@@ -22,6 +22,7 @@ struct kc_ops_families {
   kc_metric_family *rf_stream_lists, *rf_stream_attempts, *rf_stream_fallbacks, *rf_pauses;
   kc_metric_family *loop_lag, *loop_lag_max;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
+  kc_metric_family *rf_hist_checks, *rf_hist_changes, *inf_cons_checks, *inf_cons_diffs;
 };
 
 static const char *const wq_labels[] = {"name", "controller"};
@@ -138,6 +139,18 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        KC_METRIC_GAUGE, inf_labels, NINF_LABELS, NULL, 0},
       {&f->inf_synced, "kctrld_informer_synced", "1 once the informer's first complete list is cached",
        KC_METRIC_GAUGE, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_hist_checks, "kctrld_reflector_history_checks_total",
+       "History checks (a GET of the newest cached object) before resuming a watch after a connection "
+       "failure", KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->rf_hist_changes, "kctrld_reflector_history_changes_total",
+       "History checks that found another server history (relisted instead of resuming the watch)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->inf_cons_checks, "kctrld_informer_consistency_checks_total",
+       "Completed comparisons of the cache with a metadata-only LIST of the scope",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->inf_cons_diffs, "kctrld_informer_consistency_diffs_total",
+       "Keys found different from the server by consistency checks (each check repairs by relisting)",
+       KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
   };
   for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
     int rc = kc_metrics_register(reg, defs[i].name, defs[i].help, defs[i].type, defs[i].labels,
@@ -294,6 +307,10 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->inf_bytes, il, st.bytes);
     SET(f->inf_backlog, il, backlog[i]);
     SET(f->inf_synced, il, kc_informer_synced(inf) ? 1 : 0);
+    SET(f->rf_hist_checks, il, st.history_checks);
+    SET(f->rf_hist_changes, il, st.history_changes);
+    SET(f->inf_cons_checks, il, st.consistency_checks);
+    SET(f->inf_cons_diffs, il, st.consistency_diffs);
   }
 #undef SET
   free(backlog);

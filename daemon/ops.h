@@ -15,7 +15,8 @@
  *  controller_runtime_max_concurrent_reconciles, controller_runtime_active_workers
  *    {controller}, leader_election_master_status{name} (only with leader
  *    election on, as controller-runtime),
- *  kctrld_reflector_{lists,watches,relists,events,errors}_total and
+ *  kctrld_reflector_{lists,watches,relists,events,errors,history_checks,
+ *    history_changes}_total, kctrld_informer_consistency_{checks,diffs}_total and
  *  kctrld_informer_{objects,bytes,backlog,synced}
  *    {informer,resource,namespace,label_selector,field_selector}.
  * Informer backlog = keys queued (not yet handed to a worker) in the

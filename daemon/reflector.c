@@ -23,7 +23,8 @@ enum list_mode {
   LIST_CONSISTENT, /* after that failed too: resourceVersion="" (quorum read) */
 };
 
-enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_CLOSED };
+/* PHASE_VERIFY: the history check (see reflector.h) before resuming a watch. */
+enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_VERIFY, PHASE_CLOSED };
 
 struct kc_reflector {
   uv_loop_t *loop;
@@ -80,7 +81,24 @@ struct kc_reflector {
   /* backoff (client-go: 800 ms doubling to 30 s, jitter 1.0, reset after 2 min) */
   uint64_t backoff_ms;
   uint64_t last_backoff_at_ms;
+  bool backoff_after_watch; /* the last failure was a watch's (or the history check's) */
   enum { NEXT_LIST, NEXT_WATCH } after_backoff;
+
+  /* history check: the cached object with the highest resourceVersion */
+  bool verify_history;   /* a connection failed: check before resuming the watch */
+  /* History witnesses: [0] the cached object with the highest RV, the
+   * others a uniform sample of the cached objects (reservoir over what the
+   * lists and events delivered), so that a history re-seeded to end on the
+   * same RV is caught too. */
+  struct witness {
+    bool set;
+    char ns[254], name[254], uid[64], rv[64];
+    uint64_t rvn; /* rv as a number; 0: not numeric */
+  } witness[KC_REFLECTOR_WITNESSES];
+  uint64_t witness_seen; /* objects offered to the sample since the last list began */
+  unsigned verify_next;  /* the witness the running history check reads */
+  char *verify_body;     /* the check's response */
+  size_t verify_len;
 
   kc_reflector_stats stats;
 };
@@ -90,6 +108,10 @@ static void start_watch(kc_reflector *r);
 static void start_stream(kc_reflector *r, enum list_mode mode);
 static void stream_fallback(kc_reflector *r, const char *why);
 static void backoff_then(kc_reflector *r, int next, uint64_t retry_after_ms);
+static void backoff_reset(kc_reflector *r);
+static void note_witness(kc_reflector *r, const kc_obj *obj);
+static void forget_witnesses(kc_reflector *r);
+static void start_verify(kc_reflector *r);
 
 static char *dup_or_null(const char *s) {
   if (!s || !*s) return NULL;
@@ -232,6 +254,8 @@ static uint64_t now_ms(kc_reflector *r) {
 static int list_item(void *ud, kc_obj *obj) {
   kc_reflector *r = ud;
   if (r->incremental) {
+    if (!r->napplied) forget_witnesses(r);
+    note_witness(r, obj);
     r->sink.upsert(r->sink.ud, r, obj);
     r->napplied++;
     return 0;
@@ -355,11 +379,15 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   if (r->stats.synced) r->stats.relists++;
   r->stats.synced = true; /* already while the sink applies it (kc_informer_synced) */
   size_t n = r->incremental ? r->napplied : r->npending;
+  r->verify_history = false; /* a complete list is of the server's current history */
   if (r->incremental) {
+    /* The witness was noted as the objects went by (list_item). */
     r->incremental = false; /* complete: nothing stale */
     r->napplied = 0;
     r->sink.synced(r->sink.ud, r);
   } else {
+    forget_witnesses(r);
+    for (size_t i = 0; i < r->npending; i++) note_witness(r, r->pending[i]);
     r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
   }
   kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, n, rv);
@@ -370,9 +398,11 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
 
 static void list_complete(kc_reflector *r, const char *rv) {
   deliver_list(r, rv, "listed");
-  /* The backoff is not reset here: like client-go it resets only after
-   * 2 min without failures, so a server whose lists succeed but whose
-   * watches fail is not relisted at the initial rate forever. */
+  /* After LIST failures (429 storm, 5xx burst, server down) the list
+   * working ends the streak. After a failed watch it does not: a server
+   * whose lists work and whose watches fail must not be relisted at the
+   * initial rate forever; a watch event resets it then. */
+  if (!r->backoff_after_watch) backoff_reset(r);
   start_watch(r);
 }
 
@@ -540,16 +570,26 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
               ev->type_name, (unsigned long long)ev->index);
       return 0;
     }
-    if (ev->type == KC_WATCH_DELETED)
+    if (ev->type == KC_WATCH_DELETED) {
+      for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++)
+        if (r->witness[i].set && kc_str_eq_c(ev->obj->name, r->witness[i].name) &&
+            kc_str_eq_c(ev->obj->namespace_, r->witness[i].ns))
+          r->witness[i].set = false;
       r->sink.remove(r->sink.ud, r, ev->obj);
-    else
+    } else {
+      note_witness(r, ev->obj);
       r->sink.upsert(r->sink.ud, r, ev->obj);
+    }
     r->stats.events++;
     r->watch_events++;
+    backoff_reset(r); /* the LIST+WATCH cycle works again */
+    r->backoff_after_watch = false;
     break;
   case KC_WATCH_BOOKMARK:
     r->stats.bookmarks++;
     r->watch_events++;
+    backoff_reset(r);
+    r->backoff_after_watch = false;
     break;
   case KC_WATCH_ERROR:
     r->watch_error_event = true;
@@ -657,7 +697,9 @@ static void watch_finished(kc_reflector *r, const kc_api_result *res) {
   }
   if (res->error) {
     set_error(r, "watch: %s", st->message[0] ? st->message : strerror(-res->error));
-    /* Connection-level failure: resume from the same RV once the server is back. */
+    /* Connection-level failure: resume from the same RV once the server is
+     * back, if it is still the same history (start_verify). */
+    r->verify_history = true;
     backoff_then(r, NEXT_WATCH, 0);
     return;
   }
@@ -764,33 +806,285 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
   }
 }
 
+/* --- history check ------------------------------------------------------- */
+
+static uint64_t rv_number(const char *s, size_t len) {
+  uint64_t v = 0;
+  if (len == 0 || len > 19) return 0;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  return v;
+}
+
+static void copy_str(char *dst, size_t cap, kc_str s) {
+  size_t n = s.len < cap - 1 ? s.len : cap - 1;
+  if (n) memcpy(dst, s.ptr, n);
+  dst[n] = 0;
+}
+
+static void forget_witnesses(kc_reflector *r) {
+  for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++) r->witness[i].set = false;
+  r->witness_seen = 0;
+}
+
+static void set_witness(struct witness *w, const kc_obj *obj, uint64_t n) {
+  copy_str(w->ns, sizeof w->ns, obj->namespace_);
+  copy_str(w->name, sizeof w->name, obj->name);
+  copy_str(w->uid, sizeof w->uid, obj->uid);
+  copy_str(w->rv, sizeof w->rv, obj->resource_version);
+  w->rvn = n;
+  w->set = true;
+}
+
+/* Witness 0 is the cached object with the highest resourceVersion (the
+ * newest we know; a non-numeric RV only replaces a missing one); the others
+ * keep a uniform sample (reservoir sampling). An object already sampled
+ * gets its newer RV. */
+static void note_witness(kc_reflector *r, const kc_obj *obj) {
+  if (!obj->name.len || obj->name.len >= sizeof r->witness[0].name ||
+      obj->namespace_.len >= sizeof r->witness[0].ns || obj->uid.len >= sizeof r->witness[0].uid ||
+      obj->resource_version.len >= sizeof r->witness[0].rv)
+    return;
+  uint64_t n = rv_number(obj->resource_version.ptr, obj->resource_version.len);
+  struct witness *top = &r->witness[0];
+  if (!top->set || (n != 0 && n > top->rvn)) set_witness(top, obj, n);
+  for (unsigned i = 1; i < KC_REFLECTOR_WITNESSES; i++) {
+    struct witness *w = &r->witness[i];
+    if (w->set && kc_str_eq_c(obj->name, w->name) && kc_str_eq_c(obj->namespace_, w->ns)) {
+      set_witness(w, obj, n);
+      return;
+    }
+  }
+  uint64_t seen = ++r->witness_seen;
+  const unsigned k = KC_REFLECTOR_WITNESSES - 1;
+  if (seen <= k) {
+    set_witness(&r->witness[seen], obj, n);
+    return;
+  }
+  uint64_t j = next_rand(r) % seen;
+  if (j < k) set_witness(&r->witness[1 + j], obj, n);
+}
+
+static void history_changed(kc_reflector *r, const char *why) {
+  r->stats.history_changes++;
+  kc_warn("reflector",
+          "%s: the API server's history is not the one the cache was built from (%s); relisting "
+          "instead of resuming the watch at resourceVersion %s",
+          r->describe, why, r->stats.resource_version);
+  r->verify_history = false;
+  r->rv_unavailable = true; /* an RV of another history means nothing: list at "" */
+  start_list(r, LIST_CONSISTENT);
+}
+
+static int on_verify_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
+  kc_reflector *r = ud;
+  if (r->verify_len + len > 4u << 20) return KC_HTTP_ABORT; /* not one object's metadata */
+  char *nb = realloc(r->verify_body, r->verify_len + len + 1);
+  if (!nb) return KC_HTTP_ABORT;
+  memcpy(nb + r->verify_len, buf, len);
+  r->verify_len += len;
+  nb[r->verify_len] = 0;
+  r->verify_body = nb;
+  return KC_HTTP_CONTINUE;
+}
+
+static void verify_witness(kc_reflector *r);
+
+static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud) {
+  kc_reflector *r = ud;
+  r->req = NULL;
+  const kc_api_status *st = &res->status;
+  char *body = r->verify_body;
+  size_t len = r->verify_len;
+  r->verify_body = NULL;
+  r->verify_len = 0;
+  const struct witness *w = &r->witness[r->verify_next];
+  char why[1400];
+  if (res->error) {
+    /* Still cut off: check again after the next wait. */
+    free(body);
+    set_error(r, "history check: %s", st->message[0] ? st->message : strerror(-res->error));
+    backoff_then(r, NEXT_WATCH, 0);
+    return;
+  }
+  if (!is_2xx(st)) {
+    free(body);
+    char what[700];
+    describe_status(st, what, sizeof what);
+    if (kc_api_is_retryable(st)) { /* 429, 5xx: the server is busy, not different */
+      set_error(r, "history check: %s", what);
+      backoff_then(r, NEXT_WATCH, retry_after_ms(st));
+      return;
+    }
+    /* 404: an object we know is gone, and no DELETED told us. Any other
+     * answer (403 without get permission, ...): unknown. Both relist, the
+     * safe choice after a connection failure. */
+    snprintf(why, sizeof why, "GET of %s%s%s (resourceVersion %s): %s", w->ns, w->ns[0] ? "/" : "",
+             w->name, w->rv, what);
+    history_changed(r, why);
+    return;
+  }
+  char err[256];
+  static const kc_transform meta = {.metadata_only = true};
+  kc_obj *o = kc_obj_parse(body ? body : "", len, &meta, err, sizeof err);
+  free(body);
+  if (!o) {
+    snprintf(why, sizeof why, "GET of %s%s%s: malformed answer: %s", w->ns, w->ns[0] ? "/" : "",
+             w->name, err);
+    history_changed(r, why);
+    return;
+  }
+  uint64_t n = rv_number(o->resource_version.ptr, o->resource_version.len);
+  bool same_uid = kc_str_eq_c(o->uid, w->uid);
+  /* The same history holds the witness at its RV or a later one. */
+  bool older = w->rvn && n && n < w->rvn;
+  if (same_uid && !older) {
+    kc_obj_unref(o);
+    kc_debug("reflector", "%s: history check: %s%s%s uid %s still there", r->describe, w->ns,
+             w->ns[0] ? "/" : "", w->name, w->uid);
+    r->verify_next++;
+    verify_witness(r);
+    return;
+  }
+  snprintf(why, sizeof why, "%s%s%s: cached uid %s resourceVersion %s, server uid %.*s "
+           "resourceVersion %.*s", w->ns, w->ns[0] ? "/" : "", w->name, w->uid, w->rv,
+           (int)o->uid.len, o->uid.ptr ? o->uid.ptr : "", (int)o->resource_version.len,
+           o->resource_version.ptr ? o->resource_version.ptr : "");
+  kc_obj_unref(o);
+  history_changed(r, why);
+}
+
+/* Reads the next witness from verify_next on; all passed: resume. */
+static bool same_witness(const struct witness *a, const struct witness *b) {
+  return strcmp(a->name, b->name) == 0 && strcmp(a->ns, b->ns) == 0;
+}
+
+static void verify_witness(kc_reflector *r) {
+  /* Each object once: a sampled one may be the newest one too. */
+  while (r->verify_next < KC_REFLECTOR_WITNESSES &&
+         (!r->witness[r->verify_next].set ||
+          (r->verify_next > 0 && r->witness[0].set &&
+           same_witness(&r->witness[r->verify_next], &r->witness[0]))))
+    r->verify_next++;
+  if (r->verify_next == KC_REFLECTOR_WITNESSES) {
+    kc_debug("reflector", "%s: history check passed; resuming the watch", r->describe);
+    r->verify_history = false;
+    start_watch(r);
+    return;
+  }
+  const struct witness *w = &r->witness[r->verify_next];
+  char url[4096];
+  kc_buf u = kc_buf_fixed(url, sizeof url);
+  kc_buf_puts(&u, r->api_path);
+  if (w->ns[0]) {
+    kc_buf_puts(&u, "/namespaces/");
+    url_value(&u, w->ns);
+  }
+  kc_buf_puts(&u, "/");
+  kc_buf_puts(&u, r->resource);
+  kc_buf_puts(&u, "/");
+  url_value(&u, w->name);
+  int rc = u.err;
+  if (rc) {
+    history_changed(r, "history check: URL too long");
+    return;
+  }
+  r->phase = PHASE_VERIFY;
+  kc_api_request_opts o = {
+      .method = "GET",
+      .path = url,
+      .accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9",
+      .timeout_ms = 30000,
+      .on_data = on_verify_data,
+      .on_done = on_verify_done,
+      .ud = r,
+  };
+  kc_debug("reflector", "%s: history check: GET %s", r->describe, url);
+  rc = kc_api_request(r->api, &o, &r->req);
+  if (rc < 0) {
+    r->req = NULL;
+    set_error(r, "history check: cannot start request: %s", strerror(-rc));
+    backoff_then(r, NEXT_WATCH, 0);
+  }
+}
+
+/* After a connection failure: is the server still the history the cache
+ * was built from? Metadata-only GETs of the witnesses (see reflector.h). */
+static void start_verify(kc_reflector *r) {
+  if (r->phase == PHASE_CLOSED) return;
+  bool any = false;
+  for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++) any |= r->witness[i].set;
+  r->stats.history_checks++;
+  if (!any) {
+    /* Nothing to compare (empty scope, or the witnesses were deleted): a
+     * list of what is, at worst, a few objects. */
+    r->verify_history = false;
+    kc_info("reflector", "%s: reconnected; no cached object to check the server's history with, "
+            "relisting", r->describe);
+    r->rv_unavailable = true;
+    start_list(r, LIST_CONSISTENT);
+    return;
+  }
+  r->verify_next = 0;
+  verify_witness(r);
+}
+
 /* --- backoff -------------------------------------------------------------- */
 
 static void on_backoff_timer(uv_timer_t *t) {
   kc_reflector *r = t->data;
   if (r->phase != PHASE_BACKOFF) return;
   if (r->after_backoff == NEXT_WATCH && r->stats.synced && r->stats.resource_version[0])
-    start_watch(r);
+    r->verify_history ? start_verify(r) : start_watch(r);
   else if (!r->stats.synced || !r->stats.resource_version[0])
     start_list(r, LIST_INITIAL);
   else
     start_list(r, r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV);
 }
 
+/* The failure streak is over: the next failure waits the initial delay
+ * again. Called when a watch delivered an event or bookmark (the whole
+ * LIST+WATCH cycle works) and when a LIST completes after failures of
+ * LISTs (not after a failed watch: a server whose lists work but whose
+ * watches fail at once must still see growing waits, or it would be
+ * relisted at the initial rate forever). */
+static void backoff_reset(kc_reflector *r) {
+  r->backoff_ms = 0;
+  r->stats.backoff_ms = 0;
+}
+
+/* Waits before `next`. A Retry-After (ms, 0 = none) is the delay, bounded
+ * by backoff_max_ms, and leaves the exponential step alone: the server said
+ * when to come back, so a 429 storm does not grow the wait past its end
+ * (client-go's rest client also retries a 429 after exactly Retry-After,
+ * without the reflector's backoff). Otherwise the step doubles from
+ * backoff_initial_ms to backoff_max_ms, with jitter 1.0 ([d, 2d), as
+ * client-go's), and restarts from the initial value after 2 min without
+ * failure (client-go's backoff manager) or after backoff_reset. */
 static void backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
   if (r->phase == PHASE_CLOSED) return;
   uint64_t now = now_ms(r);
-  if (r->backoff_ms == 0 || now - r->last_backoff_at_ms > 2 * 60 * 1000)
-    r->backoff_ms = r->backoff_initial_ms;
-  else if (r->backoff_ms < r->backoff_max_ms)
-    r->backoff_ms = r->backoff_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms : r->backoff_ms * 2;
+  uint64_t wait;
+  if (retry_after > 0) {
+    wait = retry_after < r->backoff_max_ms ? retry_after : r->backoff_max_ms;
+    r->stats.retry_after_waits++;
+  } else {
+    if (r->backoff_ms == 0 || now - r->last_backoff_at_ms > 2 * 60 * 1000)
+      r->backoff_ms = r->backoff_initial_ms;
+    else if (r->backoff_ms < r->backoff_max_ms)
+      r->backoff_ms = r->backoff_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms : r->backoff_ms * 2;
+    wait = r->backoff_ms + next_rand(r) % (r->backoff_ms ? r->backoff_ms : 1);
+  }
   r->last_backoff_at_ms = now;
-  /* Jitter 1.0: wait in [d, 2d). */
-  uint64_t wait = r->backoff_ms + next_rand(r) % (r->backoff_ms ? r->backoff_ms : 1);
-  if (retry_after > wait) wait = retry_after;
+  r->backoff_after_watch = r->phase == PHASE_WATCH;
+  r->stats.backoff_ms = r->backoff_ms;
+  r->stats.last_wait_ms = wait;
   r->phase = PHASE_BACKOFF;
   r->after_backoff = next;
-  kc_debug("reflector", "%s: retrying in %llu ms", r->describe, (unsigned long long)wait);
+  kc_debug("reflector", "%s: retrying in %llu ms%s", r->describe, (unsigned long long)wait,
+           retry_after ? " (Retry-After)" : "");
   uv_timer_start(&r->timer, on_backoff_timer, wait, 0);
 }
 
@@ -884,8 +1178,31 @@ void kc_reflector_close(kc_reflector *r) {
   r->req = NULL;
   reset_response(r);
   clear_pending(r);
+  free(r->verify_body);
+  r->verify_body = NULL;
   uv_timer_stop(&r->timer);
   uv_close((uv_handle_t *)&r->timer, free_reflector);
+}
+
+int kc_reflector_relist(kc_reflector *r, const char *why) {
+  if (!r || r->phase == PHASE_CLOSED) return -EINVAL;
+  if (r->phase == PHASE_IDLE) return -EAGAIN;
+  kc_info("reflector", "%s: relisting: %s", r->describe, why);
+  if (r->req) kc_api_cancel(r->req);
+  r->req = NULL;
+  reset_response(r);
+  clear_pending(r);
+  free(r->verify_body);
+  r->verify_body = NULL;
+  r->verify_len = 0;
+  uv_timer_stop(&r->timer);
+  r->initial_phase = false;
+  r->page_continue = false;
+  r->continue_token[0] = 0;
+  r->verify_history = false;
+  r->rv_unavailable = true;
+  start_list(r, LIST_CONSISTENT);
+  return 0;
 }
 
 const kc_reflector_stats *kc_reflector_stats_get(const kc_reflector *r) { return &r->stats; }

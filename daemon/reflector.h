@@ -2,8 +2,37 @@
  * sync with the API server: paginated LIST, then WATCH from the list's
  * resourceVersion with bookmarks; resume from the last seen resourceVersion
  * after a clean end or an idle stream; relist on 410 (HTTP or ERROR event);
- * exponential backoff with jitter on errors, Retry-After honoured
- * (kube-api-contract.md 3.7 is the behaviour mirrored).
+ * exponential backoff with jitter on errors (kube-api-contract.md 3.7 is
+ * the behaviour mirrored).
+ *
+ * Backoff: a Retry-After is the next wait (bounded by backoff_max_ms) and
+ * does not grow the exponential step; the step restarts from the initial
+ * value once a watch delivers an event or bookmark, or a LIST succeeds
+ * after failed LISTs (a list that works between failing watches does not
+ * reset it), and after 2 min without failure.
+ *
+ * History check: after a connection failure of a watch (transport error,
+ * refused, reset; not a clean end, not an idle restart) the watch is not
+ * resumed blindly at the last resourceVersion: an RV is only meaningful in
+ * the history that issued it, and a server restored from an etcd backup
+ * (without --bump-revision --mark-compacted), a simulator restarted with a
+ * fresh store, or a kubeconfig re-pointed at another cluster at the same
+ * address would accept it and stream from there, silently skipping
+ * everything it holds at or below it. The reflector first GETs (metadata
+ * only, one after the other) its witnesses: the cached object with the
+ * highest resourceVersion and a uniform random sample of 4 other cached
+ * objects (a history re-seeded so that its counter ends on the same RV may
+ * hold the newest object unchanged; the sample is what catches it). The
+ * same history still holds each with the same uid and an RV at least the
+ * cached one. Anything else (other uid, older RV, 404, 403, malformed)
+ * relists at resourceVersion "" with a warning; 429/5xx/transport errors
+ * back off and check again. Without a witness (empty scope, all deleted)
+ * it relists. Why this and not the kube-system namespace's uid:
+ * that uid survives an etcd restore of the same cluster (the case that
+ * loses most), and needs a grant on namespaces; the witness read needs the
+ * `get` the reflector's resource normally has, costs one small GET per
+ * reflector per reconnect, and catches both a different cluster and a
+ * rolled-back history (the object we saw last is missing or older).
  *
  * The reflector does not own a store: it hands decoded objects to a sink
  * (the informer), which writes its store before notifying anybody.
@@ -47,6 +76,9 @@ typedef struct kc_reflector_sink {
 } kc_reflector_sink;
 
 #define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX
+/* Objects read back by a history check: the newest cached one and a random
+ * sample of the others. */
+#define KC_REFLECTOR_WITNESSES 5
 
 typedef struct kc_reflector_spec {
   const char *api_path;       /* "/api/v1" or "/apis/GROUP/VERSION" */
@@ -95,6 +127,11 @@ typedef struct kc_reflector_stats {
   bool synced;           /* the first complete list has been delivered */
   char resource_version[64]; /* last seen */
   char last_error[256];
+  uint64_t history_checks;  /* history checks done after connection failures */
+  uint64_t history_changes; /* ... that found another history (and relisted) */
+  uint64_t retry_after_waits; /* waits that were a server's Retry-After */
+  uint64_t backoff_ms;      /* current exponential step; 0 after a reset */
+  uint64_t last_wait_ms;    /* the latest wait chosen (Retry-After or backoff) */
 } kc_reflector_stats;
 
 int kc_reflector_new(uv_loop_t *loop, kc_api *api,
@@ -105,6 +142,12 @@ int kc_reflector_start(kc_reflector *r);
 /* Cancels any request and timer; the memory is freed once the loop has run
  * the close callback. No sink callback runs after this returns. */
 void kc_reflector_close(kc_reflector *r);
+
+/* Drops whatever is under way (watch, list, wait) and lists again at
+ * resourceVersion "" (consistent read), e.g. after the consistency check
+ * found the cache different from the server. -EAGAIN before start,
+ * -EINVAL when closed. `why` is logged. */
+int kc_reflector_relist(kc_reflector *r, const char *why);
 
 const kc_reflector_stats *kc_reflector_stats_get(const kc_reflector *r);
 const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */

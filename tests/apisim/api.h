@@ -37,8 +37,10 @@ int sim_api_seed(jv *dom, char **err);
 
 /* One modification for the load generator: rewrites an annotation (and,
  * with spec=true, a spec field, bumping generation) of the object after
- * *cursor (round robin; *cursor is updated, malloc'd). Returns 0 or -ENOENT
+ * *cursor (round robin; *cursor is updated, malloc'd). silent=true stores
+ * the change (new resourceVersion) without a watch event or history entry:
+ * a lost event, for the tests of consistency checks. Returns 0 or -ENOENT
  * when the collection is empty. */
-int sim_api_modify(struct sim_rtype *rt, char **cursor, bool spec);
+int sim_api_modify(struct sim_rtype *rt, char **cursor, bool spec, bool silent);
 
 #endif

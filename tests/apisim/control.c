@@ -284,7 +284,7 @@ static void *mod_main(void *arg)
         continue;
       }
     }
-    if (sim_api_modify(mod.rt, &cursor, mod.spec) < 0) break;
+    if (sim_api_modify(mod.rt, &cursor, mod.spec, false) < 0) break;
     pthread_mutex_lock(&mu);
     mod.done++;
     pthread_mutex_unlock(&mu);
@@ -486,6 +486,28 @@ void sim_control_handle(struct sim_req *req, struct sim_resp *resp)
   } else if (strcmp(p, "/modify") == 0 && del) {
     mod_join();
     modify_status(resp);
+  } else if (strcmp(p, "/lose-events") == 0 && post) {
+    jv *d = body_json(req, resp);
+    if (!d) return;
+    const char *res = jv_gets(d, "resource");
+    int64_t n = geti(d, "count", 1);
+    pthread_mutex_lock(&sim_mu);
+    struct sim_rtype *rt = res ? sim_type_by_name_locked(res) : NULL;
+    pthread_mutex_unlock(&sim_mu);
+    jv_free(d);
+    if (!rt || n <= 0) {
+      bad(resp, "need {\"resource\": a served resource, \"count\": N > 0}");
+      return;
+    }
+    char *cursor = NULL;
+    int64_t done = 0;
+    while (done < n && sim_api_modify(rt, &cursor, false, true) == 0) done++;
+    free(cursor);
+    pthread_mutex_lock(&sim_mu);
+    uint64_t rv = sim_rv;
+    pthread_mutex_unlock(&sim_mu);
+    ok_json(resp, "{\"modified\":%lld,\"resourceVersion\":\"%llu\"}", (long long)done,
+            (unsigned long long)rv);
   } else if (strcmp(p, "/generate") == 0 && post) {
     jv *d = body_json(req, resp);
     if (!d) return;

@@ -25,7 +25,7 @@ static void usage(FILE *f)
           "         [--tls-ca F] [--kubeconfig-client-cert F --kubeconfig-client-key F]\n"
           "         [--generate RESOURCE=N]... [--history N] [--bookmark-interval-ms MS]\n"
           "         [--watch-410-http] [--no-watch-list] [--min-request-timeout S]\n"
-          "         [--fixtures DIR] [--verbose]\n");
+          "         [--rv-offset N] [--fixtures DIR] [--verbose]\n");
 }
 
 static void default_fixtures(const char *argv0)
@@ -64,6 +64,7 @@ int main(int argc, char **argv)
   struct sim_server_opts so = {0};
   const char **seeds = NULL, **gens = NULL;
   size_t nseeds = 0, ngens = 0, history = 10000;
+  uint64_t rv_offset = 0;
   default_fixtures(argv[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -82,6 +83,7 @@ int main(int argc, char **argv)
     else if (ARG("--kubeconfig-client-cert")) kc_cert = v;
     else if (ARG("--kubeconfig-client-key")) kc_key = v;
     else if (ARG("--history")) history = strtoull(v, NULL, 10);
+    else if (ARG("--rv-offset")) rv_offset = strtoull(v, NULL, 10);
     else if (ARG("--bookmark-interval-ms")) sim_bookmark_interval_ms = (unsigned)strtoul(v, NULL, 10);
     else if (ARG("--min-request-timeout")) sim_cfg.min_request_timeout_s = (unsigned)strtoul(v, NULL, 10);
     else if (ARG("--fixtures")) sim_set_fixture_dir(v);
@@ -119,6 +121,10 @@ int main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
 
   sim_store_init(history);
+  /* A store whose history starts at N (another cluster's etcd, a restored
+   * backup): the first object gets N+1, and RVs up to N are compacted. */
+  sim_rv = rv_offset;
+  sim_hist_floor = rv_offset;
   sim_types_init();
   /* A fresh cluster's namespaces. */
   const char *nss[] = {"default", "kube-system", "kube-public", "kube-node-lease"};

@@ -1071,7 +1071,7 @@ int sim_api_seed(jv *dom, char **err)
   return 0;
 }
 
-int sim_api_modify(struct sim_rtype *rt, char **cursor, bool spec)
+int sim_api_modify(struct sim_rtype *rt, char **cursor, bool spec, bool silent)
 {
   pthread_mutex_lock(&sim_mu);
   struct sim_obj *old = sim_coll_next_locked(rt->coll, *cursor, false);
@@ -1099,7 +1099,12 @@ int sim_api_modify(struct sim_rtype *rt, char **cursor, bool spec)
   struct sim_obj *o = sim_obj_new(nd, ++sim_rv);
   struct sim_obj *oldref = sim_obj_ref(old);
   sim_coll_put_locked(rt->coll, o);
-  sim_emit_locked(SIM_MODIFIED, rt->coll, sim_obj_ref(o), oldref);
+  if (silent) {
+    sim_obj_unref(oldref); /* a lost event: stored, never in the history */
+    pthread_cond_broadcast(&sim_cond);
+  } else {
+    sim_emit_locked(SIM_MODIFIED, rt->coll, sim_obj_ref(o), oldref);
+  }
   pthread_mutex_unlock(&sim_mu);
   return 0;
 }

@@ -149,6 +149,7 @@ static void test_defaults(void **state) {
   assert_string_equal(inf->label_selector, "");
   assert_string_equal(inf->field_selector, "");
   assert_int_equal(inf->resync_ms, 0);
+  assert_int_equal(inf->consistency_check_ms, 30 * 60 * 1000);
   assert_int_equal(inf->page_size, 500);
   assert_int_equal(inf->watch_timeout_ms, 300000);
   assert_int_equal(inf->watch_inactivity_ms, 300000);
@@ -375,6 +376,11 @@ static void test_informer_options(void **state) {
   assert_int_equal(inf->watch_inactivity_ms, 0);
   assert_int_equal(inf->streaming_list, KC_STREAMING_OFF);
   assert_int_equal(inf->resync_ms, 5400000);
+  kc_config_free(c);
+  c = load("informers:\n  - {apiVersion: v1, kind: Pod, consistencyCheck: 5m}\n"
+           "  - {apiVersion: v1, kind: Node, consistencyCheck: 0}\n");
+  assert_int_equal(c->informers[0].consistency_check_ms, 300000);
+  assert_int_equal(c->informers[1].consistency_check_ms, 0);
   kc_config_free(c);
   c = load("informers:\n  - {apiVersion: v1, kind: Pod, streamingList: on}\n"
            "  - {apiVersion: v1, kind: Node, streamingList: auto}\n");

@@ -29,6 +29,7 @@
 
 #include "apiclient.h"
 #include "apisim_child.h"
+#include "decodepool.h"
 #include "informer.h"
 #include "log.h"
 #include "selector.h"
@@ -155,6 +156,9 @@ static const char *yget_str(yajl_val v, const char *a, const char *b) {
   return x ? YAJL_GET_STRING(x) : "";
 }
 
+/* With uids: also "#uid" (a store re-seeded at the same RVs differs only there). */
+static bool WITH_UID;
+
 /* "ns/name@rv" of every object the server lists at `query`. */
 static void server_set(const char *collection, const char *query, strset *out) {
   char path[2048], *body = NULL, err[256];
@@ -169,8 +173,9 @@ static void server_set(const char *collection, const char *query, strset *out) {
   assert_non_null(items);
   for (size_t i = 0; i < items->u.array.len; i++) {
     yajl_val it = items->u.array.values[i];
-    set_add(out, "%s/%s@%s", yget_str(it, "metadata", "namespace"), yget_str(it, "metadata", "name"),
-            yget_str(it, "metadata", "resourceVersion"));
+    set_add(out, "%s/%s@%s%s%s", yget_str(it, "metadata", "namespace"),
+            yget_str(it, "metadata", "name"), yget_str(it, "metadata", "resourceVersion"),
+            WITH_UID ? "#" : "", WITH_UID ? yget_str(it, "metadata", "uid") : "");
   }
   yajl_tree_free(root);
 }
@@ -178,8 +183,10 @@ static void server_set(const char *collection, const char *query, strset *out) {
 static void vec_set(const kc_obj_vec *vec, strset *out) {
   for (size_t i = 0; i < vec->n; i++) {
     const kc_obj *o = vec->v[i];
-    set_add(out, "%.*s/%.*s@%.*s", (int)o->namespace_.len, o->namespace_.ptr ? o->namespace_.ptr : "",
-            (int)o->name.len, o->name.ptr, (int)o->resource_version.len, o->resource_version.ptr);
+    set_add(out, "%.*s/%.*s@%.*s%s%.*s", (int)o->namespace_.len,
+            o->namespace_.ptr ? o->namespace_.ptr : "", (int)o->name.len, o->name.ptr,
+            (int)o->resource_version.len, o->resource_version.ptr, WITH_UID ? "#" : "",
+            WITH_UID ? (int)o->uid.len : 0, WITH_UID && o->uid.ptr ? o->uid.ptr : "");
   }
 }
 
@@ -241,6 +248,9 @@ static void loop_open(void) {
   assert_int_equal(kc_api_new(&L.loop, &L.creds, &L.api), 0);
 }
 
+/* The decode pool informers get (NULL: inline decoding). */
+static kc_decode_pool *POOL;
+
 /* Informers still open when a test fails are closed by the teardown. */
 static kc_informer *OPEN[8];
 
@@ -256,6 +266,8 @@ static void close_inf(kc_informer *inf) {
 
 static int loop_close(void) {
   for (size_t i = 0; i < 8; i++) close_inf(OPEN[i]);
+  kc_decode_pool_free(POOL); /* a test that failed before freeing it */
+  POOL = NULL;
   kc_api_close(L.api);
   uv_close((uv_handle_t *)&L.tick, NULL);
   uv_run(&L.loop, UV_RUN_DEFAULT);
@@ -279,7 +291,7 @@ static kc_informer_spec pod_spec(void) {
 
 static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *ref, counts *c) {
   kc_informer *inf = NULL;
-  assert_int_equal(kc_informer_new(&L.loop, L.api, NULL, sp, ref, &inf), 0);
+  assert_int_equal(kc_informer_new(&L.loop, L.api, POOL, sp, ref, &inf), 0);
   if (c) {
     kc_informer_handler h = {h_add, h_update, h_delete, c};
     assert_true(kc_informer_add_handler(inf, &h) > 0);
@@ -361,6 +373,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
+  WITH_UID = false;
   apisim_stop();
   return loop_close();
 }
@@ -724,6 +737,137 @@ static void test_server_restart(void **state) {
   set_free(&c.deleted);
 }
 
+/* The server's history changes under the informer: the simulator is
+ * restarted on the same port with a new store (new uids, same names)
+ * whose resourceVersions are given by extra args. A watch resumed at the
+ * old RV would be accepted and would never deliver what the new store holds
+ * at or below it; the reflector's history check after the connection
+ * failure (its witness has another uid now) relists instead. The cache
+ * must end equal to the new server, uids included. */
+static void restart_with_new_history(const char *rv_offset, const char *pods) {
+  WITH_UID = true;
+  counts c = {0};
+  kc_informer_spec sp = pod_spec();
+  kc_informer *inf = informer(&sp, &PODS, &c);
+  assert_int_equal(c.adds, 3000);
+  kc_informer_stats st;
+  kc_informer_stats_get(inf, &st);
+  unsigned long long last = strtoull(st.resource_version, NULL, 10);
+  assert_true(last > 3000);
+  char offset[32], gen[32];
+  /* "past": the new store starts 1000 below the informer's RV and ends
+   * 2000 above it; "same": identical RVs; "smaller": ends below it. */
+  snprintf(offset, sizeof offset, "%llu",
+           strcmp(rv_offset, "past") == 0 ? last - 1000 : 0ULL);
+  snprintf(gen, sizeof gen, "pods=%s", pods);
+  int port = SIM.port;
+  apisim_stop();
+  run_ms(300);
+  const char *const args[] = {"--generate", gen, "--history", "100000", "--rv-offset", offset, NULL};
+  assert_int_equal(apisim_start(port, args), 0);
+  converge(inf, "/api/v1/pods", NULL, 30000);
+  kc_informer_stats_get(inf, &st);
+  fprintf(stderr, "# %s history: adds %u updates %u deletes %u, history checks %llu changes %llu\n",
+          rv_offset, c.adds, c.updates, c.deletes, (unsigned long long)st.history_checks,
+          (unsigned long long)st.history_changes);
+  /* Usually the history check relisted; when the old server's watch ended
+   * cleanly and at once (a very short watch) the reflector relisted anyway.
+   * Either way the cache was rebuilt by a list, never resumed blindly. */
+  assert_true(st.relists >= 1);
+  close_inf(inf);
+  set_free(&c.deleted);
+}
+
+static void test_restart_history_past_rv(void **state) { restart_with_new_history("past", "3000"); }
+static void test_restart_history_same_rv(void **state) { restart_with_new_history("same", "3000"); }
+static void test_restart_history_smaller_rv(void **state) {
+  restart_with_new_history("smaller", "2000");
+}
+
+/* The consistency check: a clean cache passes (no difference); then the
+ * simulator changes 250 pods without sending their events (lost events,
+ * 50 of them in the informer's selection), and one ordinary create moves
+ * the watch past them. The check finds the 50 keys, relists, and the cache equals the server (uids and RVs). With
+ * a period set, checks keep running without false differences. */
+static void test_consistency_check_repairs(void **state) {
+  WITH_UID = true;
+  assert_int_equal(kc_decode_pool_new(&L.loop, 2, &POOL), 0); /* pages decoded off the loop */
+  counts c = {0};
+  kc_informer_spec sp = pod_spec();
+  sp.label_selector = "apisim.kctrld.io/app=app-4";
+  kc_informer *inf = informer(&sp, &PODS, &c);
+  assert_int_equal(c.adds, 300);
+  kc_informer_stats st;
+  assert_int_equal(kc_informer_check_consistency(inf), 0);
+  uint64_t end = sim_mono_ms() + 20000;
+  do {
+    run_ms(50);
+    kc_informer_stats_get(inf, &st);
+  } while (st.consistency_checks < 1 && sim_mono_ms() < end);
+  assert_int_equal(st.consistency_checks, 1);
+  assert_int_equal(st.consistency_diffs, 0);
+  assert_int_equal(st.relists, 0);
+
+  ctl("POST", "lose-events", "{\"resource\":\"pods\",\"count\":250}");
+  assert_false(matches_server(inf, "/api/v1/pods", "labelSelector=apisim.kctrld.io%2Fapp%3Dapp-4", true));
+  assert_int_equal(http("POST", "/api/v1/namespaces/default/pods", NULL,
+                        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"extra\","
+                        "\"labels\":{\"apisim.kctrld.io/app\":\"app-4\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}", NULL),
+                   201);
+  assert_int_equal(kc_informer_check_consistency(inf), 0);
+  end = sim_mono_ms() + 20000;
+  do {
+    run_ms(50);
+    kc_informer_stats_get(inf, &st);
+  } while (st.consistency_checks < 2 && sim_mono_ms() < end);
+  assert_int_equal(st.consistency_checks, 2);
+  /* 250 silent changes in key order: the first 250 pods of gen-0 (every
+   * 4th generated pod), of which those of app-4 (every 5th of them). */
+  assert_int_equal(st.consistency_diffs, 50);
+  converge(inf, "/api/v1/pods", "labelSelector=apisim.kctrld.io%2Fapp%3Dapp-4", 10000);
+  kc_informer_stats_get(inf, &st);
+  assert_int_equal(st.relists, 1);
+  assert_int_equal(c.updates, 50);
+
+  /* Periodic checks while the server changes and deletes pods of the
+   * selection: changes after a list and deletes during a check are not
+   * differences. */
+  kc_informer_spec periodic = sp;
+  periodic.consistency_check_ms = 200;
+  kc_informer_rebind(inf, &periodic);
+  ctl("POST", "modify", "{\"resource\":\"pods\",\"count\":3000,\"rate\":1000}");
+  kc_obj_vec vec = {0};
+  assert_true(kc_informer_list(inf, (kc_str){0}, NULL, &vec) >= 20);
+  for (size_t i = 0; i < 20; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s", (int)vec.v[i]->namespace_.len,
+             vec.v[i]->namespace_.ptr, (int)vec.v[i]->name.len, vec.v[i]->name.ptr);
+    long code = http("DELETE", path, NULL, NULL, NULL);
+    assert_true(code == 200 || code == 404); /* "extra" is in default */
+    run_ms(60);
+  }
+  kc_obj_vec_release(&vec);
+  wait_modify_done(30000);
+  uint64_t before = st.consistency_checks;
+  end = sim_mono_ms() + 20000;
+  do {
+    run_ms(50);
+    kc_informer_stats_get(inf, &st);
+  } while (st.consistency_checks < before + 3 && sim_mono_ms() < end);
+  fprintf(stderr, "# periodic consistency checks: %llu done, %llu skipped\n",
+          (unsigned long long)st.consistency_checks, (unsigned long long)st.consistency_skipped);
+  assert_true(st.consistency_checks >= before + 3);
+  converge(inf, "/api/v1/pods", "labelSelector=apisim.kctrld.io%2Fapp%3Dapp-4", 10000);
+  assert_int_equal(st.consistency_diffs, 50);
+  assert_int_equal(st.relists, 1);
+  close_inf(inf);
+  kc_decode_pool_free(POOL);
+  POOL = NULL;
+  run_ms(50);
+  set_free(&c.deleted);
+}
+
 /* A Pod informer with streamingList: auto (spec in *sp, which must outlive
  * it), after resetting the simulator's counters; checks its sync: all 3000
  * Pods added, equal to the server, after one sendInitialEvents request. */
@@ -770,6 +914,7 @@ static void test_streaming_list(void **state) {
   assert_true(count_requests("sendInitialEvents=true") >= 2);
   assert_int_equal(count_requests("limit="), 0);
   close_inf(inf);
+  set_free(&c.deleted);
 }
 
 /* A server without WatchList answers 422: the informer falls back to
@@ -786,6 +931,7 @@ static void test_streaming_fallback(void **state) {
   assert_int_equal(count_requests("sendInitialEvents=true"), 1); /* never again */
   ctl("POST", "config", "{\"watchList\":true}");
   close_inf(inf);
+  set_free(&c.deleted);
 }
 
 int main(void) {
@@ -819,6 +965,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_selectors_and_indexes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_large_objects, setup, teardown),
       cmocka_unit_test_setup_teardown(test_server_restart, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restart_history_past_rv, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restart_history_same_rv, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restart_history_smaller_rv, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_consistency_check_repairs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_streaming_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_streaming_fallback, setup, teardown),
   };

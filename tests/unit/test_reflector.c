@@ -604,6 +604,7 @@ static void test_429_retry_after_and_500(void **state) {
   s->body = status_body(429, "TooManyRequests", "throttled");
   add_body(200, list_body("20", NULL, "a@5 b@15"));
   kc_reflector_spec sp = spec_default();
+  sp.backoff_max_ms = 5000; /* Retry-After is bounded by it */
   start(&sp);
   run_until_requests(6, 8000);
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
@@ -619,32 +620,146 @@ static void test_429_retry_after_and_500(void **state) {
 }
 
 /* Repeated 500s: waits grow 50 -> 100 -> 200 (cap), each with jitter in
- * [d, 2d). A successful list does not reset the backoff (client-go resets
- * only after 2 min without failure), so a server whose lists work and
- * whose watches fail is not hammered with relists. */
+ * [d, 2d). The list that works after the failed lists ends the streak (the
+ * watch 500 waits the initial 50 ms again); a list that works after a
+ * failed watch does not, so a server whose lists work and whose watches
+ * fail is not hammered with relists (the second watch 500 waits 100). */
 static void test_500_backoff_grows(void **state) {
   for (int i = 0; i < 4; i++) add_body(500, status_body(500, "InternalError", "boom"));
   add_body(200, list_body("50", NULL, "a@40"));
   add_body(500, status_body(500, "InternalError", "watch boom"));
   add_body(200, list_body("60", NULL, "a@40"));
+  add_body(500, status_body(500, "InternalError", "watch boom"));
+  add_body(200, list_body("70", NULL, "a@40"));
   kc_reflector_spec sp = spec_default();
   sp.backoff_initial_ms = 50;
   sp.backoff_max_ms = 200;
   start(&sp);
-  run_until_requests(8, 8000);
+  run_until_requests(10, 8000);
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?limit=500&resourceVersion=0",
                   BASE "?limit=500&resourceVersion=0", BASE "?limit=500&resourceVersion=0",
                   BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
                   BASE "?resourceVersion=50",
-                  BASE "?allowWatchBookmarks=true&resourceVersion=60&timeoutSeconds=T&watch=true");
-  uint64_t g1 = gap(1), g2 = gap(2), g3 = gap(3), g4 = gap(4), g6 = gap(6);
+                  BASE "?allowWatchBookmarks=true&resourceVersion=60&timeoutSeconds=T&watch=true",
+                  BASE "?resourceVersion=60",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=70&timeoutSeconds=T&watch=true");
+  uint64_t g1 = gap(1), g2 = gap(2), g3 = gap(3), g4 = gap(4);
   assert_true(g1 >= 50 && g1 < 100 + 150);
   assert_true(g2 >= 100 && g2 < 200 + 150);
   assert_true(g3 >= 200 && g3 < 400 + 150);
   assert_true(g4 >= 200 && g4 < 400 + 150);
-  assert_true(g6 >= 200);
+  assert_true(gap(6) >= 50);
+  assert_true(gap(8) >= 100); /* grew: the list between did not reset it */
   assert_true(gap(5) < 150); /* list -> watch: no wait */
+  /* The step after the last watch failure: doubled from the reset value. */
+  assert_int_equal(kc_reflector_stats_get(F.r)->backoff_ms, 100);
+}
+
+/* Captures stderr (the log) while running fn; returns it (free it). */
+static char *with_log(void (*fn)(void)) {
+  char logpath[] = "/tmp/kctrld-refl-log.XXXXXX";
+  int lfd = mkstemp(logpath);
+  assert_true(lfd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  assert_true(saved >= 0);
+  assert_true(dup2(lfd, 2) == 2);
+  enum kc_log_level lvl = kc_log_get_level();
+  kc_log_set_level(KC_LOG_DEBUG);
+  fn();
+  kc_log_set_level(lvl);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(lfd);
+  char *log = tu_read_file(logpath, NULL);
+  unlink(logpath);
+  assert_non_null(log);
+  return log;
+}
+
+/* The waits the reflector chose, in order, from its "retrying in N ms"
+ * lines (N, negated when it was a Retry-After). */
+static size_t waits_in(const char *log, long *out, size_t cap) {
+  size_t n = 0;
+  for (const char *p = log; n < cap && (p = strstr(p, "retrying in ")); p++) {
+    char *end;
+    long v = strtol(p + 12, &end, 10);
+    out[n++] = strncmp(end, " ms (Retry-After)", 17) == 0 ? -v : v;
+  }
+  return n;
+}
+
+static void run_storm(void) {
+  kc_reflector_spec sp = spec_default();
+  sp.backoff_initial_ms = 200;
+  sp.backoff_max_ms = 30000;
+  start(&sp);
+  run_until_requests(9, 15000);
+  run_for(100); /* the answer to the last request (Retry-After 60) */
+}
+
+/* A 429 storm (5 x Retry-After: 1 on the list, then the server is fine):
+ * every wait is exactly the Retry-After, the exponential step does not
+ * grow meanwhile, so the first ordinary failure afterwards (a watch 500)
+ * waits the initial delay; a Retry-After longer than backoff_max_ms is cut
+ * to it. The waits are read from the log, not measured. */
+static void test_retry_after_storm_then_reset(void **state) {
+  for (int i = 0; i < 5; i++) {
+    step *s = add_step(429);
+    s->hdr = "Retry-After: 1";
+    s->body = status_body(429, "TooManyRequests", "storm");
+  }
+  add_body(200, list_body("10", NULL, "a@5"));
+  add_body(500, status_body(500, "InternalError", "watch boom"));
+  add_body(200, list_body("20", NULL, "a@5"));
+  /* request 9 gets STOP: 503 with Retry-After: 60 */
+  char *log = with_log(run_storm);
+  long w[16];
+  size_t n = waits_in(log, w, 16);
+  if (n != 7) fputs(log, stderr);
+  assert_int_equal(n, 7);
+  for (int i = 0; i < 5; i++) assert_int_equal(w[i], -1000);
+  assert_true(w[5] >= 200 && w[5] < 400); /* the initial step, jittered */
+  assert_int_equal(w[6], -30000);         /* Retry-After 60 s, bounded */
+  const kc_reflector_stats *st = kc_reflector_stats_get(F.r);
+  assert_int_equal(st->retry_after_waits, 6);
+  assert_int_equal(st->backoff_ms, 200);
+  assert_int_equal(st->last_wait_ms, 30000);
+  free(log);
+}
+
+static void run_reset(void) {
+  kc_reflector_spec sp = spec_default();
+  sp.backoff_initial_ms = 40;
+  sp.backoff_max_ms = 10000;
+  start(&sp);
+  run_until_requests(7, 10000);
+}
+
+/* Failures grow the step (40, 80, 160); a watch that delivers an event
+ * ends the streak: the next failure waits the initial 40 ms again. */
+static void test_backoff_reset_by_watch_events(void **state) {
+  for (int i = 0; i < 3; i++) add_body(500, status_body(500, "InternalError", "boom"));
+  add_body(200, list_body("10", NULL, "a@5"));
+  add_watch(event("ADDED", "b", "11"), NULL)->hang_ms = 0;
+  add_body(500, status_body(500, "InternalError", "watch boom"));
+  char *log = with_log(run_reset);
+  long w[16];
+  size_t n = waits_in(log, w, 16);
+  if (n < 4) fputs(log, stderr);
+  assert_true(n >= 4);
+  assert_true(w[0] >= 40 && w[0] < 80);
+  assert_true(w[1] >= 80 && w[1] < 160);
+  assert_true(w[2] >= 160 && w[2] < 320);
+  assert_true(w[3] >= 40 && w[3] < 80); /* after the event: reset */
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?limit=500&resourceVersion=0",
+                  BASE "?limit=500&resourceVersion=0", BASE "?limit=500&resourceVersion=0",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=10&timeoutSeconds=T&watch=true",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=11&timeoutSeconds=T&watch=true",
+                  BASE "?resourceVersion=11");
+  free(log);
 }
 
 /* Unknown event types are logged and skipped; the RV of the last known
@@ -874,14 +989,9 @@ static void *raw_accept(void *arg) {
   return NULL;
 }
 
-static void test_connection_reset_midstream(void **state) {
-  add_body(200, list_body("50", NULL, "a@40"));
-  const char *mod = event("MODIFIED", "a", "52");
-  step *s = add_watch(event("ADDED", "b", "51"), NULL);
-  chunk(s, fmt("%.*s", (int)(strlen(mod) / 2), mod), 50);
-  s->reset = true;
-  add_watch(event("MODIFIED", "a", "52"), NULL);
-
+/* Runs the scripted steps against the raw server until nreq requests
+ * arrived; returns how many did and the reflector's stats then. */
+static unsigned raw_run(unsigned nreq, kc_reflector_stats *st) {
   RAW.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   assert_true(RAW.lfd >= 0);
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -905,8 +1015,10 @@ static void test_connection_reset_midstream(void **state) {
   assert_int_equal(kc_reflector_new(&F.loop, api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
   uint64_t deadline = mono_ms() + 5000;
-  while (atomic_load(&RAW.nreq) < 4 && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  while (atomic_load(&RAW.nreq) < nreq && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  run_for(50); /* the last answer reaches the reflector */
   unsigned got = atomic_load(&RAW.nreq);
+  *st = *kc_reflector_stats_get(F.r);
   kc_reflector_close(F.r);
   F.r = NULL;
   kc_api_close(api);
@@ -914,12 +1026,71 @@ static void test_connection_reset_midstream(void **state) {
   shutdown(RAW.lfd, SHUT_RDWR);
   close(RAW.lfd);
   pthread_join(acc, NULL);
-  assert_true(got >= 4);
+  return got;
+}
+
+static void test_connection_reset_midstream(void **state) {
+  add_body(200, list_body("50", NULL, "a@40"));
+  const char *mod = event("MODIFIED", "a", "52");
+  step *s = add_watch(event("ADDED", "b", "51"), NULL);
+  chunk(s, fmt("%.*s", (int)(strlen(mod) / 2), mod), 50);
+  s->reset = true;
+  add_body(200, pod("b", "51")); /* the history check: same uid, same RV */
+  add_body(200, pod("a", "40"));
+  add_watch(event("MODIFIED", "a", "52"), NULL);
+  kc_reflector_stats st;
+  assert_true(raw_run(5, &st) >= 5);
+  /* After the reset, the history check reads the newest cached object (b)
+   * and the sampled others (a: two objects, both in the sample) before the
+   * watch resumes at 51. */
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
+                  BASE "/b", BASE "/a",
                   BASE "?allowWatchBookmarks=true&resourceVersion=51&timeoutSeconds=T&watch=true");
+  assert_int_equal(st.history_checks, 1);
+  assert_int_equal(st.history_changes, 0);
   /* The half event is dropped; the re-watch from 51 delivers it whole. */
   assert_string_equal(K.log, "R a@40;U b@51;U a@52;");
+}
+
+/* A connection reset, and the server that answers afterwards holds the
+ * witness with another uid (a different cluster, a fresh store): no watch
+ * at the old RV; a consistent relist (no resourceVersion) instead. Then
+ * the same with the witness older than cached (a restored backup) and
+ * with the witness missing (404). */
+static void reset_then_check(const char *check_status, const char *check_body) {
+  add_body(200, list_body("50", NULL, "a@40 b@45"));
+  step *s = add_watch(event("MODIFIED", "b", "51"), NULL);
+  s->reset = true;
+  add_body(atoi(check_status), check_body);
+  add_body(200, list_body("30", NULL, "a@20"));
+  add_watch(event("MODIFIED", "a", "31"), NULL);
+  kc_reflector_stats st;
+  assert_true(raw_run(5, &st) >= 5);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
+                  BASE "/b", BASE "?limit=500",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=30&timeoutSeconds=T&watch=true");
+  assert_int_equal(st.history_checks, 1);
+  assert_int_equal(st.history_changes, 1);
+  assert_string_equal(K.log, "R a@40,b@45;U b@51;R a@20;U a@31;");
+}
+
+static void test_history_changed_other_uid(void **state) {
+  /* pod() names the uid after the name: "uid-b" is cached; serve "uid-x". */
+  char *other = fmt("%s", pod("b", "60"));
+  char *u = strstr(other, "\"uid-b\"");
+  assert_non_null(u);
+  memcpy(u, "\"uid-x\"", 7);
+  reset_then_check("200", other);
+}
+
+static void test_history_changed_older_rv(void **state) {
+  reset_then_check("200", pod("b", "12"));
+}
+
+static void test_history_changed_witness_gone(void **state) {
+  reset_then_check("404", status_body(404, "NotFound", "pods \"b\" not found"));
 }
 
 int main(void) {
@@ -936,12 +1107,17 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_too_large_rv_consistent_relist, setup, teardown),
       cmocka_unit_test_setup_teardown(test_429_retry_after_and_500, setup, teardown),
       cmocka_unit_test_setup_teardown(test_500_backoff_grows, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_retry_after_storm_then_reset, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_backoff_reset_by_watch_events, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unknown_event_type_ignored, setup, teardown),
       cmocka_unit_test_setup_teardown(test_malformed_event_relists, setup, teardown),
       cmocka_unit_test_setup_teardown(test_short_and_quiet_watches, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_watch_restarted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_close_mid_watch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_connection_reset_midstream, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_history_changed_other_uid, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_history_changed_older_rv, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_history_changed_witness_gone, setup, teardown),
   };
   int failed = cmocka_run_group_tests_name("inline decoding", tests, setup_group, teardown_group);
   use_pool = true;

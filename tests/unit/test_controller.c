@@ -1,0 +1,756 @@
+/* Specification of daemon/controller.{c,h}: real informers on a uv loop fed
+ * by the in-memory API server of tests/unit/fakeapi.h, a controller on
+ * them running the sample plugin (tests/unit/plugins/sample.c, built at
+ * set-up like an out-of-tree plugin), observed through its workqueue. What
+ * it pins down (docs/config.md "controllers", "predicates", "watches"):
+ *  - `for` events (add, update, delete) enqueue the object's own key;
+ *  - `owns` events enqueue the owner named by the ownerReference with
+ *    controller: true whose kind and API group are the `for` kind's (only
+ *    that one); an update that changed the owner also wakes the former one;
+ *    adds and deletes of owned objects are observed in the owner's
+ *    expectations;
+ *  - `watches` mappings label, annotation (name or namespace/name), field
+ *    (every value at the path) and index (the `for` objects whose index
+ *    holds the watched object's name, in its namespace);
+ *  - predicates filter updates only (adds and deletes pass), any listed one
+ *    passing is enough; a resync (on_update with old == new) meets them
+ *    like any update, as in controller-runtime, so with predicates it is
+ *    dropped (nothing changed) and without predicates it passes;
+ *  - result to queue: done forgets the key, requeue and error go back
+ *    rate-limited (errors counted), requeue-after waits its delay with the
+ *    failure history forgotten;
+ *  - while paused nothing is dispatched and keys accumulate, deduplicated;
+ *    activation dispatches each once; a controller made on a synced
+ *    informer starts with every cached `for` object queued.
+ * Queue contents are read while the controller is paused (it never
+ * dispatches then): each step writes its objects, then a marker that maps to
+ * "ns/markerN" through the same watch, and compares the keys queued until
+ * the marker arrived (events of one watch arrive in order).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "apiclient.h"
+#include "controller.h"
+#include "fakeapi.h"
+#include "informer.h"
+#include "log.h"
+#include "plugin_host.h"
+
+#define WAIT_MS 8000
+#define MAXCTL 4
+
+/* ---- the cluster: PodSets (the `for` kind), Pods, ConfigMaps ------------ */
+
+static const fakeapi_resource RESOURCES[] = {
+    {"/apis/demo.kctrld.io/v1", "podsets", "demo.kctrld.io/v1", "PodSet"},
+    {"/api/v1", "pods", "v1", "Pod"},
+    {"/api/v1", "configmaps", "v1", "ConfigMap"},
+};
+enum { INF_PODSETS, INF_PODS, INF_CONFIGMAPS, NINF };
+static const kc_resource_ref REFS[NINF] = {
+    {"/apis/demo.kctrld.io/v1", "podsets", true},
+    {"/api/v1", "pods", true},
+    {"/api/v1", "configmaps", true},
+};
+static const kc_index_spec BY_CONFIGMAP = {.name = "byConfigMap", .path = "spec.configMap"};
+
+static kc_informer_spec informer_spec(int which) {
+  static const char *const kinds[NINF][2] = {
+      {"demo.kctrld.io/v1", "PodSet"}, {"v1", "Pod"}, {"v1", "ConfigMap"}};
+  kc_informer_spec s = {.api_version = kinds[which][0], .kind = kinds[which][1],
+                        .group = which == INF_PODSETS ? "demo.kctrld.io" : "",
+                        .label_selector = "", .field_selector = "", .page_size = 500,
+                        .watch_timeout_ms = 300000, .streaming_list = KC_STREAMING_OFF,
+                        .identity = kinds[which][1]};
+  if (which == INF_PODSETS) s.indexes = &BY_CONFIGMAP, s.nindexes = 1;
+  return s;
+}
+
+static kc_controller_spec controller_spec(const char *name) {
+  return (kc_controller_spec){
+      .name = name,
+      .plugin = "sample.so",
+      .for_ = {.api_version = "demo.kctrld.io/v1", .kind = "PodSet", .informer = INF_PODSETS},
+      .workers = 4,
+      .reconcile_timeout_ms = 60000,
+      /* Rate-limited keys wait a minute: they stay visible in the heap. */
+      .rate_limit = {.base_delay_ms = 60000, .max_delay_ms = 60000, .qps = 1000, .burst = 1000},
+  };
+}
+
+/* ---- fixture ----------------------------------------------------------------- */
+
+static char plugin_dir[64], plugin_path[128];
+static kc_plugin *plugin;
+
+static int setup_group(void **state) {
+  snprintf(plugin_dir, sizeof plugin_dir, "/tmp/kc-test-controller-XXXXXX");
+  if (!mkdtemp(plugin_dir)) return -1;
+  snprintf(plugin_path, sizeof plugin_path, "%s/sample.so", plugin_dir);
+  char cmd[512];
+  const char *cc = getenv("CC") ? getenv("CC") : "cc";
+  snprintf(cmd, sizeof cmd,
+           "%s -std=c11 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Iinclude "
+           "-o %s tests/unit/plugins/sample.c",
+           cc, plugin_path);
+  if (system(cmd) != 0 || chmod(plugin_path, 0755) != 0) return -1;
+  char err[512];
+  if (kc_plugin_load(plugin_path, &plugin, err, sizeof err) != 0) {
+    fprintf(stderr, "# %s\n", err);
+    return -1;
+  }
+  return 0;
+}
+
+static int teardown_group(void **state) {
+  kc_plugin_host_unload_all();
+  unlink(plugin_path);
+  rmdir(plugin_dir);
+  return 0;
+}
+
+/* One controller and the keys read from its queue. */
+typedef struct slot {
+  kc_controller *c;
+  kc_controller_spec spec;
+  kc_expectations *exp; /* its plugin instance's */
+  char seen[64][64];    /* keys queued since the last step, sorted */
+  size_t nseen;
+} slot;
+
+static struct {
+  uv_loop_t loop;
+  uv_timer_t tick; /* keeps uv_run(UV_RUN_ONCE) from blocking */
+  fakeapi *srv;
+  kc_api *api;
+  kc_kube_creds creds;
+  char url[64];
+  kc_informer_spec ispec[NINF];
+  kc_informer *inf[NINF];
+  slot ctl[MAXCTL];
+  size_t nctl;
+  unsigned stopped;
+  unsigned marker;
+} F;
+
+static void on_tick(uv_timer_t *t) {}
+
+static int setup(void **state) {
+  memset(&F, 0, sizeof F);
+  if (uv_loop_init(&F.loop) != 0 || uv_timer_init(&F.loop, &F.tick) != 0) return -1;
+  uv_timer_start(&F.tick, on_tick, 5, 5);
+  F.srv = fakeapi_start(RESOURCES, NINF);
+  if (!F.srv) return -1;
+  snprintf(F.url, sizeof F.url, "%s", fakeapi_url(F.srv));
+  F.creds = (kc_kube_creds){.server = F.url, .token = "t"};
+  if (kc_api_new(&F.loop, &F.creds, &F.api) != 0) return -1;
+  for (int i = 0; i < NINF; i++) F.ispec[i] = informer_spec(i);
+  return 0;
+}
+
+static void on_stopped(void *ud) { F.stopped++; }
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int teardown(void **state) {
+  for (size_t i = 0; i < F.nctl; i++) kc_controller_stop(F.ctl[i].c, 1000, on_stopped, NULL);
+  uint64_t end = mono_ms() + WAIT_MS;
+  while (F.stopped < F.nctl && mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
+  for (int i = 0; i < NINF; i++) kc_informer_close(F.inf[i]);
+  kc_api_close(F.api);
+  fakeapi_stop(F.srv);
+  uv_close((uv_handle_t *)&F.tick, NULL);
+  uv_run(&F.loop, UV_RUN_DEFAULT);
+  return F.stopped == F.nctl && uv_loop_close(&F.loop) == 0 ? 0 : -1;
+}
+
+/* Runs the loop until cond(ud) holds; fails the test after WAIT_MS. */
+static void run_until(bool (*cond)(void *), void *ud, const char *what) {
+  uint64_t end = mono_ms() + WAIT_MS;
+  while (!cond(ud)) {
+    if (mono_ms() > end) fail_msg("timed out waiting for %s", what);
+    uv_run(&F.loop, UV_RUN_ONCE);
+  }
+}
+
+static bool all_synced(void *ud) {
+  for (int i = 0; i < NINF; i++)
+    if (!kc_informer_synced(F.inf[i])) return false;
+  return true;
+}
+
+/* Starts the three informers (with the objects the server holds) and waits
+ * until they synced. */
+static void start_informers(void) {
+  for (int i = 0; i < NINF; i++) {
+    assert_int_equal(kc_informer_new(&F.loop, F.api, NULL, &F.ispec[i], &REFS[i], &F.inf[i]), 0);
+    assert_int_equal(kc_informer_start(F.inf[i]), 0);
+  }
+  run_until(all_synced, NULL, "the informers to sync");
+}
+
+/* A paused controller on the informers; its spec is *spec with owns and
+ * watches (borrowed: static or alive for the test). */
+static slot *new_controller(const kc_controller_spec *spec) {
+  assert_true(F.nctl < MAXCTL);
+  slot *s = &F.ctl[F.nctl];
+  s->spec = *spec;
+  kc_plugin_instance *inst = NULL;
+  char err[512];
+  assert_int_equal(kc_plugin_instance_new(plugin, spec->name, NULL, &inst, err, sizeof err), 0);
+  s->exp = kc_plugin_instance_expectations(inst);
+  assert_int_equal(kc_controller_new(&F.loop, &s->spec, F.inf, inst, &s->c), 0);
+  F.nctl++;
+  return s;
+}
+
+/* ---- reading the queue of a paused controller ------------------------------ */
+
+static int cmp_key(const void *a, const void *b) { return strcmp(a, b); }
+
+static void drain(slot *s) {
+  kc_workqueue *q = kc_controller_queue(s->c);
+  const char *key;
+  while (kc_workqueue_get(q, &key) == KC_WQ_KEY) {
+    char copy[64];
+    snprintf(copy, sizeof copy, "%s", key);
+    kc_workqueue_forget(q, copy);
+    assert_int_equal(kc_workqueue_done(q, copy), 0);
+    bool dup = false;
+    for (size_t i = 0; i < s->nseen; i++) dup = dup || strcmp(s->seen[i], copy) == 0;
+    if (!dup && s->nseen < 64) snprintf(s->seen[s->nseen++], sizeof s->seen[0], "%s", copy);
+  }
+  qsort(s->seen, s->nseen, sizeof s->seen[0], cmp_key);
+}
+
+typedef struct key_wait {
+  slot *s;
+  const char *key;
+} key_wait;
+
+static bool key_seen(void *ud) {
+  key_wait *w = ud;
+  drain(w->s);
+  for (size_t i = 0; i < w->s->nseen; i++)
+    if (strcmp(w->s->seen[i], w->key) == 0) return true;
+  return false;
+}
+
+/* "k1,k2" of the keys seen (sorted), without the marker; then forgets them. */
+static const char *take(slot *s, const char *marker) {
+  static char out[2048];
+  out[0] = 0;
+  for (size_t i = 0; i < s->nseen; i++) {
+    if (marker && strcmp(s->seen[i], marker) == 0) continue;
+    size_t n = strlen(out);
+    snprintf(out + n, sizeof out - n, "%s%s", n ? "," : "", s->seen[i]);
+  }
+  s->nseen = 0;
+  return out;
+}
+
+/* Writes a marker on informer `via` that maps to ns/markerN for every
+ * controller, waits until every controller queued it and returns the keys
+ * queued by controller s before it. */
+static const char *settle_on(int via, slot *s) {
+  char marker_key[32], name[32], meta[160];
+  unsigned n = ++F.marker;
+  snprintf(marker_key, sizeof marker_key, "ns/marker%u", n);
+  snprintf(name, sizeof name, "marker%u", n);
+  switch (via) {
+  case INF_PODSETS: fakeapi_put(F.srv, "podsets", "ns", name, NULL, NULL); break;
+  case INF_PODS: {
+    char pod[48];
+    snprintf(pod, sizeof pod, "%s-pod", name);
+    snprintf(meta, sizeof meta,
+             "\"ownerReferences\":[{\"apiVersion\":\"demo.kctrld.io/v1\",\"kind\":\"PodSet\","
+             "\"name\":\"%s\",\"uid\":\"u\",\"controller\":true}]",
+             name);
+    fakeapi_put(F.srv, "pods", "ns", pod, meta, NULL);
+    break;
+  }
+  case INF_CONFIGMAPS: {
+    char cm[48];
+    snprintf(cm, sizeof cm, "%s-cm", name);
+    snprintf(meta, sizeof meta, "\"labels\":{\"podset\":\"%s\"}", name);
+    fakeapi_put(F.srv, "configmaps", "ns", cm, meta, NULL);
+    break;
+  }
+  }
+  for (size_t i = 0; i < F.nctl; i++) {
+    key_wait w = {&F.ctl[i], marker_key};
+    run_until(key_seen, &w, marker_key);
+  }
+  return take(s, marker_key);
+}
+
+#define OWNER_REF(api_version, kind, name, controller)                                            \
+  "{\"apiVersion\":\"" api_version "\",\"kind\":\"" kind "\",\"name\":\"" name                    \
+  "\",\"uid\":\"u-" name "\"" controller "}"
+#define CONTROLLER ",\"controller\":true"
+#define NOT_CONTROLLER ",\"controller\":false"
+
+/* ---- for ----------------------------------------------------------------------- */
+
+/* `for` events enqueue the object's own key namespace/name: each object
+ * cached when the controller starts, then adds, updates and deletes. */
+static void test_for_events_enqueue_own_key(void **state) {
+  fakeapi_put(F.srv, "podsets", "ns", "cached", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", "other", "cached", NULL, NULL);
+  start_informers();
+  kc_controller_spec sp = controller_spec("for");
+  slot *s = new_controller(&sp);
+  assert_string_equal(settle_on(INF_PODSETS, s), "ns/cached,other/cached");
+  fakeapi_put(F.srv, "podsets", "ns", "b", NULL, NULL);
+  assert_string_equal(settle_on(INF_PODSETS, s), "ns/b");
+  fakeapi_put(F.srv, "podsets", "other", "cached", NULL, "\"spec\":{\"replicas\":2}");
+  assert_string_equal(settle_on(INF_PODSETS, s), "other/cached");
+  fakeapi_delete(F.srv, "podsets", "ns", "b");
+  assert_string_equal(settle_on(INF_PODSETS, s), "ns/b");
+  assert_string_equal(kc_controller_name(s->c), "for");
+  assert_ptr_equal(kc_controller_spec_get(s->c), &s->spec);
+}
+
+/* ---- owns ------------------------------------------------------------------------ */
+
+static const kc_owns_spec OWNS_PODS[] = {{.ref = {.api_version = "v1", .kind = "Pod", .informer = INF_PODS}}};
+
+static void put_pod(const char *name, const char *refs) {
+  char meta[1024];
+  snprintf(meta, sizeof meta, "\"ownerReferences\":[%s]", refs);
+  fakeapi_put(F.srv, "pods", "ns", name, meta, NULL);
+}
+
+/* An owned object enqueues its controller owner: the ownerReference with
+ * controller: true whose kind and API group (any version) are the `for`
+ * kind's, in the object's namespace. Other references are ignored. */
+static void test_owns_enqueue_controller_owner(void **state) {
+  start_informers();
+  kc_controller_spec sp = controller_spec("owns");
+  sp.owns = OWNS_PODS;
+  sp.nowns = 1;
+  slot *s = new_controller(&sp);
+  assert_string_equal(settle_on(INF_PODS, s), "");
+
+  put_pod("p1", OWNER_REF("demo.kctrld.io/v1", "PodSet", "web", CONTROLLER));
+  assert_string_equal(settle_on(INF_PODS, s), "ns/web");
+  put_pod("p2", OWNER_REF("demo.kctrld.io/v1", "PodSet", "web2", NOT_CONTROLLER));
+  put_pod("p3", OWNER_REF("demo.kctrld.io/v1", "PodSet", "web3", ""));
+  put_pod("p4", OWNER_REF("apps/v1", "ReplicaSet", "rs", CONTROLLER));
+  put_pod("p5", OWNER_REF("other.io/v1", "PodSet", "foreign", CONTROLLER));
+  assert_string_equal(settle_on(INF_PODS, s), "");
+  /* Another version of the same group is the same kind. */
+  put_pod("p6", OWNER_REF("demo.kctrld.io/v2", "PodSet", "v2", CONTROLLER));
+  /* Only the controller reference counts, wherever it is in the list. */
+  put_pod("p7", OWNER_REF("demo.kctrld.io/v1", "PodSet", "plain", "") ","
+                OWNER_REF("demo.kctrld.io/v1", "PodSet", "boss", CONTROLLER));
+  assert_string_equal(settle_on(INF_PODS, s), "ns/boss,ns/v2");
+
+  /* An owner change wakes the new and the former owner. */
+  put_pod("p1", OWNER_REF("demo.kctrld.io/v1", "PodSet", "db", CONTROLLER));
+  assert_string_equal(settle_on(INF_PODS, s), "ns/db,ns/web");
+  fakeapi_delete(F.srv, "pods", "ns", "p1");
+  assert_string_equal(settle_on(INF_PODS, s), "ns/db");
+}
+
+/* Adds and deletes of owned objects are observed in the owner's
+ * expectations (plugin.h expect_creations / expect_deletions). */
+static void test_owns_observe_expectations(void **state) {
+  start_informers();
+  kc_controller_spec sp = controller_spec("owns");
+  sp.owns = OWNS_PODS;
+  sp.nowns = 1;
+  slot *s = new_controller(&sp);
+  uint64_t now = 0; /* far within the TTL of records stamped 0 */
+  assert_int_equal(kc_expectations_set(s->exp, "ns/web", 1, 1, now), 0);
+  assert_false(kc_expectations_satisfied(s->exp, "ns/web", now));
+  put_pod("p1", OWNER_REF("demo.kctrld.io/v1", "PodSet", "web", CONTROLLER));
+  assert_string_equal(settle_on(INF_PODS, s), "ns/web");
+  assert_false(kc_expectations_satisfied(s->exp, "ns/web", now)); /* the deletion is due */
+  put_pod("p1", OWNER_REF("demo.kctrld.io/v1", "PodSet", "web", CONTROLLER) ","
+                OWNER_REF("v1", "Node", "n", ""));
+  assert_string_equal(settle_on(INF_PODS, s), "ns/web");
+  assert_false(kc_expectations_satisfied(s->exp, "ns/web", now)); /* an update is neither */
+  fakeapi_delete(F.srv, "pods", "ns", "p1");
+  assert_string_equal(settle_on(INF_PODS, s), "ns/web");
+  assert_true(kc_expectations_satisfied(s->exp, "ns/web", now));
+}
+
+/* ---- watches ------------------------------------------------------------------------ */
+
+static const kc_watch_spec WATCH_CONFIGMAPS[] = {
+    {.ref = {.api_version = "v1", .kind = "ConfigMap", .informer = INF_CONFIGMAPS},
+     .mapping = KC_MAP_LABEL, .key = "podset"},
+    {.ref = {.api_version = "v1", .kind = "ConfigMap", .informer = INF_CONFIGMAPS},
+     .mapping = KC_MAP_ANNOTATION, .key = "kctrld.io/podset"},
+    {.ref = {.api_version = "v1", .kind = "ConfigMap", .informer = INF_CONFIGMAPS},
+     .mapping = KC_MAP_FIELD, .key = "targets[]"},
+    {.ref = {.api_version = "v1", .kind = "ConfigMap", .informer = INF_CONFIGMAPS},
+     .mapping = KC_MAP_INDEX, .key = "byConfigMap"},
+};
+
+/* Each mapping of docs/config.md "watches" turns an event on a watched
+ * object into `for` keys; an object no mapping names enqueues nothing; an
+ * update that changed the mapped value wakes the former key too. */
+static void test_watches_mappings(void **state) {
+  fakeapi_put(F.srv, "podsets", "ns", "uses-cfg", NULL, "\"spec\":{\"configMap\":\"cfg\"}");
+  fakeapi_put(F.srv, "podsets", "other", "uses-cfg-elsewhere", NULL, "\"spec\":{\"configMap\":\"cfg\"}");
+  start_informers();
+  kc_controller_spec sp = controller_spec("watches");
+  sp.watches = WATCH_CONFIGMAPS;
+  sp.nwatches = 4;
+  slot *s = new_controller(&sp);
+  /* its `for` objects, replayed at the start */
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/uses-cfg,other/uses-cfg-elsewhere");
+
+  /* label KEY: the for object named by the label, same namespace */
+  fakeapi_put(F.srv, "configmaps", "ns", "l1", "\"labels\":{\"podset\":\"web\"}", NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/web");
+  /* annotation KEY: a name (same namespace) or namespace/name */
+  fakeapi_put(F.srv, "configmaps", "ns", "a1", "\"annotations\":{\"kctrld.io/podset\":\"db\"}", NULL);
+  fakeapi_put(F.srv, "configmaps", "ns", "a2", "\"annotations\":{\"kctrld.io/podset\":\"far/away\"}",
+              NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "far/away,ns/db");
+  /* field PATH: every value at the path */
+  fakeapi_put(F.srv, "configmaps", "ns", "f1", NULL, "\"targets\":[\"t1\",\"t2\"]");
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/t1,ns/t2");
+  /* index NAME: the for objects whose index holds this name, this namespace */
+  fakeapi_put(F.srv, "configmaps", "ns", "cfg", NULL, NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/uses-cfg");
+  /* nothing maps */
+  fakeapi_put(F.srv, "configmaps", "ns", "plain", "\"labels\":{\"app\":\"web\"}",
+              "\"data\":{\"podset\":\"web\"}");
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "");
+  /* moved from web to api: both */
+  fakeapi_put(F.srv, "configmaps", "ns", "l1", "\"labels\":{\"podset\":\"api\"}", NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/api,ns/web");
+  fakeapi_delete(F.srv, "configmaps", "ns", "l1");
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/api");
+}
+
+/* ---- predicates ------------------------------------------------------------------------- */
+
+/* The metadata of the object "a" in the predicate tests, with one member
+ * replaced by `change` (NULL: none). */
+static void meta_with(char *out, size_t cap, const char *change) {
+  static const char *const base[] = {
+      "\"generation\":1", "\"labels\":{\"x\":\"1\"}", "\"annotations\":{\"n\":\"1\"}",
+      "\"ownerReferences\":[]", "\"finalizers\":[\"f\"]", NULL};
+  out[0] = 0;
+  bool deletion = change && strncmp(change, "\"deletionTimestamp\"", 19) == 0;
+  for (size_t i = 0; base[i]; i++) {
+    const char *m = base[i];
+    size_t key = (size_t)(strchr(m, ':') - m);
+    if (change && strncmp(change, m, key + 1) == 0) m = change;
+    size_t n = strlen(out);
+    snprintf(out + n, cap - n, "%s%s", n ? "," : "", m);
+  }
+  if (deletion) {
+    size_t n = strlen(out);
+    snprintf(out + n, cap - n, ",%s", change);
+  }
+}
+
+typedef struct pred_case {
+  const char *name;
+  unsigned preds;
+  const char *passes[3];  /* metadata changes that pass */
+  const char *dropped[3]; /* metadata changes that are dropped */
+  bool status_only_passes; /* a change outside metadata (a new resourceVersion only) */
+} pred_case;
+
+static const pred_case PRED_CASES[] = {
+    {"GenerationChanged", KC_PRED_GENERATION_CHANGED, {"\"generation\":2"},
+     {"\"labels\":{\"x\":\"2\"}", "\"annotations\":{\"n\":\"2\"}"}, false},
+    {"LabelsChanged", KC_PRED_LABELS_CHANGED, {"\"labels\":{\"x\":\"2\"}", "\"labels\":{}"},
+     {"\"generation\":2", "\"annotations\":{\"n\":\"2\"}"}, false},
+    {"AnnotationsChanged", KC_PRED_ANNOTATIONS_CHANGED, {"\"annotations\":{\"n\":\"2\"}"},
+     {"\"generation\":2", "\"labels\":{\"x\":\"2\"}"}, false},
+    {"ResourceVersionChanged", KC_PRED_RESOURCE_VERSION_CHANGED,
+     {"\"generation\":2", "\"labels\":{\"x\":\"2\"}"}, {NULL}, true},
+    {"DeletionStarted", KC_PRED_DELETION_STARTED, {"\"deletionTimestamp\":\"2024-01-01T00:00:00Z\""},
+     {"\"generation\":2", "\"finalizers\":[]"}, false},
+    {"OwnerReferencesChanged", KC_PRED_OWNER_REFERENCES_CHANGED,
+     {"\"ownerReferences\":[" OWNER_REF("v1", "Node", "n", "") "]"}, {"\"generation\":2"}, false},
+    {"FinalizersChanged", KC_PRED_FINALIZERS_CHANGED, {"\"finalizers\":[]"},
+     {"\"generation\":2", "\"ownerReferences\":[" OWNER_REF("v1", "Node", "n", "") "]"}, false},
+    {"GenerationChanged|LabelsChanged (any one passes)",
+     KC_PRED_GENERATION_CHANGED | KC_PRED_LABELS_CHANGED,
+     {"\"generation\":2", "\"labels\":{\"x\":\"2\"}"}, {"\"annotations\":{\"n\":\"2\"}"}, false},
+};
+
+static void put_a(const char *change, const char *rest) {
+  char meta[512];
+  meta_with(meta, sizeof meta, change);
+  fakeapi_put(F.srv, "podsets", "ns", "a", meta, rest);
+}
+
+/* A predicate filters `for` updates: an update passes when a listed
+ * predicate sees its change; adds and deletes always pass. */
+static void test_predicates_filter_updates(void **state) {
+  for (size_t k = 0; k < sizeof PRED_CASES / sizeof PRED_CASES[0]; k++) {
+    const pred_case *pc = &PRED_CASES[k];
+    /* One fresh cluster per predicate. */
+    if (k) {
+      assert_int_equal(teardown(state), 0);
+      assert_int_equal(setup(state), 0);
+    }
+    start_informers();
+    kc_controller_spec sp = controller_spec(pc->name);
+    sp.predicates = pc->preds;
+    slot *s = new_controller(&sp);
+    put_a(NULL, NULL);
+    if (strcmp(settle_on(INF_PODSETS, s), "ns/a") != 0) fail_msg("%s: add dropped", pc->name);
+    for (size_t i = 0; i < 3 && pc->passes[i]; i++) {
+      put_a(pc->passes[i], NULL);
+      if (strcmp(settle_on(INF_PODSETS, s), "ns/a") != 0)
+        fail_msg("%s: update %s dropped", pc->name, pc->passes[i]);
+      put_a(NULL, NULL); /* back (passes or not: not looked at) */
+      settle_on(INF_PODSETS, s);
+    }
+    for (size_t i = 0; i < 3 && pc->dropped[i]; i++) {
+      put_a(pc->dropped[i], NULL);
+      if (strcmp(settle_on(INF_PODSETS, s), "") != 0)
+        fail_msg("%s: update %s passed", pc->name, pc->dropped[i]);
+      put_a(NULL, NULL);
+      settle_on(INF_PODSETS, s);
+    }
+    put_a(NULL, "\"status\":{\"observed\":1}");
+    const char *got = settle_on(INF_PODSETS, s);
+    if (strcmp(got, pc->status_only_passes ? "ns/a" : "") != 0)
+      fail_msg("%s: status-only update: got \"%s\"", pc->name, got);
+    fakeapi_delete(F.srv, "podsets", "ns", "a");
+    if (strcmp(settle_on(INF_PODSETS, s), "ns/a") != 0) fail_msg("%s: delete dropped", pc->name);
+  }
+}
+
+/* owns and watches entries have their own predicates. */
+static void test_owns_and_watches_predicates(void **state) {
+  static const kc_owns_spec owns[] = {{.ref = {.api_version = "v1", .kind = "Pod", .informer = INF_PODS},
+                                       .predicates = KC_PRED_GENERATION_CHANGED}};
+  static const kc_watch_spec watches[] = {
+      {.ref = {.api_version = "v1", .kind = "ConfigMap", .informer = INF_CONFIGMAPS},
+       .mapping = KC_MAP_LABEL, .key = "podset", .predicates = KC_PRED_ANNOTATIONS_CHANGED}};
+  start_informers();
+  kc_controller_spec sp = controller_spec("entries");
+  sp.owns = owns, sp.nowns = 1, sp.watches = watches, sp.nwatches = 1;
+  slot *s = new_controller(&sp);
+  settle_on(INF_PODS, s);
+  fakeapi_put(F.srv, "pods", "ns", "p",
+              "\"generation\":1,\"ownerReferences\":[" OWNER_REF("demo.kctrld.io/v1", "PodSet", "web", CONTROLLER) "]",
+              NULL);
+  assert_string_equal(settle_on(INF_PODS, s), "ns/web"); /* add */
+  fakeapi_put(F.srv, "pods", "ns", "p",
+              "\"generation\":1,\"ownerReferences\":[" OWNER_REF("demo.kctrld.io/v1", "PodSet", "web", CONTROLLER) "]",
+              "\"status\":{\"phase\":\"Running\"}");
+  assert_string_equal(settle_on(INF_PODS, s), "");
+  fakeapi_put(F.srv, "pods", "ns", "p",
+              "\"generation\":2,\"ownerReferences\":[" OWNER_REF("demo.kctrld.io/v1", "PodSet", "web", CONTROLLER) "]",
+              NULL);
+  assert_string_equal(settle_on(INF_PODS, s), "ns/web");
+
+  fakeapi_put(F.srv, "configmaps", "ns", "c", "\"labels\":{\"podset\":\"db\"}", NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/db"); /* add */
+  fakeapi_put(F.srv, "configmaps", "ns", "c", "\"labels\":{\"podset\":\"db\"}", "\"data\":{\"k\":\"v\"}");
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "");
+  fakeapi_put(F.srv, "configmaps", "ns", "c",
+              "\"labels\":{\"podset\":\"db\"},\"annotations\":{\"k\":\"v\"}", NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/db");
+}
+
+/* ---- resync meets the predicates ------------------------------------------------------ */
+
+static unsigned resyncs; /* on_update(obj, obj) seen by the probe */
+static void probe_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
+  if (old == obj) resyncs++;
+}
+static bool two_resyncs(void *ud) { return resyncs >= 2 * NINF; } /* one object each */
+
+/* A resync is an update whose old and new object are the same (informer.h).
+ * As in controller-runtime, it meets the predicates like any update: each
+ * of them compares old and new and finds nothing changed, so a controller
+ * (or owns / watches entry) with predicates drops resyncs, e.g.
+ * ResourceVersionChanged: same resourceVersion. Without predicates a
+ * resync passes and re-runs reconcile. */
+static void test_resync_meets_predicates(void **state) {
+  static const kc_owns_spec owns_rv[] = {{.ref = {.api_version = "v1", .kind = "Pod", .informer = INF_PODS},
+                                          .predicates = KC_PRED_RESOURCE_VERSION_CHANGED}};
+  static const kc_owns_spec owns_any[] = {{.ref = {.api_version = "v1", .kind = "Pod", .informer = INF_PODS}}};
+  static const kc_watch_spec watch_rv[] = {
+      {.ref = {.api_version = "v1", .kind = "ConfigMap", .informer = INF_CONFIGMAPS},
+       .mapping = KC_MAP_LABEL, .key = "podset", .predicates = KC_PRED_RESOURCE_VERSION_CHANGED}};
+  fakeapi_put(F.srv, "podsets", "ns", "a", "\"generation\":1", NULL);
+  fakeapi_put(F.srv, "pods", "ns", "p",
+              "\"ownerReferences\":[" OWNER_REF("demo.kctrld.io/v1", "PodSet", "owner", CONTROLLER) "]",
+              NULL);
+  fakeapi_put(F.srv, "configmaps", "ns", "c", "\"labels\":{\"podset\":\"watcher\"}", NULL);
+  for (int i = 0; i < NINF; i++) F.ispec[i].resync_ms = 20;
+  start_informers();
+  kc_controller_spec none = controller_spec("no-predicates");
+  none.owns = owns_any, none.nowns = 1;
+  kc_controller_spec rv = controller_spec("resourceVersionChanged");
+  rv.predicates = KC_PRED_RESOURCE_VERSION_CHANGED;
+  rv.owns = owns_rv, rv.nowns = 1, rv.watches = watch_rv, rv.nwatches = 1;
+  kc_controller_spec gen = controller_spec("generationChanged");
+  gen.predicates = KC_PRED_GENERATION_CHANGED;
+  slot *s_none = new_controller(&none), *s_rv = new_controller(&rv), *s_gen = new_controller(&gen);
+  /* The start (late-subscriber replay: adds) queues everything once. */
+  for (size_t i = 0; i < F.nctl; i++) drain(&F.ctl[i]);
+  assert_string_equal(take(s_none, NULL), "ns/a,ns/owner");
+  assert_string_equal(take(s_rv, NULL), "ns/a,ns/owner,ns/watcher");
+  assert_string_equal(take(s_gen, NULL), "ns/a");
+
+  /* Handlers run in registration order: once the probe, registered last on
+   * every informer, saw two resync rounds of each, the controllers did. */
+  resyncs = 0;
+  kc_informer_handler probe = {NULL, probe_update, NULL, NULL};
+  for (int i = 0; i < NINF; i++) assert_true(kc_informer_add_handler(F.inf[i], &probe) > 0);
+  run_until(two_resyncs, NULL, "two resync rounds");
+  for (size_t i = 0; i < F.nctl; i++) drain(&F.ctl[i]);
+  assert_string_equal(take(s_none, NULL), "ns/a,ns/owner");
+  assert_string_equal(take(s_rv, NULL), "");
+  assert_string_equal(take(s_gen, NULL), "");
+  /* A real update still passes ResourceVersionChanged. */
+  fakeapi_put(F.srv, "podsets", "ns", "a", "\"generation\":1", "\"status\":{}");
+  assert_string_equal(settle_on(INF_PODSETS, s_rv), "ns/a");
+}
+
+/* ---- results -------------------------------------------------------------------------- */
+
+static bool four_reconciled(void *ud) {
+  kc_controller_stats st;
+  kc_controller_stats_get(ud, &st);
+  return st.reconcile_count >= 4;
+}
+
+/* The result-to-queue policy (client-go's processNextWorkItem):
+ *   done          -> Forget: no failure history, not queued again;
+ *   requeue       -> AddRateLimited: one failure, waiting its backoff;
+ *   error         -> AddRateLimited, and counted as an error;
+ *   requeue after -> Forget + AddAfter: waiting its delay, no failures.
+ * sample.c answers by key: ns/error, ns/requeue, ns/after (1.5 s), others
+ * done. */
+static void test_results_to_queue(void **state) {
+  static const char *const names[] = {"ok", "error", "requeue", "after"};
+  for (size_t i = 0; i < 4; i++) fakeapi_put(F.srv, "podsets", "ns", names[i], NULL, NULL);
+  start_informers();
+  kc_controller_spec sp = controller_spec("results");
+  slot *s = new_controller(&sp);
+  kc_workqueue *q = kc_controller_queue(s->c);
+  assert_int_equal(kc_workqueue_len(q), 4);
+  kc_controller_set_active(s->c, true);
+  run_until(four_reconciled, s->c, "four reconciles");
+
+  kc_controller_stats st;
+  kc_controller_stats_get(s->c, &st);
+  assert_int_equal(st.reconcile_count, 4);
+  assert_int_equal(st.success, 1);
+  assert_int_equal(st.error, 1);
+  assert_int_equal(st.requeue, 1);
+  assert_int_equal(st.requeue_after, 1);
+  assert_int_equal(st.workers, 4);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/ok"), 0);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/error"), 1);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/requeue"), 1);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/after"), 0);
+  assert_int_equal(kc_workqueue_waiting(q), 3); /* error, requeue, after */
+  assert_int_equal(kc_workqueue_len(q), 0);
+  assert_int_equal(kc_workqueue_processing(q), 0);
+  assert_int_equal(kc_workqueue_metrics(q)->retries_total, 3);
+  uint64_t h = 0;
+  const kc_reconcile_histogram *hist = kc_controller_reconcile_histogram(s->c);
+  for (size_t i = 0; i <= KC_RECONCILE_BUCKETS; i++) h += hist->counts[i];
+  assert_int_equal(h, 4);
+}
+
+/* ---- pausing and activation ------------------------------------------------------------- */
+
+static bool queued(void *ud) {
+  slot *s = ud;
+  return kc_workqueue_len(kc_controller_queue(s->c)) == 3;
+}
+
+static unsigned reconciles_of(slot *s) {
+  kc_controller_stats st;
+  kc_controller_stats_get(s->c, &st);
+  return (unsigned)st.reconcile_count;
+}
+
+typedef struct count_wait {
+  slot *s;
+  unsigned n;
+} count_wait;
+
+static bool reconciled(void *ud) {
+  count_wait *w = ud;
+  return reconciles_of(w->s) >= w->n && kc_workqueue_processing(kc_controller_queue(w->s->c)) == 0;
+}
+
+/* A controller made on synced informers starts with every cached `for`
+ * object queued once; while paused (not leading) events are still mapped
+ * and queued, deduplicated, and nothing runs; activation dispatches each
+ * key once; pausing again stops dispatching. */
+static void test_pause_and_activation(void **state) {
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", "ns", "p2", NULL, NULL);
+  start_informers();
+  kc_controller_spec sp = controller_spec("pausing");
+  slot *s = new_controller(&sp);
+  kc_workqueue *q = kc_controller_queue(s->c);
+  assert_int_equal(kc_workqueue_len(q), 2); /* at once: the replay of the cache */
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, "\"spec\":{}");
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, "\"spec\":{\"a\":1}");
+  fakeapi_put(F.srv, "podsets", "ns", "p3", NULL, NULL);
+  run_until(queued, s, "three keys queued");
+  assert_int_equal(reconciles_of(s), 0);
+
+  kc_controller_set_active(s->c, true);
+  count_wait three = {s, 3};
+  run_until(reconciled, &three, "three reconciles");
+  assert_int_equal(reconciles_of(s), 3);
+  assert_int_equal(kc_workqueue_len(q), 0);
+
+  kc_controller_set_active(s->c, false);
+  fakeapi_put(F.srv, "podsets", "ns", "p4", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", "ns", "p5", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", "ns", "p6", NULL, NULL);
+  run_until(queued, s, "three new keys queued");
+  assert_int_equal(reconciles_of(s), 3);
+  kc_controller_set_active(s->c, true);
+  count_wait six = {s, 6};
+  run_until(reconciled, &six, "six reconciles");
+  assert_int_equal(reconciles_of(s), 6);
+}
+
+int main(void) {
+  kc_log_set_level(KC_LOG_ERROR);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_for_events_enqueue_own_key, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_owns_enqueue_controller_owner, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_owns_observe_expectations, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_watches_mappings, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_predicates_filter_updates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_owns_and_watches_predicates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resync_meets_predicates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results_to_queue, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pause_and_activation, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, setup_group, teardown_group);
+}
