@@ -191,7 +191,7 @@ void kc_buf_json_body(kc_buf *b, const char *s, size_t n) {
       char esc[2] = {'\\', e};
       kc_buf_add(b, esc, 2);
     } else if (cls == 2) {
-      kc_buf_add(b, "\\ufffd", 6);
+      kc_buf_add(b, "\xef\xbf\xbd", 3); /* U+FFFD */
     } else {
       char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
       kc_buf_add(b, esc, 6);

@@ -16,10 +16,12 @@
  *     valid multi-byte UTF-8 included, as is;
  *   - invalid UTF-8 (a stray continuation byte, a truncated or overlong
  *     sequence, a UTF-16 surrogate, a code point above U+10FFFF, bytes
- *     0xC0, 0xC1, 0xF5-0xFF) is replaced, one U+FFFD per offending byte,
- *     written as the escape \ufffd (Go's json.Marshal does the same).
+ *     0xC0, 0xC1, 0xF5-0xFF) is replaced, one U+FFFD per offending byte
+ *     (as Go's json.Marshal does), written as its UTF-8 bytes EF BF BD.
  *     So parse(kc_buf_json(s)) == s for valid UTF-8, and == s with each
- *     invalid byte replaced by U+FFFD otherwise (tests/fuzz/fuzz_json_escape.c).
+ *     invalid byte replaced by U+FFFD otherwise; and the output is a fixed
+ *     point: writing the string it parses to gives the same text again
+ *     (tests/fuzz/fuzz_json_escape.c).
  * URL components (kc_buf_url): every byte but RFC 3986's unreserved
  * characters [A-Za-z0-9-._~] is percent-encoded (%XX, uppercase), which is
  * right both for a path segment and for a query value.

@@ -4,7 +4,8 @@
  *     UTF-8 sequence replaced by U+FFFD (buf.h "JSON strings"); the expected
  *     text is computed here independently, from Unicode's table of
  *     well-formed byte sequences (Unicode 15, table 3-7);
- *   - the output has no raw byte below 0x20;
+ *   - the output has no raw byte below 0x20, and is a fixed point: writing
+ *     the string yajl read back gives the same text;
  *   - kc_buf_url's output is only unreserved characters and %XX, and
  *     percent-decodes back to the input.
  * Input = the bytes to write. */
@@ -96,6 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (st != yajl_status_ok || g.count != 1) abort();
   if (g.n != want.len || (g.n && memcmp(g.s, want.p, g.n) != 0)) abort();
   yajl_free(h);
+  kc_buf again = {0};
+  kc_buf_json(&again, (const char *)g.s, g.n);
+  if (again.err || again.len != b.len || memcmp(again.p, b.p, b.len) != 0) abort();
+  kc_buf_free(&again);
   free((void *)g.s);
 
   kc_buf u = {0};
