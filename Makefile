@@ -2,7 +2,7 @@
 # component is one new .c/.h pair and no Makefile edit:
 #   daemon/*.c (minus main.c)  -> $(B)/libkctrld.a, linked into kctrld and tests
 #   daemon/main.c              -> $(B)/kctrld
-#   tests/apisim/*.c           -> $(B)/kube-apisim (independent of daemon/, see docs/architecture.md)
+#   tests/apisim/*.c           -> $(B)/kube-apisim (independent of daemon/, see docs/api-contract.md 15.4)
 #   plugins/NAME/*.c           -> $(B)/plugins/NAME.so
 #   tests/unit/test_*.c        -> $(B)/tests/test_*      (cmocka)
 #   tests/bench/bench_*.c      -> $(B)/bench/bench_*

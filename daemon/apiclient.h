@@ -8,7 +8,7 @@
  * minute, refreshed 10 s early) and after a 401 answered to a request made
  * with the current copy.
  *
- * Errors from the server are parsed into kc_api_status (contract section 6):
+ * Errors from the server are parsed into kc_api_status (docs/api-contract.md section 6):
  * a Status body is used as is; any other body (plain text from APF, HTML
  * from a proxy, empty) is mapped by HTTP code as client-go does. Retry-After
  * (integer seconds) fills retry_after_seconds when the body has none.

@@ -1,6 +1,6 @@
 /* config: the kctrld configuration file, parsed from a yamltree into plain C
  * structs and validated completely (schema in docs/config.md,
- * architecture.md section 4; user-facing key names are fixed).
+ * docs/api-contract.md 15.3; user-facing key names are fixed).
  *
  * What it owns: the kc_config of one loaded file, including the YAML tree it
  * was read from (the controllers' `settings:` subtrees point into it), the
@@ -9,7 +9,7 @@
  * and the bindings from each controller's for/owns/watches to an informer of
  * that list. It also compares two configs for live reload (kc_config_compare).
  *
- * Validation is table-driven (c-style-anchors.md convention 10): each section
+ * Validation is table-driven (docs/api-contract.md 16.6): each section
  * has a table of known keys; unknown keys, wrong types, bad durations,
  * impossible lease timings, bad selectors, duplicate names and dangling
  * references are errors. Every error is one line `file:line:col: message`.

@@ -1,6 +1,6 @@
 /* decode: streaming decoder for Kubernetes LIST and WATCH response bodies.
  *
- * One yajl handle per HTTP response (docs: c-style-anchors.md section 5).
+ * One yajl handle per HTTP response (docs/api-contract.md 16.5).
  * Feed it the body bytes as they arrive, split anywhere (inside a token, a
  * string escape or a UTF-8 sequence); it never buffers a whole list or event.
  * The cost is linear in the bytes whatever the chunking: a light scan finds

@@ -1,5 +1,5 @@
 /* discovery: apiVersion + kind -> resource (plural, namespaced), from the
- * APIResourceList of /api/v1 or /apis/G/V (kube-api-contract.md 1.2-1.3).
+ * APIResourceList of /api/v1 or /apis/G/V (docs/api-contract.md section 2).
  *
  * Lists are fetched asynchronously through apiclient and cached per
  * group/version; entries whose name contains '/' (subresources) are skipped.

@@ -93,6 +93,10 @@ void kc_hostapi_leave(kctrld_ctx *previous) { current_ctx = previous; }
 /* The environment member m of ctx's env, or NULL. */
 #define ENV_OP(ctx, m) ((ctx) && (ctx)->env && (ctx)->env->ops && (ctx)->env->ops->m ? (ctx)->env->ops->m : NULL)
 #define ENV_UD(ctx) ((ctx)->env->ud)
+/* Names the type of an operation (__typeof__ of a member of a real object,
+ * not of a cast null pointer). */
+static const kc_host_env_ops op_types;
+#define ENV_OP_T(m) __typeof__(op_types.m)
 
 /* ---- small helpers ---- */
 
@@ -214,7 +218,7 @@ static int svc_settings_len(const kctrld_settings *s, const char *path, size_t *
 
 static int svc_cache_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
   if (!ref || !ref->name || !ref->api_version || !ref->kind || !out) return -EINVAL;
-  __typeof__(((kc_host_env_ops *)0)->cache_get) get = ENV_OP(ctx, cache_get);
+  ENV_OP_T(cache_get) get = ENV_OP(ctx, cache_get);
   if (!get) return -ENOSYS;
   kc_obj *o = NULL;
   int rc = get(ENV_UD(ctx), ref->api_version, ref->kind,
@@ -276,8 +280,8 @@ static int svc_cache_list(kctrld_ctx *ctx, const char *api_version, const char *
     }
   }
   if ((index && !value) || !api_version || !kind) return -EINVAL;
-  __typeof__(((kc_host_env_ops *)0)->cache_list) list = ENV_OP(ctx, cache_list);
-  __typeof__(((kc_host_env_ops *)0)->cache_by_index) by_index = ENV_OP(ctx, cache_by_index);
+  ENV_OP_T(cache_list) list = ENV_OP(ctx, cache_list);
+  ENV_OP_T(cache_by_index) by_index = ENV_OP(ctx, cache_by_index);
   if (!list || (index && !by_index)) return -ENOSYS;
   const kc_label_selector *sel = NULL;
   if (seltext && *seltext) {
@@ -484,7 +488,7 @@ static int object_path(kctrld_ctx *ctx, const char *api_version, const char *kin
     api_error(ctx, "apiVersion and kind are required");
     return -EINVAL;
   }
-  __typeof__(((kc_host_env_ops *)0)->resource) resource = ENV_OP(ctx, resource);
+  ENV_OP_T(resource) resource = ENV_OP(ctx, resource);
   if (!resource) return -ENOSYS;
   if (resource(ENV_UD(ctx), api_version, kind, &res) < 0) {
     api_error(ctx, "the API server does not serve %s %s", api_version, kind);
@@ -524,8 +528,8 @@ static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
                       const char *content_type, const char *body, size_t len, int flags,
                       const kctrld_object **out) {
   if (out) *out = NULL;
-  __typeof__(((kc_host_env_ops *)0)->request) request = ENV_OP(ctx, request);
-  __typeof__(((kc_host_env_ops *)0)->may_write) may_write = ENV_OP(ctx, may_write);
+  ENV_OP_T(request) request = ENV_OP(ctx, request);
+  ENV_OP_T(may_write) may_write = ENV_OP(ctx, may_write);
   if (!request) return -ENOSYS;
   if ((flags & REQ_WRITE) && (!may_write || !may_write(ENV_UD(ctx)))) {
     api_error(ctx, "not the leader: %s %s refused", method, path);
@@ -856,7 +860,7 @@ __attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
   }
-  __typeof__(((kc_host_env_ops *)0)->event) event = ENV_OP(ctx, event);
+  ENV_OP_T(event) event = ENV_OP(ctx, event);
   if (!event) return -ENOSYS;
   const kc_obj *o = O(regarding);
   if (!o->name.len) return -EINVAL;

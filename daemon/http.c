@@ -1,5 +1,5 @@
 /* http: see http.h. Integration of libcurl multi-socket with libuv follows
- * c-style-anchors.md section 4 step by step. */
+ * docs/api-contract.md 16.4 step by step. */
 #include "http.h"
 
 #include <curl/curl.h>

@@ -1,5 +1,5 @@
 /* http: asynchronous HTTP client on libcurl's multi-socket API, driven by a
- * libuv loop (docs: c-style-anchors.md section 4).
+ * libuv loop (docs/api-contract.md 16.4).
  *
  * Owns: one CURLM, one uv_timer_t for libcurl's timeout, one uv_poll_t per
  * socket libcurl asks us to watch (keyed by socket, so HTTP/2 streams sharing

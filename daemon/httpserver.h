@@ -3,7 +3,7 @@
  * daemon says it is ready), /debug/informers (JSON); anything else is 404,
  * methods other than GET and HEAD are 405.
  *
- * Threading (architecture.md section 1: the loop owns all daemon state):
+ * Threading (docs/api-contract.md 15.1: the loop owns all daemon state):
  * requests are served on libmicrohttpd's threads (one per connection, at most
  * 32), which never read daemon state. They read only what the loop
  * published under a mutex:

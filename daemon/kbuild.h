@@ -28,7 +28,7 @@
  * Paths use the syntax of kc_obj_get, e.g. "metadata.managedFields".
  *
  * Object type: LIST items of built-in types come without kind/apiVersion
- * (kube-api-contract.md 2.4) while WATCH objects have them. With `kind` and
+ * (docs/api-contract.md 3.5) while WATCH objects have them. With `kind` and
  * `api_version` set (both or neither; printable ASCII without '"' and '\',
  * at most KC_OBJ_MAX_TYPE bytes each), every object built gets them:
  *   - absent "kind" / "apiVersion" members are inserted at the start of the

@@ -1,5 +1,5 @@
 /* kubeconfig: finds the credentials the daemon talks to the API server with
- * (kube-api-contract.md section 10).
+ * (docs/api-contract.md section 14).
  *
  * Order (kc_kube_resolve): the --kubeconfig file (that file only, must
  * exist), else the KUBECONFIG path list (':'-separated, missing files

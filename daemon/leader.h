@@ -1,12 +1,12 @@
 /* leader: the client-go leader elector on a coordination.k8s.io/v1 Lease
- * (contract section 8).
+ * (docs/api-contract.md section 9).
  *
  * Owns the election state of one Lease: the last Lease object read or
  * written (its resourceVersion and metadata are what the next PUT sends),
  * the observed record and the local time it was observed, the acquire /
  * renew timers, the renew deadline and at most one request in flight.
  *
- * Semantics (client-go tryAcquireOrRenew, section 8.2): fast path PUT with
+ * Semantics (client-go tryAcquireOrRenew, docs/api-contract.md 9.2): fast path PUT with
  * the last known resourceVersion while we hold a valid record; on failure a
  * slow path GET then PUT with the fetched resourceVersion; 404 -> POST
  * create. Another holder's record expires when it has not changed for its
@@ -15,7 +15,7 @@
  * local clock. leaseTransitions / acquireTime are kept as client-go does.
  * Timestamps are written as MicroTime with exactly six fraction digits.
  *
- * Timing (section 8.3): acquire attempts every retryPeriod x (1 + rand x
+ * Timing (docs/api-contract.md 9.3): acquire attempts every retryPeriod x (1 + rand x
  * 1.2); while leading, a renewal every retryPeriod, failed ones retried
  * every retryPeriod. Leadership ends at `start of the last successful
  * attempt + renewDeadline` if nothing succeeded since. That instant is
@@ -120,7 +120,7 @@ bool kc_leader_is_leader(const kc_leader *le);
 const char *kc_leader_holder(const kc_leader *le);
 /* Our identity. Borrowed for the elector's lifetime. */
 const char *kc_leader_identity(const kc_leader *le);
-/* Health (section 8.3): false when leading and the last successful renewal
+/* Health (docs/api-contract.md 9.3): false when leading and the last successful renewal
  * started more than leaseDuration + tolerance_ms ago. */
 bool kc_leader_healthy(const kc_leader *le, uint64_t tolerance_ms);
 void kc_leader_get_stats(const kc_leader *le, kc_leader_stats *out);

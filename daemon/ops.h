@@ -5,7 +5,7 @@
  * daemon's objects, which it reads through a view the daemon fills on
  * request (so reloads that replace arrays need no re-registration).
  *
- * Metric names and labels (kube-api-contract.md 8.3 and 9.3):
+ * Metric names and labels (docs/api-contract.md 9.3 and 10.3):
  *  workqueue_{depth,adds_total,retries_total,unfinished_work_seconds,
  *    longest_running_processor_seconds}{name,controller},
  *  workqueue_{queue,work}_duration_seconds histograms (1e-8 .. 1e3 s),

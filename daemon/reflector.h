@@ -2,7 +2,7 @@
  * sync with the API server: paginated LIST, then WATCH from the list's
  * resourceVersion with bookmarks; resume from the last seen resourceVersion
  * after a clean end or an idle stream; relist on 410 (HTTP or ERROR event);
- * exponential backoff with jitter on errors (kube-api-contract.md 3.7 is
+ * exponential backoff with jitter on errors (docs/api-contract.md 4.8 is
  * the behaviour mirrored).
  *
  * Backoff: a Retry-After is the next wait (bounded by backoff_max_ms) and
@@ -98,7 +98,7 @@ typedef struct kc_reflector_spec {
                                  KC_REFLECTOR_NO_IDLE_TIMEOUT: never */
   uint64_t backoff_initial_ms;/* 0: 800 ms (client-go) */
   uint64_t backoff_max_ms;    /* 0: 30 s */
-  /* Streaming list (WATCH with sendInitialEvents, contract 3.5) instead of
+  /* Streaming list (WATCH with sendInitialEvents, docs/api-contract.md 4.7) instead of
    * LIST: OFF (default), AUTO (use it, fall back to LIST+WATCH for good when
    * the server rejects it or never ends the initial events), ON (require it). */
   enum { KC_REFLECTOR_STREAM_OFF = 0, KC_REFLECTOR_STREAM_AUTO, KC_REFLECTOR_STREAM_ON } streaming;

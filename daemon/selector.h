@@ -2,7 +2,7 @@
  *
  * Owns parsing, validation, matching and canonical rendering of the
  * `labelSelector=` and `fieldSelector=` query strings
- * (kube-api-contract.md section 4). The grammar, the matching semantics and
+ * (docs/api-contract.md section 5). The grammar, the matching semantics and
  * the error texts follow k8s.io/apimachinery (labels.Parse,
  * fields.ParseSelector) as released in Kubernetes 1.2x/1.3x, so a message we
  * print for a bad config is the one kube-apiserver would answer with.

@@ -1,5 +1,5 @@
 /* workers: one controller's pool of reconcile threads and the hand-off
- * between them and the loop (architecture.md section 1).
+ * between them and the loop (docs/api-contract.md 15.1).
  *
  * Owns: N pthreads, one uv_async through which results come back, and the
  * timers that report slow reconciles and bound a graceful stop. The loop
@@ -96,7 +96,7 @@ int kc_workers_dispatch(kc_workers *pool, const char *key);
 size_t kc_workers_pump(kc_workers *pool, kc_workqueue *wq);
 
 /* Applies a result to the key's queue state, then Done (controller loop of
- * kube-api-contract.md 9.2): error or requeue -> AddRateLimited; requeue
+ * docs/api-contract.md 10.2): error or requeue -> AddRateLimited; requeue
  * after N ms -> Forget + AddAfter; done -> Forget. Returns Done's result. */
 int kc_workers_settle(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);
 

@@ -1,5 +1,5 @@
 /* workqueue: one controller's queue of keys, with client-go's semantics
- * (kube-api-contract.md section 9): a key is queued at most once, a key that
+ * (docs/api-contract.md section 10): a key is queued at most once, a key that
  * is added while it is being processed is handed out again only after Done
  * (never twice at once), delayed adds wait in a min-heap of ready times
  * (keeping the earlier time), rate-limited adds use kc_ratelimit, and
@@ -48,7 +48,7 @@ typedef struct kc_wq_histogram {
 uint64_t kc_wq_histogram_bound_ns(unsigned i);
 void kc_wq_histogram_observe(kc_wq_histogram *h, uint64_t ns);
 
-/* Prometheus workqueue_* metrics (see section 9.3), kept in the queue.
+/* Prometheus workqueue_* metrics (docs/api-contract.md 10.3), kept in the queue.
  * Render: workqueue_depth = depth, workqueue_adds_total = adds_total,
  * workqueue_retries_total = retries_total, the two histograms in seconds. */
 typedef struct kc_wq_metrics {

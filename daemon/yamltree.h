@@ -1,7 +1,7 @@
 /* yamltree: a YAML file loaded into an immutable tree of our own nodes that
  * remember where they came from (file, line, column), plus typed getters whose
- * errors read `file:line:col: message` (h2o's yoml_t idea, c-style-anchors.md
- * convention 10).
+ * errors read `file:line:col: message` (h2o's yoml_t idea, docs/api-contract.md
+ * 16.6).
  *
  * Loading uses libyaml's document API only (yaml_parser_load). Rules:
  *   - One document per file. An empty file (or one holding only comments)

@@ -1,5 +1,5 @@
 /* select: label and field selector parsing and matching, written from the
- * grammar in kube-api-contract.md section 4 (independent of daemon/).
+ * grammar in docs/api-contract.md section 5 (independent of daemon/).
  *
  * Threads: any; parsed selectors are read-only after parsing.
  * Errors: parse functions return 0, or -EINVAL with *err (malloc'd) holding

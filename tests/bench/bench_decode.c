@@ -144,7 +144,7 @@ static size_t cut_member(splice *s, const char *key, kc_str v) {
 
 /* Appends template i % ntpl with a unique name and uid and a varying label.
  * list_item: without kind and apiVersion, as a LIST of a built-in type
- * sends its items (kube-api-contract.md 2.4). */
+ * sends its items (docs/api-contract.md 3.5). */
 static size_t put_item(buf *b, size_t i, bool list_item) {
   const kc_obj *o = tpl[i % ntpl];
   splice s[5];

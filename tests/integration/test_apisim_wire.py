@@ -1,5 +1,5 @@
 """kube-apisim wire-level fidelity: raw HTTP against the exact shapes of
-kube-api-contract.md (status codes, Status reasons, watch framing)."""
+docs/api-contract.md (section 6: status codes and Status reasons; 4.2: watch framing)."""
 import base64
 import json
 import os

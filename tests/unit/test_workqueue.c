@@ -1,5 +1,5 @@
-/* Unit tests for daemon/workqueue: every rule of kube-api-contract.md
- * section 9, with a fake clock. */
+/* Unit tests for daemon/workqueue: every rule of docs/api-contract.md
+ * section 10, with a fake clock. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
