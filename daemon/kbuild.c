@@ -307,6 +307,7 @@ const char *kc_transform_drop_problem(const char *path) {
   kc_path_seg sg[MAX_SEGS];
   int n = kc_path_parse(path, sg, MAX_SEGS, true);
   if (n < 0) return "more than 16 segments";
+  if (n == 0) return "empty path"; /* kc_path_problem refuses it first */
   for (int i = 0; i < n; i++)
     if (sg[i].type == KC_PATH_INDEX) return "[N] (one element) cannot be dropped: use []";
   if (sg[n - 1].type == KC_PATH_EACH) return "a drop path cannot end with []";
