@@ -40,30 +40,6 @@ typedef struct pu_buf {
 #define PU_CAST(T, x) static_cast<T>(x)
 #else
 #define PU_CAST(T, x) (x)
-/* The plugin table and its entry point, for the plugins that need nothing
- * else from kctrld_plugin_entry: host_var is the plugin's
- * `static const struct kctrld_host_api *` that the entry point sets; fini_
- * may be NULL. Use once, at file scope, after the three functions. The
- * entry point refuses a host of another ABI major (returns NULL). */
-#define KCTRLD_PLUGIN_DEFINE(host_var, name_, version_, init_, reconcile_, fini_)           \
-  KCTRLD_EXPORT const struct kctrld_plugin *kctrld_plugin_entry(                           \
-      const struct kctrld_host_api *host) {                                                \
-    static struct kctrld_plugin table_;                                                    \
-    if (!host || host->abi_major != KCTRLD_ABI_MAJOR) return NULL;                         \
-    host_var = host;                                                                       \
-    table_.abi_major = KCTRLD_ABI_MAJOR;                                                   \
-    table_.abi_minor = KCTRLD_ABI_MINOR;                                                   \
-    table_.struct_size = sizeof(struct kctrld_plugin);                                     \
-    table_.build_signature = KCTRLD_BUILD_SIGNATURE;                                       \
-    table_.name = (name_);                                                                 \
-    table_.version = (version_);                                                           \
-    table_.init = (init_);                                                                 \
-    table_.reconcile = (reconcile_);                                                       \
-    table_.fini = (fini_);                                                                 \
-    return &table_;                                                                        \
-  }                                                                                        \
-  extern int kctrld_plugin_define_used_once_ /* swallows the caller's semicolon */
-
 #endif
 
 #ifdef __cplusplus

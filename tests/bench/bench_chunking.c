@@ -45,6 +45,16 @@ static int on_event(void *ud, const kc_watch_event *ev) {
 
 static uint64_t rng = 88172645463325252ull;
 
+/* The next piece: `chunk` bytes (0: random 1-64), at most `left`. */
+static size_t next_piece(size_t chunk, size_t left) {
+  size_t n = chunk;
+  if (!n) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    n = 1 + rng % 64;
+  }
+  return n < left ? n : left;
+}
+
 /* Seconds to decode `text` fed in `chunk`-byte pieces (0: random 1-64). */
 static double decode_once(const char *text, size_t len, size_t chunk) {
   static const kc_decoder_callbacks cbs = {.event = on_event};
@@ -53,12 +63,7 @@ static double decode_once(const char *text, size_t len, size_t chunk) {
   if (!d) exit(1);
   double t0 = now();
   for (size_t off = 0; off < len;) {
-    size_t n = chunk;
-    if (!n) {
-      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-      n = 1 + rng % 64;
-    }
-    if (n > len - off) n = len - off;
+    size_t n = next_piece(chunk, len - off);
     if (kc_decoder_feed(d, text + off, n) != 0) {
       fprintf(stderr, "bench_chunking: %s\n", kc_decoder_error(d));
       exit(1);
@@ -89,12 +94,7 @@ static double stream_feed_once(uv_loop_t *loop, kc_decode_pool *p, const char *t
   if (!s) exit(1);
   double t0 = now();
   for (size_t off = 0; off < len;) {
-    size_t n = chunk;
-    if (!n) {
-      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-      n = 1 + rng % 64;
-    }
-    if (n > len - off) n = len - off;
+    size_t n = next_piece(chunk, len - off);
     int rc = kc_dstream_feed(s, text + off, n);
     if (rc == KC_DSTREAM_FULL) {
       uv_run(loop, UV_RUN_ONCE);
