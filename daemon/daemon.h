@@ -1,6 +1,7 @@
 /* daemon: the running kctrld process: config, credentials, API client,
- * discovery, shared informers, controllers, signals; later leader election,
- * metrics and reload.
+ * discovery, the decode pool, shared informers, controllers, the plugin host
+ * environment, leader election, metrics and health (ops.h), signals and
+ * SIGHUP reload.
  *
  * A controller whose plugin fails to load or to init costs only that
  * controller: see kc_daemon_options.fail_fast.
