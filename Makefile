@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # kctrld: plain GNU Makefile. Sources are discovered by directory so that a new
 # component is one new .c/.h pair and no Makefile edit:
 #   daemon/*.c (minus main.c)  -> $(B)/libkctrld.a, linked into kctrld and tests

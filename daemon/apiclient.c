@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apiclient: see apiclient.h. */
 #include "apiclient.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apiclient: the Kubernetes request layer on top of http.c.
  *
  * Owns the connection config (server URL, TLS material, bearer token or token

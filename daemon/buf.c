@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* buf: see buf.h. */
 #include "buf.h"
 

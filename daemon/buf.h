@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* buf: the daemon's one growable text buffer and its writers (JSON string,
  * URL component, printf).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config: the kctrld configuration file, parsed from a yamltree into plain C
  * structs and validated completely (schema in docs/config.md,
  * docs/api-contract.md 15.3; user-facing key names are fixed).

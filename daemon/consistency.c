@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* consistency: see consistency.h. States:
  *
  *   IDLE --period--> LIST (pages) --complete--> WAIT (reflector RV >= list RV)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* consistency: the periodic check that one reflector's cache (a store)
  * still equals what the API server holds for the same scope, and its
  * repair.

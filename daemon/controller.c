@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* controller: see controller.h. */
 #include "controller.h"
 

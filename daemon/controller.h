@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* controller: turns informer events into keys and keys into reconcile calls.
  *
  * Owns one workqueue (dedup, backoff, token bucket, delay heap), its timer,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon: see daemon.h.
  *
  * Start-up is level-triggered on one 1 s tick: every tick resolves kinds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon: the running kctrld process: config, credentials, API client,
  * discovery, the decode pool, shared informers, controllers, the plugin host
  * environment, leader election, metrics and health (ops.h), signals and

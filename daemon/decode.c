@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* decode: see decode.h. The yajl callbacks below handle the envelope (the
  * list object, the watch event object); everything inside one Kubernetes
  * object goes straight to the kobj builder. */

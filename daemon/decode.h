@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* decode: streaming decoder for Kubernetes LIST and WATCH response bodies.
  *
  * One yajl handle per HTTP response (docs/api-contract.md 16.5).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* decodepool: see decodepool.h.
  *
  * Hand-offs (each under a mutex, which is also the memory edge):

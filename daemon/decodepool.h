@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* decodepool: decodes LIST and WATCH response bodies off the loop thread.
  *
  * The loop only routes bytes: a reflector hands each body chunk to its

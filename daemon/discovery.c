@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* discovery: see discovery.h. */
 #include "discovery.h"
 

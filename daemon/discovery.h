@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* discovery: apiVersion + kind -> resource (plural, namespaced), from the
  * APIResourceList of /api/v1 or /apis/G/V (docs/api-contract.md section 2).
  *

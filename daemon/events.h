@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* events: the Event recorder behind the plugin host function `event`.
  *
  * Owns: a bounded queue of copied event records (worker threads -> loop), the

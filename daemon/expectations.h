@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* expectations: kube-controller-manager's ControllerExpectations for one
  * controller: how many creations and deletions of owned objects a key still
  * waits to see in the cache before it may act on the cache again.

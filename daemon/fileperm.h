@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fileperm: the one permission check for files the daemon trusts (plugins,
  * the config file, kubeconfig files and the credentials they name).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hash: the 64-bit finalizer (MurmurHash3's fmix64) shared by the hash
  * tables of store.c and the Event correlator's keys in events.c.
  * Header-only, pure: any thread. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostapi: see hostapi.h. */
 #include "hostapi.h"
 

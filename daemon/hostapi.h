@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostapi: the host functions of kctrld/plugin.h (struct kctrld_host_api),
  * every one of them, implemented on the calling instance's host environment
  * (hostenv.h) and on nothing else.

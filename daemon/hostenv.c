@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostenv: see hostenv.h. */
 #include "hostenv.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostenv: the host environment of one plugin instance, i.e. everything the
  * host functions of kctrld/plugin.h reach outside the plugin: the cache
  * (informers view), the API client, the write fence (leadership), the Event

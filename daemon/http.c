@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http: see http.h. Integration of libcurl multi-socket with libuv follows
  * docs/api-contract.md 16.4 step by step. */
 #include "http.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http: asynchronous HTTP client on libcurl's multi-socket API, driven by a
  * libuv loop (docs/api-contract.md 16.4).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* httpserver: the operator's HTTP endpoint on libmicrohttpd: /metrics
  * (Prometheus text 0.0.4), /healthz (the loop is alive), /readyz (the
  * daemon says it is ready), /debug/informers (JSON); anything else is 404,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* informer: a shared, indexed cache of one watched scope, fed by reflectors,
  * with handler fan-out.
  *

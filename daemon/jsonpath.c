@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsonpath: see jsonpath.h. Two parts: the path grammar and the scanner. */
 #include "jsonpath.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsonpath: the daemon's one path grammar and the allocation-free JSON
  * scanner that follows such paths through a JSON text.
  *

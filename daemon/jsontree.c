@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsontree: see jsontree.h. */
 #include "jsontree.h"
 

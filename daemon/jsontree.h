@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsontree: yajl_tree_parse behind a nesting limit, for the places that read
  * a whole server document as a yajl tree (discovery's APIResourceList,
  * apiclient's Status bodies).

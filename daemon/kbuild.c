@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kbuild: see kbuild.h. The event-driven builder (one malloc per finished
  * object), its raw mode for the streaming decoder, and field capture. */
 #include "kbuild.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kbuild: builds kc_obj objects (kobj.h) from the JSON events of one object,
  * with the informer's transform (drop paths, metadata-only, the object type
  * to stamp) and field capture applied on the way.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kname: see kname.h. The predicates follow k8s.io/apimachinery's
  * pkg/util/validation regexes byte by byte; the messages are its texts. */
 #include "kname.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kname: the Kubernetes name rules the daemon checks, in one place.
  *
  * Owns the predicates (and apimachinery's error texts) for:

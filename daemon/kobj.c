@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kobj: see kobj.h. Reference counting, the accessors and the path
  * lookups over an object's text (the scanner itself is jsonpath.c). */
 #include "kobj.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kobj: one cached Kubernetes object, immutable once built, reference counted.
  *
  * Representation (docs/design.md "Objects"): one allocation holding a small

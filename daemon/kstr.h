@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kstr: kc_str, a borrowed byte slice (pointer and length, not
  * NUL-terminated), the currency of the object and JSON path code.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kubeconfig: see kubeconfig.h. */
 #include "kubeconfig.h"
 

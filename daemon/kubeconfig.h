@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kubeconfig: finds the credentials the daemon talks to the API server with
  * (docs/api-contract.md section 14).
  *

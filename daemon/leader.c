@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leader: see leader.h.
  *
  * One attempt (tryAcquireOrRenew) is a small state machine over at most

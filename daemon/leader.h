@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leader: the client-go leader elector on a coordination.k8s.io/v1 Lease
  * (docs/api-contract.md section 9).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log: one line per event on stderr, journald-friendly.
  *
  * Format: "<N>LEVEL component: message key=value ..." where <N> is the

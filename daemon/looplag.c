@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* looplag: see looplag.h. */
 #include "looplag.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* looplag: measures how late the event loop runs its timers.
  *
  * A probe timer fires every period (100 ms); each time, the time past its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main: command line of kctrld. Main (loop) thread only.
  *
  *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]

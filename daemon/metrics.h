@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics: a Prometheus registry and its text exposition (format 0.0.4).
  *
  * Owns: metric families (name, help, type, label names, histogram bounds)

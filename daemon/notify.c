@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* notify: see notify.h. */
 #include "notify.h"
 

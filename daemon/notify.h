@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* notify: the systemd service manager protocol (sd_notify(3)) on libsystemd.
  *
  * Owns the watchdog timer and the last STATUS= text. Messages:

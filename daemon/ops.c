@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ops: see ops.h. */
 #include "ops.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ops: what an operator sees of the running daemon: the Prometheus metrics
  * of controllers, workqueues, informers/reflectors and leader election; the
  * /debug/informers document; readiness; the systemd notifications. It ties

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plugin_host: see plugin_host.h. */
 #include "plugin_host.h"
 

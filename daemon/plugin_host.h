@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plugin_host: loads plugin .so files, checks their ABI, and runs the
  * lifecycle of plugin instances (init, reconcile, fini) with a ctx on the
  * instance's host environment.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ratelimit: see ratelimit.h. */
 #include "ratelimit.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ratelimit: the workqueue's rate limiters, as pure logic over an injected
  * clock (client-go's default controller rate limiter).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflector: see reflector.h. State machine:
  *
  *   LIST (pages) --complete--> WATCH --clean end / idle--> WATCH (same RV)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflector: keeps one watched scope (resource + namespace + selectors) in
  * sync with the API server: paginated LIST, then WATCH from the list's
  * resourceVersion with bookmarks; resume from the last seen resourceVersion

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* selector: label and field selector strings. See selector.h. */
 #include "selector.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* selector: Kubernetes label and field selector strings.
  *
  * Owns parsing, validation, matching and canonical rendering of the

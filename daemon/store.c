@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store: indexed object cache of one informer. See store.h.
  *
  * Layout:

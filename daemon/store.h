@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store: the indexed in-memory cache of one informer.
  *
  * Owns the map "namespace/name" -> kc_obj and its indexes:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workers: see workers.h.
  *
  * Two halves: `struct core` is shared with the threads and guarded by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workers: one controller's pool of reconcile threads and the hand-off
  * between them and the loop (docs/api-contract.md 15.1).
  *

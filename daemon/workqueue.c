@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workqueue: see workqueue.h. */
 #include "workqueue.h"
 

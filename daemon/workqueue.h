@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workqueue: one controller's queue of keys, with client-go's semantics
  * (docs/api-contract.md section 10): a key is queued at most once, a key that
  * is added while it is being processed is handed out again only after Done

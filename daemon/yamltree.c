@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* yamltree: see yamltree.h. */
 #include "yamltree.h"
 

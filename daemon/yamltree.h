@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* yamltree: a YAML file loaded into an immutable tree of our own nodes that
  * remember where they came from (file, line, column), plus typed getters whose
  * errors read `file:line:col: message` (h2o's yoml_t idea, docs/api-contract.md

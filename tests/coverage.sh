@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make coverage`: builds the tree with --coverage -O0 into build-cov/
 # (`make SAN=coverage`), resets the counters, runs the unit and integration
 # tests of that build (tests/run-tests --build build-cov) and prints per-file

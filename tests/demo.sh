@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make demo`: starts kube-apisim seeded with the PodSet CRD and sample
 # objects, starts kctrld with config/demo.yaml (podset, reloader and ttl
 # plugins), then walks through a short scenario and shows what is reconciled.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make valgrind`: memcheck pass over the normal build (slow: about 6 minutes,
 # so tests/run-tests does not pick it up; run it by hand or from `make valgrind`).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kctrld/plugin.h: the public plugin ABI of kctrld (installed with kctrld/plugin_util.h, the header-only helpers).
  *
  * A plugin is a shared object that exports exactly one symbol,

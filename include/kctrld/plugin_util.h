@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kctrld/plugin_util.h: the plugin SDK, header only, for C (C11) and C++
  * (C++17); installed next to kctrld/plugin.h and found through the
  * kctrld-plugin pkg-config file. Static inline functions, libc only (it

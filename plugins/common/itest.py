@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers for the example plugins' integration tests
 (plugins/NAME/tests/test_NAME.py): start build/kctrld with a config against
 a running kube-apisim (tests/integration/taplib.py), and small cluster

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* podset: the classic example controller. A PodSet (demo.kctrld.io/v1,
  * config/podset-crd.yaml) keeps exactly spec.replicas Pods built from
  * spec.template, labelled `podset: <name>` and controlled by the PodSet

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reloader: rolls apps/v1 Deployments annotated kctrld.io/reload: "true"
  * when a ConfigMap or Secret their pod template references changes, by
  * setting spec.template.metadata.annotations["kctrld.io/config-hash"] to a

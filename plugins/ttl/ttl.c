@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ttl: deletes objects whose annotation kctrld.io/ttl (a Go duration such as
  * 90s, 10m, 2h, 1h30m) has passed since metadata.creationTimestamp. See
  * README.md.

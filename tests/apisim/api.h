@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api: the Kubernetes REST semantics on top of the store: routing of
  * /api and /apis paths, discovery, get/list/watch (resourceVersion rules,
  * pagination with continue tokens, selectors), create/update/patch/delete

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_int: definitions shared by the read side (api.c) and the write side
  * (write.c) of the REST handlers. Same rules as api.h. */
 #ifndef APISIM_API_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control: the /_apisim/ test-control endpoint (documented in
  * docs/apisim.md): history compaction, dropping watches, injected faults
  * and latency, request counters and log, runtime configuration, load

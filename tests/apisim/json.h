@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* json: the simulator's own JSON DOM (parsed with yajl_parse callbacks,
  * written by hand with Go-compatible escaping).
  *

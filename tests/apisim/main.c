@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kube-apisim: a Kubernetes API server simulator for kctrld's tests, demo
  * and benchmarks. See docs/apisim.md for the command line and the
  * /_apisim/ control endpoint. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* patch: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and the common
  * cases of strategic merge patch, applied to a DOM in place.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* seed: loading seed files (JSON object, List, multi-document YAML, or a
  * directory of them), --generate load objects shaped like the shared
  * fixtures, and the kubeconfig written by --kubeconfig-out.

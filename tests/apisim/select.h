@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* select: label and field selector parsing and matching, written from the
  * grammar in docs/api-contract.md section 5 (independent of daemon/).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server: the HTTP front end on libmicrohttpd (thread per connection):
  * request bodies (3 MiB limit), authentication (bearer token, TLS client
  * certificates), fault injection and latency hooks, counters, and the

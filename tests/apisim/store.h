@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store: objects, collections (ordered by storage key), the global
  * resourceVersion counter and the watch-event history ring.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* types: the registry of served resource types (built-ins plus the
  * versions of every CustomResourceDefinition) and the discovery documents
  * built from it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util: growable byte buffers, checked allocation, logging, time, ids and
  * base64 for kube-apisim (the test API server simulator).
  *

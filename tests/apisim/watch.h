@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* watch: list/watch filters (namespace + label + field selectors) and the
  * watch stream: initial events, history replay from a resourceVersion,
  * selector transitions, bookmarks, timeouts, 410 ERROR events and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Write side of the REST handlers: create, update, patch, delete. */
 #include "api_int.h"
 

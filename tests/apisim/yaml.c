@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* YAML to DOM via libyaml (seeds, application/yaml bodies, apply patches).
  * Plain scalars are typed as YAML 1.1 core-ish (null, bools, ints,
  * floats); quoted scalars are always strings. */

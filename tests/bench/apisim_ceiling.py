@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Measures kube-apisim's own ceiling, so benchmark results of the daemon are
 never the simulator's limits. Prints a table.
 

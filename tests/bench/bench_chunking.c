@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_chunking: decode cost per MB of one large object as a function of
  * how the bytes arrive (issue 9: no chunking may change the cost). A
  * ConfigMap-like object with one long annotation (256 KiB, 1.5 MiB, 3 MiB)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Controller benchmark: build/kctrld against build/kube-apisim with the tiny
 plugins in tests/bench/plugins/ (built here into a private temp dir, mode
 0755, like out-of-tree plugins). Prints one table per part:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_decode: LIST/WATCH decode cost against yajl alone, and memory per
  * cached object against its JSON size (issue 4 targets: decode within 1.5x
  * of yajl parsing the same bytes; memory per object at most 1.5x its JSON).

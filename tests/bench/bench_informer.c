@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_informer: the observing path end to end (http -> decode -> store ->
  * informer handlers) against a local HTTP server that replays a generated
  * list body and watch stream, so that the numbers measure kctrld and not a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark for daemon/store.c: label-selector list latency at 10k and 100k
  * objects (a selective selector should cost the same at both sizes), the
  * same query done as a full scan (what an informer without a label index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_workqueue: adds/s with deduplication, and memory of 10k keys under
  * 1M adds (must stay flat: bounded by keys, not by events).
  *

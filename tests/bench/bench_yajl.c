@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_yajl: yajl alone (no callbacks, one buffer, like json_verify) over
  * a file, as the baseline of issue 4's "decode+store within 1.5x of yajl
  * alone". Run it under callgrind next to bench_informer for repeatable

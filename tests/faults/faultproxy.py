@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A fault-injecting HTTP/1.1 proxy between kctrld and kube-apisim.
 
 It does what kube-apisim's own fault controls (tests/apisim/control.c: Status

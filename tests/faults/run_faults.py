@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The fault campaign (issue 10, "keep proving it"): kctrld under churn, one
 fault per case, then a key-by-key comparison of the daemon's cache with a
 fresh LIST.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Bounded soak (`make soak`): kctrld with the recorder plugin on 5000
 ConfigMaps under steady churn, with a random fault every few seconds from
 tests/faults/faultproxy.py and the simulator's controls (the campaign's

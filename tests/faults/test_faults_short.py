@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The short fault campaign run by `make test` (tests/run-tests): the quick
 cases of tests/faults/run_faults.py on 500 ConfigMaps (against build-asan,
 only the cases that feed the daemon's parsers and connection handling odd

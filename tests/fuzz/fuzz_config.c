@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for daemon/config.c: parse arbitrary bytes as a kctrld
  * config; when it is valid, diff it against itself (must be empty) and
  * against a fixed valid config, and render the summary. */

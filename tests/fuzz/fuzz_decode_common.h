@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_decode_common: the harness shared by the decoder fuzz targets
  * (fuzz_decode_list.c, fuzz_decode_watch.c). Header-only with static
  * functions: the fuzz rule builds each target from its one .c file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the LIST decoder, through the shared harness
  * (fuzz_decode_common.h): both runs must agree on the outcome and on every
  * item and the list metadata. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for daemon/discovery.c's APIResourceList parser
  * (kc_discovery_parse) and the jsontree.h pre-scan under it. Input = the
  * body. Besides crashes it checks the pre-scan against yajl: with a small

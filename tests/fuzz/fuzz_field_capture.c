@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: field capture (kobj builder, decode.c) against the
  * store's scan of the stored text (store.c fv_extract). The input's first
  * byte picks a drop transform and a split point; the rest is a LIST body

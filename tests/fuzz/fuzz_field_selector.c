@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: field selector parser and canonical rendering.
  * Properties: never crashes; the canonical string parses again to the same
  * terms and renders identically. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for buf.c's writers: whatever bytes go in,
  *   - kc_buf_json's output is one JSON string that yajl (validating UTF-8)
  *     parses back to the input with every byte that does not start a valid

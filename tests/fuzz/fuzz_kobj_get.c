@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: path lookups. Input = "path\n" + JSON text. The path is
  * looked up on the raw (unvalidated) text with kc_json_get, and, when the
  * text is an object, on the built object with kc_obj_get/kc_obj_get_each;

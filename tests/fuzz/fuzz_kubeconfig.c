@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for daemon/kubeconfig.c: parse arbitrary bytes as a
  * kubeconfig (YAML walking, merge tables, base64 data fields, path joins and
  * every positioned error), with and without an explicit context. */

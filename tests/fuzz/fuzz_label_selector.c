@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: label selector parser, canonical rendering and matcher.
  * Properties: never crashes; a parsed selector renders to a string that
  * parses again to the same canonical string and matches the same labels. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the Lease reading of daemon/leader.c
  * (kc_leader_parse_lease: the parse every answer goes through, then the
  * election record from spec). Input = the body. */

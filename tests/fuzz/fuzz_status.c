@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for Status parsing: apiclient.c's kc_api_status_parse
  * (a Status body or whatever else a non-2xx answer carries, plus the
  * Retry-After header) and decode.c's kc_decode_status (a watch ERROR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for daemon/yamltree.c: load arbitrary bytes, then walk the
  * tree and run every typed getter on every node, so the getters' parsing and
  * error formatting are fuzzed along with the loader. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tiny TAP test harness shared by the integration tests.
 
 Each test module defines functions named test_*; run_tests() calls them in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kube-apisim against real third-party clients: python3-kubernetes (Debian
 package) and, when installed, kubectl."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kube-apisim over TLS: server certificate, bearer token, client certificates."""
 import http.client
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kube-apisim wire-level fidelity: raw HTTP against the exact shapes of
 docs/api-contract.md (section 6: status codes and Status reasons; 4.2: watch framing)."""
 import base64

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """kctrld over HTTP/2, as it talks to a real kube-apiserver (which offers h2
 over TLS via ALPN). kube-apisim speaks HTTP/1.1 only, so nghttpx (Debian
 package nghttp2-proxy) terminates TLS + HTTP/2 in front of it and logs, per

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Leader election end to end: two real kctrld processes against kube-apisim.
 
 Timings: leaseDuration 3s, renewDeadline 2s, retryPeriod 500ms. The Lease

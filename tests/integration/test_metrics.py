@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Scrapes a running kctrld (against kube-apisim) over HTTP: /metrics is parsed
 line by line with a strict Prometheus text-format (0.0.4) parser written here,
 the required metric names and labels must be present with sane values,

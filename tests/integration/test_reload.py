@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Live reload (SIGHUP) of build/kctrld against kube-apisim, one kind of change
 per step, observed through /debug/informers and the plugins' effects:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Two kctrld replicas with leader election against kube-apisim: exactly one
 reconciles.
 

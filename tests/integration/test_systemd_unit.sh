@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Renders systemd/kctrld.service.in with a real prefix (a temp dir holding the
 # built kctrld) and checks it with `systemd-analyze verify`: any message at
 # all (unknown key, bad value, missing executable) fails the test. Also checks

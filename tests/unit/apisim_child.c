@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apisim_child: see apisim_child.h. */
 #include "apisim_child.h"
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apisim_child: test helper that runs the build's own kube-apisim as a child
  * process (seeded with the demo PodSet CRD and objects) and talks to it with
  * libcurl. Used by the test_errors_* tests that drive a whole daemon; its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fakeapi: see fakeapi.h. */
 #include "fakeapi.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fakeapi: an in-memory Kubernetes API server for the unit tests of the
  * informer and the controller (tests/unit/test_informer.c,
  * test_controller.c), on mini_server.h.

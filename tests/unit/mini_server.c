@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mini_server: see mini_server.h. */
 #include "mini_server.h"
 

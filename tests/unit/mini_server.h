@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mini_server: a tiny HTTP(S) server for unit tests, on libmicrohttpd, bound
  * to 127.0.0.1 on an ephemeral port. One thread per connection, so replies
  * can be streamed slowly (chunks with delays, silent hangs).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper (header-only, static): builds realistic Pods for store tests
  * from the shared Pod fixtures, overriding identity, labels, owner
  * references and spec.nodeName. The rest of each Pod (containers, volumes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for daemon/apiclient.c: headers, Status parsing and classification,
  * token re-read on 401, synchronous worker requests, TLS with a CA generated
  * by openssl at test time. */

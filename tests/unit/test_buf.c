@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/buf: growth and NUL termination, the sticky error
  * (size limit, fixed memory), printf, and the JSON string and URL writers
  * (every JSON string read back with yajl). */

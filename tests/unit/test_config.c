@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/config.c: schema, defaults, every validation error
  * with its exact `file:line:col: message`, lease timing rules, informer
  * deduplication and binding, and the reload diff. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/decode.c: LIST and WATCH bodies from the shared real
  * fixtures, replayed with every split, plus malformed input and limits. */
 #include <errno.h>

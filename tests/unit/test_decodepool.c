@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/decodepool.c: bodies decoded on pool threads come
  * back to the loop thread complete and in stream order; the byte budget
  * refuses chunks (the caller pauses) and resumes after draining; errors

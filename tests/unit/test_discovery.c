@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for daemon/discovery.c against mini_server. */
 #include <errno.h>
 #include <setjmp.h>

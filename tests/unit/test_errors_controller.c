@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error paths of controllers (daemon/controller.c, workers.c, hostapi.c)
  * with a misbehaving plugin, tests/unit/plugins/faulty.c, run by a real
  * daemon (kc_daemon_run in-process) against kube-apisim:

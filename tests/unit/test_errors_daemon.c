@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error paths of the whole daemon (daemon/daemon.c and what it drives),
  * run in-process with kc_daemon_run so that ASan and valgrind see every
  * allocation of the failure and recovery paths:

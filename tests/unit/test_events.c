@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/events: the correlator with an injected clock
  * (spam filter: a burst of 25, then one per 5 minutes; aggregation at the
  * 10th distinct message of one reason within 10 minutes, as client-go;

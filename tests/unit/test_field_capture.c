@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for field capture (kobj.h "Field capture") and its use by the
  * store: values captured while an object is built must be exactly the
  * values kc_obj_get_each finds in the built object's text, in every build

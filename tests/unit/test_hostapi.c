@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/hostapi on fake host environments (hostenv.h):
  * settings over a YAML tree, object accessors on real fixtures, cache
  * get/list through an env holding real stores (namespace, selector, field

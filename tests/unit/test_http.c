@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for daemon/http.c against tests/unit/mini_server.c. */
 #include <errno.h>
 #include <setjmp.h>

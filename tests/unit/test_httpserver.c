@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/httpserver: a real libuv loop on its own thread, a
  * real libmicrohttpd server on 127.0.0.1, scraped with libcurl easy. Covers
  * the endpoints, 404/405, readiness, the bind address rules, and a stalled

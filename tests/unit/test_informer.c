@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Specification of daemon/informer.{c,h}: a real kc_informer (reflectors,
  * stores) on a uv loop, fed LIST/WATCH by the in-memory API server of
  * tests/unit/fakeapi.h. What it pins down:

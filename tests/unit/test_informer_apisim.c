@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration tests of the observing path (kc_informer -> kc_reflector ->
  * kc_api -> http) against the simulator, build/kube-apisim (docs/apisim.md).
  * The simulator binary is $KC_APISIM, else build/kube-apisim, else the one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/jsonpath's path grammar: kc_path_parse's segments,
  * kc_path_problem's reasons (config.c shows them), and the lookups on a
  * bare JSON text (kc_json_get_each); the scanner itself is exercised

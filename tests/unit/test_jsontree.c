@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for daemon/jsontree.c: the nesting pre-scan (limit, strings,
  * escapes, NUL, comments) and the parse behind it. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/kname: each Kubernetes name rule at its edges
  * (lengths, first/last characters, dots, prefixes) and apimachinery's
  * error texts for label keys and values. */

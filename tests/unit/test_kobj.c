@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/kobj.c against the shared real fixtures. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for daemon/kubeconfig.c: merge order, relative paths, data fields,
  * errors with positions, in-cluster, resolution order. */
 #include <errno.h>

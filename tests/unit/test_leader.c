@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for daemon/leader.c against a small Lease emulation served by
  * mini_server: GET/POST/PUT of one Lease with resourceVersion conflicts,
  * 422 for a PUT without resourceVersion, create on PUT, MicroTime

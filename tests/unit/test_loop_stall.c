@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_loop_stall: a big object in 1-byte chunks does not stall the loop
  * (issue 9, "a loop-lag metric and a stall test").
  *

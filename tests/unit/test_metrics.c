@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/metrics: exact text exposition (HELP/TYPE, label
  * escaping, histograms), Go-compatible number formatting, and a strict
  * parser that reads the output back and checks every sample. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/notify against a real AF_UNIX datagram socket set as
  * NOTIFY_SOCKET (path and abstract namespace), with a real libuv loop for
  * the watchdog pings. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ops (daemon/ops.c) without a daemon: readiness, the systemd start-up
  * condition, the STATUS= summary and the controller start-up metrics from
  * hand-built views:

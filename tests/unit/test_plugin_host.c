@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/plugin_host: the loader's refusals, the host table,
  * instances on a fake host environment (retained while they live), and
  * calls into a real plugin built at test time from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the podset plugin's logic (plugins/podset/podset.c is
  * compiled into this test): the Pod built from a template, and the order in
  * which Pods are chosen for scale-down. */

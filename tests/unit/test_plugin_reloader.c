@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the reloader plugin's logic (plugins/reloader/reloader.c is
  * compiled into this test): FNV-1a, the documented hash (pinned vector,
  * key-order independence), and reference collection on real fixtures through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the plugin SDK include/kctrld/plugin_util.h: the JSON
  * string escaper against yajl's parser (fixed vectors and random bytes,
  * invalid UTF-8 included: what it writes must parse back to the input with

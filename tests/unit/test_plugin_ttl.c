@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the ttl plugin's pure logic (plugins/ttl/ttl.c is compiled
  * into this test): Go duration parsing, RFC 3339 parsing, remaining time. */
 #include <setjmp.h>

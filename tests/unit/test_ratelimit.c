@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/ratelimit: exact sequences with an injected clock. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/reflector.c: a kc_reflector with a real kc_api
  * against a scripted HTTP server (mini_server.h). Each test scripts the
  * server's replies in order and checks the exact request sequence (query

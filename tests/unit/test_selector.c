@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/selector.c: label selector grammar, error texts and
  * positions as kube-apiserver prints them, matching semantics, canonical
  * strings; field selector splitting, escapes, errors, matching on the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/store.c: get/list/delete, indexes kept exact when
  * updates move objects between index values, relist replace diff, and
  * list-by-namespace+selector and by-index equal to a brute-force scan of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Concurrency test for daemon/store.c: one writer thread (the loop's role)
  * upserts, deletes and relists while reader threads (workers) get, list by
  * namespace + selector, query a field index and read fields of the objects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/workers: the loop/worker hand-off, with a real
  * libuv loop and real threads. Also run under TSan (build-tsan). */
 #include <errno.h>

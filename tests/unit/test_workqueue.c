@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/workqueue: every rule of docs/api-contract.md
  * section 10, with a fake clock. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/yamltree.c: loading, positions, rejection rules,
  * typed getters with their exact `file:line:col: message` errors. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* testutil: small helpers shared by the unit tests (linked into each): file
  * and fixture reading.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test of the podset plugin against kube-apisim: scale up, down,
 replace a deleted Pod, status through the status subresource, Events, and
 never more creates or deletes than needed (counted from the watch history)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test of the reloader plugin against kube-apisim: the config
 hash of an annotated Deployment is set, follows changes of the ConfigMaps and
 Secrets it references (woken through field indexes and `watches`), ignores

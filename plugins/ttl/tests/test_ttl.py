@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test of the ttl plugin against kube-apisim: objects go after
 their TTL and not before, others stay, an invalid TTL gets one Warning Event
 and no retry storm, an already expired object goes at start."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the benchmark plugins in tests/bench/plugins/, which
  * tests/bench/bench_controller.py builds like out-of-tree plugins:
  *   cc -shared -fPIC -fvisibility=hidden -Iinclude -o X.so X.c

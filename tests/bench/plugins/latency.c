@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark plugin "latency": event-to-reconcile latency. The benchmark
  * patches annotation bench.kctrld.io/sent with the send time (CLOCK_REALTIME
  * nanoseconds, taken just before the PATCH is sent); each reconcile reads it

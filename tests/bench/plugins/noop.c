@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark plugin "noop": reads the ConfigMap from the cache and does
  * nothing else (the cheapest reconcile a real controller can have). Counts
  * reconciles and remembers the first and last reconcile time (CLOCK_MONOTONIC)

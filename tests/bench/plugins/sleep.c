@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark plugin "sleep": a slow controller. Each reconcile reads the
  * ConfigMap from the cache and then sleeps settings.sleepMs (default 100)
  * milliseconds, like a plugin waiting on an external system. Used to show

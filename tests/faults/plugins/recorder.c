@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin "recorder" (tests/faults/run_faults.py): the fault campaign's
  * witness of what the daemon saw.
  *

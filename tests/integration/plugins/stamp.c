@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin "stamp" (tests/integration/test_single_reconciler.py): makes
  * every write attributable to the process that made it. For a ConfigMap key
  * it sets annotation test.kctrld.io/stamp to "<settings.identity>/<data.seq>"

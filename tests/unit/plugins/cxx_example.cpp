@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A C++17 example plugin on kctrld/plugin_util.h (built and loaded by
 // tests/unit/test_plugin_sdk.c with g++ -std=c++17 -Wall -Wextra -Werror):
 // reconcile reads the cached object of the key and merge-patches its status

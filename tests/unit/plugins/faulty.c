@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A misbehaving plugin for tests/unit/test_errors_controller.c, built by
  * that test like an out-of-tree plugin (cc -shared -fPIC
  * -fvisibility=hidden -Iinclude). What reconcile does depends on the name

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small plugin used by tests/unit/test_plugin_host.c. The test builds it
  * several times with -D flags to get broken variants:
  *   (none)              a good plugin
