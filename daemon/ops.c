@@ -141,8 +141,8 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
       {&f->inf_synced, "kctrld_informer_synced", "1 once the informer's first complete list is cached",
        KC_METRIC_GAUGE, inf_labels, NINF_LABELS, NULL, 0},
       {&f->rf_hist_checks, "kctrld_reflector_history_checks_total",
-       "History checks (a GET of the newest cached object) before resuming a watch after a connection "
-       "failure", KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+       "History checks (GETs of the newest cached object and a sample of others) before resuming a "
+       "watch after a connection failure", KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->rf_hist_changes, "kctrld_reflector_history_changes_total",
        "History checks that found another server history (relisted instead of resuming the watch)",
        KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},

@@ -393,7 +393,6 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   }
   kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, n, rv);
   clear_pending(r);
-  r->stats.synced = true;
   r->rv_unavailable = false;
 }
 
@@ -1172,23 +1171,8 @@ static void free_reflector(uv_handle_t *h) {
   free(r);
 }
 
-void kc_reflector_close(kc_reflector *r) {
-  if (!r || r->phase == PHASE_CLOSED) return;
-  r->phase = PHASE_CLOSED;
-  if (r->req) kc_api_cancel(r->req);
-  r->req = NULL;
-  reset_response(r);
-  clear_pending(r);
-  free(r->verify_body);
-  r->verify_body = NULL;
-  uv_timer_stop(&r->timer);
-  uv_close((uv_handle_t *)&r->timer, free_reflector);
-}
-
-int kc_reflector_relist(kc_reflector *r, const char *why) {
-  if (!r || r->phase == PHASE_CLOSED) return -EINVAL;
-  if (r->phase == PHASE_IDLE) return -EAGAIN;
-  kc_info("reflector", "%s: relisting: %s", r->describe, why);
+/* Drops whatever request, response, list collection and timer is running. */
+static void stop_current(kc_reflector *r) {
   if (r->req) kc_api_cancel(r->req);
   r->req = NULL;
   reset_response(r);
@@ -1197,6 +1181,20 @@ int kc_reflector_relist(kc_reflector *r, const char *why) {
   r->verify_body = NULL;
   r->verify_len = 0;
   uv_timer_stop(&r->timer);
+}
+
+void kc_reflector_close(kc_reflector *r) {
+  if (!r || r->phase == PHASE_CLOSED) return;
+  r->phase = PHASE_CLOSED;
+  stop_current(r);
+  uv_close((uv_handle_t *)&r->timer, free_reflector);
+}
+
+int kc_reflector_relist(kc_reflector *r, const char *why) {
+  if (!r || r->phase == PHASE_CLOSED) return -EINVAL;
+  if (r->phase == PHASE_IDLE) return -EAGAIN;
+  kc_info("reflector", "%s: relisting: %s", r->describe, why);
+  stop_current(r);
   r->initial_phase = false;
   r->page_continue = false;
   r->continue_token[0] = 0;
