@@ -144,13 +144,24 @@ static void pump(uv_loop_t *loop, kc_dstream *s, sink *k, const char *body, size
   while (!k->done_calls) uv_run(loop, UV_RUN_ONCE);
 }
 
+static void open_pool(uv_loop_t *loop, kc_decode_pool **p, unsigned threads) {
+  assert_int_equal(uv_loop_init(loop), 0);
+  assert_int_equal(kc_decode_pool_new(loop, threads, p), 0);
+  assert_int_equal(kc_decode_pool_threads(*p), threads);
+}
+
+/* Frees the pool and checks that the loop has nothing left open. */
+static void close_pool(uv_loop_t *loop, kc_decode_pool *p) {
+  kc_decode_pool_free(p);
+  uv_run(loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(loop), 0);
+}
+
 static void test_order_and_thread(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   kc_decode_pool *p;
-  assert_int_equal(kc_decode_pool_new(&loop, 2, &p), 0);
-  assert_int_equal(kc_decode_pool_threads(p), 2);
+  open_pool(&loop, &p, 2);
   size_t len;
   char *body = watch_body(3000, 300, &len);
   /* Inline first: the reference. */
@@ -182,9 +193,7 @@ static void test_order_and_thread(void **state) {
   }
   free(ref.log);
   free(body);
-  kc_decode_pool_free(p);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_pool(&loop, p);
 }
 
 /* The budget bounds what is in flight: a chunk is refused once it is full,
@@ -192,9 +201,8 @@ static void test_order_and_thread(void **state) {
 static void test_budget_pauses_and_resumes(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   kc_decode_pool *p;
-  assert_int_equal(kc_decode_pool_new(&loop, 1, &p), 0);
+  open_pool(&loop, &p, 1);
   size_t len;
   char *body = watch_body(400, 4000, &len);
   sink k;
@@ -220,9 +228,7 @@ static void test_budget_pauses_and_resumes(void **state) {
   kc_dstream_close(s);
   free(k.log);
   free(body);
-  kc_decode_pool_free(p);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_pool(&loop, p);
 }
 
 /* A malformed event ends the stream before its input ends: the events
@@ -230,9 +236,8 @@ static void test_budget_pauses_and_resumes(void **state) {
 static void test_decode_error_early(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   kc_decode_pool *p;
-  assert_int_equal(kc_decode_pool_new(&loop, 1, &p), 0);
+  open_pool(&loop, &p, 1);
   size_t len;
   char *good = watch_body(5, 10, &len);
   sink k;
@@ -287,9 +292,7 @@ static void test_decode_error_early(void **state) {
   kc_dstream_close(s);
   free(k.log);
   free(good);
-  kc_decode_pool_free(p);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_pool(&loop, p);
 }
 
 /* Close while pool threads still decode: no callback afterwards, nothing
@@ -297,9 +300,8 @@ static void test_decode_error_early(void **state) {
 static void test_close_anytime_many_streams(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   kc_decode_pool *p;
-  assert_int_equal(kc_decode_pool_new(&loop, 2, &p), 0);
+  open_pool(&loop, &p, 2);
   size_t len;
   char *body = watch_body(500, 200, &len);
   enum { N = 8 };
@@ -338,10 +340,8 @@ static void test_close_anytime_many_streams(void **state) {
   assert_int_equal(kc_dstream_feed(x, body, len), 0);
   kc_dstream_close(x);
   free(body);
-  kc_decode_pool_free(p);
-  uv_run(&loop, UV_RUN_DEFAULT);
+  close_pool(&loop, p);
   assert_int_equal(last.done_calls, 0);
-  assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 /* Objects the decoder rejects reach the loop in stream order with the
@@ -349,9 +349,8 @@ static void test_close_anytime_many_streams(void **state) {
 static void test_rejects_in_order(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   kc_decode_pool *p;
-  assert_int_equal(kc_decode_pool_new(&loop, 1, &p), 0);
+  open_pool(&loop, &p, 1);
   const char *list = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\"},"
                      "\"items\":[{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}},"
                      "{\"metadata\":{\"name\":\"x/y\",\"resourceVersion\":\"2\"}},"
@@ -368,9 +367,7 @@ static void test_rejects_in_order(void **state) {
   assert_int_equal(kc_dstream_count(s), 2);
   kc_dstream_close(s);
   free(k.log);
-  kc_decode_pool_free(p);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_pool(&loop, p);
 }
 
 int main(void) {
