@@ -417,14 +417,7 @@ static void on_timer(uv_timer_t *t) {
   }
 }
 
-static uint64_t next_rand(kc_consistency *c) {
-  uint64_t x = c->rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  c->rng = x;
-  return x * 0x2545f4914f6cdd1dULL;
-}
+static uint64_t next_rand(kc_consistency *c) { return kc_xorshift64s(&c->rng); }
 
 static void schedule(kc_consistency *c) {
   if (c->state != C_IDLE) return;

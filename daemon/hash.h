@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* hash: the 64-bit finalizer (MurmurHash3's fmix64) shared by the hash
- * tables of store.c and the Event correlator's keys in events.c.
- * Header-only, pure: any thread. */
+ * tables of store.c and the Event correlator's keys in events.c, and the
+ * xorshift64* generator behind every jitter and sample (reflector, leader,
+ * consistency check). Header-only: any thread (each state has one owner). */
 #ifndef KC_HASH_H
 #define KC_HASH_H
 
@@ -15,6 +16,17 @@ static inline uint64_t kc_mix64(uint64_t h) {
   h *= 0xc4ceb9fe1a85ec53ULL;
   h ^= h >> 33;
   return h;
+}
+
+/* xorshift64*: advances *state (never 0) and returns the next value. For
+ * jitter and sampling only, no security meaning. */
+static inline uint64_t kc_xorshift64s(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return x * 0x2545f4914f6cdd1dULL;
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "buf.h"
 #include "decode.h"
 #include "log.h"
@@ -110,15 +111,7 @@ static int rec_copy(record *dst, const record *src) {
   return dst->holder.err;
 }
 
-static uint64_t rng_next(kc_leader *le) {
-  /* xorshift64*: jitter only, no security meaning */
-  uint64_t x = le->rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  le->rng = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
+static uint64_t rng_next(kc_leader *le) { return kc_xorshift64s(&le->rng); }
 
 /* retryPeriod x (1 + rand x 1.2), client-go's JitterUntil factor. */
 static uint64_t jittered(kc_leader *le) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "buf.h"
 #include "decodepool.h"
 #include "log.h"
@@ -236,14 +237,7 @@ static uint64_t retry_after_ms(const kc_api_status *st) {
   return st->retry_after_seconds > 0 ? (uint64_t)st->retry_after_seconds * 1000 : 0;
 }
 
-static uint64_t next_rand(kc_reflector *r) {
-  uint64_t x = r->rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  r->rng = x;
-  return x * 0x2545f4914f6cdd1dULL;
-}
+static uint64_t next_rand(kc_reflector *r) { return kc_xorshift64s(&r->rng); }
 
 static uint64_t now_ms(kc_reflector *r) {
   uv_update_time(r->loop);

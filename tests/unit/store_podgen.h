@@ -15,6 +15,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "decode.h"
+#include "hash.h"
 
 #define PODGEN_FIX "../shared/fixtures/objects/"
 
@@ -189,14 +190,7 @@ static inline kc_obj *podgen_make(podgen *pg, const podspec *p) {
   return o;
 }
 
-/* xorshift64*: deterministic test randomness */
-static inline uint64_t pg_rand(uint64_t *st) {
-  uint64_t x = *st;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *st = x;
-  return x * 0x2545f4914f6cdd1dULL;
-}
+/* Deterministic test randomness: the daemon's generator (hash.h). */
+static inline uint64_t pg_rand(uint64_t *st) { return kc_xorshift64s(st); }
 
 #endif
