@@ -10,6 +10,10 @@
  * decoding itself then runs on the pool thread in queued 16 KiB pieces.
  *
  *   build/bench/bench_chunking [REPEAT]      default REPEAT 3 (best of)
+ *   build/bench/bench_chunking --one SIZE PIECE [TIMES]
+ *       decodes the SIZE-byte object TIMES (default 5) times in PIECE-byte
+ *       pieces and nothing else: the form to count instructions with
+ *       valgrind --tool=callgrind (PIECE 0: one piece)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -126,6 +130,15 @@ static double yajl_once(const char *text, size_t len) {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 4 && strcmp(argv[1], "--one") == 0) {
+    size_t size = (size_t)strtoull(argv[2], NULL, 10), piece = (size_t)strtoull(argv[3], NULL, 10);
+    int times = argc > 4 ? atoi(argv[4]) : 5;
+    size_t len;
+    char *text = make_event(size, &len);
+    for (int i = 0; i < times; i++) decode_once(text, len, piece ? piece : len);
+    free(text);
+    return 0;
+  }
   int repeat = argc > 1 ? atoi(argv[1]) : 3;
   if (repeat < 1) repeat = 1;
   static const size_t sizes[] = {256u << 10, 1536u << 10, 3u << 20};
