@@ -124,8 +124,10 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp)
   const char *url = req->url;
   char *segs[8];
   size_t nseg = 0;
-  char *copy = sim_xstrdup(url);
-  for (char *s = strtok(copy, "/"); s; s = strtok(NULL, "/")) {
+  char *copy = sim_xstrdup(url), *save = NULL;
+  /* strtok_r: requests are handled on one thread per connection, and
+   * strtok's hidden cursor would hand one thread another's segments. */
+  for (char *s = strtok_r(copy, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
     if (nseg == 8) { nseg = 9; break; }
     segs[nseg++] = s;
   }

@@ -34,6 +34,32 @@ def q(**kw):
     return "?" + urllib.parse.urlencode(kw)
 
 
+def test_concurrent_requests_keep_their_own_paths():
+    # One thread per connection: each answer must be about its own URL (a
+    # shared tokenizer cursor once gave threads each other's path segments).
+    with Apisim() as sim:
+        wrong, errors = [], []
+
+        def worker(t):
+            for i in range(150):
+                name = "t%d-n%d" % (t, i)
+                try:
+                    st, doc = sim.json("GET", "/api/v1/namespaces/ns%d/configmaps/%s" % (t, name))
+                except OSError as e:
+                    errors.append(repr(e))
+                    return
+                if st != 404 or (doc or {}).get("details", {}).get("name") != name:
+                    wrong.append((name, st, doc))
+        ts = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+        assert not errors, errors[:3]
+        assert not wrong, wrong[:3]
+        assert sim.proc.poll() is None, sim.log()
+
+
 def test_discovery_shapes():
     with Apisim() as s:
         _, api = s.json("GET", "/api", expect=200)
