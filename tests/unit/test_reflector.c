@@ -886,9 +886,11 @@ static struct {
   atomic_bool stop;
 } RAW;
 
+/* send, not write: the reflector may close its end first, and a SIGPIPE
+ * would end the whole test program. */
 static bool write_all(int fd, const char *p, size_t n) {
   while (n) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
     if (w <= 0) return false;
     p += w;
     n -= (size_t)w;
