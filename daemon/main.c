@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,13 @@ int main(int argc, char **argv) {
   if (!o.config_path) {
     usage(stderr);
     return 2;
+  }
+  /* A peer that resets a socket (a scraper, the API server) must cost an
+   * EPIPE on that connection: libuv's writes and OpenSSL's do not pass
+   * MSG_NOSIGNAL, and libcurl ignores SIGPIPE only without CURLOPT_NOSIGNAL. */
+  if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+    fprintf(stderr, "kctrld: cannot ignore SIGPIPE: %s\n", strerror(errno));
+    return 1;
   }
   if (kc_http_global_init() < 0) {
     fprintf(stderr, "kctrld: cannot initialise libcurl\n");

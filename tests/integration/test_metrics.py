@@ -11,6 +11,8 @@ import json
 import math
 import os
 import re
+import socket
+import struct
 import sys
 import tempfile
 import time
@@ -317,8 +319,28 @@ def _endpoints(d):
     assert inf["resourceVersion"] != "", inf
 
 
+def _scraper_resets(d):
+    # A scraper that sends its request and resets the connection at once:
+    # the daemon's reply then goes to a dead socket. That must cost an
+    # EPIPE on one connection, not a SIGPIPE that ends the process. Whether
+    # a reset lands between two writes is up to the scheduler, so the signal
+    # disposition is checked as well.
+    with open("/proc/%d/status" % d.proc.pid) as f:
+        ign = int([ln.split()[1] for ln in f if ln.startswith("SigIgn:")][0], 16)
+    assert ign & (1 << (13 - 1)), "kctrld does not ignore SIGPIPE (SigIgn %x)" % ign
+    for _ in range(100):
+        s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    assert d.proc.poll() is None, "kctrld died after reset scrapes (status %r)" % d.proc.poll()
+    st, _, body = http(d.port, "/healthz")
+    assert st == 200, (st, body)
+
+
 test_metrics_scrape_parses_and_has_required_names = with_daemon(_metrics)
 test_health_ready_debug_and_404 = with_daemon(_endpoints)
+test_scraper_reset_does_not_kill_daemon = with_daemon(_scraper_resets)
 
 
 def test_parser_rejects_bad_text():
