@@ -285,12 +285,25 @@ static int reloader_reconcile(void *instance, kctrld_ctx *ctx, const char *key) 
   if (currc >= 0 && strcmp(cur, hex) == 0) {
     H->log(KCTRLD_LOG_DEBUG, "up to date deployment=%s hash=%s", key, hex);
   } else {
-    char patch[160];
-    int n = snprintf(patch, sizeof patch,
-                     "{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"" HASH_ANNOTATION "\":\"%s\"}}}}}",
-                     hex);
-    rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, (size_t)n, false, NULL);
+    /* The cached resourceVersion makes the patch conditional: a cache that
+     * has not yet seen this plugin's last roll (or any other change) gets
+     * 409 and a requeue, never a second roll from a stale view. */
+    char rv[128];
+    if (H->object_string(d, "metadata.resourceVersion", rv, sizeof rv) < 0 || !rv[0]) {
+      result = H->result_error(ctx, "deployment %s: cached object has no resourceVersion", key);
+      goto out;
+    }
+    pu_buf patch;
+    pu_buf_init(&patch);
+    pu_str(&patch, "{\"metadata\":{");
+    pu_json_kv_str(&patch, "resourceVersion", rv);
+    pu_str(&patch, "},\"spec\":{\"template\":{\"metadata\":{\"annotations\":{");
+    pu_json_kv_str(&patch, HASH_ANNOTATION, hex);
+    pu_str(&patch, "}}}}}");
+    rc = patch.oom ? -ENOMEM : H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch.p, patch.n, false, NULL);
+    pu_buf_free(&patch);
     if (rc == -ENOENT) goto out;
+    if (rc == -ESTALE) H->log(KCTRLD_LOG_DEBUG, "deployment %s changed since resourceVersion %s; waiting for it", key, rv);
     if (rc < 0) {
       result = rc == -ESTALE || rc == -EAGAIN
                    ? KCTRLD_RESULT_REQUEUE

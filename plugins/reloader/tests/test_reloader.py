@@ -147,6 +147,30 @@ def test_reloader_follows_configmaps_and_secrets():
             log = k.log()
             assert log.count("rolled deployment=rl/web") == 4, log
             assert "deployment=rl/plain" not in log
+
+            # A cache behind the server never rolls. The Deployments' watch
+            # is stalled (reconnected to a watch that sends nothing), the
+            # Deployment changes on the server, then a ConfigMap it uses: the
+            # reloader sees the ConfigMap change with the old Deployment, its
+            # conditional patch gets 409, and it waits. Once the watch
+            # resumes, it rolls once from the current object.
+            sim.control("POST", "faults", {"action": "stall", "watch": True, "count": 1,
+                                           "pathPrefix": "/apis/apps/v1/"})
+            sim.control("POST", "drop-watches")
+            wait_for(lambda: all(f["remaining"] == 0 for f in sim.control("GET", "faults")["faults"]),
+                     what="the stalled watch", kctrld=k)
+            c.merge_patch(DEPLOYS + "/web", {"metadata": {"labels": {"touched": "1"}}})
+            c.merge_patch(CMS + "/env", {"data": {"a": "again"}})
+            wait_for(lambda: any(r["method"] == "PATCH" and r["path"] == DEPLOYS + "/web" and r["code"] == 409
+                                 for r in sim.control("GET", "requests")["requests"]),
+                     what="a conflicting patch from the stale view", kctrld=k)
+            assert hash_of(c, "web") == h4
+            assert k.log().count("rolled deployment=rl/web") == 4, k.log()
+            sim.control("POST", "drop-watches")
+            h5 = wait_for(lambda: hash_of(c, "web") not in (h1, h2, h3, h4) and hash_of(c, "web"),
+                          what="hash once the watch resumed", kctrld=k)
+            assert h5 == expected_hash(c, *refs)
+            assert k.log().count("rolled deployment=rl/web") == 5, k.log()
             assert k.stop() == 0, k.log()
 
 
