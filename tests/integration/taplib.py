@@ -251,7 +251,15 @@ class Apisim:
         return self
 
     def __exit__(self, *exc):
+        # A simulator that died mid-test (a crash, a sanitizer report) shows
+        # up as the test's failure, with its own last words, not as a
+        # connection reset somewhere in the test.
+        died = self.proc.poll()
         self.stop()
+        if died is not None:
+            sys.stderr.write("# kube-apisim exited early (status %s):\n%s\n" % (died, self.log()))
+            if exc[0] is None:
+                raise AssertionError("kube-apisim exited early with status %s" % died)
         return False
 
 
