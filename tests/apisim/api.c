@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "openapi.h"
+
 struct sim_config sim_cfg = {
   .continue_expiry = true,
   .watch_list = true,
@@ -150,6 +152,10 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp)
                  "\"gitCommit\":\"0000000000000000000000000000000000000000\",\"gitTreeState\":\"clean\","
                  "\"buildDate\":\"2024-12-11T00:00:00Z\",\"goVersion\":\"go1.23.3\",\"compiler\":\"gc\","
                  "\"platform\":\"linux/amd64\"}");
+    goto out;
+  }
+  if (strcmp(segs[0], "openapi") == 0) {
+    sim_openapi_handle(req, url, resp);
     goto out;
   }
   size_t base;

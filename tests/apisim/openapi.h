@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* openapi: the /openapi/v3 discovery document and the per group-version
+ * OpenAPI 3 documents kubectl reads before apply, create -f, edit and
+ * explain (docs/apisim.md "Using kubectl"). Built from the type registry on
+ * every request: built-in kinds get an envelope schema (apiVersion, kind,
+ * metadata as ObjectMeta, their top-level fields as open objects), CRD
+ * versions get their spec.versions[].schema.openAPIV3Schema with the
+ * envelope fields added. Every operation carries
+ * x-kubernetes-group-version-kind and the write operations declare the
+ * dryRun, fieldManager and fieldValidation query parameters, so kubectl
+ * leaves field validation to the server (fieldValidation=Strict) instead of
+ * downloading /openapi/v2 (which is not served: 404).
+ *
+ * Threads: any MHD connection thread; takes sim_mu internally.
+ * Errors: always fills resp (404 Status or plain text for unknown paths).
+ * Ownership: nothing retained.
+ */
+#ifndef APISIM_OPENAPI_H
+#define APISIM_OPENAPI_H
+
+#include <stdint.h>
+
+#include "server.h"
+
+/* path: the URL path starting with "/openapi". */
+void sim_openapi_handle(struct sim_req *req, const char *path, struct sim_resp *resp);
+
+/* FNV-1a 64 of the bytes: the ?hash= of a group-version document. */
+uint64_t sim_openapi_hash(const void *p, size_t n);
+
+#endif
