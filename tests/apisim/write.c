@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "patch.h"
+#include "protobuf.h"
 
 static void set_uid_time(jv *md)
 {
@@ -151,7 +152,8 @@ static jv *decode_object(struct sim_req *req, const struct sim_rtype *rt, struct
   if (too_large(req, resp)) return NULL;
   char *mt = media_type(sim_req_header(req, "Content-Type"));
   bool yaml = strcmp(mt, "application/yaml") == 0;
-  if (*mt && strcmp(mt, "application/json") != 0 && !yaml) {
+  bool pb = strcmp(mt, SIM_PB_MEDIA_TYPE) == 0;
+  if (*mt && strcmp(mt, "application/json") != 0 && !yaml && !pb) {
     sim_resp_status(resp, 415, "UnsupportedMediaType", &d,
                     "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf");
     free(mt);
@@ -159,7 +161,20 @@ static jv *decode_object(struct sim_req *req, const struct sim_rtype *rt, struct
   }
   free(mt);
   char err[512];
-  jv *dom = parse_doc(req->body ? req->body : "", req->blen, yaml, err, sizeof err);
+  jv *dom = NULL;
+  if (pb) {
+    char *perr = NULL;
+    int rc = sim_pb_decode(req->body ? req->body : "", req->blen, &dom, &perr);
+    if (rc == -ENOTSUP)
+      sim_resp_status(resp, 415, "UnsupportedMediaType", &d, "%s", perr);
+    else if (rc < 0)
+      sim_resp_status(resp, 400, "BadRequest", &d, "%s in version \"%s\" cannot be handled as a %s: %s",
+                      rt->kind, rt->version, rt->kind, perr);
+    free(perr);
+    if (rc < 0) return NULL;
+  } else {
+    dom = parse_doc(req->body ? req->body : "", req->blen, yaml, err, sizeof err);
+  }
   if (!dom || dom->t != J_OBJ) {
     if (dom) snprintf(err, sizeof err, "json: cannot unmarshal into Go value of type struct");
     sim_resp_status(resp, 400, "BadRequest", &d, "%s in version \"%s\" cannot be handled as a %s: %s",
