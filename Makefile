@@ -94,6 +94,9 @@ $(B)/tests/plugins/%.so: tests/unit/plugins/%.cpp include/kctrld/plugin.h includ
 	$(CXX) $(CXXFLAGS_PLUGIN) -shared -o $@ $<
 
 $(B)/obj/tests/unit/test_plugin_sdk.o: CFLAGS += -DKC_TEST_PLUGIN_DIR=\"$(B)/tests/plugins\"
+# Unit tests of kube-apisim components link the simulator objects they test.
+APISIM_PB_OBJ := $(B)/obj/tests/apisim/protobuf.o $(B)/obj/tests/apisim/json.o $(B)/obj/tests/apisim/util.o
+$(B)/tests/test_apisim_protobuf: $(APISIM_PB_OBJ)
 $(B)/tests/test_plugin_sdk: | $(UNIT_CXX_SO)
 
 $(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libkctrld.a
@@ -166,6 +169,11 @@ FUZZ_SECONDS ?= 20
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Idaemon -Iinclude $(PKG_CFLAGS) \
 	-fsanitize=fuzzer,address,undefined -DKCTRLD_VERSION=\"$(VERSION)\"
 build-fuzz/%: tests/fuzz/%.c $(DAEMON_SRC)
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
+# Fuzzers of kube-apisim parsers build with the simulator sources instead.
+build-fuzz/fuzz_apisim_protobuf: tests/fuzz/fuzz_apisim_protobuf.c tests/apisim/protobuf.c \
+    tests/apisim/json.c tests/apisim/util.c
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
 fuzz: deps

@@ -211,6 +211,34 @@ static int rd_bytes(struct rd *r, const uint8_t **p, size_t *n)
   return 0;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past
+ * U+10FFFF), as the JSON side requires of every string. */
+static bool utf8_ok(const uint8_t *p, size_t n)
+{
+  size_t i = 0;
+  while (i < n) {
+    uint8_t c = p[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t len;
+    uint32_t cp, min;
+    if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1fu; min = 0x80; }
+    else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0fu; min = 0x800; }
+    else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07u; min = 0x10000; }
+    else return false;
+    if (n - i < len) return false;
+    for (size_t j = 1; j < len; j++) {
+      if ((p[i + j] & 0xc0) != 0x80) return false;
+      cp = cp << 6 | (p[i + j] & 0x3fu);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += len;
+  }
+  return true;
+}
+
 static jv *str_new(const uint8_t *p, size_t n)
 {
   jv *v = jv_new(J_STR);
@@ -249,6 +277,8 @@ static int map_entry(struct rd *r, const uint8_t *p, size_t n, enum pbk k, jv *m
     if (rc < 0) return rc;
   }
   if (kp && memchr(kp, 0, kn)) return fail(&e, -EINVAL, "map key contains a NUL byte");
+  if ((kp && !utf8_ok(kp, kn)) || (k == K_MAP_SS && vp && !utf8_ok(vp, vn)))
+    return fail(&e, -EINVAL, "map entry is not valid UTF-8");
   jv *val;
   if (k == K_MAP_SB) {
     char *b64 = sim_b64_encode(vp ? (const void *)vp : "", vn);
@@ -267,6 +297,7 @@ static int map_entry(struct rd *r, const uint8_t *p, size_t n, enum pbk k, jv *m
       rc = rd_bytes(&q, &sp, &sn);
       if (rc < 0) return rc;
     }
+    if (sp && !utf8_ok(sp, sn)) return fail(&q, -EINVAL, "Quantity is not valid UTF-8");
     val = str_new(sp ? sp : (const uint8_t *)"", sn);
   } else {
     val = str_new(vp ? vp : (const uint8_t *)"", vn);
@@ -293,6 +324,7 @@ static int intorstr(struct rd *r, const uint8_t *p, size_t n, jv **out)
     else rc = fail(&s, -EINVAL, "IntOrString field %llu", (unsigned long long)(tag >> 3));
     if (rc < 0) return rc;
   }
+  if (sp && !utf8_ok(sp, sn)) return fail(&s, -EINVAL, "IntOrString is not valid UTF-8");
   *out = type == 1 ? str_new(sp ? sp : (const uint8_t *)"", sn) : jv_int_new((int32_t)iv);
   return 0;
 }
@@ -379,6 +411,10 @@ static int decode_msg(struct rd *r, const struct pbm *m, jv *obj, unsigned depth
     jv *v = NULL;
     switch (f->k) {
     case K_STR:
+      if (!utf8_ok(p, n)) {
+        rc = fail(r, -EINVAL, "field %s of %s is not valid UTF-8", f->name, m->name);
+        break;
+      }
       if (n || keep) v = str_new(p, n);
       break;
     case K_BYTES: {
