@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "openapi.h"
+#include "table.h"
 
 struct sim_config sim_cfg = {
   .continue_expiry = true,
@@ -277,7 +278,8 @@ out:
 
 static void handle_get(struct sim_req *req, struct route *r, struct sim_resp *resp)
 {
-  int acc = sim_accept(req, false);
+  bool table = sim_table_wanted(req);
+  int acc = table ? 0 : sim_accept(req, false);
   if (acc < 0) {
     /* A PartialObjectMetadataList request on a single object. */
     not_acceptable(resp, false);
@@ -296,7 +298,8 @@ static void handle_get(struct sim_req *req, struct route *r, struct sim_resp *re
     sim_resp_status(resp, 404, "NotFound", &d, "%s \"%s\" not found", q, r->name);
     return;
   }
-  sim_respond_obj(resp, 200, r->rt, o, acc == 1);
+  if (table) sim_table_write(req, resp, r->rt, &o, 1, false, 0, NULL, -1);
+  else sim_respond_obj(resp, 200, r->rt, o, acc == 1);
   sim_obj_unref(o);
 }
 
@@ -545,7 +548,8 @@ static void expired_continue(struct sim_resp *resp, struct route *r, const char 
 
 static void handle_list(struct sim_req *req, struct route *r, struct sim_resp *resp)
 {
-  int acc = sim_accept(req, true);
+  bool table = sim_table_wanted(req);
+  int acc = table ? 0 : sim_accept(req, true);
   if (acc < 0) {
     const char *a = sim_req_header(req, "Accept");
     struct sim_details d = {0};
@@ -638,6 +642,15 @@ static void handle_list(struct sim_req *req, struct route *r, struct sim_resp *r
   pthread_mutex_unlock(&sim_mu);
   (void)exclusive;
   /* Serialize outside the lock: objects are immutable. */
+  if (table) {
+    char *tok = more && n ? make_continue(target, items[n - 1]->key) : NULL;
+    sim_table_write(req, resp, r->rt, items, n, true, target, tok,
+                    tok && !filtered ? (long long)remaining : -1);
+    free(tok);
+    for (size_t i = 0; i < n; i++) sim_obj_unref(items[i]);
+    free(items);
+    goto done;
+  }
   size_t est = 128;
   for (size_t i = 0; i < n; i++) est += items[i]->blen + 64;
   sim_buf_reserve(&resp->body, est);

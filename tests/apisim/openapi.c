@@ -497,7 +497,25 @@ void sim_openapi_handle(struct sim_req *req, const char *path, struct sim_resp *
       return;
     }
   }
-  /* /openapi/v2 included: kubectl only needs it when v3 is missing. */
+  if (strcmp(path, "/openapi/v2") == 0) {
+    /* A Swagger 2.0 document without definitions. kubectl falls back to it
+     * for a kind whose PATCH operation v3 does not describe (a CR whose CRD
+     * is created by the same `kubectl apply`): no definition means
+     * kubectl's client-side validation skips the object, as with a real
+     * server that has not seen the CRD yet. Protobuf is gnostic's
+     * openapi_v2.Document: swagger = 1, info = 2 {title = 1, version = 2}. */
+    const char *a = sim_req_header(req, "Accept");
+    resp->code = 200;
+    if (a && strstr(a, "protobuf")) {
+      static const char pb[] = "\x0a\x03" "2.0" "\x12\x1c" "\x0a\x0a" "Kubernetes" "\x12\x0e" "v1.32.0-apisim";
+      /* The Accept form has an "@", which Go's mime parser refuses. */
+      resp->ctype = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+      sim_buf_put(&resp->body, pb, sizeof pb - 1);
+    } else {
+      sim_buf_puts(&resp->body, "{\"swagger\":\"2.0\",\"info\":{\"title\":\"Kubernetes\",\"version\":\"v1.32.0-apisim\"},\"paths\":{}}");
+    }
+    return;
+  }
   sim_buf_free(&resp->body);
   resp->code = 404;
   resp->ctype = "text/plain; charset=utf-8";

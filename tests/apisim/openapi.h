@@ -8,8 +8,11 @@
  * envelope fields added. Every operation carries
  * x-kubernetes-group-version-kind and the write operations declare the
  * dryRun, fieldManager and fieldValidation query parameters, so kubectl
- * leaves field validation to the server (fieldValidation=Strict) instead of
- * downloading /openapi/v2 (which is not served: 404).
+ * leaves field validation to the server (fieldValidation=Strict). /openapi/v2
+ * is a Swagger document without definitions (protobuf or JSON): kubectl
+ * reads it only for kinds v3 does not describe (a CR whose CRD the same
+ * apply creates) and then skips client-side validation, as a real server
+ * that does not know the kind yet makes it do.
  *
  * Threads: any MHD connection thread; takes sim_mu internally.
  * Errors: always fills resp (404 Status or plain text for unknown paths).
