@@ -360,10 +360,13 @@ bool sim_table_wanted(struct sim_req *req)
     bool any = strncmp(s, "*/*", 3) == 0 || strncmp(s, "application/*", 13) == 0;
     bool table = json && strstr(s, "as=Table") && strstr(s, "g=meta.k8s.io") &&
                  (strstr(s, "v=v1;") || strstr(s, "v=v1beta1") || (strlen(s) >= 4 && strcmp(s + strlen(s) - 4, "v=v1") == 0));
-    bool other_as = json && strstr(s, "as=") && !table;
+    bool has_as = json && strstr(s, "as=");
+    /* PartialObjectMetadata[List] is served (sim_accept), so it wins when
+     * it comes first; other as= forms are skipped like unknown types. */
+    bool meta = has_as && strstr(s, "as=PartialObjectMetadata");
     free(part);
     if (table) return true;
-    if ((json && !other_as) || any) return false;
+    if ((json && !has_as) || meta || any) return false;
   }
   return false;
 }
