@@ -135,6 +135,30 @@ MSG(m_pod, CORE "Pod",
 MSG(m_ptemplate, CORE "PodTemplateSpec",
     {1, "metadata", K_MSG, 0, &m_objmeta}, {2, "spec", K_MSG, 0, &m_podspec})
 
+MSG(m_svcport, CORE "ServicePort",
+    {1, "name", K_STR, 0, NULL}, {2, "protocol", K_STR, 0, NULL}, {3, "port", K_I32, 0, NULL},
+    {4, "targetPort", K_INTSTR, 0, NULL}, {5, "nodePort", K_I32, 0, NULL},
+    {6, "appProtocol", K_STR, F_KEEP, NULL})
+MSG(m_svcspec, CORE "ServiceSpec",
+    {1, "ports", K_MSG, F_REP, &m_svcport}, {2, "selector", K_MAP_SS, 0, NULL},
+    {3, "clusterIP", K_STR, 0, NULL}, {4, "type", K_STR, 0, NULL},
+    {5, "externalIPs", K_STR, F_REP, NULL}, {7, "sessionAffinity", K_STR, 0, NULL},
+    {8, "loadBalancerIP", K_STR, 0, NULL}, {10, "externalName", K_STR, 0, NULL},
+    {9, "loadBalancerSourceRanges", K_STR, F_REP, NULL},
+    {11, "externalTrafficPolicy", K_STR, 0, NULL}, {12, "healthCheckNodePort", K_I32, 0, NULL},
+    {13, "publishNotReadyAddresses", K_BOOL, 0, NULL}, {17, "ipFamilyPolicy", K_STR, F_KEEP, NULL},
+    {18, "clusterIPs", K_STR, F_REP, NULL}, {19, "ipFamilies", K_STR, F_REP, NULL},
+    {20, "allocateLoadBalancerNodePorts", K_BOOL, F_KEEP, NULL},
+    {21, "loadBalancerClass", K_STR, F_KEEP, NULL},
+    {22, "internalTrafficPolicy", K_STR, F_KEEP, NULL},
+    {23, "trafficDistribution", K_STR, F_KEEP, NULL})
+/* status.loadBalancer {} is what kubectl sends; ingress entries are refused. */
+MSG(m_lbstatus, CORE "LoadBalancerStatus", {0, "", K_STR, 0, NULL})
+MSG(m_svcstatus, CORE "ServiceStatus", {1, "loadBalancer", K_MSG, 0, &m_lbstatus})
+MSG(m_service, CORE "Service",
+    {1, "metadata", K_MSG, 0, &m_objmeta}, {2, "spec", K_MSG, 0, &m_svcspec},
+    {3, "status", K_MSG, 0, &m_svcstatus})
+
 MSG(m_rollupd, APPS "RollingUpdateDeployment",
     {1, "maxUnavailable", K_INTSTR, 0, NULL}, {2, "maxSurge", K_INTSTR, 0, NULL})
 MSG(m_strategy, APPS "DeploymentStrategy",
@@ -159,7 +183,8 @@ static const struct {
 } kinds[] = {
   {"v1", "ConfigMap", &m_configmap},   {"v1", "Secret", &m_secret},
   {"v1", "Namespace", &m_namespace},   {"v1", "ServiceAccount", &m_serviceaccount},
-  {"v1", "Pod", &m_pod},               {"apps/v1", "Deployment", &m_deployment},
+  {"v1", "Pod", &m_pod},               {"v1", "Service", &m_service},
+  {"apps/v1", "Deployment", &m_deployment},
 };
 
 /* ---- wire format ---- */
@@ -499,7 +524,7 @@ int sim_pb_decode(const void *buf, size_t len, jv **out, char **err)
   if (rc == 0 && !m)
     rc = fail(&r, -ENOTSUP,
               "kube-apisim decodes protobuf only for v1 ConfigMap, Secret, Namespace, ServiceAccount, "
-              "Pod and apps/v1 Deployment, not %s %s; send application/json",
+              "Pod, Service and apps/v1 Deployment, not %s %s; send application/json",
               av && *av ? av : "(no apiVersion)", kind && *kind ? kind : "(no kind)");
   if (rc < 0) {
     jv_free(tm);

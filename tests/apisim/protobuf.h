@@ -2,16 +2,16 @@
 /* protobuf: decoder for request bodies in the Kubernetes protobuf encoding
  * (Content-Type application/vnd.kubernetes.protobuf), which kubectl's
  * generators send (kubectl create configmap/secret/namespace/deployment/
- * serviceaccount, kubectl run). The body is the 4-byte magic "k8s\0" and a
+ * serviceaccount/service, kubectl run). The body is the 4-byte magic "k8s\0" and a
  * runtime.Unknown message (typeMeta 1, raw 2, contentEncoding 3,
  * contentType 4); raw is the object message, decoded with field tables
  * written from the generated.proto files of k8s.io/api (core/v1, apps/v1)
  * and k8s.io/apimachinery (meta/v1, runtime, intstr, resource).
  *
- * Covered kinds: v1 ConfigMap, Secret, Namespace, ServiceAccount, Pod and
- * apps/v1 Deployment; of the pod template only the fields those generators
- * set (containers with name, image, command, args, workingDir, ports, env
- * values, resources, imagePullPolicy, terminationMessage*, volumeMounts
+ * Covered kinds: v1 ConfigMap, Secret, Namespace, ServiceAccount, Pod,
+ * Service (no load balancer ingress) and apps/v1 Deployment; of the pod
+ * template only the fields those generators set (containers with name,
+ * image, command, args, workingDir, ports, env values, resources, imagePullPolicy, terminationMessage*, volumeMounts
  * and the scalar PodSpec fields). Anything else is refused, never dropped.
  * The JSON written follows the Go types' encoding/json output: unset
  * optional scalars, empty maps/lists and zero Times are left out.

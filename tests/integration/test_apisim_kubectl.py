@@ -178,9 +178,9 @@ def test_protobuf_bodies():
                            envelope("v1", "ConfigMap", pstr(42, "?")), headers=PB)
         assert st == 415 and doc["reason"] == "UnsupportedMediaType", doc
         assert "field 42 of k8s.io.api.core.v1.ConfigMap" in doc["message"], doc
-        st, doc = sim.json("POST", "/api/v1/namespaces/default/services",
-                           envelope("v1", "Service", b""), headers=PB)
-        assert st == 415 and "not v1 Service" in doc["message"], doc
+        st, doc = sim.json("POST", "/api/v1/namespaces/default/endpoints",
+                           envelope("v1", "Endpoints", b""), headers=PB)
+        assert st == 415 and "not v1 Endpoints" in doc["message"], doc
         # malformed: 400
         st, doc = sim.json("POST", "/api/v1/namespaces/default/configmaps", b"k8s\x00\x0a\xff", headers=PB)
         assert st == 400 and doc["reason"] == "BadRequest", doc
@@ -345,6 +345,7 @@ def test_kubectl_generators_send_protobuf():
         k.run("-n", "n1", "create", "deployment", "d1", "--image=nginx", "--replicas=2", "--port=80")
         k.run("-n", "n1", "create", "serviceaccount", "sa1")
         k.run("-n", "n1", "run", "p1", "--image=busybox", "--labels=x=y", "--", "sleep", "10")
+        k.run("-n", "n1", "create", "service", "nodeport", "svc1", "--tcp=80:8080", "--node-port=30001")
         _, ns = sim.json("GET", "/api/v1/namespaces/n1", expect=200)
         assert ns["status"]["phase"] == "Active"
         _, cm = sim.json("GET", "/api/v1/namespaces/n1/configmaps/cm1", expect=200)
@@ -358,10 +359,13 @@ def test_kubectl_generators_send_protobuf():
         sim.json("GET", "/api/v1/namespaces/n1/serviceaccounts/sa1", expect=200)
         _, p = sim.json("GET", "/api/v1/namespaces/n1/pods/p1", expect=200)
         assert p["spec"]["containers"][0]["args"] == ["sleep", "10"] and p["metadata"]["labels"] == {"x": "y"}
+        _, svc = sim.json("GET", "/api/v1/namespaces/n1/services/svc1", expect=200)
+        assert svc["spec"]["type"] == "NodePort" and svc["spec"]["ports"] == [
+            {"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080, "nodePort": 30001}]
         # they were protobuf: nothing answered 415
         reqs = sim.control("GET", "requests")["requests"]
         creates = [r for r in reqs if r["method"] == "POST"]
-        assert len(creates) == 6 and all(r["code"] == 201 for r in creates), creates
+        assert len(creates) == 7 and all(r["code"] == 201 for r in creates), creates
 
 
 def test_kubectl_get_describe_edit_delete():

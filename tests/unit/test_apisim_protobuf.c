@@ -224,6 +224,39 @@ static void test_deployment(void **state)
                   "\"status\":{}}");
 }
 
+static void test_service(void **state)
+{
+  (void)state;
+  struct enc raw = {0}, md = {0}, spec = {0}, port = {0}, tp = {0}, st = {0}, lb = {0}, e = {0};
+  objmeta(&md, "s1", "default");
+  put_msg(&raw, 1, &md);
+  put_str(&port, 1, "80-8080");
+  put_str(&port, 2, "TCP");
+  put_int(&port, 3, 80);
+  put_int(&tp, 2, 8080);
+  put_msg(&port, 4, &tp);
+  put_int(&port, 5, 0);
+  put_msg(&spec, 1, &port);
+  put_map(&spec, 2, "app", "s1", 2);
+  put_str(&spec, 4, "ClusterIP");
+  put_int(&spec, 12, 0);
+  put_msg(&raw, 2, &spec);
+  put_msg(&st, 1, &lb);
+  put_msg(&raw, 3, &st);
+  envelope(&e, "v1", "Service", &raw);
+  expect_json(&e, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"s1\",\"namespace\":\"default\"},"
+                  "\"spec\":{\"ports\":[{\"name\":\"80-8080\",\"protocol\":\"TCP\",\"port\":80,\"targetPort\":8080}],"
+                  "\"selector\":{\"app\":\"s1\"},\"type\":\"ClusterIP\"},\"status\":{\"loadBalancer\":{}}}");
+  /* a load balancer ingress entry is outside the tables */
+  struct enc raw2 = {0}, st2 = {0}, lb2 = {0}, ing = {0}, e2 = {0};
+  put_str(&ing, 1, "10.0.0.1");
+  put_msg(&lb2, 1, &ing);
+  put_msg(&st2, 1, &lb2);
+  put_msg(&raw2, 3, &st2);
+  envelope(&e2, "v1", "Service", &raw2);
+  expect_error(&e2, -ENOTSUP, "field 1 of k8s.io.api.core.v1.LoadBalancerStatus");
+}
+
 static void test_empty_raw(void **state)
 {
   (void)state;
@@ -340,6 +373,7 @@ int main(void)
     cmocka_unit_test(test_secret_and_pointer_bool),
     cmocka_unit_test(test_namespace_time_and_repeated),
     cmocka_unit_test(test_deployment),
+    cmocka_unit_test(test_service),
     cmocka_unit_test(test_empty_raw),
     cmocka_unit_test(test_bad_magic),
     cmocka_unit_test(test_truncation),
