@@ -70,11 +70,7 @@ static const char common_schemas[] =
   "\"message\":{\"type\":\"string\"},\"metadata\":{\"default\":{},\"allOf\":[" REF(META "ListMeta") "]},"
   "\"reason\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"}}}";
 
-/* Top-level fields of the built-in kinds besides apiVersion/kind/metadata:
- * "name:type,..." with type obj (an open object), smap (map of strings),
- * bmap (map of base64 strings), arr (array of open objects), str, bool,
- * int, time. */
-static const char *builtin_fields(const struct sim_rtype *rt)
+const char *sim_openapi_builtin_fields(const struct sim_rtype *rt)
 {
   const char *g = rt->group, *k = rt->kind;
   if (!*g && strcmp(k, "ConfigMap") == 0) return "binaryData:bmap,data:smap,immutable:bool";
@@ -202,7 +198,7 @@ static void put_kind_schema_locked(struct sim_buf *b, const struct sim_rtype *rt
       /* A CRD version without a schema: anything goes. */
       sim_buf_puts(b, "},\"x-kubernetes-preserve-unknown-fields\":true");
     } else {
-      const char *f = builtin_fields(rt);
+      const char *f = sim_openapi_builtin_fields(rt);
       while (*f) {
         const char *colon = strchr(f, ':'), *comma = strchr(f, ',');
         size_t tl = comma ? (size_t)(comma - colon - 1) : strlen(colon + 1);

@@ -24,9 +24,16 @@
 #include <stdint.h>
 
 #include "server.h"
+#include "types.h"
 
 /* path: the URL path starting with "/openapi". */
 void sim_openapi_handle(struct sim_req *req, const char *path, struct sim_resp *resp);
+
+/* Top-level fields of a built-in kind besides apiVersion/kind/metadata:
+ * "name:type,..." with type obj (an open object), smap (map of strings),
+ * bmap (map of base64 strings), arr (array of open objects), str, bool,
+ * int, time. Sorted by name. */
+const char *sim_openapi_builtin_fields(const struct sim_rtype *rt);
 
 /* FNV-1a 64 of the bytes: the ?hash= of a group-version document. */
 uint64_t sim_openapi_hash(const void *p, size_t n);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fieldval.h"
 #include "patch.h"
 #include "protobuf.h"
 
@@ -145,6 +146,32 @@ static bool microtime_ok(const char *s)
   return (s[0] == '+' || s[0] == '-') && strlen(s) == 6 && s[3] == ':';
 }
 
+/* fieldValidation=Strict: unknown fields are a 400 (false); Warn: a
+ * Warning header; absent or Ignore: nothing (tests/apisim/fieldval.h). */
+static bool field_validation(struct sim_req *req, const struct sim_rtype *rt, const jv *dom,
+                             struct sim_resp *resp)
+{
+  const char *fv = sim_req_query(req, "fieldValidation");
+  bool strict = fv && strcmp(fv, "Strict") == 0, warn = fv && strcmp(fv, "Warn") == 0;
+  char *unk = NULL;
+  if (!(strict || warn) || !sim_fieldval_unknown(rt, dom, &unk)) return true;
+  if (strict) {
+    struct sim_details d = {0};
+    sim_resp_status(resp, 400, "BadRequest", &d,
+                    "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s",
+                    rt->kind, rt->version, rt->kind, unk);
+    free(unk);
+    return false;
+  }
+  struct sim_buf w = {0};
+  sim_buf_puts(&w, "299 - ");
+  sim_buf_put_jstr(&w, unk, strlen(unk));
+  free(resp->warning);
+  resp->warning = sim_buf_steal(&w, NULL);
+  free(unk);
+  return true;
+}
+
 /* Decodes the body of a POST/PUT into an object of type rt. */
 static jv *decode_object(struct sim_req *req, const struct sim_rtype *rt, struct sim_resp *resp)
 {
@@ -201,6 +228,10 @@ static jv *decode_object(struct sim_req *req, const struct sim_rtype *rt, struct
   if (te) {
     sim_resp_status(resp, 400, "BadRequest", &d, "%s in version \"%s\" cannot be handled as a %s: %s",
                     rt->kind, rt->version, rt->kind, te);
+    jv_free(dom);
+    return NULL;
+  }
+  if (!field_validation(req, rt, dom, resp)) {
     jv_free(dom);
     return NULL;
   }
@@ -723,6 +754,12 @@ void sim_handle_patch(struct sim_req *req, struct route *r, struct sim_resp *res
   }
   if (kind != P_JSON && patch->t != J_OBJ) {
     sim_resp_status(resp, 400, "BadRequest", &d, "error decoding patch: json: cannot unmarshal into Go value of type map[string]interface {}");
+    jv_free(patch);
+    return;
+  }
+  /* Merge, strategic and apply patches are partial objects: their
+   * unknown fields are the object's (JSON patches are not checked). */
+  if (kind != P_JSON && !field_validation(req, r->rt, patch, resp)) {
     jv_free(patch);
     return;
   }

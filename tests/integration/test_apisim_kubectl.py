@@ -192,6 +192,41 @@ def test_protobuf_bodies():
         assert st == 400 and "does not match the expected kind" in doc["message"], doc
 
 
+# ---- field validation ----
+
+def test_field_validation_strict_and_warn():
+    with Apisim() as sim:
+        sim.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD, expect=201)
+        bad = {"apiVersion": "example.com/v1", "kind": "Widget", "extra": 1,
+               "metadata": {"name": "w2", "labelz": {}}, "spec": {"size": 1, "colour": "red"}}
+        base = "/apis/example.com/v1/namespaces/default/widgets"
+        st, doc = sim.json("POST", base + "?fieldValidation=Strict", bad)
+        assert st == 400 and doc["reason"] == "BadRequest", doc
+        assert doc["message"] == ('Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+                                  'unknown field "extra", unknown field "metadata.labelz", '
+                                  'unknown field "spec.colour"'), doc["message"]
+        st, hd, _ = sim.request("POST", base + "?fieldValidation=Warn", bad)
+        assert st == 201 and "unknown field \\\"spec.colour\\\"" in hd.get("warning", ""), hd
+        st, hd, _ = sim.request("POST", base, dict(bad, metadata={"name": "w3"}))
+        assert st == 201 and "warning" not in hd, hd
+        # a patch is a partial object; $-directives of strategic merge patches are not fields
+        st, doc = sim.json("PATCH", base + "/w2?fieldValidation=Strict", json.dumps({"spec": {"sizee": 2}}),
+                           headers={"Content-Type": "application/merge-patch+json"})
+        assert st == 400 and 'unknown field "spec.sizee"' in doc["message"], doc
+        sim.json("PATCH", base + "/w2?fieldValidation=Strict", json.dumps({"spec": {"size": 2}}),
+                 headers={"Content-Type": "application/merge-patch+json"}, expect=200)
+        # built-in kinds: top level and metadata
+        st, doc = sim.json("POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+                           {"metadata": {"name": "c"}, "datta": {"a": "b"}})
+        assert st == 400 and doc["message"].endswith('strict decoding error: unknown field "datta"'), doc
+        sim.json("POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+                 {"metadata": {"name": "c", "labels": {"a": "b"}}, "data": {"a": "b"}, "immutable": False},
+                 expect=201)
+        sim.json("PATCH", "/api/v1/namespaces/default/configmaps/c?fieldValidation=Strict",
+                 json.dumps({"$setElementOrder/x": [], "data": {"b": "c"}}),
+                 headers={"Content-Type": "application/strategic-merge-patch+json"}, expect=200)
+
+
 # ---- Table ----
 
 def table(sim, path, expect=200):
@@ -331,6 +366,10 @@ def test_kubectl_apply_and_create_validate():
         writes = [r for r in reqs if r["method"] in ("POST", "PATCH") and r["path"].startswith("/api")]
         assert writes and all("fieldValidation=Strict" in r["query"] for r in writes), writes
         assert any(r["path"].startswith("/openapi/v3/apis/demo.kctrld.io/v1") for r in reqs)
+        # a misspelt field of a CR is refused by the server (kubectl sends fieldValidation=Strict)
+        typo = k.write("typo.yaml", text.replace("replicas: 3", "replicaz: 3", 1))
+        p = k.run("apply", "-f", typo, ok=False)
+        assert p.returncode != 0 and 'unknown field "spec.replicaz"' in p.stderr, p.stderr
         # explain reads the CRD's schema from /openapi/v3
         out = k.run("explain", "podset.spec").stdout
         assert "replicas" in out and "template" in out, out
