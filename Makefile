@@ -97,7 +97,8 @@ $(B)/obj/tests/unit/test_plugin_sdk.o: CFLAGS += -DKC_TEST_PLUGIN_DIR=\"$(B)/tes
 # Unit tests of kube-apisim components link the simulator objects they test.
 APISIM_PB_OBJ := $(B)/obj/tests/apisim/protobuf.o $(B)/obj/tests/apisim/json.o $(B)/obj/tests/apisim/util.o
 $(B)/tests/test_apisim_protobuf: $(APISIM_PB_OBJ)
-$(B)/tests/test_apisim_table: $(filter-out $(B)/obj/tests/apisim/main.o,$(APISIM_OBJ))
+$(B)/tests/test_apisim_table $(B)/tests/test_apisim_fieldval: \
+    $(filter-out $(B)/obj/tests/apisim/main.o,$(APISIM_OBJ))
 $(B)/tests/test_plugin_sdk: | $(UNIT_CXX_SO)
 
 $(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libkctrld.a
