@@ -684,7 +684,9 @@ done:
 
 static void handle_watch(struct sim_req *req, struct route *r, struct sim_resp *resp)
 {
-  int acc = sim_accept(req, false);
+  int table = sim_table_wanted(req) ? sim_table_include(req, resp) : 0;
+  if (table < 0) return;
+  int acc = table ? 0 : sim_accept(req, false);
   if (acc < 0) {
     not_acceptable(resp, false);
     return;
@@ -702,6 +704,7 @@ static void handle_watch(struct sim_req *req, struct route *r, struct sim_resp *
   o.rt = r->rt;
   o.bookmarks = sim_query_bool(req, "allowWatchBookmarks");
   o.meta_only = acc == 1;
+  o.table = table;
   o.reset_after = -1;
   o.chunk_split = sim_cfg.watch_chunk_split;
   bool sie = sim_query_bool(req, "sendInitialEvents");

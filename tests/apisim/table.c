@@ -385,41 +385,61 @@ static void col_def(struct sim_buf *b, const char *name, const char *type, const
   sim_buf_printf(b, ",\"priority\":%d}", priority);
 }
 
+int sim_table_include(struct sim_req *req, struct sim_resp *resp)
+{
+  const char *inc = sim_req_query(req, "includeObject");
+  if (!inc || !*inc || strcmp(inc, "Metadata") == 0) return SIM_TABLE_METADATA;
+  if (strcmp(inc, "None") == 0) return SIM_TABLE_NONE;
+  if (strcmp(inc, "Object") == 0) return SIM_TABLE_OBJECT;
+  struct sim_details d = {0};
+  sim_resp_status(resp, 400, "BadRequest", &d,
+                  "includeObject: Unsupported value: \"%s\": supported values: \"Metadata\", \"None\", \"Object\"",
+                  inc);
+  return -EINVAL;
+}
+
 int sim_table_write(struct sim_req *req, struct sim_resp *resp, const struct sim_rtype *rt,
                     struct sim_obj *const *items, size_t n, bool list, uint64_t rv,
                     const char *cont, long long remaining)
 {
-  const char *inc = sim_req_query(req, "includeObject");
-  enum { INC_NONE, INC_META, INC_OBJ } include = INC_META;
-  if (inc && strcmp(inc, "None") == 0) include = INC_NONE;
-  else if (inc && strcmp(inc, "Object") == 0) include = INC_OBJ;
-  else if (inc && *inc && strcmp(inc, "Metadata") != 0) {
-    struct sim_details d = {0};
-    sim_resp_status(resp, 400, "BadRequest", &d,
-                    "includeObject: Unsupported value: \"%s\": supported values: \"Metadata\", \"None\", \"Object\"",
-                    inc);
-    return -EINVAL;
-  }
-  enum kind_id k = kind_of(rt);
-  jv *ccols = crd_columns(rt);
-  struct sim_buf *b = &resp->body;
-  sim_buf_puts(b, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
+  int include = sim_table_include(req, resp);
+  if (include < 0) return include;
+  struct sim_buf md = {0};
   if (list) {
-    sim_buf_printf(b, "\"resourceVersion\":\"%llu\"", (unsigned long long)rv);
+    sim_buf_printf(&md, "\"resourceVersion\":\"%llu\"", (unsigned long long)rv);
     if (cont) {
-      sim_buf_puts(b, ",\"continue\":");
-      str_cell(b, cont, "");
-      if (remaining >= 0) sim_buf_printf(b, ",\"remainingItemCount\":%lld", remaining);
+      sim_buf_puts(&md, ",\"continue\":");
+      str_cell(&md, cont, "");
+      if (remaining >= 0) sim_buf_printf(&md, ",\"remainingItemCount\":%lld", remaining);
     }
   } else if (n) {
-    sim_buf_printf(b, "\"resourceVersion\":\"%llu\"", (unsigned long long)items[0]->rv);
+    sim_buf_printf(&md, "\"resourceVersion\":\"%llu\"", (unsigned long long)items[0]->rv);
   }
-  sim_buf_puts(b, "},\"columnDefinitions\":[");
+  sim_table_json(&resp->body, rt, items, n, include, true, md.p ? md.p : "");
+  sim_buf_free(&md);
+  resp->code = 200;
+  return 0;
+}
+
+void sim_table_json(struct sim_buf *b, const struct sim_rtype *rt, struct sim_obj *const *items,
+                    size_t n, int include, bool headers, const char *metadata)
+{
+  enum kind_id k = kind_of(rt);
+  jv *ccols = crd_columns(rt);
+  size_t nc = 0;
+  const struct col *cols = kind_cols(k, &nc);
+  sim_buf_puts(b, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
+  sim_buf_puts(b, metadata);
+  sim_buf_puts(b, "},\"columnDefinitions\":");
+  if (!headers) {
+    /* Watch events after the first: kube-apiserver sets NoHeaders. */
+    sim_buf_puts(b, "null,\"rows\":[");
+    goto rows;
+  }
+  sim_buf_putc(b, '[');
   col_def(b, "Name", "string", "name",
           "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
           0);
-  size_t nc = 0;
-  const struct col *cols = kind_cols(k, &nc);
   if (ccols) {
     for (size_t i = 0; i < ccols->n; i++) {
       const jv *c = ccols->u.a[i];
@@ -451,6 +471,7 @@ int sim_table_write(struct sim_req *req, struct sim_resp *resp, const struct sim
     }
   }
   sim_buf_puts(b, "],\"rows\":[");
+rows:
   for (size_t i = 0; i < n; i++) {
     const jv *o = items[i]->dom;
     const jv *md = jv_get(o, "metadata");
@@ -472,14 +493,12 @@ int sim_table_write(struct sim_req *req, struct sim_resp *resp, const struct sim
       kind_cells(b, k, o, true);
     }
     sim_buf_putc(b, ']');
-    if (include != INC_NONE) {
+    if (include != SIM_TABLE_NONE) {
       sim_buf_puts(b, ",\"object\":");
-      sim_write_obj(b, rt, items[i], true, include == INC_META);
+      sim_write_obj(b, rt, items[i], true, include == SIM_TABLE_METADATA);
     }
     sim_buf_putc(b, '}');
   }
   sim_buf_puts(b, "]}");
   jv_free(ccols);
-  resp->code = 200;
-  return 0;
 }

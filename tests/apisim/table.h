@@ -6,7 +6,8 @@
  * configmaps/secrets Data, ...), Age; for custom resources the CRD
  * version's additionalPrinterColumns (jsonPath of plain .a.b.c fields) or
  * Name/Age. Rows carry the object as includeObject says (None, Metadata =
- * PartialObjectMetadata (default), Object).
+ * PartialObjectMetadata (default), Object). Watches get one Table per
+ * event, with the column definitions in the first only.
  *
  * Threads: any MHD connection thread. sim_table_write takes sim_mu for the
  * CRD lookup, so callers must not hold it.
@@ -34,6 +35,17 @@ bool sim_table_wanted(struct sim_req *req);
 int sim_table_write(struct sim_req *req, struct sim_resp *resp, const struct sim_rtype *rt,
                     struct sim_obj *const *items, size_t n, bool list, uint64_t rv,
                     const char *cont, long long remaining);
+
+/* includeObject of the request: SIM_TABLE_METADATA (default), _OBJECT or
+ * _NONE; -EINVAL with resp filled in (400) for anything else. */
+enum { SIM_TABLE_NONE = 1, SIM_TABLE_METADATA, SIM_TABLE_OBJECT };
+int sim_table_include(struct sim_req *req, struct sim_resp *resp);
+
+/* The Table JSON of n items into b: metadata is the text inside the
+ * Table's metadata braces; headers = false leaves columnDefinitions null
+ * (watch events after the first). Takes sim_mu for a CR's columns. */
+void sim_table_json(struct sim_buf *b, const struct sim_rtype *rt, struct sim_obj *const *items,
+                    size_t n, int include, bool headers, const char *metadata);
 
 /* duration.HumanDuration of apimachinery: "45s", "5m3s", "3h10m", "2d5h". */
 void sim_human_duration(int64_t seconds, char *out, size_t n);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "watch.h"
 
+#include "table.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <microhttpd.h>
@@ -41,6 +43,8 @@ struct sim_watch {
   size_t outpos;
   bool ending; /* flush out, then end */
   bool abort_conn;
+  int table;          /* 0 or the SIM_TABLE_* include of Table events */
+  bool table_headers; /* the column definitions went out */
 };
 
 bool sim_filter_match(void *arg, const struct sim_obj *o)
@@ -117,6 +121,37 @@ void sim_write_event(struct sim_buf *b, const char *type, const struct sim_rtype
   sim_buf_puts(b, "}\n");
 }
 
+/* One ADDED/MODIFIED/DELETED event, as the object or as a one-row Table
+ * (tests/apisim/table.h; column definitions in the first only). */
+static void write_event(struct sim_watch *w, const char *type, struct sim_obj *o, uint64_t rvo)
+{
+  if (!w->table) {
+    sim_write_event(&w->out, type, w->rt, o, rvo, w->meta_only);
+    return;
+  }
+  struct sim_obj tmp = {0}, *src = o;
+  struct sim_buf body = {0};
+  if (rvo && rvo != o->rv) {
+    tmp.dom = jv_copy(o->dom);
+    char rvs[24];
+    snprintf(rvs, sizeof rvs, "%llu", (unsigned long long)rvo);
+    jv_set_str(jv_obj_ensure(tmp.dom, "metadata"), "resourceVersion", rvs);
+    jv_write(&body, tmp.dom);
+    tmp.body = body.p;
+    tmp.blen = body.len;
+    tmp.rv = rvo;
+    src = &tmp;
+  }
+  char md[48];
+  snprintf(md, sizeof md, "\"resourceVersion\":\"%llu\"", (unsigned long long)src->rv);
+  sim_buf_printf(&w->out, "{\"type\":\"%s\",\"object\":", type);
+  sim_table_json(&w->out, w->rt, &src, 1, w->table, !w->table_headers, md);
+  sim_buf_puts(&w->out, "}\n");
+  w->table_headers = true;
+  sim_buf_free(&body);
+  jv_free(tmp.dom);
+}
+
 static void write_bookmark(struct sim_watch *w, uint64_t rv, bool end)
 {
   struct sim_buf *b = &w->out;
@@ -142,6 +177,7 @@ struct sim_watch *sim_watch_new(struct sim_watch_opts *o, int fd)
   memset(&o->filter, 0, sizeof o->filter);
   w->bookmarks = o->bookmarks;
   w->meta_only = o->meta_only;
+  w->table = o->table;
   w->from_rv = o->from_rv;
   w->initial = o->initial;
   w->ninitial = o->ninitial;
@@ -265,7 +301,7 @@ static void fill(struct sim_watch *w)
   while (w->iinitial < w->ninitial && w->out.len < 256 * 1024) {
     struct sim_obj *o = w->initial[w->iinitial++];
     if (!w->stall) {
-      sim_write_event(&w->out, "ADDED", w->rt, o, 0, w->meta_only);
+      write_event(w, "ADDED", o, 0);
       atomic_fetch_add_explicit(&sim_events_sent, 1, memory_order_relaxed);
       w->sent++;
     }
@@ -333,7 +369,7 @@ static void fill(struct sim_watch *w)
   pthread_mutex_unlock(&sim_mu);
   /* Objects are immutable: serialize without holding the store lock. */
   for (size_t i = 0; i < npend; i++) {
-    sim_write_event(&w->out, pend[i].type, w->rt, pend[i].obj, pend[i].rvo, w->meta_only);
+    write_event(w, pend[i].type, pend[i].obj, pend[i].rvo);
     sim_obj_unref(pend[i].obj);
   }
   w->sent += (int)npend;

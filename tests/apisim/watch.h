@@ -45,6 +45,7 @@ struct sim_watch_opts {
   size_t chunk_split;           /* fault: at most this many bytes per chunk */
   bool stall;                   /* fault: send nothing */
   int reset_after;              /* fault: drop connection after N events (-1 off) */
+  int table;                    /* 0, or events as Tables with this SIM_TABLE_* include */
 };
 
 struct sim_watch;

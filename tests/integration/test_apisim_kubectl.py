@@ -281,6 +281,14 @@ def test_table_answers():
         assert cols(t) == ["Name", "Size", "Color"] and t["rows"][0]["cells"] == ["w1", 3, "red"]
         t = table(sim, "/apis/apps/v1/deployments")
         assert cols(t) == ["Name", "Ready", "Up-to-date", "Available", "Age"] and t["rows"] == []
+        # watches: one Table per event, column definitions in the first only
+        st, evs = sim.watch("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=2",
+                            max_events=2, headers={"Accept": TABLE})
+        assert st == 200 and [e["type"] for e in evs] == ["ADDED", "ADDED"], evs
+        assert [e["object"]["kind"] for e in evs] == ["Table", "Table"]
+        assert cols(evs[0]["object"]) == ["Name", "Data", "Age"] and evs[1]["object"]["columnDefinitions"] is None
+        assert [e["object"]["rows"][0]["cells"][0] for e in evs] == ["c1", "c2"]
+        assert evs[0]["object"]["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
         # without the Table first in Accept nothing changes
         _, plain = sim.json("GET", "/api/v1/namespaces/default/configmaps",
                             headers={"Accept": "application/json"}, expect=200)
@@ -422,6 +430,21 @@ def test_kubectl_get_describe_edit_delete():
         assert re.search(r"c1\s+1\s+\d+s", out), out
         out = k.run("get", "widgets", "-o", "wide").stdout
         assert re.match(r"NAME\s+SIZE\s+COLOR\n", out) and re.search(r"w1\s+3\s+red", out), out
+        w = subprocess.Popen([k.bin, "--cache-dir", os.path.join(k.tmp, "cache"), "get", "configmaps", "-w",
+                              "--request-timeout=5s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=k.env)
+        try:
+            sim.json("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c2"},
+                                                                       "data": {"a": "1", "b": "2"}}, expect=201)
+            out = ""
+            while not re.search(r"c2\s+2\s", out):
+                line = w.stdout.readline()
+                assert line, "kubectl get -w ended: %s %s" % (out, w.stderr.read())
+                out += line
+            assert re.match(r"NAME\s+DATA\s+AGE\n", out), out
+        finally:
+            w.kill()
+            w.communicate()
         out = k.run("describe", "configmap", "c1").stdout
         assert "Name:" in out and "c1" in out, out
         k.run("label", "configmap", "c1", "team=a")
