@@ -1017,6 +1017,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
+  /* An exec credential plugin runs on its own thread; before the loop
+   * starts, give its first run the time it may take so that the first
+   * requests carry a credential (a failure is logged and retried). */
+  if (d->creds->exec && kc_api_prime_credentials(d->api, 35000) < 0)
+    kc_warn("credentials", "no credential from the exec plugin yet; requests go without one "
+            "until it succeeds");
   unsigned decode_threads = d->cfg->decode_threads < 0 ? kc_decode_pool_default_threads()
                                                        : (unsigned)d->cfg->decode_threads;
   int prc = kc_decode_pool_new(&d->loop, decode_threads, &d->decode_pool);

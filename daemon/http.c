@@ -510,6 +510,7 @@ int kc_http_easy_tls(void *easy, const kc_http_tls *tls) {
     c |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     c |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
+  if (tls->proxy) c |= curl_easy_setopt(e, CURLOPT_PROXY, tls->proxy);
   return c == CURLE_OK ? 0 : -EINVAL;
 }
 
