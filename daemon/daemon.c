@@ -985,7 +985,8 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     return 1;
   }
   kc_log_set_level(opts->log_level ? opts->log_level : d->cfg->log_level);
-  if (kc_kube_resolve(opts->kubeconfig, d->cfg->kubeconfig, &d->creds, err, sizeof err) < 0) {
+  if (kc_kube_resolve_context(opts->kubeconfig, d->cfg->kubeconfig, opts->context, &d->creds, err,
+                              sizeof err) < 0) {
     kc_error("credentials", "%s", err);
     free_daemon(d);
     return 1;

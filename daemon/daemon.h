@@ -29,6 +29,7 @@ typedef struct kc_daemon kc_daemon;
 typedef struct kc_daemon_options {
   const char *config_path;
   const char *kubeconfig;   /* --kubeconfig, overrides the file */
+  const char *context;      /* --context, overrides current-context */
   const char *metrics_bind; /* --metrics-bind-address */
   const char *identity;     /* --identity */
   enum kc_log_level log_level; /* 0 = from the config file */

@@ -800,9 +800,16 @@ fail:
   return rc;
 }
 
-int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
-                    char *err, size_t errlen) {
-  if (flag_path && *flag_path) return kc_kubeconfig_load(&flag_path, 1, false, NULL, out, err, errlen);
+int kc_kube_resolve_context(const char *flag_path, const char *config_path, const char *context,
+                            kc_kube_creds **out, char *err, size_t errlen) {
+  char dummy[8];
+  if (!err) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  if (context && !*context) context = NULL;
+  if (flag_path && *flag_path)
+    return kc_kubeconfig_load(&flag_path, 1, false, context, out, err, errlen);
   const char *env = getenv("KUBECONFIG");
   if (env && *env) {
     char *copy = strdup(env);
@@ -812,12 +819,38 @@ int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_cred
     for (char *save = NULL, *p = strtok_r(copy, ":", &save); p && n < MAX_FILES;
          p = strtok_r(NULL, ":", &save))
       paths[n++] = p;
-    int rc = kc_kubeconfig_load(paths, n, true, NULL, out, err, errlen);
+    int rc = kc_kubeconfig_load(paths, n, true, context, out, err, errlen);
     free(copy);
     if (rc != -ENOENT) return rc;
     kc_warn(COMPONENT, "no file of KUBECONFIG exists, trying the next source KUBECONFIG=%s", env);
   }
   if (config_path && *config_path)
-    return kc_kubeconfig_load(&config_path, 1, false, NULL, out, err, errlen);
-  return kc_kube_in_cluster(NULL, out, err, errlen);
+    return kc_kubeconfig_load(&config_path, 1, false, context, out, err, errlen);
+  int rc = kc_kube_in_cluster(NULL, out, err, errlen);
+  if (rc != -ENOENT) {
+    if (rc == 0 && context)
+      kc_warn(COMPONENT, "--context %s ignored: using the in-cluster service account", context);
+    return rc;
+  }
+  /* Last: $HOME/.kube/config (controller-runtime's order). */
+  const char *home = getenv("HOME");
+  char *path = NULL;
+  if (home && *home && asprintf(&path, "%s/.kube/config", home) < 0) return -ENOMEM;
+  if (path && access(path, F_OK) == 0) {
+    const char *p = path;
+    rc = kc_kubeconfig_load(&p, 1, false, context, out, err, errlen);
+    free(path);
+    return rc;
+  }
+  snprintf(err, errlen,
+           "no credentials: no --kubeconfig, KUBECONFIG or kubeconfig: setting, not running in a "
+           "cluster (KUBERNETES_SERVICE_HOST/PORT unset) and no %s",
+           path ? path : "$HOME/.kube/config (HOME unset)");
+  free(path);
+  return -ENOENT;
+}
+
+int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
+                    char *err, size_t errlen) {
+  return kc_kube_resolve_context(flag_path, config_path, NULL, out, err, errlen);
 }

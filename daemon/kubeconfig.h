@@ -6,7 +6,9 @@
  * exist), else the KUBECONFIG path list (':'-separated, missing files
  * skipped, merged: the first file to define a cluster/user/context name wins
  * whole, the first current-context wins), else the kubeconfig named in the
- * daemon's config file, else in-cluster (service account).
+ * daemon's config file, else in-cluster (service account), else
+ * $HOME/.kube/config (controller-runtime's GetConfig order: flag, KUBECONFIG,
+ * in-cluster, home; the config file's setting ranks as a flag default).
  *
  * Supported kubeconfig fields: clusters[].cluster.{server,
  * certificate-authority, certificate-authority-data, insecure-skip-tls-verify,
@@ -107,7 +109,11 @@ int kc_kubeconfig_parse(const char *name, const char *buf, size_t len, const cha
 int kc_kube_in_cluster(const char *sa_dir, kc_kube_creds **out, char *err, size_t errlen);
 
 /* The full resolution order above. flag_path: --kubeconfig (or NULL);
- * config_path: the config file's setting (or NULL). */
+ * config_path: the config file's setting (or NULL); context: --context (or
+ * NULL = current-context; ignored, with a warning, for in-cluster). */
+int kc_kube_resolve_context(const char *flag_path, const char *config_path, const char *context,
+                            kc_kube_creds **out, char *err, size_t errlen);
+/* The same with context NULL. */
 int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
                     char *err, size_t errlen);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* main: command line of kctrld. Main (loop) thread only.
  *
- *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]
+ *   kctrld --config FILE [--kubeconfig FILE] [--context NAME] [--metrics-bind-address HOST:PORT]
  *          [--identity NAME] [--log-level LEVEL] [--fail-fast]
  *   kctrld --check-config FILE
  *   kctrld --version
@@ -25,7 +25,8 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]\n"
+          "usage: kctrld --config FILE [--kubeconfig FILE] [--context NAME]\n"
+          "              [--metrics-bind-address HOST:PORT]\n"
           "              [--identity NAME] [--log-level error|warn|info|debug] [--fail-fast]\n"
           "              [--allow-insecure-permissions]\n"
           "       kctrld --check-config FILE\n"
@@ -34,11 +35,12 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
-         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS };
+         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS, OPT_CONTEXT };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
       {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+      {"context", required_argument, NULL, OPT_CONTEXT},
       {"metrics-bind-address", required_argument, NULL, OPT_METRICS},
       {"identity", required_argument, NULL, OPT_IDENTITY},
       {"log-level", required_argument, NULL, OPT_LOGLEVEL},
@@ -56,6 +58,7 @@ int main(int argc, char **argv) {
     case OPT_CONFIG: o.config_path = optarg; break;
     case OPT_CHECK: check = optarg; break;
     case OPT_KUBECONFIG: o.kubeconfig = optarg; break;
+    case OPT_CONTEXT: o.context = optarg; break;
     case OPT_METRICS: o.metrics_bind = optarg; break;
     case OPT_IDENTITY: o.identity = optarg; break;
     case OPT_LOGLEVEL: {

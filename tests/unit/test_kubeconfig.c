@@ -517,8 +517,44 @@ static void test_resolve_order(void **state) {
   /* Nothing else: in-cluster, which is not available here. */
   unsetenv("KUBECONFIG");
   unsetenv("KUBERNETES_SERVICE_HOST");
+  char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", dir, 1);
   assert_int_equal(kc_kube_resolve(NULL, NULL, &c, err, sizeof err), -ENOENT);
   assert_non_null(strstr(err, "not running in a cluster"));
+  char want[700];
+  snprintf(want, sizeof want, "and no %s/.kube/config", dir);
+  assert_non_null(strstr(err, want));
+  /* Last of all: $HOME/.kube/config. */
+  char kd[600];
+  snprintf(kd, sizeof kd, "%s/.kube", dir);
+  assert_true(mkdir(kd, 0700) == 0 || errno == EEXIST);
+  write_file(".kube/config", B);
+  assert_int_equal(kc_kube_resolve(NULL, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://c2.example:6443");
+  snprintf(want, sizeof want, "kubeconfig %s/.kube/config (context", dir);
+  assert_non_null(strstr(c->source, want));
+  kc_kube_creds_free(c);
+  /* --context picks another context, whichever file is used. */
+  write_file("ctx.yaml", "current-context: one\n"
+                         "clusters: [{name: c1, cluster: {server: 'https://one:1'}},"
+                         " {name: c2, cluster: {server: 'https://two:2'}}]\n"
+                         "contexts: [{name: one, context: {cluster: c1}},"
+                         " {name: two, context: {cluster: c2, namespace: ns2}}]\n");
+  assert_int_equal(kc_kube_resolve_context(path_of("ctx.yaml"), NULL, "two", &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://two:2");
+  assert_string_equal(c->namespace_, "ns2");
+  kc_kube_creds_free(c);
+  setenv("KUBECONFIG", path_of("ctx.yaml"), 1);
+  assert_int_equal(kc_kube_resolve_context(NULL, NULL, "two", &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://two:2");
+  kc_kube_creds_free(c);
+  unsetenv("KUBECONFIG");
+  assert_int_equal(kc_kube_resolve_context(NULL, path_of("ctx.yaml"), "nope", &c, err, sizeof err),
+                   -EINVAL);
+  assert_non_null(strstr(err, "context \"nope\" not found"));
+  if (home) setenv("HOME", home, 1);
+  else unsetenv("HOME");
+  free(home);
 }
 
 int main(void) {
