@@ -491,6 +491,13 @@ int kc_http_easy_tls(void *easy, const kc_http_tls *tls) {
     c |= curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
   } else if (tls->ca_file) {
     c |= curl_easy_setopt(e, CURLOPT_CAINFO, tls->ca_file);
+#if LIBCURL_VERSION_NUM >= 0x075700 /* 7.87.0 */
+    /* libcurl caches the parsed CA store for 24 h by default: a rotated CA
+     * file would not be seen until then. Re-read it for every new connection
+     * (a TLS failure drops the connection, so the next one uses the new
+     * file); connections are long-lived HTTP/2, so this is rare. */
+    c |= curl_easy_setopt(e, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
   }
   if (tls->cert_data && tls->cert_len) {
     struct curl_blob b = {(void *)tls->cert_data, tls->cert_len, CURL_BLOB_COPY};

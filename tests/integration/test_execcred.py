@@ -16,7 +16,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from taplib import Apisim, Kctrld, run_tests, wait_for  # noqa: E402
+from taplib import Apisim, Kctrld, make_pki, run_tests, wait_for  # noqa: E402
 
 ADMIN = {"Authorization": "Bearer admin-token-for-the-test"}
 PLUGIN = os.path.join(HERE, "execcred_plugin.py")
@@ -195,6 +195,64 @@ def test_token_file_rotation_after_401():
             assert "first-token" not in k.log()
             assert "second-token" not in k.log()
         assert k.code == 0
+
+
+def tls_create_cm(url, ca, name):
+    import http.client
+    import ssl
+    host, port = url.split("//")[1].split(":")
+    c = http.client.HTTPSConnection(host, int(port), context=ssl.create_default_context(cafile=ca),
+                                    timeout=10)
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": name, "namespace": "default"}})
+    c.request("POST", "/api/v1/namespaces/default/configmaps", body=body,
+              headers=dict(ADMIN, **{"Content-Type": "application/json"}))
+    r = c.getresponse()
+    r.read()
+    c.close()
+    assert r.status == 201, r.status
+
+
+def test_ca_file_rotation():
+    """The API server's CA changes and the kubeconfig's certificate-authority
+    file is rewritten: new connections verify with the new file (libcurl's
+    24 h CA cache would keep the old one)."""
+    p1, p2 = make_pki(), make_pki()
+    d = tempfile.mkdtemp(prefix="cafile-")
+    ca = os.path.join(d, "ca.crt")
+    with open(os.path.join(p1, "ca.crt")) as f, open(ca, "w") as g:
+        g.write(f.read())
+    tls = lambda p: ("--tls-cert", os.path.join(p, "server.crt"), "--tls-key",  # noqa: E731
+                     os.path.join(p, "server.key"), "--tls-ca", os.path.join(p, "ca.crt"))
+    sim1 = Apisim("--token", ADMIN["Authorization"][7:], *tls(p1))
+    url = sim1.url
+    port = url.rsplit(":", 1)[1]
+    kc = os.path.join(d, "kubeconfig")
+    with open(kc, "w") as f:
+        f.write("current-context: s\nclusters: [{name: s, cluster: {server: '%s', "
+                "certificate-authority: ca.crt}}]\n"
+                "users: [{name: u, user: {token: %s}}]\n"
+                "contexts: [{name: s, context: {cluster: s, user: u}}]\n" % (url, ADMIN["Authorization"][7:]))
+    os.chmod(kc, 0o600)
+    try:
+        tls_create_cm(url, os.path.join(p1, "ca.crt"), "one")
+        with Kctrld(CONFIG, kc) as k:
+            wait_for(lambda: objects(k) == 1, timeout=30, what="the first ConfigMap")
+            sim1.stop()
+            with open(os.path.join(p2, "ca.crt")) as f, open(ca + ".tmp", "w") as g:
+                g.write(f.read())
+            os.rename(ca + ".tmp", ca)
+            with Apisim("--token", ADMIN["Authorization"][7:], "--listen", "127.0.0.1:" + port,
+                        *tls(p2)) as sim2:
+                assert sim2.url == url, (sim2.url, url)
+                tls_create_cm(url, os.path.join(p2, "ca.crt"), "two-a")
+                tls_create_cm(url, os.path.join(p2, "ca.crt"), "two-b")
+                wait_for(lambda: objects(k) == 2, timeout=60, interval=0.5,
+                         what="the ConfigMaps of the server with the new CA")
+                assert k.alive()
+            assert k.stop() == 0
+    finally:
+        sim1.stop()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -47,6 +48,13 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
   pthread_mutex_lock(&token_mu);
   snprintf(want, sizeof want, "Bearer %s", good_token);
   pthread_mutex_unlock(&token_mu);
+  if (strncmp(rq->path, "http://kctrld-proxied.invalid:8080/", 35) == 0) {
+    /* A proxy request: the absolute URL as request target. */
+    const char *host = mini_server_header(rq, "Host");
+    snprintf(buf, sizeof buf, "proxied %s host=%s", rq->path, host ? host : "-");
+    r->body = buf;
+    return;
+  }
   if (strncmp(rq->path, "/open/", 6) != 0 && (!auth || strcmp(auth, want) != 0)) {
     r->status = 401;
     r->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -457,6 +465,57 @@ static void test_sync_workers(void **state) {
   kc_api_close(api);
 }
 
+/* ---- proxy-url, exec plugin ---- */
+
+static void test_proxy_url(void **state) {
+  /* The server name does not resolve: only the proxy can reach it. */
+  kc_kube_creds cr = {.server = "http://kctrld-proxied.invalid:8080", .proxy_url = server_url};
+  kc_api *api = NULL;
+  assert_int_equal(kc_api_new(NULL, &cr, &api), 0);
+  kc_api_worker *w = NULL;
+  assert_int_equal(kc_api_worker_new(api, &w), 0);
+  kc_api_response r;
+  assert_int_equal(kc_api_do(w, "GET", "/version", NULL, NULL, 0, 5000, &r), 0);
+  assert_int_equal(r.code, 200);
+  assert_string_equal(r.body, "proxied http://kctrld-proxied.invalid:8080/version "
+                              "host=kctrld-proxied.invalid:8080");
+  kc_api_worker_free(w);
+  kc_api_close(api);
+}
+
+static void test_exec_plugin_401_retry(void **state) {
+  char script[400], count[400];
+  snprintf(script, sizeof script, "%s/plugin.sh", dir);
+  snprintf(count, sizeof count, "%s/count", dir);
+  char text[1200];
+  snprintf(text, sizeof text,
+           "#!/bin/sh\nn=$(cat %s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %s\n"
+           "echo '{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\","
+           "\"status\":{\"token\":\"exec-'$n'\"}}'\n",
+           count, count);
+  write_file(script, text);
+  assert_int_equal(chmod(script, 0700), 0);
+  kc_exec_config x = {.command = script, .api_version = "client.authentication.k8s.io/v1",
+                      .where = "test user"};
+  kc_kube_creds cr = {.server = server_url, .exec = &x};
+  set_server_token("exec-2");
+  kc_api *api = NULL;
+  assert_int_equal(kc_api_new(NULL, &cr, &api), 0);
+  assert_int_equal(kc_api_prime_credentials(api, 20000), 0);
+  kc_api_worker *w = NULL;
+  assert_int_equal(kc_api_worker_new(api, &w), 0);
+  /* Sent with exec-1: 401, the plugin runs again, the request is retried once. */
+  unsigned before = mini_server_requests(srv);
+  kc_api_response r;
+  assert_int_equal(kc_api_do(w, "GET", "/api/v1/namespaces/ns/configmaps", NULL, NULL, 0, 20000,
+                             &r), 0);
+  assert_int_equal(r.code, 200);
+  assert_non_null(strstr(r.body, "Bearer exec-2"));
+  assert_int_equal(mini_server_requests(srv) - before, 2);
+  kc_api_worker_free(w);
+  kc_api_close(api);
+}
+
 /* ---- TLS ---- */
 
 static void test_tls(void **state) {
@@ -553,6 +612,8 @@ int main(void) {
       cmocka_unit_test(test_static_token_and_bad_args),
       cmocka_unit_test(test_sync_workers),
       cmocka_unit_test(test_tls),
+      cmocka_unit_test(test_proxy_url),
+      cmocka_unit_test(test_exec_plugin_401_retry),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
