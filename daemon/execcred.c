@@ -535,9 +535,14 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
       else if (n == 0 || (errno != EINTR && errno != EAGAIN)) err_open = false;
     }
     if (!out_open && !err_open) {
-      pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) exited = true;
-      else if (w < 0 && errno != EINTR) {
+      /* Not reaped yet (WNOWAIT): the group is killed below while its id
+       * cannot have been reused. */
+      siginfo_t si;
+      memset(&si, 0, sizeof si);
+      int wr = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+      if (wr == 0 && si.si_pid == pid) {
+        exited = true;
+      } else if (wr < 0 && errno != EINTR) {
         rc = -errno;
         break;
       }
@@ -563,6 +568,8 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
     }
   } else {
     kill(-pid, SIGKILL); /* children it left behind */
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
       rc = -EIO;
       kc_errf(err, errlen, "%s exited with status %d", s->argv[0], WEXITSTATUS(status));
