@@ -514,6 +514,34 @@ static void test_exec_plugin_401_retry(void **state) {
   assert_int_equal(mini_server_requests(srv) - before, 2);
   kc_api_worker_free(w);
   kc_api_close(api);
+
+  /* On the loop: a 401 is returned (client-go's exec round tripper does
+   * not retry either) and re-runs the plugin once for the whole burst; the
+   * following requests carry the new token. */
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  set_server_token("exec-4");
+  assert_int_equal(kc_api_new(&loop, &cr, &api), 0);
+  assert_int_equal(kc_api_prime_credentials(api, 20000), 0); /* exec-3 */
+  struct call a;
+  send_req(api, NULL, "/api/v1/namespaces/ns/configmaps", NULL, &a);
+  run(&loop, api);
+  assert_int_equal(a.res.status.code, 401);
+  bool ok = false;
+  for (int i = 0; i < 400 && !ok; i++) {
+    struct call b[3];
+    for (int k = 0; k < 3; k++) send_req(api, NULL, "/api/v1/namespaces/ns/configmaps", NULL, &b[k]);
+    run(&loop, api);
+    ok = b[2].res.status.code == 200 && strstr(b[2].body, "Bearer exec-4");
+    if (!ok) usleep(25000);
+  }
+  assert_true(ok);
+  kc_api_close(api);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  char *n = tu_read_file(count, NULL);
+  assert_string_equal(n, "4\n"); /* 2 runs above, 2 here: one per 401 burst */
+  free(n);
 }
 
 /* ---- TLS ---- */
