@@ -492,10 +492,13 @@ int kc_http_easy_tls(void *easy, const kc_http_tls *tls) {
   } else if (tls->ca_file) {
     c |= curl_easy_setopt(e, CURLOPT_CAINFO, tls->ca_file);
 #if LIBCURL_VERSION_NUM >= 0x075700 /* 7.87.0 */
-    /* libcurl caches the parsed CA store for 24 h by default: a rotated CA
-     * file would not be seen until then. Re-read it for every new connection
-     * (a TLS failure drops the connection, so the next one uses the new
-     * file); connections are long-lived HTTP/2, so this is rare. */
+    /* libcurl (OpenSSL, 7.87+) may cache the parsed CA store for 24 h: a
+     * rotated CA file would not be seen until then. Re-read it for every new
+     * connection (a TLS failure drops the connection, so the next one uses
+     * the new file); connections are long-lived HTTP/2, so this is rare.
+     * (A libcurl built with a default CA path, as Debian's, never caches;
+     * tests/integration/test_execcred.py test_ca_file_rotation checks the
+     * behaviour either way.) */
     c |= curl_easy_setopt(e, CURLOPT_CA_CACHE_TIMEOUT, 0L);
 #endif
   }
