@@ -255,5 +255,38 @@ def test_ca_file_rotation():
         sim1.stop()
 
 
+def test_exec_plugin_client_certificate():
+    """The plugin answers a client certificate and key (no token): the
+    daemon authenticates over TLS with them."""
+    p = make_pki()
+    d = tempfile.mkdtemp(prefix="execcert-")
+    with open(os.path.join(p, "client.crt")) as f:
+        cert = f.read()
+    with open(os.path.join(p, "client.key")) as f:
+        key = f.read()
+    cred = os.path.join(d, "cred.json")
+    with open(cred, "w") as f:
+        json.dump({"kind": "ExecCredential", "apiVersion": "client.authentication.k8s.io/v1beta1",
+                   "status": {"clientCertificateData": cert, "clientKeyData": key}}, f)
+    os.chmod(cred, 0o600)
+    pp = lambda n: os.path.join(p, n)  # noqa: E731
+    with Apisim("--token", ADMIN["Authorization"][7:], "--tls-cert", pp("server.crt"), "--tls-key",
+                pp("server.key"), "--client-ca", pp("ca.crt"), "--tls-ca", pp("ca.crt")) as sim:
+        kc = os.path.join(d, "kubeconfig")
+        with open(kc, "w") as f:
+            f.write("current-context: s\nclusters: [{name: s, cluster: {server: '%s', "
+                    "certificate-authority: %s}}]\n"
+                    "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                    "command: cat, args: [%s]}}}]\n"
+                    "contexts: [{name: s, context: {cluster: s, user: u}}]\n" % (sim.url, pp("ca.crt"), cred))
+        os.chmod(kc, 0o600)
+        tls_create_cm(sim.url, pp("ca.crt"), "one")
+        with Kctrld(CONFIG, kc) as k:
+            wait_for(lambda: objects(k) == 1, timeout=30, what="the ConfigMap, listed with the plugin's certificate")
+            assert "exec plugin gave a client certificate without expiry" in k.log()
+            assert "PRIVATE KEY" not in k.log()
+        assert k.code == 0, k.log()[-3000:]
+
+
 if __name__ == "__main__":
     run_tests(globals())
