@@ -54,7 +54,11 @@ typedef struct kind_slot {
   atomic_bool resolved;
   bool discovering;
   bool orphaned; /* removed by a reload while discovery was in flight */
+  bool answered;  /* the server answered discovery for it at least once */
+  char miss[768]; /* why it is not resolved ("" while unknown or resolved) */
   uint64_t last_miss_log_ms;
+  uint32_t misses;          /* consecutive failed resolves: kc_backoff_when's counter */
+  uint64_t next_resolve_ms; /* loop time of the next discovery attempt */
   kc_informer *informer;
 } kind_slot;
 
@@ -69,6 +73,10 @@ typedef struct ctl_slot {
   uint64_t retry_delay_ms;  /* the delay chosen after the last failure */
   uint64_t init_failures;   /* kctrld_controller_init_failures_total, kept across reloads */
 } ctl_slot;
+
+/* Discovery of a kind not served (yet): 1 s doubling to 16 s. */
+#define KC_RESOLVE_RETRY_BASE_MS 1000ull
+#define KC_RESOLVE_RETRY_MAX_MS 16000ull
 
 #define KC_INIT_RETRY_BASE_MS 1000ull
 #define KC_INIT_RETRY_MAX_MS (5 * 60 * 1000ull)
@@ -104,6 +112,7 @@ struct kc_daemon {
   uv_timer_t tick;
   uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
   atomic_bool may_write;
+  bool api_reachable; /* discovery got an answer (200 or 404) at least once */
   kc_leader *leader; /* NULL when leader election is off */
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
@@ -336,22 +345,51 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     kc_info("discovery", "%s %s -> %s/%s (%s)", s->api_version, s->kind, k->api_path, k->plural,
             k->namespaced ? "namespaced" : "cluster-scoped");
     atomic_store(&k->resolved, true);
+    k->answered = d->api_reachable = true;
+    k->miss[0] = '\0';
+    kc_backoff_forget(&k->misses);
     tick_now(d); /* list at once, not on the next tick */
     return;
   }
-  /* A missing kind is logged once a minute, not every tick. */
-  uint64_t now = uv_now(&d->loop);
-  if (!k->last_miss_log_ms || now - k->last_miss_log_ms >= 60000) {
-    k->last_miss_log_ms = now;
-    if (status && status->code)
-      kc_warn("discovery", "%s %s: HTTP %d %s: %s; retrying", s->api_version, s->kind,
-              status->code, status->reason, status->message);
-    else /* a transport failure: libcurl's text says what failed */
-      kc_warn("discovery", "%s %s: %s; retrying", s->api_version, s->kind,
-              err == -ENOENT                    ? "kind not served (yet)"
-              : status && status->message[0] ? status->message
-                                               : strerror(-err));
+  /* Say what is wrong: a kind the group/version does not serve (with the
+   * closest served kind), a group/version the server does not know (a CRD
+   * not installed yet), an HTTP error or a transport failure. */
+  char why[sizeof k->miss];
+  if (err == -ENOENT && status && status->code == 200) {
+    char best[64];
+    if (kc_discovery_suggest(d->discovery, s->api_version, s->kind, best, sizeof best) == 0)
+      snprintf(why, sizeof why, "kind %s is not served by %s (did you mean %s?)", s->kind,
+               s->api_version, best);
+    else
+      snprintf(why, sizeof why, "kind %s is not served by %s (not installed yet?)", s->kind,
+               s->api_version);
+  } else if (err == -ENOENT) {
+    snprintf(why, sizeof why, "kind %s is not served: the server does not serve %s (HTTP %d; a CRD "
+             "not installed yet?)", s->kind, s->api_version, status ? status->code : 404);
+  } else if (status && status->code) {
+    snprintf(why, sizeof why, "kind %s of %s: discovery failed: HTTP %d %s%s%s", s->kind,
+             s->api_version, status->code, status->reason, status->message[0] ? ": " : "",
+             status->message);
+  } else { /* a transport failure: libcurl's text says what failed */
+    snprintf(why, sizeof why, "kind %s of %s: discovery failed: %s", s->kind, s->api_version,
+             status && status->message[0] ? status->message : strerror(-err));
   }
+  if (status && (status->code == 200 || status->code == 404)) {
+    k->answered = true;
+    d->api_reachable = true;
+  }
+  /* Retried with backoff (a CRD may be installed later); the same reason is
+   * logged once a minute, a new one at once. */
+  const kc_backoff b = {KC_RESOLVE_RETRY_BASE_MS * KC_NS_PER_MS, KC_RESOLVE_RETRY_MAX_MS * KC_NS_PER_MS};
+  uint64_t delay = kc_backoff_when(&b, &k->misses) / KC_NS_PER_MS;
+  uint64_t now = uv_now(&d->loop);
+  k->next_resolve_ms = now + delay;
+  if (strcmp(why, k->miss) != 0 || !k->last_miss_log_ms || now - k->last_miss_log_ms >= 60000) {
+    k->last_miss_log_ms = now;
+    kc_warn("discovery", "%s; retrying (next attempt in %.0f s, this message at most once a minute)",
+            why, (double)delay / 1000.0);
+  }
+  snprintf(k->miss, sizeof k->miss, "%s", why);
 }
 
 static void release_slot(kind_slot *k) {
@@ -401,7 +439,7 @@ static void on_tick(uv_timer_t *t) {
   for (size_t i = 0; i < d->nkinds; i++) {
     kind_slot *k = d->kinds[i];
     if (!atomic_load(&k->resolved)) {
-      if (!k->discovering &&
+      if (!k->discovering && uv_now(&d->loop) >= k->next_resolve_ms &&
           kc_discovery_resolve(d->discovery, k->spec->api_version, k->spec->kind, on_resolved, k) == 0)
         k->discovering = true;
       continue;

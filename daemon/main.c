@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "configcheck.h"
 #include "daemon.h"
 #include "fileperm.h"
 #include "http.h"
@@ -84,6 +85,12 @@ int main(int argc, char **argv) {
     kc_config *cfg = NULL;
     if (kc_config_load_file(check, &cfg, err, sizeof err) < 0) {
       fprintf(stderr, "%s\n", err);
+      return 1;
+    }
+    /* Beyond the schema: built-in kinds and plugin files (configcheck.h). */
+    if (kc_configcheck_run(cfg, err, sizeof err) < 0) {
+      fprintf(stderr, "%s\n", err);
+      kc_config_free(cfg);
       return 1;
     }
     printf("%s: OK (%zu informers, %zu controllers)\n", check, cfg->ninformers, cfg->ncontrollers);
