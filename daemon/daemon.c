@@ -112,7 +112,6 @@ struct kc_daemon {
   uv_timer_t tick;
   uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
   atomic_bool may_write;
-  bool api_reachable; /* discovery got an answer (200 or 404) at least once */
   kc_leader *leader; /* NULL when leader election is off */
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
@@ -122,10 +121,11 @@ struct kc_daemon {
   kc_ops *ops;
   const kc_informer_spec **ops_specs;
   kc_informer **ops_informers;
+  kc_ops_informer_wait *ops_waits;
   kc_controller **ops_controllers;
   const kc_reconcile_histogram **ops_histograms;
   kc_ops_controller_state *ops_ctl_states;
-  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms, ops_cap_ctl_states;
+  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms, ops_cap_ctl_states, ops_cap_waits;
   char ops_lease_name[256];
 };
 
@@ -345,7 +345,7 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     kc_info("discovery", "%s %s -> %s/%s (%s)", s->api_version, s->kind, k->api_path, k->plural,
             k->namespaced ? "namespaced" : "cluster-scoped");
     atomic_store(&k->resolved, true);
-    k->answered = d->api_reachable = true;
+    k->answered = true;
     k->miss[0] = '\0';
     kc_backoff_forget(&k->misses);
     tick_now(d); /* list at once, not on the next tick */
@@ -374,10 +374,8 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     snprintf(why, sizeof why, "kind %s of %s: discovery failed: %s", s->kind, s->api_version,
              status && status->message[0] ? status->message : strerror(-err));
   }
-  if (status && (status->code == 200 || status->code == 404)) {
-    k->answered = true;
-    d->api_reachable = true;
-  }
+  if (status && (status->code == 200 || status->code == 404))
+    k->answered = true; /* the API server is reachable and says the kind is not there */
   /* Retried with backoff (a CRD may be installed later); the same reason is
    * logged once a minute, a new one at once. */
   const kc_backoff b = {KC_RESOLVE_RETRY_BASE_MS * KC_NS_PER_MS, KC_RESOLVE_RETRY_MAX_MS * KC_NS_PER_MS};
@@ -927,6 +925,7 @@ static void ops_view(void *ud, kc_ops_view *v) {
   size_t ci = d->ops_cap_informers;
   if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
       !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
+      !grow((void **)&d->ops_waits, &d->ops_cap_waits, d->nkinds, sizeof *d->ops_waits) ||
       !grow((void **)&d->ops_histograms, &d->ops_cap_histograms, d->nctls, sizeof *d->ops_histograms) ||
       !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers) ||
       !grow((void **)&d->ops_ctl_states, &d->ops_cap_ctl_states, d->nctls, sizeof *d->ops_ctl_states))
@@ -934,7 +933,13 @@ static void ops_view(void *ud, kc_ops_view *v) {
   for (size_t i = 0; i < d->nkinds; i++) {
     d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
     d->ops_informers[i] = d->kinds[i] ? d->kinds[i]->informer : NULL;
+    const kind_slot *k = d->kinds[i];
+    d->ops_waits[i] = (kc_ops_informer_wait){
+        .reason = k && k->miss[0] ? k->miss : NULL,
+        .not_served = k && k->answered && !atomic_load(&k->resolved),
+    };
   }
+  v->informer_waits = d->ops_waits;
   for (size_t i = 0; i < d->nctls; i++) {
     d->ops_controllers[i] = d->ctls[i].ctl;
     d->ops_histograms[i] = d->ctls[i].ctl ? kc_controller_reconcile_histogram(d->ctls[i].ctl) : NULL;
@@ -989,6 +994,7 @@ static void free_daemon(kc_daemon *d) {
   kc_config_diff_free(d->reload_diff);
   free(d->ops_specs);
   free(d->ops_informers);
+  free(d->ops_waits);
   free(d->ops_controllers);
   free(d->ops_histograms);
   free(d->ops_ctl_states);
