@@ -618,6 +618,7 @@ static bool controller_kept(kc_daemon *d, size_t old_index) {
   const kc_controller_spec *s = &d->cfg->controllers[old_index];
   if (find_change(d->reload_diff->controllers, d->reload_diff->ncontrollers, true, old_index))
     return false;
+  if (kc_plugin_file_changed(s->plugin)) return false; /* rebuilt: run the new code */
   if (kept_informer(d, s->for_.informer) < 0) return false;
   for (size_t i = 0; i < s->nowns; i++)
     if (kept_informer(d, s->owns[i].ref.informer) < 0) return false;
@@ -731,7 +732,16 @@ static int reload(kc_daemon *d) {
   }
   char summary[1024];
   kc_config_diff_summary(diff, d->cfg, nc, summary, sizeof summary);
-  if (kc_config_diff_empty(diff)) {
+  /* A plugin file rebuilt at the same path changes no config text, but its
+   * controllers must be re-instantiated to run the new code. */
+  size_t rebuilt = 0;
+  for (size_t i = 0; i < d->nctls; i++) {
+    const char *path = d->ctls[i].spec->plugin;
+    if (!d->ctls[i].ctl || !kc_plugin_file_changed(path)) continue;
+    size_t len = strlen(summary);
+    snprintf(summary + len, sizeof summary - len, "%s%s", rebuilt++ ? ", " : "; plugin file changed: ", path);
+  }
+  if (kc_config_diff_empty(diff) && !rebuilt) {
     kc_info("daemon", "SIGHUP: config unchanged");
     kc_config_diff_free(diff);
     kc_config_free(nc);
