@@ -188,6 +188,10 @@ static void test_settings(void **state) {
                              "wait: 1h30m\n"
                              "short: 250ms\n"
                              "bare: 15\n"
+                             "zero: 0\n"
+                             "quotedint: \"5\"\n"
+                             "quotedbool: \"true\"\n"
+                             "quoteddur: \"2s\"\n"
                              "bad: soon\n"
                              "nothing: ~\n"
                              "\"dotted.key\": v\n"
@@ -238,8 +242,25 @@ static void test_settings(void **state) {
   assert_int_equal(i, 5400000);
   assert_int_equal(svc->settings_duration_ms(s, "short", &i), 0);
   assert_int_equal(i, 250);
-  assert_int_equal(svc->settings_duration_ms(s, "bare", &i), 0);
-  assert_int_equal(i, 15000);
+  /* The config file's rules (yamltree.h getters): a duration needs a unit,
+   * a quoted scalar is a string, each refusal is logged with its place. */
+  tu_stderr_begin();
+  assert_int_equal(svc->settings_duration_ms(s, "bare", &i), -EINVAL);
+  assert_int_equal(svc->settings_int(s, "quotedint", &i), -EINVAL);
+  assert_int_equal(svc->settings_bool(s, "quotedbool", &b), -EINVAL);
+  char *log = tu_stderr_end();
+  assert_non_null(strstr(log, "<t>:10:7: settings.bare: duration \"15\" has no unit (write e.g. \"15s\""));
+  assert_non_null(strstr(log, "<t>:12:12: settings.quotedint: expected an integer, got the quoted string"));
+  assert_non_null(strstr(log, "<t>:13:13: settings.quotedbool: expected true or false, got the quoted string"));
+  free(log);
+  assert_int_equal(svc->settings_string(s, "quotedint", &str), 0);
+  assert_string_equal(str, "5");
+  assert_int_equal(svc->settings_string(s, "replicas", &str), 0);
+  assert_string_equal(str, "3");
+  assert_int_equal(svc->settings_duration_ms(s, "zero", &i), 0);
+  assert_int_equal(i, 0);
+  assert_int_equal(svc->settings_duration_ms(s, "quoteddur", &i), 0);
+  assert_int_equal(i, 2000);
   assert_int_equal(svc->settings_duration_ms(s, "bad", &i), -EINVAL);
   assert_int_equal(svc->settings_len(s, "kinds", &n), 0);
   assert_int_equal(n, 2);
