@@ -118,9 +118,91 @@ static kc_str cstr_or_absent(const char *s) { return s ? kc_str_c(s) : (kc_str){
 /* Resolves a path (jsonpath.h syntax without "[]"; "" is node itself)
  * below node. Returns 0 with *out (NULL when absent), or -EINVAL for a
  * malformed path. */
+/* Records n as read when the running init tracks reads of root. */
+static void settings_mark(const kc_yaml_node *root, const kc_yaml_node *n) {
+  kc_settings_used *u = current_ctx ? current_ctx->used : NULL;
+  if (!u || !n || u->root != root || u->oom) return;
+  for (size_t i = 0; i < u->n; i++)
+    if (u->nodes[i] == n) return;
+  if (u->n == u->cap) {
+    size_t cap = u->cap ? 2 * u->cap : 16;
+    const kc_yaml_node **v = realloc(u->nodes, cap * sizeof *v);
+    if (!v) {
+      u->oom = true;
+      return;
+    }
+    u->nodes = v;
+    u->cap = cap;
+  }
+  u->nodes[u->n++] = n;
+}
+
+static bool settings_was_read(const kc_settings_used *u, const kc_yaml_node *n) {
+  for (size_t i = 0; i < u->n; i++)
+    if (u->nodes[i] == n) return true;
+  return false;
+}
+
+struct unread_walk {
+  const char *controller, *plugin;
+  size_t warned;
+};
+
+/* path holds the path of n (len bytes used, cap in all). */
+static void warn_unread_below(const kc_settings_used *u, const kc_yaml_node *n, char *path,
+                              size_t len, size_t cap, struct unread_walk *w) {
+  if (n->type == KC_YAML_SEQUENCE) {
+    for (size_t i = 0; i < n->u.seq.len; i++) {
+      const kc_yaml_node *item = &n->u.seq.items[i];
+      if (!settings_was_read(u, item)) continue; /* items are no keys to misspell */
+      int k = snprintf(path + len, cap - len, "[%zu]", i);
+      if (k > 0 && (size_t)k < cap - len) warn_unread_below(u, item, path, len + (size_t)k, cap, w);
+      path[len] = '\0';
+    }
+    return;
+  }
+  if (n->type != KC_YAML_MAPPING) return;
+  for (size_t i = 0; i < n->u.map.len; i++) {
+    const kc_yaml_pair *pr = &n->u.map.pairs[i];
+    const char *key = pr->key.u.scalar.text;
+    bool quote = strpbrk(key, ".[]\"") != NULL;
+    int k = snprintf(path + len, cap - len, quote ? "[\"%s\"]" : "%s%s", quote ? key : len ? "." : "",
+                     key);
+    if (k < 0 || (size_t)k >= cap - len) {
+      path[len] = '\0';
+      continue;
+    }
+    if (settings_was_read(u, &pr->value)) {
+      warn_unread_below(u, &pr->value, path, len + (size_t)k, cap, w);
+    } else {
+      kc_warn("plugin",
+              "%s:%u:%u: controller %s: settings key \"%s\" was not read by plugin %s (misspelt, "
+              "or not a setting of this plugin?)",
+              pr->key.file ? pr->key.file : "?", (unsigned)pr->key.line, (unsigned)pr->key.column,
+              w->controller, path, w->plugin);
+      w->warned++;
+    }
+    path[len] = '\0';
+  }
+}
+
+size_t kc_hostapi_settings_warn_unread(kc_settings_used *u, const char *controller,
+                                       const char *plugin) {
+  struct unread_walk w = {controller ? controller : "", plugin ? plugin : "", 0};
+  if (u->root && !u->oom) {
+    char path[512] = "";
+    warn_unread_below(u, u->root, path, 0, sizeof path, &w);
+  }
+  free(u->nodes);
+  u->nodes = NULL;
+  u->n = u->cap = 0;
+  return w.warned;
+}
+
 static int settings_find(const kc_yaml_node *node, const char *path, const kc_yaml_node **out) {
   *out = NULL;
   if (!path) return -EINVAL;
+  const kc_yaml_node *root = node;
   kc_path_seg sg;
   int rc = 0;
   for (bool first = true; *path && (rc = kc_path_next(&path, &sg, first, NULL)) == 1; first = false) {
@@ -128,6 +210,7 @@ static int settings_find(const kc_yaml_node *node, const char *path, const kc_ya
     if (sg.type == KC_PATH_INDEX) {
       bool in = node && node->type == KC_YAML_SEQUENCE && sg.index < node->u.seq.len;
       node = in ? &node->u.seq.items[sg.index] : NULL;
+      settings_mark(root, node);
       continue;
     }
     char key[256];
@@ -135,6 +218,7 @@ static int settings_find(const kc_yaml_node *node, const char *path, const kc_ya
     memcpy(key, sg.key, sg.len);
     key[sg.len] = '\0';
     node = node && node->type == KC_YAML_MAPPING ? kc_yaml_map_get(node, key) : NULL;
+    settings_mark(root, node);
   }
   if (rc < 0) return rc;
   *out = node;

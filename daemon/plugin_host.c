@@ -338,12 +338,17 @@ int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kc_host_e
   snprintf(inst->log_ctx, n, "%s/%s", inst->controller, p->table->name);
   kctrld_ctx ctx;
   ctx_for(&ctx, inst, NULL, NULL);
+  kc_settings_used used = {.root = inst->env.settings};
+  ctx.used = &used; /* what init reads of its settings */
   kctrld_ctx *saved = kc_hostapi_enter(&ctx);
   const char *saved_log = kc_log_get_context();
   kc_log_set_context(inst->log_ctx);
   int rc = p->table->init(&ctx, kc_hostapi_settings(inst->env.settings), &inst->instance);
   kc_log_set_context(saved_log);
   kc_hostapi_leave(saved);
+  /* plugin.h: the daemon warns about settings keys the plugin did not read.
+   * After a failed init too: a misspelt required key is the likely cause. */
+  kc_hostapi_settings_warn_unread(&used, inst->controller, p->table->name);
   if (rc != 0) {
     int returned = rc;
     if (rc > 0) rc = -rc; /* tolerate positive errnos from plugins */

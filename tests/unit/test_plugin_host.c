@@ -324,6 +324,35 @@ static void test_rebuilt_plugin_reloads(void **state) {
   assert_non_null(strstr(err, "was built for plugin ABI"));
 }
 
+/* plugin.h: "the daemon warns about settings keys no plugin read": after
+ * init, one warning per key the plugin did not read, with its place. */
+static void test_unread_settings_warned(void **state) {
+  (void)state;
+  static const char yaml[] = "greeting: hi\n"
+                             "greting: typo\n"
+                             "extra: { a: 1 }\n";
+  char path[128], err[512];
+  kc_yaml_doc *doc = NULL;
+  assert_int_equal(kc_yaml_load_buffer("kctrld.yaml", yaml, sizeof yaml - 1, &doc, err, sizeof err), 0);
+  kc_host_env env = {&fake_ops, NULL, kc_yaml_root(doc)};
+  kc_plugin *p = NULL;
+  path_of(path, sizeof path, "good.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  kc_plugin_instance *inst = NULL;
+  tu_stderr_begin();
+  int rc = kc_plugin_instance_new(p, "hello", &env, &inst, err, sizeof err);
+  char *log = tu_stderr_end();
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(log, "kctrld.yaml:2:1: controller hello: settings key \"greting\" was not read by "
+                              "plugin sample (misspelt, or not a setting of this plugin?)"));
+  assert_non_null(strstr(log, "kctrld.yaml:3:1: controller hello: settings key \"extra\" was not read"));
+  assert_null(strstr(log, "\"greeting\""));
+  assert_null(strstr(log, "extra.a")); /* covered by its parent */
+  free(log);
+  kc_plugin_instance_free(inst);
+  kc_yaml_free(doc);
+}
+
 static void test_missing_services_answer_enosys(void **state) {
   (void)state;
   kc_plugin_instance *inst = load_good("bare", NULL); /* no environment */
@@ -411,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_only_entry_exported),
       cmocka_unit_test(test_reconcile_results),
       cmocka_unit_test(test_rebuilt_plugin_reloads),
+      cmocka_unit_test(test_unread_settings_warned),
       cmocka_unit_test(test_missing_services_answer_enosys),
       cmocka_unit_test(test_init_failure),
       cmocka_unit_test(test_host_table),
