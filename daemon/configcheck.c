@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "discovery.h"
+#include "plugin_host.h"
 
 struct report {
   char *err;
@@ -41,6 +42,19 @@ static void check_ref(struct report *r, const kc_config *cfg, const kc_kind_ref 
   check_kind(r, ref->api_version, ref->kind, ref->at);
 }
 
+/* The plugin file loads: exists, passes the file rules, dlopens, exports
+ * kctrld_plugin_entry with a matching ABI (plugin_host.h). Its init is not
+ * run (it would talk to the cluster). */
+static void check_plugin(struct report *r, const kc_controller_spec *ct) {
+  char msg[1024];
+  kc_plugin *p = NULL;
+  if (kc_plugin_load(ct->plugin, &p, msg, sizeof msg) < 0) {
+    char line[1200];
+    snprintf(line, sizeof line, "controller %s: %s", ct->name, msg);
+    add(r, key_or(ct->at, "plugin"), line);
+  }
+}
+
 int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen) {
   struct report r = {err, errlen, 0, 0};
   if (errlen) err[0] = '\0';
@@ -50,6 +64,7 @@ int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen) {
   }
   for (size_t c = 0; c < cfg->ncontrollers; c++) {
     const kc_controller_spec *ct = &cfg->controllers[c];
+    check_plugin(&r, ct);
     check_ref(&r, cfg, &ct->for_);
     for (size_t i = 0; i < ct->nowns; i++) check_ref(&r, cfg, &ct->owns[i].ref);
     for (size_t i = 0; i < ct->nwatches; i++) check_ref(&r, cfg, &ct->watches[i].ref);
