@@ -66,8 +66,10 @@ int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen) {
     const kc_controller_spec *ct = &cfg->controllers[c];
     check_plugin(&r, ct);
     check_ref(&r, cfg, &ct->for_);
-    for (size_t i = 0; i < ct->nowns; i++) check_ref(&r, cfg, &ct->owns[i].ref);
-    for (size_t i = 0; i < ct->nwatches; i++) check_ref(&r, cfg, &ct->watches[i].ref);
+    for (size_t i = 0; i < ct->nowns; i++)
+      check_ref(&r, cfg, &ct->owns[i].ref);
+    for (size_t i = 0; i < ct->nwatches; i++)
+      check_ref(&r, cfg, &ct->watches[i].ref);
   }
   return r.n ? -EINVAL : 0;
 }

@@ -13,8 +13,9 @@
  * Each problem is one line "file:line:col: message" at the offending key.
  *
  * Context: the loop thread of plugin_host.h (kc_plugin_load): the main
- * thread of --check-config, which calls kc_plugin_host_unload_all after. Errors: 0 when everything checked out, -EINVAL with the
- * lines in err ('\n'-separated, up to KC_CONFIG_MAX_ERRORS), -ENOMEM.
+ * thread of --check-config, which calls kc_plugin_host_unload_all after.
+ * Errors: 0 when everything checked out, -EINVAL with the lines in err
+ * ('\n'-separated, up to KC_CONFIG_MAX_ERRORS).
  * Ownership: cfg is borrowed.
  */
 #ifndef KC_CONFIGCHECK_H

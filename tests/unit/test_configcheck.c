@@ -39,7 +39,8 @@ static void test_builtin_kinds(void **state) {
                         "controllers: []\n");
   char err[2048];
   assert_int_equal(kc_configcheck_run(cfg, err, sizeof err), -EINVAL);
-  assert_string_equal(err, "t.yaml:3:11: kind ConfigMaps is not served by v1 (did you mean ConfigMap?)");
+  assert_string_equal(err,
+                      "t.yaml:3:11: kind ConfigMaps is not served by v1 (did you mean ConfigMap?)");
   kc_config_free(cfg);
 
   cfg = load("informers:\n"
@@ -77,7 +78,8 @@ static void test_plugins(void **state) {
   /* ttl loads (its init, which would refuse, does not run); the others are
    * named at their plugin: key. */
   if (strstr(err, "ttl")) fail_msg("ttl.so refused: %s", err);
-  assert_non_null(strstr(err, "t.yaml:6:13: controller gone: plugin /nonexistent/gone.so does not exist\n"));
+  assert_non_null(
+      strstr(err, "t.yaml:6:13: controller gone: plugin /nonexistent/gone.so does not exist\n"));
   char want[PATH_MAX + 64];
   snprintf(want, sizeof want, "t.yaml:10:13: controller junk: cannot load plugin %s: ", junk);
   assert_non_null(strstr(err, want));
