@@ -374,7 +374,7 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     snprintf(why, sizeof why, "kind %s of %s: discovery failed: %s", s->kind, s->api_version,
              status && status->message[0] ? status->message : strerror(-err));
   }
-  if (status && (status->code == 200 || status->code == 404))
+  if (err == -ENOENT && status && (status->code == 200 || status->code == 404))
     k->answered = true; /* the API server is reachable and says the kind is not there */
   /* Retried with backoff (a CRD may be installed later); the same reason is
    * logged once a minute, a new one at once. */
