@@ -177,25 +177,41 @@ fuzz-run: $(FUZZ_BIN)
 	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 build-fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>&1 | tail -2; \
 	done
 
+# Plugin paths in the example configs: the build tree's (../build/plugins)
+# and the packaged default (/usr/lib/kctrld/plugins) become the installed one.
+INSTALL_PLUGIN_SED = s|\.\./build/plugins/|$(PREFIX)/lib/kctrld/plugins/|g; s|/usr/lib/kctrld/plugins/|$(PREFIX)/lib/kctrld/plugins/|g
+
 install: $(B)/kctrld $(PLUGIN_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kctrld \
 	  $(DESTDIR)$(PREFIX)/lib/kctrld/plugins $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -d -m 0750 $(DESTDIR)/etc/kctrld
-	-chgrp kctrld $(DESTDIR)/etc/kctrld 2>/dev/null # the group exists once sysusers ran
+	@# The group exists once systemd-sysusers ran (kctrld.sysusers.conf, installed below).
+	@if getent group kctrld >/dev/null 2>&1; then \
+	  echo "chgrp kctrld $(DESTDIR)/etc/kctrld"; chgrp kctrld $(DESTDIR)/etc/kctrld; \
+	else \
+	  echo "install: group kctrld does not exist (yet): $(DESTDIR)/etc/kctrld stays group root;" \
+	       "after systemd-sysusers created it: chgrp kctrld /etc/kctrld"; \
+	fi
 	install -m 0755 $(B)/kctrld $(DESTDIR)$(PREFIX)/bin/kctrld
 	install -m 0644 include/kctrld/*.h $(DESTDIR)$(PREFIX)/include/kctrld/
 	$(if $(PLUGIN_SO),install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/kctrld/plugins/)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' config/kctrld-plugin.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kctrld-plugin.pc
-	install -m 0644 config/*.yaml $(DESTDIR)$(PREFIX)/share/kctrld/examples/
+	@# Example configs name the installed plugin directory, not the build tree.
+	@for f in config/*.yaml; do \
+	  echo "install $$f -> $(DESTDIR)$(PREFIX)/share/kctrld/examples/ (plugins: $(PREFIX)/lib/kctrld/plugins)"; \
+	  sed -e '$(INSTALL_PLUGIN_SED)' $$f > $(DESTDIR)$(PREFIX)/share/kctrld/examples/$$(basename $$f) && \
+	  chmod 0644 $(DESTDIR)$(PREFIX)/share/kctrld/examples/$$(basename $$f) || exit 1; \
+	done
 	sed -e 's|@PREFIX@|$(PREFIX)|g' systemd/kctrld.service.in \
 	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/kctrld.service
 	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/share/doc/kctrld
 	install -m 0644 systemd/kctrld.sysusers.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/kctrld.conf
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kctrld/
 	test -e $(DESTDIR)/etc/kctrld/kctrld.yaml || \
-	  install -m 0640 config/kctrld.example.yaml $(DESTDIR)/etc/kctrld/kctrld.yaml
+	  install -m 0640 $(DESTDIR)$(PREFIX)/share/kctrld/examples/kctrld.example.yaml \
+	    $(DESTDIR)/etc/kctrld/kctrld.yaml
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:

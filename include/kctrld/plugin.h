@@ -252,22 +252,27 @@ struct kctrld_host_api {
    * "resync", "kinds[0].kind", "selector.matchLabels". Reading a key marks it
    * as used; the daemon warns about settings keys no plugin read. */
 
-  /* settings_string: reads a scalar as text.
+  /* The settings follow the config file's rules (docs/plugins.md
+   * "Settings"): a plain null is absent, a quoted scalar is a string, a
+   * refused value is also logged with its file:line:col.
+   * settings_string: reads a scalar as text (also a plain 5 or true).
    * Returns: 0 and *out, -ENOENT if the path is absent, -EINVAL if it is not
    * a scalar or the path is malformed.
    * Ownership: *out is borrowed until fini returns.
    * Context: any thread. Errors: as Returns. */
   int (*settings_string)(const kctrld_settings *s, const char *path, const char **out);
-  /* settings_int: reads an integer scalar.
+  /* settings_int: reads a plain decimal integer ("5" quoted is a string).
    * Returns: 0, -ENOENT absent, -EINVAL not an integer, -ERANGE overflow.
    * Ownership: none. Context: any thread. Errors: as Returns. */
   int (*settings_int)(const kctrld_settings *s, const char *path, int64_t *out);
-  /* settings_bool: reads true/false (YAML 1.2 core schema).
+  /* settings_bool: reads a plain true/false (YAML 1.2 core schema; a quoted
+   * "true" is a string, yes/on are strings).
    * Returns: 0, -ENOENT absent, -EINVAL not a boolean.
    * Ownership: none. Context: any thread. Errors: as Returns. */
   int (*settings_bool)(const kctrld_settings *s, const char *path, bool *out);
   /* settings_duration_ms: reads a duration ("250ms", "90s", "10m", "2h",
-   * "1h30m"; a bare integer is seconds) in milliseconds.
+   * "1h30m"; a unit is required except for 0, as everywhere in the config)
+   * in whole milliseconds.
    * Returns: 0, -ENOENT absent, -EINVAL malformed, -ERANGE overflow.
    * Ownership: none. Context: any thread. Errors: as Returns. */
   int (*settings_duration_ms)(const kctrld_settings *s, const char *path, int64_t *out_ms);

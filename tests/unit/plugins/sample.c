@@ -9,6 +9,8 @@
  *   -DNULL_ENTRY        the entry point refuses (returns NULL)
  *   -DINIT_FAIL         init fails with -EINVAL
  *   -DNO_RECONCILE      table without reconcile
+ *   -DSAMPLE_VERSION=\"2\" another version string, also what reconciling
+ *                       "ns/version" answers (a rebuilt plugin's new code)
  * Built like an out-of-tree plugin: cc -shared -fPIC -fvisibility=hidden -Iinclude.
  */
 #include <errno.h>
@@ -16,6 +18,10 @@
 #include <string.h>
 
 #include "kctrld/plugin.h"
+
+#ifndef SAMPLE_VERSION
+#define SAMPLE_VERSION "1.2.3"
+#endif
 
 static const struct kctrld_host_api *H;
 
@@ -51,6 +57,7 @@ __attribute__((unused)) static int sample_reconcile(void *instance, kctrld_ctx *
   if (strcmp(key, "ns/requeue") == 0) return KCTRLD_RESULT_REQUEUE;
   if (strcmp(key, "ns/error-without-message") == 0) return KCTRLD_RESULT_ERROR;
   if (strcmp(key, "ns/invalid") == 0) return 42;
+  if (strcmp(key, "ns/version") == 0) return H->result_error(ctx, "code of version %s", SAMPLE_VERSION);
   if (strcmp(key, "ns/greeting") == 0)
     return H->result_error(ctx, "%s from %s", in->greeting, H->ctx_controller(ctx));
   if (strcmp(key, "ns/expect") == 0) {
@@ -97,7 +104,7 @@ static const struct kctrld_plugin table = {
     .build_signature = KCTRLD_BUILD_SIGNATURE,
 #endif
     .name = "sample",
-    .version = "1.2.3",
+    .version = SAMPLE_VERSION,
     .init = sample_init,
 #ifndef NO_RECONCILE
     .reconcile = sample_reconcile,
