@@ -47,6 +47,17 @@ def test_summary_cells_and_ratios():
     assert compare.ratio(None, s) == "-" and compare.ratio(s, (0.0, 0.0, 0.0)) == "-"
 
 
+def test_yajl_floor_output():
+    assert compare.parse_yajl("yajl alone: 75800000 bytes, best of 3: 0.350 s (CPU 0.310 s)\n") == 0.31
+    assert compare.parse_yajl("yajl alone: 10 bytes, best of 3: 0.125 s\n") == 0.125  # older binary
+    try:
+        compare.parse_yajl("usage: bench_yajl FILE")
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("no ValueError for output without a result")
+
+
 def test_latency_pairing():
     sent = [1_000_000_000, 1_001_000_000, 1_002_000_000]
     seen = [1.0015, 1.0030, 1.0021, 9.0]  # unix s; the extra DONE is ignored
