@@ -221,6 +221,13 @@ def parse_yajl(out):
     return float(m.group(2) or m.group(1))
 
 
+def flat_verdict(growth_kib, start_mib):
+    """'flat' when every run's RSS growth (KiB) stays under 2 % of its start
+    RSS (MiB), else 'NOT flat'."""
+    ok = all(gk <= 0.02 * sm * 1024 for gk, sm in zip(growth_kib, start_mib))
+    return "flat" if ok else "NOT flat"
+
+
 def replace_section(doc, section):
     """doc with the text between BEGIN and END replaced by section (the
     markers kept); appended with the markers when they are missing."""
@@ -786,10 +793,15 @@ def notes(b, a):
                    % ", ".join("%s/s with %s" % (fmt_num(v[0]), c) for c, v in slow.items() if v))
     out += b.extra_notes
     g = b.slow_growth.get("kctrld")
-    if g:
-        out.append("- slow consumer, kctrld RSS growth over the last 2/3 of the stream: %s KiB per run "
-                   "(%s)." % (", ".join("%+d" % x for x in g),
-                              "flat" if max(g) <= 1024 else "NOT flat"))
+    start = r["kctrld"].get("slow.start", [])
+    got = r["kctrld"].get("slow.got", [])
+    jpo = summary(r["floor"].get("list10000.json_per_obj", []))
+    if g and start:
+        out.append("- slow consumer, kctrld: RSS growth over the last 2/3 of the stream %s KiB per run; "
+                   "%s (criterion: under 2 %% of the start RSS, while it received %s events/s of "
+                   "about %s bytes each)."
+                   % (", ".join("%+d" % x for x in g), flat_verdict(g, start),
+                      "/".join(fmt_num(x) for x in got), fmt_num(jpo[0] if jpo else None)))
     return out
 
 

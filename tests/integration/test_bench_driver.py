@@ -74,6 +74,8 @@ def test_rss_curve():
     assert compare.curve_summary([]) is None
     assert compare.growth_last_two_thirds(series) == 4096 - 2048
     assert compare.growth_last_two_thirds([(0, 5), (1, 5)]) == 0
+    assert compare.flat_verdict([1432, 0], [96.2, 96.0]) == "flat"       # 1.4 MiB of 96 MiB
+    assert compare.flat_verdict([0, 30228], [96.2, 306.0]) == "NOT flat"  # 29.5 MiB of 306 MiB
 
 
 def test_dechunk_watch_stream():
