@@ -146,7 +146,7 @@ coverage: deps
 	@bash tests/coverage.sh
 
 # `make bench` (QUICK=1: one run, 10k Pods, about three minutes): kctrld side
-# by side with the peers of ../shared/peers on the same kube-apisim load, the
+# by side with the peer clients (compare.py --peers) on the same kube-apisim load, the
 # yajl and simulator floors, table into docs/benchmarks.md (tests/bench/compare.py).
 # bench-deps installs node/npm/python3-kubernetes when missing and client-node
 # once into $(B)/bench/client-node. `make bench-micro`: the bench_* binaries

@@ -9,10 +9,11 @@ the same kube-apisim load, with the yajl and simulator floors of the same run
         [--no-doc] [--peers DIR] [--node-dir DIR]
 
 Clients: build/kctrld with tests/bench/plugins/ (informer on all Pods, one
-worker that reads the key back from the cache), and the peers of the shared
-peers directory (--peers, default ../shared/peers next to the repository;
+worker that reads the key back from the cache), and the peer programs of the
+shared peers directory (--peers, default: next to the repository;
 their stdout protocol is SYNCED/STAT/DONE lines, parsed by parse_line). Each
-client runs in a fresh process per scenario run, the clients interleaved in a
+client runs in a fresh process per scenario run (the watch runs follow the
+10k sync in the process that synced), the clients interleaved in a
 rotating order, `--runs` times (3; --quick: 1 and smaller sizes); every cell
 is the median and the min-max of the runs. Scenarios:
 
@@ -485,7 +486,7 @@ class Bench:
 
     def clients_at(self, n):
         """Clients that run at n Pods: python only at 10k, client-node not at
-        100k (its list body exceeds V8's string limit; ../shared peers README)."""
+        100k (its list body exceeds V8's string limit)."""
         out = []
         for c in self.a.clients:
             if c == "python" and n > 10000:
