@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The parsing and aggregation of tests/bench/compare.py (`make bench`) on
-canned peer output, /proc texts and results: no peer, simulator or kctrld is
-started (the benchmark itself is not part of the test suite)."""
+canned peer output, /proc texts and results (no peer is started; the
+benchmark itself is not part of the test suite), and the kctrld side's bench
+plugin on Pods: the noop plugin's syncFile against a small simulated cluster."""
 import os
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -116,6 +118,30 @@ def test_render_table_ratios_and_floors():
     assert any("list 10k Pods MB/s to curl | - | - | - | 500" in ln for ln in lines)
     assert not any("RSS/object" in ln for ln in lines)  # rows without values are left out
     assert lines[-1] == "- a note"
+
+
+def test_noop_plugin_on_pods_writes_sync_file():
+    tmp = tempfile.mkdtemp(prefix="bench-driver-")
+    os.chmod(tmp, 0o700)  # plugin directories must not be writable by others
+    so = taplib.build_plugin(os.path.join(HERE, "..", "bench", "plugins", "noop.c"), tmp, "-O2")
+    sync_file = os.path.join(tmp, "synced")
+    stats = os.path.join(tmp, "stats")
+    with taplib.Apisim("--generate", "pods=20") as sim:
+        cfg = ("logLevel: info\nshutdownTimeout: 3s\n"
+               "informers:\n  - { apiVersion: v1, kind: Pod }\n"
+               "controllers:\n  - name: bench\n    plugin: %s\n"
+               "    for: { apiVersion: v1, kind: Pod }\n    workers: 1\n"
+               "    settings: {kind: Pod, syncFile: %s, statsFile: %s}\n" % (so, sync_file, stats))
+        with taplib.Kctrld(cfg, sim.kubeconfig, dir=os.path.join(tmp, "k")) as k:
+            taplib.wait_for(lambda: os.path.exists(sync_file), timeout=20, what="the sync file")
+            with open(sync_file) as f:
+                line = f.read()
+            assert k.stop() == 0, k.log()
+    assert line.startswith("SYNCED ") and line.endswith("\n"), line
+    assert abs(float(line.split()[1]) - __import__("time").time()) < 60, line
+    with open(stats) as f:
+        count = int(f.read().split()[0])
+    assert count == 20, count  # one reconcile per Pod
 
 
 if __name__ == "__main__":
