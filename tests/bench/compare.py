@@ -441,6 +441,7 @@ class Bench:
         self.plugins = bench_controller.build_plugins(tmp)
         self.results = {c: {} for c in CLIENTS + ("floor",)}
         self.seq = 0
+        self.failures = []
 
     def add(self, client, key, value):
         self.results[client].setdefault(key, []).append(value)
@@ -699,15 +700,25 @@ class Bench:
 
     # -- the whole run -----------------------------------------------------
 
+    def guard(self, what, fn, *args, **kw):
+        """Runs one scenario run; a failure (a client that never syncs, a
+        crash) is reported and leaves its cells out, the benchmark goes on."""
+        try:
+            return fn(*args, **kw)
+        except Exception as e:  # noqa: BLE001 - a measurement, not a test
+            self.failures.append("%s: %s" % (what, e))
+            print("# FAILED %s: %s" % (what, e), flush=True)
+            return None
+
     def run(self):
         a = self.a
         self.base_rss, self.json_per_obj, self.slow_growth, self.extra_notes = {}, {}, {}, []
         for run in range(a.runs):
             order = list(a.clients[run % len(a.clients):]) + list(a.clients[:run % len(a.clients)])
             print("# run %d/%d, order %s" % (run + 1, a.runs, " ".join(order)), flush=True)
-            self.floor_watch(a.watch_events)
+            self.guard("watch floor", self.floor_watch, a.watch_events)
             for c in order:
-                self.base_rss[c] = self.empty_rss(c)
+                self.base_rss[c] = self.guard("empty-cluster RSS of " + c, self.empty_rss, c)
             for n in a.sizes:
                 hist = 3 * a.watch_events if n == 10000 else 10000
                 cs = [c for c in order if c in self.clients_at(n)]
@@ -717,24 +728,25 @@ class Bench:
                     for c in cs:
                         with taplib.Apisim("--generate", "pods=%d" % n, "--history", str(hist)) as sim:
                             if first:
-                                self.floor_list(sim, n)
+                                self.guard("list floor %d" % n, self.floor_list, sim, n)
                                 first = False
                             print("# sync %d + watch: %s" % (n, c), flush=True)
-                            self.sync(c, sim, n, watch=(a.watch_events, sim))
+                            self.guard("sync %d + watch, %s" % (n, c), self.sync, c, sim, n,
+                                       watch=(a.watch_events, sim))
                 else:
                     with taplib.Apisim("--generate", "pods=%d" % n) as sim:
-                        self.floor_list(sim, n)
+                        self.guard("list floor %d" % n, self.floor_list, sim, n)
                         for c in cs:
                             print("# sync %d: %s" % (n, c), flush=True)
-                            self.sync(c, sim, n)
+                            self.guard("sync %d, %s" % (n, c), self.sync, c, sim, n)
             for c in order:
                 print("# latency: %s" % c, flush=True)
-                self.latency(c)
+                self.guard("latency, " + c, self.latency, c)
             for c in order:
                 if c == "python" and a.quick:
                     continue  # its 10k sync alone takes most of a minute
                 print("# slow consumer: %s" % c, flush=True)
-                self.slow(c)
+                self.guard("slow consumer, " + c, self.slow, c)
 
 
 def wait_modify_done(sim, timeout):
@@ -793,6 +805,7 @@ def notes(b, a):
                    "shares the two cores with the client): simulator-limited."
                    % ", ".join("%s/s with %s" % (fmt_num(v[0]), c) for c, v in slow.items() if v))
     out += b.extra_notes
+    out += ["- **failed**: %s (its cells are left out)." % f for f in b.failures]
     g = b.slow_growth.get("kctrld")
     start = r["kctrld"].get("slow.start", [])
     got = r["kctrld"].get("slow.got", [])
