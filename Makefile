@@ -67,7 +67,7 @@ CXX       ?= g++
 CXXFLAGS_PLUGIN := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden -Iinclude
 UNIT_CXX_SO := $(patsubst tests/unit/plugins/%.cpp,$(B)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.cpp))
 
-.PHONY: all test check unit demo bench fuzz fuzz-run install format lint clean deps tsan asan \
+.PHONY: all test check unit demo bench bench-deps bench-micro fuzz fuzz-run install format lint clean deps tsan asan \
         valgrind coverage faults soak
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN) $(UNIT_CXX_SO)
 
@@ -145,9 +145,24 @@ valgrind: deps
 coverage: deps
 	@bash tests/coverage.sh
 
+# `make bench` (QUICK=1: one run, 10k Pods, about three minutes): kctrld side
+# by side with the peer clients (compare.py --peers) on the same kube-apisim load, the
+# yajl and simulator floors, table into docs/benchmarks.md (tests/bench/compare.py).
+# bench-deps installs node/npm/python3-kubernetes when missing and client-node
+# once into $(B)/bench/client-node. `make bench-micro`: the bench_* binaries
+# and scripts of tests/bench (tests/bench/run-bench).
+QUICK ?=
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@bash tests/bench/run-bench
+	@bash tests/bench/bench-deps $(B)
+	@python3 tests/bench/compare.py --build $(B) $(if $(QUICK),--quick)
+
+bench-deps:
+	@bash tests/bench/bench-deps $(B)
+
+bench-micro: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/bench/run-bench $(B)
 
 # `make faults`: the fault campaign (tests/faults/run_faults.py, a table and
 # TAP); `make soak`: churn and random faults on 5000 objects for SOAK_SECONDS
