@@ -105,7 +105,7 @@ def test_deployment_probes_and_hardening():
         cf = f.read()
     lines = [l for l in cf.splitlines() if l and not l.startswith("#")]
     assert lines[0] == "FROM debian:12-slim", lines[0]
-    assert "apt-get install -y --no-install-recommends /tmp/kctrld_*.deb" in cf
+    assert "apt-get install -y --no-install-recommends systemd-standalone-sysusers /tmp/kctrld_*.deb" in cf
     assert "USER %d:%d" % (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) in lines
     assert 'ENTRYPOINT ["/usr/bin/kctrld"]' in lines
 
