@@ -94,11 +94,14 @@ def test_deployment_probes_and_hardening():
     assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
     # The config: the generated ConfigMap, mounted where the args point, not writable.
     vols = {v["name"]: v for v in pod["volumes"]}
-    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
     cm = by_kind(docs, "ConfigMap")
     assert vols["config"]["configMap"]["name"] == cm["metadata"]["name"]
     assert vols["config"]["configMap"]["defaultMode"] & 0o022 == 0
-    assert c["args"] == ["--config", mounts["config"] + "/kctrld.yaml"], c["args"]
+    # The file alone: its directory is the image's, not the volume's (writable by others).
+    assert mounts["config"]["subPath"] == "kctrld.yaml" and mounts["config"]["subPath"] in cm["data"]
+    assert mounts["config"]["readOnly"] is True
+    assert c["args"] == ["--config", mounts["config"]["mountPath"]], c["args"]
     assert cfg["leaderElection"]["namespace"] == k["namespace"]
     # The image: debian:12-slim with the package, the Deployment's user.
     with open(os.path.join(ROOT, "deploy", "Containerfile")) as f:
@@ -108,6 +111,7 @@ def test_deployment_probes_and_hardening():
     assert "apt-get install -y --no-install-recommends systemd-standalone-sysusers /tmp/kctrld_*.deb" in cf
     assert "USER %d:%d" % (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) in lines
     assert 'ENTRYPOINT ["/usr/bin/kctrld"]' in lines
+    assert "useradd --system --uid %d --gid kctrld" % pod["securityContext"]["runAsUser"] in cf
 
 
 PLURALS = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
