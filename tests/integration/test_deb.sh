@@ -54,7 +54,7 @@ layout() {
            usr/lib/kctrld/plugins/ttl.so lib/systemd/system/kctrld.service usr/lib/sysusers.d/kctrld.conf \
            etc/kctrld/kctrld.yaml usr/share/man/man8/kctrld.8.gz usr/share/man/man5/kctrld.yaml.5.gz \
            usr/share/man/man1/kube-apisim.1.gz usr/include/kctrld/plugin.h usr/include/kctrld/plugin_util.h \
-           usr/share/pkgconfig/kctrld-plugin.pc usr/share/doc/kctrld/operations.md \
+           usr/share/pkgconfig/kctrld-plugin.pc usr/share/doc/kctrld/operations.md usr/share/doc/kctrld/deploy.md \
            usr/share/doc/kctrld/examples/kctrld.example.yaml usr/share/doc/kctrld/copyright; do
     [ -e "$root/$p" ] || bad="$bad missing:$p"
   done
