@@ -5,7 +5,8 @@ config (podset, reloader, ttl, leader election) is sufficient (every
 controller does its job as the ServiceAccount, no request is denied) and
 minimal (without any one of its rules some request gets a 403, kctrld's log
 names the verb, resource and namespace or cluster scope of it, and the
-controllers that do not need the rule keep working). Also the simulator's own
+controllers that do not need the rule keep working; the informers' `get` is
+used by the history check after a failed watch connection). Also the simulator's own
 RBAC semantics that kctrld does not exercise (resourceNames, RoleBinding to
 a ClusterRole, subresources, `*`)."""
 import copy
@@ -263,6 +264,38 @@ def test_generated_rbac_is_minimal():
                 res, rule["verbs"], d["verb"], d["path"]))
         finally:
             w.stop()
+
+
+def test_informer_get_is_needed():
+    """The informers' `get`: after a watch connection fails, the history
+    check GETs a cached object. Without `get` on pods that GET is a 403,
+    logged, and the reflector relists instead (the safe choice, a full LIST
+    per reconnect)."""
+    require()
+    docs = copy.deepcopy(generate(write_config()))
+    role = next(d for d in docs if d["kind"] == "ClusterRole")
+    rule = next(r for r in role["rules"] if r["resources"] == ["pods"])
+    rule["verbs"].remove("get")
+    w = World(docs)
+    try:
+        wait_for(w.podset_done, timeout=30, what="podset: 2 pods and status", kctrld=w.k)
+        assert w.denials() == [], w.denials()
+        # The next pods watches fail as connections (reset; several: libcurl
+        # retries a reused connection that dies silently); end the current one.
+        w.sim.json("POST", "/_apisim/faults", {"action": "reset", "method": "GET", "pathPrefix": "/api/v1/pods",
+                                               "watch": True, "count": 5})
+        w.sim.json("POST", "/_apisim/drop-watches")
+        denied = wait_for(lambda: w.denials(), timeout=30, what="the history check's 403", kctrld=w.k)
+        assert denied[0]["verb"] == "get" and denied[0]["path"].startswith("/api/v1/namespaces/demo/pods/"), denied
+        wait_for(lambda: 'cannot get resource "pods" in API group "" in the namespace "demo"' in w.k.log(),
+                 timeout=15, what="the 403 in kctrld's log", kctrld=w.k)
+        wait_for(lambda: "relisting" in w.k.log(), timeout=15, what="a relist instead", kctrld=w.k)
+        # Still serving: a new PodSet gets its pods.
+        w.a.json("POST", "/apis/demo.kctrld.io/v1/namespaces/%s/podsets" % NS, podset("api", 1), expect=201)
+        wait_for(lambda: len(w.a.json("GET", "/api/v1/namespaces/%s/pods" % NS)[1]["items"]) == 3,
+                 timeout=30, what="the new PodSet's pod", kctrld=w.k)
+    finally:
+        w.stop()
 
 
 def test_simulator_rbac_semantics():
