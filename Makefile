@@ -68,7 +68,7 @@ CXXFLAGS_PLUGIN := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hi
 UNIT_CXX_SO := $(patsubst tests/unit/plugins/%.cpp,$(B)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.cpp))
 
 .PHONY: all test check unit demo bench bench-deps bench-micro fuzz fuzz-run install format lint clean deps tsan asan \
-        valgrind coverage faults soak
+        valgrind coverage faults soak binaries deb deb-deps
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN) $(UNIT_CXX_SO)
 
 $(B)/obj/%.o: %.c
@@ -228,6 +228,24 @@ install: $(B)/kctrld $(PLUGIN_SO)
 	  install -m 0640 $(DESTDIR)$(PREFIX)/share/kctrld/examples/kctrld.example.yaml \
 	    $(DESTDIR)/etc/kctrld/kctrld.yaml
 
+# What is installed or packaged: the daemon, the simulator and the plugins.
+binaries: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO)
+
+# `make deb`: kctrld_<version>_<arch>.deb, kctrld-dev_<version>_all.deb and
+# kube-apisim_<version>_<arch>.deb in build/deb/ (debian/, docs/deploy.md).
+# dpkg-buildpackage writes next to the source tree, so it builds a copy in
+# build/deb/src. `make deb-deps` installs what it needs beyond `make deps`.
+DEB_TREE := Makefile README.md LICENSE daemon include plugins config systemd docs debian
+deb:
+	rm -rf build/deb && mkdir -p build/deb/src/tests
+	cp -a $(DEB_TREE) build/deb/src/
+	cp -a tests/apisim build/deb/src/tests/
+	cd build/deb/src && dpkg-buildpackage -b -us -uc
+	@ls build/deb/*.deb
+deb-deps: deps
+	@if [ "$$(id -u)" -ne 0 ]; then echo "run as root: apt-get install -y --no-install-recommends dpkg-dev debhelper lintian python3" >&2; exit 1; fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dpkg-dev debhelper lintian python3 >&2
+
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
 	clang-format -i $(FORMAT_SRC)
@@ -239,4 +257,4 @@ lint:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz build-cov
 
--include $(shell find build build-asan build-tsan build-cov -name '*.d' 2>/dev/null)
+-include $(shell find build build-asan build-tsan build-cov -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -4,6 +4,7 @@
  *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]
  *          [--identity NAME] [--log-level LEVEL] [--fail-fast]
  *   kctrld --check-config FILE
+ *   kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]
  *   kctrld --version
  *
  * Flags override the file, as controller-runtime's do. --fail-fast: exit 1
@@ -24,6 +25,7 @@
 #include "http.h"
 #include "log.h"
 #include "plugin_host.h"
+#include "rbac.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -31,10 +33,13 @@ static void usage(FILE *out) {
           "              [--identity NAME] [--log-level error|warn|info|debug] [--fail-fast]\n"
           "              [--allow-insecure-permissions]\n"
           "       kctrld --check-config FILE\n"
+          "       kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]\n"
           "       kctrld --version\n");
 }
 
 int main(int argc, char **argv) {
+  /* `kctrld rbac ...`: a subcommand with its own flags (rbac.h). */
+  if (argc > 1 && strcmp(argv[1], "rbac") == 0) return kc_rbac_main(argc - 1, argv + 1);
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
          OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS };
   static const struct option opts[] = {
@@ -98,6 +103,7 @@ int main(int argc, char **argv) {
       kc_config_free(cfg);
       return 1;
     }
+    kc_rbac_check_plugins(cfg, stderr); /* warnings only: the exit code stays 0 */
     printf("%s: OK (%zu informers, %zu controllers)\n", check, cfg->ninformers, cfg->ncontrollers);
     kc_config_free(cfg);
     return 0;

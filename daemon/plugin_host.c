@@ -275,6 +275,9 @@ bool kc_plugin_file_changed(const char *path) {
 const char *kc_plugin_name(const kc_plugin *p) { return p->table->name; }
 const char *kc_plugin_path(const kc_plugin *p) { return p->path; }
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p) { return p->table; }
+const kctrld_permission *kc_plugin_permissions(const kc_plugin *p) {
+  return KCTRLD_PLUGIN_HAS(p->table, permissions) ? p->table->permissions : NULL;
+}
 
 void kc_plugin_host_unload_all(void) {
   kc_plugin **link = &loaded;

@@ -70,6 +70,9 @@ bool kc_plugin_file_changed(const char *path);
 const char *kc_plugin_name(const kc_plugin *p);
 const char *kc_plugin_path(const kc_plugin *p);
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
+/* The plugin's declared permissions (kctrld/plugin.h, ABI 1.1), or NULL when
+ * it declares none (a 1.0 table, or the member NULL). */
+const kctrld_permission *kc_plugin_permissions(const kc_plugin *p);
 
 /* Creates one controller's instance on env (copied, env->ops->retain
  * called; NULL: no environment, every environment function answers

@@ -92,6 +92,18 @@ def compile_c(tmp, name, text):
                 PLUGINS[m.group(1) + ".so"] = so
         return r
     src = os.path.join(tmp, name + ".c")
+    if "KCTRLD_PLUGIN_DEFINE" in text:
+        # A file-scope fragment of the hello plugin (the table at the end of
+        # a plugin file): compiled after stub hello_* functions.
+        with open(src, "w") as f:
+            f.write("#include <kctrld/plugin.h>\n#include <kctrld/plugin_util.h>\n"
+                    "static const struct kctrld_host_api *host;\n"
+                    "static int hello_init(kctrld_ctx *c, const kctrld_settings *s, void **i) {\n"
+                    "  (void)c, (void)s, (void)i;\n  return 0;\n}\n"
+                    "static int hello_reconcile(void *i, kctrld_ctx *c, const char *k) {\n"
+                    "  (void)i, (void)c, (void)k, (void)host;\n  return KCTRLD_RESULT_DONE;\n}\n%s" % text)
+        return subprocess.run([cc] + flags + ["-c", "-o", os.devnull, src], capture_output=True, text=True,
+                              timeout=60)
     with open(src, "w") as f:
         f.write("#include <errno.h>\n#include <stdio.h>\n#include <string.h>\n"
                 "#include <kctrld/plugin.h>\n#include <kctrld/plugin_util.h>\n"
@@ -179,7 +191,8 @@ def test_make_targets_exist():
             for k, l in enumerate(text.split("\n")):
                 m = re.match(r"^\s*(?:sudo\s+)?make\s+(.*)$", l)
                 if m:
-                    for w in m.group(1).split("#")[0].split():
+                    args = re.split(r"&&|\|\||;|\|", m.group(1).split("#")[0])[0]
+                    for w in args.split():
                         if "=" not in w and not w.startswith("-"):
                             named.append((where(f, line + 1 + k), w))
     with open(os.path.join(ROOT, "README.md")) as f:

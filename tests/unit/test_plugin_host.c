@@ -48,6 +48,8 @@ static const char *variants[][2] = {
     {"null_entry.so", "-DNULL_ENTRY"},
     {"init_fail.so", "-DINIT_FAIL"},
     {"no_reconcile.so", "-DNO_RECONCILE"},
+    {"perms.so", "-DPERMS"},
+    {"old_table.so", "-DOLD_TABLE -DPERMS"},
 };
 
 /* ---- a fake host environment: one cached Pod, settings from YAML ---- */
@@ -175,13 +177,35 @@ static void test_refuse_not_a_library(void **state) {
 static void test_refuse_bad_tables(void **state) {
   (void)state;
   expect_refusal("no_entry.so", -ENOEXEC, "does not export kctrld_plugin_entry");
-  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.0)");
-  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.0 but this daemon has ABI 1.0");
+  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.1)");
+  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.1 but this daemon has ABI 1.1");
   expect_refusal("small_table.so", -ENOTSUP, "plugin table of 16 bytes");
   expect_refusal("bad_signature.so", -ENOTSUP,
                  "build signature \"kctrld-abi-1,ptr4,long4,size4,off32,time32,order4321\" does "
                  "not match the daemon's \"" KCTRLD_BUILD_SIGNATURE "\"");
   expect_refusal("no_reconcile.so", -EINVAL, "reconcile is missing");
+}
+
+/* ABI 1.1 permissions: read when the table has the member, never from a 1.0
+ * table (struct_size too small, whatever lies beyond it), NULL when absent. */
+static void test_permissions_member(void **state) {
+  (void)state;
+  char path[128], err[512];
+  kc_plugin *p = NULL;
+  path_of(path, sizeof path, "perms.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  const kctrld_permission *perm = kc_plugin_permissions(p);
+  assert_non_null(perm);
+  assert_string_equal(perm[0].resource, "pods");
+  assert_string_equal(perm[0].verbs, "create,delete");
+  assert_string_equal(perm[1].resource, "events");
+  assert_null(perm[2].resource);
+  path_of(path, sizeof path, "old_table.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  assert_null(kc_plugin_permissions(p));
+  path_of(path, sizeof path, "good.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  assert_null(kc_plugin_permissions(p));
 }
 
 static void test_only_entry_exported(void **state) {
@@ -437,6 +461,7 @@ int main(void) {
       cmocka_unit_test(test_refuse_insecure_permissions),
       cmocka_unit_test(test_refuse_not_a_library),
       cmocka_unit_test(test_refuse_bad_tables),
+      cmocka_unit_test(test_permissions_member),
       cmocka_unit_test(test_only_entry_exported),
       cmocka_unit_test(test_reconcile_results),
       cmocka_unit_test(test_rebuilt_plugin_reloads),

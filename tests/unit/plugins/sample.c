@@ -86,6 +86,14 @@ __attribute__((unused)) static int sample_reconcile(void *instance, kctrld_ctx *
 
 static void sample_fini(void *instance) { H->free(instance); }
 
+#ifdef PERMS
+static const kctrld_permission sample_perms[] = {
+    {"", "pods", "create,delete"},
+    KCTRLD_PERMISSION_EVENTS,
+    KCTRLD_PERMISSIONS_END,
+};
+#endif
+
 static const struct kctrld_plugin table = {
 #ifdef WRONG_ABI
     .abi_major = KCTRLD_ABI_MAJOR + 1,
@@ -95,6 +103,8 @@ static const struct kctrld_plugin table = {
     .abi_minor = KCTRLD_ABI_MINOR,
 #ifdef SMALL_TABLE
     .struct_size = 16,
+#elif defined(OLD_TABLE) /* a plugin built against the 1.0 header */
+    .struct_size = offsetof(struct kctrld_plugin, permissions),
 #else
     .struct_size = sizeof(struct kctrld_plugin),
 #endif
@@ -110,6 +120,9 @@ static const struct kctrld_plugin table = {
     .reconcile = sample_reconcile,
 #endif
     .fini = sample_fini,
+#ifdef PERMS
+    .permissions = sample_perms,
+#endif
 };
 
 #ifdef NO_ENTRY
