@@ -17,6 +17,7 @@
 
 #include "api.h"
 #include "control.h"
+#include "rbac.h"
 #include "store.h"
 #include "watch.h"
 
@@ -179,11 +180,12 @@ static bool client_cert_ok(struct MHD_Connection *c)
 
 static bool authorized(struct sim_req *req)
 {
-  if (!token_ && !token_file_ && !need_client_cert_) return true;
+  if (!token_ && !token_file_ && !need_client_cert_ && !sim_rbac_enabled) return true;
   const char *h = sim_req_header(req, "Authorization");
   if (h && strncmp(h, "Bearer ", 7) == 0) {
     const char *t = h + 7;
     if (token_ && strcmp(t, token_) == 0) return true;
+    if ((req->user = sim_rbac_user_for_token(t))) return true;
     if (token_file_ && file_token_ok(t)) return true;
   }
   if (need_client_cert_ && client_cert_ok(req->conn)) return true;

@@ -123,9 +123,7 @@ static void test_example_file(void **state) {
   assert_true(ct->rate_limit.qps == 10.0);
   assert_int_equal(ct->rate_limit.burst, 100);
   assert_int_equal(ct->predicates, KC_PRED_GENERATION_CHANGED);
-  assert_non_null(ct->settings);
-  assert_string_equal(kc_yaml_map_get(ct->settings, "anything")->u.scalar.text, "the plugin reads");
-  assert_string_equal(ct->settings->file, "config/kctrld.example.yaml");
+  assert_null(ct->settings); /* podset has no settings: a key would be warned about as unread */
   assert_true(c->dir[0] == '/');
   kc_config_free(c);
 }
