@@ -582,6 +582,12 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
       rc = kc_execcred_parse(out.p ? out.p : "", out.len, s->cfg->api_version, fresh, why,
                              sizeof why);
       if (rc == -EINVAL) kc_errf(err, errlen, "%s: %s", s->argv[0], why);
+      if (rc == 0 && fresh->expiry && fresh->expiry * 1000 <= real_ms()) {
+        kc_exec_cred_clear(fresh);
+        rc = -EINVAL;
+        kc_errf(err, errlen, "%s returned a credential whose expirationTimestamp has passed (check "
+                "the clock)", s->argv[0]);
+      }
     }
   }
   log_stderr(s, &errout, old_token, rc == 0 ? fresh->token : NULL);

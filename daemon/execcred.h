@@ -16,9 +16,10 @@
  *    insecure-skip-tls-verify, certificate-authority-data, proxy-url and
  *    config from the cluster's extension client.authentication.k8s.io/exec).
  *  - stdout (at most KC_EXEC_STDOUT_MAX bytes) is parsed as an ExecCredential
- *    of the configured apiVersion and never logged. stderr is logged line by
- *    line (info level) with secrets redacted: the current token and every
- *    word of 16 or more token/base64 characters become [REDACTED].
+ *    of the configured apiVersion and never logged; one already expired is a
+ *    failure. stderr (64 KiB at most) is logged line by line (info level)
+ *    when the run ends, with secrets redacted: the old and new token and
+ *    every word of 16 or more token/base64 characters become [REDACTED].
  *  - A run that takes longer than the timeout (KCTRLD_EXEC_TIMEOUT_SECONDS,
  *    default 30 s) has its process group killed. A missing command (ENOENT)
  *    error carries the installHint. A failed run is retried with backoff

@@ -335,6 +335,13 @@ static void test_plugin_failures(void **state) {
   expect_log(log, "exec plugin didn't return a token or cert/key pair");
   free(log);
 
+  write_script("old.sh", "echo '{\"kind\":\"ExecCredential\",\"apiVersion\":"
+                         "\"client.authentication.k8s.io/v1\",\"status\":{\"token\":\"t\","
+                         "\"expirationTimestamp\":\"2001-01-01T00:00:00Z\"}}'\n");
+  log = failing("old.sh", NULL);
+  expect_log(log, "old.sh returned a credential whose expirationTimestamp has passed");
+  free(log);
+
   log = failing("missing.sh", "      installHint: 'install missing.sh from example.com'\n");
   expect_log(log, "missing.sh not found; install missing.sh from example.com");
   free(log);
