@@ -260,8 +260,7 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
   case KC_RESULT_REQUEUE: c->stats.requeue++; break;
   case KC_RESULT_REQUEUE_AFTER: c->stats.requeue_after++; break;
   case KC_RESULT_ERROR:
-    c->stats.error++;
-    kc_warn("controller", "%s: reconcile %s failed: %s", c->spec->name, key, res->message);
+    c->stats.error++; /* logged by the worker: "Reconciler error" (workers.h) */
     break;
   }
   c->stats.reconcile_count++;

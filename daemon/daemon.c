@@ -690,6 +690,7 @@ static void apply_reload(kc_daemon *d) {
     if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j], true);
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
+  kc_log_set_format(d->opts.log_format ? d->opts.log_format : nc->log_format);
   kc_info("daemon", "reload applied");
   kc_ops_reloaded(d->ops, "reload applied");
 done:
@@ -1039,6 +1040,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     return 1;
   }
   kc_log_set_level(opts->log_level ? opts->log_level : d->cfg->log_level);
+  kc_log_set_format(opts->log_format ? opts->log_format : d->cfg->log_format);
   if (kc_kube_resolve(opts->kubeconfig, d->cfg->kubeconfig, &d->creds, err, sizeof err) < 0) {
     kc_error("credentials", "%s", err);
     free_daemon(d);

@@ -32,6 +32,7 @@ typedef struct kc_daemon_options {
   const char *metrics_bind; /* --metrics-bind-address */
   const char *identity;     /* --identity */
   enum kc_log_level log_level; /* 0 = from the config file */
+  enum kc_log_format log_format; /* --log-format; 0 = from the config file */
   /* --fail-fast: a controller whose plugin does not load or whose init
    * fails at start-up makes kc_daemon_run return 1 at once. Without it the
    * other controllers run and that one is retried with backoff (1 s

@@ -2,7 +2,7 @@
 /* main: command line of kctrld. Main (loop) thread only.
  *
  *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]
- *          [--identity NAME] [--log-level LEVEL] [--fail-fast]
+ *          [--identity NAME] [--log-level LEVEL] [--log-format text|json] [--fail-fast]
  *   kctrld --check-config FILE
  *   kctrld --version
  *
@@ -28,7 +28,8 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]\n"
-          "              [--identity NAME] [--log-level error|warn|info|debug] [--fail-fast]\n"
+          "              [--identity NAME] [--log-level error|warn|info|debug] [--log-format text|json]\n"
+          "              [--fail-fast]\n"
           "              [--allow-insecure-permissions]\n"
           "       kctrld --check-config FILE\n"
           "       kctrld --version\n");
@@ -36,7 +37,9 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
-         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS };
+         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS,
+         /* wt/logs: logging and operator flags */
+         OPT_LOGFORMAT };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
@@ -48,6 +51,8 @@ int main(int argc, char **argv) {
       {"version", no_argument, NULL, OPT_VERSION},
       {"help", no_argument, NULL, OPT_HELP},
       {"allow-insecure-permissions", no_argument, NULL, OPT_INSECURE_PERMS},
+      /* wt/logs: logging and operator flags */
+      {"log-format", required_argument, NULL, OPT_LOGFORMAT},
       {NULL, 0, NULL, 0},
   };
   kc_daemon_options o = {0};
@@ -73,6 +78,17 @@ int main(int argc, char **argv) {
     case OPT_VERSION: printf("kctrld %s\n", KCTRLD_VERSION); return 0;
     case OPT_HELP: usage(stdout); return 0;
     case OPT_INSECURE_PERMS: kc_fileperm_set_allow_insecure(true); break;
+    /* wt/logs: logging and operator flags */
+    case OPT_LOGFORMAT: {
+      enum kc_log_format fmt;
+      if (kc_log_parse_format(optarg, &fmt) < 0) {
+        fprintf(stderr, "kctrld: --log-format: unknown format \"%s\" (want text or json)\n", optarg);
+        return 2;
+      }
+      o.log_format = fmt;
+      kc_log_set_format(fmt); /* from the first line on, config errors included */
+      break;
+    }
     default: usage(stderr); return 2;
     }
   }

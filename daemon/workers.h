@@ -12,6 +12,13 @@
  * client-go/controller-runtime mapping), and on_idle, where it dispatches
  * more (kc_workers_pump).
  *
+ * Logs: every dispatch gets a fresh reconcileID (log.h); while a worker runs
+ * a reconcile, every line it logs (the plugin's included) carries
+ * controller=, key= and reconcileID= (kc_log_set_reconcile), and an error
+ * result is logged there at error level as controller-runtime does:
+ * "Reconciler error attempt=N error=MESSAGE" (attempt = 1 + the key's
+ * retries so far, from kc_workers_pump; left out for kc_workers_dispatch).
+ *
  * A slow or stuck reconcile never stalls the loop: the loop never waits on a
  * worker. A reconcile running longer than timeout_ms is reported once (log +
  * on_timeout), not killed. kc_workers_stop lets running reconciles finish and
