@@ -788,7 +788,8 @@ static void on_stopped_leading(void *ud) {
 }
 
 static int leader_start(kc_daemon *d) {
-  if (!d->cfg->leader_election.enabled) {
+  bool enabled = d->opts.leader_elect ? d->opts.leader_elect > 0 : d->cfg->leader_election.enabled;
+  if (!enabled) {
     atomic_store(&d->may_write, true);
     return 0;
   }
@@ -988,7 +989,8 @@ static void ops_view(void *ud, kc_ops_view *v) {
 }
 
 static int ops_start(kc_daemon *d) {
-  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind};
+  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind,
+                      .probe_bind = d->opts.probe_bind};
   int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
   if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
   return rc;

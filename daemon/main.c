@@ -2,6 +2,7 @@
 /* main: command line of kctrld. Main (loop) thread only.
  *
  *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]
+ *          [--health-probe-bind-address HOST:PORT] [--leader-elect[=true|false]]
  *          [--identity NAME] [--log-level LEVEL] [--log-format text|json] [--fail-fast]
  *   kctrld --check-config FILE
  *   kctrld --version
@@ -27,19 +28,43 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]\n"
-          "              [--identity NAME] [--log-level error|warn|info|debug] [--log-format text|json]\n"
-          "              [--fail-fast]\n"
-          "              [--allow-insecure-permissions]\n"
+          "usage: kctrld --config FILE [flags]\n"
           "       kctrld --check-config FILE\n"
-          "       kctrld --version\n");
+          "       kctrld --version | --help\n"
+          "\n"
+          "flags (they override the config file):\n"
+          "  --config FILE                      the configuration (docs/config.md)\n"
+          "  --check-config FILE                validate FILE and exit (0 valid, 1 not)\n"
+          "  --kubeconfig FILE                  kubeconfig; overrides kubeconfig: and $KUBECONFIG\n"
+          "  --metrics-bind-address HOST:PORT   /metrics (and the probes, see below);\n"
+          "                                     default 127.0.0.1:8080, \"0\" disables\n"
+          "  --health-probe-bind-address HOST:PORT\n"
+          "                                     /healthz and /readyz on their own listener\n"
+          "                                     (\"0\" disables); default: on the metrics one\n"
+          "  --leader-elect[=true|false]        leader election on or off; overrides\n"
+          "                                     leaderElection.enabled\n"
+          "  --identity NAME                    leader election holder identity\n"
+          "  --log-level error|warn|info|debug  most verbose level logged (default info)\n"
+          "  --log-format text|json             log line format (default text)\n"
+          "  --fail-fast                        exit 1 when a plugin fails to load or init\n"
+          "                                     at start-up instead of retrying it\n"
+          "  --allow-insecure-permissions       warn instead of refusing writable files\n"
+          "  --version                          print the version and exit\n"
+          "  --help                             print this help and exit\n");
+}
+
+/* wt/logs: --leader-elect[=BOOL]. Returns 1, -1, or 0 for a bad value. */
+static int parse_leader_elect(const char *arg) {
+  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) return 1;
+  if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) return -1;
+  return 0;
 }
 
 int main(int argc, char **argv) {
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
          OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS,
          /* wt/logs: logging and operator flags */
-         OPT_LOGFORMAT };
+         OPT_LOGFORMAT, OPT_LEADER_ELECT, OPT_PROBE_BIND };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
@@ -53,6 +78,8 @@ int main(int argc, char **argv) {
       {"allow-insecure-permissions", no_argument, NULL, OPT_INSECURE_PERMS},
       /* wt/logs: logging and operator flags */
       {"log-format", required_argument, NULL, OPT_LOGFORMAT},
+      {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
+      {"health-probe-bind-address", required_argument, NULL, OPT_PROBE_BIND},
       {NULL, 0, NULL, 0},
   };
   kc_daemon_options o = {0};
@@ -89,6 +116,13 @@ int main(int argc, char **argv) {
       kc_log_set_format(fmt); /* from the first line on, config errors included */
       break;
     }
+    case OPT_LEADER_ELECT:
+      if (!(o.leader_elect = parse_leader_elect(optarg))) {
+        fprintf(stderr, "kctrld: --leader-elect: expected true or false, got \"%s\"\n", optarg);
+        return 2;
+      }
+      break;
+    case OPT_PROBE_BIND: o.probe_bind = optarg; break;
     default: usage(stderr); return 2;
     }
   }

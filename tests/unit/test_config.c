@@ -81,7 +81,7 @@ static void test_example_file(void **state) {
   assert_int_equal(c->leader_election.lease_duration_ms, 15000);
   assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
   assert_int_equal(c->leader_election.retry_period_ms, 2000);
-  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_string_equal(c->metrics_bind, "127.0.0.1:8080");
   assert_int_equal(c->ninformers, 2);
   const kc_informer_spec *pod = &c->informers[0];
   assert_string_equal(pod->api_version, "v1");
@@ -139,7 +139,7 @@ static void test_defaults(void **state) {
   assert_int_equal(c->leader_election.lease_duration_ms, 15000);
   assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
   assert_int_equal(c->leader_election.retry_period_ms, 2000);
-  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_string_equal(c->metrics_bind, "127.0.0.1:8080");
   assert_int_equal(c->log_level, KC_LOG_INFO);
   assert_int_equal(c->shutdown_timeout_ms, 30000);
   assert_int_equal(c->ninformers, 1);
