@@ -323,6 +323,7 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   c->timer.data = c;
   kc_workers_config wc = {
       .name = spec->name,
+      .plugin = spec->plugin,
       .nworkers = spec->workers > 0 ? (unsigned)spec->workers : 1,
       .timeout_ms = spec->reconcile_timeout_ms > 0 ? (uint64_t)spec->reconcile_timeout_ms : 0,
       .reconcile = kc_plugin_reconcile,

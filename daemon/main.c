@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "configcheck.h"
+#include "crashreport.h"
 #include "daemon.h"
 #include "fileperm.h"
 #include "http.h"
@@ -163,6 +164,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kctrld: cannot ignore SIGPIPE: %s\n", strerror(errno));
     return 1;
   }
+  /* wt/logs: a plugin that crashes a reconcile is named on stderr (crashreport.h). */
+  int crash = kc_crash_install();
+  if (crash == 1)
+    kc_info("crashreport", "fatal-signal report off: AddressSanitizer reports crashes itself");
+  else if (crash < 0)
+    kc_warn("crashreport", "cannot install the fatal-signal report: %s", strerror(-crash));
   if (kc_http_global_init() < 0) {
     fprintf(stderr, "kctrld: cannot initialise libcurl\n");
     return 1;

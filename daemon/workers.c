@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crashreport.h"
 #include "log.h"
 
 struct worker {
@@ -50,6 +51,7 @@ struct core {
   void *reconcile_ud;
   void (*release)(void *reconcile_ud); /* run by the last reference */
   char *name;
+  char *plugin; /* NULL when not given */
   unsigned n;
   struct worker w[];
 };
@@ -88,6 +90,7 @@ static void core_unref(struct core *c) {
   }
   pthread_mutex_destroy(&c->mu);
   free(c->name);
+  free(c->plugin);
   free(c);
 }
 
@@ -95,6 +98,7 @@ static void *worker_main(void *arg) {
   struct worker *w = arg;
   struct core *c = w->core;
   kc_log_set_context(c->name);
+  kc_crash_thread_enter(); /* -ENOSPC: this thread is left out of crash reports */
   pthread_mutex_lock(&c->mu);
   for (;;) {
     while (!w->has_job && !c->quit) pthread_cond_wait(&w->cond, &c->mu);
@@ -104,7 +108,9 @@ static void *worker_main(void *arg) {
     w->res.after_ms = 0;
     w->res.message[0] = '\0';
     kc_log_set_reconcile(c->name, w->key, w->rid);
+    kc_crash_busy(c->name, c->plugin, w->key);
     c->reconcile(c->reconcile_ud, w->key, &w->res);
+    kc_crash_idle();
     w->res.message[KC_RESULT_MESSAGE_MAX - 1] = '\0';
     if (w->res.kind == KC_RESULT_ERROR && w->attempt) /* controller-runtime's "Reconciler error" */
       kc_error("controller", "Reconciler error attempt=%u error=%s", (unsigned)w->attempt,
@@ -123,6 +129,7 @@ static void *worker_main(void *arg) {
   if (!c->closed) uv_async_send(c->async);
   pthread_mutex_unlock(&c->mu);
   if (abandoned) atomic_fetch_sub(&abandoned_running, 1);
+  kc_crash_thread_leave();
   core_unref(c);
   return NULL;
 }
@@ -251,6 +258,10 @@ int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers *
   p->idle = idle;
   p->core = c;
   c->name = name;
+  if (cfg->plugin && !(c->plugin = strdup(cfg->plugin))) {
+    free(p), free(c), free(idle), free(name), free(name2);
+    return -ENOMEM;
+  }
   c->n = n;
   c->reconcile = cfg->reconcile;
   c->reconcile_ud = cfg->reconcile_ud;
@@ -258,7 +269,7 @@ int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers *
   atomic_init(&c->refs, 1);
   int rc = -pthread_mutex_init(&c->mu, NULL);
   if (rc < 0) {
-    free(p), free(c), free(idle), free(name), free(name2);
+    free(p), free(c->plugin), free(c), free(idle), free(name), free(name2);
     return rc;
   }
   for (unsigned i = 0; i < n; i++) {
