@@ -260,8 +260,7 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
   case KC_RESULT_REQUEUE: c->stats.requeue++; break;
   case KC_RESULT_REQUEUE_AFTER: c->stats.requeue_after++; break;
   case KC_RESULT_ERROR:
-    c->stats.error++;
-    kc_warn("controller", "%s: reconcile %s failed: %s", c->spec->name, key, res->message);
+    c->stats.error++; /* logged by the worker: "Reconciler error" (workers.h) */
     break;
   }
   c->stats.reconcile_count++;
@@ -324,6 +323,7 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   c->timer.data = c;
   kc_workers_config wc = {
       .name = spec->name,
+      .plugin = spec->plugin,
       .nworkers = spec->workers > 0 ? (unsigned)spec->workers : 1,
       .timeout_ms = spec->reconcile_timeout_ms > 0 ? (uint64_t)spec->reconcile_timeout_ms : 0,
       .reconcile = kc_plugin_reconcile,

@@ -690,6 +690,7 @@ static void apply_reload(kc_daemon *d) {
     if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j], true);
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
+  kc_log_set_format(d->opts.log_format ? d->opts.log_format : nc->log_format);
   kc_info("daemon", "reload applied");
   kc_ops_reloaded(d->ops, "reload applied");
 done:
@@ -787,7 +788,8 @@ static void on_stopped_leading(void *ud) {
 }
 
 static int leader_start(kc_daemon *d) {
-  if (!d->cfg->leader_election.enabled) {
+  bool enabled = d->opts.leader_elect ? d->opts.leader_elect > 0 : d->cfg->leader_election.enabled;
+  if (!enabled) {
     atomic_store(&d->may_write, true);
     return 0;
   }
@@ -987,7 +989,8 @@ static void ops_view(void *ud, kc_ops_view *v) {
 }
 
 static int ops_start(kc_daemon *d) {
-  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind};
+  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind,
+                      .probe_bind = d->opts.probe_bind};
   int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
   if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
   return rc;
@@ -1039,6 +1042,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     return 1;
   }
   kc_log_set_level(opts->log_level ? opts->log_level : d->cfg->log_level);
+  kc_log_set_format(opts->log_format ? opts->log_format : d->cfg->log_format);
   if (kc_kube_resolve(opts->kubeconfig, d->cfg->kubeconfig, &d->creds, err, sizeof err) < 0) {
     kc_error("credentials", "%s", err);
     free_daemon(d);

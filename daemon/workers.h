@@ -12,6 +12,16 @@
  * client-go/controller-runtime mapping), and on_idle, where it dispatches
  * more (kc_workers_pump).
  *
+ * Logs: every dispatch gets a fresh reconcileID (log.h); while a worker runs
+ * a reconcile, every line it logs (the plugin's included) carries
+ * controller=, key= and reconcileID= (kc_log_set_reconcile), and an error
+ * result is logged there at error level as controller-runtime does:
+ * "Reconciler error attempt=N error=MESSAGE" (attempt = 1 + the key's
+ * retries so far, from kc_workers_pump; left out for kc_workers_dispatch).
+ *
+ * Crashes: each worker thread registers with crashreport.h and publishes
+ * controller, plugin and key around each reconcile (kc_crash_busy/idle).
+ *
  * A slow or stuck reconcile never stalls the loop: the loop never waits on a
  * worker. A reconcile running longer than timeout_ms is reported once (log +
  * on_timeout), not killed. kc_workers_stop lets running reconciles finish and
@@ -69,6 +79,7 @@ typedef void (*kc_stopped_fn)(kc_workers *pool, unsigned abandoned, void *ud);
 
 typedef struct kc_workers_config {
   const char *name;        /* controller name: log context of the workers */
+  const char *plugin;      /* plugin path, for the crash report (crashreport.h); may be NULL */
   unsigned nworkers;       /* >= 1 */
   uint64_t timeout_ms;     /* report reconciles longer than this; 0 = never */
   kc_reconcile_fn reconcile;

@@ -81,7 +81,7 @@ static void test_example_file(void **state) {
   assert_int_equal(c->leader_election.lease_duration_ms, 15000);
   assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
   assert_int_equal(c->leader_election.retry_period_ms, 2000);
-  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_string_equal(c->metrics_bind, "127.0.0.1:8080");
   assert_int_equal(c->ninformers, 2);
   const kc_informer_spec *pod = &c->informers[0];
   assert_string_equal(pod->api_version, "v1");
@@ -139,7 +139,7 @@ static void test_defaults(void **state) {
   assert_int_equal(c->leader_election.lease_duration_ms, 15000);
   assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
   assert_int_equal(c->leader_election.retry_period_ms, 2000);
-  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_string_equal(c->metrics_bind, "127.0.0.1:8080");
   assert_int_equal(c->log_level, KC_LOG_INFO);
   assert_int_equal(c->shutdown_timeout_ms, 30000);
   assert_int_equal(c->ninformers, 1);
@@ -176,12 +176,16 @@ static void test_defaults(void **state) {
            "metrics: {bindAddress: \"0\"}\n");
   assert_string_equal(c->kubeconfig, "/etc/kctrld/kube/config");
   assert_int_equal(c->log_level, KC_LOG_DEBUG);
+  assert_int_equal(c->log_format, KC_LOG_FORMAT_TEXT); /* default */
   assert_int_equal(c->shutdown_timeout_ms, 5000);
   assert_string_equal(c->metrics_bind, "0");
   assert_int_equal(c->decode_threads, -1); /* default: one per core beyond the loop's */
   kc_config_free(c);
   c = load("decodeThreads: 0\n");
   assert_int_equal(c->decode_threads, 0);
+  kc_config_free(c);
+  c = load("logFormat: json\n");
+  assert_int_equal(c->log_format, KC_LOG_FORMAT_JSON);
   kc_config_free(c);
 }
 
@@ -193,8 +197,9 @@ static void test_top_level_errors(void **state) {
         "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
-        "metrics, logLevel, shutdownTimeout, decodeThreads, informers, controllers)");
+        "metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
+  fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
   fails("informers: {}\n", "c.yaml:1:12: informers: expected a sequence, got a mapping");
   fails("controllers: x\n", "c.yaml:1:14: controllers: expected a sequence, got a scalar");
@@ -792,16 +797,16 @@ static void test_diff(void **state) {
   /* Controller added and a global change. */
   b = diff_cfg("app=web", "10m", "5",
                "  - name: ttl\n    plugin: /p/ttl.so\n    for: {apiVersion: v1, kind: ConfigMap}\n"
-               "logLevel: debug\n");
+               "logLevel: debug\nlogFormat: json\n");
   assert_int_equal(kc_config_compare(a, b, &d), 0);
   assert_int_equal(d->ninformers, 1);
   assert_int_equal(d->informers[0].change, KC_CHANGE_ADDED);
   assert_string_equal(b->informers[d->informers[0].new_index].kind, "ConfigMap");
   assert_int_equal(d->ncontrollers, 1);
   assert_int_equal(d->controllers[0].change, KC_CHANGE_ADDED);
-  assert_int_equal(d->global, KC_GLOBAL_LOG_LEVEL);
+  assert_int_equal(d->global, KC_GLOBAL_LOG_LEVEL | KC_GLOBAL_LOG_FORMAT);
   kc_config_diff_summary(d, a, b, sum, sizeof sum);
-  assert_string_equal(sum, "informers: +1 -0 ~0; controllers: +1 -0 ~0 +ttl; global: logLevel");
+  assert_string_equal(sum, "informers: +1 -0 ~0; controllers: +1 -0 ~0 +ttl; global: logLevel logFormat");
   /* And the reverse: removed. */
   kc_config_diff_free(d);
   assert_int_equal(kc_config_compare(b, a, &d), 0);

@@ -10,12 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "log.h"
+#include "testutil.h"
 #include "workers.h"
 
 static void sleep_ms(long ms) {
@@ -409,6 +411,104 @@ static void test_stop_bound_abandons_stuck(void **state) {
   sleep_ms(5); /* let the detached thread finish returning */
 }
 
+/* ---- log fields of a reconcile ---- */
+
+struct logged {
+  uv_loop_t loop;
+  kc_workqueue *wq;
+  kc_workers *pool;
+  uv_timer_t tick;
+  int results;
+  bool stopped;
+};
+
+static void logged_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
+  static atomic_int calls;
+  int n = atomic_fetch_add(&calls, 1);
+  kc_error("plugin", "inside call=%d", n);
+  if (n < 2) {
+    res->kind = KC_RESULT_ERROR;
+    snprintf(res->message, sizeof res->message, "boom %d", n);
+  }
+}
+
+static void logged_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
+  ((struct logged *)ud)->stopped = true;
+}
+
+static void logged_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
+                          uint64_t duration_ns, void *ud) {
+  struct logged *l = ud;
+  l->results++;
+  kc_workers_settle(l->wq, key, res);
+  if (l->results == 3) {
+    uv_close((uv_handle_t *)&l->tick, NULL);
+    kc_workqueue_shutdown(l->wq);
+    kc_workers_stop(pool, 5000, logged_stopped, l);
+  }
+}
+
+static void logged_tick(uv_timer_t *t) {
+  struct logged *l = t->data;
+  kc_workqueue_tick(l->wq);
+  kc_workers_pump(l->pool, l->wq);
+}
+
+/* Two failures then a success: every line of the reconcile carries
+ * controller/key/reconcileID (a new ID each time), the failures are logged
+ * at error level as "Reconciler error" with attempt=1 and attempt=2. */
+static void test_reconcile_log_fields(void **state) {
+  (void)state;
+  static struct logged l;
+  memset(&l, 0, sizeof l);
+  assert_int_equal(uv_loop_init(&l.loop), 0);
+  kc_ratelimit_config rl = {0}; /* no backoff, no bucket: retried at once */
+  l.wq = kc_workqueue_new("logged", &rl, uv_clock, NULL);
+  assert_non_null(l.wq);
+  kc_workers_config cfg = {.name = "logged", .nworkers = 1, .reconcile = logged_reconcile,
+                           .on_result = logged_result, .ud = &l};
+  assert_int_equal(kc_workers_start(&l.loop, &cfg, &l.pool), 0);
+  assert_int_equal(uv_timer_init(&l.loop, &l.tick), 0);
+  l.tick.data = &l;
+  uv_timer_start(&l.tick, logged_tick, 0, 1);
+  assert_int_equal(kc_workqueue_add(l.wq, "ns/a"), 0);
+  kc_log_set_format(KC_LOG_FORMAT_TEXT);
+  tu_stderr_begin();
+  kc_log_detect_sink();
+  uv_run(&l.loop, UV_RUN_DEFAULT);
+  char *log = tu_stderr_end();
+  kc_log_detect_sink();
+  assert_true(l.stopped);
+  assert_int_equal(l.results, 3);
+  assert_int_equal(uv_loop_close(&l.loop), 0);
+  kc_workqueue_free(l.wq);
+  char ids[3][KC_LOG_RECONCILE_ID_SIZE];
+  for (int n = 0; n < 3; n++) {
+    char want[128];
+    snprintf(want, sizeof want, "error plugin[logged]: inside controller=logged key=ns/a reconcileID=");
+    char *line = strstr(log, want);
+    if (!line) fail_msg("no line \"%s\" in:\n%s", want, log);
+    line[strlen("error plugin[logged]: ")] = 'I'; /* find the next one next time */
+    line += strlen(want);
+    memcpy(ids[n], line, 36);
+    ids[n][36] = '\0';
+    assert_int_equal(strncmp(line + 36, " call=", 6), 0);
+    assert_int_equal(line[42], '0' + n);
+    if (n < 2) {
+      char failed[256];
+      snprintf(failed, sizeof failed,
+               "error controller[logged]: Reconciler error controller=logged key=ns/a reconcileID=%s "
+               "attempt=%d error=boom %d\n",
+               ids[n], n + 1, n);
+      if (!strstr(log, failed)) fail_msg("no line \"%s\" in:\n%s", failed, log);
+    }
+  }
+  assert_string_not_equal(ids[0], ids[1]);
+  assert_string_not_equal(ids[1], ids[2]);
+  assert_null(strstr(log, "attempt=3"));
+  free(log);
+}
+
 static void test_start_invalid(void **state) {
   (void)state;
   uv_loop_t loop;
@@ -433,6 +533,7 @@ int main(void) {
       cmocka_unit_test(test_stop_drains),
       cmocka_unit_test(test_stop_bound_abandons_stuck),
       cmocka_unit_test(test_start_invalid),
+      cmocka_unit_test(test_reconcile_log_fields),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
