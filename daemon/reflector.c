@@ -63,6 +63,8 @@ struct kc_reflector {
   bool force_no_limit;   /* next list: one full list without limit (expired continue) */
   bool last_list_limit;  /* whether the list last sent (first page) carried limit */
   bool rv_unavailable;   /* a list at the last RV got 410/too large: list at "" until one works */
+  bool synced;           /* the first complete list has been delivered */
+  char rv[64];           /* last seen resourceVersion: where a watch resumes, a relist starts */
   char continue_token[1024];
   char list_rv[64];      /* RV the current list was requested at ("" = consistent) */
   kc_obj **pending;
@@ -102,6 +104,8 @@ struct kc_reflector {
   char *verify_body;     /* the check's response */
   size_t verify_len;
 
+  /* Reporting only, never read to decide: the counters, and the fields
+   * kc_reflector_stats_get copies from the control state above. */
   kc_reflector_stats stats;
 };
 
@@ -120,6 +124,13 @@ static char *dup_or_null(const char *s) {
   return strdup(s);
 }
 
+/* The last seen resourceVersion; one that does not fit is ignored. */
+static void set_rv(kc_reflector *r, const char *rv, size_t len) {
+  if (!len || len >= sizeof r->rv) return;
+  memcpy(r->rv, rv, len);
+  r->rv[len] = 0;
+}
+
 /* Ends the current list attempt's collection (success, failure or a new
  * attempt). */
 static void clear_pending(kc_reflector *r) {
@@ -133,7 +144,7 @@ static void clear_pending(kc_reflector *r) {
 /* A new list attempt: is it the first, applied as it arrives? */
 static void begin_list(kc_reflector *r) {
   clear_pending(r);
-  r->incremental = !r->stats.synced && r->sink.synced && !r->partial_applied;
+  r->incremental = !r->synced && r->sink.synced && !r->partial_applied;
 }
 
 static void set_error(kc_reflector *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -279,11 +290,8 @@ static int reject_object(void *ud, const kc_decode_reject *rj) {
           o->namespace_.len ? "/" : "", (int)(o->name.len > 253 ? 253 : o->name.len),
           o->name.ptr, rj->reason);
   /* The event was consumed: a resumed watch must not bring it back. */
-  if (rj->event_type && !r->initial_phase && o->resource_version.len &&
-      o->resource_version.len < sizeof r->stats.resource_version) {
-    memcpy(r->stats.resource_version, o->resource_version.ptr, o->resource_version.len);
-    r->stats.resource_version[o->resource_version.len] = 0;
-  }
+  if (rj->event_type && !r->initial_phase)
+    set_rv(r, o->resource_version.ptr, o->resource_version.len);
   return 0;
 }
 
@@ -370,9 +378,9 @@ static void response_done(kc_reflector *r, const kc_api_result *res, bool list) 
 /* A complete list (LIST pages or a streaming list's initial events): the
  * pending objects replace the scope's content at resourceVersion rv. */
 static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
-  snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
-  if (r->stats.synced) r->stats.relists++;
-  r->stats.synced = true; /* already while the sink applies it (kc_informer_synced) */
+  snprintf(r->rv, sizeof r->rv, "%s", rv);
+  if (r->synced) r->stats.relists++;
+  r->synced = true; /* already while the sink applies it (kc_informer_synced) */
   size_t n = r->incremental ? r->napplied : r->npending;
   r->verify_history = false; /* a complete list is of the server's current history */
   if (r->incremental) {
@@ -469,7 +477,7 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
   }
   r->phase = PHASE_LIST;
   r->list_mode = mode;
-  const char *rv = mode == LIST_INITIAL ? "0" : mode == LIST_AT_RV ? r->stats.resource_version : "";
+  const char *rv = mode == LIST_INITIAL ? "0" : mode == LIST_AT_RV ? r->rv : "";
   /* client-go: page size 500 unless the list is at a specific RV and no
    * earlier list came back paginated (then no limit, so that the watch
    * cache can serve it); a retry at "" keeps the failed list's size. */
@@ -594,12 +602,7 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
             ev->type_name, (unsigned long long)ev->index);
     return 0;
   }
-  if (ev->obj && ev->obj->resource_version.len &&
-      ev->obj->resource_version.len < sizeof r->stats.resource_version) {
-    memcpy(r->stats.resource_version, ev->obj->resource_version.ptr,
-           ev->obj->resource_version.len);
-    r->stats.resource_version[ev->obj->resource_version.len] = 0;
-  }
+  if (ev->obj) set_rv(r, ev->obj->resource_version.ptr, ev->obj->resource_version.len);
   return 0;
 }
 
@@ -685,7 +688,7 @@ static void watch_finished(kc_reflector *r, const kc_api_result *res) {
   reset_response(r);
   if (res->error && res->idle_timeout) {
     kc_warn("reflector", "%s: watch silent for %llu ms, restarting it from resourceVersion %s",
-            r->describe, (unsigned long long)r->idle_timeout_ms, r->stats.resource_version);
+            r->describe, (unsigned long long)r->idle_timeout_ms, r->rv);
     start_watch(r);
     return;
   }
@@ -719,7 +722,7 @@ static void watch_finished(kc_reflector *r, const kc_api_result *res) {
 
 static void start_watch_request(kc_reflector *r, bool stream, const char *rv);
 
-static void start_watch(kc_reflector *r) { start_watch_request(r, false, r->stats.resource_version); }
+static void start_watch(kc_reflector *r) { start_watch_request(r, false, r->rv); }
 
 static void on_initial_guard(uv_timer_t *t) {
   kc_reflector *r = t->data;
@@ -742,9 +745,8 @@ static void on_initial_guard(uv_timer_t *t) {
 static void stream_fallback(kc_reflector *r, const char *why) {
   kc_info("reflector", "%s: streaming list unavailable (%s); using LIST+WATCH", r->describe, why);
   r->streaming = KC_REFLECTOR_STREAM_OFF;
-  r->stats.streaming = false;
   r->stats.streaming_fallbacks++;
-  start_list(r, r->stats.synced && r->stats.resource_version[0]
+  start_list(r, r->synced && r->rv[0]
                     ? (r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV)
                     : LIST_INITIAL);
 }
@@ -755,7 +757,7 @@ static void start_stream(kc_reflector *r, enum list_mode mode) {
    * bookmark): a refused attempt counts only here. */
   r->stats.streaming_attempts++;
   r->initial_phase = true;
-  start_watch_request(r, true, mode == LIST_AT_RV ? r->stats.resource_version : "");
+  start_watch_request(r, true, mode == LIST_AT_RV ? r->rv : "");
   if (r->initial_phase && r->phase == PHASE_WATCH)
     uv_timer_start(&r->timer, on_initial_guard, r->initial_timeout_ms, r->initial_timeout_ms);
 }
@@ -866,7 +868,7 @@ static void history_changed(kc_reflector *r, const char *why) {
   kc_warn("reflector",
           "%s: the API server's history is not the one the cache was built from (%s); relisting "
           "instead of resuming the watch at resourceVersion %s",
-          r->describe, why, r->stats.resource_version);
+          r->describe, why, r->rv);
   r->verify_history = false;
   r->rv_unavailable = true; /* an RV of another history means nothing: list at "" */
   start_list(r, LIST_CONSISTENT);
@@ -1030,9 +1032,9 @@ static void start_verify(kc_reflector *r) {
 static void on_backoff_timer(uv_timer_t *t) {
   kc_reflector *r = t->data;
   if (r->phase != PHASE_BACKOFF) return;
-  if (r->after_backoff == NEXT_WATCH && r->stats.synced && r->stats.resource_version[0])
+  if (r->after_backoff == NEXT_WATCH && r->synced && r->rv[0])
     r->verify_history ? start_verify(r) : start_watch(r);
-  else if (!r->stats.synced || !r->stats.resource_version[0])
+  else if (!r->synced || !r->rv[0])
     start_list(r, LIST_INITIAL);
   else
     start_list(r, r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV);
@@ -1046,7 +1048,6 @@ static void on_backoff_timer(uv_timer_t *t) {
  * relisted at the initial rate forever). */
 static void backoff_reset(kc_reflector *r) {
   r->backoff_ms = 0;
-  r->stats.backoff_ms = 0;
 }
 
 /* Waits before `next`. A Retry-After (ms, 0 = none) is the delay, bounded
@@ -1073,7 +1074,6 @@ static void backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
   }
   r->last_backoff_at_ms = now;
   r->backoff_after_watch = r->phase == PHASE_WATCH;
-  r->stats.backoff_ms = r->backoff_ms;
   r->stats.last_wait_ms = wait;
   r->phase = PHASE_BACKOFF;
   r->after_backoff = next;
@@ -1127,7 +1127,6 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->streaming = spec->streaming;
   r->pool = spec->decode_pool;
   r->decode_budget = spec->decode_budget;
-  r->stats.streaming = spec->streaming != KC_REFLECTOR_STREAM_OFF;
   r->initial_timeout_ms = spec->initial_events_timeout_ms ? spec->initial_events_timeout_ms : 60000;
   snprintf(r->describe, sizeof r->describe, "%s%s%s%s%s%s%s", r->resource,
            r->namespace_ ? " ns=" : "", r->namespace_ ? r->namespace_ : "",
@@ -1198,5 +1197,12 @@ int kc_reflector_relist(kc_reflector *r, const char *why) {
   return 0;
 }
 
-const kc_reflector_stats *kc_reflector_stats_get(const kc_reflector *r) { return &r->stats; }
+const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r) {
+  r->stats.synced = r->synced;
+  r->stats.streaming = r->streaming != KC_REFLECTOR_STREAM_OFF;
+  r->stats.backoff_ms = r->backoff_ms;
+  _Static_assert(sizeof r->stats.resource_version == sizeof r->rv, "same size");
+  memcpy(r->stats.resource_version, r->rv, sizeof r->rv);
+  return &r->stats;
+}
 const char *kc_reflector_describe(const kc_reflector *r) { return r->describe; }
