@@ -267,8 +267,26 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
   c->stats.reconcile_count++;
   c->stats.reconcile_seconds_sum += (double)duration_ns / 1e9;
   kc_reconcile_histogram_observe(&c->reconcile_time, (double)duration_ns / 1e9);
-  kc_workers_settle(c->wq, key, res);
+  kc_controller_apply_result(c->wq, key, res);
   pump(c);
+}
+
+int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
+  switch (res->kind) {
+  case KC_RESULT_DONE:
+    kc_workqueue_forget(wq, key);
+    break;
+  case KC_RESULT_REQUEUE_AFTER:
+    kc_workqueue_forget(wq, key);
+    kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
+    break;
+  case KC_RESULT_REQUEUE:
+  case KC_RESULT_ERROR:
+  default:
+    kc_workqueue_add_rate_limited(wq, key);
+    break;
+  }
+  return kc_workqueue_done(wq, key);
 }
 
 static void on_idle(kc_workers *pool, void *ud) { pump(ud); }

@@ -367,24 +367,6 @@ size_t kc_workers_pump(kc_workers *p, kc_workqueue *wq) {
   return n;
 }
 
-int kc_workers_settle(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
-  switch (res->kind) {
-  case KC_RESULT_DONE:
-    kc_workqueue_forget(wq, key);
-    break;
-  case KC_RESULT_REQUEUE_AFTER:
-    kc_workqueue_forget(wq, key);
-    kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
-    break;
-  case KC_RESULT_REQUEUE:
-  case KC_RESULT_ERROR:
-  default:
-    kc_workqueue_add_rate_limited(wq, key);
-    break;
-  }
-  return kc_workqueue_done(wq, key);
-}
-
 void kc_workers_stop(kc_workers *p, uint64_t bound_ms, kc_stopped_fn cb, void *ud) {
   if (p->state != RUNNING) return;
   struct core *c = p->core;

@@ -8,9 +8,9 @@
  * backlog, so nothing queues up here); the worker copies the key into its own
  * buffer (no per-key allocation once the buffer fits), calls the reconcile
  * function, and posts the result; the loop then calls on_result, where the
- * owner settles the key in its workqueue (kc_workers_settle does the
- * client-go/controller-runtime mapping), and on_idle, where it dispatches
- * more (kc_workers_pump).
+ * owner settles the key in its workqueue (the result-to-queue policy is the
+ * controller's, kc_controller_apply_result), and on_idle, where it
+ * dispatches more (kc_workers_pump).
  *
  * A slow or stuck reconcile never stalls the loop: the loop never waits on a
  * worker. A reconcile running longer than timeout_ms is reported once (log +
@@ -95,11 +95,6 @@ int kc_workers_dispatch(kc_workers *pool, const char *key);
 /* Dispatches from wq while workers are idle. A key that cannot be handed
  * over (ENOMEM) is put back rate-limited. Returns the number dispatched. */
 size_t kc_workers_pump(kc_workers *pool, kc_workqueue *wq);
-
-/* Applies a result to the key's queue state, then Done (controller loop of
- * docs/api-contract.md 10.2): error or requeue -> AddRateLimited; requeue
- * after N ms -> Forget + AddAfter; done -> Forget. Returns Done's result. */
-int kc_workers_settle(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);
 
 /* Stops the pool: no more dispatch, idle workers exit, running reconciles
  * finish and their results still arrive through on_result, for at most

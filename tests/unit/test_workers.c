@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "controller.h"
 #include "log.h"
 #include "workers.h"
 
@@ -27,42 +28,6 @@ static void sleep_ms(long ms) {
 static void close_loop(uv_loop_t *loop) {
   uv_run(loop, UV_RUN_DEFAULT);
   assert_int_equal(uv_loop_close(loop), 0);
-}
-
-/* ---- settle: result -> queue operations (no threads) ---- */
-
-static void test_settle_mapping(void **state) {
-  (void)state;
-  kc_workqueue *wq = kc_workqueue_new("settle", NULL, NULL, NULL);
-  assert_non_null(wq);
-  const char *k;
-  kc_reconcile_result res = {KC_RESULT_ERROR, 0, "boom"};
-  kc_workqueue_add(wq, "ns/a");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  assert_int_equal(kc_workers_settle(wq, "ns/a", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/a"), 1);
-  assert_int_equal(kc_workqueue_waiting(wq), 1);
-  assert_int_equal(kc_workqueue_processing(wq), 0);
-  /* requeue-after forgets the failure history and delays. */
-  kc_workqueue_add(wq, "ns/a");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  res.kind = KC_RESULT_REQUEUE_AFTER;
-  res.after_ms = 60000;
-  assert_int_equal(kc_workers_settle(wq, "ns/a", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/a"), 0);
-  /* plain requeue backs off like an error */
-  kc_workqueue_add(wq, "ns/b");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  res.kind = KC_RESULT_REQUEUE;
-  assert_int_equal(kc_workers_settle(wq, "ns/b", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/b"), 1);
-  kc_workqueue_add(wq, "ns/b");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  res.kind = KC_RESULT_DONE;
-  assert_int_equal(kc_workers_settle(wq, "ns/b", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/b"), 0);
-  assert_int_equal(kc_workers_settle(wq, "ns/b", &res), -ENOENT);
-  kc_workqueue_free(wq);
 }
 
 /* ---- a full controller loop: producer, queue, pool, retries ---- */
@@ -145,7 +110,7 @@ static void ctl_on_result(kc_workers *pool, const char *key, const kc_reconcile_
   struct ctl *c = ud;
   c->results++;
   if (res->kind == KC_RESULT_ERROR) assert_non_null(strstr(res->message, "transient failure"));
-  assert_int_equal(kc_workers_settle(c->wq, key, res), 0);
+  assert_int_equal(kc_controller_apply_result(c->wq, key, res), 0);
 }
 
 static void ctl_on_idle(kc_workers *pool, void *ud) {
@@ -427,7 +392,6 @@ static void test_start_invalid(void **state) {
 int main(void) {
   kc_log_set_level(KC_LOG_ERROR);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_settle_mapping),
       cmocka_unit_test(test_controller_loop),
       cmocka_unit_test(test_timeout_reported_loop_not_stalled),
       cmocka_unit_test(test_stop_drains),
