@@ -342,8 +342,9 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   c->timer.data = c;
   kc_workers_config wc = {
       .name = spec->name,
-      .nworkers = spec->workers > 0 ? (unsigned)spec->workers : 1,
-      .timeout_ms = spec->reconcile_timeout_ms > 0 ? (uint64_t)spec->reconcile_timeout_ms : 0,
+      /* As config.c produced them (its defaults and ranges): no second default here. */
+      .nworkers = (unsigned)spec->workers,
+      .timeout_ms = (uint64_t)spec->reconcile_timeout_ms,
       .reconcile = kc_plugin_reconcile,
       .reconcile_ud = inst,
       .release = release_instance,

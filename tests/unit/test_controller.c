@@ -738,6 +738,31 @@ static void test_apply_result_policy(void **state) {
   kc_workqueue_free(q);
 }
 
+/* The controller takes workers and reconcileTimeout as config.c produced
+ * them (docs/config.md has the defaults; config.c is the only place that
+ * applies them): 3 workers are 3, and 0 (which no loaded config holds:
+ * workers is 1..1024) is refused instead of becoming a second default. */
+static void test_spec_taken_as_given(void **state) {
+  start_informers();
+  kc_controller_spec sp = controller_spec("three");
+  sp.workers = 3;
+  slot *s = new_controller(&sp);
+  kc_controller_stats st;
+  kc_controller_stats_get(s->c, &st);
+  assert_int_equal(st.workers, 3);
+
+  static kc_controller_spec zero;
+  zero = controller_spec("zero");
+  zero.workers = 0;
+  kc_plugin_instance *inst = NULL;
+  char err[512];
+  assert_int_equal(kc_plugin_instance_new(plugin, zero.name, NULL, &inst, err, sizeof err), 0);
+  kc_controller *c = NULL;
+  int rc = kc_controller_new(&F.loop, &zero, F.inf, inst, &c);
+  if (rc == 0) F.ctl[F.nctl++].c = c; /* stopped by the teardown */
+  assert_int_equal(rc, -EINVAL);
+}
+
 /* ---- pausing and activation ------------------------------------------------------------- */
 
 static bool queued(void *ud) {
@@ -809,6 +834,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_resync_meets_predicates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_results_to_queue, setup, teardown),
       cmocka_unit_test(test_apply_result_policy),
+      cmocka_unit_test_setup_teardown(test_spec_taken_as_given, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pause_and_activation, setup, teardown),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);
