@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "hash.h"
 #include "idset.h"
 #include "log.h"
@@ -73,8 +74,7 @@ typedef struct fvitem {
 } fvitem;
 
 typedef struct fvlist {
-  char *buf;
-  size_t len, cap;
+  kc_buf text; /* the values, each NUL-terminated */
   fvitem *items;
   size_t n, icap;
   size_t *starts;
@@ -225,19 +225,13 @@ static int fv_item_room(fvlist *fv) {
 
 /* Appends a value already rendered (a captured one). */
 static int fv_push_text(fvlist *fv, kc_str v) {
-  if (fv_item_room(fv) < 0) return -ENOMEM;
-  if (fv->cap - fv->len < v.len + 1) {
-    size_t nc = fv->cap ? fv->cap * 2 : 256;
-    while (nc - fv->len < v.len + 1) nc *= 2;
-    char *nb = realloc(fv->buf, nc);
-    if (!nb) return -ENOMEM;
-    fv->buf = nb;
-    fv->cap = nc;
-  }
-  if (v.len) memcpy(fv->buf + fv->len, v.ptr, v.len);
-  fv->buf[fv->len + v.len] = '\0';
-  fv->items[fv->n++] = (fvitem){fv->len, (uint32_t)v.len, hash_pair(fv->buf + fv->len, v.len, NULL, 0)};
-  fv->len += v.len + 1;
+  kc_buf *t = &fv->text;
+  if (fv_item_room(fv) < 0 || kc_buf_reserve(t, v.len) < 0) return -ENOMEM;
+  char *p = t->p + t->len;
+  if (v.len) memcpy(p, v.ptr, v.len);
+  p[v.len] = '\0';
+  fv->items[fv->n++] = (fvitem){t->len, (uint32_t)v.len, hash_pair(p, v.len, NULL, 0)};
+  t->len += v.len + 1;
   return 0;
 }
 
@@ -251,24 +245,21 @@ static bool fv_cb(const kc_json_value *v, void *ud) {
     c->rc = -ENOMEM;
     return false;
   }
+  kc_buf *t = &fv->text;
   for (;;) {
-    int n = kc_json_scalar_text(v, fv->buf ? fv->buf + fv->len : NULL,
-                                fv->buf ? fv->cap - fv->len : 0);
+    char *p = t->p ? t->p + t->len : NULL;
+    int n = kc_json_scalar_text(v, p, t->p ? t->cap - t->len : 0);
     if (n >= 0) {
-      fv->items[fv->n++] = (fvitem){fv->len, (uint32_t)n, hash_pair(fv->buf + fv->len, (size_t)n, NULL, 0)};
-      fv->len += (size_t)n + 1;
+      fv->items[fv->n++] = (fvitem){t->len, (uint32_t)n, hash_pair(p, (size_t)n, NULL, 0)};
+      t->len += (size_t)n + 1;
       return true;
     }
     if (n != -ENOSPC) return true; /* undecodable string: not indexed */
-    size_t nc = fv->cap ? fv->cap * 2 : 256;
-    while (nc - fv->len < v->raw.len + 1) nc *= 2;
-    char *nb = realloc(fv->buf, nc);
-    if (!nb) {
+    /* Grows every time round (the text is at most raw.len + 1 bytes). */
+    if (kc_buf_reserve(t, t->cap - t->len + v->raw.len + 256) < 0) {
       c->rc = -ENOMEM;
       return false;
     }
-    fv->buf = nb;
-    fv->cap = nc;
   }
 }
 
@@ -276,7 +267,7 @@ static int fvitem_cmp(const void *x, const void *y, void *ctx) {
   const fvitem *a = x, *b = y;
   const fvlist *fv = ctx;
   size_t n = a->len < b->len ? a->len : b->len;
-  int c = memcmp(fv->buf + a->off, fv->buf + b->off, n);
+  int c = memcmp(fv->text.p + a->off, fv->text.p + b->off, n);
   if (c) return c;
   return a->len < b->len ? -1 : a->len > b->len;
 }
@@ -333,7 +324,8 @@ static long fv_extract_from(kc_store *s, const kc_obj *obj, bool scan) {
 static long fv_extract(kc_store *s, const kc_obj *obj) { return fv_extract_from(s, obj, false); }
 
 static void fv_reset(fvlist *fv) {
-  fv->len = fv->n = fv->nstarts = 0;
+  kc_buf_reset(&fv->text);
+  fv->n = fv->nstarts = 0;
 }
 
 /* ---- index maintenance (write lock held) --------------------------------- */
@@ -419,7 +411,7 @@ static uint32_t lhash_kv(const kc_label *l) {
   return hash_pair(l->key.ptr, l->key.len, l->value.ptr, l->value.len);
 }
 
-static const char *fvtext(const kc_store *s, const fvitem *it) { return s->fv.buf + it->off; }
+static const char *fvtext(const kc_store *s, const fvitem *it) { return s->fv.text.p + it->off; }
 
 /* Adds every index entry of a new object in slot id. */
 static int add_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
@@ -699,7 +691,7 @@ void kc_store_free(kc_store *s) {
   free(s->idx);
   free(s->cap_paths);
   free(s->cap_groups);
-  free(s->fv.buf);
+  kc_buf_free(&s->fv.text);
   free(s->fv.items);
   free(s->fv.starts);
   free(s->undo);
@@ -926,8 +918,8 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
   }
 out:
   /* Do not keep a relist-sized scratch around. */
-  if (s->fv.cap > (1u << 20) || s->fv.icap > (1u << 16) || s->fv.scap > (1u << 16)) {
-    free(s->fv.buf);
+  if (s->fv.text.cap > (1u << 20) || s->fv.icap > (1u << 16) || s->fv.scap > (1u << 16)) {
+    kc_buf_free(&s->fv.text);
     free(s->fv.items);
     free(s->fv.starts);
     memset(&s->fv, 0, sizeof s->fv);
