@@ -101,8 +101,7 @@ struct kc_reflector {
   } witness[KC_REFLECTOR_WITNESSES];
   uint64_t witness_seen; /* objects offered to the sample since the last list began */
   unsigned verify_next;  /* the witness the running history check reads */
-  char *verify_body;     /* the check's response */
-  size_t verify_len;
+  kc_buf verify_body;    /* the check's response (at most 4 MiB: one object's metadata) */
 
   /* Reporting only, never read to decide: the counters, and the fields
    * kc_reflector_stats_get copies from the control state above. */
@@ -161,6 +160,17 @@ static void set_error(kc_reflector *r, const char *fmt, ...) {
 
 static void url_value(kc_buf *u, const char *s) { kc_buf_url(u, s, strlen(s)); }
 
+/* API_PATH[/namespaces/NS]/RESOURCE */
+static void url_collection(kc_buf *u, const kc_reflector *r, const char *ns) {
+  kc_buf_puts(u, r->api_path);
+  if (ns && *ns) {
+    kc_buf_puts(u, "/namespaces/");
+    url_value(u, ns);
+  }
+  kc_buf_puts(u, "/");
+  kc_buf_puts(u, r->resource);
+}
+
 /* Parameters in alphabetical order, as client-go encodes them. `stream`
  * (with watch) asks for a streaming list: sendInitialEvents with
  * resourceVersionMatch=NotOlderThan, at rv ("" = consistent read). */
@@ -175,13 +185,7 @@ static int build_url(const kc_reflector *r, bool watch, bool stream, const char 
     kc_buf_puts(&u, name "=");                        \
     sep = '&';                                        \
   } while (0)
-  kc_buf_puts(&u, r->api_path);
-  if (r->namespace_) {
-    kc_buf_puts(&u, "/namespaces/");
-    url_value(&u, r->namespace_);
-  }
-  kc_buf_puts(&u, "/");
-  kc_buf_puts(&u, r->resource);
+  url_collection(&u, r, r->namespace_);
   if (watch) {
     PARAM("allowWatchBookmarks");
     kc_buf_puts(&u, "true");
@@ -876,14 +880,8 @@ static void history_changed(kc_reflector *r, const char *why) {
 
 static int on_verify_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
   kc_reflector *r = ud;
-  if (r->verify_len + len > 4u << 20) return KC_HTTP_ABORT; /* not one object's metadata */
-  char *nb = realloc(r->verify_body, r->verify_len + len + 1);
-  if (!nb) return KC_HTTP_ABORT;
-  memcpy(nb + r->verify_len, buf, len);
-  r->verify_len += len;
-  nb[r->verify_len] = 0;
-  r->verify_body = nb;
-  return KC_HTTP_CONTINUE;
+  kc_buf_add(&r->verify_body, buf, len);
+  return r->verify_body.err ? KC_HTTP_ABORT : KC_HTTP_CONTINUE;
 }
 
 static void verify_witness(kc_reflector *r);
@@ -892,21 +890,18 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
   kc_reflector *r = ud;
   r->req = NULL;
   const kc_api_status *st = &res->status;
-  char *body = r->verify_body;
-  size_t len = r->verify_len;
-  r->verify_body = NULL;
-  r->verify_len = 0;
+  kc_buf *body = &r->verify_body; /* freed before anything else starts */
   const struct witness *w = &r->witness[r->verify_next];
   char why[1400];
   if (res->error) {
     /* Still cut off: check again after the next wait. */
-    free(body);
+    kc_buf_free(body);
     set_error(r, "history check: %s", st->message[0] ? st->message : strerror(-res->error));
     backoff_then(r, NEXT_WATCH, 0);
     return;
   }
   if (!is_2xx(st)) {
-    free(body);
+    kc_buf_free(body);
     char what[700];
     describe_status(st, what, sizeof what);
     if (kc_api_is_retryable(st)) { /* 429, 5xx: the server is busy, not different */
@@ -924,8 +919,8 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
   }
   char err[256];
   static const kc_transform meta = {.metadata_only = true};
-  kc_obj *o = kc_obj_parse(body ? body : "", len, &meta, err, sizeof err);
-  free(body);
+  kc_obj *o = kc_obj_parse(body->p ? body->p : "", body->len, &meta, err, sizeof err);
+  kc_buf_free(body);
   if (!o) {
     snprintf(why, sizeof why, "GET of %s%s%s: malformed answer: %s", w->ns, w->ns[0] ? "/" : "",
              w->name, err);
@@ -973,13 +968,7 @@ static void verify_witness(kc_reflector *r) {
   const struct witness *w = &r->witness[r->verify_next];
   char url[4096];
   kc_buf u = kc_buf_fixed(url, sizeof url);
-  kc_buf_puts(&u, r->api_path);
-  if (w->ns[0]) {
-    kc_buf_puts(&u, "/namespaces/");
-    url_value(&u, w->ns);
-  }
-  kc_buf_puts(&u, "/");
-  kc_buf_puts(&u, r->resource);
+  url_collection(&u, r, w->ns);
   kc_buf_puts(&u, "/");
   url_value(&u, w->name);
   int rc = u.err;
@@ -1096,6 +1085,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->api_path = strdup(spec->api_path);
   r->resource = strdup(spec->resource);
   r->namespace_ = dup_or_null(spec->namespace_);
+  kc_buf_set_max(&r->verify_body, 4u << 20);
   r->label_selector = dup_or_null(spec->label_selector);
   r->field_selector = dup_or_null(spec->field_selector);
   bool oom = !r->api_path || !r->resource || (spec->namespace_ && *spec->namespace_ && !r->namespace_) ||
@@ -1170,9 +1160,7 @@ static void stop_current(kc_reflector *r) {
   r->req = NULL;
   reset_response(r);
   clear_pending(r);
-  free(r->verify_body);
-  r->verify_body = NULL;
-  r->verify_len = 0;
+  kc_buf_free(&r->verify_body);
   uv_timer_stop(&r->timer);
 }
 
