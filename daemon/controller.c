@@ -66,8 +66,20 @@ static void arm_timer(kc_controller *c) {
   uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
+/* Hands queued keys to idle workers; a key that cannot be handed over
+ * (ENOMEM) goes back rate-limited. */
 static void pump(kc_controller *c) {
-  if (c->active && !c->stopping) kc_workers_pump(c->pool, c->wq);
+  const char *key;
+  while (c->active && !c->stopping && kc_workers_idle(c->pool) > 0 &&
+         kc_workqueue_get(c->wq, &key) == KC_WQ_KEY) {
+    int rc = kc_workers_dispatch(c->pool, key);
+    if (rc < 0) {
+      kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key, strerror(-rc));
+      kc_workqueue_add_rate_limited(c->wq, key);
+      kc_workqueue_done(c->wq, key);
+      break;
+    }
+  }
   arm_timer(c);
 }
 

@@ -349,24 +349,6 @@ int kc_workers_dispatch(kc_workers *p, const char *key) {
   return 0;
 }
 
-size_t kc_workers_pump(kc_workers *p, kc_workqueue *wq) {
-  size_t n = 0;
-  while (p->state == RUNNING && p->nidle > 0) {
-    const char *key;
-    if (kc_workqueue_get(wq, &key) != KC_WQ_KEY) break;
-    int rc = kc_workers_dispatch(p, key);
-    if (rc < 0) {
-      kc_error("workers", "cannot hand key to worker controller=%s key=%s err=%s", p->core->name, key,
-               strerror(-rc));
-      kc_workqueue_add_rate_limited(wq, key);
-      kc_workqueue_done(wq, key);
-      break;
-    }
-    n++;
-  }
-  return n;
-}
-
 void kc_workers_stop(kc_workers *p, uint64_t bound_ms, kc_stopped_fn cb, void *ud) {
   if (p->state != RUNNING) return;
   struct core *c = p->core;

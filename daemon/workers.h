@@ -8,9 +8,9 @@
  * backlog, so nothing queues up here); the worker copies the key into its own
  * buffer (no per-key allocation once the buffer fits), calls the reconcile
  * function, and posts the result; the loop then calls on_result, where the
- * owner settles the key in its workqueue (the result-to-queue policy is the
- * controller's, kc_controller_apply_result), and on_idle, where it
- * dispatches more (kc_workers_pump).
+ * owner settles the key in its workqueue, and on_idle, where it dispatches
+ * more. The pool knows no queue: the controller takes keys from its
+ * workqueue and applies results to it (kc_controller_apply_result).
  *
  * A slow or stuck reconcile never stalls the loop: the loop never waits on a
  * worker. A reconcile running longer than timeout_ms is reported once (log +
@@ -31,8 +31,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-
-#include "workqueue.h"
 
 /* Values equal the public KCTRLD_RESULT_* codes (kctrld/plugin.h). */
 enum kc_result_kind {
@@ -91,10 +89,6 @@ int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers *
 /* Hands key to an idle worker. Returns 0, -EBUSY when no worker is idle,
  * -ESHUTDOWN after kc_workers_stop, -ENOMEM. */
 int kc_workers_dispatch(kc_workers *pool, const char *key);
-
-/* Dispatches from wq while workers are idle. A key that cannot be handed
- * over (ENOMEM) is put back rate-limited. Returns the number dispatched. */
-size_t kc_workers_pump(kc_workers *pool, kc_workqueue *wq);
 
 /* Stops the pool: no more dispatch, idle workers exit, running reconciles
  * finish and their results still arrive through on_result, for at most

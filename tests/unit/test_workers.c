@@ -89,6 +89,13 @@ static void ctl_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
 
 static void ctl_arm(struct ctl *c);
 
+/* The controller's dispatch loop (controller.c pump), on this queue. */
+static void ctl_pump(struct ctl *c) {
+  const char *key;
+  while (kc_workers_idle(c->pool) > 0 && kc_workqueue_get(c->wq, &key) == KC_WQ_KEY)
+    assert_int_equal(kc_workers_dispatch(c->pool, key), 0);
+}
+
 static void ctl_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
   struct ctl *c = ud;
   assert_int_equal(abandoned, 0);
@@ -115,7 +122,7 @@ static void ctl_on_result(kc_workers *pool, const char *key, const kc_reconcile_
 
 static void ctl_on_idle(kc_workers *pool, void *ud) {
   struct ctl *c = ud;
-  kc_workers_pump(pool, c->wq);
+  ctl_pump(c);
   ctl_arm(c);
   ctl_maybe_finish(c);
 }
@@ -123,7 +130,7 @@ static void ctl_on_idle(kc_workers *pool, void *ud) {
 static void ctl_on_delay(uv_timer_t *t) {
   struct ctl *c = t->data;
   kc_workqueue_tick(c->wq);
-  kc_workers_pump(c->pool, c->wq);
+  ctl_pump(c);
   ctl_arm(c);
 }
 
@@ -145,7 +152,7 @@ static void ctl_produce(uv_timer_t *t) {
     snprintf(key, sizeof key, "default/pod-%d", i);
     assert_int_equal(kc_workqueue_add(c->wq, key), 0);
   }
-  kc_workers_pump(c->pool, c->wq);
+  ctl_pump(c);
   ctl_arm(c);
   if (c->round == ROUNDS) uv_close((uv_handle_t *)t, NULL);
 }
