@@ -473,6 +473,20 @@ static void list_finished(kc_reflector *r, const kc_api_result *res) {
   backoff_then(r, NEXT_LIST, retry_after_ms(st));
 }
 
+/* Starts GET o->path (`what`: the log's name of the request); one that
+ * cannot start is an error, then a wait before `next`. */
+static void send_get(kc_reflector *r, const char *what, kc_api_request_opts *o, int next) {
+  o->method = "GET";
+  o->ud = r;
+  kc_debug("reflector", "%s: %s: GET %s", r->describe, what, o->path);
+  int rc = kc_api_request(r->api, o, &r->req);
+  if (rc == 0) return;
+  r->req = NULL;
+  r->initial_phase = false;
+  set_error(r, "%s: cannot start request: %s", what, strerror(-rc));
+  backoff_then(r, next, 0);
+}
+
 static void start_list(kc_reflector *r, enum list_mode mode) {
   if (r->phase == PHASE_CLOSED) return;
   if (r->streaming != KC_REFLECTOR_STREAM_OFF && !r->page_continue) {
@@ -509,7 +523,6 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
     return;
   }
   kc_api_request_opts o = {
-      .method = "GET",
       .path = url,
       .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadataList;"
                                              "g=meta.k8s.io;v=v1,application/json;q=0.9"
@@ -519,16 +532,9 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
       .on_response = on_list_response,
       .on_data = on_body_data,
       .on_done = on_list_done,
-      .ud = r,
   };
   r->stats.lists++;
-  kc_debug("reflector", "%s: GET %s", r->describe, url);
-  int rc = kc_api_request(r->api, &o, &r->req);
-  if (rc < 0) {
-    r->req = NULL;
-    set_error(r, "list: cannot start request: %s", strerror(-rc));
-    backoff_then(r, NEXT_LIST, 0);
-  }
+  send_get(r, "list", &o, NEXT_LIST);
 }
 
 /* --- WATCH ---------------------------------------------------------------- */
@@ -784,7 +790,6 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
     return;
   }
   kc_api_request_opts o = {
-      .method = "GET",
       .path = url,
       .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadata;"
                                              "g=meta.k8s.io;v=v1,application/json;q=0.9"
@@ -793,17 +798,9 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
       .on_response = on_watch_response,
       .on_data = on_body_data,
       .on_done = on_watch_done,
-      .ud = r,
   };
   if (!stream) r->stats.watches++;
-  kc_debug("reflector", "%s: GET %s", r->describe, url);
-  int rc = kc_api_request(r->api, &o, &r->req);
-  if (rc < 0) {
-    r->req = NULL;
-    set_error(r, "watch: cannot start request: %s", strerror(-rc));
-    r->initial_phase = false;
-    backoff_then(r, stream ? NEXT_LIST : NEXT_WATCH, 0);
-  }
+  send_get(r, "watch", &o, stream ? NEXT_LIST : NEXT_WATCH);
 }
 
 /* --- history check ------------------------------------------------------- */
@@ -971,28 +968,19 @@ static void verify_witness(kc_reflector *r) {
   url_collection(&u, r, w->ns);
   kc_buf_puts(&u, "/");
   url_value(&u, w->name);
-  int rc = u.err;
-  if (rc) {
+  if (u.err) {
     history_changed(r, "history check: URL too long");
     return;
   }
   r->phase = PHASE_VERIFY;
   kc_api_request_opts o = {
-      .method = "GET",
       .path = url,
       .accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9",
       .timeout_ms = 30000,
       .on_data = on_verify_data,
       .on_done = on_verify_done,
-      .ud = r,
   };
-  kc_debug("reflector", "%s: history check: GET %s", r->describe, url);
-  rc = kc_api_request(r->api, &o, &r->req);
-  if (rc < 0) {
-    r->req = NULL;
-    set_error(r, "history check: cannot start request: %s", strerror(-rc));
-    backoff_then(r, NEXT_WATCH, 0);
-  }
+  send_get(r, "history check", &o, NEXT_WATCH);
 }
 
 /* After a connection failure: is the server still the history the cache
