@@ -343,38 +343,37 @@ static int undo_push(kc_store *s, kc_iddict *d, const char *a, size_t alen, cons
   return 0;
 }
 
-/* Re-points an entry's strings away from `gone` to a current member. */
-static void repoint(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *gone) {
-  if (e->owned || !(in_obj(e->a, gone) || in_obj(e->b, gone))) return;
-  kc_iditer it = kc_iditer_start(&e->set);
-  uint32_t m;
-  if (!kc_iditer_next(&it, &m)) return;
-  const kc_obj *o = s->objs[m];
+/* Points an entry's strings at their copy in o, a member. */
+static bool point_at(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *o) {
   if (d == &s->ns) {
     e->a = o->namespace_.ptr;
-    return;
+    return true;
   }
   const kc_label *l = kc_labels_find(o->labels, o->nlabels, (kc_str){e->a, e->alen});
-  if (!l) {
-    kc_error("store", "index entry without member label key=%.*s", (int)e->alen, e->a);
-    return;
-  }
+  if (!l) return false;
   e->a = l->key.ptr;
   if (d == &s->lkv) e->b = l->value.ptr;
+  return true;
+}
+
+static bool points_into(const kc_iddict_ent *e, const kc_obj *o) {
+  return !e->owned && (in_obj(e->a, o) || in_obj(e->b, o));
+}
+
+/* Re-points an entry's strings away from `gone` to a current member. */
+static void repoint(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *gone) {
+  kc_iditer it = kc_iditer_start(&e->set);
+  uint32_t m;
+  if (!points_into(e, gone) || !kc_iditer_next(&it, &m)) return;
+  if (!point_at(s, d, e, s->objs[m]))
+    kc_error("store", "index entry without member label key=%.*s", (int)e->alen, e->a);
 }
 
 /* Re-points an entry that still contains the slot from the old to the new
  * version of that slot's object. */
-static void repoint_to(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *prev, const kc_obj *obj) {
-  if (!e || e->owned || !(in_obj(e->a, prev) || in_obj(e->b, prev))) return;
-  if (d == &s->ns) {
-    e->a = obj->namespace_.ptr;
-    return;
-  }
-  const kc_label *l = kc_labels_find(obj->labels, obj->nlabels, (kc_str){e->a, e->alen});
-  if (!l) return;
-  e->a = l->key.ptr;
-  if (d == &s->lkv) e->b = l->value.ptr;
+static void repoint_to(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *prev,
+                       const kc_obj *obj) {
+  if (e && points_into(e, prev)) (void)point_at(s, d, e, obj);
 }
 
 static void index_remove(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b,
