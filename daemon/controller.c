@@ -74,7 +74,8 @@ static void pump(kc_controller *c) {
          kc_workqueue_get(c->wq, &key) == KC_WQ_KEY) {
     int rc = kc_workers_dispatch(c->pool, key);
     if (rc < 0) {
-      kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key, strerror(-rc));
+      kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key,
+               strerror(-rc));
       kc_workqueue_add_rate_limited(c->wq, key);
       kc_workqueue_done(c->wq, key);
       break;
@@ -285,18 +286,12 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
 
 int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
   switch (res->kind) {
-  case KC_RESULT_DONE:
-    kc_workqueue_forget(wq, key);
-    break;
+  case KC_RESULT_DONE: kc_workqueue_forget(wq, key); break;
   case KC_RESULT_REQUEUE_AFTER:
     kc_workqueue_forget(wq, key);
     kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
     break;
-  case KC_RESULT_REQUEUE:
-  case KC_RESULT_ERROR:
-  default:
-    kc_workqueue_add_rate_limited(wq, key);
-    break;
+  default: kc_workqueue_add_rate_limited(wq, key); break; /* requeue, error, unknown */
   }
   return kc_workqueue_done(wq, key);
 }

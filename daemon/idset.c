@@ -10,27 +10,19 @@
 
 /* ---- kc_idset ------------------------------------------------------------ */
 
-static inline uint32_t id_hash(uint32_t id) { return id * 0x9e3779b1u; }
-
-static void hash_put(uint32_t *tab, uint32_t cap, uint32_t id) {
-  uint32_t mask = cap - 1, i = id_hash(id) & mask;
-  while (tab[i] != KC_IDSET_NONE) i = (i + 1) & mask;
-  tab[i] = id;
-}
-
 /* Rebuilds as a hash table of `cap` slots holding the current members. */
 static int rehash(kc_idset *s, uint32_t cap) {
   uint32_t *nt = malloc((size_t)cap * sizeof *nt);
   if (!nt) return -ENOMEM;
   memset(nt, 0xff, (size_t)cap * sizeof *nt);
   if (s->cap == 0) {
-    for (uint32_t i = 0; i < s->n; i++) hash_put(nt, cap, s->u.inl[i]);
+    for (uint32_t i = 0; i < s->n; i++) kc_idtab_put(nt, cap - 1, NULL, s->u.inl[i]);
   } else if (s->cap <= KC_IDSET_SMALL) {
-    for (uint32_t i = 0; i < s->n; i++) hash_put(nt, cap, s->u.tab[i]);
+    for (uint32_t i = 0; i < s->n; i++) kc_idtab_put(nt, cap - 1, NULL, s->u.tab[i]);
     free(s->u.tab);
   } else {
     for (uint32_t i = 0; i < s->cap; i++)
-      if (s->u.tab[i] != KC_IDSET_NONE) hash_put(nt, cap, s->u.tab[i]);
+      if (s->u.tab[i] != KC_IDSET_NONE) kc_idtab_put(nt, cap - 1, NULL, s->u.tab[i]);
     free(s->u.tab);
   }
   s->u.tab = nt;
@@ -68,7 +60,7 @@ int kc_idset_add(kc_idset *s, uint32_t id) {
     }
   }
   if ((s->n + 1) * 4 > s->cap * 3 && rehash(s, s->cap * 2) < 0) return -ENOMEM;
-  hash_put(s->u.tab, s->cap, id);
+  kc_idtab_put(s->u.tab, s->cap - 1, NULL, id);
   s->n++;
   return 0;
 }
@@ -90,24 +82,13 @@ bool kc_idset_remove(kc_idset *s, uint32_t id) {
     }
     return true;
   }
-  uint32_t mask = s->cap - 1, i = id_hash(id) & mask;
+  uint32_t mask = s->cap - 1, i = kc_idtab_home(NULL, id) & mask;
   uint32_t *t = s->u.tab;
   while (t[i] != id) {
     if (t[i] == KC_IDSET_NONE) return false;
     i = (i + 1) & mask;
   }
-  /* backward-shift deletion */
-  uint32_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (t[j] == KC_IDSET_NONE) break;
-    uint32_t k = id_hash(t[j]) & mask;
-    if (kc_probe_shifts(i, j, k)) {
-      t[i] = t[j];
-      i = j;
-    }
-  }
-  t[i] = KC_IDSET_NONE;
+  kc_idtab_delete(t, mask, NULL, i);
   s->n--;
   if (s->n <= KC_IDSET_SMALL / 2) {
     uint32_t *a = malloc(KC_IDSET_SMALL * sizeof *a);
@@ -132,7 +113,7 @@ void kc_idset_free(kc_idset *s) {
 
 bool kc_idset_has(const kc_idset *s, uint32_t id) {
   if (s->cap > KC_IDSET_SMALL) {
-    uint32_t mask = s->cap - 1, i = id_hash(id) & mask;
+    uint32_t mask = s->cap - 1, i = kc_idtab_home(NULL, id) & mask;
     for (; s->u.tab[i] != KC_IDSET_NONE; i = (i + 1) & mask)
       if (s->u.tab[i] == id) return true;
     return false;

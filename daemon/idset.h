@@ -73,10 +73,34 @@ static inline bool kc_iditer_next(kc_iditer *it, uint32_t *id) {
 }
 
 /* Linear probing, backward-shift deletion: may the entry at j, whose home
- * slot is k, move into the hole at i? (For every such table, store.c's
- * object map too.) */
+ * slot is k, move into the hole at i? */
 static inline bool kc_probe_shifts(uint32_t i, uint32_t j, uint32_t k) {
   return (j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j));
+}
+
+/* Tables of ids (power of two, KC_IDSET_NONE = free): kc_idset's and
+ * store.c's object map. An id's home slot is homes[id] & mask, or with
+ * homes NULL a hash of the id itself. */
+static inline uint32_t kc_idtab_home(const uint32_t *homes, uint32_t id) {
+  return homes ? homes[id] : id * 0x9e3779b1u;
+}
+
+static inline void kc_idtab_put(uint32_t *tab, uint32_t mask, const uint32_t *homes, uint32_t id) {
+  uint32_t i = kc_idtab_home(homes, id) & mask;
+  while (tab[i] != KC_IDSET_NONE) i = (i + 1) & mask;
+  tab[i] = id;
+}
+
+/* Frees slot i; the entries after it shift back. */
+static inline void kc_idtab_delete(uint32_t *tab, uint32_t mask, const uint32_t *homes,
+                                   uint32_t i) {
+  for (uint32_t j = (i + 1) & mask; tab[j] != KC_IDSET_NONE; j = (j + 1) & mask) {
+    if (kc_probe_shifts(i, j, kc_idtab_home(homes, tab[j]) & mask)) {
+      tab[i] = tab[j];
+      i = j;
+    }
+  }
+  tab[i] = KC_IDSET_NONE;
 }
 
 typedef struct kc_iddict_ent {

@@ -140,13 +140,8 @@ static int map_resize(kc_store *s, uint32_t cap) {
   if (!nm) return -ENOMEM;
   memset(nm, 0xff, (size_t)cap * sizeof *nm);
   uint32_t mask = cap - 1;
-  for (uint32_t i = 0; i < s->mapcap; i++) {
-    uint32_t slot = s->map[i];
-    if (slot == NONE) continue;
-    uint32_t j = s->ohash[slot] & mask;
-    while (nm[j] != NONE) j = (j + 1) & mask;
-    nm[j] = slot;
-  }
+  for (uint32_t i = 0; i < s->mapcap; i++)
+    if (s->map[i] != NONE) kc_idtab_put(nm, mask, s->ohash, s->map[i]);
   free(s->map);
   s->map = nm;
   s->mapcap = cap;
@@ -154,25 +149,13 @@ static int map_resize(kc_store *s, uint32_t cap) {
 }
 
 static void map_insert(kc_store *s, uint32_t slot) {
-  uint32_t mask = s->mapcap - 1, i = s->ohash[slot] & mask;
-  while (s->map[i] != NONE) i = (i + 1) & mask;
-  s->map[i] = slot;
+  kc_idtab_put(s->map, s->mapcap - 1, s->ohash, slot);
 }
 
 static void map_remove(kc_store *s, uint32_t slot) {
   uint32_t mask = s->mapcap - 1, i = s->ohash[slot] & mask;
   while (s->map[i] != slot) i = (i + 1) & mask;
-  uint32_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (s->map[j] == NONE) break;
-    uint32_t k = s->ohash[s->map[j]] & mask;
-    if (kc_probe_shifts(i, j, k)) {
-      s->map[i] = s->map[j];
-      i = j;
-    }
-  }
-  s->map[i] = NONE;
+  kc_idtab_delete(s->map, mask, s->ohash, i);
 }
 
 /* Makes room for `extra` more objects: map capacity and free slots. Called
@@ -330,8 +313,8 @@ static void fv_reset(fvlist *fv) {
 
 /* ---- index maintenance (write lock held) --------------------------------- */
 
-static int undo_push(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b, size_t blen,
-                     uint32_t h) {
+static int undo_push(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b,
+                     size_t blen, uint32_t h) {
   if (s->nundo == s->capundo) {
     size_t nc = s->capundo ? s->capundo * 2 : 32;
     undo *nu = realloc(s->undo, nc * sizeof *nu);
@@ -390,8 +373,8 @@ static void index_remove(kc_store *s, kc_iddict *d, const char *a, size_t alen, 
   repoint(s, d, e, gone);
 }
 
-static int index_add(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b, size_t blen,
-                     uint32_t h, uint32_t id) {
+static int index_add(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b,
+                     size_t blen, uint32_t h, uint32_t id) {
   if (undo_push(s, d, a, alen, b, blen, h) < 0) return -ENOMEM;
   int rc = kc_iddict_add(d, a, alen, b, blen, h, id);
   if (rc < 0) s->nundo--;
@@ -508,8 +491,9 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
   s->nundo = 0;
   s->objs[id] = obj;
 
-  repoint_to(s, &s->ns, kc_iddict_find(&s->ns, prev->namespace_.ptr, prev->namespace_.len, NULL, 0,
-                               hash_pair(prev->namespace_.ptr, prev->namespace_.len, NULL, 0)),
+  repoint_to(s, &s->ns,
+             kc_iddict_find(&s->ns, prev->namespace_.ptr, prev->namespace_.len, NULL, 0,
+                            hash_pair(prev->namespace_.ptr, prev->namespace_.len, NULL, 0)),
              prev, obj);
   i = j = 0;
   while (i < prev->nlabels) {
@@ -524,12 +508,13 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
       index_remove(s, &s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
                    lhash_kv(pl), id, prev);
     } else {
-      repoint_to(s, &s->lkey, kc_iddict_find(&s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl)),
-                 prev, obj);
+      repoint_to(s, &s->lkey,
+                 kc_iddict_find(&s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl)), prev,
+                 obj);
       if (kc_str_eq(pl->value, obj->labels[j].value))
         repoint_to(s, &s->lkv,
                    kc_iddict_find(&s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
-                             lhash_kv(pl)),
+                                  lhash_kv(pl)),
                    prev, obj);
       else
         index_remove(s, &s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
@@ -956,7 +941,8 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
   pthread_rwlock_rdlock(&s->lock);
   source best = {.kind = SRC_ALL, .size = s->count};
   if (ns.ptr) {
-    kc_iddict_ent *e = kc_iddict_find(&s->ns, ns.ptr, ns.len, NULL, 0, hash_pair(ns.ptr, ns.len, NULL, 0));
+    kc_iddict_ent *e =
+        kc_iddict_find(&s->ns, ns.ptr, ns.len, NULL, 0, hash_pair(ns.ptr, ns.len, NULL, 0));
     source c = {.kind = e ? SRC_SETS : SRC_EMPTY, .size = e ? e->set.n : 0, .nsets = 1,
                 .is_ns = true};
     c.sets[0] = e ? &e->set : NULL;
@@ -967,8 +953,9 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
     source c = {.kind = SRC_SETS};
     if (q->op == KC_LABEL_EQ || (q->op == KC_LABEL_IN && q->nvalues <= 16)) {
       for (uint32_t v = 0; v < q->nvalues; v++) {
-        kc_iddict_ent *e = kc_iddict_find(&s->lkv, q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len,
-                            hash_pair(q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len));
+        kc_iddict_ent *e =
+            kc_iddict_find(&s->lkv, q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len,
+                           hash_pair(q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len));
         if (!e) continue;
         c.sets[c.nsets++] = &e->set;
         c.size += e->set.n;
@@ -976,7 +963,7 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
     } else if (q->op == KC_LABEL_EXISTS || q->op == KC_LABEL_GT || q->op == KC_LABEL_LT ||
                q->op == KC_LABEL_IN) {
       kc_iddict_ent *e = kc_iddict_find(&s->lkey, q->key.ptr, q->key.len, NULL, 0,
-                          hash_pair(q->key.ptr, q->key.len, NULL, 0));
+                                        hash_pair(q->key.ptr, q->key.len, NULL, 0));
       if (e) {
         c.sets[c.nsets++] = &e->set;
         c.size = e->set.n;
@@ -1066,8 +1053,8 @@ size_t kc_store_bytes(kc_store *s) {
 size_t kc_store_index_bytes(kc_store *s) {
   pthread_rwlock_rdlock(&s->lock);
   size_t b = (size_t)s->capslots * (sizeof(kc_obj *) + 2 * sizeof(uint32_t)) +
-             (size_t)s->mapcap * sizeof(uint32_t) + kc_iddict_bytes(&s->ns) + kc_iddict_bytes(&s->lkey) +
-             kc_iddict_bytes(&s->lkv);
+             (size_t)s->mapcap * sizeof(uint32_t) + kc_iddict_bytes(&s->ns) +
+             kc_iddict_bytes(&s->lkey) + kc_iddict_bytes(&s->lkv);
   for (size_t i = 0; i < s->nidx; i++) b += kc_iddict_bytes(&s->idx[i].d) + sizeof(fidx);
   pthread_rwlock_unlock(&s->lock);
   return b + sizeof *s;
@@ -1106,7 +1093,7 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
     nobj++;
     if (map_find(s, obj_hash(o), o->namespace_, o->name) != id) VFAIL("map misses slot %u", id);
     kc_iddict_ent *e = kc_iddict_find(&s->ns, o->namespace_.ptr, o->namespace_.len, NULL, 0,
-                        hash_pair(o->namespace_.ptr, o->namespace_.len, NULL, 0));
+                                      hash_pair(o->namespace_.ptr, o->namespace_.len, NULL, 0));
     if (!e || !kc_idset_has(&e->set, id)) VFAIL("namespace index misses slot %u", id);
     for (uint32_t i = 0; i < o->nlabels; i++) {
       const kc_label *l = &o->labels[i];
@@ -1141,7 +1128,8 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
         for (size_t k = s->fv.starts[b + (long)x]; k < s->fv.starts[b + (long)x + 1]; k++) {
           const fvitem *it = &s->fv.items[k];
           e = kc_iddict_find(&s->idx[x].d, fvtext(s, it), it->len, NULL, 0, it->hash);
-          if (!e || !kc_idset_has(&e->set, id)) VFAIL("field index %s misses slot %u", s->idx[x].name, id);
+          if (!e || !kc_idset_has(&e->set, id))
+            VFAIL("field index %s misses slot %u", s->idx[x].name, id);
           nfv++;
         }
     }

@@ -66,8 +66,6 @@ struct kc_workers {
   unsigned *idle;       /* stack of idle worker indexes */
   unsigned nidle;
   unsigned nexited;
-  uint64_t timeouts_total;
-  uint64_t reconciles_total;
   unsigned abandoned;
   kc_stopped_fn stopped_cb;
   void *stopped_ud;
@@ -174,7 +172,6 @@ static void on_async(uv_async_t *h) {
     struct worker *w = done;
     done = w->cnext;
     uint64_t dur = now - w->started_ns;
-    p->reconciles_total++;
     if (w->timeout_reported)
       kc_info("workers", "slow reconcile finished controller=%s key=%s duration_ms=%llu", c->name,
               w->key, (unsigned long long)(dur / 1000000u));
@@ -209,7 +206,6 @@ static void on_tick(uv_timer_t *t) {
     struct worker *w = &c->w[i];
     if (!w->busy || w->timeout_reported || now - w->started_ns <= limit) continue;
     w->timeout_reported = true;
-    p->timeouts_total++;
     kc_warn("workers", "reconcile exceeded timeout controller=%s key=%s running_ms=%llu timeout_ms=%llu",
             c->name, w->key, (unsigned long long)((now - w->started_ns) / 1000000u),
             (unsigned long long)p->cfg.timeout_ms);
@@ -366,5 +362,3 @@ void kc_workers_stop(kc_workers *p, uint64_t bound_ms, kc_stopped_fn cb, void *u
 unsigned kc_workers_size(const kc_workers *p) { return p->core->n; }
 unsigned kc_workers_idle(const kc_workers *p) { return p->state == RUNNING ? p->nidle : 0; }
 unsigned kc_workers_active(const kc_workers *p) { return p->core->n - p->nidle; }
-uint64_t kc_workers_timeouts_total(const kc_workers *p) { return p->timeouts_total; }
-uint64_t kc_workers_reconciles_total(const kc_workers *p) { return p->reconciles_total; }

@@ -99,8 +99,6 @@ void kc_workers_stop(kc_workers *pool, uint64_t bound_ms, kc_stopped_fn cb, void
 unsigned kc_workers_size(const kc_workers *pool);   /* max_concurrent_reconciles */
 unsigned kc_workers_idle(const kc_workers *pool);
 unsigned kc_workers_active(const kc_workers *pool); /* active_workers */
-uint64_t kc_workers_timeouts_total(const kc_workers *pool);
-uint64_t kc_workers_reconciles_total(const kc_workers *pool);
 
 /* Worker threads abandoned by a stop that have not returned yet (any
  * thread; process-wide). Tests wait for 0 before exiting. */
