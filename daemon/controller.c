@@ -21,7 +21,6 @@ typedef struct subscription {
 } subscription;
 
 struct kc_controller {
-  uv_loop_t *loop;
   const kc_controller_spec *spec;
   kc_informer *for_informer;
   char for_group[256]; /* API group of the `for` kind ("" = core) */
@@ -327,7 +326,6 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
                       kc_plugin_instance *inst, kc_controller **out) {
   kc_controller *c = calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
-  c->loop = loop;
   c->spec = spec;
   c->inst = inst;
   c->for_informer = informers[spec->for_.informer];

@@ -55,12 +55,11 @@ void kc_controller_set_active(kc_controller *c, bool active);
  * then done(ud) runs and the controller is freed. */
 void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *ud), void *ud);
 
-/* The result-to-queue policy (controller-runtime's reconcile loop,
- * docs/api-contract.md 10.2): settles `key`, handed out by wq, after its
- * reconcile returned res, then Done: done -> Forget (the failure history
- * and so the backoff restart from zero); requeue-after N ms -> Forget +
- * AddAfter N ms; requeue, error (and an unknown kind) -> AddRateLimited.
- * Returns Done's result (-ENOENT: key was not being processed). */
+/* The result-to-queue policy (docs/api-contract.md 10.2) for `key`, handed
+ * out by wq, whose reconcile returned res, then Done: done -> Forget (the
+ * backoff restarts from zero); requeue-after N ms -> Forget + AddAfter N ms;
+ * requeue, error, unknown -> AddRateLimited. Returns Done's result
+ * (-ENOENT: key was not being processed). */
 int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);
 
 const char *kc_controller_name(const kc_controller *c);

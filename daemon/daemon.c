@@ -706,13 +706,12 @@ static void on_reload_controller_stopped(void *ud) {
   if (--d->reload_waiting == 0 && !d->stopping) apply_reload(d);
 }
 
-/* Called only while no reload is in progress. Returns 0 with *pending true
+/* Called only while no reload is in progress. Returns 0, setting *pending
  * when the reload was applied or is being applied (apply_reload reports the
- * outcome), false when the config is unchanged; or a negative errno when it
- * was rejected (the reason is in d->reload_error). */
+ * outcome; unchanged config: not set), or a negative errno when it was
+ * rejected (the reason is in d->reload_error). */
 static int reload(kc_daemon *d, bool *pending) {
   d->reload_error[0] = 0;
-  *pending = false;
   char err[4096];
   kc_config *nc = NULL;
   int rc = kc_config_load_file(d->opts.config_path, &nc, err, sizeof err);
@@ -908,7 +907,7 @@ static void on_signal(uv_signal_t *s, int signum) {
       return;
     }
     kc_ops_reloading(d->ops);
-    bool pending; /* apply_reload reports the outcome (now or once controllers drained) */
+    bool pending = false; /* apply_reload reports the outcome (now or once controllers drained) */
     if (reload(d, &pending) < 0)
       kc_ops_reloaded(d->ops, d->reload_error);
     else if (!pending)

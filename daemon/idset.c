@@ -15,16 +15,9 @@ static int rehash(kc_idset *s, uint32_t cap) {
   uint32_t *nt = malloc((size_t)cap * sizeof *nt);
   if (!nt) return -ENOMEM;
   memset(nt, 0xff, (size_t)cap * sizeof *nt);
-  if (s->cap == 0) {
-    for (uint32_t i = 0; i < s->n; i++) kc_idtab_put(nt, cap - 1, NULL, s->u.inl[i]);
-  } else if (s->cap <= KC_IDSET_SMALL) {
-    for (uint32_t i = 0; i < s->n; i++) kc_idtab_put(nt, cap - 1, NULL, s->u.tab[i]);
-    free(s->u.tab);
-  } else {
-    for (uint32_t i = 0; i < s->cap; i++)
-      if (s->u.tab[i] != KC_IDSET_NONE) kc_idtab_put(nt, cap - 1, NULL, s->u.tab[i]);
-    free(s->u.tab);
-  }
+  kc_iditer it = kc_iditer_start(s);
+  for (uint32_t id; kc_iditer_next(&it, &id);) kc_idtab_put(nt, cap - 1, NULL, id);
+  if (s->cap) free(s->u.tab);
   s->u.tab = nt;
   s->cap = cap;
   return 0;
@@ -68,7 +61,7 @@ int kc_idset_add(kc_idset *s, uint32_t id) {
 /* Shrinking is best effort: an allocation failure keeps the larger
  * representation. */
 bool kc_idset_remove(kc_idset *s, uint32_t id) {
-  if (s->cap == 0 || s->cap <= KC_IDSET_SMALL) {
+  if (s->cap <= KC_IDSET_SMALL) {
     uint32_t *a = s->cap == 0 ? s->u.inl : s->u.tab;
     uint32_t i = 0;
     while (i < s->n && a[i] != id) i++;

@@ -54,11 +54,8 @@ typedef struct kc_iditer {
 } kc_iditer;
 
 static inline kc_iditer kc_iditer_start(const kc_idset *s) {
-  kc_iditer it = {0};
-  if (s->cap == 0) it.a = s->u.inl, it.lim = s->n;
-  else if (s->cap <= KC_IDSET_SMALL) it.a = s->u.tab, it.lim = s->n;
-  else it.a = s->u.tab, it.lim = s->cap, it.hash = true;
-  return it;
+  bool hash = s->cap > KC_IDSET_SMALL;
+  return (kc_iditer){s->cap ? s->u.tab : s->u.inl, 0, hash ? s->cap : s->n, hash};
 }
 
 static inline bool kc_iditer_next(kc_iditer *it, uint32_t *id) {

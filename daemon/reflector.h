@@ -150,10 +150,9 @@ void kc_reflector_close(kc_reflector *r);
  * -EINVAL when closed. `why` is logged. */
 int kc_reflector_relist(kc_reflector *r, const char *why);
 
-/* A report: the counters plus synced, streaming, resource_version and
- * backoff_ms copied from the reflector's control state at this call (the
- * reflector decides from its own fields, never from this snapshot). Valid
- * until the next call or kc_reflector_close. */
+/* A report, valid until the next call: the counters, and synced, streaming,
+ * resource_version, backoff_ms copied from the reflector's own control
+ * state now (which it never reads back from here). */
 const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r);
 const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */
 

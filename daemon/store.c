@@ -121,17 +121,15 @@ static uint32_t obj_hash(const kc_obj *o) {
   return hash_pair(o->namespace_.ptr, o->namespace_.len, o->name.ptr, o->name.len);
 }
 
-static bool obj_key_eq(const kc_obj *o, kc_str ns, kc_str name) {
-  return kc_str_eq(o->namespace_, ns) && kc_str_eq(o->name, name);
-}
-
 static uint32_t map_find(const kc_store *s, uint32_t h, kc_str ns, kc_str name) {
   if (!s->mapcap) return NONE;
   uint32_t mask = s->mapcap - 1;
   for (uint32_t i = h & mask;; i = (i + 1) & mask) {
     uint32_t slot = s->map[i];
     if (slot == NONE) return NONE;
-    if (s->ohash[slot] == h && obj_key_eq(s->objs[slot], ns, name)) return slot;
+    if (s->ohash[slot] == h && kc_str_eq(s->objs[slot]->namespace_, ns) &&
+        kc_str_eq(s->objs[slot]->name, name))
+      return slot;
   }
 }
 
