@@ -70,8 +70,6 @@ struct kc_workers {
   unsigned *idle;       /* stack of idle worker indexes */
   unsigned nidle;
   unsigned nexited;
-  uint64_t timeouts_total;
-  uint64_t reconciles_total;
   unsigned abandoned;
   kc_stopped_fn stopped_cb;
   void *stopped_ud;
@@ -190,7 +188,6 @@ static void on_async(uv_async_t *h) {
     struct worker *w = done;
     done = w->cnext;
     uint64_t dur = now - w->started_ns;
-    p->reconciles_total++;
     if (w->timeout_reported)
       kc_info("workers", "slow reconcile finished controller=%s key=%s reconcileID=%s duration_ms=%llu",
               c->name, w->key, w->rid, (unsigned long long)(dur / 1000000u));
@@ -225,7 +222,6 @@ static void on_tick(uv_timer_t *t) {
     struct worker *w = &c->w[i];
     if (!w->busy || w->timeout_reported || now - w->started_ns <= limit) continue;
     w->timeout_reported = true;
-    p->timeouts_total++;
     kc_warn("workers", "reconcile exceeded timeout controller=%s key=%s reconcileID=%s running_ms=%llu "
             "timeout_ms=%llu", c->name, w->key, w->rid, (unsigned long long)((now - w->started_ns) / 1000000u),
             (unsigned long long)p->cfg.timeout_ms);
@@ -371,42 +367,8 @@ static int dispatch(kc_workers *p, const char *key, uint32_t attempt) {
   return 0;
 }
 
-int kc_workers_dispatch(kc_workers *p, const char *key) { return dispatch(p, key, 0); }
-
-size_t kc_workers_pump(kc_workers *p, kc_workqueue *wq) {
-  size_t n = 0;
-  while (p->state == RUNNING && p->nidle > 0) {
-    const char *key;
-    if (kc_workqueue_get(wq, &key) != KC_WQ_KEY) break;
-    int rc = dispatch(p, key, kc_workqueue_num_requeues(wq, key) + 1);
-    if (rc < 0) {
-      kc_error("workers", "cannot hand key to worker controller=%s key=%s err=%s", p->core->name, key,
-               strerror(-rc));
-      kc_workqueue_add_rate_limited(wq, key);
-      kc_workqueue_done(wq, key);
-      break;
-    }
-    n++;
-  }
-  return n;
-}
-
-int kc_workers_settle(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
-  switch (res->kind) {
-  case KC_RESULT_DONE:
-    kc_workqueue_forget(wq, key);
-    break;
-  case KC_RESULT_REQUEUE_AFTER:
-    kc_workqueue_forget(wq, key);
-    kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
-    break;
-  case KC_RESULT_REQUEUE:
-  case KC_RESULT_ERROR:
-  default:
-    kc_workqueue_add_rate_limited(wq, key);
-    break;
-  }
-  return kc_workqueue_done(wq, key);
+int kc_workers_dispatch(kc_workers *p, const char *key, uint32_t attempt) {
+  return dispatch(p, key, attempt);
 }
 
 void kc_workers_stop(kc_workers *p, uint64_t bound_ms, kc_stopped_fn cb, void *ud) {
@@ -426,5 +388,3 @@ void kc_workers_stop(kc_workers *p, uint64_t bound_ms, kc_stopped_fn cb, void *u
 unsigned kc_workers_size(const kc_workers *p) { return p->core->n; }
 unsigned kc_workers_idle(const kc_workers *p) { return p->state == RUNNING ? p->nidle : 0; }
 unsigned kc_workers_active(const kc_workers *p) { return p->core->n - p->nidle; }
-uint64_t kc_workers_timeouts_total(const kc_workers *p) { return p->timeouts_total; }
-uint64_t kc_workers_reconciles_total(const kc_workers *p) { return p->reconciles_total; }
