@@ -690,6 +690,7 @@ static void apply_reload(kc_daemon *d) {
     if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j], true);
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
+  kc_log_set_format(d->opts.log_format ? d->opts.log_format : nc->log_format);
   kc_info("daemon", "reload applied");
   kc_ops_reloaded(d->ops, "reload applied");
 done:
@@ -706,29 +707,27 @@ static void on_reload_controller_stopped(void *ud) {
   if (--d->reload_waiting == 0 && !d->stopping) apply_reload(d);
 }
 
-/* Returns 1 when the reload was applied or is being applied (apply_reload
- * reports the outcome), 0 when the config is unchanged, -1 when rejected
- * (the reason is in d->reload_error). */
-static int reload(kc_daemon *d) {
+/* Called only while no reload is in progress. Returns 0, setting *pending
+ * when the reload was applied or is being applied (apply_reload reports the
+ * outcome; unchanged config: not set), or a negative errno when it was
+ * rejected (the reason is in d->reload_error). */
+static int reload(kc_daemon *d, bool *pending) {
   d->reload_error[0] = 0;
-  if (d->reload_cfg) {
-    kc_warn("daemon", "SIGHUP: a reload is already in progress");
-    return 1;
-  }
   char err[4096];
   kc_config *nc = NULL;
-  if (kc_config_load_file(d->opts.config_path, &nc, err, sizeof err) < 0) {
+  int rc = kc_config_load_file(d->opts.config_path, &nc, err, sizeof err);
+  if (rc < 0) {
     kc_error("config", "reload rejected, keeping the running config:");
     log_config_errors(err);
     snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: %.400s", err);
-    return -1;
+    return rc;
   }
   kc_config_diff *diff = NULL;
-  if (kc_config_compare(d->cfg, nc, &diff) < 0) {
+  if ((rc = kc_config_compare(d->cfg, nc, &diff)) < 0) {
     kc_error("daemon", "reload: cannot compare configs (out of memory)");
     snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: out of memory");
     kc_config_free(nc);
-    return -1;
+    return rc;
   }
   char summary[1024];
   kc_config_diff_summary(diff, d->cfg, nc, summary, sizeof summary);
@@ -762,8 +761,9 @@ static int reload(kc_daemon *d) {
                        d);
     cs->ctl = NULL;
   }
+  *pending = true;
   if (d->reload_waiting == 0) apply_reload(d);
-  return 1;
+  return 0;
 }
 
 /* --- leader election (wired by wt/leader; see daemon/leader.h) --------------- */
@@ -787,7 +787,8 @@ static void on_stopped_leading(void *ud) {
 }
 
 static int leader_start(kc_daemon *d) {
-  if (!d->cfg->leader_election.enabled) {
+  bool enabled = d->opts.leader_elect ? d->opts.leader_elect > 0 : d->cfg->leader_election.enabled;
+  if (!enabled) {
     atomic_store(&d->may_write, true);
     return 0;
   }
@@ -908,10 +909,11 @@ static void on_signal(uv_signal_t *s, int signum) {
       return;
     }
     kc_ops_reloading(d->ops);
-    int rc = reload(d);
-    /* rc 1: apply_reload reports the outcome (now or once controllers drained). */
-    if (rc == 0) kc_ops_reloaded(d->ops, "config unchanged");
-    if (rc < 0) kc_ops_reloaded(d->ops, d->reload_error);
+    bool pending = false; /* apply_reload reports the outcome (now or once controllers drained) */
+    if (reload(d, &pending) < 0)
+      kc_ops_reloaded(d->ops, d->reload_error);
+    else if (!pending)
+      kc_ops_reloaded(d->ops, "config unchanged");
     return;
   }
   begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -987,7 +989,8 @@ static void ops_view(void *ud, kc_ops_view *v) {
 }
 
 static int ops_start(kc_daemon *d) {
-  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind};
+  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind,
+                      .probe_bind = d->opts.probe_bind};
   int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
   if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
   return rc;
@@ -1039,6 +1042,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     return 1;
   }
   kc_log_set_level(opts->log_level ? opts->log_level : d->cfg->log_level);
+  kc_log_set_format(opts->log_format ? opts->log_format : d->cfg->log_format);
   if (kc_kube_resolve_context(opts->kubeconfig, d->cfg->kubeconfig, opts->context, &d->creds, err,
                               sizeof err) < 0) {
     kc_error("credentials", "%s", err);

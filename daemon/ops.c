@@ -462,6 +462,8 @@ struct kc_ops {
   kc_metrics *reg;
   kc_ops_families *fam;
   kc_httpserver *http;
+  kc_httpserver *probes; /* own probe listener (probe_bind), or NULL */
+  bool own_probes;
   kc_notify *notify;
   uv_timer_t timer;
   kc_looplag lag;
@@ -520,11 +522,23 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   ops->reg = kc_metrics_new();
   if (!ops->reg || (rc = kc_ops_families_new(ops->reg, &ops->fam)) < 0) goto fail;
   if ((rc = kc_notify_new(loop, &ops->notify)) < 0) goto fail;
-  kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms};
+  ops->own_probes = o->probe_bind != NULL;
+  kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms,
+                              .endpoints = ops->own_probes ? KC_HTTP_METRICS : 0};
   kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
+  if (ops->own_probes) {
+    kc_httpserver_options po = {.bind = o->probe_bind, .heartbeat_ms = o->heartbeat_ms,
+                                .endpoints = KC_HTTP_PROBES};
+    kc_httpserver_hooks ph = {NULL, hook_ready, ops};
+    if ((rc = kc_httpserver_start(loop, ops->reg, &po, &ph, &ops->probes)) < 0) {
+      kc_httpserver_close(ops->http);
+      goto fail;
+    }
+  }
   if ((rc = uv_timer_init(loop, &ops->timer)) < 0) {
     kc_httpserver_close(ops->http);
+    kc_httpserver_close(ops->probes);
     goto fail;
   }
   ops->timer.data = ops;
@@ -547,6 +561,10 @@ fail:
 }
 
 uint16_t kc_ops_port(const kc_ops *ops) { return ops ? kc_httpserver_port(ops->http) : 0; }
+uint16_t kc_ops_probe_port(const kc_ops *ops) {
+  if (!ops) return 0;
+  return kc_httpserver_port(ops->own_probes ? ops->probes : ops->http);
+}
 
 void kc_ops_reloading(kc_ops *ops) {
   if (!ops) return;
@@ -588,6 +606,7 @@ static void on_lag_closed(uv_handle_t *h) {
 void kc_ops_close(kc_ops *ops) {
   if (!ops) return;
   kc_httpserver_close(ops->http); /* joins server threads before the registry goes */
+  kc_httpserver_close(ops->probes);
   kc_notify_close(ops->notify);
   uv_timer_stop(&ops->timer);
   uv_close((uv_handle_t *)&ops->timer, on_timer_closed);

@@ -134,7 +134,11 @@ void kc_ops_status_line(const kc_ops_view *v, char *buf, size_t cap);
 typedef struct kc_ops kc_ops;
 
 typedef struct kc_ops_options {
-  const char *bind;       /* metrics/health bind address; "0" disables the server */
+  const char *bind;       /* metrics (and health) bind address; "0" disables the server */
+  /* --health-probe-bind-address: NULL serves /healthz and /readyz on `bind`
+   * (with /metrics); otherwise they get a listener of their own there ("0":
+   * none) and `bind` serves /metrics and /debug/informers only. */
+  const char *probe_bind;
   uint64_t heartbeat_ms;  /* loop heartbeat and state check period; 0: 1000 */
 } kc_ops_options;
 
@@ -146,6 +150,9 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
                  kc_ops **out);
 /* The bound metrics port (0 when disabled). */
 uint16_t kc_ops_port(const kc_ops *ops);
+/* The bound health probe port: the metrics port without probe_bind, 0 when
+ * disabled. */
+uint16_t kc_ops_probe_port(const kc_ops *ops);
 /* SIGHUP: RELOADING=1 + MONOTONIC_USEC; then kc_ops_reloaded with the outcome
  * ("reload applied" / "reload rejected: file:line:col: ..."), READY=1. */
 void kc_ops_reloading(kc_ops *ops);
