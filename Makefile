@@ -67,8 +67,8 @@ CXX       ?= g++
 CXXFLAGS_PLUGIN := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden -Iinclude
 UNIT_CXX_SO := $(patsubst tests/unit/plugins/%.cpp,$(B)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.cpp))
 
-.PHONY: all test check unit demo bench fuzz fuzz-run install format lint clean deps tsan asan \
-        valgrind coverage faults soak
+.PHONY: all test check unit demo bench bench-deps bench-micro fuzz fuzz-run install format lint clean deps tsan asan \
+        valgrind coverage faults soak binaries deb deb-deps
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN) $(UNIT_CXX_SO)
 
 $(B)/obj/%.o: %.c
@@ -150,9 +150,24 @@ valgrind: deps
 coverage: deps
 	@bash tests/coverage.sh
 
+# `make bench` (QUICK=1: one run, 10k Pods, about three minutes): kctrld side
+# by side with the peer clients (compare.py --peers) on the same kube-apisim load, the
+# yajl and simulator floors, table into docs/benchmarks.md (tests/bench/compare.py).
+# bench-deps installs node/npm/python3-kubernetes when missing and client-node
+# once into $(B)/bench/client-node. `make bench-micro`: the bench_* binaries
+# and scripts of tests/bench (tests/bench/run-bench).
+QUICK ?=
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@bash tests/bench/run-bench
+	@bash tests/bench/bench-deps $(B)
+	@python3 tests/bench/compare.py --build $(B) $(if $(QUICK),--quick)
+
+bench-deps:
+	@bash tests/bench/bench-deps $(B)
+
+bench-micro: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/bench/run-bench $(B)
 
 # `make faults`: the fault campaign (tests/faults/run_faults.py, a table and
 # TAP); `make soak`: churn and random faults on 5000 objects for SOAK_SECONDS
@@ -187,25 +202,59 @@ fuzz-run: $(FUZZ_BIN)
 	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 build-fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>&1 | tail -2; \
 	done
 
+# Plugin paths in the example configs: the build tree's (../build/plugins)
+# and the packaged default (/usr/lib/kctrld/plugins) become the installed one.
+INSTALL_PLUGIN_SED = s|\.\./build/plugins/|$(PREFIX)/lib/kctrld/plugins/|g; s|/usr/lib/kctrld/plugins/|$(PREFIX)/lib/kctrld/plugins/|g
+
 install: $(B)/kctrld $(PLUGIN_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kctrld \
 	  $(DESTDIR)$(PREFIX)/lib/kctrld/plugins $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -d -m 0750 $(DESTDIR)/etc/kctrld
-	-chgrp kctrld $(DESTDIR)/etc/kctrld 2>/dev/null # the group exists once sysusers ran
+	@# The group exists once systemd-sysusers ran (kctrld.sysusers.conf, installed below).
+	@if getent group kctrld >/dev/null 2>&1; then \
+	  echo "chgrp kctrld $(DESTDIR)/etc/kctrld"; chgrp kctrld $(DESTDIR)/etc/kctrld; \
+	else \
+	  echo "install: group kctrld does not exist (yet): $(DESTDIR)/etc/kctrld stays group root;" \
+	       "after systemd-sysusers created it: chgrp kctrld /etc/kctrld"; \
+	fi
 	install -m 0755 $(B)/kctrld $(DESTDIR)$(PREFIX)/bin/kctrld
 	install -m 0644 include/kctrld/*.h $(DESTDIR)$(PREFIX)/include/kctrld/
 	$(if $(PLUGIN_SO),install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/kctrld/plugins/)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' config/kctrld-plugin.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kctrld-plugin.pc
-	install -m 0644 config/*.yaml $(DESTDIR)$(PREFIX)/share/kctrld/examples/
+	@# Example configs name the installed plugin directory, not the build tree.
+	@for f in config/*.yaml; do \
+	  echo "install $$f -> $(DESTDIR)$(PREFIX)/share/kctrld/examples/ (plugins: $(PREFIX)/lib/kctrld/plugins)"; \
+	  sed -e '$(INSTALL_PLUGIN_SED)' $$f > $(DESTDIR)$(PREFIX)/share/kctrld/examples/$$(basename $$f) && \
+	  chmod 0644 $(DESTDIR)$(PREFIX)/share/kctrld/examples/$$(basename $$f) || exit 1; \
+	done
 	sed -e 's|@PREFIX@|$(PREFIX)|g' systemd/kctrld.service.in \
 	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/kctrld.service
 	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/share/doc/kctrld
 	install -m 0644 systemd/kctrld.sysusers.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/kctrld.conf
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kctrld/
 	test -e $(DESTDIR)/etc/kctrld/kctrld.yaml || \
-	  install -m 0640 config/kctrld.example.yaml $(DESTDIR)/etc/kctrld/kctrld.yaml
+	  install -m 0640 $(DESTDIR)$(PREFIX)/share/kctrld/examples/kctrld.example.yaml \
+	    $(DESTDIR)/etc/kctrld/kctrld.yaml
+
+# What is installed or packaged: the daemon, the simulator and the plugins.
+binaries: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO)
+
+# `make deb`: kctrld_<version>_<arch>.deb, kctrld-dev_<version>_all.deb and
+# kube-apisim_<version>_<arch>.deb in build/deb/ (debian/, docs/deploy.md).
+# dpkg-buildpackage writes next to the source tree, so it builds a copy in
+# build/deb/src. `make deb-deps` installs what it needs beyond `make deps`.
+DEB_TREE := Makefile README.md LICENSE daemon include plugins config systemd docs debian
+deb:
+	rm -rf build/deb && mkdir -p build/deb/src/tests
+	cp -a $(DEB_TREE) build/deb/src/
+	cp -a tests/apisim build/deb/src/tests/
+	cd build/deb/src && dpkg-buildpackage -b -us -uc
+	@ls build/deb/*.deb
+deb-deps: deps
+	@if [ "$$(id -u)" -ne 0 ]; then echo "run as root: apt-get install -y --no-install-recommends dpkg-dev debhelper lintian python3" >&2; exit 1; fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dpkg-dev debhelper lintian python3 >&2
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
@@ -218,4 +267,4 @@ lint:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz build-cov
 
--include $(shell find build build-asan build-tsan build-cov -name '*.d' 2>/dev/null)
+-include $(shell find build build-asan build-tsan build-cov -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)

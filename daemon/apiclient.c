@@ -13,6 +13,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "buf.h"
+#include "execcred.h"
 #include "jsontree.h"
 #include "log.h"
 
@@ -28,6 +29,7 @@ struct kc_api {
   char *connect_to; /* tls-server-name: "SNI:PORT:HOST:PORT" */
   kc_http_tls tls;  /* points into creds */
   kc_kube_creds *creds;
+  kc_execcred *exec; /* exec credential plugin (its own locking), or NULL */
   pthread_mutex_t mu; /* guards the token cache below */
   char *token;
   uint64_t token_read_ms; /* monotonic; 0 = must read */
@@ -243,10 +245,35 @@ static int read_token_file(const char *path, char **out) {
   return 0;
 }
 
+/* The exec plugin's credential: the header line and, in *cred, a client
+ * certificate for the TLS settings. Waits up to wait_ms (0 on the loop). */
+static int exec_auth(kc_api *api, uint64_t wait_ms, char **out, uint64_t *gen,
+                     kc_exec_cred *cred) {
+  uint64_t stale = *gen; /* in: a generation a 401 rejected, or 0 */
+  int rc = kc_execcred_current(api->exec, wait_ms, stale, cred, gen);
+  if (rc == -EAGAIN) return 0; /* none yet: sent without; a 401 asks again */
+  if (rc < 0) return rc;
+  if (cred->token && asprintf(out, "Authorization: Bearer %s", cred->token) < 0) {
+    *out = NULL;
+    kc_exec_cred_clear(cred);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
 /* Returns a malloc'd "Authorization: Bearer ..." line (or NULL when there is
- * no token) and the token generation it was built from. */
-static int auth_header(kc_api *api, char **out, uint64_t *gen) {
+ * no token) and the token generation it was built from; with an exec plugin
+ * also its credential in *cred (cleared by the caller; may be NULL when
+ * only the generation matters). */
+static int auth_header_ex(kc_api *api, uint64_t wait_ms, char **out, uint64_t *gen,
+                          kc_exec_cred *cred) {
   *out = NULL;
+  if (api->exec) {
+    kc_exec_cred tmp;
+    int rc = exec_auth(api, wait_ms, out, gen, cred ? cred : &tmp);
+    if (!cred) kc_exec_cred_clear(&tmp);
+    return rc;
+  }
   *gen = 0;
   if (!api->creds->token && !api->creds->token_file) return 0;
   pthread_mutex_lock(&api->mu);
@@ -280,14 +307,20 @@ static int auth_header(kc_api *api, char **out, uint64_t *gen) {
   return rc;
 }
 
+
 static void free_secret(char *s) {
   if (!s) return;
   explicit_bzero(s, strlen(s));
   free(s);
 }
 
-/* A 401 to a request sent with generation `gen` discards that token. */
+/* A 401 to a request sent with generation `gen` discards that token (an
+ * exec plugin is re-run, once per generation). */
 static void token_rejected(kc_api *api, uint64_t gen) {
+  if (api->exec) {
+    kc_execcred_rejected(api->exec, gen);
+    return;
+  }
   pthread_mutex_lock(&api->mu);
   if (gen == api->token_gen) api->token_read_ms = 0;
   pthread_mutex_unlock(&api->mu);
@@ -369,6 +402,7 @@ int kc_api_new(uv_loop_t *loop, const kc_kube_creds *creds, kc_api **out) {
     c->tls_server_name = dup_opt(creds->tls_server_name, &fail);
     c->namespace_ = dup_opt(creds->namespace_ ? creds->namespace_ : "default", &fail);
     c->source = dup_opt(creds->source, &fail);
+    c->proxy_url = dup_opt(creds->proxy_url, &fail);
     c->insecure = creds->insecure;
     c->in_cluster = creds->in_cluster;
     if (creds->ca_data && !(c->ca_data = dup_mem(creds->ca_data, creds->ca_len))) fail = true;
@@ -393,11 +427,12 @@ int kc_api_new(uv_loop_t *loop, const kc_kube_creds *creds, kc_api **out) {
                            .cert_file = c->cert_file, .cert_data = c->cert_data,
                            .cert_len = c->cert_len, .key_file = c->key_file,
                            .key_data = c->key_data, .key_len = c->key_len,
-                           .insecure = c->insecure};
+                           .insecure = c->insecure, .proxy = c->proxy_url};
   pthread_mutex_init(&api->mu, NULL);
   api->loop = loop;
   rc = set_base(api);
   if (rc == 0 && loop) rc = kc_http_new(loop, &api->http);
+  if (rc == 0 && creds->exec) rc = kc_execcred_new(creds, &api->exec);
   if (rc < 0) {
     api->http = NULL;
     kc_api_close(api);
@@ -410,6 +445,7 @@ int kc_api_new(uv_loop_t *loop, const kc_kube_creds *creds, kc_api **out) {
 void kc_api_close(kc_api *api) {
   if (!api) return;
   kc_http_close(api->http);
+  kc_execcred_free(api->exec);
   pthread_mutex_destroy(&api->mu);
   free_secret(api->token);
   free(api->base);
@@ -419,6 +455,29 @@ void kc_api_close(kc_api *api) {
 }
 
 const char *kc_api_namespace(const kc_api *api) { return api->creds->namespace_; }
+
+int kc_api_prime_credentials(kc_api *api, uint64_t wait_ms) {
+  if (!api->exec) return 0;
+  kc_exec_cred cred;
+  uint64_t gen;
+  int rc = kc_execcred_current(api->exec, wait_ms, 0, &cred, &gen);
+  kc_exec_cred_clear(&cred);
+  return rc;
+}
+
+/* The TLS settings of one request: the client's, with the exec plugin's
+ * client certificate when it gave one. */
+static kc_http_tls request_tls(const kc_api *api, const kc_exec_cred *cred) {
+  kc_http_tls t = api->tls;
+  if (cred->cert && cred->key) {
+    t.cert_file = t.key_file = NULL;
+    t.cert_data = cred->cert;
+    t.cert_len = cred->cert_len;
+    t.key_data = cred->key;
+    t.key_len = cred->key_len;
+  }
+  return t;
+}
 kc_http *kc_api_http(kc_api *api) { return api->http; }
 
 /* ---- async calls ---- */
@@ -475,14 +534,15 @@ static void call_on_done(kc_http_req *req, const kc_http_result *hr, void *ud) {
   free_call(call);
 }
 
-static int build_headers(kc_api *api, const char *accept, const char *content_type, bool body,
-                         char **auth, uint64_t *gen, char *accept_buf, size_t accept_cap,
-                         char *ct_buf, size_t ct_cap, const char **hdrs, size_t *n) {
+static int build_headers(kc_api *api, uint64_t wait_ms, kc_exec_cred *cred, const char *accept,
+                         const char *content_type, bool body, char **auth, uint64_t *gen,
+                         char *accept_buf, size_t accept_cap, char *ct_buf, size_t ct_cap,
+                         const char **hdrs, size_t *n) {
   *n = 0;
   snprintf(accept_buf, accept_cap, "Accept: %s", accept ? accept : "application/json");
   hdrs[(*n)++] = accept_buf;
   hdrs[(*n)++] = USER_AGENT;
-  int rc = auth_header(api, auth, gen);
+  int rc = auth_header_ex(api, wait_ms, auth, gen, cred);
   if (rc < 0) return rc;
   if (*auth) hdrs[(*n)++] = *auth;
   if (body) {
@@ -507,8 +567,10 @@ int kc_api_request(kc_api *api, const kc_api_request_opts *o, kc_api_call **out)
   char accept[256], ct[128];
   const char *hdrs[4];
   size_t n;
-  int rc = build_headers(api, o->accept, o->content_type, o->body != NULL, &auth,
+  kc_exec_cred cred = {0};
+  int rc = build_headers(api, 0, &cred, o->accept, o->content_type, o->body != NULL, &auth,
                          &call->token_gen, accept, sizeof accept, ct, sizeof ct, hdrs, &n);
+  kc_http_tls tls = request_tls(api, &cred);
   if (rc == 0 && asprintf(&url, "%s%s", api->base, o->path) < 0) {
     url = NULL;
     rc = -ENOMEM;
@@ -517,13 +579,14 @@ int kc_api_request(kc_api *api, const kc_api_request_opts *o, kc_api_call **out)
     kc_http_request_opts ho = {.method = call->method, .url = url, .headers = hdrs,
                                .nheaders = n, .body = o->body, .body_len = o->body_len,
                                .timeout_ms = o->timeout_ms,
-                               .idle_timeout_ms = o->idle_timeout_ms, .tls = &api->tls,
+                               .idle_timeout_ms = o->idle_timeout_ms, .tls = &tls,
                                .on_response = call_on_response, .on_data = call_on_data,
                                .on_done = call_on_done, .ud = call};
     rc = kc_http_request(api->http, &ho, &call->req);
   }
   free(url);
   free_secret(auth);
+  kc_exec_cred_clear(&cred); /* libcurl copied the blobs */
   if (rc < 0) {
     free_call(call);
     return rc;
@@ -613,9 +676,14 @@ static int do_once(kc_api_worker *w, const char *method, const char *path,
   char accept[64], ct[128];
   const char *hdrs[5];
   size_t n;
-  int rc = build_headers(api, NULL, content_type, body != NULL, &auth, gen, accept,
-                         sizeof accept, ct, sizeof ct, hdrs, &n);
+  kc_exec_cred cred = {0};
+  int rc = build_headers(api, timeout_ms ? timeout_ms : 30000, &cred, NULL, content_type,
+                         body != NULL, &auth, gen, accept, sizeof accept, ct, sizeof ct, hdrs, &n);
   if (rc < 0) return rc;
+  if (cred.cert) { /* the plugin's certificate may change: set per request */
+    kc_http_tls t = request_tls(api, &cred);
+    rc = kc_http_easy_tls(e, &t);
+  }
   if (body) hdrs[n++] = "Expect:";
   struct curl_slist *list = NULL;
   for (size_t i = 0; i < n && rc == 0; i++) {
@@ -674,6 +742,7 @@ out:
   curl_slist_free_all(list);
   free(url);
   free_secret(auth);
+  kc_exec_cred_clear(&cred);
   return rc;
 }
 
@@ -685,12 +754,15 @@ int kc_api_do(kc_api_worker *w, const char *method, const char *path, const char
   if (!path || path[0] != '/') return -EINVAL;
   uint64_t gen = 0;
   int rc = do_once(w, method, path, content_type, body, body_len, timeout_ms, out, &gen);
-  if (rc == 0 && out->code == 401 && w->api->creds->token_file && !w->api->creds->token) {
-    /* A rotated token: re-read, and retry once if it changed. */
+  bool rotates = w->api->exec || (w->api->creds->token_file && !w->api->creds->token);
+  if (rc == 0 && out->code == 401 && rotates) {
+    /* A rotated token or a re-run plugin: retry once if it changed (as
+     * client-go's exec round tripper refreshes after a 401). */
     token_rejected(w->api, gen);
     char *auth = NULL;
-    uint64_t gen2 = 0;
-    if (auth_header(w->api, &auth, &gen2) == 0 && gen2 != gen) {
+    uint64_t gen2 = gen; /* wait for a credential newer than the rejected one */
+    if (auth_header_ex(w->api, timeout_ms ? timeout_ms : 30000, &auth, &gen2, NULL) == 0 &&
+        gen2 != gen) {
       memset(out, 0, sizeof *out);
       rc = do_once(w, method, path, content_type, body, body_len, timeout_ms, out, &gen);
     }

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* apiclient: the Kubernetes request layer on top of http.c.
  *
- * Owns the connection config (server URL, TLS material, bearer token or token
- * file) and applies it to every request with the headers of contract
+ * Owns the connection config (server URL, TLS material, proxy, bearer token,
+ * token file or exec credential plugin (execcred.h)) and applies it to every
+ * request with the headers of contract
  * Appendix B: Accept (application/json unless given), User-Agent
  * kctrld/<version>, Authorization: Bearer, Content-Type on writes. Token
  * files are re-read when the cached copy is older than 50 s (client-go: one
  * minute, refreshed 10 s early) and after a 401 answered to a request made
- * with the current copy.
+ * with the current copy. An exec plugin's credential is read per request
+ * (never waiting on the loop thread; a worker waits for a running plugin)
+ * and a 401 re-runs the plugin once per credential generation; kc_api_do
+ * retries a request that got a 401 once when the credential changed.
  *
  * Errors from the server are parsed into kc_api_status (docs/api-contract.md section 6):
  * a Status body is used as is; any other body (plain text from APF, HTML
@@ -90,6 +94,11 @@ void kc_api_close(kc_api *api);
 const char *kc_api_namespace(const kc_api *api);
 /* The underlying HTTP client (loop only), for metrics. */
 kc_http *kc_api_http(kc_api *api);
+/* With an exec credential plugin (execcred.h): waits up to wait_ms for its
+ * first credential. Blocks: call before the loop runs (daemon startup).
+ * Returns 0, or -EAGAIN when none came in time (requests then go without
+ * until it does). Without a plugin returns 0 at once. */
+int kc_api_prime_credentials(kc_api *api, uint64_t wait_ms);
 /* Forgets the cached token, so the next request re-reads the token file. */
 void kc_api_invalidate_token(kc_api *api);
 

@@ -973,6 +973,7 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
       CUSTOM("leaderElection"),
       CUSTOM("metrics"),
       CUSTOM("logLevel"),
+      CUSTOM("logFormat"),
       FIELD_RANGE("shutdownTimeout", F_DURATION, kc_config, shutdown_timeout_ms, 0, 3600000),
       FIELD_RANGE("decodeThreads", F_INT, kc_config, decode_threads, 0, 64),
       CUSTOM("informers"),
@@ -992,6 +993,12 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
     if (took(c, kc_yaml_get_string(v, "logLevel", &s, c->tmp, sizeof c->tmp)) &&
         kc_log_parse_level(s, &cfg->log_level) != 0)
       fail(c, v, "logLevel: expected error, warn, info or debug, got \"%s\"", s);
+  }
+  if ((v = kc_yaml_map_get(root, "logFormat"))) {
+    const char *s;
+    if (took(c, kc_yaml_get_string(v, "logFormat", &s, c->tmp, sizeof c->tmp)) &&
+        kc_log_parse_format(s, &cfg->log_format) != 0)
+      fail(c, v, "logFormat: expected text or json, got \"%s\"", s);
   }
 
   struct infvec iv = {0};
@@ -1079,6 +1086,7 @@ static void config_set_defaults(kc_config *cfg) {
   cfg->leader_election.retry_period_ms = KC_DEFAULT_RETRY_PERIOD_MS;
   cfg->metrics_bind = KC_DEFAULT_METRICS_BIND;
   cfg->log_level = KC_LOG_INFO;
+  cfg->log_format = KC_LOG_FORMAT_TEXT;
   cfg->shutdown_timeout_ms = KC_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   cfg->decode_threads = -1;
 }
@@ -1313,6 +1321,7 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
     d->global |= KC_GLOBAL_LEADER_ELECTION;
   if (!str_eq(oc->metrics_bind, nc->metrics_bind)) d->global |= KC_GLOBAL_METRICS;
   if (oc->log_level != nc->log_level) d->global |= KC_GLOBAL_LOG_LEVEL;
+  if (oc->log_format != nc->log_format) d->global |= KC_GLOBAL_LOG_FORMAT;
   if (oc->shutdown_timeout_ms != nc->shutdown_timeout_ms) d->global |= KC_GLOBAL_SHUTDOWN_TIMEOUT;
   if (oc->decode_threads != nc->decode_threads) d->global |= KC_GLOBAL_DECODE_THREADS;
   *out = d;
@@ -1374,7 +1383,7 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
   if (d->global) {
     kc_buf_puts(&b, "; global:");
     static const char *const gnames[] = {"kubeconfig", "leaderElection", "metrics", "logLevel",
-                                         "shutdownTimeout", "decodeThreads"};
+                                         "shutdownTimeout", "decodeThreads", "logFormat"};
     for (size_t k = 0; k < sizeof gnames / sizeof gnames[0]; k++)
       if (d->global & (1u << k)) {
         kc_buf_puts(&b, " ");

@@ -44,7 +44,7 @@
 #define KC_DEFAULT_LEASE_DURATION_MS 15000
 #define KC_DEFAULT_RENEW_DEADLINE_MS 10000
 #define KC_DEFAULT_RETRY_PERIOD_MS 2000
-#define KC_DEFAULT_METRICS_BIND "127.0.0.1:9090"
+#define KC_DEFAULT_METRICS_BIND "127.0.0.1:8080" /* controller-runtime's port */
 #define KC_DEFAULT_PAGE_SIZE 500
 #define KC_DEFAULT_WATCH_TIMEOUT_MS (5 * 60 * 1000)
 #define KC_DEFAULT_WATCH_INACTIVITY_MS (5 * 60 * 1000)
@@ -185,6 +185,7 @@ typedef struct kc_config {
   kc_leader_election leader_election;
   const char *metrics_bind;   /* "host:port"; "0" disables the listener */
   enum kc_log_level log_level;
+  enum kc_log_format log_format; /* logFormat: text (default) or json */
   int64_t shutdown_timeout_ms;
   int64_t decode_threads;     /* decodeThreads: -1 = one per core beyond the loop's; 0 = decode
                                  on the loop thread */
@@ -256,6 +257,7 @@ enum kc_global_field {
   KC_GLOBAL_LOG_LEVEL = 1u << 3,
   KC_GLOBAL_SHUTDOWN_TIMEOUT = 1u << 4,
   KC_GLOBAL_DECODE_THREADS = 1u << 5,
+  KC_GLOBAL_LOG_FORMAT = 1u << 6,
 };
 
 typedef struct kc_config_change {

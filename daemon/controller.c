@@ -21,7 +21,6 @@ typedef struct subscription {
 } subscription;
 
 struct kc_controller {
-  uv_loop_t *loop;
   const kc_controller_spec *spec;
   kc_informer *for_informer;
   char for_group[256]; /* API group of the `for` kind ("" = core) */
@@ -66,8 +65,21 @@ static void arm_timer(kc_controller *c) {
   uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
+/* Hands queued keys to idle workers; a key that cannot be handed over
+ * (ENOMEM) goes back rate-limited. */
 static void pump(kc_controller *c) {
-  if (c->active && !c->stopping) kc_workers_pump(c->pool, c->wq);
+  const char *key;
+  while (c->active && !c->stopping && kc_workers_idle(c->pool) > 0 &&
+         kc_workqueue_get(c->wq, &key) == KC_WQ_KEY) {
+    int rc = kc_workers_dispatch(c->pool, key, kc_workqueue_num_requeues(c->wq, key) + 1);
+    if (rc < 0) {
+      kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key,
+               strerror(-rc));
+      kc_workqueue_add_rate_limited(c->wq, key);
+      kc_workqueue_done(c->wq, key);
+      break;
+    }
+  }
   arm_timer(c);
 }
 
@@ -260,15 +272,26 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
   case KC_RESULT_REQUEUE: c->stats.requeue++; break;
   case KC_RESULT_REQUEUE_AFTER: c->stats.requeue_after++; break;
   case KC_RESULT_ERROR:
-    c->stats.error++;
-    kc_warn("controller", "%s: reconcile %s failed: %s", c->spec->name, key, res->message);
+    c->stats.error++; /* logged by the worker: "Reconciler error" (workers.h) */
     break;
   }
   c->stats.reconcile_count++;
   c->stats.reconcile_seconds_sum += (double)duration_ns / 1e9;
   kc_reconcile_histogram_observe(&c->reconcile_time, (double)duration_ns / 1e9);
-  kc_workers_settle(c->wq, key, res);
+  kc_controller_apply_result(c->wq, key, res);
   pump(c);
+}
+
+int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
+  switch (res->kind) {
+  case KC_RESULT_DONE: kc_workqueue_forget(wq, key); break;
+  case KC_RESULT_REQUEUE_AFTER:
+    kc_workqueue_forget(wq, key);
+    kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
+    break;
+  default: kc_workqueue_add_rate_limited(wq, key); break; /* requeue, error, unknown */
+  }
+  return kc_workqueue_done(wq, key);
 }
 
 static void on_idle(kc_workers *pool, void *ud) { pump(ud); }
@@ -302,7 +325,6 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
                       kc_plugin_instance *inst, kc_controller **out) {
   kc_controller *c = calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
-  c->loop = loop;
   c->spec = spec;
   c->inst = inst;
   c->for_informer = informers[spec->for_.informer];
@@ -324,8 +346,10 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   c->timer.data = c;
   kc_workers_config wc = {
       .name = spec->name,
-      .nworkers = spec->workers > 0 ? (unsigned)spec->workers : 1,
-      .timeout_ms = spec->reconcile_timeout_ms > 0 ? (uint64_t)spec->reconcile_timeout_ms : 0,
+      .plugin = spec->plugin,
+      /* As config.c produced them (its defaults and ranges): no second default here. */
+      .nworkers = (unsigned)spec->workers,
+      .timeout_ms = (uint64_t)spec->reconcile_timeout_ms,
       .reconcile = kc_plugin_reconcile,
       .reconcile_ud = inst,
       .release = release_instance,

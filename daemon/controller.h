@@ -55,6 +55,13 @@ void kc_controller_set_active(kc_controller *c, bool active);
  * then done(ud) runs and the controller is freed. */
 void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *ud), void *ud);
 
+/* The result-to-queue policy (docs/api-contract.md 10.2) for `key`, handed
+ * out by wq, whose reconcile returned res, then Done: done -> Forget (the
+ * backoff restarts from zero); requeue-after N ms -> Forget + AddAfter N ms;
+ * requeue, error, unknown -> AddRateLimited. Returns Done's result
+ * (-ENOENT: key was not being processed). */
+int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);
+
 const char *kc_controller_name(const kc_controller *c);
 kc_workqueue *kc_controller_queue(kc_controller *c);
 void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out);

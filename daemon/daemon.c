@@ -54,7 +54,11 @@ typedef struct kind_slot {
   atomic_bool resolved;
   bool discovering;
   bool orphaned; /* removed by a reload while discovery was in flight */
+  bool answered;  /* the server answered discovery for it at least once */
+  char miss[768]; /* why it is not resolved ("" while unknown or resolved) */
   uint64_t last_miss_log_ms;
+  uint32_t misses;          /* consecutive failed resolves: kc_backoff_when's counter */
+  uint64_t next_resolve_ms; /* loop time of the next discovery attempt */
   kc_informer *informer;
 } kind_slot;
 
@@ -69,6 +73,10 @@ typedef struct ctl_slot {
   uint64_t retry_delay_ms;  /* the delay chosen after the last failure */
   uint64_t init_failures;   /* kctrld_controller_init_failures_total, kept across reloads */
 } ctl_slot;
+
+/* Discovery of a kind not served (yet): 1 s doubling to 16 s. */
+#define KC_RESOLVE_RETRY_BASE_MS 1000ull
+#define KC_RESOLVE_RETRY_MAX_MS 16000ull
 
 #define KC_INIT_RETRY_BASE_MS 1000ull
 #define KC_INIT_RETRY_MAX_MS (5 * 60 * 1000ull)
@@ -113,10 +121,11 @@ struct kc_daemon {
   kc_ops *ops;
   const kc_informer_spec **ops_specs;
   kc_informer **ops_informers;
+  kc_ops_informer_wait *ops_waits;
   kc_controller **ops_controllers;
   const kc_reconcile_histogram **ops_histograms;
   kc_ops_controller_state *ops_ctl_states;
-  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms, ops_cap_ctl_states;
+  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms, ops_cap_ctl_states, ops_cap_waits;
   char ops_lease_name[256];
 };
 
@@ -336,22 +345,49 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_api_stat
     kc_info("discovery", "%s %s -> %s/%s (%s)", s->api_version, s->kind, k->api_path, k->plural,
             k->namespaced ? "namespaced" : "cluster-scoped");
     atomic_store(&k->resolved, true);
+    k->answered = true;
+    k->miss[0] = '\0';
+    kc_backoff_forget(&k->misses);
     tick_now(d); /* list at once, not on the next tick */
     return;
   }
-  /* A missing kind is logged once a minute, not every tick. */
-  uint64_t now = uv_now(&d->loop);
-  if (!k->last_miss_log_ms || now - k->last_miss_log_ms >= 60000) {
-    k->last_miss_log_ms = now;
-    if (status && status->code)
-      kc_warn("discovery", "%s %s: HTTP %d %s: %s; retrying", s->api_version, s->kind,
-              status->code, status->reason, status->message);
-    else /* a transport failure: libcurl's text says what failed */
-      kc_warn("discovery", "%s %s: %s; retrying", s->api_version, s->kind,
-              err == -ENOENT                    ? "kind not served (yet)"
-              : status && status->message[0] ? status->message
-                                               : strerror(-err));
+  /* Say what is wrong: a kind the group/version does not serve (with the
+   * closest served kind), a group/version the server does not know (a CRD
+   * not installed yet), an HTTP error or a transport failure. */
+  char why[sizeof k->miss];
+  if (err == -ENOENT && status && status->code == 200) {
+    char best[64];
+    if (kc_discovery_suggest(d->discovery, s->api_version, s->kind, best, sizeof best) == 0)
+      snprintf(why, sizeof why, "kind %s is not served by %s (did you mean %s?)", s->kind,
+               s->api_version, best);
+    else
+      snprintf(why, sizeof why, "kind %s is not served by %s (not installed yet?)", s->kind,
+               s->api_version);
+  } else if (err == -ENOENT) {
+    snprintf(why, sizeof why, "kind %s is not served: the server does not serve %s (HTTP %d; a CRD "
+             "not installed yet?)", s->kind, s->api_version, status ? status->code : 404);
+  } else if (status && status->code) {
+    snprintf(why, sizeof why, "kind %s of %s: discovery failed: HTTP %d %s%s%s", s->kind,
+             s->api_version, status->code, status->reason, status->message[0] ? ": " : "",
+             status->message);
+  } else { /* a transport failure: libcurl's text says what failed */
+    snprintf(why, sizeof why, "kind %s of %s: discovery failed: %s", s->kind, s->api_version,
+             status && status->message[0] ? status->message : strerror(-err));
   }
+  if (err == -ENOENT && status && (status->code == 200 || status->code == 404))
+    k->answered = true; /* the API server is reachable and says the kind is not there */
+  /* Retried with backoff (a CRD may be installed later); the same reason is
+   * logged once a minute, a new one at once. */
+  const kc_backoff b = {KC_RESOLVE_RETRY_BASE_MS * KC_NS_PER_MS, KC_RESOLVE_RETRY_MAX_MS * KC_NS_PER_MS};
+  uint64_t delay = kc_backoff_when(&b, &k->misses) / KC_NS_PER_MS;
+  uint64_t now = uv_now(&d->loop);
+  k->next_resolve_ms = now + delay;
+  if (strcmp(why, k->miss) != 0 || !k->last_miss_log_ms || now - k->last_miss_log_ms >= 60000) {
+    k->last_miss_log_ms = now;
+    kc_warn("discovery", "%s; retrying (next attempt in %.0f s, this message at most once a minute)",
+            why, (double)delay / 1000.0);
+  }
+  snprintf(k->miss, sizeof k->miss, "%s", why);
 }
 
 static void release_slot(kind_slot *k) {
@@ -401,7 +437,7 @@ static void on_tick(uv_timer_t *t) {
   for (size_t i = 0; i < d->nkinds; i++) {
     kind_slot *k = d->kinds[i];
     if (!atomic_load(&k->resolved)) {
-      if (!k->discovering &&
+      if (!k->discovering && uv_now(&d->loop) >= k->next_resolve_ms &&
           kc_discovery_resolve(d->discovery, k->spec->api_version, k->spec->kind, on_resolved, k) == 0)
         k->discovering = true;
       continue;
@@ -582,6 +618,7 @@ static bool controller_kept(kc_daemon *d, size_t old_index) {
   const kc_controller_spec *s = &d->cfg->controllers[old_index];
   if (find_change(d->reload_diff->controllers, d->reload_diff->ncontrollers, true, old_index))
     return false;
+  if (kc_plugin_file_changed(s->plugin)) return false; /* rebuilt: run the new code */
   if (kept_informer(d, s->for_.informer) < 0) return false;
   for (size_t i = 0; i < s->nowns; i++)
     if (kept_informer(d, s->owns[i].ref.informer) < 0) return false;
@@ -653,6 +690,7 @@ static void apply_reload(kc_daemon *d) {
     if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j], true);
   }
   kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
+  kc_log_set_format(d->opts.log_format ? d->opts.log_format : nc->log_format);
   kc_info("daemon", "reload applied");
   kc_ops_reloaded(d->ops, "reload applied");
 done:
@@ -669,33 +707,40 @@ static void on_reload_controller_stopped(void *ud) {
   if (--d->reload_waiting == 0 && !d->stopping) apply_reload(d);
 }
 
-/* Returns 1 when the reload was applied or is being applied (apply_reload
- * reports the outcome), 0 when the config is unchanged, -1 when rejected
- * (the reason is in d->reload_error). */
-static int reload(kc_daemon *d) {
+/* Called only while no reload is in progress. Returns 0, setting *pending
+ * when the reload was applied or is being applied (apply_reload reports the
+ * outcome; unchanged config: not set), or a negative errno when it was
+ * rejected (the reason is in d->reload_error). */
+static int reload(kc_daemon *d, bool *pending) {
   d->reload_error[0] = 0;
-  if (d->reload_cfg) {
-    kc_warn("daemon", "SIGHUP: a reload is already in progress");
-    return 1;
-  }
   char err[4096];
   kc_config *nc = NULL;
-  if (kc_config_load_file(d->opts.config_path, &nc, err, sizeof err) < 0) {
+  int rc = kc_config_load_file(d->opts.config_path, &nc, err, sizeof err);
+  if (rc < 0) {
     kc_error("config", "reload rejected, keeping the running config:");
     log_config_errors(err);
     snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: %.400s", err);
-    return -1;
+    return rc;
   }
   kc_config_diff *diff = NULL;
-  if (kc_config_compare(d->cfg, nc, &diff) < 0) {
+  if ((rc = kc_config_compare(d->cfg, nc, &diff)) < 0) {
     kc_error("daemon", "reload: cannot compare configs (out of memory)");
     snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: out of memory");
     kc_config_free(nc);
-    return -1;
+    return rc;
   }
   char summary[1024];
   kc_config_diff_summary(diff, d->cfg, nc, summary, sizeof summary);
-  if (kc_config_diff_empty(diff)) {
+  /* A plugin file rebuilt at the same path changes no config text, but its
+   * controllers must be re-instantiated to run the new code. */
+  size_t rebuilt = 0;
+  for (size_t i = 0; i < d->nctls; i++) {
+    const char *path = d->ctls[i].spec->plugin;
+    if (!d->ctls[i].ctl || !kc_plugin_file_changed(path)) continue;
+    size_t len = strlen(summary);
+    snprintf(summary + len, sizeof summary - len, "%s%s", rebuilt++ ? ", " : "; plugin file changed: ", path);
+  }
+  if (kc_config_diff_empty(diff) && !rebuilt) {
     kc_info("daemon", "SIGHUP: config unchanged");
     kc_config_diff_free(diff);
     kc_config_free(nc);
@@ -716,8 +761,9 @@ static int reload(kc_daemon *d) {
                        d);
     cs->ctl = NULL;
   }
+  *pending = true;
   if (d->reload_waiting == 0) apply_reload(d);
-  return 1;
+  return 0;
 }
 
 /* --- leader election (wired by wt/leader; see daemon/leader.h) --------------- */
@@ -741,7 +787,8 @@ static void on_stopped_leading(void *ud) {
 }
 
 static int leader_start(kc_daemon *d) {
-  if (!d->cfg->leader_election.enabled) {
+  bool enabled = d->opts.leader_elect ? d->opts.leader_elect > 0 : d->cfg->leader_election.enabled;
+  if (!enabled) {
     atomic_store(&d->may_write, true);
     return 0;
   }
@@ -862,10 +909,11 @@ static void on_signal(uv_signal_t *s, int signum) {
       return;
     }
     kc_ops_reloading(d->ops);
-    int rc = reload(d);
-    /* rc 1: apply_reload reports the outcome (now or once controllers drained). */
-    if (rc == 0) kc_ops_reloaded(d->ops, "config unchanged");
-    if (rc < 0) kc_ops_reloaded(d->ops, d->reload_error);
+    bool pending = false; /* apply_reload reports the outcome (now or once controllers drained) */
+    if (reload(d, &pending) < 0)
+      kc_ops_reloaded(d->ops, d->reload_error);
+    else if (!pending)
+      kc_ops_reloaded(d->ops, "config unchanged");
     return;
   }
   begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -889,6 +937,7 @@ static void ops_view(void *ud, kc_ops_view *v) {
   size_t ci = d->ops_cap_informers;
   if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
       !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
+      !grow((void **)&d->ops_waits, &d->ops_cap_waits, d->nkinds, sizeof *d->ops_waits) ||
       !grow((void **)&d->ops_histograms, &d->ops_cap_histograms, d->nctls, sizeof *d->ops_histograms) ||
       !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers) ||
       !grow((void **)&d->ops_ctl_states, &d->ops_cap_ctl_states, d->nctls, sizeof *d->ops_ctl_states))
@@ -896,7 +945,13 @@ static void ops_view(void *ud, kc_ops_view *v) {
   for (size_t i = 0; i < d->nkinds; i++) {
     d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
     d->ops_informers[i] = d->kinds[i] ? d->kinds[i]->informer : NULL;
+    const kind_slot *k = d->kinds[i];
+    d->ops_waits[i] = (kc_ops_informer_wait){
+        .reason = k && k->miss[0] ? k->miss : NULL,
+        .not_served = k && k->answered && !atomic_load(&k->resolved),
+    };
   }
+  v->informer_waits = d->ops_waits;
   for (size_t i = 0; i < d->nctls; i++) {
     d->ops_controllers[i] = d->ctls[i].ctl;
     d->ops_histograms[i] = d->ctls[i].ctl ? kc_controller_reconcile_histogram(d->ctls[i].ctl) : NULL;
@@ -934,7 +989,8 @@ static void ops_view(void *ud, kc_ops_view *v) {
 }
 
 static int ops_start(kc_daemon *d) {
-  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind};
+  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind,
+                      .probe_bind = d->opts.probe_bind};
   int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
   if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
   return rc;
@@ -951,6 +1007,7 @@ static void free_daemon(kc_daemon *d) {
   kc_config_diff_free(d->reload_diff);
   free(d->ops_specs);
   free(d->ops_informers);
+  free(d->ops_waits);
   free(d->ops_controllers);
   free(d->ops_histograms);
   free(d->ops_ctl_states);
@@ -985,7 +1042,9 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     return 1;
   }
   kc_log_set_level(opts->log_level ? opts->log_level : d->cfg->log_level);
-  if (kc_kube_resolve(opts->kubeconfig, d->cfg->kubeconfig, &d->creds, err, sizeof err) < 0) {
+  kc_log_set_format(opts->log_format ? opts->log_format : d->cfg->log_format);
+  if (kc_kube_resolve_context(opts->kubeconfig, d->cfg->kubeconfig, opts->context, &d->creds, err,
+                              sizeof err) < 0) {
     kc_error("credentials", "%s", err);
     free_daemon(d);
     return 1;
@@ -1017,6 +1076,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
+  /* An exec credential plugin runs on its own thread; before the loop
+   * starts, give its first run the time it may take so that the first
+   * requests carry a credential (a failure is logged and retried). */
+  if (d->creds->exec && kc_api_prime_credentials(d->api, 35000) < 0)
+    kc_warn("credentials", "no credential from the exec plugin yet; requests go without one "
+            "until it succeeds");
   unsigned decode_threads = d->cfg->decode_threads < 0 ? kc_decode_pool_default_threads()
                                                        : (unsigned)d->cfg->decode_threads;
   int prc = kc_decode_pool_new(&d->loop, decode_threads, &d->decode_pool);

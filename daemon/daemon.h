@@ -29,9 +29,17 @@ typedef struct kc_daemon kc_daemon;
 typedef struct kc_daemon_options {
   const char *config_path;
   const char *kubeconfig;   /* --kubeconfig, overrides the file */
+  const char *context;      /* --context, overrides current-context */
   const char *metrics_bind; /* --metrics-bind-address */
+  /* --health-probe-bind-address: /healthz and /readyz on a listener of
+   * their own ("0": none); NULL: on the metrics listener (ops.h). */
+  const char *probe_bind;
+  /* --leader-elect[=true|false]: 1 on, -1 off, 0 leaderElection.enabled of
+   * the file (the rest of leaderElection: applies either way). */
+  int leader_elect;
   const char *identity;     /* --identity */
   enum kc_log_level log_level; /* 0 = from the config file */
+  enum kc_log_format log_format; /* --log-format; 0 = from the config file */
   /* --fail-fast: a controller whose plugin does not load or whose init
    * fails at start-up makes kc_daemon_run return 1 at once. Without it the
    * other controllers run and that one is retried with backoff (1 s

@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "jsontree.h"
 #include "log.h"
+#include "yamltree.h"
 
 #define COMPONENT "discovery"
 #define MAX_BODY (16u << 20)
@@ -309,4 +310,110 @@ int kc_resource_path(const kc_resource_info *r, const char *ns, const char *name
                with_ns ? ns : "", r->plural, name ? "/" : "", name ? name : "");
   if (n < 0 || (size_t)n >= cap) return -ENOSPC;
   return n;
+}
+
+/* --- "did you mean" ------------------------------------------------------------ */
+
+/* The singular of a plural kind written by mistake: "ies" -> "y", "es",
+ * "s". Writes into buf; false when kind does not end in s. */
+static bool singular_of(const char *kind, size_t which, char *buf, size_t cap) {
+  size_t n = strlen(kind);
+  if (n < 2 || n >= cap || (kind[n - 1] != 's' && kind[n - 1] != 'S')) return false;
+  memcpy(buf, kind, n + 1);
+  if (which == 0 && n > 3 && strcasecmp(kind + n - 3, "ies") == 0) {
+    strcpy(buf + n - 3, "y");
+    return true;
+  }
+  if (which == 1 && n > 2 && strcasecmp(kind + n - 2, "es") == 0) {
+    buf[n - 2] = '\0';
+    return true;
+  }
+  if (which == 2) {
+    buf[n - 1] = '\0';
+    return true;
+  }
+  return false;
+}
+
+const char *kc_discovery_kind_suggest(const char *kind, const char *const *names, size_t n) {
+  if (!kind || !*kind) return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (strcasecmp(kind, names[i]) == 0) return names[i];
+  char one[64];
+  for (size_t which = 0; which < 3; which++) {
+    if (!singular_of(kind, which, one, sizeof one)) continue;
+    for (size_t i = 0; i < n; i++)
+      if (strcasecmp(one, names[i]) == 0) return names[i];
+  }
+  return kc_yaml_closest(kind, names, n);
+}
+
+int kc_discovery_suggest(kc_discovery *d, const char *api_version, const char *kind, char *out,
+                         size_t cap) {
+  char group[254], version[64];
+  if (!kind || split_api_version(api_version, group, sizeof group, version, sizeof version) < 0)
+    return -EINVAL;
+  struct gv *g = find_gv(d, group, version, false);
+  if (!g || !g->nres) return -ENOENT;
+  const char **names = malloc(g->nres * sizeof *names);
+  if (!names) return -ENOMEM;
+  for (size_t i = 0; i < g->nres; i++) names[i] = g->res[i].kind;
+  const char *best = kc_discovery_kind_suggest(kind, names, g->nres);
+  if (best) snprintf(out, cap, "%s", best);
+  free(names);
+  return best ? 0 : -ENOENT;
+}
+
+/* The kinds of the built-in group/versions of a current Kubernetes
+ * (kubectl api-resources of v1.30, without subresources). */
+static const struct {
+  const char *gv;
+  const char *kinds[18];
+} builtin[] = {
+    {"v1", {"Binding", "ComponentStatus", "ConfigMap", "Endpoints", "Event", "LimitRange",
+            "Namespace", "Node", "PersistentVolume", "PersistentVolumeClaim", "Pod",
+            "PodTemplate", "ReplicationController", "ResourceQuota", "Secret", "Service",
+            "ServiceAccount"}},
+    {"apps/v1", {"ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"}},
+    {"batch/v1", {"CronJob", "Job"}},
+    {"autoscaling/v1", {"HorizontalPodAutoscaler"}},
+    {"autoscaling/v2", {"HorizontalPodAutoscaler"}},
+    {"policy/v1", {"PodDisruptionBudget"}},
+    {"networking.k8s.io/v1", {"Ingress", "IngressClass", "NetworkPolicy"}},
+    {"coordination.k8s.io/v1", {"Lease"}},
+    {"discovery.k8s.io/v1", {"EndpointSlice"}},
+    {"events.k8s.io/v1", {"Event"}},
+    {"rbac.authorization.k8s.io/v1", {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}},
+    {"storage.k8s.io/v1",
+     {"CSIDriver", "CSINode", "CSIStorageCapacity", "StorageClass", "VolumeAttachment"}},
+    {"apiextensions.k8s.io/v1", {"CustomResourceDefinition"}},
+    {"admissionregistration.k8s.io/v1",
+     {"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration"}},
+    {"scheduling.k8s.io/v1", {"PriorityClass"}},
+    {"node.k8s.io/v1", {"RuntimeClass"}},
+    {"certificates.k8s.io/v1", {"CertificateSigningRequest"}},
+    {"flowcontrol.apiserver.k8s.io/v1", {"FlowSchema", "PriorityLevelConfiguration"}},
+    {"apiregistration.k8s.io/v1", {"APIService"}},
+};
+
+int kc_discovery_builtin_check(const char *api_version, const char *kind, char *msg, size_t cap) {
+  if (cap) msg[0] = '\0';
+  if (!api_version || !kind) return 0;
+  for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
+    if (strcmp(builtin[i].gv, api_version) != 0) continue;
+    size_t n = 0;
+    while (n < sizeof builtin[i].kinds / sizeof builtin[i].kinds[0] && builtin[i].kinds[n]) {
+      if (strcmp(builtin[i].kinds[n], kind) == 0) return 0;
+      n++;
+    }
+    const char *best = kc_discovery_kind_suggest(kind, builtin[i].kinds, n);
+    if (best)
+      snprintf(msg, cap, "kind %s is not served by %s (did you mean %s?)", kind, api_version, best);
+    else
+      snprintf(msg, cap, "kind %s is not served by %s (a built-in group/version)", kind,
+               api_version);
+    return -ENOENT;
+  }
+  return 0;
 }

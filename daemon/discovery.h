@@ -55,6 +55,26 @@ typedef void (*kc_discovery_cb)(int err, const kc_resource_info *info,
 int kc_discovery_resolve(kc_discovery *d, const char *api_version, const char *kind,
                          kc_discovery_cb cb, void *ud);
 
+/* The served kind of api_version's group/version closest to `kind`, from
+ * the cache only (kc_discovery_kind_suggest's rules), for "did you mean"
+ * messages. Returns 0 with the kind in out, or -ENOENT (nothing cached or
+ * nothing close), -EINVAL. */
+int kc_discovery_suggest(kc_discovery *d, const char *api_version, const char *kind, char *out,
+                         size_t cap);
+
+/* The name among names[0..n) a misspelt kind most likely meant: the same
+ * name in another case, the singular of a plural ("ConfigMaps",
+ * "Ingresses", "NetworkPolicies"), else the closest within edit distance
+ * 2 (yamltree.h kc_yaml_closest). NULL when none. Context: any thread. */
+const char *kc_discovery_kind_suggest(const char *kind, const char *const *names, size_t n);
+
+/* Offline check for --check-config: when api_version is a built-in
+ * Kubernetes group/version (v1, apps/v1, batch/v1, networking.k8s.io/v1,
+ * ...) and kind is not one of its kinds, returns -ENOENT with "kind K is
+ * not served by GV (did you mean X?)" in msg. 0 when the kind is built in
+ * or the group/version is not (a CRD: only the server knows). */
+int kc_discovery_builtin_check(const char *api_version, const char *kind, char *msg, size_t cap);
+
 /* Builds the URL path of a collection (name NULL) or an item, in namespace
  * ns (NULL or "" = all namespaces / cluster-scoped). Returns the length, or
  * -ENOSPC. */

@@ -118,9 +118,91 @@ static kc_str cstr_or_absent(const char *s) { return s ? kc_str_c(s) : (kc_str){
 /* Resolves a path (jsonpath.h syntax without "[]"; "" is node itself)
  * below node. Returns 0 with *out (NULL when absent), or -EINVAL for a
  * malformed path. */
+/* Records n as read when the running init tracks reads of root. */
+static void settings_mark(const kc_yaml_node *root, const kc_yaml_node *n) {
+  kc_settings_used *u = current_ctx ? current_ctx->used : NULL;
+  if (!u || !n || u->root != root || u->oom) return;
+  for (size_t i = 0; i < u->n; i++)
+    if (u->nodes[i] == n) return;
+  if (u->n == u->cap) {
+    size_t cap = u->cap ? 2 * u->cap : 16;
+    const kc_yaml_node **v = realloc(u->nodes, cap * sizeof *v);
+    if (!v) {
+      u->oom = true;
+      return;
+    }
+    u->nodes = v;
+    u->cap = cap;
+  }
+  u->nodes[u->n++] = n;
+}
+
+static bool settings_was_read(const kc_settings_used *u, const kc_yaml_node *n) {
+  for (size_t i = 0; i < u->n; i++)
+    if (u->nodes[i] == n) return true;
+  return false;
+}
+
+struct unread_walk {
+  const char *controller, *plugin;
+  size_t warned;
+};
+
+/* path holds the path of n (len bytes used, cap in all). */
+static void warn_unread_below(const kc_settings_used *u, const kc_yaml_node *n, char *path,
+                              size_t len, size_t cap, struct unread_walk *w) {
+  if (n->type == KC_YAML_SEQUENCE) {
+    for (size_t i = 0; i < n->u.seq.len; i++) {
+      const kc_yaml_node *item = &n->u.seq.items[i];
+      if (!settings_was_read(u, item)) continue; /* items are no keys to misspell */
+      int k = snprintf(path + len, cap - len, "[%zu]", i);
+      if (k > 0 && (size_t)k < cap - len) warn_unread_below(u, item, path, len + (size_t)k, cap, w);
+      path[len] = '\0';
+    }
+    return;
+  }
+  if (n->type != KC_YAML_MAPPING) return;
+  for (size_t i = 0; i < n->u.map.len; i++) {
+    const kc_yaml_pair *pr = &n->u.map.pairs[i];
+    const char *key = pr->key.u.scalar.text;
+    bool quote = strpbrk(key, ".[]\"") != NULL;
+    int k = snprintf(path + len, cap - len, quote ? "[\"%s\"]" : "%s%s", quote ? key : len ? "." : "",
+                     key);
+    if (k < 0 || (size_t)k >= cap - len) {
+      path[len] = '\0';
+      continue;
+    }
+    if (settings_was_read(u, &pr->value)) {
+      warn_unread_below(u, &pr->value, path, len + (size_t)k, cap, w);
+    } else {
+      kc_warn("plugin",
+              "%s:%u:%u: controller %s: settings key \"%s\" was not read by plugin %s (misspelt, "
+              "or not a setting of this plugin?)",
+              pr->key.file ? pr->key.file : "?", (unsigned)pr->key.line, (unsigned)pr->key.column,
+              w->controller, path, w->plugin);
+      w->warned++;
+    }
+    path[len] = '\0';
+  }
+}
+
+size_t kc_hostapi_settings_warn_unread(kc_settings_used *u, const char *controller,
+                                       const char *plugin) {
+  struct unread_walk w = {controller ? controller : "", plugin ? plugin : "", 0};
+  if (u->root && !u->oom) {
+    char path[512] = "";
+    warn_unread_below(u, u->root, path, 0, sizeof path, &w);
+  }
+  free(u->nodes);
+  u->nodes = NULL;
+  u->n = u->cap = 0;
+  return w.warned;
+}
+
 static int settings_find(const kc_yaml_node *node, const char *path, const kc_yaml_node **out) {
   *out = NULL;
   if (!path) return -EINVAL;
+  const kc_yaml_node *root = node;
   kc_path_seg sg;
   int rc = 0;
   for (bool first = true; *path && (rc = kc_path_next(&path, &sg, first, NULL)) == 1; first = false) {
@@ -128,6 +210,7 @@ static int settings_find(const kc_yaml_node *node, const char *path, const kc_ya
     if (sg.type == KC_PATH_INDEX) {
       bool in = node && node->type == KC_YAML_SEQUENCE && sg.index < node->u.seq.len;
       node = in ? &node->u.seq.items[sg.index] : NULL;
+      settings_mark(root, node);
       continue;
     }
     char key[256];
@@ -135,73 +218,80 @@ static int settings_find(const kc_yaml_node *node, const char *path, const kc_ya
     memcpy(key, sg.key, sg.len);
     key[sg.len] = '\0';
     node = node && node->type == KC_YAML_MAPPING ? kc_yaml_map_get(node, key) : NULL;
+    settings_mark(root, node);
   }
   if (rc < 0) return rc;
   *out = node;
   return 0;
 }
 
-/* The scalar at path: 0, -ENOENT (absent or YAML null), -EINVAL. */
-static int settings_scalar(const kctrld_settings *s, const char *path, const char **text) {
+/* The node at path for a typed read: 0, -ENOENT (absent or a plain YAML
+ * null), -EINVAL (malformed path). `what` gets "settings.PATH". */
+static int settings_value(const kctrld_settings *s, const char *path, const kc_yaml_node **out,
+                          char *what, size_t cap) {
   const kc_yaml_node *n;
   int rc = settings_find((const kc_yaml_node *)s, path, &n);
   if (rc < 0) return rc;
   if (!n || (n->type == KC_YAML_SCALAR && n->u.scalar.plain && kc_yaml_is_null(n))) return -ENOENT;
-  if (n->type != KC_YAML_SCALAR || strlen(n->u.scalar.text) != n->u.scalar.len) return -EINVAL;
-  *text = n->u.scalar.text;
+  snprintf(what, cap, "settings.%s", path);
+  *out = n;
   return 0;
 }
 
-static int svc_settings_string(const kctrld_settings *s, const char *path, const char **out) {
-  const char *t;
-  int rc = settings_scalar(s, path, &t);
-  if (rc == 0) *out = t;
+/* A typed read failed: the plugin gets rc; the operator gets the getter's
+ * "file:line:col: settings.PATH: ..." with the controller it belongs to
+ * (the config file's rules hold for settings too: docs/plugins.md). */
+static int settings_refused(int rc, const char *err) {
+  const kctrld_ctx *ctx = current_ctx;
+  if (ctx && ctx->controller[0]) kc_warn(COMPONENT, "controller %s: %s", ctx->controller, err);
+  else kc_warn(COMPONENT, "%s", err);
   return rc;
 }
 
-static int parse_int64(const char *t, int64_t *out) {
-  if (!*t) return -EINVAL;
-  char *end;
-  errno = 0;
-  long long v = strtoll(t, &end, 10);
-  if (*end || end == t || (t[0] != '-' && t[0] != '+' && (t[0] < '0' || t[0] > '9')))
-    return -EINVAL;
-  if (errno == ERANGE) return -ERANGE;
-  *out = v;
+/* The settings getters are yamltree.h's typed getters, the ones the config
+ * file is read with: one set of rules for the whole file. */
+static int svc_settings_string(const kctrld_settings *s, const char *path, const char **out) {
+  const kc_yaml_node *n;
+  char what[300], err[512];
+  int rc = settings_value(s, path, &n, what, sizeof what);
+  if (rc < 0) return rc;
+  const char *t;
+  if (kc_yaml_get_string(n, what, &t, err, sizeof err) < 0) return settings_refused(-EINVAL, err);
+  *out = t;
   return 0;
 }
 
 static int svc_settings_int(const kctrld_settings *s, const char *path, int64_t *out) {
-  const char *t;
-  int rc = settings_scalar(s, path, &t);
-  return rc < 0 ? rc : parse_int64(t, out);
+  const kc_yaml_node *n;
+  char what[300], err[512];
+  int rc = settings_value(s, path, &n, what, sizeof what);
+  if (rc < 0) return rc;
+  if (kc_yaml_get_int(n, what, INT64_MIN, INT64_MAX, out, err, sizeof err) == 0) return 0;
+  /* Only digits, yet refused: it does not fit in 64 bits. */
+  const char *t = n->type == KC_YAML_SCALAR && n->u.scalar.plain ? n->u.scalar.text : "";
+  t += *t == '-' || *t == '+';
+  bool digits = *t != '\0';
+  for (; *t; t++) digits = digits && *t >= '0' && *t <= '9';
+  return settings_refused(digits ? -ERANGE : -EINVAL, err);
 }
 
 static int svc_settings_bool(const kctrld_settings *s, const char *path, bool *out) {
-  const char *t;
-  int rc = settings_scalar(s, path, &t);
+  const kc_yaml_node *n;
+  char what[300], err[512];
+  int rc = settings_value(s, path, &n, what, sizeof what);
   if (rc < 0) return rc;
-  if (!strcmp(t, "true") || !strcmp(t, "True") || !strcmp(t, "TRUE")) *out = true;
-  else if (!strcmp(t, "false") || !strcmp(t, "False") || !strcmp(t, "FALSE")) *out = false;
-  else return -EINVAL;
-  return 0;
+  return kc_yaml_get_bool(n, what, out, err, sizeof err) < 0 ? settings_refused(-EINVAL, err) : 0;
 }
 
 static int svc_settings_duration_ms(const kctrld_settings *s, const char *path, int64_t *out) {
-  const char *t;
-  int rc = settings_scalar(s, path, &t);
+  const kc_yaml_node *n;
+  char what[300], err[512];
+  int rc = settings_value(s, path, &n, what, sizeof what);
   if (rc < 0) return rc;
-  int64_t v;
-  if (t[0] >= '0' && t[0] <= '9' && parse_int64(t, &v) == 0) { /* bare integer: seconds */
-    if (v > INT64_MAX / 1000) return -ERANGE;
-    *out = v * 1000;
-    return 0;
-  }
+  if (kc_yaml_get_duration_ms(n, what, 0, INT64_MAX, out, err, sizeof err) == 0) return 0;
   int64_t ns;
-  rc = kc_yaml_parse_duration(t, &ns);
-  if (rc < 0) return rc;
-  *out = ns / 1000000;
-  return 0;
+  bool range = n->type == KC_YAML_SCALAR && kc_yaml_parse_duration(n->u.scalar.text, &ns) == -ERANGE;
+  return settings_refused(range ? -ERANGE : -EINVAL, err);
 }
 
 static int svc_settings_len(const kctrld_settings *s, const char *path, size_t *out) {

@@ -53,6 +53,9 @@
 #include "hostenv.h"
 #include "kctrld/plugin.h"
 #include "workers.h"
+#include "yamltree.h"
+
+typedef struct kc_settings_used kc_settings_used;
 
 /* The ctx of one plugin call (opaque to plugins). */
 struct kctrld_ctx {
@@ -63,7 +66,25 @@ struct kctrld_ctx {
   kc_reconcile_result *res; /* NULL in init/fini */
   bool after_set;           /* result_requeue_after was called */
   char api_error[256];
+  kc_settings_used *used;   /* init only: records what settings_* read (NULL: nothing) */
 };
+
+/* The settings nodes one init read (plugin.h: "reading a key marks it as
+ * used"): plugin_host points the init ctx's `used` at one, then warns about
+ * the keys nobody read. */
+struct kc_settings_used {
+  const kc_yaml_node *root;  /* the settings handle reads are recorded for */
+  const kc_yaml_node **nodes; /* every node a read reached (malloc'ed) */
+  size_t n, cap;
+  bool oom;                  /* a node could not be recorded: warn about nothing */
+};
+
+/* After init: one warning per mapping key under u->root that no read
+ * reached (a key whose parent was not reached is covered by the parent's
+ * warning): "file:line:col: controller C: settings key "PATH" was not read
+ * by plugin P (...)". Returns the number of warnings. Frees u->nodes. */
+size_t kc_hostapi_settings_warn_unread(kc_settings_used *u, const char *controller,
+                                       const char *plugin);
 
 /* A fresh ctx for one call (key and res NULL outside reconcile). */
 void kc_hostapi_ctx_init(kctrld_ctx *ctx, const kc_host_env *env, const char *controller,

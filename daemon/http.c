@@ -491,6 +491,16 @@ int kc_http_easy_tls(void *easy, const kc_http_tls *tls) {
     c |= curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
   } else if (tls->ca_file) {
     c |= curl_easy_setopt(e, CURLOPT_CAINFO, tls->ca_file);
+#if LIBCURL_VERSION_NUM >= 0x075700 /* 7.87.0 */
+    /* libcurl (OpenSSL, 7.87+) may cache the parsed CA store for 24 h: a
+     * rotated CA file would not be seen until then. Re-read it for every new
+     * connection (a TLS failure drops the connection, so the next one uses
+     * the new file); connections are long-lived HTTP/2, so this is rare.
+     * (A libcurl built with a default CA path, as Debian's, never caches;
+     * tests/integration/test_execcred.py test_ca_file_rotation checks the
+     * behaviour either way.) */
+    c |= curl_easy_setopt(e, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
   }
   if (tls->cert_data && tls->cert_len) {
     struct curl_blob b = {(void *)tls->cert_data, tls->cert_len, CURL_BLOB_COPY};
@@ -510,6 +520,7 @@ int kc_http_easy_tls(void *easy, const kc_http_tls *tls) {
     c |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     c |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
+  if (tls->proxy) c |= curl_easy_setopt(e, CURLOPT_PROXY, tls->proxy);
   return c == CURLE_OK ? 0 : -EINVAL;
 }
 

@@ -61,6 +61,10 @@ typedef struct kc_http_tls {
   /* "HOST:PORT:CONNECT-HOST:CONNECT-PORT" (CURLOPT_CONNECT_TO), used to
    * verify a server name other than the URL's host (tls-server-name). */
   const char *connect_to;
+  /* CURLOPT_PROXY (kubeconfig proxy-url: http://, https://, socks5://), or
+   * NULL: then libcurl's usual proxy environment variables apply, as
+   * client-go's ProxyFromEnvironment. */
+  const char *proxy;
 } kc_http_tls;
 
 /* Outcome of one request, borrowed until on_done returns. */
@@ -135,7 +139,7 @@ const char *kc_http_req_header(const kc_http_req *req, const char *name, size_t 
  * that both paths configure transfers identically. `easy` is a CURL *.
  * kc_http_easy_defaults sets NOSIGNAL, HTTP/2 over TLS, TCP keepalive,
  * http/https only and the connect timeout (0 = 10 s); kc_http_easy_tls
- * applies tls except connect_to. Return 0 or -EINVAL. Context: any thread,
+ * applies tls except connect_to (proxy included). Return 0 or -EINVAL. Context: any thread,
  * on an easy handle the caller owns. */
 int kc_http_easy_defaults(void *easy, uint64_t connect_timeout_ms);
 int kc_http_easy_tls(void *easy, const kc_http_tls *tls);

@@ -24,6 +24,7 @@ struct kc_httpserver {
   kc_httpserver_hooks hooks;
   uint64_t heartbeat_ms, stall_ms, fresh_ms, wait_ms;
   uint16_t port;
+  unsigned endpoints; /* KC_HTTP_* */
   struct MHD_Daemon *mhd;
   uv_timer_t heartbeat;
   uv_async_t wake;
@@ -201,9 +202,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
-  if (strcmp(url, "/metrics") == 0) return serve_snapshot(s, conn, true);
-  if (strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, false);
-  if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0) {
+  bool metrics = s->endpoints & KC_HTTP_METRICS, probes = s->endpoints & KC_HTTP_PROBES;
+  if (metrics && strcmp(url, "/metrics") == 0) return serve_snapshot(s, conn, true);
+  if (metrics && strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, false);
+  if (probes && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)) {
     bool readyz = url[1] == 'r';
     char msg[sizeof s->ready_why + 64];
     uint64_t stall = stalled_for(s);
@@ -289,9 +291,12 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   char host[256];
   uint16_t port;
   int rc = kc_httpserver_parse_bind(opts->bind, host, sizeof host, &port);
+  unsigned endpoints = opts->endpoints ? opts->endpoints : KC_HTTP_METRICS | KC_HTTP_PROBES;
+  const char *what = endpoints == KC_HTTP_PROBES    ? "health probe endpoints"
+                     : endpoints == KC_HTTP_METRICS ? "metrics endpoints"
+                                                    : "metrics and health endpoints";
   if (rc == 1) {
-    kc_info("httpserver", "metrics and health endpoints disabled (bind address \"%s\")",
-            opts->bind ? opts->bind : "");
+    kc_info("httpserver", "%s disabled (bind address \"%s\")", what, opts->bind ? opts->bind : "");
     return 0;
   }
   if (rc < 0) {
@@ -303,6 +308,7 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   if (!s) return -ENOMEM;
   s->loop = loop;
   s->reg = reg;
+  s->endpoints = endpoints;
   s->hooks = *hooks;
   s->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
   s->stall_ms = s->heartbeat_ms * (opts->stall_factor ? opts->stall_factor : 3);
@@ -358,8 +364,13 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
     kc_httpserver_close(s);
     return -EIO;
   }
-  kc_info("httpserver", "serving /metrics /healthz /readyz /debug/informers bind=%s port=%u", opts->bind,
-          (unsigned)s->port);
+  /* "serving ... port=N" names the metrics port (tests and docs read it). */
+  if (endpoints == KC_HTTP_PROBES)
+    kc_info("httpserver", "health probes /healthz /readyz listening bind=%s port=%u", opts->bind,
+            (unsigned)s->port);
+  else
+    kc_info("httpserver", "serving /metrics /debug/informers%s bind=%s port=%u",
+            endpoints & KC_HTTP_PROBES ? " /healthz /readyz" : "", opts->bind, (unsigned)s->port);
   *out = s;
   return 0;
 }

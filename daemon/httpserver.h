@@ -2,7 +2,9 @@
 /* httpserver: the operator's HTTP endpoint on libmicrohttpd: /metrics
  * (Prometheus text 0.0.4), /healthz (the loop is alive), /readyz (the
  * daemon says it is ready), /debug/informers (JSON); anything else is 404,
- * methods other than GET and HEAD are 405.
+ * methods other than GET and HEAD are 405. A server may serve only the
+ * metrics pair (/metrics, /debug/informers) or only the probes (/healthz,
+ * /readyz): options.endpoints; the others are then 404.
  *
  * Threading (docs/api-contract.md 15.1: the loop owns all daemon state):
  * requests are served on libmicrohttpd's threads (one per connection, at most
@@ -49,8 +51,14 @@ typedef struct kc_httpserver_hooks {
   void *ud;
 } kc_httpserver_hooks;
 
+enum {
+  KC_HTTP_METRICS = 1u << 0, /* /metrics and /debug/informers */
+  KC_HTTP_PROBES = 1u << 1,  /* /healthz and /readyz */
+};
+
 typedef struct kc_httpserver_options {
   const char *bind;        /* "host:port", "[v6addr]:port", ":port" (all); "0"/NULL/"": disabled */
+  unsigned endpoints;      /* KC_HTTP_* mask; 0: both */
   uint64_t heartbeat_ms;   /* 0: 1000 */
   unsigned stall_factor;   /* 0: 3 */
   uint64_t fresh_ms;       /* 0: 100 */

@@ -64,8 +64,17 @@ int kc_informer_start(kc_informer *inf);
 /* Stops reflectors and timers; frees the stores once every handle closed. */
 void kc_informer_close(kc_informer *inf);
 
-/* Registers a handler; when the informer has already synced, every cached
- * object is delivered to it as on_add first. Returns a handle id > 0. */
+/* Registers a handler; returns a handle id > 0 or -ENOMEM. Late-subscriber
+ * replay: before it returns, the new handler (only it) gets on_add for every
+ * object cached now, part by part in store order, on the calling (loop)
+ * thread, so h->ud must be ready before the call. Why (client-go's
+ * AddEventHandler does the same): a handler added after the sync (a
+ * controller created at reload, or when its plugin loaded on a retry) would
+ * otherwise hear of an existing object only when it next changes; so it
+ * starts level-triggered like the first ones. Nothing runs in between on the
+ * loop: every later change comes as a normal event, none twice. Before the
+ * sync it gets what is cached so far, the rest of the first list as on_add.
+ * A part whose store cannot be listed (-ENOMEM) is not replayed. */
 int kc_informer_add_handler(kc_informer *inf, const kc_informer_handler *h);
 void kc_informer_remove_handler(kc_informer *inf, int id);
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fileperm.h"
 #include "log.h"
 #include "yamltree.h"
@@ -53,8 +54,62 @@ static void zfree_str(char *p) {
   if (p) zfree(p, strlen(p));
 }
 
+void kc_exec_config_free(kc_exec_config *e) {
+  if (!e) return;
+  free(e->command);
+  for (size_t i = 0; i < e->nargs; i++) free(e->args[i]);
+  free(e->args);
+  for (size_t i = 0; i < e->nenv; i++) {
+    free(e->env[i].name);
+    zfree_str(e->env[i].value); /* plugins get secrets through env too */
+  }
+  free(e->env);
+  free(e->api_version);
+  free(e->install_hint);
+  free(e->cluster_config);
+  free(e->where);
+  free(e);
+}
+
+static char *dup_or_null(const char *s, bool *fail) {
+  if (!s) return NULL;
+  char *r = strdup(s);
+  if (!r) *fail = true;
+  return r;
+}
+
+int kc_exec_config_dup(const kc_exec_config *in, kc_exec_config **out) {
+  *out = NULL;
+  if (!in) return 0;
+  kc_exec_config *e = calloc(1, sizeof *e);
+  if (!e) return -ENOMEM;
+  bool fail = false;
+  e->command = dup_or_null(in->command, &fail);
+  e->api_version = dup_or_null(in->api_version, &fail);
+  e->install_hint = dup_or_null(in->install_hint, &fail);
+  e->cluster_config = dup_or_null(in->cluster_config, &fail);
+  e->where = dup_or_null(in->where, &fail);
+  e->provide_cluster_info = in->provide_cluster_info;
+  if (in->nargs && !(e->args = calloc(in->nargs, sizeof *e->args))) fail = true;
+  for (size_t i = 0; e->args && i < in->nargs; i++, e->nargs++)
+    e->args[i] = dup_or_null(in->args[i], &fail);
+  if (in->nenv && !(e->env = calloc(in->nenv, sizeof *e->env))) fail = true;
+  for (size_t i = 0; e->env && i < in->nenv; i++, e->nenv++) {
+    e->env[i].name = dup_or_null(in->env[i].name, &fail);
+    e->env[i].value = dup_or_null(in->env[i].value, &fail);
+  }
+  if (fail) {
+    kc_exec_config_free(e);
+    return -ENOMEM;
+  }
+  *out = e;
+  return 0;
+}
+
 void kc_kube_creds_free(kc_kube_creds *c) {
   if (!c) return;
+  kc_exec_config_free(c->exec);
+  free(c->proxy_url);
   free(c->server);
   free(c->ca_file);
   zfree(c->ca_data, c->ca_len);
@@ -310,6 +365,187 @@ static int fill_cluster(kc_kube_creds *c, const struct entry *e, char *err, size
   const char *sni;
   if ((rc = opt_string(b, "tls-server-name", &sni, err, errlen)) < 0) return rc;
   if (sni && !(c->tls_server_name = strdup(sni))) return -ENOMEM;
+  const char *proxy;
+  if ((rc = opt_string(b, "proxy-url", &proxy, err, errlen)) < 0) return rc;
+  if (proxy) {
+    /* client-go's schemes (http, https, socks5); libcurl resolves names
+     * through a socks5h proxy, which client-go's socks5 dialer also does. */
+    static const char *const schemes[] = {"http://", "https://", "socks5://", "socks5h://"};
+    bool ok = false;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+      if (strncmp(proxy, schemes[i], strlen(schemes[i])) == 0 && proxy[strlen(schemes[i])])
+        ok = true;
+    if (!ok)
+      return kc_yaml_error(err, errlen, kc_yaml_map_get(b, "proxy-url"),
+                           "cluster \"%s\": proxy-url \"%s\": only http, https and socks5 "
+                           "proxies are supported",
+                           e->name, proxy);
+    if (!(c->proxy_url = strdup(proxy))) return -ENOMEM;
+  }
+  return 0;
+}
+
+/* A YAML subtree as JSON (plain true/false/null and numbers as JSON values,
+ * every other scalar as a string). */
+static void yaml_to_json(kc_buf *b, const kc_yaml_node *n) {
+  if (!n || kc_yaml_is_null(n)) {
+    kc_buf_puts(b, "null");
+    return;
+  }
+  switch (n->type) {
+  case KC_YAML_SCALAR: {
+    const char *t = n->u.scalar.text;
+    if (n->u.scalar.plain && (strcmp(t, "true") == 0 || strcmp(t, "false") == 0)) {
+      kc_buf_puts(b, t);
+      return;
+    }
+    if (n->u.scalar.plain && n->u.scalar.len && n->u.scalar.len < 32) {
+      char *end = NULL;
+      errno = 0;
+      (void)strtod(t, &end);
+      bool digits = strspn(t, "+-0123456789.eE") == n->u.scalar.len && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9'));
+      if (digits && end && *end == '\0' && errno == 0) {
+        kc_buf_puts(b, t);
+        return;
+      }
+    }
+    kc_buf_json(b, t, n->u.scalar.len);
+    return;
+  }
+  case KC_YAML_SEQUENCE:
+    kc_buf_putc(b, '[');
+    for (size_t i = 0; i < n->u.seq.len; i++) {
+      if (i) kc_buf_putc(b, ',');
+      yaml_to_json(b, &n->u.seq.items[i]);
+    }
+    kc_buf_putc(b, ']');
+    return;
+  case KC_YAML_MAPPING:
+    kc_buf_putc(b, '{');
+    for (size_t i = 0; i < n->u.map.len; i++) {
+      if (i) kc_buf_putc(b, ',');
+      kc_buf_json(b, n->u.map.pairs[i].key.u.scalar.text, n->u.map.pairs[i].key.u.scalar.len);
+      kc_buf_putc(b, ':');
+      yaml_to_json(b, &n->u.map.pairs[i].value);
+    }
+    kc_buf_putc(b, '}');
+    return;
+  }
+}
+
+/* The cluster's extension client.authentication.k8s.io/exec as JSON. */
+static int exec_cluster_config(const struct entry *ce, char **out, char *err, size_t errlen) {
+  *out = NULL;
+  const kc_yaml_node *ext = kc_yaml_map_get(ce->body, "extensions");
+  if (!ext || kc_yaml_is_null(ext)) return 0;
+  int rc = kc_yaml_expect(ext, KC_YAML_SEQUENCE, "extensions", err, errlen);
+  if (rc < 0) return rc;
+  for (size_t i = 0; i < ext->u.seq.len; i++) {
+    const kc_yaml_node *it = &ext->u.seq.items[i];
+    if ((rc = kc_yaml_expect(it, KC_YAML_MAPPING, "extensions entry", err, errlen)) < 0) return rc;
+    const char *name;
+    if ((rc = opt_string(it, "name", &name, err, errlen)) < 0) return rc;
+    if (!name || strcmp(name, "client.authentication.k8s.io/exec") != 0) continue;
+    kc_buf b = {0};
+    yaml_to_json(&b, kc_yaml_map_get(it, "extension"));
+    if (b.err) {
+      kc_buf_free(&b);
+      return -ENOMEM;
+    }
+    *out = kc_buf_take(&b);
+    return *out ? 0 : -ENOMEM;
+  }
+  return 0;
+}
+
+static int fill_exec(kc_kube_creds *c, const struct entry *e, const kc_yaml_node *x, char *err,
+                     size_t errlen) {
+  int rc = kc_yaml_expect(x, KC_YAML_MAPPING, "exec", err, errlen);
+  if (rc < 0) return rc;
+  kc_exec_config *ex = calloc(1, sizeof *ex);
+  if (!ex) return -ENOMEM;
+  c->exec = ex;
+  const char *cmd, *ver, *hint, *mode;
+  if ((rc = opt_string(x, "command", &cmd, err, errlen)) < 0 ||
+      (rc = opt_string(x, "apiVersion", &ver, err, errlen)) < 0 ||
+      (rc = opt_string(x, "installHint", &hint, err, errlen)) < 0 ||
+      (rc = opt_string(x, "interactiveMode", &mode, err, errlen)) < 0)
+    return rc;
+  if (!cmd) return kc_yaml_error(err, errlen, x, "user \"%s\": exec has no command", e->name);
+  if (!ver)
+    return kc_yaml_error(err, errlen, x, "user \"%s\": exec has no apiVersion", e->name);
+  if (strcmp(ver, "client.authentication.k8s.io/v1") != 0 &&
+      strcmp(ver, "client.authentication.k8s.io/v1beta1") != 0)
+    return kc_yaml_error(err, errlen, kc_yaml_map_get(x, "apiVersion"),
+                         "user \"%s\": exec apiVersion \"%s\" is not supported (use "
+                         "client.authentication.k8s.io/v1 or v1beta1)",
+                         e->name, ver);
+  if (!mode && strcmp(ver, "client.authentication.k8s.io/v1") == 0)
+    return kc_yaml_error(err, errlen, x,
+                         "user \"%s\": exec interactiveMode must be specified for "
+                         "client.authentication.k8s.io/v1 (kctrld runs it as Never)",
+                         e->name);
+  if (mode && strcmp(mode, "Always") == 0)
+    return kc_yaml_error(err, errlen, kc_yaml_map_get(x, "interactiveMode"),
+                         "user \"%s\": exec interactiveMode Always needs a terminal, which a "
+                         "daemon does not have (use Never or IfAvailable)",
+                         e->name);
+  if (mode && strcmp(mode, "Never") != 0 && strcmp(mode, "IfAvailable") != 0)
+    return kc_yaml_error(err, errlen, kc_yaml_map_get(x, "interactiveMode"),
+                         "user \"%s\": exec interactiveMode \"%s\" is not one of Never, "
+                         "IfAvailable, Always",
+                         e->name, mode);
+  /* client-go: a command with a path separator is relative to the file. */
+  ex->command = strchr(cmd, '/') ? resolve_path(e->dir, cmd) : strdup(cmd);
+  ex->api_version = strdup(ver);
+  if (!ex->command || !ex->api_version || (hint && !(ex->install_hint = strdup(hint))))
+    return -ENOMEM;
+  const kc_yaml_node *pci = kc_yaml_map_get(x, "provideClusterInfo");
+  if (pci && !kc_yaml_is_null(pci) &&
+      (rc = kc_yaml_get_bool(pci, "provideClusterInfo", &ex->provide_cluster_info, err, errlen)) < 0)
+    return rc;
+  const kc_yaml_node *args = kc_yaml_map_get(x, "args");
+  if (args && !kc_yaml_is_null(args)) {
+    if ((rc = kc_yaml_expect(args, KC_YAML_SEQUENCE, "args", err, errlen)) < 0) return rc;
+    if (args->u.seq.len && !(ex->args = calloc(args->u.seq.len, sizeof *ex->args))) return -ENOMEM;
+    for (size_t i = 0; i < args->u.seq.len; i++) {
+      const char *a;
+      if ((rc = kc_yaml_get_string(&args->u.seq.items[i], "args entry", &a, err, errlen)) < 0)
+        return rc;
+      if (!(ex->args[ex->nargs] = strdup(a))) return -ENOMEM;
+      ex->nargs++;
+    }
+  }
+  const kc_yaml_node *env = kc_yaml_map_get(x, "env");
+  if (env && !kc_yaml_is_null(env)) {
+    if ((rc = kc_yaml_expect(env, KC_YAML_SEQUENCE, "env", err, errlen)) < 0) return rc;
+    if (env->u.seq.len && !(ex->env = calloc(env->u.seq.len, sizeof *ex->env))) return -ENOMEM;
+    for (size_t i = 0; i < env->u.seq.len; i++) {
+      const kc_yaml_node *it = &env->u.seq.items[i];
+      if ((rc = kc_yaml_expect(it, KC_YAML_MAPPING, "env entry", err, errlen)) < 0) return rc;
+      const kc_yaml_node *nn = kc_yaml_map_get(it, "name"), *vn = kc_yaml_map_get(it, "value");
+      if (!nn || !vn)
+        return kc_yaml_error(err, errlen, it, "user \"%s\": exec env entry needs name and value",
+                             e->name);
+      const char *name, *value;
+      if ((rc = kc_yaml_get_string(nn, "name", &name, err, errlen)) < 0 ||
+          (rc = kc_yaml_get_string(vn, "value", &value, err, errlen)) < 0)
+        return rc;
+      if (!name[0] || strchr(name, '='))
+        return kc_yaml_error(err, errlen, nn, "user \"%s\": exec env name \"%s\" is invalid",
+                             e->name, name);
+      if (!(ex->env[ex->nenv].name = strdup(name))) return -ENOMEM;
+      if (!(ex->env[ex->nenv].value = strdup(value))) {
+        free(ex->env[ex->nenv].name);
+        return -ENOMEM;
+      }
+      ex->nenv++;
+    }
+  }
+  if (asprintf(&ex->where, "%s user \"%s\"", x->file ? x->file : "kubeconfig", e->name) < 0) {
+    ex->where = NULL;
+    return -ENOMEM;
+  }
   return 0;
 }
 
@@ -317,13 +553,24 @@ static int fill_user(kc_kube_creds *c, const struct entry *e, char *err, size_t 
   const kc_yaml_node *b = e->body;
   if (!b) return 0;
   const kc_yaml_pair *p;
-  if ((p = kc_yaml_map_pair(b, "exec")) || (p = kc_yaml_map_pair(b, "auth-provider")))
+  if ((p = kc_yaml_map_pair(b, "auth-provider")))
     return kc_yaml_error(err, errlen, &p->key,
-                         "user \"%s\": %s credential plugins are not supported", e->name,
-                         p->key.u.scalar.text);
+                         "user \"%s\": auth-provider plugins were removed from client-go; use "
+                         "an exec credential plugin instead (kubelogin for OIDC and Azure, "
+                         "gke-gcloud-auth-plugin for GKE, aws eks get-token for EKS)",
+                         e->name);
   const char *tok;
   int rc = opt_string(b, "token", &tok, err, errlen);
   if (rc < 0) return rc;
+  const kc_yaml_node *x = kc_yaml_map_get(b, "exec");
+  if (x && !kc_yaml_is_null(x)) {
+    const char *tf;
+    if ((rc = opt_string(b, "tokenFile", &tf, err, errlen)) < 0) return rc;
+    if (tok || tf)
+      return kc_yaml_error(err, errlen, x, "user \"%s\": exec cannot be combined with %s",
+                           e->name, tok ? "token" : "tokenFile");
+    if ((rc = fill_exec(c, e, x, err, errlen)) < 0) return rc;
+  }
   if (tok && !(c->token = strdup(tok))) return -ENOMEM;
   if ((rc = opt_path(b, "tokenFile", e->dir, &c->token_file, err, errlen)) < 0 ||
       (rc = opt_path(b, "client-certificate", e->dir, &c->cert_file, err, errlen)) < 0 ||
@@ -457,6 +704,9 @@ static int build(struct merged *m_, const char *context, kc_kube_creds **out, ch
   }
   if ((rc = fill_cluster(c, ce, err, errlen)) < 0) goto done;
   if (ue && (rc = fill_user(c, ue, err, errlen)) < 0) goto done;
+  if (c->exec && c->exec->provide_cluster_info &&
+      (rc = exec_cluster_config(ce, &c->exec->cluster_config, err, errlen)) < 0)
+    goto done;
   if (ue && m.from_files && (rc = check_cred_files(c, ue, err, errlen)) < 0) goto done;
   c->namespace_ = strdup(ns ? ns : "default");
   if (!c->namespace_ || asprintf(&c->source, "kubeconfig %s (context %s)", m.first_file,
@@ -550,9 +800,16 @@ fail:
   return rc;
 }
 
-int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
-                    char *err, size_t errlen) {
-  if (flag_path && *flag_path) return kc_kubeconfig_load(&flag_path, 1, false, NULL, out, err, errlen);
+int kc_kube_resolve_context(const char *flag_path, const char *config_path, const char *context,
+                            kc_kube_creds **out, char *err, size_t errlen) {
+  char dummy[8];
+  if (!err) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  if (context && !*context) context = NULL;
+  if (flag_path && *flag_path)
+    return kc_kubeconfig_load(&flag_path, 1, false, context, out, err, errlen);
   const char *env = getenv("KUBECONFIG");
   if (env && *env) {
     char *copy = strdup(env);
@@ -562,12 +819,38 @@ int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_cred
     for (char *save = NULL, *p = strtok_r(copy, ":", &save); p && n < MAX_FILES;
          p = strtok_r(NULL, ":", &save))
       paths[n++] = p;
-    int rc = kc_kubeconfig_load(paths, n, true, NULL, out, err, errlen);
+    int rc = kc_kubeconfig_load(paths, n, true, context, out, err, errlen);
     free(copy);
     if (rc != -ENOENT) return rc;
     kc_warn(COMPONENT, "no file of KUBECONFIG exists, trying the next source KUBECONFIG=%s", env);
   }
   if (config_path && *config_path)
-    return kc_kubeconfig_load(&config_path, 1, false, NULL, out, err, errlen);
-  return kc_kube_in_cluster(NULL, out, err, errlen);
+    return kc_kubeconfig_load(&config_path, 1, false, context, out, err, errlen);
+  int rc = kc_kube_in_cluster(NULL, out, err, errlen);
+  if (rc != -ENOENT) {
+    if (rc == 0 && context)
+      kc_warn(COMPONENT, "--context %s ignored: using the in-cluster service account", context);
+    return rc;
+  }
+  /* Last: $HOME/.kube/config (controller-runtime's order). */
+  const char *home = getenv("HOME");
+  char *path = NULL;
+  if (home && *home && asprintf(&path, "%s/.kube/config", home) < 0) return -ENOMEM;
+  if (path && access(path, F_OK) == 0) {
+    const char *p = path;
+    rc = kc_kubeconfig_load(&p, 1, false, context, out, err, errlen);
+    free(path);
+    return rc;
+  }
+  snprintf(err, errlen,
+           "no credentials: no --kubeconfig, KUBECONFIG or kubeconfig: setting, not running in a "
+           "cluster (KUBERNETES_SERVICE_HOST/PORT unset) and no %s",
+           path ? path : "$HOME/.kube/config (HOME unset)");
+  free(path);
+  return -ENOENT;
+}
+
+int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
+                    char *err, size_t errlen) {
+  return kc_kube_resolve_context(flag_path, config_path, NULL, out, err, errlen);
 }

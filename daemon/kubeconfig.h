@@ -6,14 +6,24 @@
  * exist), else the KUBECONFIG path list (':'-separated, missing files
  * skipped, merged: the first file to define a cluster/user/context name wins
  * whole, the first current-context wins), else the kubeconfig named in the
- * daemon's config file, else in-cluster (service account).
+ * daemon's config file, else in-cluster (service account), else
+ * $HOME/.kube/config (controller-runtime's GetConfig order: flag, KUBECONFIG,
+ * in-cluster, home; the config file's setting ranks as a flag default).
  *
  * Supported kubeconfig fields: clusters[].cluster.{server,
  * certificate-authority, certificate-authority-data, insecure-skip-tls-verify,
  * tls-server-name}, users[].user.{token, tokenFile, client-certificate[-data],
- * client-key[-data]}, contexts[].context.{cluster, user, namespace},
- * current-context. Relative paths resolve against the directory of the file
- * that defined the entry. `exec` and `auth-provider` users are rejected.
+ * client-key[-data], exec}, clusters[].cluster.{proxy-url, extensions},
+ * contexts[].context.{cluster, user, namespace}, current-context. Relative
+ * paths resolve against the directory of the file that defined the entry
+ * (an exec command only when it contains a '/', as client-go).
+ * exec: command, args, env (name/value list), apiVersion
+ * (client.authentication.k8s.io/v1 or v1beta1), installHint,
+ * provideClusterInfo, interactiveMode (Never or IfAvailable; Always is an
+ * error: a daemon has no terminal; required for v1 as in client-go).
+ * `auth-provider` users are rejected with a message naming exec plugins as
+ * the replacement; proxy-url schemes other than http, https, socks5(h) are
+ * errors.
  * Errors name `file:line:col` (YAML parsed with yamltree).
  *
  * Context: any thread (no shared state; reads the environment and files).
@@ -34,6 +44,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* users[].user.exec (execcred.h runs it). */
+typedef struct kc_exec_env {
+  char *name;
+  char *value;
+} kc_exec_env;
+
+typedef struct kc_exec_config {
+  char *command; /* as written; one with a '/' resolved against the kubeconfig's dir */
+  char **args;
+  size_t nargs;
+  kc_exec_env *env;
+  size_t nenv;
+  char *api_version;  /* client.authentication.k8s.io/v1 or v1beta1 */
+  char *install_hint; /* or NULL */
+  bool provide_cluster_info;
+  /* JSON of the cluster's extension "client.authentication.k8s.io/exec"
+   * (spec.cluster.config), or NULL. */
+  char *cluster_config;
+  char *where; /* "FILE user \"NAME\"", for messages */
+} kc_exec_config;
+
 typedef struct kc_kube_creds {
   char *server;     /* "https://host:port" (no trailing slash) */
   char *ca_file;    /* absolute path, or NULL */
@@ -52,7 +83,13 @@ typedef struct kc_kube_creds {
   char *namespace_; /* default namespace ("default" when unset) */
   bool in_cluster;
   char *source;     /* human description for logs, e.g. "kubeconfig /x (context dev)" */
+  kc_exec_config *exec; /* exec credential plugin, or NULL */
+  char *proxy_url;      /* cluster proxy-url (http, https, socks5 schemes), or NULL */
 } kc_kube_creds;
+
+/* Deep copy of an exec config (NULL gives NULL with rc 0). Returns 0 or -ENOMEM. */
+int kc_exec_config_dup(const kc_exec_config *in, kc_exec_config **out);
+void kc_exec_config_free(kc_exec_config *e);
 
 /* Loads and merges the kubeconfig files paths[0..npaths). Files that do not
  * exist are skipped when skip_missing, else an error. `context` overrides
@@ -72,7 +109,11 @@ int kc_kubeconfig_parse(const char *name, const char *buf, size_t len, const cha
 int kc_kube_in_cluster(const char *sa_dir, kc_kube_creds **out, char *err, size_t errlen);
 
 /* The full resolution order above. flag_path: --kubeconfig (or NULL);
- * config_path: the config file's setting (or NULL). */
+ * config_path: the config file's setting (or NULL); context: --context (or
+ * NULL = current-context; ignored, with a warning, for in-cluster). */
+int kc_kube_resolve_context(const char *flag_path, const char *config_path, const char *context,
+                            kc_kube_creds **out, char *err, size_t errlen);
+/* The same with context NULL. */
 int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
                     char *err, size_t errlen);
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* main: command line of kctrld. Main (loop) thread only.
  *
- *   kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]
- *          [--identity NAME] [--log-level LEVEL] [--fail-fast]
+ *   kctrld --config FILE [--kubeconfig FILE] [--context NAME] [--metrics-bind-address HOST:PORT]
+ *          [--health-probe-bind-address HOST:PORT] [--leader-elect[=true|false]]
+ *          [--identity NAME] [--log-level LEVEL] [--log-format text|json] [--fail-fast]
  *   kctrld --check-config FILE
+ *   kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]
  *   kctrld --version
  *
  * Flags override the file, as controller-runtime's do. --fail-fast: exit 1
@@ -18,27 +20,63 @@
 #include <string.h>
 
 #include "config.h"
+#include "configcheck.h"
+#include "crashreport.h"
 #include "daemon.h"
 #include "fileperm.h"
 #include "http.h"
 #include "log.h"
+#include "plugin_host.h"
+#include "rbac.h"
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: kctrld --config FILE [--kubeconfig FILE] [--metrics-bind-address HOST:PORT]\n"
-          "              [--identity NAME] [--log-level error|warn|info|debug] [--fail-fast]\n"
-          "              [--allow-insecure-permissions]\n"
+          "usage: kctrld --config FILE [flags]\n"
           "       kctrld --check-config FILE\n"
-          "       kctrld --version\n");
+          "       kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]\n"
+          "       kctrld --version | --help\n"
+          "\n"
+          "flags (they override the config file):\n"
+          "  --config FILE                      the configuration (docs/config.md)\n"
+          "  --check-config FILE                validate FILE and exit (0 valid, 1 not)\n"
+          "  --kubeconfig FILE                  kubeconfig; overrides kubeconfig: and $KUBECONFIG\n"
+          "  --context NAME                     kubeconfig context instead of current-context\n"
+          "  --metrics-bind-address HOST:PORT   /metrics (and the probes, see below);\n"
+          "                                     default 127.0.0.1:8080, \"0\" disables\n"
+          "  --health-probe-bind-address HOST:PORT\n"
+          "                                     /healthz and /readyz on their own listener\n"
+          "                                     (\"0\" disables); default: on the metrics one\n"
+          "  --leader-elect[=true|false]        leader election on or off; overrides\n"
+          "                                     leaderElection.enabled\n"
+          "  --identity NAME                    leader election holder identity\n"
+          "  --log-level error|warn|info|debug  most verbose level logged (default info)\n"
+          "  --log-format text|json             log line format (default text)\n"
+          "  --fail-fast                        exit 1 when a plugin fails to load or init\n"
+          "                                     at start-up instead of retrying it\n"
+          "  --allow-insecure-permissions       warn instead of refusing writable files\n"
+          "  --version                          print the version and exit\n"
+          "  --help                             print this help and exit\n");
+}
+
+/* wt/logs: --leader-elect[=BOOL]. Returns 1, -1, or 0 for a bad value. */
+static int parse_leader_elect(const char *arg) {
+  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) return 1;
+  if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) return -1;
+  return 0;
 }
 
 int main(int argc, char **argv) {
+  /* `kctrld rbac ...`: a subcommand with its own flags (rbac.h). */
+  if (argc > 1 && strcmp(argv[1], "rbac") == 0) return kc_rbac_main(argc - 1, argv + 1);
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
-         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS };
+         OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS,
+         /* wt/logs: logging and operator flags */
+         OPT_LOGFORMAT, OPT_LEADER_ELECT, OPT_PROBE_BIND, OPT_CONTEXT };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
       {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+      {"context", required_argument, NULL, OPT_CONTEXT},
       {"metrics-bind-address", required_argument, NULL, OPT_METRICS},
       {"identity", required_argument, NULL, OPT_IDENTITY},
       {"log-level", required_argument, NULL, OPT_LOGLEVEL},
@@ -46,6 +84,10 @@ int main(int argc, char **argv) {
       {"version", no_argument, NULL, OPT_VERSION},
       {"help", no_argument, NULL, OPT_HELP},
       {"allow-insecure-permissions", no_argument, NULL, OPT_INSECURE_PERMS},
+      /* wt/logs: logging and operator flags */
+      {"log-format", required_argument, NULL, OPT_LOGFORMAT},
+      {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
+      {"health-probe-bind-address", required_argument, NULL, OPT_PROBE_BIND},
       {NULL, 0, NULL, 0},
   };
   kc_daemon_options o = {0};
@@ -56,6 +98,7 @@ int main(int argc, char **argv) {
     case OPT_CONFIG: o.config_path = optarg; break;
     case OPT_CHECK: check = optarg; break;
     case OPT_KUBECONFIG: o.kubeconfig = optarg; break;
+    case OPT_CONTEXT: o.context = optarg; break;
     case OPT_METRICS: o.metrics_bind = optarg; break;
     case OPT_IDENTITY: o.identity = optarg; break;
     case OPT_LOGLEVEL: {
@@ -71,6 +114,24 @@ int main(int argc, char **argv) {
     case OPT_VERSION: printf("kctrld %s\n", KCTRLD_VERSION); return 0;
     case OPT_HELP: usage(stdout); return 0;
     case OPT_INSECURE_PERMS: kc_fileperm_set_allow_insecure(true); break;
+    /* wt/logs: logging and operator flags */
+    case OPT_LOGFORMAT: {
+      enum kc_log_format fmt;
+      if (kc_log_parse_format(optarg, &fmt) < 0) {
+        fprintf(stderr, "kctrld: --log-format: unknown format \"%s\" (want text or json)\n", optarg);
+        return 2;
+      }
+      o.log_format = fmt;
+      kc_log_set_format(fmt); /* from the first line on, config errors included */
+      break;
+    }
+    case OPT_LEADER_ELECT:
+      if (!(o.leader_elect = parse_leader_elect(optarg))) {
+        fprintf(stderr, "kctrld: --leader-elect: expected true or false, got \"%s\"\n", optarg);
+        return 2;
+      }
+      break;
+    case OPT_PROBE_BIND: o.probe_bind = optarg; break;
     default: usage(stderr); return 2;
     }
   }
@@ -86,6 +147,17 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s\n", err);
       return 1;
     }
+    /* Beyond the schema: built-in kinds and plugin files, loaded without
+     * running their init (configcheck.h); only warnings are logged. */
+    kc_log_set_level(KC_LOG_WARN);
+    int crc = kc_configcheck_run(cfg, err, sizeof err);
+    kc_plugin_host_unload_all();
+    if (crc < 0) {
+      fprintf(stderr, "%s\n", err);
+      kc_config_free(cfg);
+      return 1;
+    }
+    kc_rbac_check_plugins(cfg, stderr); /* warnings only: the exit code stays 0 */
     printf("%s: OK (%zu informers, %zu controllers)\n", check, cfg->ninformers, cfg->ncontrollers);
     kc_config_free(cfg);
     return 0;
@@ -101,6 +173,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kctrld: cannot ignore SIGPIPE: %s\n", strerror(errno));
     return 1;
   }
+  /* wt/logs: a plugin that crashes a reconcile is named on stderr (crashreport.h). */
+  int crash = kc_crash_install();
+  if (crash == 1)
+    kc_info("crashreport", "fatal-signal report off: AddressSanitizer reports crashes itself");
+  else if (crash < 0)
+    kc_warn("crashreport", "cannot install the fatal-signal report: %s", strerror(-crash));
   if (kc_http_global_init() < 0) {
     fprintf(stderr, "kctrld: cannot initialise libcurl\n");
     return 1;

@@ -2,8 +2,10 @@
 /* notify: the systemd service manager protocol (sd_notify(3)) on libsystemd.
  *
  * Owns the watchdog timer and the last STATUS= text. Messages:
- *  - READY=1 once (kc_notify_ready), when caches are synced and the process
- *    leads or stands by; again after every reload (kc_notify_reloaded);
+ *  - READY=1 once (kc_notify_ready), when the daemon serves (ops.h
+ *    kc_ops_started: informers started, caches not necessarily synced) and
+ *    the process leads or stands by; again after every reload
+ *    (kc_notify_reloaded);
  *  - STATUS=<one line> only when the text changes (newlines become spaces);
  *  - WATCHDOG=1 from a loop timer at half of WATCHDOG_USEC
  *    (sd_watchdog_enabled, which also checks WATCHDOG_PID), so a wedged loop

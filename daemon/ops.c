@@ -385,20 +385,25 @@ static bool controllers_ok(const kc_ops_view *v, char *why, size_t cap) {
   return len == 0;
 }
 
-static bool ready_check(const kc_ops_view *v, bool with_controllers, char *why, size_t cap) {
+/* strict: /readyz (controllers, synced caches); else kc_ops_started. */
+static bool ready_check(const kc_ops_view *v, bool strict, char *why, size_t cap) {
   if (v->stopping) {
     snprintf(why, cap, "stopping");
     return false;
   }
-  if (with_controllers && !controllers_ok(v, why, cap)) return false;
+  if (strict && !controllers_ok(v, why, cap)) return false;
   for (size_t i = 0; i < v->ninformers; i++) {
     kc_informer *inf = v->informers[i];
     const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
-    if (!inf || !kc_informer_synced(inf)) {
-      snprintf(why, cap, "informer %s %s: %s", s ? s->api_version : "?", s ? s->kind : "?",
-               inf ? "cache not synced yet" : "kind not discovered yet");
-      return false;
-    }
+    const kc_ops_informer_wait *w = !inf && v->informer_waits ? &v->informer_waits[i] : NULL;
+    if (inf && (!strict || kc_informer_synced(inf))) continue;
+    if (!strict && w && w->not_served) continue;
+    snprintf(why, cap, "waiting for kind %s %s (%s)", s ? s->api_version : "?", s ? s->kind : "?",
+             inf                   ? "cache not synced yet"
+             : w && w->not_served  ? "not served"
+             : w && w->reason      ? "discovery failing, see the log"
+                                   : "discovering");
+    return false;
   }
   if (v->lease_name && !v->leading && !v->standby) {
     snprintf(why, cap, "leader election: lease %s not acquired or observed yet", v->lease_name);
@@ -410,6 +415,18 @@ static bool ready_check(const kc_ops_view *v, bool with_controllers, char *why, 
 
 bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap) { return ready_check(v, true, why, cap); }
 bool kc_ops_started(const kc_ops_view *v, char *why, size_t cap) { return ready_check(v, false, why, cap); }
+
+void kc_ops_status_line(const kc_ops_view *v, char *buf, size_t cap) {
+  char why[1024], status[512];
+  bool ready = kc_ops_ready(v, why, sizeof why);
+  kc_ops_summary(v, status, sizeof status);
+  if (v->stopping)
+    snprintf(buf, cap, "%s", status);
+  else if (ready)
+    snprintf(buf, cap, "ready: %s", status);
+  else
+    snprintf(buf, cap, "syncing: %s; %s", status, why);
+}
 
 void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
   size_t synced = 0, controllers = 0, failing = 0;
@@ -445,6 +462,8 @@ struct kc_ops {
   kc_metrics *reg;
   kc_ops_families *fam;
   kc_httpserver *http;
+  kc_httpserver *probes; /* own probe listener (probe_bind), or NULL */
+  bool own_probes;
   kc_notify *notify;
   uv_timer_t timer;
   kc_looplag lag;
@@ -479,16 +498,12 @@ static void on_state_tick(uv_timer_t *t) {
   if (ops->reloading) return; /* kc_ops_reloaded sends READY=1 */
   kc_ops_view v;
   get_view(ops, &v);
-  char why[1024], status[512], line[1600];
-  /* READY=1 does not wait for controllers whose init fails (they are
+  char why[1024], line[1600];
+  /* READY=1 once serving: it waits neither for caches to sync nor for kinds
+   * the server does not serve nor for controllers whose init fails (all
    * retried); STATUS= and /readyz name them. */
   bool started = kc_ops_started(&v, why, sizeof why);
-  bool ready = started && kc_ops_ready(&v, why, sizeof why);
-  kc_ops_summary(&v, status, sizeof status);
-  if (!ready && !v.stopping)
-    snprintf(line, sizeof line, "%s; waiting: %s", status, why);
-  else
-    snprintf(line, sizeof line, "%s", status);
+  kc_ops_status_line(&v, line, sizeof line);
   if (started && !kc_notify_is_ready(ops->notify)) {
     kc_info("ops", "ready: %s", line);
     kc_notify_ready(ops->notify, line);
@@ -507,11 +522,23 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   ops->reg = kc_metrics_new();
   if (!ops->reg || (rc = kc_ops_families_new(ops->reg, &ops->fam)) < 0) goto fail;
   if ((rc = kc_notify_new(loop, &ops->notify)) < 0) goto fail;
-  kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms};
+  ops->own_probes = o->probe_bind != NULL;
+  kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms,
+                              .endpoints = ops->own_probes ? KC_HTTP_METRICS : 0};
   kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
+  if (ops->own_probes) {
+    kc_httpserver_options po = {.bind = o->probe_bind, .heartbeat_ms = o->heartbeat_ms,
+                                .endpoints = KC_HTTP_PROBES};
+    kc_httpserver_hooks ph = {NULL, hook_ready, ops};
+    if ((rc = kc_httpserver_start(loop, ops->reg, &po, &ph, &ops->probes)) < 0) {
+      kc_httpserver_close(ops->http);
+      goto fail;
+    }
+  }
   if ((rc = uv_timer_init(loop, &ops->timer)) < 0) {
     kc_httpserver_close(ops->http);
+    kc_httpserver_close(ops->probes);
     goto fail;
   }
   ops->timer.data = ops;
@@ -534,6 +561,10 @@ fail:
 }
 
 uint16_t kc_ops_port(const kc_ops *ops) { return ops ? kc_httpserver_port(ops->http) : 0; }
+uint16_t kc_ops_probe_port(const kc_ops *ops) {
+  if (!ops) return 0;
+  return kc_httpserver_port(ops->own_probes ? ops->probes : ops->http);
+}
 
 void kc_ops_reloading(kc_ops *ops) {
   if (!ops) return;
@@ -575,6 +606,7 @@ static void on_lag_closed(uv_handle_t *h) {
 void kc_ops_close(kc_ops *ops) {
   if (!ops) return;
   kc_httpserver_close(ops->http); /* joins server threads before the registry goes */
+  kc_httpserver_close(ops->probes);
   kc_notify_close(ops->notify);
   uv_timer_stop(&ops->timer);
   uv_close((uv_handle_t *)&ops->timer, on_timer_closed);

@@ -56,6 +56,13 @@ typedef struct kc_ops_controller_state {
   uint64_t init_failures;   /* kctrld_controller_init_failures_total */
 } kc_ops_controller_state;
 
+/* Why a config informer does not exist yet (its kind is not resolved). */
+typedef struct kc_ops_informer_wait {
+  const char *reason; /* the last discovery failure for its kind, NULL: no answer yet */
+  bool not_served;    /* the server answered: the kind is not served (a CRD not installed
+                       * yet, a misspelt kind); READY=1 does not wait for it */
+} kc_ops_informer_wait;
+
 typedef struct kc_ops_view {
   /* Config informers (may be NULL); informers[] runs parallel to it, with
    * NULL for an informer not created yet (kind not discovered). Controller
@@ -63,6 +70,9 @@ typedef struct kc_ops_view {
   const kc_informer_spec *const *specs;
   kc_informer *const *informers;
   size_t ninformers;
+  /* Parallel to informers (may be NULL: every missing one is still being
+   * discovered): for an informer not created yet, why. */
+  const kc_ops_informer_wait *informer_waits;
   kc_controller *const *controllers; /* NULL entries are skipped */
   size_t ncontrollers;
   /* Per controller (parallel to controllers; the array or an entry may be
@@ -103,31 +113,46 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out);
  * and not stopping. why gets the reason not to be: every failing
  * controller with its error, else the first other reason. */
 bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap);
-/* The same without the controllers: what READY=1 to systemd waits for (a
- * controller whose init keeps failing must not make systemd kill the
- * daemon that runs the others; STATUS= names it). */
+/* What READY=1 to systemd waits for: the daemon serves. Not stopping;
+ * every informer created and started (not necessarily synced) or its kind
+ * answered as not served by the API server (a CRD installed later must not
+ * make systemd time the start out); leader election off, leading or
+ * standby. Controllers are not waited for (one whose init keeps failing
+ * must not make systemd kill the daemon that runs the others). why: as
+ * kc_ops_ready, "ok" when started. */
 bool kc_ops_started(const kc_ops_view *v, char *why, size_t cap);
 /* One-line summary for STATUS=, e.g. "leading lease=ns/name; informers 3/3
  * synced; controllers 2". Stable while nothing changes state. */
 void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap);
+/* The STATUS= line: "ready: SUMMARY" once kc_ops_ready holds, else
+ * "syncing: SUMMARY; WHY" (e.g. "...; waiting for kind demo.io/v1 Foo (not
+ * served)"), "stopping; ..." while stopping. */
+void kc_ops_status_line(const kc_ops_view *v, char *buf, size_t cap);
 
 /* --- the assembled component ------------------------------------------------- */
 
 typedef struct kc_ops kc_ops;
 
 typedef struct kc_ops_options {
-  const char *bind;       /* metrics/health bind address; "0" disables the server */
+  const char *bind;       /* metrics (and health) bind address; "0" disables the server */
+  /* --health-probe-bind-address: NULL serves /healthz and /readyz on `bind`
+   * (with /metrics); otherwise they get a listener of their own there ("0":
+   * none) and `bind` serves /metrics and /debug/informers only. */
+  const char *probe_bind;
   uint64_t heartbeat_ms;  /* loop heartbeat and state check period; 0: 1000 */
 } kc_ops_options;
 
 /* Registers the metrics, starts the HTTP server (unless disabled) and the
- * systemd notifier, and a timer that sends READY=1 once ready and STATUS=
- * on every change of the summary. Returns 0 or a negative errno (a bind
+ * systemd notifier, and a timer that sends READY=1 once started
+ * (kc_ops_started) and STATUS= (kc_ops_status_line) on every change. Returns 0 or a negative errno (a bind
  * failure is an error: the operator asked for that address). */
 int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, void *ud,
                  kc_ops **out);
 /* The bound metrics port (0 when disabled). */
 uint16_t kc_ops_port(const kc_ops *ops);
+/* The bound health probe port: the metrics port without probe_bind, 0 when
+ * disabled. */
+uint16_t kc_ops_probe_port(const kc_ops *ops);
 /* SIGHUP: RELOADING=1 + MONOTONIC_USEC; then kc_ops_reloaded with the outcome
  * ("reload applied" / "reload rejected: file:line:col: ..."), READY=1. */
 void kc_ops_reloading(kc_ops *ops);

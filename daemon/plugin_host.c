@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,10 +33,17 @@ _Static_assert((int)KC_RESULT_ERROR == KCTRLD_RESULT_ERROR, "result codes");
 struct kc_plugin {
   struct kc_plugin *next;
   char *path;
+  /* The file this code was copied from: another identity at the same path
+   * (rebuilt, replaced or rewritten in place) is loaded anew. */
   dev_t dev;
   ino_t ino;
+  off_t size;
+  struct timespec mtime, ctime;
+  int memfd; /* the private copy dlopen'ed as /proc/self/fd/N; never closed (see load_copy) */
   void *handle;
-  const struct kctrld_plugin *table;
+  const struct kctrld_plugin *table; /* NULL: refused (load_rc, load_err) */
+  int load_rc;
+  char *load_err;
   atomic_uint live_instances; /* an abandoned reconcile may free the last one on its thread */
 };
 
@@ -103,17 +112,70 @@ static int check_table(const char *path, const struct kctrld_plugin *t, char *er
   return 0;
 }
 
+static bool same_file(const kc_plugin *p, const struct stat *st) {
+  return p->dev == st->st_dev && p->ino == st->st_ino && p->size == st->st_size &&
+         p->mtime.tv_sec == st->st_mtim.tv_sec && p->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+         p->ctime.tv_sec == st->st_ctim.tv_sec && p->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* Copies the checked file (fd, st_size bytes) into a sealed memfd and
+ * dlopens it as /proc/self/fd/N. A private copy, because glibc's dlopen
+ * answers a pathname it has loaded before with the object already loaded
+ * (RTLD_NODELETE keeps it even after dlclose): a plugin rebuilt at the same
+ * path would keep running the old code. It also makes the check race-free
+ * (the code loaded is the file that was checked) and keeps the running code
+ * safe from a file rewritten in place. The memfd is never closed: its
+ * number is the object's name, and a reused number would make glibc hand
+ * out the old object again. Returns the handle, or NULL with *memfd -1 and
+ * errno / dlerror in err. */
+static void *load_copy(const char *path, int fd, const struct stat *st, int *memfd, char *err,
+                       size_t errlen) {
+  *memfd = -1;
+  const char *base = strrchr(path, '/');
+  char name[96];
+  snprintf(name, sizeof name, "kctrld-plugin:%s", base ? base + 1 : path);
+  int m = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (m < 0) {
+    fail(err, errlen, "cannot load plugin %s: memfd_create: %s", path, strerror(errno));
+    return NULL;
+  }
+  off_t off = 0;
+  while (off < st->st_size) {
+    ssize_t n = sendfile(m, fd, &off, (size_t)(st->st_size - off));
+    if (n <= 0) {
+      fail(err, errlen, "cannot copy plugin %s: %s", path, n < 0 ? strerror(errno) : "file shrank while copied");
+      close(m);
+      return NULL;
+    }
+  }
+  if (fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    fail(err, errlen, "cannot seal the copy of plugin %s: %s", path, strerror(errno));
+    close(m);
+    return NULL;
+  }
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", m);
+  dlerror();
+  void *h = dlopen(proc, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!h) {
+    const char *why = dlerror();
+    fail(err, errlen, "cannot load plugin %s: %s (check its dependencies with: ldd %s)", path,
+         why ? why : "unknown dlopen error", path);
+    close(m);
+    return NULL;
+  }
+  *memfd = m;
+  return h;
+}
+
 int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen) {
   if (errlen) err[0] = '\0';
   if (!path || !*path) {
     fail(err, errlen, "no plugin path given");
     return -EINVAL;
   }
-  /* Check the file we open; then dlopen it by path and make sure the path
-   * still names that file. (dlopen of /proc/self/fd/N is no way around the
-   * race: glibc matches already loaded objects by that name, so a second
-   * plugin would get the first one's handle.) The directory check above
-   * keeps other users from swapping the file in between. */
+  /* Check the file we open, then load a private copy of what we read from
+   * it (load_copy), so the check covers the code that runs. */
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0) {
@@ -135,68 +197,87 @@ int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen) 
     close(fd);
     return rc;
   }
+  const kc_plugin *older = NULL; /* an earlier build loaded from this path */
   for (kc_plugin *p = loaded; p; p = p->next) {
-    if (p->dev == st.st_dev && p->ino == st.st_ino) {
+    if (same_file(p, &st)) {
       close(fd);
+      if (!p->table) { /* refused before, unchanged since */
+        fail(err, errlen, "%s", p->load_err);
+        return p->load_rc;
+      }
       *out = p;
       return 0;
     }
+    if (!older && p->table && strcmp(p->path, path) == 0) older = p;
   }
-  dlerror();
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  int memfd;
+  void *h = load_copy(path, fd, &st, &memfd, err, errlen);
   close(fd);
-  struct stat again;
-  if (h && (stat(path, &again) != 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino)) {
-    dlclose(h);
-    fail(err, errlen, "plugin %s was replaced while it was being loaded", path);
-    return -EAGAIN;
-  }
-  if (!h) {
-    const char *why = dlerror();
-    fail(err, errlen, "cannot load plugin %s: %s (check its dependencies with: ldd %s)", path,
-         why ? why : "unknown dlopen error", path);
-    return -ELIBBAD;
-  }
+  if (!h) return -ELIBBAD;
   dlerror();
   void *sym = dlsym(h, "kctrld_plugin_entry");
+  const struct kctrld_plugin *t = NULL;
   if (!sym) {
     fail(err, errlen,
          "plugin %s does not export kctrld_plugin_entry (declare it with KCTRLD_EXPORT from "
          "kctrld/plugin.h; check with: nm -D %s)",
          path, path);
-    dlclose(h);
-    return -ENOEXEC;
+    rc = -ENOEXEC;
+  } else {
+    kctrld_plugin_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry); /* object pointer -> function pointer, as POSIX allows */
+    t = entry(kc_hostapi_table());
+    rc = check_table(path, t, err, errlen);
   }
-  kctrld_plugin_entry_fn entry;
-  memcpy(&entry, &sym, sizeof entry); /* object pointer -> function pointer, as POSIX allows */
-  const struct kctrld_plugin *t = entry(kc_hostapi_table());
-  rc = check_table(path, t, err, errlen);
-  if (rc < 0) {
-    dlclose(h);
-    return rc;
-  }
+  /* A refused file is remembered too (its copy stays mapped: RTLD_NODELETE),
+   * so retrying it costs no new copy until the file changes. */
   kc_plugin *p = calloc(1, sizeof *p);
-  if (!p || !(p->path = strdup(path))) {
+  if (!p || !(p->path = strdup(path)) || (rc < 0 && !(p->load_err = strdup(err)))) {
+    if (p) free(p->path);
     free(p);
     dlclose(h);
-    fail(err, errlen, "out of memory loading plugin %s", path);
-    return -ENOMEM;
+    if (rc == 0) fail(err, errlen, "out of memory loading plugin %s", path);
+    return rc < 0 ? rc : -ENOMEM;
   }
   p->dev = st.st_dev;
   p->ino = st.st_ino;
+  p->size = st.st_size;
+  p->mtime = st.st_mtim;
+  p->ctime = st.st_ctim;
+  p->memfd = memfd;
   p->handle = h;
-  p->table = t;
+  p->table = rc < 0 ? NULL : t;
+  p->load_rc = rc;
   p->next = loaded;
   loaded = p;
-  kc_info("plugin", "loaded plugin=%s path=%s abi=%u.%u version=%s", t->name, path, t->abi_major,
-          t->abi_minor, t->version ? t->version : "-");
+  if (rc < 0) return rc;
+  if (older)
+    kc_info("plugin",
+            "loaded plugin=%s path=%s abi=%u.%u version=%s: the file changed since it was loaded "
+            "(version %s), the new code runs for new instances",
+            t->name, path, t->abi_major, t->abi_minor, t->version ? t->version : "-",
+            older->table->version ? older->table->version : "-");
+  else
+    kc_info("plugin", "loaded plugin=%s path=%s abi=%u.%u version=%s", t->name, path, t->abi_major,
+            t->abi_minor, t->version ? t->version : "-");
   *out = p;
   return 0;
+}
+
+bool kc_plugin_file_changed(const char *path) {
+  struct stat st;
+  const kc_plugin *newest = NULL; /* the list is newest first */
+  for (const kc_plugin *p = loaded; p && !newest; p = p->next)
+    if (strcmp(p->path, path) == 0) newest = p;
+  return newest && stat(path, &st) == 0 && !same_file(newest, &st);
 }
 
 const char *kc_plugin_name(const kc_plugin *p) { return p->table->name; }
 const char *kc_plugin_path(const kc_plugin *p) { return p->path; }
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p) { return p->table; }
+const kctrld_permission *kc_plugin_permissions(const kc_plugin *p) {
+  return KCTRLD_PLUGIN_HAS(p->table, permissions) ? p->table->permissions : NULL;
+}
 
 void kc_plugin_host_unload_all(void) {
   kc_plugin **link = &loaded;
@@ -213,6 +294,7 @@ void kc_plugin_host_unload_all(void) {
     }
     *link = p->next;
     dlclose(p->handle);
+    free(p->load_err);
     free(p->path);
     free(p);
   }
@@ -259,12 +341,17 @@ int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kc_host_e
   snprintf(inst->log_ctx, n, "%s/%s", inst->controller, p->table->name);
   kctrld_ctx ctx;
   ctx_for(&ctx, inst, NULL, NULL);
+  kc_settings_used used = {.root = inst->env.settings};
+  ctx.used = &used; /* what init reads of its settings */
   kctrld_ctx *saved = kc_hostapi_enter(&ctx);
   const char *saved_log = kc_log_get_context();
   kc_log_set_context(inst->log_ctx);
   int rc = p->table->init(&ctx, kc_hostapi_settings(inst->env.settings), &inst->instance);
   kc_log_set_context(saved_log);
   kc_hostapi_leave(saved);
+  /* plugin.h: the daemon warns about settings keys the plugin did not read.
+   * After a failed init too: a misspelt required key is the likely cause. */
+  kc_hostapi_settings_warn_unread(&used, inst->controller, p->table->name);
   if (rc != 0) {
     int returned = rc;
     if (rc > 0) rc = -rc; /* tolerate positive errnos from plugins */

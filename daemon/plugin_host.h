@@ -3,9 +3,12 @@
  * lifecycle of plugin instances (init, reconcile, fini) with a ctx on the
  * instance's host environment.
  *
- * Owns: the list of loaded plugin files (each dlopen'd once with RTLD_NOW |
- * RTLD_LOCAL | RTLD_NODELETE, entry point called once with
- * kc_hostapi_table(), never unloaded at runtime), the per-controller
+ * Owns: the list of loaded plugin files (each version of a file dlopen'd
+ * once, from a private sealed memfd copy of the checked file, with RTLD_NOW
+ * | RTLD_LOCAL | RTLD_NODELETE, entry point called once with
+ * kc_hostapi_table(), never unloaded at runtime; a file whose identity
+ * changed - device, inode, size, mtime or ctime: rebuilt, replaced or
+ * rewritten in place - is loaded anew, so its new code runs), the per-controller
  * instances, each instance's copy of its kc_host_env (hostenv.h) and its
  * expectations.
  *
@@ -33,6 +36,7 @@
 #ifndef KC_PLUGIN_HOST_H
 #define KC_PLUGIN_HOST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "expectations.h"
@@ -44,7 +48,9 @@
 typedef struct kc_plugin kc_plugin;
 typedef struct kc_plugin_instance kc_plugin_instance;
 
-/* Loads a plugin file, or returns the already loaded one for the same file.
+/* Loads a plugin file, or returns the already loaded one for the same file
+ * (same identity: device, inode, size, mtime, ctime; a file refused before
+ * and unchanged since gets the same refusal without being loaded again).
  * Refuses, with -errno and a message naming the path: missing (-ENOENT), not
  * a regular file (-EINVAL), writable by group/other or owned by a user other
  * than root and the daemon's (-EPERM), also for its directory unless sticky;
@@ -55,9 +61,18 @@ typedef struct kc_plugin_instance kc_plugin_instance;
  * Ownership: *out stays owned by the host until kc_plugin_host_unload_all. */
 int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen);
 
+/* True when a plugin was loaded from path and the file there now is another
+ * one (rebuilt, replaced, rewritten): a reload must re-instantiate its
+ * controllers for the new code to run. False when never loaded or the file
+ * cannot be stat'ed (the running code stays). Loop thread. */
+bool kc_plugin_file_changed(const char *path);
+
 const char *kc_plugin_name(const kc_plugin *p);
 const char *kc_plugin_path(const kc_plugin *p);
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
+/* The plugin's declared permissions (kctrld/plugin.h, ABI 1.1), or NULL when
+ * it declares none (a 1.0 table, or the member NULL). */
+const kctrld_permission *kc_plugin_permissions(const kc_plugin *p);
 
 /* Creates one controller's instance on env (copied, env->ops->retain
  * called; NULL: no environment, every environment function answers

@@ -63,6 +63,8 @@ struct kc_reflector {
   bool force_no_limit;   /* next list: one full list without limit (expired continue) */
   bool last_list_limit;  /* whether the list last sent (first page) carried limit */
   bool rv_unavailable;   /* a list at the last RV got 410/too large: list at "" until one works */
+  bool synced;           /* the first complete list has been delivered */
+  char rv[64];           /* last seen resourceVersion: where a watch resumes, a relist starts */
   char continue_token[1024];
   char list_rv[64];      /* RV the current list was requested at ("" = consistent) */
   kc_obj **pending;
@@ -99,9 +101,10 @@ struct kc_reflector {
   } witness[KC_REFLECTOR_WITNESSES];
   uint64_t witness_seen; /* objects offered to the sample since the last list began */
   unsigned verify_next;  /* the witness the running history check reads */
-  char *verify_body;     /* the check's response */
-  size_t verify_len;
+  kc_buf verify_body;    /* the check's response (at most 4 MiB: one object's metadata) */
 
+  /* Reporting only, never read to decide: the counters, and the fields
+   * kc_reflector_stats_get copies from the control state above. */
   kc_reflector_stats stats;
 };
 
@@ -120,6 +123,13 @@ static char *dup_or_null(const char *s) {
   return strdup(s);
 }
 
+/* The last seen resourceVersion; one that does not fit is ignored. */
+static void set_rv(kc_reflector *r, const char *rv, size_t len) {
+  if (!len || len >= sizeof r->rv) return;
+  memcpy(r->rv, rv, len);
+  r->rv[len] = 0;
+}
+
 /* Ends the current list attempt's collection (success, failure or a new
  * attempt). */
 static void clear_pending(kc_reflector *r) {
@@ -133,7 +143,7 @@ static void clear_pending(kc_reflector *r) {
 /* A new list attempt: is it the first, applied as it arrives? */
 static void begin_list(kc_reflector *r) {
   clear_pending(r);
-  r->incremental = !r->stats.synced && r->sink.synced && !r->partial_applied;
+  r->incremental = !r->synced && r->sink.synced && !r->partial_applied;
 }
 
 static void set_error(kc_reflector *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -150,6 +160,17 @@ static void set_error(kc_reflector *r, const char *fmt, ...) {
 
 static void url_value(kc_buf *u, const char *s) { kc_buf_url(u, s, strlen(s)); }
 
+/* API_PATH[/namespaces/NS]/RESOURCE */
+static void url_collection(kc_buf *u, const kc_reflector *r, const char *ns) {
+  kc_buf_puts(u, r->api_path);
+  if (ns && *ns) {
+    kc_buf_puts(u, "/namespaces/");
+    url_value(u, ns);
+  }
+  kc_buf_puts(u, "/");
+  kc_buf_puts(u, r->resource);
+}
+
 /* Parameters in alphabetical order, as client-go encodes them. `stream`
  * (with watch) asks for a streaming list: sendInitialEvents with
  * resourceVersionMatch=NotOlderThan, at rv ("" = consistent read). */
@@ -164,13 +185,7 @@ static int build_url(const kc_reflector *r, bool watch, bool stream, const char 
     kc_buf_puts(&u, name "=");                        \
     sep = '&';                                        \
   } while (0)
-  kc_buf_puts(&u, r->api_path);
-  if (r->namespace_) {
-    kc_buf_puts(&u, "/namespaces/");
-    url_value(&u, r->namespace_);
-  }
-  kc_buf_puts(&u, "/");
-  kc_buf_puts(&u, r->resource);
+  url_collection(&u, r, r->namespace_);
   if (watch) {
     PARAM("allowWatchBookmarks");
     kc_buf_puts(&u, "true");
@@ -279,11 +294,8 @@ static int reject_object(void *ud, const kc_decode_reject *rj) {
           o->namespace_.len ? "/" : "", (int)(o->name.len > 253 ? 253 : o->name.len),
           o->name.ptr, rj->reason);
   /* The event was consumed: a resumed watch must not bring it back. */
-  if (rj->event_type && !r->initial_phase && o->resource_version.len &&
-      o->resource_version.len < sizeof r->stats.resource_version) {
-    memcpy(r->stats.resource_version, o->resource_version.ptr, o->resource_version.len);
-    r->stats.resource_version[o->resource_version.len] = 0;
-  }
+  if (rj->event_type && !r->initial_phase)
+    set_rv(r, o->resource_version.ptr, o->resource_version.len);
   return 0;
 }
 
@@ -370,9 +382,9 @@ static void response_done(kc_reflector *r, const kc_api_result *res, bool list) 
 /* A complete list (LIST pages or a streaming list's initial events): the
  * pending objects replace the scope's content at resourceVersion rv. */
 static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
-  snprintf(r->stats.resource_version, sizeof r->stats.resource_version, "%s", rv);
-  if (r->stats.synced) r->stats.relists++;
-  r->stats.synced = true; /* already while the sink applies it (kc_informer_synced) */
+  snprintf(r->rv, sizeof r->rv, "%s", rv);
+  if (r->synced) r->stats.relists++;
+  r->synced = true; /* already while the sink applies it (kc_informer_synced) */
   size_t n = r->incremental ? r->napplied : r->npending;
   r->verify_history = false; /* a complete list is of the server's current history */
   if (r->incremental) {
@@ -461,6 +473,20 @@ static void list_finished(kc_reflector *r, const kc_api_result *res) {
   backoff_then(r, NEXT_LIST, retry_after_ms(st));
 }
 
+/* Starts GET o->path (`what`: the log's name of the request); one that
+ * cannot start is an error, then a wait before `next`. */
+static void send_get(kc_reflector *r, const char *what, kc_api_request_opts *o, int next) {
+  o->method = "GET";
+  o->ud = r;
+  kc_debug("reflector", "%s: %s: GET %s", r->describe, what, o->path);
+  int rc = kc_api_request(r->api, o, &r->req);
+  if (rc == 0) return;
+  r->req = NULL;
+  r->initial_phase = false;
+  set_error(r, "%s: cannot start request: %s", what, strerror(-rc));
+  backoff_then(r, next, 0);
+}
+
 static void start_list(kc_reflector *r, enum list_mode mode) {
   if (r->phase == PHASE_CLOSED) return;
   if (r->streaming != KC_REFLECTOR_STREAM_OFF && !r->page_continue) {
@@ -469,7 +495,7 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
   }
   r->phase = PHASE_LIST;
   r->list_mode = mode;
-  const char *rv = mode == LIST_INITIAL ? "0" : mode == LIST_AT_RV ? r->stats.resource_version : "";
+  const char *rv = mode == LIST_INITIAL ? "0" : mode == LIST_AT_RV ? r->rv : "";
   /* client-go: page size 500 unless the list is at a specific RV and no
    * earlier list came back paginated (then no limit, so that the watch
    * cache can serve it); a retry at "" keeps the failed list's size. */
@@ -497,7 +523,6 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
     return;
   }
   kc_api_request_opts o = {
-      .method = "GET",
       .path = url,
       .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadataList;"
                                              "g=meta.k8s.io;v=v1,application/json;q=0.9"
@@ -507,16 +532,9 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
       .on_response = on_list_response,
       .on_data = on_body_data,
       .on_done = on_list_done,
-      .ud = r,
   };
   r->stats.lists++;
-  kc_debug("reflector", "%s: GET %s", r->describe, url);
-  int rc = kc_api_request(r->api, &o, &r->req);
-  if (rc < 0) {
-    r->req = NULL;
-    set_error(r, "list: cannot start request: %s", strerror(-rc));
-    backoff_then(r, NEXT_LIST, 0);
-  }
+  send_get(r, "list", &o, NEXT_LIST);
 }
 
 /* --- WATCH ---------------------------------------------------------------- */
@@ -594,12 +612,7 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
             ev->type_name, (unsigned long long)ev->index);
     return 0;
   }
-  if (ev->obj && ev->obj->resource_version.len &&
-      ev->obj->resource_version.len < sizeof r->stats.resource_version) {
-    memcpy(r->stats.resource_version, ev->obj->resource_version.ptr,
-           ev->obj->resource_version.len);
-    r->stats.resource_version[ev->obj->resource_version.len] = 0;
-  }
+  if (ev->obj) set_rv(r, ev->obj->resource_version.ptr, ev->obj->resource_version.len);
   return 0;
 }
 
@@ -685,7 +698,7 @@ static void watch_finished(kc_reflector *r, const kc_api_result *res) {
   reset_response(r);
   if (res->error && res->idle_timeout) {
     kc_warn("reflector", "%s: watch silent for %llu ms, restarting it from resourceVersion %s",
-            r->describe, (unsigned long long)r->idle_timeout_ms, r->stats.resource_version);
+            r->describe, (unsigned long long)r->idle_timeout_ms, r->rv);
     start_watch(r);
     return;
   }
@@ -719,7 +732,7 @@ static void watch_finished(kc_reflector *r, const kc_api_result *res) {
 
 static void start_watch_request(kc_reflector *r, bool stream, const char *rv);
 
-static void start_watch(kc_reflector *r) { start_watch_request(r, false, r->stats.resource_version); }
+static void start_watch(kc_reflector *r) { start_watch_request(r, false, r->rv); }
 
 static void on_initial_guard(uv_timer_t *t) {
   kc_reflector *r = t->data;
@@ -742,9 +755,8 @@ static void on_initial_guard(uv_timer_t *t) {
 static void stream_fallback(kc_reflector *r, const char *why) {
   kc_info("reflector", "%s: streaming list unavailable (%s); using LIST+WATCH", r->describe, why);
   r->streaming = KC_REFLECTOR_STREAM_OFF;
-  r->stats.streaming = false;
   r->stats.streaming_fallbacks++;
-  start_list(r, r->stats.synced && r->stats.resource_version[0]
+  start_list(r, r->synced && r->rv[0]
                     ? (r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV)
                     : LIST_INITIAL);
 }
@@ -755,7 +767,7 @@ static void start_stream(kc_reflector *r, enum list_mode mode) {
    * bookmark): a refused attempt counts only here. */
   r->stats.streaming_attempts++;
   r->initial_phase = true;
-  start_watch_request(r, true, mode == LIST_AT_RV ? r->stats.resource_version : "");
+  start_watch_request(r, true, mode == LIST_AT_RV ? r->rv : "");
   if (r->initial_phase && r->phase == PHASE_WATCH)
     uv_timer_start(&r->timer, on_initial_guard, r->initial_timeout_ms, r->initial_timeout_ms);
 }
@@ -778,7 +790,6 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
     return;
   }
   kc_api_request_opts o = {
-      .method = "GET",
       .path = url,
       .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadata;"
                                              "g=meta.k8s.io;v=v1,application/json;q=0.9"
@@ -787,17 +798,9 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
       .on_response = on_watch_response,
       .on_data = on_body_data,
       .on_done = on_watch_done,
-      .ud = r,
   };
   if (!stream) r->stats.watches++;
-  kc_debug("reflector", "%s: GET %s", r->describe, url);
-  int rc = kc_api_request(r->api, &o, &r->req);
-  if (rc < 0) {
-    r->req = NULL;
-    set_error(r, "watch: cannot start request: %s", strerror(-rc));
-    r->initial_phase = false;
-    backoff_then(r, stream ? NEXT_LIST : NEXT_WATCH, 0);
-  }
+  send_get(r, "watch", &o, stream ? NEXT_LIST : NEXT_WATCH);
 }
 
 /* --- history check ------------------------------------------------------- */
@@ -866,7 +869,7 @@ static void history_changed(kc_reflector *r, const char *why) {
   kc_warn("reflector",
           "%s: the API server's history is not the one the cache was built from (%s); relisting "
           "instead of resuming the watch at resourceVersion %s",
-          r->describe, why, r->stats.resource_version);
+          r->describe, why, r->rv);
   r->verify_history = false;
   r->rv_unavailable = true; /* an RV of another history means nothing: list at "" */
   start_list(r, LIST_CONSISTENT);
@@ -874,14 +877,8 @@ static void history_changed(kc_reflector *r, const char *why) {
 
 static int on_verify_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
   kc_reflector *r = ud;
-  if (r->verify_len + len > 4u << 20) return KC_HTTP_ABORT; /* not one object's metadata */
-  char *nb = realloc(r->verify_body, r->verify_len + len + 1);
-  if (!nb) return KC_HTTP_ABORT;
-  memcpy(nb + r->verify_len, buf, len);
-  r->verify_len += len;
-  nb[r->verify_len] = 0;
-  r->verify_body = nb;
-  return KC_HTTP_CONTINUE;
+  kc_buf_add(&r->verify_body, buf, len);
+  return r->verify_body.err ? KC_HTTP_ABORT : KC_HTTP_CONTINUE;
 }
 
 static void verify_witness(kc_reflector *r);
@@ -890,21 +887,18 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
   kc_reflector *r = ud;
   r->req = NULL;
   const kc_api_status *st = &res->status;
-  char *body = r->verify_body;
-  size_t len = r->verify_len;
-  r->verify_body = NULL;
-  r->verify_len = 0;
+  kc_buf *body = &r->verify_body; /* freed before anything else starts */
   const struct witness *w = &r->witness[r->verify_next];
   char why[1400];
   if (res->error) {
     /* Still cut off: check again after the next wait. */
-    free(body);
+    kc_buf_free(body);
     set_error(r, "history check: %s", st->message[0] ? st->message : strerror(-res->error));
     backoff_then(r, NEXT_WATCH, 0);
     return;
   }
   if (!is_2xx(st)) {
-    free(body);
+    kc_buf_free(body);
     char what[700];
     describe_status(st, what, sizeof what);
     if (kc_api_is_retryable(st)) { /* 429, 5xx: the server is busy, not different */
@@ -922,8 +916,8 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
   }
   char err[256];
   static const kc_transform meta = {.metadata_only = true};
-  kc_obj *o = kc_obj_parse(body ? body : "", len, &meta, err, sizeof err);
-  free(body);
+  kc_obj *o = kc_obj_parse(body->p ? body->p : "", body->len, &meta, err, sizeof err);
+  kc_buf_free(body);
   if (!o) {
     snprintf(why, sizeof why, "GET of %s%s%s: malformed answer: %s", w->ns, w->ns[0] ? "/" : "",
              w->name, err);
@@ -971,37 +965,22 @@ static void verify_witness(kc_reflector *r) {
   const struct witness *w = &r->witness[r->verify_next];
   char url[4096];
   kc_buf u = kc_buf_fixed(url, sizeof url);
-  kc_buf_puts(&u, r->api_path);
-  if (w->ns[0]) {
-    kc_buf_puts(&u, "/namespaces/");
-    url_value(&u, w->ns);
-  }
-  kc_buf_puts(&u, "/");
-  kc_buf_puts(&u, r->resource);
+  url_collection(&u, r, w->ns);
   kc_buf_puts(&u, "/");
   url_value(&u, w->name);
-  int rc = u.err;
-  if (rc) {
+  if (u.err) {
     history_changed(r, "history check: URL too long");
     return;
   }
   r->phase = PHASE_VERIFY;
   kc_api_request_opts o = {
-      .method = "GET",
       .path = url,
       .accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9",
       .timeout_ms = 30000,
       .on_data = on_verify_data,
       .on_done = on_verify_done,
-      .ud = r,
   };
-  kc_debug("reflector", "%s: history check: GET %s", r->describe, url);
-  rc = kc_api_request(r->api, &o, &r->req);
-  if (rc < 0) {
-    r->req = NULL;
-    set_error(r, "history check: cannot start request: %s", strerror(-rc));
-    backoff_then(r, NEXT_WATCH, 0);
-  }
+  send_get(r, "history check", &o, NEXT_WATCH);
 }
 
 /* After a connection failure: is the server still the history the cache
@@ -1030,9 +1009,9 @@ static void start_verify(kc_reflector *r) {
 static void on_backoff_timer(uv_timer_t *t) {
   kc_reflector *r = t->data;
   if (r->phase != PHASE_BACKOFF) return;
-  if (r->after_backoff == NEXT_WATCH && r->stats.synced && r->stats.resource_version[0])
+  if (r->after_backoff == NEXT_WATCH && r->synced && r->rv[0])
     r->verify_history ? start_verify(r) : start_watch(r);
-  else if (!r->stats.synced || !r->stats.resource_version[0])
+  else if (!r->synced || !r->rv[0])
     start_list(r, LIST_INITIAL);
   else
     start_list(r, r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV);
@@ -1046,7 +1025,6 @@ static void on_backoff_timer(uv_timer_t *t) {
  * relisted at the initial rate forever). */
 static void backoff_reset(kc_reflector *r) {
   r->backoff_ms = 0;
-  r->stats.backoff_ms = 0;
 }
 
 /* Waits before `next`. A Retry-After (ms, 0 = none) is the delay, bounded
@@ -1073,7 +1051,6 @@ static void backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
   }
   r->last_backoff_at_ms = now;
   r->backoff_after_watch = r->phase == PHASE_WATCH;
-  r->stats.backoff_ms = r->backoff_ms;
   r->stats.last_wait_ms = wait;
   r->phase = PHASE_BACKOFF;
   r->after_backoff = next;
@@ -1096,6 +1073,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->api_path = strdup(spec->api_path);
   r->resource = strdup(spec->resource);
   r->namespace_ = dup_or_null(spec->namespace_);
+  kc_buf_set_max(&r->verify_body, 4u << 20);
   r->label_selector = dup_or_null(spec->label_selector);
   r->field_selector = dup_or_null(spec->field_selector);
   bool oom = !r->api_path || !r->resource || (spec->namespace_ && *spec->namespace_ && !r->namespace_) ||
@@ -1127,7 +1105,6 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->streaming = spec->streaming;
   r->pool = spec->decode_pool;
   r->decode_budget = spec->decode_budget;
-  r->stats.streaming = spec->streaming != KC_REFLECTOR_STREAM_OFF;
   r->initial_timeout_ms = spec->initial_events_timeout_ms ? spec->initial_events_timeout_ms : 60000;
   snprintf(r->describe, sizeof r->describe, "%s%s%s%s%s%s%s", r->resource,
            r->namespace_ ? " ns=" : "", r->namespace_ ? r->namespace_ : "",
@@ -1171,9 +1148,7 @@ static void stop_current(kc_reflector *r) {
   r->req = NULL;
   reset_response(r);
   clear_pending(r);
-  free(r->verify_body);
-  r->verify_body = NULL;
-  r->verify_len = 0;
+  kc_buf_free(&r->verify_body);
   uv_timer_stop(&r->timer);
 }
 
@@ -1198,5 +1173,12 @@ int kc_reflector_relist(kc_reflector *r, const char *why) {
   return 0;
 }
 
-const kc_reflector_stats *kc_reflector_stats_get(const kc_reflector *r) { return &r->stats; }
+const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r) {
+  r->stats.synced = r->synced;
+  r->stats.streaming = r->streaming != KC_REFLECTOR_STREAM_OFF;
+  r->stats.backoff_ms = r->backoff_ms;
+  _Static_assert(sizeof r->stats.resource_version == sizeof r->rv, "same size");
+  memcpy(r->stats.resource_version, r->rv, sizeof r->rv);
+  return &r->stats;
+}
 const char *kc_reflector_describe(const kc_reflector *r) { return r->describe; }

@@ -150,7 +150,10 @@ void kc_reflector_close(kc_reflector *r);
  * -EINVAL when closed. `why` is logged. */
 int kc_reflector_relist(kc_reflector *r, const char *why);
 
-const kc_reflector_stats *kc_reflector_stats_get(const kc_reflector *r);
+/* A report, valid until the next call: the counters, and synced, streaming,
+ * resource_version, backoff_ms copied from the reflector's own control
+ * state now (which it never reads back from here). */
+const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r);
 const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */
 
 /* Exposed for tests: builds the query for a list or watch into buf. */

@@ -6,10 +6,10 @@
  *                 32-bit number, so index sets hold 4 bytes per member
  *   ohash[slot]   hash of the slot's "namespace/name"
  *   map           open-addressing table of slot numbers keyed by ohash
- *   ns, lkey, lkv string -> idset dictionaries (namespace, label key,
- *                 label key+value); their strings point into the text of
+ *   ns, lkey, lkv kc_iddict (idset.h) of slot sets: namespace, label key,
+ *                 label key+value; their strings point into the text of
  *                 one current member object (re-pointed when it leaves)
- *   idx[i].d      field index i: value -> idset, values copied once each
+ *   idx[i].d      field index i: value -> slot set, values copied once each
  *
  * Every table uses linear probing with backward-shift deletion (no
  * tombstones), so lookups stay short under churn.
@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "hash.h"
+#include "idset.h"
 #include "log.h"
 
 #define NONE UINT32_MAX
@@ -54,302 +56,13 @@ static uint32_t hash_pair(const char *a, size_t alen, const char *b, size_t blen
   return (uint32_t)kc_mix64(h);
 }
 
-static bool bytes_eq(const char *a, size_t alen, const char *b, size_t blen) {
-  return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
-}
-
-/* ---- idset: a compact set of slot numbers -------------------------------
- * cap == 0: up to 2 members inline; cap <= SMALL: unsorted array;
- * cap > SMALL: hash table (power of two, NONE = empty). */
-
-#define SMALL 8u
-
-typedef struct idset {
-  uint32_t n;
-  uint32_t cap;
-  union {
-    uint32_t inl[2];
-    uint32_t *tab;
-  } u;
-} idset;
-
-static inline uint32_t id_hash(uint32_t id) { return id * 0x9e3779b1u; }
-
-static void idset_hash_put(uint32_t *tab, uint32_t cap, uint32_t id) {
-  uint32_t mask = cap - 1, i = id_hash(id) & mask;
-  while (tab[i] != NONE) i = (i + 1) & mask;
-  tab[i] = id;
-}
-
-/* Rebuilds as a hash table of `cap` slots holding the current members. */
-static int idset_rehash(idset *s, uint32_t cap) {
-  uint32_t *nt = malloc((size_t)cap * sizeof *nt);
-  if (!nt) return -ENOMEM;
-  memset(nt, 0xff, (size_t)cap * sizeof *nt);
-  if (s->cap == 0) {
-    for (uint32_t i = 0; i < s->n; i++) idset_hash_put(nt, cap, s->u.inl[i]);
-  } else if (s->cap <= SMALL) {
-    for (uint32_t i = 0; i < s->n; i++) idset_hash_put(nt, cap, s->u.tab[i]);
-    free(s->u.tab);
-  } else {
-    for (uint32_t i = 0; i < s->cap; i++)
-      if (s->u.tab[i] != NONE) idset_hash_put(nt, cap, s->u.tab[i]);
-    free(s->u.tab);
-  }
-  s->u.tab = nt;
-  s->cap = cap;
-  return 0;
-}
-
-/* Adds an id that is not a member. */
-static int idset_add(idset *s, uint32_t id) {
-  if (s->cap == 0) {
-    if (s->n < 2) {
-      s->u.inl[s->n++] = id;
-      return 0;
-    }
-    uint32_t *t = malloc(4 * sizeof *t);
-    if (!t) return -ENOMEM;
-    t[0] = s->u.inl[0];
-    t[1] = s->u.inl[1];
-    s->u.tab = t;
-    s->cap = 4;
-  }
-  if (s->cap <= SMALL) {
-    if (s->n == s->cap) {
-      if (s->cap < SMALL) {
-        uint32_t *t = realloc(s->u.tab, SMALL * sizeof *t);
-        if (!t) return -ENOMEM;
-        s->u.tab = t;
-        s->cap = SMALL;
-      } else if (idset_rehash(s, 2 * SMALL) < 0) {
-        return -ENOMEM;
-      }
-    }
-    if (s->cap <= SMALL) {
-      s->u.tab[s->n++] = id;
-      return 0;
-    }
-  }
-  if ((s->n + 1) * 4 > s->cap * 3 && idset_rehash(s, s->cap * 2) < 0) return -ENOMEM;
-  idset_hash_put(s->u.tab, s->cap, id);
-  s->n++;
-  return 0;
-}
-
-/* Removes a member; returns false if id was not a member. Shrinking is
- * best effort: an allocation failure keeps the larger representation. */
-static bool idset_remove(idset *s, uint32_t id) {
-  if (s->cap == 0 || s->cap <= SMALL) {
-    uint32_t *a = s->cap == 0 ? s->u.inl : s->u.tab;
-    uint32_t i = 0;
-    while (i < s->n && a[i] != id) i++;
-    if (i == s->n) return false;
-    a[i] = a[--s->n];
-    if (s->cap && s->n <= 1) {
-      uint32_t keep = s->n ? a[0] : 0;
-      free(s->u.tab);
-      s->cap = 0;
-      s->u.inl[0] = keep;
-    }
-    return true;
-  }
-  uint32_t mask = s->cap - 1, i = id_hash(id) & mask;
-  uint32_t *t = s->u.tab;
-  while (t[i] != id) {
-    if (t[i] == NONE) return false;
-    i = (i + 1) & mask;
-  }
-  /* backward-shift deletion */
-  uint32_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (t[j] == NONE) break;
-    uint32_t k = id_hash(t[j]) & mask;
-    if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-      t[i] = t[j];
-      i = j;
-    }
-  }
-  t[i] = NONE;
-  s->n--;
-  if (s->n <= SMALL / 2) {
-    uint32_t *a = malloc(SMALL * sizeof *a);
-    if (a) {
-      uint32_t n = 0;
-      for (uint32_t k = 0; k < s->cap; k++)
-        if (t[k] != NONE) a[n++] = t[k];
-      free(t);
-      s->u.tab = a;
-      s->cap = SMALL;
-    }
-  } else if (s->cap > 4 * SMALL && s->n * 8 < s->cap) {
-    (void)idset_rehash(s, s->cap / 2);
-  }
-  return true;
-}
-
-static void idset_free(idset *s) {
-  if (s->cap) free(s->u.tab);
-  s->n = s->cap = 0;
-}
-
-static size_t idset_bytes(const idset *s) { return (size_t)s->cap * sizeof(uint32_t); }
-
-typedef struct iditer {
-  const uint32_t *a;
-  uint32_t i, lim;
-  bool hash;
-} iditer;
-
-static iditer iditer_start(const idset *s) {
-  iditer it = {0};
-  if (s->cap == 0) it.a = s->u.inl, it.lim = s->n;
-  else if (s->cap <= SMALL) it.a = s->u.tab, it.lim = s->n;
-  else it.a = s->u.tab, it.lim = s->cap, it.hash = true;
-  return it;
-}
-
-static inline bool iditer_next(iditer *it, uint32_t *id) {
-  while (it->i < it->lim) {
-    uint32_t v = it->a[it->i++];
-    if (!it->hash || v != NONE) {
-      *id = v;
-      return true;
-    }
-  }
-  return false;
-}
-
-static bool idset_has(const idset *s, uint32_t id) {
-  if (s->cap > SMALL) {
-    uint32_t mask = s->cap - 1, i = id_hash(id) & mask;
-    for (; s->u.tab[i] != NONE; i = (i + 1) & mask)
-      if (s->u.tab[i] == id) return true;
-    return false;
-  }
-  iditer it = iditer_start(s);
-  uint32_t v;
-  while (iditer_next(&it, &v))
-    if (v == id) return true;
-  return false;
-}
-
-/* ---- dict: string (pair) -> idset ---------------------------------------- */
-
-enum dkind { DK_NS, DK_LKEY, DK_LKV, DK_FIELD };
-
-typedef struct dent {
-  const char *a, *b;
-  uint32_t alen, blen;
-  uint32_t hash;
-  uint32_t owned; /* a is a private copy (field values) */
-  idset set;      /* n == 0 marks an empty table slot */
-} dent;
-
-typedef struct dict {
-  dent *tab;
-  uint32_t cap, n;
-  enum dkind kind;
-} dict;
-
-static dent *dict_find(const dict *d, const char *a, size_t alen, const char *b, size_t blen,
-                       uint32_t h) {
-  if (!d->cap) return NULL;
-  uint32_t mask = d->cap - 1;
-  for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-    dent *e = &d->tab[i];
-    if (e->set.n == 0) return NULL;
-    if (e->hash == h && bytes_eq(e->a, e->alen, a, alen) && bytes_eq(e->b, e->blen, b, blen))
-      return e;
-  }
-}
-
-static int dict_resize(dict *d, uint32_t cap) {
-  dent *nt = calloc(cap, sizeof *nt);
-  if (!nt) return -ENOMEM;
-  uint32_t mask = cap - 1;
-  for (uint32_t i = 0; i < d->cap; i++) {
-    if (d->tab[i].set.n == 0) continue;
-    uint32_t j = d->tab[i].hash & mask;
-    while (nt[j].set.n) j = (j + 1) & mask;
-    nt[j] = d->tab[i];
-  }
-  free(d->tab);
-  d->tab = nt;
-  d->cap = cap;
-  return 0;
-}
-
-static void dict_free(dict *d) {
-  for (uint32_t i = 0; i < d->cap; i++) {
-    if (d->tab[i].set.n == 0) continue;
-    idset_free(&d->tab[i].set);
-    if (d->tab[i].owned) free((char *)d->tab[i].a);
-  }
-  free(d->tab);
-  d->tab = NULL;
-  d->cap = d->n = 0;
-}
-
-static size_t dict_bytes(const dict *d) {
-  size_t b = (size_t)d->cap * sizeof(dent);
-  for (uint32_t i = 0; i < d->cap; i++) {
-    const dent *e = &d->tab[i];
-    if (e->set.n == 0) continue;
-    b += idset_bytes(&e->set);
-    if (e->owned) b += e->alen + 1;
-  }
-  return b;
-}
-
-/* Adds id under (a, b). New entries point at a/b (or copy a for
- * DK_FIELD). Fails without change. */
-static int dict_add(dict *d, const char *a, size_t alen, const char *b, size_t blen, uint32_t h,
-                    uint32_t id) {
-  dent *e = dict_find(d, a, alen, b, blen, h);
-  if (e) return idset_add(&e->set, id);
-  if ((d->n + 1) * 4 > d->cap * 3 && dict_resize(d, d->cap ? d->cap * 2 : 8) < 0) return -ENOMEM;
-  const char *acopy = a;
-  if (d->kind == DK_FIELD) {
-    char *c = malloc(alen + 1);
-    if (!c) return -ENOMEM;
-    if (alen) memcpy(c, a, alen);
-    c[alen] = '\0';
-    acopy = c;
-  }
-  uint32_t mask = d->cap - 1, i = h & mask;
-  while (d->tab[i].set.n) i = (i + 1) & mask;
-  e = &d->tab[i];
-  *e = (dent){.a = acopy, .b = b, .alen = (uint32_t)alen, .blen = (uint32_t)blen, .hash = h,
-              .owned = d->kind == DK_FIELD, .set = {.n = 1, .cap = 0, .u.inl = {id, 0}}};
-  d->n++;
-  return 0;
-}
-
-static void dict_delete_at(dict *d, uint32_t i) {
-  uint32_t mask = d->cap - 1, j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (d->tab[j].set.n == 0) break;
-    uint32_t k = d->tab[j].hash & mask;
-    if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-      d->tab[i] = d->tab[j];
-      i = j;
-    }
-  }
-  memset(&d->tab[i], 0, sizeof d->tab[i]);
-  d->n--;
-  if (d->cap > 16 && d->n * 8 < d->cap) (void)dict_resize(d, d->cap / 2);
-}
-
 /* ---- the store ---------------------------------------------------------- */
 
 typedef struct fidx {
   char *name;
   char **paths; /* the union of their values is indexed */
   size_t npaths;
-  dict d;
+  kc_iddict d;
 } fidx;
 
 /* Field-index values of some objects, extracted outside the lock. Values
@@ -361,8 +74,7 @@ typedef struct fvitem {
 } fvitem;
 
 typedef struct fvlist {
-  char *buf;
-  size_t len, cap;
+  kc_buf text; /* the values, each NUL-terminated */
   fvitem *items;
   size_t n, icap;
   size_t *starts;
@@ -370,7 +82,7 @@ typedef struct fvlist {
 } fvlist;
 
 typedef struct undo {
-  dict *d;
+  kc_iddict *d;
   const char *a, *b;
   uint32_t alen, blen, hash;
 } undo;
@@ -386,7 +98,7 @@ struct kc_store {
   uint32_t mapcap;
   uint32_t count;
   size_t bytes;
-  dict ns, lkey, lkv;
+  kc_iddict ns, lkey, lkv;
   fidx *idx;
   size_t nidx;
   /* Field capture (kbuild.h) of all index paths, group = index number:
@@ -409,18 +121,15 @@ static uint32_t obj_hash(const kc_obj *o) {
   return hash_pair(o->namespace_.ptr, o->namespace_.len, o->name.ptr, o->name.len);
 }
 
-static bool obj_key_eq(const kc_obj *o, kc_str ns, kc_str name) {
-  return bytes_eq(o->namespace_.ptr, o->namespace_.len, ns.ptr, ns.len) &&
-         bytes_eq(o->name.ptr, o->name.len, name.ptr, name.len);
-}
-
 static uint32_t map_find(const kc_store *s, uint32_t h, kc_str ns, kc_str name) {
   if (!s->mapcap) return NONE;
   uint32_t mask = s->mapcap - 1;
   for (uint32_t i = h & mask;; i = (i + 1) & mask) {
     uint32_t slot = s->map[i];
     if (slot == NONE) return NONE;
-    if (s->ohash[slot] == h && obj_key_eq(s->objs[slot], ns, name)) return slot;
+    if (s->ohash[slot] == h && kc_str_eq(s->objs[slot]->namespace_, ns) &&
+        kc_str_eq(s->objs[slot]->name, name))
+      return slot;
   }
 }
 
@@ -429,13 +138,8 @@ static int map_resize(kc_store *s, uint32_t cap) {
   if (!nm) return -ENOMEM;
   memset(nm, 0xff, (size_t)cap * sizeof *nm);
   uint32_t mask = cap - 1;
-  for (uint32_t i = 0; i < s->mapcap; i++) {
-    uint32_t slot = s->map[i];
-    if (slot == NONE) continue;
-    uint32_t j = s->ohash[slot] & mask;
-    while (nm[j] != NONE) j = (j + 1) & mask;
-    nm[j] = slot;
-  }
+  for (uint32_t i = 0; i < s->mapcap; i++)
+    if (s->map[i] != NONE) kc_idtab_put(nm, mask, s->ohash, s->map[i]);
   free(s->map);
   s->map = nm;
   s->mapcap = cap;
@@ -443,25 +147,13 @@ static int map_resize(kc_store *s, uint32_t cap) {
 }
 
 static void map_insert(kc_store *s, uint32_t slot) {
-  uint32_t mask = s->mapcap - 1, i = s->ohash[slot] & mask;
-  while (s->map[i] != NONE) i = (i + 1) & mask;
-  s->map[i] = slot;
+  kc_idtab_put(s->map, s->mapcap - 1, s->ohash, slot);
 }
 
 static void map_remove(kc_store *s, uint32_t slot) {
   uint32_t mask = s->mapcap - 1, i = s->ohash[slot] & mask;
   while (s->map[i] != slot) i = (i + 1) & mask;
-  uint32_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (s->map[j] == NONE) break;
-    uint32_t k = s->ohash[s->map[j]] & mask;
-    if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-      s->map[i] = s->map[j];
-      i = j;
-    }
-  }
-  s->map[i] = NONE;
+  kc_idtab_delete(s->map, mask, s->ohash, i);
 }
 
 /* Makes room for `extra` more objects: map capacity and free slots. Called
@@ -514,19 +206,13 @@ static int fv_item_room(fvlist *fv) {
 
 /* Appends a value already rendered (a captured one). */
 static int fv_push_text(fvlist *fv, kc_str v) {
-  if (fv_item_room(fv) < 0) return -ENOMEM;
-  if (fv->cap - fv->len < v.len + 1) {
-    size_t nc = fv->cap ? fv->cap * 2 : 256;
-    while (nc - fv->len < v.len + 1) nc *= 2;
-    char *nb = realloc(fv->buf, nc);
-    if (!nb) return -ENOMEM;
-    fv->buf = nb;
-    fv->cap = nc;
-  }
-  if (v.len) memcpy(fv->buf + fv->len, v.ptr, v.len);
-  fv->buf[fv->len + v.len] = '\0';
-  fv->items[fv->n++] = (fvitem){fv->len, (uint32_t)v.len, hash_pair(fv->buf + fv->len, v.len, NULL, 0)};
-  fv->len += v.len + 1;
+  kc_buf *t = &fv->text;
+  if (fv_item_room(fv) < 0 || kc_buf_reserve(t, v.len) < 0) return -ENOMEM;
+  char *p = t->p + t->len;
+  if (v.len) memcpy(p, v.ptr, v.len);
+  p[v.len] = '\0';
+  fv->items[fv->n++] = (fvitem){t->len, (uint32_t)v.len, hash_pair(p, v.len, NULL, 0)};
+  t->len += v.len + 1;
   return 0;
 }
 
@@ -540,24 +226,21 @@ static bool fv_cb(const kc_json_value *v, void *ud) {
     c->rc = -ENOMEM;
     return false;
   }
+  kc_buf *t = &fv->text;
   for (;;) {
-    int n = kc_json_scalar_text(v, fv->buf ? fv->buf + fv->len : NULL,
-                                fv->buf ? fv->cap - fv->len : 0);
+    char *p = t->p ? t->p + t->len : NULL;
+    int n = kc_json_scalar_text(v, p, t->p ? t->cap - t->len : 0);
     if (n >= 0) {
-      fv->items[fv->n++] = (fvitem){fv->len, (uint32_t)n, hash_pair(fv->buf + fv->len, (size_t)n, NULL, 0)};
-      fv->len += (size_t)n + 1;
+      fv->items[fv->n++] = (fvitem){t->len, (uint32_t)n, hash_pair(p, (size_t)n, NULL, 0)};
+      t->len += (size_t)n + 1;
       return true;
     }
     if (n != -ENOSPC) return true; /* undecodable string: not indexed */
-    size_t nc = fv->cap ? fv->cap * 2 : 256;
-    while (nc - fv->len < v->raw.len + 1) nc *= 2;
-    char *nb = realloc(fv->buf, nc);
-    if (!nb) {
+    /* Grows every time round (the text is at most raw.len + 1 bytes). */
+    if (kc_buf_reserve(t, t->cap - t->len + v->raw.len + 256) < 0) {
       c->rc = -ENOMEM;
       return false;
     }
-    fv->buf = nb;
-    fv->cap = nc;
   }
 }
 
@@ -565,7 +248,7 @@ static int fvitem_cmp(const void *x, const void *y, void *ctx) {
   const fvitem *a = x, *b = y;
   const fvlist *fv = ctx;
   size_t n = a->len < b->len ? a->len : b->len;
-  int c = memcmp(fv->buf + a->off, fv->buf + b->off, n);
+  int c = memcmp(fv->text.p + a->off, fv->text.p + b->off, n);
   if (c) return c;
   return a->len < b->len ? -1 : a->len > b->len;
 }
@@ -622,13 +305,14 @@ static long fv_extract_from(kc_store *s, const kc_obj *obj, bool scan) {
 static long fv_extract(kc_store *s, const kc_obj *obj) { return fv_extract_from(s, obj, false); }
 
 static void fv_reset(fvlist *fv) {
-  fv->len = fv->n = fv->nstarts = 0;
+  kc_buf_reset(&fv->text);
+  fv->n = fv->nstarts = 0;
 }
 
 /* ---- index maintenance (write lock held) --------------------------------- */
 
-static int undo_push(kc_store *s, dict *d, const char *a, size_t alen, const char *b, size_t blen,
-                     uint32_t h) {
+static int undo_push(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b,
+                     size_t blen, uint32_t h) {
   if (s->nundo == s->capundo) {
     size_t nc = s->capundo ? s->capundo * 2 : 32;
     undo *nu = realloc(s->undo, nc * sizeof *nu);
@@ -640,60 +324,57 @@ static int undo_push(kc_store *s, dict *d, const char *a, size_t alen, const cha
   return 0;
 }
 
-/* Re-points an entry's strings away from `gone` to a current member. */
-static void repoint(kc_store *s, dict *d, dent *e, const kc_obj *gone) {
-  if (e->owned || !(in_obj(e->a, gone) || in_obj(e->b, gone))) return;
-  iditer it = iditer_start(&e->set);
-  uint32_t m;
-  if (!iditer_next(&it, &m)) return;
-  const kc_obj *o = s->objs[m];
-  if (d->kind == DK_NS) {
+/* Points an entry's strings at their copy in o, a member. */
+static bool point_at(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *o) {
+  if (d == &s->ns) {
     e->a = o->namespace_.ptr;
-    return;
+    return true;
   }
   const kc_label *l = kc_labels_find(o->labels, o->nlabels, (kc_str){e->a, e->alen});
-  if (!l) {
-    kc_error("store", "index entry without member label key=%.*s", (int)e->alen, e->a);
-    return;
-  }
+  if (!l) return false;
   e->a = l->key.ptr;
-  if (d->kind == DK_LKV) e->b = l->value.ptr;
+  if (d == &s->lkv) e->b = l->value.ptr;
+  return true;
+}
+
+static bool points_into(const kc_iddict_ent *e, const kc_obj *o) {
+  return !e->owned && (in_obj(e->a, o) || in_obj(e->b, o));
+}
+
+/* Re-points an entry's strings away from `gone` to a current member. */
+static void repoint(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *gone) {
+  kc_iditer it = kc_iditer_start(&e->set);
+  uint32_t m;
+  if (!points_into(e, gone) || !kc_iditer_next(&it, &m)) return;
+  if (!point_at(s, d, e, s->objs[m]))
+    kc_error("store", "index entry without member label key=%.*s", (int)e->alen, e->a);
 }
 
 /* Re-points an entry that still contains the slot from the old to the new
  * version of that slot's object. */
-static void repoint_to(dict *d, dent *e, const kc_obj *prev, const kc_obj *obj) {
-  if (!e || e->owned || !(in_obj(e->a, prev) || in_obj(e->b, prev))) return;
-  if (d->kind == DK_NS) {
-    e->a = obj->namespace_.ptr;
-    return;
-  }
-  const kc_label *l = kc_labels_find(obj->labels, obj->nlabels, (kc_str){e->a, e->alen});
-  if (!l) return;
-  e->a = l->key.ptr;
-  if (d->kind == DK_LKV) e->b = l->value.ptr;
+static void repoint_to(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *prev,
+                       const kc_obj *obj) {
+  if (e && points_into(e, prev)) (void)point_at(s, d, e, obj);
 }
 
-static void index_remove(kc_store *s, dict *d, const char *a, size_t alen, const char *b,
+static void index_remove(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b,
                          size_t blen, uint32_t h, uint32_t id, const kc_obj *gone) {
-  dent *e = dict_find(d, a, alen, b, blen, h);
-  if (!e || !idset_remove(&e->set, id)) {
+  kc_iddict_ent *e = kc_iddict_find(d, a, alen, b, blen, h);
+  if (!e || !kc_idset_remove(&e->set, id)) {
     kc_error("store", "index out of sync: missing member slot=%u", id);
     return;
   }
   if (e->set.n == 0) {
-    if (e->owned) free((char *)e->a);
-    e->owned = 0;
-    dict_delete_at(d, (uint32_t)(e - d->tab));
+    kc_iddict_remove(d, e);
     return;
   }
   repoint(s, d, e, gone);
 }
 
-static int index_add(kc_store *s, dict *d, const char *a, size_t alen, const char *b, size_t blen,
-                     uint32_t h, uint32_t id) {
+static int index_add(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b,
+                     size_t blen, uint32_t h, uint32_t id) {
   if (undo_push(s, d, a, alen, b, blen, h) < 0) return -ENOMEM;
-  int rc = dict_add(d, a, alen, b, blen, h, id);
+  int rc = kc_iddict_add(d, a, alen, b, blen, h, id);
   if (rc < 0) s->nundo--;
   return rc;
 }
@@ -710,7 +391,7 @@ static uint32_t lhash_kv(const kc_label *l) {
   return hash_pair(l->key.ptr, l->key.len, l->value.ptr, l->value.len);
 }
 
-static const char *fvtext(const kc_store *s, const fvitem *it) { return s->fv.buf + it->off; }
+static const char *fvtext(const kc_store *s, const fvitem *it) { return s->fv.text.p + it->off; }
 
 /* Adds every index entry of a new object in slot id. */
 static int add_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
@@ -808,8 +489,9 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
   s->nundo = 0;
   s->objs[id] = obj;
 
-  repoint_to(&s->ns, dict_find(&s->ns, prev->namespace_.ptr, prev->namespace_.len, NULL, 0,
-                               hash_pair(prev->namespace_.ptr, prev->namespace_.len, NULL, 0)),
+  repoint_to(s, &s->ns,
+             kc_iddict_find(&s->ns, prev->namespace_.ptr, prev->namespace_.len, NULL, 0,
+                            hash_pair(prev->namespace_.ptr, prev->namespace_.len, NULL, 0)),
              prev, obj);
   i = j = 0;
   while (i < prev->nlabels) {
@@ -824,12 +506,13 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
       index_remove(s, &s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
                    lhash_kv(pl), id, prev);
     } else {
-      repoint_to(&s->lkey, dict_find(&s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl)),
-                 prev, obj);
+      repoint_to(s, &s->lkey,
+                 kc_iddict_find(&s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl)), prev,
+                 obj);
       if (kc_str_eq(pl->value, obj->labels[j].value))
-        repoint_to(&s->lkv,
-                   dict_find(&s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
-                             lhash_kv(pl)),
+        repoint_to(s, &s->lkv,
+                   kc_iddict_find(&s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
+                                  lhash_kv(pl)),
                    prev, obj);
       else
         index_remove(s, &s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
@@ -916,9 +599,6 @@ kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
     free(s);
     return NULL;
   }
-  s->ns.kind = DK_NS;
-  s->lkey.kind = DK_LKEY;
-  s->lkv.kind = DK_LKV;
   if (nidx) {
     s->idx = calloc(nidx, sizeof *s->idx);
     if (!s->idx) goto fail;
@@ -929,7 +609,7 @@ kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {
     if (!specs[i].name || !*specs[i].name || !paths || np > KC_STORE_MAX_INDEX_PATHS) goto fail;
     for (size_t k = 0; k < i; k++)
       if (strcmp(specs[k].name, specs[i].name) == 0) goto fail;
-    s->idx[i].d.kind = DK_FIELD;
+    s->idx[i].d.copy_a = true; /* values are copied once each */
     s->nidx = i + 1;
     s->idx[i].name = strdup(specs[i].name);
     s->idx[i].paths = calloc(np, sizeof *s->idx[i].paths);
@@ -981,19 +661,19 @@ void kc_store_free(kc_store *s) {
   free(s->ohash);
   free(s->freeids);
   free(s->map);
-  dict_free(&s->ns);
-  dict_free(&s->lkey);
-  dict_free(&s->lkv);
+  kc_iddict_free(&s->ns);
+  kc_iddict_free(&s->lkey);
+  kc_iddict_free(&s->lkv);
   for (size_t i = 0; i < s->nidx; i++) {
     free(s->idx[i].name);
     for (size_t p = 0; p < s->idx[i].npaths; p++) free(s->idx[i].paths[p]);
     free(s->idx[i].paths);
-    dict_free(&s->idx[i].d);
+    kc_iddict_free(&s->idx[i].d);
   }
   free(s->idx);
   free(s->cap_paths);
   free(s->cap_groups);
-  free(s->fv.buf);
+  kc_buf_free(&s->fv.text);
   free(s->fv.items);
   free(s->fv.starts);
   free(s->undo);
@@ -1220,8 +900,8 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
   }
 out:
   /* Do not keep a relist-sized scratch around. */
-  if (s->fv.cap > (1u << 20) || s->fv.icap > (1u << 16) || s->fv.scap > (1u << 16)) {
-    free(s->fv.buf);
+  if (s->fv.text.cap > (1u << 20) || s->fv.icap > (1u << 16) || s->fv.scap > (1u << 16)) {
+    kc_buf_free(&s->fv.text);
     free(s->fv.items);
     free(s->fv.starts);
     memset(&s->fv, 0, sizeof s->fv);
@@ -1246,7 +926,7 @@ kc_obj *kc_store_get(kc_store *s, kc_str ns, kc_str name) {
 typedef struct source {
   enum { SRC_ALL, SRC_SETS, SRC_EMPTY } kind;
   size_t size;
-  const idset *sets[16];
+  const kc_idset *sets[16];
   size_t nsets;
   bool is_ns;
 } source;
@@ -1259,7 +939,8 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
   pthread_rwlock_rdlock(&s->lock);
   source best = {.kind = SRC_ALL, .size = s->count};
   if (ns.ptr) {
-    dent *e = dict_find(&s->ns, ns.ptr, ns.len, NULL, 0, hash_pair(ns.ptr, ns.len, NULL, 0));
+    kc_iddict_ent *e =
+        kc_iddict_find(&s->ns, ns.ptr, ns.len, NULL, 0, hash_pair(ns.ptr, ns.len, NULL, 0));
     source c = {.kind = e ? SRC_SETS : SRC_EMPTY, .size = e ? e->set.n : 0, .nsets = 1,
                 .is_ns = true};
     c.sets[0] = e ? &e->set : NULL;
@@ -1270,16 +951,17 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
     source c = {.kind = SRC_SETS};
     if (q->op == KC_LABEL_EQ || (q->op == KC_LABEL_IN && q->nvalues <= 16)) {
       for (uint32_t v = 0; v < q->nvalues; v++) {
-        dent *e = dict_find(&s->lkv, q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len,
-                            hash_pair(q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len));
+        kc_iddict_ent *e =
+            kc_iddict_find(&s->lkv, q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len,
+                           hash_pair(q->key.ptr, q->key.len, q->values[v].ptr, q->values[v].len));
         if (!e) continue;
         c.sets[c.nsets++] = &e->set;
         c.size += e->set.n;
       }
     } else if (q->op == KC_LABEL_EXISTS || q->op == KC_LABEL_GT || q->op == KC_LABEL_LT ||
                q->op == KC_LABEL_IN) {
-      dent *e = dict_find(&s->lkey, q->key.ptr, q->key.len, NULL, 0,
-                          hash_pair(q->key.ptr, q->key.len, NULL, 0));
+      kc_iddict_ent *e = kc_iddict_find(&s->lkey, q->key.ptr, q->key.len, NULL, 0,
+                                        hash_pair(q->key.ptr, q->key.len, NULL, 0));
       if (e) {
         c.sets[c.nsets++] = &e->set;
         c.size = e->set.n;
@@ -1301,19 +983,18 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
       for (uint32_t slot = 0; slot < s->nslots; slot++) {
         kc_obj *o = s->objs[slot];
         if (!o) continue;
-        if (check_ns && !bytes_eq(o->namespace_.ptr, o->namespace_.len, ns.ptr, ns.len)) continue;
+        if (check_ns && !kc_str_eq(o->namespace_, ns)) continue;
         if (!kc_label_selector_matches_obj(sel, o)) continue;
         out->v[out->n++] = kc_obj_ref(o);
         count++;
       }
     } else {
       for (size_t k = 0; k < best.nsets; k++) {
-        iditer it = iditer_start(best.sets[k]);
+        kc_iditer it = kc_iditer_start(best.sets[k]);
         uint32_t id;
-        while (iditer_next(&it, &id)) {
+        while (kc_iditer_next(&it, &id)) {
           kc_obj *o = s->objs[id];
-          if (check_ns && !bytes_eq(o->namespace_.ptr, o->namespace_.len, ns.ptr, ns.len))
-            continue;
+          if (check_ns && !kc_str_eq(o->namespace_, ns)) continue;
           if (!kc_label_selector_matches_obj(sel, o)) continue;
           out->v[out->n++] = kc_obj_ref(o);
           count++;
@@ -1335,16 +1016,16 @@ int kc_store_by_index(kc_store *s, const char *index, kc_str value, kc_obj_vec *
   if (i == s->nidx) return -ENOENT;
   uint32_t h = hash_pair(value.ptr, value.len, NULL, 0);
   pthread_rwlock_rdlock(&s->lock);
-  dent *e = dict_find(&s->idx[i].d, value.ptr, value.len, NULL, 0, h);
+  kc_iddict_ent *e = kc_iddict_find(&s->idx[i].d, value.ptr, value.len, NULL, 0, h);
   int count = 0;
   if (e) {
     if (vec_reserve(out, e->set.n) < 0) {
       pthread_rwlock_unlock(&s->lock);
       return -ENOMEM;
     }
-    iditer it = iditer_start(&e->set);
+    kc_iditer it = kc_iditer_start(&e->set);
     uint32_t id;
-    while (iditer_next(&it, &id)) {
+    while (kc_iditer_next(&it, &id)) {
       out->v[out->n++] = kc_obj_ref(s->objs[id]);
       count++;
     }
@@ -1370,9 +1051,9 @@ size_t kc_store_bytes(kc_store *s) {
 size_t kc_store_index_bytes(kc_store *s) {
   pthread_rwlock_rdlock(&s->lock);
   size_t b = (size_t)s->capslots * (sizeof(kc_obj *) + 2 * sizeof(uint32_t)) +
-             (size_t)s->mapcap * sizeof(uint32_t) + dict_bytes(&s->ns) + dict_bytes(&s->lkey) +
-             dict_bytes(&s->lkv);
-  for (size_t i = 0; i < s->nidx; i++) b += dict_bytes(&s->idx[i].d) + sizeof(fidx);
+             (size_t)s->mapcap * sizeof(uint32_t) + kc_iddict_bytes(&s->ns) +
+             kc_iddict_bytes(&s->lkey) + kc_iddict_bytes(&s->lkv);
+  for (size_t i = 0; i < s->nidx; i++) b += kc_iddict_bytes(&s->idx[i].d) + sizeof(fidx);
   pthread_rwlock_unlock(&s->lock);
   return b + sizeof *s;
 }
@@ -1385,27 +1066,21 @@ size_t kc_store_index_bytes(kc_store *s) {
     return -EINVAL;                         \
   } while (0)
 
-static int verify_entry_strings(const kc_store *s, const dict *d, char *msg, size_t cap) {
+static int verify_entry_strings(const kc_store *s, const kc_iddict *d, char *msg, size_t cap) {
   for (uint32_t i = 0; i < d->cap; i++) {
-    const dent *e = &d->tab[i];
+    const kc_iddict_ent *e = &d->tab[i];
     if (e->set.n == 0 || e->owned) continue;
     bool ok = e->a == NULL && e->alen == 0;
-    iditer it = iditer_start(&e->set);
+    kc_iditer it = kc_iditer_start(&e->set);
     uint32_t id;
-    while (!ok && iditer_next(&it, &id)) {
+    while (!ok && kc_iditer_next(&it, &id)) {
       const kc_obj *o = s->objs[id];
       if (!o) VFAIL("set member %u is a free slot", id);
-      ok = in_obj(e->a, o) && (d->kind != DK_LKV || e->blen == 0 || in_obj(e->b, o));
+      ok = in_obj(e->a, o) && (d != &s->lkv || e->blen == 0 || in_obj(e->b, o));
     }
     if (!ok) VFAIL("entry '%.*s' points outside its members", (int)e->alen, e->a ? e->a : "");
   }
   return 0;
-}
-
-static size_t dict_members(const dict *d) {
-  size_t n = 0;
-  for (uint32_t i = 0; i < d->cap; i++) n += d->tab[i].set.n;
-  return n;
 }
 
 int kc_store_verify(kc_store *s, char *msg, size_t cap) {
@@ -1415,15 +1090,15 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
     if (!o) continue;
     nobj++;
     if (map_find(s, obj_hash(o), o->namespace_, o->name) != id) VFAIL("map misses slot %u", id);
-    dent *e = dict_find(&s->ns, o->namespace_.ptr, o->namespace_.len, NULL, 0,
-                        hash_pair(o->namespace_.ptr, o->namespace_.len, NULL, 0));
-    if (!e || !idset_has(&e->set, id)) VFAIL("namespace index misses slot %u", id);
+    kc_iddict_ent *e = kc_iddict_find(&s->ns, o->namespace_.ptr, o->namespace_.len, NULL, 0,
+                                      hash_pair(o->namespace_.ptr, o->namespace_.len, NULL, 0));
+    if (!e || !kc_idset_has(&e->set, id)) VFAIL("namespace index misses slot %u", id);
     for (uint32_t i = 0; i < o->nlabels; i++) {
       const kc_label *l = &o->labels[i];
-      e = dict_find(&s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l));
-      if (!e || !idset_has(&e->set, id)) VFAIL("label key index misses slot %u", id);
-      e = dict_find(&s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l));
-      if (!e || !idset_has(&e->set, id)) VFAIL("label index misses slot %u", id);
+      e = kc_iddict_find(&s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l));
+      if (!e || !kc_idset_has(&e->set, id)) VFAIL("label key index misses slot %u", id);
+      e = kc_iddict_find(&s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l));
+      if (!e || !kc_idset_has(&e->set, id)) VFAIL("label index misses slot %u", id);
       nl++;
     }
     if (s->nidx) {
@@ -1450,19 +1125,20 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
       for (size_t x = 0; x < s->nidx; x++)
         for (size_t k = s->fv.starts[b + (long)x]; k < s->fv.starts[b + (long)x + 1]; k++) {
           const fvitem *it = &s->fv.items[k];
-          e = dict_find(&s->idx[x].d, fvtext(s, it), it->len, NULL, 0, it->hash);
-          if (!e || !idset_has(&e->set, id)) VFAIL("field index %s misses slot %u", s->idx[x].name, id);
+          e = kc_iddict_find(&s->idx[x].d, fvtext(s, it), it->len, NULL, 0, it->hash);
+          if (!e || !kc_idset_has(&e->set, id))
+            VFAIL("field index %s misses slot %u", s->idx[x].name, id);
           nfv++;
         }
     }
   }
   if (nobj != s->count) VFAIL("count %u but %zu objects", s->count, nobj);
   /* Same totals means no stale members anywhere. */
-  if (dict_members(&s->ns) != nobj) VFAIL("namespace index has stale members");
-  if (dict_members(&s->lkey) != nl || dict_members(&s->lkv) != nl)
+  if (kc_iddict_members(&s->ns) != nobj) VFAIL("namespace index has stale members");
+  if (kc_iddict_members(&s->lkey) != nl || kc_iddict_members(&s->lkv) != nl)
     VFAIL("label index has stale members");
   size_t tf = 0;
-  for (size_t x = 0; x < s->nidx; x++) tf += dict_members(&s->idx[x].d);
+  for (size_t x = 0; x < s->nidx; x++) tf += kc_iddict_members(&s->idx[x].d);
   if (tf != nfv) VFAIL("field index has stale members (%zu vs %zu)", tf, nfv);
   int rc = verify_entry_strings(s, &s->ns, msg, cap);
   if (!rc) rc = verify_entry_strings(s, &s->lkey, msg, cap);

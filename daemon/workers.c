@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crashreport.h"
 #include "log.h"
 
 struct worker {
@@ -29,6 +30,8 @@ struct worker {
   struct worker *cnext; /* completed list */
   char *key;            /* written by the loop only while the worker is idle */
   size_t keycap;
+  char rid[KC_LOG_RECONCILE_ID_SIZE]; /* reconcileID of the job; as key */
+  uint32_t attempt;                   /* 1 + retries of the key so far (0: unknown); as key */
   kc_reconcile_result res; /* written by the worker while it has the job */
   /* loop */
   bool busy;
@@ -48,6 +51,7 @@ struct core {
   void *reconcile_ud;
   void (*release)(void *reconcile_ud); /* run by the last reference */
   char *name;
+  char *plugin; /* NULL when not given */
   unsigned n;
   struct worker w[];
 };
@@ -66,8 +70,6 @@ struct kc_workers {
   unsigned *idle;       /* stack of idle worker indexes */
   unsigned nidle;
   unsigned nexited;
-  uint64_t timeouts_total;
-  uint64_t reconciles_total;
   unsigned abandoned;
   kc_stopped_fn stopped_cb;
   void *stopped_ud;
@@ -86,6 +88,7 @@ static void core_unref(struct core *c) {
   }
   pthread_mutex_destroy(&c->mu);
   free(c->name);
+  free(c->plugin);
   free(c);
 }
 
@@ -93,6 +96,7 @@ static void *worker_main(void *arg) {
   struct worker *w = arg;
   struct core *c = w->core;
   kc_log_set_context(c->name);
+  kc_crash_thread_enter(); /* -ENOSPC: this thread is left out of crash reports */
   pthread_mutex_lock(&c->mu);
   for (;;) {
     while (!w->has_job && !c->quit) pthread_cond_wait(&w->cond, &c->mu);
@@ -101,8 +105,17 @@ static void *worker_main(void *arg) {
     w->res.kind = KC_RESULT_DONE;
     w->res.after_ms = 0;
     w->res.message[0] = '\0';
+    kc_log_set_reconcile(c->name, w->key, w->rid);
+    kc_crash_busy(c->name, c->plugin, w->key);
     c->reconcile(c->reconcile_ud, w->key, &w->res);
+    kc_crash_idle();
     w->res.message[KC_RESULT_MESSAGE_MAX - 1] = '\0';
+    if (w->res.kind == KC_RESULT_ERROR && w->attempt) /* controller-runtime's "Reconciler error" */
+      kc_error("controller", "Reconciler error attempt=%u error=%s", (unsigned)w->attempt,
+               w->res.message);
+    else if (w->res.kind == KC_RESULT_ERROR)
+      kc_error("controller", "Reconciler error error=%s", w->res.message);
+    kc_log_set_reconcile(NULL, NULL, NULL);
     pthread_mutex_lock(&c->mu);
     w->has_job = false;
     w->cnext = c->completed;
@@ -114,6 +127,7 @@ static void *worker_main(void *arg) {
   if (!c->closed) uv_async_send(c->async);
   pthread_mutex_unlock(&c->mu);
   if (abandoned) atomic_fetch_sub(&abandoned_running, 1);
+  kc_crash_thread_leave();
   core_unref(c);
   return NULL;
 }
@@ -174,10 +188,9 @@ static void on_async(uv_async_t *h) {
     struct worker *w = done;
     done = w->cnext;
     uint64_t dur = now - w->started_ns;
-    p->reconciles_total++;
     if (w->timeout_reported)
-      kc_info("workers", "slow reconcile finished controller=%s key=%s duration_ms=%llu", c->name,
-              w->key, (unsigned long long)(dur / 1000000u));
+      kc_info("workers", "slow reconcile finished controller=%s key=%s reconcileID=%s duration_ms=%llu",
+              c->name, w->key, w->rid, (unsigned long long)(dur / 1000000u));
     p->cfg.on_result(p, w->key, &w->res, dur, p->cfg.ud);
     w->busy = false;
     w->timeout_reported = false;
@@ -209,9 +222,8 @@ static void on_tick(uv_timer_t *t) {
     struct worker *w = &c->w[i];
     if (!w->busy || w->timeout_reported || now - w->started_ns <= limit) continue;
     w->timeout_reported = true;
-    p->timeouts_total++;
-    kc_warn("workers", "reconcile exceeded timeout controller=%s key=%s running_ms=%llu timeout_ms=%llu",
-            c->name, w->key, (unsigned long long)((now - w->started_ns) / 1000000u),
+    kc_warn("workers", "reconcile exceeded timeout controller=%s key=%s reconcileID=%s running_ms=%llu "
+            "timeout_ms=%llu", c->name, w->key, w->rid, (unsigned long long)((now - w->started_ns) / 1000000u),
             (unsigned long long)p->cfg.timeout_ms);
     if (p->cfg.on_timeout) p->cfg.on_timeout(p, w->key, now - w->started_ns, p->cfg.ud);
   }
@@ -242,6 +254,10 @@ int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers *
   p->idle = idle;
   p->core = c;
   c->name = name;
+  if (cfg->plugin && !(c->plugin = strdup(cfg->plugin))) {
+    free(p), free(c), free(idle), free(name), free(name2);
+    return -ENOMEM;
+  }
   c->n = n;
   c->reconcile = cfg->reconcile;
   c->reconcile_ud = cfg->reconcile_ud;
@@ -249,7 +265,7 @@ int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers *
   atomic_init(&c->refs, 1);
   int rc = -pthread_mutex_init(&c->mu, NULL);
   if (rc < 0) {
-    free(p), free(c), free(idle), free(name), free(name2);
+    free(p), free(c->plugin), free(c), free(idle), free(name), free(name2);
     return rc;
   }
   for (unsigned i = 0; i < n; i++) {
@@ -320,7 +336,7 @@ int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers *
   return 0;
 }
 
-int kc_workers_dispatch(kc_workers *p, const char *key) {
+static int dispatch(kc_workers *p, const char *key, uint32_t attempt) {
   if (p->state != RUNNING) return -ESHUTDOWN;
   if (p->nidle == 0) return -EBUSY;
   struct core *c = p->core;
@@ -339,6 +355,8 @@ int kc_workers_dispatch(kc_workers *p, const char *key) {
     w->keycap = cap;
   }
   memcpy(w->key, key, len + 1);
+  kc_log_new_reconcile_id(w->rid);
+  w->attempt = attempt;
   w->has_job = true;
   pthread_cond_signal(&w->cond);
   pthread_mutex_unlock(&c->mu);
@@ -349,40 +367,8 @@ int kc_workers_dispatch(kc_workers *p, const char *key) {
   return 0;
 }
 
-size_t kc_workers_pump(kc_workers *p, kc_workqueue *wq) {
-  size_t n = 0;
-  while (p->state == RUNNING && p->nidle > 0) {
-    const char *key;
-    if (kc_workqueue_get(wq, &key) != KC_WQ_KEY) break;
-    int rc = kc_workers_dispatch(p, key);
-    if (rc < 0) {
-      kc_error("workers", "cannot hand key to worker controller=%s key=%s err=%s", p->core->name, key,
-               strerror(-rc));
-      kc_workqueue_add_rate_limited(wq, key);
-      kc_workqueue_done(wq, key);
-      break;
-    }
-    n++;
-  }
-  return n;
-}
-
-int kc_workers_settle(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
-  switch (res->kind) {
-  case KC_RESULT_DONE:
-    kc_workqueue_forget(wq, key);
-    break;
-  case KC_RESULT_REQUEUE_AFTER:
-    kc_workqueue_forget(wq, key);
-    kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
-    break;
-  case KC_RESULT_REQUEUE:
-  case KC_RESULT_ERROR:
-  default:
-    kc_workqueue_add_rate_limited(wq, key);
-    break;
-  }
-  return kc_workqueue_done(wq, key);
+int kc_workers_dispatch(kc_workers *p, const char *key, uint32_t attempt) {
+  return dispatch(p, key, attempt);
 }
 
 void kc_workers_stop(kc_workers *p, uint64_t bound_ms, kc_stopped_fn cb, void *ud) {
@@ -402,5 +388,3 @@ void kc_workers_stop(kc_workers *p, uint64_t bound_ms, kc_stopped_fn cb, void *u
 unsigned kc_workers_size(const kc_workers *p) { return p->core->n; }
 unsigned kc_workers_idle(const kc_workers *p) { return p->state == RUNNING ? p->nidle : 0; }
 unsigned kc_workers_active(const kc_workers *p) { return p->core->n - p->nidle; }
-uint64_t kc_workers_timeouts_total(const kc_workers *p) { return p->timeouts_total; }
-uint64_t kc_workers_reconciles_total(const kc_workers *p) { return p->reconciles_total; }

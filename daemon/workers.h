@@ -8,9 +8,20 @@
  * backlog, so nothing queues up here); the worker copies the key into its own
  * buffer (no per-key allocation once the buffer fits), calls the reconcile
  * function, and posts the result; the loop then calls on_result, where the
- * owner settles the key in its workqueue (kc_workers_settle does the
- * client-go/controller-runtime mapping), and on_idle, where it dispatches
- * more (kc_workers_pump).
+ * owner settles the key in its workqueue, and on_idle, where it dispatches
+ * more. The pool knows no queue: the controller takes keys from its
+ * workqueue and applies results to it (kc_controller_apply_result).
+ *
+ * Logs: every dispatch gets a fresh reconcileID (log.h); while a worker runs
+ * a reconcile, every line it logs (the plugin's included) carries
+ * controller=, key= and reconcileID= (kc_log_set_reconcile), and an error
+ * result is logged there at error level as controller-runtime does:
+ * "Reconciler error attempt=N error=MESSAGE" (attempt = 1 + the key's
+ * retries so far, as the controller passes it to kc_workers_dispatch; left
+ * out when it passes 0).
+ *
+ * Crashes: each worker thread registers with crashreport.h and publishes
+ * controller, plugin and key around each reconcile (kc_crash_busy/idle).
  *
  * A slow or stuck reconcile never stalls the loop: the loop never waits on a
  * worker. A reconcile running longer than timeout_ms is reported once (log +
@@ -31,8 +42,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-
-#include "workqueue.h"
 
 /* Values equal the public KCTRLD_RESULT_* codes (kctrld/plugin.h). */
 enum kc_result_kind {
@@ -69,6 +78,7 @@ typedef void (*kc_stopped_fn)(kc_workers *pool, unsigned abandoned, void *ud);
 
 typedef struct kc_workers_config {
   const char *name;        /* controller name: log context of the workers */
+  const char *plugin;      /* plugin path, for the crash report (crashreport.h); may be NULL */
   unsigned nworkers;       /* >= 1 */
   uint64_t timeout_ms;     /* report reconciles longer than this; 0 = never */
   kc_reconcile_fn reconcile;
@@ -88,18 +98,10 @@ typedef struct kc_workers_config {
  * negated pthread_create/uv error; on error nothing is left running. */
 int kc_workers_start(uv_loop_t *loop, const kc_workers_config *cfg, kc_workers **out);
 
-/* Hands key to an idle worker. Returns 0, -EBUSY when no worker is idle,
- * -ESHUTDOWN after kc_workers_stop, -ENOMEM. */
-int kc_workers_dispatch(kc_workers *pool, const char *key);
-
-/* Dispatches from wq while workers are idle. A key that cannot be handed
- * over (ENOMEM) is put back rate-limited. Returns the number dispatched. */
-size_t kc_workers_pump(kc_workers *pool, kc_workqueue *wq);
-
-/* Applies a result to the key's queue state, then Done (controller loop of
- * docs/api-contract.md 10.2): error or requeue -> AddRateLimited; requeue
- * after N ms -> Forget + AddAfter; done -> Forget. Returns Done's result. */
-int kc_workers_settle(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);
+/* Hands key to an idle worker; attempt is 1 + the key's retries so far (0:
+ * not known, no attempt= in the logs). Returns 0, -EBUSY when no worker is
+ * idle, -ESHUTDOWN after kc_workers_stop, -ENOMEM. */
+int kc_workers_dispatch(kc_workers *pool, const char *key, uint32_t attempt);
 
 /* Stops the pool: no more dispatch, idle workers exit, running reconciles
  * finish and their results still arrive through on_result, for at most
@@ -110,8 +112,6 @@ void kc_workers_stop(kc_workers *pool, uint64_t bound_ms, kc_stopped_fn cb, void
 unsigned kc_workers_size(const kc_workers *pool);   /* max_concurrent_reconciles */
 unsigned kc_workers_idle(const kc_workers *pool);
 unsigned kc_workers_active(const kc_workers *pool); /* active_workers */
-uint64_t kc_workers_timeouts_total(const kc_workers *pool);
-uint64_t kc_workers_reconciles_total(const kc_workers *pool);
 
 /* Worker threads abandoned by a stop that have not returned yet (any
  * thread; process-wide). Tests wait for 0 before exiting. */

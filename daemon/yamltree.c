@@ -509,6 +509,20 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb) 
   return row[lb];
 }
 
+const char *kc_yaml_closest(const char *word, const char *const *candidates, size_t n) {
+  const char *best = NULL;
+  size_t bestd = 3, len = strlen(word);
+  for (size_t j = 0; j < n; j++) {
+    size_t d = edit_distance(word, len, candidates[j], strlen(candidates[j]));
+    if (strcasecmp(word, candidates[j]) == 0) d = 0;
+    if (d < bestd) {
+      bestd = d;
+      best = candidates[j];
+    }
+  }
+  return best;
+}
+
 int kc_yaml_check_keys(const kc_yaml_node *map, const char *const *allowed, size_t nallowed,
                        const char *what, char *err, size_t errlen) {
   if (!map || map->type != KC_YAML_MAPPING) return 0;
@@ -519,16 +533,7 @@ int kc_yaml_check_keys(const kc_yaml_node *map, const char *const *allowed, size
       ok = strlen(allowed[j]) == k->u.scalar.len && strcmp(allowed[j], k->u.scalar.text) == 0;
     if (ok) continue;
     char vb[64];
-    const char *best = NULL;
-    size_t bestd = 3;
-    for (size_t j = 0; j < nallowed; j++) {
-      size_t d = edit_distance(k->u.scalar.text, k->u.scalar.len, allowed[j], strlen(allowed[j]));
-      if (strcasecmp(k->u.scalar.text, allowed[j]) == 0) d = 0;
-      if (d < bestd) {
-        bestd = d;
-        best = allowed[j];
-      }
-    }
+    const char *best = kc_yaml_closest(k->u.scalar.text, allowed, nallowed);
     if (best)
       return kc_yaml_error(err, errlen, k, "unknown key %s in %s (did you mean \"%s\"?)",
                            show(k, vb, sizeof vb), what, best);

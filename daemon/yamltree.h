@@ -129,6 +129,11 @@ int kc_yaml_expect(const kc_yaml_node *node, enum kc_yaml_type type, const char 
 int kc_yaml_check_keys(const kc_yaml_node *map, const char *const *allowed, size_t nallowed,
                        const char *what, char *err, size_t errlen);
 
+/* The candidate closest to word for a "did you mean": equal but for case,
+ * else the smallest edit distance below 3 (the first of equals). NULL when
+ * none is that close. Borrowed from candidates. Context: any thread. */
+const char *kc_yaml_closest(const char *word, const char *const *candidates, size_t n);
+
 /* Typed getters. `what` names the setting in messages (e.g. "leaderElection.
  * leaseDuration"). Each returns 0, or -EINVAL with a positioned message. */
 

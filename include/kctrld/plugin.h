@@ -9,7 +9,11 @@
  *   - the host refuses a plugin whose abi_major differs from its own or whose
  *     table is smaller than the 1.0 layout, naming both versions;
  *   - a plugin that calls a host function added after 1.0 first checks
- *     KCTRLD_HOST_HAS(host, member) (abi_minor and struct_size).
+ *     KCTRLD_HOST_HAS(host, member) (abi_minor and struct_size);
+ *   - the host reads a plugin-table member added after 1.0 only when
+ *     KCTRLD_PLUGIN_HAS(table, member) says the plugin's table has it, so a
+ *     plugin built against an older header (smaller struct_size) still loads.
+ * 1.1 appended kctrld_plugin.permissions.
  *
  * Build a plugin out of tree with
  *     cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags kctrld-plugin) \
@@ -55,7 +59,7 @@ extern "C" {
 #endif
 
 #define KCTRLD_ABI_MAJOR 1
-#define KCTRLD_ABI_MINOR 0
+#define KCTRLD_ABI_MINOR 1
 
 #define KCTRLD_EXPORT __attribute__((visibility("default")))
 
@@ -252,22 +256,27 @@ struct kctrld_host_api {
    * "resync", "kinds[0].kind", "selector.matchLabels". Reading a key marks it
    * as used; the daemon warns about settings keys no plugin read. */
 
-  /* settings_string: reads a scalar as text.
+  /* The settings follow the config file's rules (docs/plugins.md
+   * "Settings"): a plain null is absent, a quoted scalar is a string, a
+   * refused value is also logged with its file:line:col.
+   * settings_string: reads a scalar as text (also a plain 5 or true).
    * Returns: 0 and *out, -ENOENT if the path is absent, -EINVAL if it is not
    * a scalar or the path is malformed.
    * Ownership: *out is borrowed until fini returns.
    * Context: any thread. Errors: as Returns. */
   int (*settings_string)(const kctrld_settings *s, const char *path, const char **out);
-  /* settings_int: reads an integer scalar.
+  /* settings_int: reads a plain decimal integer ("5" quoted is a string).
    * Returns: 0, -ENOENT absent, -EINVAL not an integer, -ERANGE overflow.
    * Ownership: none. Context: any thread. Errors: as Returns. */
   int (*settings_int)(const kctrld_settings *s, const char *path, int64_t *out);
-  /* settings_bool: reads true/false (YAML 1.2 core schema).
+  /* settings_bool: reads a plain true/false (YAML 1.2 core schema; a quoted
+   * "true" is a string, yes/on are strings).
    * Returns: 0, -ENOENT absent, -EINVAL not a boolean.
    * Ownership: none. Context: any thread. Errors: as Returns. */
   int (*settings_bool)(const kctrld_settings *s, const char *path, bool *out);
   /* settings_duration_ms: reads a duration ("250ms", "90s", "10m", "2h",
-   * "1h30m"; a bare integer is seconds) in milliseconds.
+   * "1h30m"; a unit is required except for 0, as everywhere in the config)
+   * in whole milliseconds.
    * Returns: 0, -ENOENT absent, -EINVAL malformed, -ERANGE overflow.
    * Ownership: none. Context: any thread. Errors: as Returns. */
   int (*settings_duration_ms)(const kctrld_settings *s, const char *path, int64_t *out_ms);
@@ -510,6 +519,34 @@ struct kctrld_host_api {
 /* Plugin table (the plugin fills it; static storage)                       */
 /* ------------------------------------------------------------------------ */
 
+/* One RBAC permission the plugin's own API calls need (ABI 1.1): `verbs` on
+ * `resource` of API group `group`. `kctrld rbac` (docs/deploy.md) turns the
+ * declarations of every configured plugin into the daemon's Role rules; what
+ * the daemon itself reads (informers) and writes (Leases, and Events only for
+ * plugins that declare them) it adds on its own.
+ *   group:    "" for the core group, else e.g. "apps" or "demo.kctrld.io";
+ *             ignored for KCTRLD_RESOURCE_FOR.
+ *   resource: the plural as in the URL, optionally with a subresource
+ *             ("pods", "podsets/status"), or KCTRLD_RESOURCE_FOR: the
+ *             resource of the controller's `for:` kind, whatever the config
+ *             says it is.
+ *   verbs:    comma-separated Kubernetes verbs ("create,delete,patch");
+ *             api_create = create, api_update(_status) = update, api_patch
+ *             and finalizer_add/remove = patch, api_delete = delete,
+ *             api_get = get. Reads through the cache need nothing here.
+ * The array ends with KCTRLD_PERMISSIONS_END; static storage. */
+typedef struct kctrld_permission {
+  const char *group;
+  const char *resource;
+  const char *verbs;
+} kctrld_permission;
+
+#define KCTRLD_RESOURCE_FOR "@for"
+/* What the `event` host function needs: the recorder POSTs core/v1 Events
+ * and PATCHes them to count repeats. */
+#define KCTRLD_PERMISSION_EVENTS {"", "events", "create,patch"}
+#define KCTRLD_PERMISSIONS_END {NULL, NULL, NULL}
+
 struct kctrld_plugin {
   uint16_t abi_major;          /* KCTRLD_ABI_MAJOR the plugin was built with */
   uint16_t abi_minor;          /* KCTRLD_ABI_MINOR the plugin was built with */
@@ -543,7 +580,21 @@ struct kctrld_plugin {
    * Context: loop thread, or the worker thread of an abandoned reconcile
    * (the last to use the instance). Errors: none. */
   void (*fini)(void *instance);
+
+  /* --- ABI 1.1 --- */
+
+  /* permissions: the API permissions reconcile needs (kctrld_permission),
+   * terminated by KCTRLD_PERMISSIONS_END; {KCTRLD_PERMISSIONS_END} alone
+   * declares a plugin that writes nothing. NULL (or a 1.0 table without the
+   * member): undeclared; `kctrld rbac` then grants the plugin nothing and
+   * says so, and `kctrld --check-config` warns. Static storage. */
+  const kctrld_permission *permissions;
 };
+
+/* True when the plugin table has `member` (added in some 1.x). The host
+ * checks this before reading any member added after 1.0. */
+#define KCTRLD_PLUGIN_HAS(table, member)                                     \
+  ((table)->struct_size >= offsetof(struct kctrld_plugin, member) + sizeof((table)->member))
 
 /* The single exported entry point. Called once per loaded file, on the loop
  * thread, before any init.

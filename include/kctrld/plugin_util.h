@@ -332,8 +332,13 @@ static inline bool pu_copy(kctrld_str s, char *buf, size_t cap) {
  * else from kctrld_plugin_entry: host_var is the plugin's
  * `static const struct kctrld_host_api *` that the entry point sets; fini_
  * may be NULL. Use once, at file scope, after the three functions. The
- * entry point refuses a host of another ABI major (returns NULL). */
+ * entry point refuses a host of another ABI major (returns NULL).
+ * KCTRLD_PLUGIN_DEFINE declares no permissions (kctrld_plugin.permissions
+ * NULL); KCTRLD_PLUGIN_DEFINE_PERMS also sets them from perms_, a static
+ * `const kctrld_permission[]` ending with KCTRLD_PERMISSIONS_END. */
 #define KCTRLD_PLUGIN_DEFINE(host_var, name_, version_, init_, reconcile_, fini_)           \
+  KCTRLD_PLUGIN_DEFINE_PERMS(host_var, name_, version_, init_, reconcile_, fini_, NULL)
+#define KCTRLD_PLUGIN_DEFINE_PERMS(host_var, name_, version_, init_, reconcile_, fini_, perms_) \
   KCTRLD_EXPORT const struct kctrld_plugin *kctrld_plugin_entry(                           \
       const struct kctrld_host_api *host) {                                                \
     static struct kctrld_plugin table_;                                                    \
@@ -348,6 +353,7 @@ static inline bool pu_copy(kctrld_str s, char *buf, size_t cap) {
     table_.init = (init_);                                                                 \
     table_.reconcile = (reconcile_);                                                       \
     table_.fini = (fini_);                                                                 \
+    table_.permissions = (perms_);                                                         \
     return &table_;                                                                        \
   }                                                                                        \
   extern int kctrld_plugin_define_used_once_ /* swallows the caller's semicolon */

@@ -334,5 +334,13 @@ static int podset_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **
   return 0;
 }
 
-KCTRLD_PLUGIN_DEFINE(H, "podset", "1.0.0", podset_init, podset_reconcile, NULL);
+/* What reconcile writes (kctrld rbac): Pods, the PodSet's status, Events. */
+static const kctrld_permission podset_permissions[] = {
+    {"", "pods", "create,delete"},
+    {"demo.kctrld.io", "podsets/status", "patch"},
+    KCTRLD_PERMISSION_EVENTS,
+    KCTRLD_PERMISSIONS_END,
+};
+
+KCTRLD_PLUGIN_DEFINE_PERMS(H, "podset", "1.0.0", podset_init, podset_reconcile, NULL, podset_permissions);
 

@@ -340,5 +340,12 @@ static int reloader_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
 
 static void reloader_fini(void *instance) { free(instance); }
 
-KCTRLD_PLUGIN_DEFINE(H, "reloader", "1.0.0", reloader_init, reloader_reconcile, reloader_fini);
+/* What reconcile writes (kctrld rbac): the hash patch of the `for` kind. */
+static const kctrld_permission reloader_permissions[] = {
+    {"", KCTRLD_RESOURCE_FOR, "patch"},
+    KCTRLD_PERMISSIONS_END,
+};
+
+KCTRLD_PLUGIN_DEFINE_PERMS(H, "reloader", "1.0.0", reloader_init, reloader_reconcile, reloader_fini,
+                           reloader_permissions);
 

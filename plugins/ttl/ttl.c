@@ -310,5 +310,13 @@ static int ttl_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **ins
 
 static void ttl_fini(void *instance) { free(instance); }
 
-KCTRLD_PLUGIN_DEFINE(H, "ttl", "1.0.0", ttl_init, ttl_reconcile, ttl_fini);
+/* What reconcile writes (kctrld rbac): deletes of the `for` kind (grant any
+ * other settings.kinds entry by hand: docs/deploy.md) and InvalidTTL Events. */
+static const kctrld_permission ttl_permissions[] = {
+    {"", KCTRLD_RESOURCE_FOR, "delete"},
+    KCTRLD_PERMISSION_EVENTS,
+    KCTRLD_PERMISSIONS_END,
+};
+
+KCTRLD_PLUGIN_DEFINE_PERMS(H, "ttl", "1.0.0", ttl_init, ttl_reconcile, ttl_fini, ttl_permissions);
 

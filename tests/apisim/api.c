@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "api_int.h"
+#include "rbac.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -226,6 +227,9 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp)
     r.sub = n > 2 ? s[2] : NULL;
     if (n > 3) { resource_404(resp); goto out; }
   }
+  /* --rbac: authorized before the resource is looked up, as kube-apiserver
+   * does (a forbidden user learns nothing about what exists). */
+  if (!sim_rbac_allow(req, group, plural, r.sub, r.ns, r.name, resp)) goto out;
   pthread_mutex_lock(&sim_mu);
   r.rt = sim_type_find_locked(group, version, plural);
   pthread_mutex_unlock(&sim_mu);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "rbac.h"
 #include "seed.h"
 #include "server.h"
 #include "store.h"
@@ -26,7 +27,7 @@ static void usage(FILE *f)
           "         [--tls-ca F] [--kubeconfig-client-cert F --kubeconfig-client-key F]\n"
           "         [--generate RESOURCE=N]... [--history N] [--bookmark-interval-ms MS]\n"
           "         [--watch-410-http] [--no-watch-list] [--min-request-timeout S]\n"
-          "         [--rv-offset N] [--fixtures DIR] [--verbose]\n");
+          "         [--rv-offset N] [--fixtures DIR] [--rbac] [--token-auth-file FILE] [--verbose]\n");
 }
 
 static void default_fixtures(const char *argv0)
@@ -88,6 +89,15 @@ int main(int argc, char **argv)
     else if (ARG("--bookmark-interval-ms")) sim_bookmark_interval_ms = (unsigned)strtoul(v, NULL, 10);
     else if (ARG("--min-request-timeout")) sim_cfg.min_request_timeout_s = (unsigned)strtoul(v, NULL, 10);
     else if (ARG("--fixtures")) sim_set_fixture_dir(v);
+    else if (ARG("--token-auth-file")) {
+      char *err = NULL;
+      if (sim_rbac_load_tokens(v, &err) < 0) {
+        fprintf(stderr, "kube-apisim: --token-auth-file: %s\n", err ? err : "failed");
+        free(err);
+        return 2;
+      }
+    }
+    else if (strcmp(a, "--rbac") == 0) sim_rbac_enabled = true;
     else if (strcmp(a, "--watch-410-http") == 0) sim_cfg.watch_410_http = true;
     else if (strcmp(a, "--no-watch-list") == 0) sim_cfg.watch_list = false;
     else if (strcmp(a, "--verbose") == 0) sim_verbose = 1;

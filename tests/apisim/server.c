@@ -17,6 +17,7 @@
 
 #include "api.h"
 #include "control.h"
+#include "rbac.h"
 #include "store.h"
 #include "watch.h"
 
@@ -120,7 +121,10 @@ void sim_resp_status(struct sim_resp *r, int code, const char *reason, const str
 
 /* ---- auth ---- */
 
-static char *current_file_token(void)
+/* The token file holds one token per line, each optionally followed by a
+ * space and its expiry in unix seconds ("tok-1 1796119200"): a token past
+ * its expiry is refused (401), which is how tests make tokens expire. */
+static bool file_token_ok(const char *tok)
 {
   struct stat st;
   pthread_mutex_lock(&tok_mu);
@@ -130,15 +134,28 @@ static char *current_file_token(void)
     size_t n;
     char *t = sim_read_file(token_file_, &n);
     if (t) {
-      while (n && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' ')) t[--n] = 0;
       free(file_token_);
       file_token_ = t;
       file_token_mtime_ = st.st_mtim;
     }
   }
-  char *r = file_token_ ? sim_xstrdup(file_token_) : NULL;
+  bool ok = false;
+  size_t tl = strlen(tok);
+  time_t now = time(NULL);
+  for (const char *line = file_token_; line && *line && !ok;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    while (len && (line[len - 1] == '\r' || line[len - 1] == ' ')) len--;
+    const char *sp = memchr(line, ' ', len);
+    size_t toklen = sp ? (size_t)(sp - line) : len;
+    if (toklen == tl && tl && memcmp(line, tok, tl) == 0) {
+      long long exp = sp ? strtoll(sp + 1, NULL, 10) : 0;
+      ok = !sp || exp > (long long)now;
+    }
+    line = end ? end + 1 : NULL;
+  }
   pthread_mutex_unlock(&tok_mu);
-  return r;
+  return ok;
 }
 
 typedef int (*verify_fn)(void *session, unsigned int *status);
@@ -163,17 +180,13 @@ static bool client_cert_ok(struct MHD_Connection *c)
 
 static bool authorized(struct sim_req *req)
 {
-  if (!token_ && !token_file_ && !need_client_cert_) return true;
+  if (!token_ && !token_file_ && !need_client_cert_ && !sim_rbac_enabled) return true;
   const char *h = sim_req_header(req, "Authorization");
   if (h && strncmp(h, "Bearer ", 7) == 0) {
     const char *t = h + 7;
     if (token_ && strcmp(t, token_) == 0) return true;
-    if (token_file_) {
-      char *ft = current_file_token();
-      bool ok = ft && strcmp(ft, t) == 0;
-      free(ft);
-      if (ok) return true;
-    }
+    if ((req->user = sim_rbac_user_for_token(t))) return true;
+    if (token_file_ && file_token_ok(t)) return true;
   }
   if (need_client_cert_ && client_cert_ok(req->conn)) return true;
   return false;

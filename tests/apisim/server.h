@@ -24,6 +24,7 @@
 #define SIM_MAX_BODY (3u * 1024u * 1024u)
 
 struct sim_watch;
+struct sim_user;
 
 struct sim_req {
   struct MHD_Connection *conn;
@@ -33,6 +34,7 @@ struct sim_req {
   bool too_large;
   bool is_watch;
   const char *verb; /* for counters: list, watch, get, create, ... */
+  const struct sim_user *user; /* --token-auth-file user; NULL: superuser or no auth (rbac.h) */
 };
 
 struct sim_resp {

@@ -188,9 +188,10 @@ def part_a(a, tmp, plugins):
 # ---------------------------------------------------------------------------
 # (b) event-to-reconcile latency
 
-def patch_loop(sim, names, rate, seconds):
-    """Merge-patches bench.kctrld.io/sent on names round robin at `rate`/s for
-    `seconds` over one keep-alive connection; returns the number sent."""
+def patch_loop(sim, names, rate, seconds, resource="configmaps", sent_ns=None):
+    """Merge-patches bench.kctrld.io/sent on names (of core `resource`) round
+    robin at `rate`/s for `seconds` over one keep-alive connection; returns the
+    number sent. sent_ns, when a list, gets each PATCH's sent value in order."""
     import http.client
     import urllib.parse
     u = urllib.parse.urlparse(sim.url)
@@ -206,12 +207,15 @@ def patch_loop(sim, names, rate, seconds):
         if due > now:
             time.sleep(due - now)
         ns, name = names[sent % len(names)]
-        body = '{"metadata":{"annotations":{"bench.kctrld.io/sent":"%d"}}}' % time.time_ns()
-        conn.request("PATCH", "/api/v1/namespaces/%s/configmaps/%s" % (ns, name), body, hdr)
+        t_ns = time.time_ns()
+        body = '{"metadata":{"annotations":{"bench.kctrld.io/sent":"%d"}}}' % t_ns
+        conn.request("PATCH", "/api/v1/namespaces/%s/%s/%s" % (ns, resource, name), body, hdr)
         r = conn.getresponse()
         r.read()
         if r.status != 200:
             raise RuntimeError("PATCH %s/%s: %d" % (ns, name, r.status))
+        if sent_ns is not None:
+            sent_ns.append(t_ns)
         sent += 1
     conn.close()
     return sent

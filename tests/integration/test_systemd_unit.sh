@@ -3,7 +3,7 @@
 # Renders systemd/kctrld.service.in with a real prefix (a temp dir holding the
 # built kctrld) and checks it with `systemd-analyze verify`: any message at
 # all (unknown key, bad value, missing executable) fails the test. Also checks
-# the directives docs/operations.md promises and the exposure score. Prints TAP.
+# the directives docs/deploy.md promises and the exposure score. Prints TAP.
 set -u
 cd "$(dirname "$0")/../.."
 B=${KCTRLD_BUILD:-build}

@@ -81,7 +81,7 @@ static void test_example_file(void **state) {
   assert_int_equal(c->leader_election.lease_duration_ms, 15000);
   assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
   assert_int_equal(c->leader_election.retry_period_ms, 2000);
-  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_string_equal(c->metrics_bind, "127.0.0.1:8080");
   assert_int_equal(c->ninformers, 2);
   const kc_informer_spec *pod = &c->informers[0];
   assert_string_equal(pod->api_version, "v1");
@@ -123,9 +123,7 @@ static void test_example_file(void **state) {
   assert_true(ct->rate_limit.qps == 10.0);
   assert_int_equal(ct->rate_limit.burst, 100);
   assert_int_equal(ct->predicates, KC_PRED_GENERATION_CHANGED);
-  assert_non_null(ct->settings);
-  assert_string_equal(kc_yaml_map_get(ct->settings, "anything")->u.scalar.text, "the plugin reads");
-  assert_string_equal(ct->settings->file, "config/kctrld.example.yaml");
+  assert_null(ct->settings); /* podset has no settings: a key would be warned about as unread */
   assert_true(c->dir[0] == '/');
   kc_config_free(c);
 }
@@ -141,7 +139,7 @@ static void test_defaults(void **state) {
   assert_int_equal(c->leader_election.lease_duration_ms, 15000);
   assert_int_equal(c->leader_election.renew_deadline_ms, 10000);
   assert_int_equal(c->leader_election.retry_period_ms, 2000);
-  assert_string_equal(c->metrics_bind, "127.0.0.1:9090");
+  assert_string_equal(c->metrics_bind, "127.0.0.1:8080");
   assert_int_equal(c->log_level, KC_LOG_INFO);
   assert_int_equal(c->shutdown_timeout_ms, 30000);
   assert_int_equal(c->ninformers, 1);
@@ -178,6 +176,7 @@ static void test_defaults(void **state) {
            "metrics: {bindAddress: \"0\"}\n");
   assert_string_equal(c->kubeconfig, "/etc/kctrld/kube/config");
   assert_int_equal(c->log_level, KC_LOG_DEBUG);
+  assert_int_equal(c->log_format, KC_LOG_FORMAT_TEXT); /* default */
   assert_int_equal(c->shutdown_timeout_ms, 5000);
   assert_string_equal(c->metrics_bind, "0");
   assert_int_equal(c->decode_threads, -1); /* default: one per core beyond the loop's */
@@ -185,6 +184,134 @@ static void test_defaults(void **state) {
   c = load("decodeThreads: 0\n");
   assert_int_equal(c->decode_threads, 0);
   kc_config_free(c);
+  c = load("logFormat: json\n");
+  assert_int_equal(c->log_format, KC_LOG_FORMAT_JSON);
+  kc_config_free(c);
+}
+
+/* The defaults as docs/config.md states them: every table row whose
+ * default column starts with a `value`, and the `rateLimit` paragraph's
+ * "`key` (default `value`" / "`key` (`value`)", is loaded once without the
+ * key and once with the key set to the documented value; the two configs
+ * must be the same. So a default changed in config.c (the only place that
+ * sets them, from the KC_DEFAULT_* of config.h) without the page fails
+ * here. */
+static bool same_config(const kc_config *a, const kc_config *b) {
+  const kc_leader_election *x = &a->leader_election, *y = &b->leader_election;
+  if (!a->kubeconfig != !b->kubeconfig || x->enabled != y->enabled ||
+      strcmp(x->namespace_, y->namespace_) || strcmp(x->name, y->name) ||
+      !x->identity != !y->identity || x->lease_duration_ms != y->lease_duration_ms ||
+      x->renew_deadline_ms != y->renew_deadline_ms || x->retry_period_ms != y->retry_period_ms ||
+      strcmp(a->metrics_bind, b->metrics_bind) || a->log_level != b->log_level || a->log_format != b->log_format ||
+      a->shutdown_timeout_ms != b->shutdown_timeout_ms || a->decode_threads != b->decode_threads ||
+      a->ninformers != b->ninformers || a->ncontrollers != b->ncontrollers)
+    return false;
+  for (size_t i = 0; i < a->ninformers; i++) {
+    const kc_informer_spec *p = &a->informers[i], *q = &b->informers[i];
+    if (strcmp(p->identity, q->identity) || !p->name != !q->name || p->nnamespaces != q->nnamespaces ||
+        p->metadata_only != q->metadata_only || p->resync_ms != q->resync_ms ||
+        p->consistency_check_ms != q->consistency_check_ms || p->nindexes != q->nindexes ||
+        p->page_size != q->page_size || p->watch_timeout_ms != q->watch_timeout_ms ||
+        p->watch_inactivity_ms != q->watch_inactivity_ms || p->streaming_list != q->streaming_list)
+      return false;
+  }
+  for (size_t i = 0; i < a->ncontrollers; i++) {
+    const kc_controller_spec *p = &a->controllers[i], *q = &b->controllers[i];
+    if (p->nowns != q->nowns || p->nwatches != q->nwatches || p->workers != q->workers ||
+        p->reconcile_timeout_ms != q->reconcile_timeout_ms ||
+        memcmp(&p->rate_limit, &q->rate_limit, sizeof p->rate_limit) ||
+        p->predicates != q->predicates || !p->settings != !q->settings)
+      return false;
+  }
+  return true;
+}
+
+/* Loads `base` and `base` + "KEY: VALUE" at `indent` (the section's
+ * prefix), compares them. */
+static void check_documented(const char *section, const char *key, const char *value) {
+  static const struct {
+    const char *section, *base, *prefix;
+  } where[] = {
+      {"Top level", "{}", ""},
+      {"leaderElection", "", "leaderElection:\n  "},
+      {"metrics", "", "metrics:\n  "},
+      {"informers", "informers:\n  - apiVersion: v1\n    kind: ConfigMap\n", "    "},
+      {"controllers", CTL, "    "},
+      {"rateLimit", CTL, "    rateLimit:\n      "},
+  };
+  for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+    if (strcmp(where[i].section, section) != 0) continue;
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s%s: %s\n", strcmp(where[i].base, "{}") ? where[i].base : "",
+             where[i].prefix, key, value);
+    kc_config *plain = load(where[i].base[0] ? where[i].base : "{}");
+    kc_config *given = load(text);
+    if (!same_config(plain, given)) fprintf(stderr, "%s: default of %s is not `%s`\n", section, key, value);
+    assert_true(same_config(plain, given));
+    kc_config_free(plain);
+    kc_config_free(given);
+    return;
+  }
+  fail_msg("a default documented in section \"%s\" (%s), which this test does not know", section,
+           key);
+}
+
+/* "`value`" at *p (after optional "default "): copies value, moves *p. */
+static bool backquoted(const char **p, char *out, size_t cap) {
+  if (**p != '`') return false;
+  const char *end = strchr(*p + 1, '`');
+  if (!end || (size_t)(end - *p - 1) >= cap) return false;
+  memcpy(out, *p + 1, (size_t)(end - *p - 1));
+  out[end - *p - 1] = 0;
+  *p = end + 1;
+  return true;
+}
+
+static void test_documented_defaults(void **state) {
+  (void)state;
+  char *doc = tu_read_file("docs/config.md", NULL);
+  assert_non_null(doc);
+  char section[64] = "", key[64], value[64];
+  unsigned checked = 0;
+  bool in_rate = false; /* the rateLimit paragraph */
+  for (char *line = doc, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = 0;
+    if (strncmp(line, "## ", 3) == 0) snprintf(section, sizeof section, "%s", line + 3);
+    const char *p = line;
+    if (strncmp(line, "| `", 3) == 0) {
+      /* | `key` | type | default | meaning | */
+      p += 2;
+      if (!backquoted(&p, key, sizeof key)) continue;
+      for (int col = 0; col < 2 && p; col++) p = strchr(p + 1, '|');
+      if (!p || p[1] != ' ') continue;
+      p += 2;
+      if (!backquoted(&p, value, sizeof value)) continue;
+      check_documented(section, key, value);
+      checked++;
+      continue;
+    }
+    if (strncmp(line, "**rateLimit**", 13) == 0) in_rate = true;
+    if (!*line) in_rate = false;
+    if (in_rate) {
+      for (p = strchr(line, '`'); p; p = strchr(p, '`')) {
+        if (!backquoted(&p, key, sizeof key)) break;
+        if (strncmp(p, " (default ", 10) == 0)
+          p += 10;
+        else if (strncmp(p, " (", 2) == 0)
+          p += 2;
+        else
+          continue;
+        if (!backquoted(&p, value, sizeof value)) continue;
+        check_documented("rateLimit", key, value);
+        checked++;
+      }
+    }
+  }
+  free(doc);
+  /* Every row with a value: 5 top level, 6 leaderElection, 1 metrics,
+   * 7 informers, 4 controllers, 4 rateLimit. */
+  assert_int_equal(checked, 27);
 }
 
 static void test_top_level_errors(void **state) {
@@ -195,8 +322,9 @@ static void test_top_level_errors(void **state) {
         "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
-        "metrics, logLevel, shutdownTimeout, decodeThreads, informers, controllers)");
+        "metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
+  fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
   fails("informers: {}\n", "c.yaml:1:12: informers: expected a sequence, got a mapping");
   fails("controllers: x\n", "c.yaml:1:14: controllers: expected a sequence, got a scalar");
@@ -794,16 +922,16 @@ static void test_diff(void **state) {
   /* Controller added and a global change. */
   b = diff_cfg("app=web", "10m", "5",
                "  - name: ttl\n    plugin: /p/ttl.so\n    for: {apiVersion: v1, kind: ConfigMap}\n"
-               "logLevel: debug\n");
+               "logLevel: debug\nlogFormat: json\n");
   assert_int_equal(kc_config_compare(a, b, &d), 0);
   assert_int_equal(d->ninformers, 1);
   assert_int_equal(d->informers[0].change, KC_CHANGE_ADDED);
   assert_string_equal(b->informers[d->informers[0].new_index].kind, "ConfigMap");
   assert_int_equal(d->ncontrollers, 1);
   assert_int_equal(d->controllers[0].change, KC_CHANGE_ADDED);
-  assert_int_equal(d->global, KC_GLOBAL_LOG_LEVEL);
+  assert_int_equal(d->global, KC_GLOBAL_LOG_LEVEL | KC_GLOBAL_LOG_FORMAT);
   kc_config_diff_summary(d, a, b, sum, sizeof sum);
-  assert_string_equal(sum, "informers: +1 -0 ~0; controllers: +1 -0 ~0 +ttl; global: logLevel");
+  assert_string_equal(sum, "informers: +1 -0 ~0; controllers: +1 -0 ~0 +ttl; global: logLevel logFormat");
   /* And the reverse: removed. */
   kc_config_diff_free(d);
   assert_int_equal(kc_config_compare(b, a, &d), 0);
@@ -875,6 +1003,7 @@ static void test_shared_rules(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_example_file),      cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_documented_defaults),
       cmocka_unit_test(test_top_level_errors),  cmocka_unit_test(test_bind_addresses),
       cmocka_unit_test(test_shared_rules),      cmocka_unit_test(test_leader_election),   cmocka_unit_test(test_informer_errors),
       cmocka_unit_test(test_informer_options),

@@ -17,9 +17,10 @@
  *    passing is enough; a resync (on_update with old == new) meets them
  *    like any update, as in controller-runtime, so with predicates it is
  *    dropped (nothing changed) and without predicates it passes;
- *  - result to queue: done forgets the key, requeue and error go back
- *    rate-limited (errors counted), requeue-after waits its delay with the
- *    failure history forgotten;
+ *  - result to queue (kc_controller_apply_result, also tested alone):
+ *    done forgets the key, requeue and error go back rate-limited (errors
+ *    counted), requeue-after waits its delay with the failure history
+ *    forgotten;
  *  - while paused nothing is dispatched and keys accumulate, deduplicated;
  *    activation dispatches each once; a controller made on a synced
  *    informer starts with every cached `for` object queued.
@@ -681,6 +682,87 @@ static void test_results_to_queue(void **state) {
   assert_int_equal(h, 4);
 }
 
+/* kc_controller_apply_result alone, on a queue with a hand-set clock and
+ * backoff only (1 s doubling, no token bucket), so each queue operation
+ * shows in the delay the key waits: error and requeue -> AddRateLimited
+ * (1 s, then 2 s); done -> Forget (the next failure waits 1 s again);
+ * requeue-after -> Forget + AddAfter (its own delay, no failure); an
+ * unknown kind backs off like an error; a key not being processed ->
+ * -ENOENT from Done. */
+static uint64_t policy_now;
+static uint64_t policy_clock(void *ud) {
+  (void)ud;
+  return policy_now;
+}
+
+/* Gets `key` (after letting its delay pass), settles it with `kind`, and
+ * returns the delay it then waits (0: none, not queued). */
+static uint64_t settle(kc_workqueue *q, const char *key, enum kc_result_kind kind, uint64_t after_ms) {
+  uint64_t when;
+  if (kc_workqueue_next_ready(q, &when)) policy_now = when;
+  kc_workqueue_tick(q);
+  if (!kc_workqueue_len(q)) assert_int_equal(kc_workqueue_add(q, key), 0);
+  const char *got;
+  assert_int_equal(kc_workqueue_get(q, &got), KC_WQ_KEY);
+  assert_string_equal(got, key);
+  kc_reconcile_result res = {kind, after_ms, ""};
+  assert_int_equal(kc_controller_apply_result(q, key, &res), 0);
+  assert_int_equal(kc_workqueue_processing(q), 0);
+  if (!kc_workqueue_next_ready(q, &when)) return 0;
+  assert_int_equal(kc_workqueue_waiting(q), 1);
+  return when - policy_now;
+}
+
+static void test_apply_result_policy(void **state) {
+  (void)state;
+  kc_ratelimit_config rl = {.base_delay_ns = KC_NS_PER_SEC, .max_delay_ns = 60 * KC_NS_PER_SEC};
+  policy_now = 1000 * KC_NS_PER_SEC;
+  kc_workqueue *q = kc_workqueue_new("policy", &rl, policy_clock, NULL);
+  assert_non_null(q);
+  assert_int_equal(settle(q, "ns/a", KC_RESULT_ERROR, 0), KC_NS_PER_SEC);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 1);
+  assert_int_equal(settle(q, "ns/a", KC_RESULT_REQUEUE, 0), 2 * KC_NS_PER_SEC);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 2);
+  assert_int_equal(settle(q, "ns/a", KC_RESULT_DONE, 0), 0);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 0);
+  assert_int_equal(kc_workqueue_len(q), 0);
+  /* Forgotten: the backoff starts over. */
+  assert_int_equal(settle(q, "ns/a", KC_RESULT_ERROR, 0), KC_NS_PER_SEC);
+  assert_int_equal(settle(q, "ns/a", KC_RESULT_REQUEUE_AFTER, 250), 250 * KC_NS_PER_MS);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 0);
+  assert_int_equal(settle(q, "ns/a", (enum kc_result_kind)7, 0), KC_NS_PER_SEC);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 1);
+  assert_int_equal(kc_workqueue_metrics(q)->retries_total, 5);
+  kc_reconcile_result done = {KC_RESULT_DONE, 0, ""};
+  assert_int_equal(kc_controller_apply_result(q, "ns/idle", &done), -ENOENT);
+  kc_workqueue_free(q);
+}
+
+/* The controller takes workers and reconcileTimeout as config.c produced
+ * them (docs/config.md has the defaults; config.c is the only place that
+ * applies them): 3 workers are 3, and 0 (which no loaded config holds:
+ * workers is 1..1024) is refused instead of becoming a second default. */
+static void test_spec_taken_as_given(void **state) {
+  start_informers();
+  kc_controller_spec sp = controller_spec("three");
+  sp.workers = 3;
+  slot *s = new_controller(&sp);
+  kc_controller_stats st;
+  kc_controller_stats_get(s->c, &st);
+  assert_int_equal(st.workers, 3);
+
+  static kc_controller_spec zero;
+  zero = controller_spec("zero");
+  zero.workers = 0;
+  kc_plugin_instance *inst = NULL;
+  char err[512];
+  assert_int_equal(kc_plugin_instance_new(plugin, zero.name, NULL, &inst, err, sizeof err), 0);
+  kc_controller *c = NULL;
+  int rc = kc_controller_new(&F.loop, &zero, F.inf, inst, &c);
+  if (rc == 0) F.ctl[F.nctl++].c = c; /* stopped by the teardown */
+  assert_int_equal(rc, -EINVAL);
+}
+
 /* ---- pausing and activation ------------------------------------------------------------- */
 
 static bool queued(void *ud) {
@@ -751,6 +833,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_owns_and_watches_predicates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_resync_meets_predicates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_results_to_queue, setup, teardown),
+      cmocka_unit_test(test_apply_result_policy),
+      cmocka_unit_test_setup_teardown(test_spec_taken_as_given, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pause_and_activation, setup, teardown),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);

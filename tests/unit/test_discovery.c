@@ -160,6 +160,14 @@ static void test_resolve_and_cache(void **state) {
   assert_int_equal(missing.err, -ENOENT);
   assert_int_equal(kc_discovery_lookup(d, "v1", "ConfigMap", &info), 0);
   assert_string_equal(info.plural, "configmaps");
+  /* "Did you mean" from what the server serves. */
+  char best[64];
+  assert_int_equal(kc_discovery_suggest(d, "v1", "ConfigMaps", best, sizeof best), 0);
+  assert_string_equal(best, "ConfigMap");
+  assert_int_equal(kc_discovery_suggest(d, "v1", "pod", best, sizeof best), 0);
+  assert_string_equal(best, "Pod");
+  assert_int_equal(kc_discovery_suggest(d, "v1", "Deployment", best, sizeof best), -ENOENT);
+  assert_int_equal(kc_discovery_suggest(d, "nope.io/v1", "Pod", best, sizeof best), -ENOENT);
 
   char path[256];
   assert_true(kc_resource_path(&pod.info, "team-a", NULL, path, sizeof path) > 0);
@@ -287,11 +295,38 @@ static void test_parse_depth_limit(void **state) {
   assert_string_equal(err, "offset 41: NUL byte");
 }
 
+static void test_kind_suggest(void **state) {
+  static const char *const names[] = {"ConfigMap", "Ingress", "NetworkPolicy", "Pod", "Endpoints"};
+  const size_t n = sizeof names / sizeof names[0];
+  assert_string_equal(kc_discovery_kind_suggest("ConfigMaps", names, n), "ConfigMap");
+  assert_string_equal(kc_discovery_kind_suggest("configmap", names, n), "ConfigMap");
+  assert_string_equal(kc_discovery_kind_suggest("Ingresses", names, n), "Ingress");
+  assert_string_equal(kc_discovery_kind_suggest("NetworkPolicies", names, n), "NetworkPolicy");
+  assert_string_equal(kc_discovery_kind_suggest("Pdo", names, n), "Pod");
+  assert_string_equal(kc_discovery_kind_suggest("endpoints", names, n), "Endpoints");
+  assert_null(kc_discovery_kind_suggest("Deployment", names, n));
+  assert_null(kc_discovery_kind_suggest("", names, n));
+
+  /* Offline, for --check-config: built-in group/versions only. */
+  char msg[256];
+  assert_int_equal(kc_discovery_builtin_check("v1", "ConfigMaps", msg, sizeof msg), -ENOENT);
+  assert_string_equal(msg, "kind ConfigMaps is not served by v1 (did you mean ConfigMap?)");
+  assert_int_equal(kc_discovery_builtin_check("apps/v1", "Deploymnet", msg, sizeof msg), -ENOENT);
+  assert_string_equal(msg, "kind Deploymnet is not served by apps/v1 (did you mean Deployment?)");
+  assert_int_equal(kc_discovery_builtin_check("v1", "Gadget", msg, sizeof msg), -ENOENT);
+  assert_string_equal(msg, "kind Gadget is not served by v1 (a built-in group/version)");
+  assert_int_equal(kc_discovery_builtin_check("v1", "ConfigMap", msg, sizeof msg), 0);
+  assert_int_equal(kc_discovery_builtin_check("apps/v1", "StatefulSet", msg, sizeof msg), 0);
+  assert_int_equal(kc_discovery_builtin_check("demo.kctrld.io/v1", "PodSets", msg, sizeof msg), 0);
+  assert_string_equal(msg, "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resolve_and_cache),
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_parse_depth_limit),
+      cmocka_unit_test(test_kind_suggest),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

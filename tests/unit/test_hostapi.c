@@ -188,6 +188,10 @@ static void test_settings(void **state) {
                              "wait: 1h30m\n"
                              "short: 250ms\n"
                              "bare: 15\n"
+                             "zero: 0\n"
+                             "quotedint: \"5\"\n"
+                             "quotedbool: \"true\"\n"
+                             "quoteddur: \"2s\"\n"
                              "bad: soon\n"
                              "nothing: ~\n"
                              "\"dotted.key\": v\n"
@@ -238,8 +242,25 @@ static void test_settings(void **state) {
   assert_int_equal(i, 5400000);
   assert_int_equal(svc->settings_duration_ms(s, "short", &i), 0);
   assert_int_equal(i, 250);
-  assert_int_equal(svc->settings_duration_ms(s, "bare", &i), 0);
-  assert_int_equal(i, 15000);
+  /* The config file's rules (yamltree.h getters): a duration needs a unit,
+   * a quoted scalar is a string, each refusal is logged with its place. */
+  tu_stderr_begin();
+  assert_int_equal(svc->settings_duration_ms(s, "bare", &i), -EINVAL);
+  assert_int_equal(svc->settings_int(s, "quotedint", &i), -EINVAL);
+  assert_int_equal(svc->settings_bool(s, "quotedbool", &b), -EINVAL);
+  char *log = tu_stderr_end();
+  assert_non_null(strstr(log, "<t>:10:7: settings.bare: duration \"15\" has no unit (write e.g. \"15s\""));
+  assert_non_null(strstr(log, "<t>:12:12: settings.quotedint: expected an integer, got the quoted string"));
+  assert_non_null(strstr(log, "<t>:13:13: settings.quotedbool: expected true or false, got the quoted string"));
+  free(log);
+  assert_int_equal(svc->settings_string(s, "quotedint", &str), 0);
+  assert_string_equal(str, "5");
+  assert_int_equal(svc->settings_string(s, "replicas", &str), 0);
+  assert_string_equal(str, "3");
+  assert_int_equal(svc->settings_duration_ms(s, "zero", &i), 0);
+  assert_int_equal(i, 0);
+  assert_int_equal(svc->settings_duration_ms(s, "quoteddur", &i), 0);
+  assert_int_equal(i, 2000);
   assert_int_equal(svc->settings_duration_ms(s, "bad", &i), -EINVAL);
   assert_int_equal(svc->settings_len(s, "kinds", &n), 0);
   assert_int_equal(n, 2);
@@ -250,6 +271,53 @@ static void test_settings(void **state) {
   /* No settings at all. */
   assert_int_equal(svc->settings_string(NULL, "greeting", &str), -ENOENT);
   assert_int_equal(svc->settings_len(NULL, "kinds", &n), -ENOENT);
+  kc_yaml_free(doc);
+}
+
+/* Reads recorded during an init ctx: nested keys and sequence items. */
+static void test_settings_unread(void **state) {
+  static const char yaml[] = "kinds:\n"
+                             "  - { apiVersion: v1, kind: ConfigMap, knd: typo }\n"
+                             "  - { apiVersion: v1, kind: Secret }\n"
+                             "selector: { matchLabels: { a: b }, matchLables: { c: d } }\n"
+                             "\"dotted.key\": 1\n"
+                             "count: 3\n";
+  kc_yaml_doc *doc;
+  char err[256];
+  assert_int_equal(kc_yaml_load_buffer("c.yaml", yaml, sizeof yaml - 1, &doc, err, sizeof err), 0);
+  const kctrld_settings *s = kc_hostapi_settings(kc_yaml_root(doc));
+  kctrld_ctx init_ctx;
+  kc_hostapi_ctx_init(&init_ctx, NULL, "ctl", NULL, NULL, NULL);
+  kc_settings_used used = {.root = kc_yaml_root(doc)};
+  init_ctx.used = &used;
+  kctrld_ctx *prev = kc_hostapi_enter(&init_ctx);
+  const char *str;
+  size_t n;
+  int64_t i;
+  assert_int_equal(svc->settings_len(s, "kinds", &n), 0);
+  for (size_t k = 0; k < n; k++) {
+    char path[64];
+    snprintf(path, sizeof path, "kinds[%zu].apiVersion", k);
+    assert_int_equal(svc->settings_string(s, path, &str), 0);
+    snprintf(path, sizeof path, "kinds[%zu].kind", k);
+    assert_int_equal(svc->settings_string(s, path, &str), 0);
+  }
+  assert_int_equal(svc->settings_string(s, "selector.matchLabels.a", &str), 0);
+  assert_int_equal(svc->settings_int(s, "missing.too", &i), -ENOENT);
+  kc_hostapi_leave(prev);
+  /* Outside the init ctx nothing is recorded: count stays unread. */
+  assert_int_equal(svc->settings_int(s, "count", &i), 0);
+  tu_stderr_begin();
+  size_t warned = kc_hostapi_settings_warn_unread(&used, "ctl", "p");
+  char *log = tu_stderr_end();
+  if (warned != 4) fail_msg("%zu warnings: %s", warned, log);
+  assert_non_null(strstr(log, "c.yaml:2:40: controller ctl: settings key \"kinds[0].knd\" was not read by plugin p"));
+  assert_non_null(strstr(log, "c.yaml:4:36: controller ctl: settings key \"selector.matchLables\""));
+  assert_non_null(strstr(log, "c.yaml:5:1: controller ctl: settings key \"[\"dotted.key\"]\""));
+  assert_non_null(strstr(log, "c.yaml:6:1: controller ctl: settings key \"count\""));
+  assert_null(strstr(log, "apiVersion"));
+  assert_null(strstr(log, "matchLabels"));
+  free(log);
   kc_yaml_free(doc);
 }
 
@@ -822,7 +890,9 @@ static void test_expectations_on_ctx(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_settings),    cmocka_unit_test(test_object_fields), cmocka_unit_test(test_cache),
+      cmocka_unit_test(test_settings),
+      cmocka_unit_test(test_settings_unread),
+      cmocka_unit_test(test_object_fields), cmocka_unit_test(test_cache),
       cmocka_unit_test(test_writes),      cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_not_leader),
       cmocka_unit_test(test_event),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_two_environments), cmocka_unit_test(test_no_environment),

@@ -80,6 +80,8 @@ static void *loop_main(void *arg) {
   return NULL;
 }
 
+static unsigned start_endpoints; /* options.endpoints of the next start() */
+
 static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms) {
   fixture *f = calloc(1, sizeof *f);
   assert_non_null(f);
@@ -88,7 +90,8 @@ static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms)
   const char *l[] = {"who"};
   assert_int_equal(kc_metrics_register(f->reg, "test_collections_total", "Collections", KC_METRIC_COUNTER, l, 1,
                                        NULL, 0, &f->collections), 0);
-  kc_httpserver_options o = {.bind = bind, .heartbeat_ms = heartbeat_ms, .scrape_wait_ms = wait_ms, .fresh_ms = 1};
+  kc_httpserver_options o = {.bind = bind, .heartbeat_ms = heartbeat_ms, .scrape_wait_ms = wait_ms, .fresh_ms = 1,
+                             .endpoints = start_endpoints};
   kc_httpserver_hooks h = {collect, ready, f};
   assert_int_equal(kc_httpserver_start(&f->loop, f->reg, &o, &h, &f->srv), 0);
   assert_non_null(f->srv);
@@ -207,6 +210,36 @@ static void test_endpoints(void **state) {
   assert_int_equal(count_fds(), fds); /* the listening socket is closed too */
 }
 
+/* --health-probe-bind-address: a probes-only server and a metrics-only one. */
+static void test_endpoint_split(void **state) {
+  (void)state;
+  start_endpoints = KC_HTTP_PROBES;
+  fixture *p = start("127.0.0.1:0", 50, 1000);
+  start_endpoints = KC_HTTP_METRICS;
+  fixture *m = start("127.0.0.1:0", 50, 1000);
+  start_endpoints = 0;
+  resp r;
+  get(p, NULL, "/healthz", &r);
+  assert_int_equal(r.status, 200);
+  get(p, NULL, "/readyz", &r);
+  assert_int_equal(r.status, 503);
+  get(p, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 404);
+  get(p, NULL, "/debug/informers", &r);
+  assert_int_equal(r.status, 404);
+  assert_int_equal(atomic_load(&p->collects), 0);
+  get(m, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  get(m, NULL, "/debug/informers", &r);
+  assert_int_equal(r.status, 200);
+  get(m, NULL, "/healthz", &r);
+  assert_int_equal(r.status, 404);
+  get(m, NULL, "/readyz", &r);
+  assert_int_equal(r.status, 404);
+  stop(p);
+  stop(m);
+}
+
 static void test_stalled_loop(void **state) {
   (void)state;
   fixture *f = start("127.0.0.1:0", 50, 200); /* stall after 150 ms, scrapes wait 200 ms */
@@ -304,6 +337,7 @@ int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_endpoints),
+      cmocka_unit_test(test_endpoint_split),
       cmocka_unit_test(test_stalled_loop),
       cmocka_unit_test(test_bind_rules),
   };

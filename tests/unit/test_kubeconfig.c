@@ -291,6 +291,75 @@ static void expect_error(const char *text, const char *want) {
   if (strncmp(err, full, strlen(full)) != 0) fail_msg("got \"%s\", want prefix \"%s\"", err, full);
 }
 
+static void test_exec_and_proxy(void **state) {
+  write_file("x.yaml",
+             "current-context: x\n"
+             "clusters:\n"
+             "- name: c\n"
+             "  cluster:\n"
+             "    server: https://h:1\n"
+             "    proxy-url: socks5://127.0.0.1:1080\n"
+             "    extensions:\n"
+             "    - name: other\n"
+             "      extension: {a: 1}\n"
+             "    - name: client.authentication.k8s.io/exec\n"
+             "      extension: {audience: \"x\\\"y\", n: 3, on: true, list: [a, 1.5], v: '7'}\n"
+             "users:\n"
+             "- name: u\n"
+             "  user:\n"
+             "    exec:\n"
+             "      apiVersion: client.authentication.k8s.io/v1\n"
+             "      command: bin/plugin\n"
+             "      args: [--flag, value]\n"
+             "      env: [{name: A, value: '1'}, {name: B, value: two}]\n"
+             "      installHint: install it\n"
+             "      provideClusterInfo: true\n"
+             "      interactiveMode: IfAvailable\n"
+             "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
+  const char *p = path_of("x.yaml");
+  kc_kube_creds *c = NULL;
+  char err[512];
+  assert_int_equal(kc_kubeconfig_load(&p, 1, false, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->proxy_url, "socks5://127.0.0.1:1080");
+  assert_non_null(c->exec);
+  char want[4700];
+  char real[4096];
+  assert_non_null(realpath(dir, real));
+  snprintf(want, sizeof want, "%s/bin/plugin", real);
+  assert_string_equal(c->exec->command, want);
+  assert_int_equal(c->exec->nargs, 2);
+  assert_string_equal(c->exec->args[1], "value");
+  assert_int_equal(c->exec->nenv, 2);
+  assert_string_equal(c->exec->env[1].name, "B");
+  assert_string_equal(c->exec->env[1].value, "two");
+  assert_string_equal(c->exec->api_version, "client.authentication.k8s.io/v1");
+  assert_string_equal(c->exec->install_hint, "install it");
+  assert_true(c->exec->provide_cluster_info);
+  assert_string_equal(c->exec->cluster_config,
+                      "{\"audience\":\"x\\\"y\",\"n\":3,\"on\":true,\"list\":[\"a\",1.5],\"v\":\"7\"}");
+  snprintf(want, sizeof want, "%s user \"u\"", p);
+  assert_string_equal(c->exec->where, want);
+  kc_exec_config *d = NULL;
+  assert_int_equal(kc_exec_config_dup(c->exec, &d), 0);
+  assert_string_equal(d->env[0].value, "1");
+  assert_string_equal(d->args[0], "--flag");
+  kc_exec_config_free(d);
+  kc_kube_creds_free(c);
+  /* A bare command is looked up in PATH, as client-go. */
+  c = NULL;
+  const char *kc = "current-context: x\n"
+                   "clusters: [{name: c, cluster: {server: 'https://h:1', proxy-url: 'http://p:3128'}}]\n"
+                   "users: [{name: u, user: {exec: {command: aws, apiVersion: "
+                   "client.authentication.k8s.io/v1beta1}}}]\n"
+                   "contexts: [{name: x, context: {cluster: c, user: u}}]\n";
+  assert_int_equal(kc_kubeconfig_parse("/m/kc", kc, strlen(kc), NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->exec->command, "aws");
+  assert_null(c->exec->cluster_config);
+  assert_false(c->exec->provide_cluster_info);
+  assert_string_equal(c->proxy_url, "http://p:3128");
+  kc_kube_creds_free(c);
+}
+
 static void test_errors_with_positions(void **state) {
   expect_error("current-context: x\n"
                "clusters:\n"
@@ -320,7 +389,46 @@ static void test_errors_with_positions(void **state) {
                "  user:\n"
                "    exec: {command: aws}\n"
                "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
-               ":6:5: user \"u\": exec credential plugins are not supported");
+               ":6:11: user \"u\": exec has no apiVersion");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+               "users:\n"
+               "- name: u\n"
+               "  user:\n"
+               "    auth-provider: {name: oidc}\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+               ":6:5: user \"u\": auth-provider plugins were removed from client-go; use an exec "
+               "credential plugin instead (kubelogin");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+               "users:\n"
+               "- name: u\n"
+               "  user:\n"
+               "    exec: {command: aws, apiVersion: client.authentication.k8s.io/v1alpha1}\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+               ":6:38: user \"u\": exec apiVersion \"client.authentication.k8s.io/v1alpha1\" is "
+               "not supported");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+               "users:\n"
+               "- name: u\n"
+               "  user:\n"
+               "    exec: {command: aws, apiVersion: client.authentication.k8s.io/v1}\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+               ":6:11: user \"u\": exec interactiveMode must be specified");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+               "users:\n"
+               "- name: u\n"
+               "  user:\n"
+               "    exec: {command: aws, apiVersion: client.authentication.k8s.io/v1beta1, "
+               "interactiveMode: Always}\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+               ":6:93: user \"u\": exec interactiveMode Always needs a terminal");
+  expect_error("current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'https://h:1', proxy-url: 'ftp://p:1'}}]\n"
+               "contexts: [{name: x, context: {cluster: c}}]\n",
+               ":2:66: cluster \"c\": proxy-url \"ftp://p:1\": only http, https and socks5");
   expect_error("current-context: x\n"
                "clusters: [{name: c, cluster: {server: 'https://h:1', "
                "insecure-skip-tls-verify: yes}}]\n"
@@ -409,8 +517,44 @@ static void test_resolve_order(void **state) {
   /* Nothing else: in-cluster, which is not available here. */
   unsetenv("KUBECONFIG");
   unsetenv("KUBERNETES_SERVICE_HOST");
+  char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", dir, 1);
   assert_int_equal(kc_kube_resolve(NULL, NULL, &c, err, sizeof err), -ENOENT);
   assert_non_null(strstr(err, "not running in a cluster"));
+  char want[700];
+  snprintf(want, sizeof want, "and no %s/.kube/config", dir);
+  assert_non_null(strstr(err, want));
+  /* Last of all: $HOME/.kube/config. */
+  char kd[600];
+  snprintf(kd, sizeof kd, "%s/.kube", dir);
+  assert_true(mkdir(kd, 0700) == 0 || errno == EEXIST);
+  write_file(".kube/config", B);
+  assert_int_equal(kc_kube_resolve(NULL, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://c2.example:6443");
+  snprintf(want, sizeof want, "kubeconfig %s/.kube/config (context", dir);
+  assert_non_null(strstr(c->source, want));
+  kc_kube_creds_free(c);
+  /* --context picks another context, whichever file is used. */
+  write_file("ctx.yaml", "current-context: one\n"
+                         "clusters: [{name: c1, cluster: {server: 'https://one:1'}},"
+                         " {name: c2, cluster: {server: 'https://two:2'}}]\n"
+                         "contexts: [{name: one, context: {cluster: c1}},"
+                         " {name: two, context: {cluster: c2, namespace: ns2}}]\n");
+  assert_int_equal(kc_kube_resolve_context(path_of("ctx.yaml"), NULL, "two", &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://two:2");
+  assert_string_equal(c->namespace_, "ns2");
+  kc_kube_creds_free(c);
+  setenv("KUBECONFIG", path_of("ctx.yaml"), 1);
+  assert_int_equal(kc_kube_resolve_context(NULL, NULL, "two", &c, err, sizeof err), 0);
+  assert_string_equal(c->server, "https://two:2");
+  kc_kube_creds_free(c);
+  unsetenv("KUBECONFIG");
+  assert_int_equal(kc_kube_resolve_context(NULL, path_of("ctx.yaml"), "nope", &c, err, sizeof err),
+                   -EINVAL);
+  assert_non_null(strstr(err, "context \"nope\" not found"));
+  if (home) setenv("HOME", home, 1);
+  else unsetenv("HOME");
+  free(home);
 }
 
 int main(void) {
@@ -419,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_merge_first_wins),
       cmocka_unit_test(test_ca_data_pem),
       cmocka_unit_test(test_errors_with_positions),
+      cmocka_unit_test(test_exec_and_proxy),
       cmocka_unit_test(test_in_cluster),
       cmocka_unit_test(test_resolve_order),
       cmocka_unit_test(test_permissions),

@@ -77,6 +77,39 @@ static void test_summary_counts_failing(void **state) {
       buf, "active (leader election off); informers 0/0 synced; controllers 0 (2 failing init)");
 }
 
+/* systemd's READY=1 does not wait for a kind the server does not serve (a
+ * CRD installed later); /readyz does, and STATUS= names the kind. */
+static void test_not_served_kind_started(void **state) {
+  const kc_informer_spec spec = {.api_version = "demo.io/v1", .kind = "Foo"};
+  const kc_informer_spec *specs[] = {&spec};
+  kc_informer *const informers[] = {NULL};
+  kc_ops_informer_wait waits[] = {{NULL, false}};
+  kc_ops_view v = {.specs = specs, .informers = informers, .ninformers = 1};
+  char why[256], line[1024];
+  /* No answer from discovery yet: not started. */
+  assert_false(kc_ops_started(&v, why, sizeof why));
+  assert_string_equal(why, "waiting for kind demo.io/v1 Foo (discovering)");
+  v.informer_waits = waits;
+  waits[0].reason = "kind Foo of demo.io/v1: discovery failed: HTTP 503 Service Unavailable";
+  assert_false(kc_ops_started(&v, why, sizeof why)); /* the API is not answering */
+  assert_string_equal(why, "waiting for kind demo.io/v1 Foo (discovery failing, see the log)");
+  /* The server answered: not served. READY=1, but not ready. */
+  waits[0] = (kc_ops_informer_wait){"kind Foo is not served: ...", true};
+  assert_true(kc_ops_started(&v, why, sizeof why));
+  assert_string_equal(why, "ok");
+  assert_false(kc_ops_ready(&v, why, sizeof why));
+  assert_string_equal(why, "waiting for kind demo.io/v1 Foo (not served)");
+  kc_ops_status_line(&v, line, sizeof line);
+  assert_string_equal(line, "syncing: active (leader election off); informers 0/1 synced; controllers 0; "
+                            "waiting for kind demo.io/v1 Foo (not served)");
+  v.ninformers = 0;
+  kc_ops_status_line(&v, line, sizeof line);
+  assert_string_equal(line, "ready: active (leader election off); informers 0/0 synced; controllers 0");
+  v.stopping = true;
+  kc_ops_status_line(&v, line, sizeof line);
+  assert_string_equal(line, "stopping; informers 0/0 synced; controllers 0");
+}
+
 static void test_controller_metrics(void **state) {
   kc_metrics *reg = kc_metrics_new();
   assert_non_null(reg);
@@ -106,6 +139,7 @@ int main(void) {
       cmocka_unit_test(test_failing_controller_not_ready),
       cmocka_unit_test(test_recovered_controllers_ready),
       cmocka_unit_test(test_summary_counts_failing),
+      cmocka_unit_test(test_not_served_kind_started),
       cmocka_unit_test(test_controller_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

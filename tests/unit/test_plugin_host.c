@@ -18,6 +18,7 @@
 #include "decode.h"
 #include "log.h"
 #include "plugin_host.h"
+#include "testutil.h"
 #include "yamltree.h"
 
 static char dir[64];
@@ -47,6 +48,8 @@ static const char *variants[][2] = {
     {"null_entry.so", "-DNULL_ENTRY"},
     {"init_fail.so", "-DINIT_FAIL"},
     {"no_reconcile.so", "-DNO_RECONCILE"},
+    {"perms.so", "-DPERMS"},
+    {"old_table.so", "-DOLD_TABLE -DPERMS"},
 };
 
 /* ---- a fake host environment: one cached Pod, settings from YAML ---- */
@@ -174,13 +177,35 @@ static void test_refuse_not_a_library(void **state) {
 static void test_refuse_bad_tables(void **state) {
   (void)state;
   expect_refusal("no_entry.so", -ENOEXEC, "does not export kctrld_plugin_entry");
-  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.0)");
-  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.0 but this daemon has ABI 1.0");
+  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.1)");
+  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.1 but this daemon has ABI 1.1");
   expect_refusal("small_table.so", -ENOTSUP, "plugin table of 16 bytes");
   expect_refusal("bad_signature.so", -ENOTSUP,
                  "build signature \"kctrld-abi-1,ptr4,long4,size4,off32,time32,order4321\" does "
                  "not match the daemon's \"" KCTRLD_BUILD_SIGNATURE "\"");
   expect_refusal("no_reconcile.so", -EINVAL, "reconcile is missing");
+}
+
+/* ABI 1.1 permissions: read when the table has the member, never from a 1.0
+ * table (struct_size too small, whatever lies beyond it), NULL when absent. */
+static void test_permissions_member(void **state) {
+  (void)state;
+  char path[128], err[512];
+  kc_plugin *p = NULL;
+  path_of(path, sizeof path, "perms.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  const kctrld_permission *perm = kc_plugin_permissions(p);
+  assert_non_null(perm);
+  assert_string_equal(perm[0].resource, "pods");
+  assert_string_equal(perm[0].verbs, "create,delete");
+  assert_string_equal(perm[1].resource, "events");
+  assert_null(perm[2].resource);
+  path_of(path, sizeof path, "old_table.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  assert_null(kc_plugin_permissions(p));
+  path_of(path, sizeof path, "good.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  assert_null(kc_plugin_permissions(p));
 }
 
 static void test_only_entry_exported(void **state) {
@@ -257,6 +282,99 @@ static void test_reconcile_results(void **state) {
   assert_int_equal(res.kind, KC_RESULT_DONE);
   kc_plugin_instance_free(inst);
   assert_int_equal(retained, 0);
+}
+
+/* A plugin rebuilt at the same path is loaded anew (glibc alone would hand
+ * back the object it loaded for that pathname): new instances run the new
+ * code, the running ones keep theirs. Also for a file rewritten in place
+ * (same inode), and a refused file is answered from memory until it
+ * changes. */
+static const char *version_of(kc_plugin_instance *inst) {
+  static kc_reconcile_result res;
+  reconcile(inst, "ns/version", &res);
+  return res.message;
+}
+
+static void test_rebuilt_plugin_reloads(void **state) {
+  (void)state;
+  char path[128], err[512], cmd[512];
+  kc_host_env env = fake_env();
+  path_of(path, sizeof path, "rebuilt.so");
+  assert_int_equal(build("rebuilt.so", "-DSAMPLE_VERSION='\"1\"'"), 0);
+  kc_plugin *p1 = NULL, *p2 = NULL, *p3 = NULL, *same = NULL;
+  assert_int_equal(kc_plugin_load(path, &p1, err, sizeof err), 0);
+  kc_plugin_instance *i1 = NULL, *i2 = NULL, *i3 = NULL;
+  assert_int_equal(kc_plugin_instance_new(p1, "c", &env, &i1, err, sizeof err), 0);
+  assert_string_equal(version_of(i1), "code of version 1");
+
+  assert_int_equal(build("rebuilt.so", "-DSAMPLE_VERSION='\"2\"'"), 0);
+  kc_log_set_level(KC_LOG_INFO);
+  tu_stderr_begin();
+  int rc = kc_plugin_load(path, &p2, err, sizeof err);
+  char *log = tu_stderr_end();
+  kc_log_set_level(KC_LOG_WARN);
+  assert_int_equal(rc, 0);
+  assert_ptr_not_equal(p1, p2);
+  assert_string_equal(kc_plugin_table(p2)->version, "2");
+  assert_non_null(strstr(log, "the file changed since it was loaded (version 1), the new code runs"));
+  free(log);
+  assert_int_equal(kc_plugin_instance_new(p2, "c", &env, &i2, err, sizeof err), 0);
+  assert_string_equal(version_of(i2), "code of version 2");
+  assert_string_equal(version_of(i1), "code of version 1"); /* running code untouched */
+  /* Unchanged: the same object. */
+  assert_int_equal(kc_plugin_load(path, &same, err, sizeof err), 0);
+  assert_ptr_equal(same, p2);
+
+  /* Rewritten in place (same inode): new code too, and the loaded copy of
+   * version 2 is not disturbed. */
+  assert_int_equal(build("v3.so", "-DSAMPLE_VERSION='\"3\"'"), 0);
+  snprintf(cmd, sizeof cmd, "cat %s/v3.so > %s", dir, path);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(kc_plugin_load(path, &p3, err, sizeof err), 0);
+  assert_ptr_not_equal(p3, p2);
+  assert_int_equal(kc_plugin_instance_new(p3, "c", &env, &i3, err, sizeof err), 0);
+  assert_string_equal(version_of(i3), "code of version 3");
+  assert_string_equal(version_of(i2), "code of version 2");
+  kc_plugin_instance_free(i1);
+  kc_plugin_instance_free(i2);
+  kc_plugin_instance_free(i3);
+
+  /* A refused build, retried unchanged: the same answer. */
+  assert_int_equal(build("rebuilt.so", "-DWRONG_ABI"), 0);
+  char err2[512];
+  assert_int_equal(kc_plugin_load(path, &same, err, sizeof err), -ENOTSUP);
+  assert_int_equal(kc_plugin_load(path, &same, err2, sizeof err2), -ENOTSUP);
+  assert_string_equal(err, err2);
+  assert_non_null(strstr(err, "was built for plugin ABI"));
+}
+
+/* plugin.h: "the daemon warns about settings keys no plugin read": after
+ * init, one warning per key the plugin did not read, with its place. */
+static void test_unread_settings_warned(void **state) {
+  (void)state;
+  static const char yaml[] = "greeting: hi\n"
+                             "greting: typo\n"
+                             "extra: { a: 1 }\n";
+  char path[128], err[512];
+  kc_yaml_doc *doc = NULL;
+  assert_int_equal(kc_yaml_load_buffer("kctrld.yaml", yaml, sizeof yaml - 1, &doc, err, sizeof err), 0);
+  kc_host_env env = {&fake_ops, NULL, kc_yaml_root(doc)};
+  kc_plugin *p = NULL;
+  path_of(path, sizeof path, "good.so");
+  assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);
+  kc_plugin_instance *inst = NULL;
+  tu_stderr_begin();
+  int rc = kc_plugin_instance_new(p, "hello", &env, &inst, err, sizeof err);
+  char *log = tu_stderr_end();
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(log, "kctrld.yaml:2:1: controller hello: settings key \"greting\" was not read by "
+                              "plugin sample (misspelt, or not a setting of this plugin?)"));
+  assert_non_null(strstr(log, "kctrld.yaml:3:1: controller hello: settings key \"extra\" was not read"));
+  assert_null(strstr(log, "\"greeting\""));
+  assert_null(strstr(log, "extra.a")); /* covered by its parent */
+  free(log);
+  kc_plugin_instance_free(inst);
+  kc_yaml_free(doc);
 }
 
 static void test_missing_services_answer_enosys(void **state) {
@@ -343,8 +461,11 @@ int main(void) {
       cmocka_unit_test(test_refuse_insecure_permissions),
       cmocka_unit_test(test_refuse_not_a_library),
       cmocka_unit_test(test_refuse_bad_tables),
+      cmocka_unit_test(test_permissions_member),
       cmocka_unit_test(test_only_entry_exported),
       cmocka_unit_test(test_reconcile_results),
+      cmocka_unit_test(test_rebuilt_plugin_reloads),
+      cmocka_unit_test(test_unread_settings_warned),
       cmocka_unit_test(test_missing_services_answer_enosys),
       cmocka_unit_test(test_init_failure),
       cmocka_unit_test(test_host_table),

@@ -853,7 +853,9 @@ static void test_idle_watch_restarted(void **state) {
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds=T&watch=true",
                   BASE "?allowWatchBookmarks=true&resourceVersion=140&timeoutSeconds=T&watch=true");
-  assert_true(gap(2) >= 300 && gap(2) < 2000);
+  /* Restarted by the idle timer (>= 300 ms), not by the server ending the
+   * hang at 4000 ms: the bound is the hang, not a speed requirement. */
+  assert_true(gap(2) >= 300 && gap(2) < 3900);
   assert_string_equal(K.log, "R a@90;");
   assert_int_equal(kc_reflector_stats_get(F.r)->bookmarks, 1);
   assert_string_equal(S.accept[0], "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;"
@@ -993,8 +995,10 @@ static void *raw_accept(void *arg) {
 }
 
 /* Runs the scripted steps against the raw server until nreq requests
- * arrived; returns how many did and the reflector's stats then. */
-static unsigned raw_run(unsigned nreq, kc_reflector_stats *st) {
+ * arrived and the sink's log reads want_log (a loaded machine may deliver
+ * the last event well after the last request); returns how many requests
+ * arrived and the reflector's stats then. */
+static unsigned raw_run(unsigned nreq, const char *want_log, kc_reflector_stats *st) {
   RAW.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   assert_true(RAW.lfd >= 0);
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1018,8 +1022,8 @@ static unsigned raw_run(unsigned nreq, kc_reflector_stats *st) {
   assert_int_equal(kc_reflector_new(&F.loop, api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
   uint64_t deadline = mono_ms() + 5000;
-  while (atomic_load(&RAW.nreq) < nreq && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
-  run_for(50); /* the last answer reaches the reflector */
+  while ((atomic_load(&RAW.nreq) < nreq || strcmp(K.log, want_log) != 0) && mono_ms() < deadline)
+    uv_run(&F.loop, UV_RUN_ONCE);
   unsigned got = atomic_load(&RAW.nreq);
   *st = *kc_reflector_stats_get(F.r);
   kc_reflector_close(F.r);
@@ -1042,7 +1046,7 @@ static void test_connection_reset_midstream(void **state) {
   add_body(200, pod("a", "40"));
   add_watch(event("MODIFIED", "a", "52"), NULL);
   kc_reflector_stats st;
-  assert_true(raw_run(5, &st) >= 5);
+  assert_true(raw_run(5, "R a@40;U b@51;U a@52;", &st) >= 5);
   /* After the reset, the history check reads the newest cached object (b)
    * and the sampled others (a: two objects, both in the sample) before the
    * watch resumes at 51. */
@@ -1069,7 +1073,7 @@ static void reset_then_check(const char *check_status, const char *check_body) {
   add_body(200, list_body("30", NULL, "a@20"));
   add_watch(event("MODIFIED", "a", "31"), NULL);
   kc_reflector_stats st;
-  assert_true(raw_run(5, &st) >= 5);
+  assert_true(raw_run(5, "R a@40,b@45;U b@51;R a@20;U a@31;", &st) >= 5);
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
                   BASE "/b", BASE "?limit=500",

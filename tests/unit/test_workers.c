@@ -10,12 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "controller.h"
 #include "log.h"
+#include "testutil.h"
 #include "workers.h"
 
 static void sleep_ms(long ms) {
@@ -27,42 +30,6 @@ static void sleep_ms(long ms) {
 static void close_loop(uv_loop_t *loop) {
   uv_run(loop, UV_RUN_DEFAULT);
   assert_int_equal(uv_loop_close(loop), 0);
-}
-
-/* ---- settle: result -> queue operations (no threads) ---- */
-
-static void test_settle_mapping(void **state) {
-  (void)state;
-  kc_workqueue *wq = kc_workqueue_new("settle", NULL, NULL, NULL);
-  assert_non_null(wq);
-  const char *k;
-  kc_reconcile_result res = {KC_RESULT_ERROR, 0, "boom"};
-  kc_workqueue_add(wq, "ns/a");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  assert_int_equal(kc_workers_settle(wq, "ns/a", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/a"), 1);
-  assert_int_equal(kc_workqueue_waiting(wq), 1);
-  assert_int_equal(kc_workqueue_processing(wq), 0);
-  /* requeue-after forgets the failure history and delays. */
-  kc_workqueue_add(wq, "ns/a");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  res.kind = KC_RESULT_REQUEUE_AFTER;
-  res.after_ms = 60000;
-  assert_int_equal(kc_workers_settle(wq, "ns/a", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/a"), 0);
-  /* plain requeue backs off like an error */
-  kc_workqueue_add(wq, "ns/b");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  res.kind = KC_RESULT_REQUEUE;
-  assert_int_equal(kc_workers_settle(wq, "ns/b", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/b"), 1);
-  kc_workqueue_add(wq, "ns/b");
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  res.kind = KC_RESULT_DONE;
-  assert_int_equal(kc_workers_settle(wq, "ns/b", &res), 0);
-  assert_int_equal(kc_workqueue_num_requeues(wq, "ns/b"), 0);
-  assert_int_equal(kc_workers_settle(wq, "ns/b", &res), -ENOENT);
-  kc_workqueue_free(wq);
 }
 
 /* ---- a full controller loop: producer, queue, pool, retries ---- */
@@ -124,6 +91,13 @@ static void ctl_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
 
 static void ctl_arm(struct ctl *c);
 
+/* The controller's dispatch loop (controller.c pump), on this queue. */
+static void ctl_pump(struct ctl *c) {
+  const char *key;
+  while (kc_workers_idle(c->pool) > 0 && kc_workqueue_get(c->wq, &key) == KC_WQ_KEY)
+    assert_int_equal(kc_workers_dispatch(c->pool, key, kc_workqueue_num_requeues(c->wq, key) + 1), 0);
+}
+
 static void ctl_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
   struct ctl *c = ud;
   assert_int_equal(abandoned, 0);
@@ -145,12 +119,12 @@ static void ctl_on_result(kc_workers *pool, const char *key, const kc_reconcile_
   struct ctl *c = ud;
   c->results++;
   if (res->kind == KC_RESULT_ERROR) assert_non_null(strstr(res->message, "transient failure"));
-  assert_int_equal(kc_workers_settle(c->wq, key, res), 0);
+  assert_int_equal(kc_controller_apply_result(c->wq, key, res), 0);
 }
 
 static void ctl_on_idle(kc_workers *pool, void *ud) {
   struct ctl *c = ud;
-  kc_workers_pump(pool, c->wq);
+  ctl_pump(c);
   ctl_arm(c);
   ctl_maybe_finish(c);
 }
@@ -158,7 +132,7 @@ static void ctl_on_idle(kc_workers *pool, void *ud) {
 static void ctl_on_delay(uv_timer_t *t) {
   struct ctl *c = t->data;
   kc_workqueue_tick(c->wq);
-  kc_workers_pump(c->pool, c->wq);
+  ctl_pump(c);
   ctl_arm(c);
 }
 
@@ -180,7 +154,7 @@ static void ctl_produce(uv_timer_t *t) {
     snprintf(key, sizeof key, "default/pod-%d", i);
     assert_int_equal(kc_workqueue_add(c->wq, key), 0);
   }
-  kc_workers_pump(c->pool, c->wq);
+  ctl_pump(c);
   ctl_arm(c);
   if (c->round == ROUNDS) uv_close((uv_handle_t *)t, NULL);
 }
@@ -278,8 +252,8 @@ static void test_timeout_reported_loop_not_stalled(void **state) {
   uv_timer_init(&s.loop, &s.heartbeat);
   s.heartbeat.data = &s;
   uv_timer_start(&s.heartbeat, slow_beat, 5, 5);
-  assert_int_equal(kc_workers_dispatch(s.pool, "ns/slow"), 0);
-  assert_int_equal(kc_workers_dispatch(s.pool, "ns/other"), -EBUSY);
+  assert_int_equal(kc_workers_dispatch(s.pool, "ns/slow", 0), 0);
+  assert_int_equal(kc_workers_dispatch(s.pool, "ns/other", 0), -EBUSY);
   assert_int_equal(kc_workers_active(s.pool), 1);
   close_loop(&s.loop);
   assert_int_equal(s.results, 1);
@@ -331,11 +305,11 @@ static void test_stop_drains(void **state) {
       .ud = &d,
   };
   assert_int_equal(kc_workers_start(&d.loop, &cfg, &d.pool), 0);
-  assert_int_equal(kc_workers_dispatch(d.pool, "a/1"), 0);
-  assert_int_equal(kc_workers_dispatch(d.pool, "a/2"), 0);
+  assert_int_equal(kc_workers_dispatch(d.pool, "a/1", 0), 0);
+  assert_int_equal(kc_workers_dispatch(d.pool, "a/2", 0), 0);
   assert_int_equal(kc_workers_idle(d.pool), 1);
   kc_workers_stop(d.pool, 5000, drain_stopped, &d);
-  assert_int_equal(kc_workers_dispatch(d.pool, "a/3"), -ESHUTDOWN);
+  assert_int_equal(kc_workers_dispatch(d.pool, "a/3", 0), -ESHUTDOWN);
   kc_workers_stop(d.pool, 5000, drain_stopped, &d); /* second call: no-op */
   close_loop(&d.loop);
   assert_true(d.stopped);
@@ -386,7 +360,7 @@ static void test_stop_bound_abandons_stuck(void **state) {
       .ud = &s,
   };
   assert_int_equal(kc_workers_start(&loop, &cfg, &pool), 0);
-  assert_int_equal(kc_workers_dispatch(pool, "ns/stuck"), 0);
+  assert_int_equal(kc_workers_dispatch(pool, "ns/stuck", 0), 0);
   while (!atomic_load(&stuck_entered)) sleep_ms(1);
   s.stop_called_at = uv_hrtime();
   kc_workers_stop(pool, 30, stuck_stopped, &s);
@@ -409,6 +383,106 @@ static void test_stop_bound_abandons_stuck(void **state) {
   sleep_ms(5); /* let the detached thread finish returning */
 }
 
+/* ---- log fields of a reconcile ---- */
+
+struct logged {
+  uv_loop_t loop;
+  kc_workqueue *wq;
+  kc_workers *pool;
+  uv_timer_t tick;
+  int results;
+  bool stopped;
+};
+
+static void logged_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
+  static atomic_int calls;
+  int n = atomic_fetch_add(&calls, 1);
+  kc_error("plugin", "inside call=%d", n);
+  if (n < 2) {
+    res->kind = KC_RESULT_ERROR;
+    snprintf(res->message, sizeof res->message, "boom %d", n);
+  }
+}
+
+static void logged_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
+  ((struct logged *)ud)->stopped = true;
+}
+
+static void logged_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
+                          uint64_t duration_ns, void *ud) {
+  struct logged *l = ud;
+  l->results++;
+  kc_controller_apply_result(l->wq, key, res);
+  if (l->results == 3) {
+    uv_close((uv_handle_t *)&l->tick, NULL);
+    kc_workqueue_shutdown(l->wq);
+    kc_workers_stop(pool, 5000, logged_stopped, l);
+  }
+}
+
+static void logged_tick(uv_timer_t *t) {
+  struct logged *l = t->data;
+  kc_workqueue_tick(l->wq);
+  const char *key;
+  while (kc_workers_idle(l->pool) > 0 && kc_workqueue_get(l->wq, &key) == KC_WQ_KEY)
+    assert_int_equal(kc_workers_dispatch(l->pool, key, kc_workqueue_num_requeues(l->wq, key) + 1), 0);
+}
+
+/* Two failures then a success: every line of the reconcile carries
+ * controller/key/reconcileID (a new ID each time), the failures are logged
+ * at error level as "Reconciler error" with attempt=1 and attempt=2. */
+static void test_reconcile_log_fields(void **state) {
+  (void)state;
+  static struct logged l;
+  memset(&l, 0, sizeof l);
+  assert_int_equal(uv_loop_init(&l.loop), 0);
+  kc_ratelimit_config rl = {0}; /* no backoff, no bucket: retried at once */
+  l.wq = kc_workqueue_new("logged", &rl, uv_clock, NULL);
+  assert_non_null(l.wq);
+  kc_workers_config cfg = {.name = "logged", .nworkers = 1, .reconcile = logged_reconcile,
+                           .on_result = logged_result, .ud = &l};
+  assert_int_equal(kc_workers_start(&l.loop, &cfg, &l.pool), 0);
+  assert_int_equal(uv_timer_init(&l.loop, &l.tick), 0);
+  l.tick.data = &l;
+  uv_timer_start(&l.tick, logged_tick, 0, 1);
+  assert_int_equal(kc_workqueue_add(l.wq, "ns/a"), 0);
+  kc_log_set_format(KC_LOG_FORMAT_TEXT);
+  tu_stderr_begin();
+  kc_log_detect_sink();
+  uv_run(&l.loop, UV_RUN_DEFAULT);
+  char *log = tu_stderr_end();
+  kc_log_detect_sink();
+  assert_true(l.stopped);
+  assert_int_equal(l.results, 3);
+  assert_int_equal(uv_loop_close(&l.loop), 0);
+  kc_workqueue_free(l.wq);
+  char ids[3][KC_LOG_RECONCILE_ID_SIZE];
+  for (int n = 0; n < 3; n++) {
+    char want[128];
+    snprintf(want, sizeof want, "error plugin[logged]: inside controller=logged key=ns/a reconcileID=");
+    char *line = strstr(log, want);
+    if (!line) fail_msg("no line \"%s\" in:\n%s", want, log);
+    line[strlen("error plugin[logged]: ")] = 'I'; /* find the next one next time */
+    line += strlen(want);
+    memcpy(ids[n], line, 36);
+    ids[n][36] = '\0';
+    assert_int_equal(strncmp(line + 36, " call=", 6), 0);
+    assert_int_equal(line[42], '0' + n);
+    if (n < 2) {
+      char failed[256];
+      snprintf(failed, sizeof failed,
+               "error controller[logged]: Reconciler error controller=logged key=ns/a reconcileID=%s "
+               "attempt=%d error=boom %d\n",
+               ids[n], n + 1, n);
+      if (!strstr(log, failed)) fail_msg("no line \"%s\" in:\n%s", failed, log);
+    }
+  }
+  assert_string_not_equal(ids[0], ids[1]);
+  assert_string_not_equal(ids[1], ids[2]);
+  assert_null(strstr(log, "attempt=3"));
+  free(log);
+}
+
 static void test_start_invalid(void **state) {
   (void)state;
   uv_loop_t loop;
@@ -427,12 +501,12 @@ static void test_start_invalid(void **state) {
 int main(void) {
   kc_log_set_level(KC_LOG_ERROR);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_settle_mapping),
       cmocka_unit_test(test_controller_loop),
       cmocka_unit_test(test_timeout_reported_loop_not_stalled),
       cmocka_unit_test(test_stop_drains),
       cmocka_unit_test(test_stop_bound_abandons_stuck),
       cmocka_unit_test(test_start_invalid),
+      cmocka_unit_test(test_reconcile_log_fields),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,10 +15,11 @@
 
 #include "kctrld/plugin.h"
 
-/* Splits "namespace/name" into a kctrld_ref for a ConfigMap. ns and name are
- * caller buffers of 254 bytes; returns 0, or -1 when the key does not fit. */
-static inline int bench_configmap_ref(const char *key, char ns[254], char name[254],
-                                      kctrld_ref *ref) {
+/* Splits "namespace/name" into a kctrld_ref for a core v1 object of `kind`
+ * (a static string such as "ConfigMap" or "Pod"). ns and name are caller
+ * buffers of 254 bytes; returns 0, or -1 when the key does not fit. */
+static inline int bench_core_ref(const char *key, const char *kind, char ns[254], char name[254],
+                                 kctrld_ref *ref) {
   const char *slash = strchr(key, '/');
   size_t nslen = slash ? (size_t)(slash - key) : 0;
   const char *nm = slash ? slash + 1 : key;
@@ -27,10 +28,20 @@ static inline int bench_configmap_ref(const char *key, char ns[254], char name[2
   ns[nslen] = '\0';
   strcpy(name, nm);
   ref->api_version = "v1";
-  ref->kind = "ConfigMap";
+  ref->kind = kind;
   ref->namespace_ = ns;
   ref->name = name;
   return 0;
+}
+
+/* settings.kind of a benchmark plugin: "Pod" or "ConfigMap" (the default).
+ * Returns the static kind string, or NULL for any other value. */
+static inline const char *bench_kind(const struct kctrld_host_api *h, const kctrld_settings *s) {
+  const char *kind = NULL;
+  if (h->settings_string(s, "kind", &kind) != 0) return "ConfigMap";
+  if (strcmp(kind, "Pod") == 0) return "Pod";
+  if (strcmp(kind, "ConfigMap") == 0) return "ConfigMap";
+  return NULL;
 }
 
 /* Nanoseconds on the given clock. */

@@ -6,6 +6,7 @@
  * array (settings.maxSamples, default 200000; no allocation per reconcile)
  * and are written to settings.samplesFile at fini, one "sent_ns latency_ns"
  * line each. Reconciles of objects without the annotation are not recorded.
+ * settings.kind: "ConfigMap" (default) or "Pod", the kind reconciled.
  * Threads: reconcile on workers (an atomic slot index), init/fini on the loop.
  */
 #ifndef _GNU_SOURCE
@@ -29,6 +30,7 @@ struct sample {
 };
 
 struct latency {
+  const char *kind;
   char samples_file[4096];
   size_t cap;
   atomic_size_t n;
@@ -47,6 +49,12 @@ static int latency_init(kctrld_ctx *ctx, const kctrld_settings *settings, void *
     return -EINVAL;
   }
   snprintf(l->samples_file, sizeof l->samples_file, "%s", path);
+  l->kind = bench_kind(H, settings);
+  if (!l->kind) {
+    H->log(KCTRLD_LOG_ERROR, "settings.kind must be ConfigMap or Pod");
+    H->free(l);
+    return -EINVAL;
+  }
   int64_t cap = 200000;
   int rc = H->settings_int(settings, "maxSamples", &cap);
   if ((rc < 0 && rc != -ENOENT) || cap <= 0 || cap > 100000000) {
@@ -69,7 +77,7 @@ static int latency_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   struct latency *l = instance;
   char ns[254], name[254], buf[32];
   kctrld_ref ref;
-  if (bench_configmap_ref(key, ns, name, &ref) != 0) return KCTRLD_RESULT_DONE;
+  if (bench_core_ref(key, l->kind, ns, name, &ref) != 0) return KCTRLD_RESULT_DONE;
   const kctrld_object *obj = NULL;
   if (H->cache_get(ctx, &ref, &obj) != 0) return KCTRLD_RESULT_DONE;
   int len = H->object_string(obj, SENT_PATH, buf, sizeof buf);

@@ -3,7 +3,7 @@
  * ConfigMap from the cache and then sleeps settings.sleepMs (default 100)
  * milliseconds, like a plugin waiting on an external system. Used to show
  * that memory stays bounded by keys while events arrive much faster than
- * keys are processed.
+ * keys are processed. settings.kind: "ConfigMap" (default) or "Pod".
  * Threads: reconcile on workers (no shared state), init/fini on the loop.
  */
 #ifndef _GNU_SOURCE
@@ -18,6 +18,7 @@
 static const struct kctrld_host_api *H;
 
 struct slow {
+  const char *kind;
   int64_t sleep_ms;
 };
 
@@ -26,6 +27,12 @@ static int sleep_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **o
   struct slow *s = H->alloc(sizeof *s);
   if (!s) return -ENOMEM;
   s->sleep_ms = 100;
+  s->kind = bench_kind(H, settings);
+  if (!s->kind) {
+    H->log(KCTRLD_LOG_ERROR, "settings.kind must be ConfigMap or Pod");
+    H->free(s);
+    return -EINVAL;
+  }
   int rc = H->settings_int(settings, "sleepMs", &s->sleep_ms);
   if ((rc < 0 && rc != -ENOENT) || s->sleep_ms < 0 || s->sleep_ms > 60000) {
     H->log(KCTRLD_LOG_ERROR, "settings.sleepMs must be 0..60000");
@@ -40,7 +47,7 @@ static int sleep_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   struct slow *s = instance;
   char ns[254], name[254];
   kctrld_ref ref;
-  if (bench_configmap_ref(key, ns, name, &ref) == 0) {
+  if (bench_core_ref(key, s->kind, ns, name, &ref) == 0) {
     const kctrld_object *obj = NULL;
     if (H->cache_get(ctx, &ref, &obj) == 0) H->object_release(obj);
   }

@@ -5,6 +5,8 @@
  * with a merge patch when the cached value differs, so a reconcile writes
  * exactly once per change of data.seq (or of the writer), and the object's
  * history shows which replica reconciled it.
+ * -DSTAMP_SUFFIX=\"@v2\" appends that to every stamp (test_plugin_rebuild.py:
+ * which build of the file runs).
  * Built like an out-of-tree plugin: cc -shared -fPIC -fvisibility=hidden -Iinclude.
  * Threads: reconcile on workers (instance is read-only after init), init/fini
  * on the loop.
@@ -14,6 +16,10 @@
 #include <string.h>
 
 #include "kctrld/plugin.h"
+
+#ifndef STAMP_SUFFIX
+#define STAMP_SUFFIX ""
+#endif
 
 #define STAMP_PATH "metadata.annotations[\"test.kctrld.io/stamp\"]"
 
@@ -61,7 +67,7 @@ static int stamp_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   rc = H->object_string(obj, STAMP_PATH, have, sizeof have);
   H->object_release(obj);
   if (rc < 0 && rc != -ENOENT) have[0] = '\0';
-  snprintf(want, sizeof want, "%s/%s", s->identity, seq);
+  snprintf(want, sizeof want, "%s/%s" STAMP_SUFFIX, s->identity, seq);
   if (strcmp(have, want) == 0) return KCTRLD_RESULT_DONE;
   int n = snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"test.kctrld.io/stamp\":\"%s\"}}}",
                    want);

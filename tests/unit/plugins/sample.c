@@ -9,6 +9,8 @@
  *   -DNULL_ENTRY        the entry point refuses (returns NULL)
  *   -DINIT_FAIL         init fails with -EINVAL
  *   -DNO_RECONCILE      table without reconcile
+ *   -DSAMPLE_VERSION=\"2\" another version string, also what reconciling
+ *                       "ns/version" answers (a rebuilt plugin's new code)
  * Built like an out-of-tree plugin: cc -shared -fPIC -fvisibility=hidden -Iinclude.
  */
 #include <errno.h>
@@ -16,6 +18,10 @@
 #include <string.h>
 
 #include "kctrld/plugin.h"
+
+#ifndef SAMPLE_VERSION
+#define SAMPLE_VERSION "1.2.3"
+#endif
 
 static const struct kctrld_host_api *H;
 
@@ -51,6 +57,7 @@ __attribute__((unused)) static int sample_reconcile(void *instance, kctrld_ctx *
   if (strcmp(key, "ns/requeue") == 0) return KCTRLD_RESULT_REQUEUE;
   if (strcmp(key, "ns/error-without-message") == 0) return KCTRLD_RESULT_ERROR;
   if (strcmp(key, "ns/invalid") == 0) return 42;
+  if (strcmp(key, "ns/version") == 0) return H->result_error(ctx, "code of version %s", SAMPLE_VERSION);
   if (strcmp(key, "ns/greeting") == 0)
     return H->result_error(ctx, "%s from %s", in->greeting, H->ctx_controller(ctx));
   if (strcmp(key, "ns/expect") == 0) {
@@ -79,6 +86,14 @@ __attribute__((unused)) static int sample_reconcile(void *instance, kctrld_ctx *
 
 static void sample_fini(void *instance) { H->free(instance); }
 
+#ifdef PERMS
+static const kctrld_permission sample_perms[] = {
+    {"", "pods", "create,delete"},
+    KCTRLD_PERMISSION_EVENTS,
+    KCTRLD_PERMISSIONS_END,
+};
+#endif
+
 static const struct kctrld_plugin table = {
 #ifdef WRONG_ABI
     .abi_major = KCTRLD_ABI_MAJOR + 1,
@@ -88,6 +103,8 @@ static const struct kctrld_plugin table = {
     .abi_minor = KCTRLD_ABI_MINOR,
 #ifdef SMALL_TABLE
     .struct_size = 16,
+#elif defined(OLD_TABLE) /* a plugin built against the 1.0 header */
+    .struct_size = offsetof(struct kctrld_plugin, permissions),
 #else
     .struct_size = sizeof(struct kctrld_plugin),
 #endif
@@ -97,12 +114,15 @@ static const struct kctrld_plugin table = {
     .build_signature = KCTRLD_BUILD_SIGNATURE,
 #endif
     .name = "sample",
-    .version = "1.2.3",
+    .version = SAMPLE_VERSION,
     .init = sample_init,
 #ifndef NO_RECONCILE
     .reconcile = sample_reconcile,
 #endif
     .fini = sample_fini,
+#ifdef PERMS
+    .permissions = sample_perms,
+#endif
 };
 
 #ifdef NO_ENTRY

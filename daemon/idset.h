@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* idset: the two containers of the store's indexes (store.c), general
+ * enough for any owner of 32-bit ids:
+ *  - kc_idset, a compact set of uint32_t ids (KC_IDSET_NONE excluded): up to
+ *    2 members inline (no allocation), up to KC_IDSET_SMALL in an unsorted
+ *    array, beyond that an open-addressing hash table (power of two);
+ *  - kc_iddict, a dictionary from a string pair (a, b) (b may be absent:
+ *    NULL, 0) to a non-empty kc_idset, with the hash chosen by the caller.
+ * Both use linear probing with backward-shift deletion (no tombstones), so
+ * lookups stay short under churn; both shrink as they empty (best effort).
+ *
+ * Owns: a set its table; a dictionary its table, every entry's set, and the
+ * copies of `a` when copy_a is set. Otherwise a and b are borrowed: the
+ * owner keeps them valid while the entry exists, and may re-point an
+ * entry's a/b (equal bytes) at other memory, as store.c does when the
+ * object its strings pointed into leaves.
+ * Threads: none of its own; the owner serializes (store.c: its lock).
+ * Errors: 0 or -ENOMEM; a failed add changes nothing.
+ * A zeroed kc_idset / kc_iddict is empty and valid.
+ */
+#ifndef KC_IDSET_H
+#define KC_IDSET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KC_IDSET_NONE UINT32_MAX
+#define KC_IDSET_SMALL 8u
+
+typedef struct kc_idset {
+  uint32_t n;
+  uint32_t cap; /* 0: inline; <= KC_IDSET_SMALL: array; else hash table */
+  union {
+    uint32_t inl[2];
+    uint32_t *tab;
+  } u;
+} kc_idset;
+
+/* Adds an id that is not a member (the caller knows it is not). */
+int kc_idset_add(kc_idset *s, uint32_t id);
+/* Removes a member; false if id was not one. */
+bool kc_idset_remove(kc_idset *s, uint32_t id);
+bool kc_idset_has(const kc_idset *s, uint32_t id);
+/* Frees the table; the set is empty afterwards. */
+void kc_idset_free(kc_idset *s);
+static inline size_t kc_idset_bytes(const kc_idset *s) { return (size_t)s->cap * sizeof(uint32_t); }
+
+/* Members in no particular order; the set must not change meanwhile. */
+typedef struct kc_iditer {
+  const uint32_t *a;
+  uint32_t i, lim;
+  bool hash;
+} kc_iditer;
+
+static inline kc_iditer kc_iditer_start(const kc_idset *s) {
+  bool hash = s->cap > KC_IDSET_SMALL;
+  return (kc_iditer){s->cap ? s->u.tab : s->u.inl, 0, hash ? s->cap : s->n, hash};
+}
+
+static inline bool kc_iditer_next(kc_iditer *it, uint32_t *id) {
+  while (it->i < it->lim) {
+    uint32_t v = it->a[it->i++];
+    if (!it->hash || v != KC_IDSET_NONE) {
+      *id = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Linear probing, backward-shift deletion: may the entry at j, whose home
+ * slot is k, move into the hole at i? */
+static inline bool kc_probe_shifts(uint32_t i, uint32_t j, uint32_t k) {
+  return (j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j));
+}
+
+/* Tables of ids (power of two, KC_IDSET_NONE = free): kc_idset's and
+ * store.c's object map. An id's home slot is homes[id] & mask, or with
+ * homes NULL a hash of the id itself. */
+static inline uint32_t kc_idtab_home(const uint32_t *homes, uint32_t id) {
+  return homes ? homes[id] : id * 0x9e3779b1u;
+}
+
+static inline void kc_idtab_put(uint32_t *tab, uint32_t mask, const uint32_t *homes, uint32_t id) {
+  uint32_t i = kc_idtab_home(homes, id) & mask;
+  while (tab[i] != KC_IDSET_NONE) i = (i + 1) & mask;
+  tab[i] = id;
+}
+
+/* Frees slot i; the entries after it shift back. */
+static inline void kc_idtab_delete(uint32_t *tab, uint32_t mask, const uint32_t *homes,
+                                   uint32_t i) {
+  for (uint32_t j = (i + 1) & mask; tab[j] != KC_IDSET_NONE; j = (j + 1) & mask) {
+    if (kc_probe_shifts(i, j, kc_idtab_home(homes, tab[j]) & mask)) {
+      tab[i] = tab[j];
+      i = j;
+    }
+  }
+  tab[i] = KC_IDSET_NONE;
+}
+
+typedef struct kc_iddict_ent {
+  const char *a, *b;
+  uint32_t alen, blen;
+  uint32_t hash;
+  uint32_t owned; /* a is the dictionary's copy */
+  kc_idset set;   /* n == 0 marks an empty table slot */
+} kc_iddict_ent;
+
+typedef struct kc_iddict {
+  kc_iddict_ent *tab;
+  uint32_t cap, n;
+  bool copy_a; /* new entries copy a (else they point at the caller's bytes) */
+} kc_iddict;
+
+/* The entry of (a, b) with hash h, or NULL. Valid until the next add or
+ * remove. */
+kc_iddict_ent *kc_iddict_find(const kc_iddict *d, const char *a, size_t alen, const char *b,
+                              size_t blen, uint32_t h);
+/* Adds id (not a member) to the set of (a, b), creating the entry. */
+int kc_iddict_add(kc_iddict *d, const char *a, size_t alen, const char *b, size_t blen,
+                  uint32_t h, uint32_t id);
+/* Deletes entry e (from kc_iddict_find) with its set and copy. */
+void kc_iddict_remove(kc_iddict *d, kc_iddict_ent *e);
+void kc_iddict_free(kc_iddict *d);
+/* Table, sets and copies. */
+size_t kc_iddict_bytes(const kc_iddict *d);
+/* Sum of the sets' sizes. */
+size_t kc_iddict_members(const kc_iddict *d);
+
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* rbac: `--rbac` authorization (off by default) and `--token-auth-file`
+ * users, as kube-apiserver's RBAC authorizer and static token file do.
+ *
+ * Authentication: the token file (kube-apiserver's format, one user per
+ * line: `token,user,uid[,"group1,group2"]`, `#` comments) maps bearer tokens
+ * to users; a user named system:serviceaccount:NS:NAME also gets the groups
+ * system:serviceaccounts and system:serviceaccounts:NS; every user gets
+ * system:authenticated. The --token token and client certificates stay
+ * superusers (system:masters: never checked), as the cluster admin.
+ * Authorization: Roles, ClusterRoles, RoleBindings and ClusterRoleBindings
+ * (rbac.authorization.k8s.io/v1, served from the store) are evaluated per
+ * request: verbs, apiGroups, resources with subresources ("pods/status",
+ * "*", "*\/status"), resourceNames, namespace scoping (a RoleBinding grants
+ * in its namespace only, also when it refers to a ClusterRole), `*`.
+ * Non-resource paths (discovery, /version, /healthz) are allowed for every
+ * authenticated user, as the default system:discovery binding does. A
+ * denial is the real 403 Status (reason Forbidden, details, the authorizer's
+ * message). No escalation checks on writes of RBAC objects, no aggregation
+ * rules, no nonResourceURLs rules.
+ *
+ * Threads: sim_rbac_load_tokens from main before the server starts; the
+ * rest from any connection thread (takes sim_mu for the store).
+ * Errors: sim_rbac_load_tokens returns 0 or -errno/-EINVAL with a message.
+ * Ownership: users live until exit; req->user is borrowed.
+ */
+#ifndef APISIM_RBAC_H
+#define APISIM_RBAC_H
+
+#include <stdbool.h>
+
+#include "server.h"
+
+struct sim_user {
+  char *token, *name;
+  char **groups;
+  size_t ngroups;
+};
+
+extern bool sim_rbac_enabled;
+
+/* Reads the token file; *err (malloc'd) says which line is wrong. */
+int sim_rbac_load_tokens(const char *path, char **err);
+
+/* The user of a bearer token from the token file, or NULL. */
+const struct sim_user *sim_rbac_user_for_token(const char *token);
+
+/* With --rbac and a token-file user on req: whether the user may do what
+ * the request asks (verb from method, name and watch); on false, resp holds
+ * the 403. ns, name, sub may be NULL. Always true without --rbac or for a
+ * superuser (req->user NULL). */
+bool sim_rbac_allow(struct sim_req *req, const char *group, const char *resource,
+                    const char *sub, const char *ns, const char *name, struct sim_resp *resp);
+
+#endif

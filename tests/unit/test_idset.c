@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for daemon/idset: kc_idset through each representation
+ * (inline, array, hash table) and back, checked against a plain bitmap
+ * after every operation; kc_iddict with colliding hashes (backward-shift
+ * deletion must keep every other entry reachable), borrowed and copied
+ * keys, pairs with and without a second string. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hash.h"
+#include "idset.h"
+
+#define UNIVERSE 2048
+
+/* The set holds exactly the ids marked in `in`, each once when iterated. */
+static void same_as(const kc_idset *s, const bool *in) {
+  static unsigned seen[UNIVERSE];
+  memset(seen, 0, sizeof seen);
+  uint32_t n = 0, id;
+  kc_iditer it = kc_iditer_start(s);
+  while (kc_iditer_next(&it, &id)) {
+    assert_true(id < UNIVERSE);
+    assert_true(in[id]);
+    seen[id]++;
+    n++;
+  }
+  assert_int_equal(n, s->n);
+  for (uint32_t i = 0; i < UNIVERSE; i++) {
+    assert_int_equal(seen[i], in[i] ? 1 : 0);
+    assert_int_equal(kc_idset_has(s, i), in[i]);
+  }
+}
+
+static void test_idset_representations(void **state) {
+  (void)state;
+  static bool in[UNIVERSE];
+  memset(in, 0, sizeof in);
+  kc_idset s = {0};
+  same_as(&s, in);
+  /* inline (2), array (up to KC_IDSET_SMALL), then a hash table */
+  for (uint32_t id = 0; id < 600; id++) {
+    assert_int_equal(kc_idset_add(&s, id * 3), 0);
+    in[id * 3] = true;
+    if (id == 1) assert_int_equal(s.cap, 0);
+    if (id == KC_IDSET_SMALL - 1) assert_true(s.cap > 0 && s.cap <= KC_IDSET_SMALL);
+    if (id == KC_IDSET_SMALL) assert_true(s.cap > KC_IDSET_SMALL);
+    if (id < 20 || id % 97 == 0) same_as(&s, in);
+  }
+  same_as(&s, in);
+  assert_true(kc_idset_bytes(&s) >= 600 * sizeof(uint32_t));
+  assert_false(kc_idset_remove(&s, 1)); /* never a member */
+  assert_false(kc_idset_remove(&s, UNIVERSE - 1));
+  /* and back down: shrinks to the array, then inline */
+  for (uint32_t id = 0; id < 600; id++) {
+    assert_true(kc_idset_remove(&s, id * 3));
+    assert_false(kc_idset_remove(&s, id * 3));
+    in[id * 3] = false;
+    if (id % 53 == 0 || id > 590) same_as(&s, in);
+  }
+  assert_int_equal(s.n, 0);
+  assert_int_equal(s.cap, 0);
+  assert_int_equal(kc_idset_bytes(&s), 0);
+  kc_idset_free(&s);
+}
+
+/* Random adds and removes against the bitmap, across every size. */
+static void test_idset_random(void **state) {
+  (void)state;
+  static bool in[UNIVERSE];
+  memset(in, 0, sizeof in);
+  kc_idset s = {0};
+  uint64_t rng = 0x9e3779b97f4a7c15ULL;
+  for (int step = 0; step < 20000; step++) {
+    /* The range of ids grows and shrinks so that the set passes through
+     * every representation several times. */
+    uint32_t range = 1 + (uint32_t)((step / 2000) % 2 ? 16 : 1500);
+    uint32_t id = (uint32_t)(kc_xorshift64s(&rng) % range);
+    if (in[id]) {
+      assert_true(kc_idset_remove(&s, id));
+      in[id] = false;
+    } else {
+      assert_int_equal(kc_idset_add(&s, id), 0);
+      in[id] = true;
+    }
+    if (step % 1000 == 0) same_as(&s, in);
+  }
+  same_as(&s, in);
+  kc_idset_free(&s);
+  assert_int_equal(s.n, 0);
+}
+
+static const char *const WORDS[] = {"default", "kube-system", "web", "app", "tier", "db", "",
+                                    "x", "frontend", "backend", "a.b/c", "monitoring"};
+#define NWORDS (sizeof WORDS / sizeof WORDS[0])
+
+static uint32_t bad_hash(size_t i) { return (uint32_t)(i % 3); } /* collisions on purpose */
+
+static void test_iddict_collisions(void **state) {
+  (void)state;
+  kc_iddict d = {0};
+  assert_null(kc_iddict_find(&d, "x", 1, NULL, 0, 0));
+  /* (word) and (word, "v") are different keys with the same hash. */
+  for (size_t i = 0; i < NWORDS; i++) {
+    const char *w = WORDS[i];
+    assert_int_equal(kc_iddict_add(&d, w, strlen(w), NULL, 0, bad_hash(i), (uint32_t)i), 0);
+    assert_int_equal(kc_iddict_add(&d, w, strlen(w), "v", 1, bad_hash(i), (uint32_t)(100 + i)), 0);
+    assert_int_equal(kc_iddict_add(&d, w, strlen(w), NULL, 0, bad_hash(i), (uint32_t)(200 + i)), 0);
+  }
+  assert_int_equal(d.n, 2 * NWORDS);
+  assert_int_equal(kc_iddict_members(&d), 3 * NWORDS);
+  for (size_t i = 0; i < NWORDS; i++) {
+    const char *w = WORDS[i];
+    kc_iddict_ent *e = kc_iddict_find(&d, w, strlen(w), NULL, 0, bad_hash(i));
+    assert_non_null(e);
+    assert_ptr_equal(e->a, w); /* borrowed, not copied */
+    assert_int_equal(e->set.n, 2);
+    assert_true(kc_idset_has(&e->set, (uint32_t)i) && kc_idset_has(&e->set, (uint32_t)(200 + i)));
+    e = kc_iddict_find(&d, w, strlen(w), "v", 1, bad_hash(i));
+    assert_non_null(e);
+    assert_int_equal(e->set.n, 1);
+    assert_null(kc_iddict_find(&d, w, strlen(w), "w", 1, bad_hash(i)));
+    assert_null(kc_iddict_find(&d, w, strlen(w), NULL, 0, bad_hash(i) + 1)); /* other hash */
+  }
+  /* Remove every other word: the rest stay reachable behind the holes. */
+  for (size_t i = 0; i < NWORDS; i += 2) {
+    const char *w = WORDS[i];
+    kc_iddict_remove(&d, kc_iddict_find(&d, w, strlen(w), NULL, 0, bad_hash(i)));
+    assert_null(kc_iddict_find(&d, w, strlen(w), NULL, 0, bad_hash(i)));
+  }
+  for (size_t i = 0; i < NWORDS; i++) {
+    const char *w = WORDS[i];
+    assert_true((kc_iddict_find(&d, w, strlen(w), NULL, 0, bad_hash(i)) != NULL) == (i % 2 == 1));
+    assert_non_null(kc_iddict_find(&d, w, strlen(w), "v", 1, bad_hash(i)));
+  }
+  assert_int_equal(d.n, NWORDS + NWORDS / 2);
+  kc_iddict_free(&d);
+  assert_int_equal(d.n, 0);
+  assert_null(d.tab);
+}
+
+/* copy_a: the key is the dictionary's own copy (counted in bytes), so the
+ * caller's buffer may change; many entries grow and shrink the table. */
+static void test_iddict_copies_and_growth(void **state) {
+  (void)state;
+  kc_iddict d = {.copy_a = true};
+  char buf[32];
+  for (uint32_t i = 0; i < 1000; i++) {
+    int n = snprintf(buf, sizeof buf, "value-%u", i);
+    assert_int_equal(kc_iddict_add(&d, buf, (size_t)n, NULL, 0, (uint32_t)kc_mix64(i), i), 0);
+  }
+  memset(buf, 'z', sizeof buf);
+  assert_int_equal(d.n, 1000);
+  size_t grown = kc_iddict_bytes(&d);
+  assert_true(grown >= 1000 * (sizeof(kc_iddict_ent) + 8));
+  for (uint32_t i = 0; i < 1000; i++) {
+    int n = snprintf(buf, sizeof buf, "value-%u", i);
+    kc_iddict_ent *e = kc_iddict_find(&d, buf, (size_t)n, NULL, 0, (uint32_t)kc_mix64(i));
+    assert_non_null(e);
+    assert_true(e->owned);
+    assert_ptr_not_equal(e->a, buf);
+    assert_true(kc_idset_has(&e->set, i));
+    if (i >= 10) kc_iddict_remove(&d, e);
+  }
+  assert_int_equal(d.n, 10);
+  assert_int_equal(kc_iddict_members(&d), 10);
+  assert_true(kc_iddict_bytes(&d) < grown / 8); /* the table shrank */
+  for (uint32_t i = 0; i < 10; i++) {
+    int n = snprintf(buf, sizeof buf, "value-%u", i);
+    assert_non_null(kc_iddict_find(&d, buf, (size_t)n, NULL, 0, (uint32_t)kc_mix64(i)));
+  }
+  kc_iddict_free(&d); /* frees the remaining copies (ASan checks) */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_idset_representations),
+      cmocka_unit_test(test_idset_random),
+      cmocka_unit_test(test_iddict_collisions),
+      cmocka_unit_test(test_iddict_copies_and_growth),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
