@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hook_exec: exec hooks (docs/hooks.md), a built-in plugin implementation:
+ * a struct kctrld_plugin compiled into the daemon that plugin_host
+ * instantiates like a .so (kc_plugin_builtin + kc_plugin_instance_new_arg,
+ * with the controller's kc_controller_spec as init argument). Its reconcile
+ * builds the kctrld.io/hook/v1 request from the cache and performs the
+ * response's actions through the host table (hook_host.h); in between the
+ * request goes to a child process (hook_child.h):
+ *   - persistent (default): one long-running child per worker slot, one
+ *     JSON line each way; a child that exits, hangs past the timeout or
+ *     writes garbage is killed and restarted with backoff
+ *     (KC_HOOK_RESTART_BASE_MS doubling to KC_HOOK_RESTART_MAX_MS; a
+ *     reconcile due before the restart fails at once);
+ *   - per-call: the command runs once per reconcile.
+ * Every failure is an error result, so the key gets the workqueue's
+ * per-key backoff; stderr goes to the log line by line with controller
+ * and key (the host's log).
+ *
+ * Owns (per instance): copies of the command, environment and kinds; the
+ * worker slots with their persistent children; the per-key attempt
+ * counters (keys that failed since their last success). fini hands the
+ * children to kc_hook_child_stop (SIGTERM, SIGKILL after stopGracePeriod,
+ * reaped); kc_hook_child_drain waits for that.
+ *
+ * Threads: init/fini as plugin.h (loop thread, or the last worker of an
+ * abandoned reconcile for fini); reconcile on worker threads, concurrently
+ * for different keys (the slots and counters are under one mutex, held
+ * only to pick a slot or count). Errors: init returns 0, -EINVAL (no hook
+ * spec) or -ENOMEM. Ownership: the spec is borrowed during init only.
+ */
+#ifndef KC_HOOK_EXEC_H
+#define KC_HOOK_EXEC_H
+
+#include "config.h"
+#include "kctrld/plugin.h"
+
+#define KC_HOOK_RESTART_BASE_MS 500
+#define KC_HOOK_RESTART_MAX_MS (60 * 1000)
+
+/* The built-in plugin table ("exec-hook"); static storage. */
+const struct kctrld_plugin *kc_hook_exec_plugin(void);
+
+#endif
