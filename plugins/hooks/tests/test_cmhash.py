@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import sys
 import time
 import urllib.error
@@ -200,6 +201,40 @@ def test_cmhash_bad_children_cost_only_their_key():
             pids = [int(p) for p in re.findall(r"hook child started pid=(\d+)", log())]
             assert k.stop() == 0, k.log()
             assert_gone(pids)
+
+
+def test_cmhash_reload_replaces_children():
+    """A SIGHUP that changes the hook stops the old children (reaped: no
+    zombie) and the new ones serve; an unchanged reload keeps them."""
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "r")
+        with Kctrld(config(), sim.kubeconfig) as k:
+            wait_for(lambda: labelled(c, "r"), what="r labelled", kctrld=k)
+            old = [ch[0] for ch in hook_children(k)]
+            assert old, children(k.proc.pid)
+
+            def reload(text, done="reload applied"):
+                n = k.log().count(done)
+                with open(k.config, "w") as f:
+                    f.write(text)
+                k.proc.send_signal(signal.SIGHUP)
+                wait_for(lambda: k.log().count(done) > n, what=done, kctrld=k)
+
+            reload(config(), "config unchanged")  # the same children keep serving
+            c.merge_patch(CMS + "/r", {"data": {"k": "2"}})
+            wait_for(lambda: labelled(c, "r"), what="r relabelled", kctrld=k)
+            assert set(old) <= {ch[0] for ch in hook_children(k)}, (old, children(k.proc.pid))
+            reload(config().replace("timeout: 10s", "timeout: 9s"))  # the hook changed: restarted
+            assert "~cmhash(hook)" in k.log(), k.log()
+            c.merge_patch(CMS + "/r", {"data": {"k": "3"}})
+            wait_for(lambda: labelled(c, "r"), what="r relabelled by the new children", kctrld=k)
+            wait_for(lambda: not [p for p in old if os.path.exists("/proc/%d" % p)],
+                     what="the old children gone and reaped", kctrld=k)
+            assert not [ch for ch in children(k.proc.pid) if ch[1] == "Z"], children(k.proc.pid)
+            new = [ch[0] for ch in hook_children(k)]
+            assert new and not set(new) & set(old), (old, new)
+            assert k.stop() == 0, k.log()
+            assert_gone(new)
 
 
 if __name__ == "__main__":
