@@ -264,7 +264,9 @@ int kc_hook_child_exchange(kc_hook_child *c, const char *req, size_t len, enum k
           out->p[line] = '\0';
           if (line > max) return -E2BIG;
           read_stderr(c, fn, ud);
-          return extra ? -EPROTO : 0;
+          /* Bytes after the line, or an answer before the whole request
+           * was read: the stream is out of step either way. */
+          return extra || off < len ? -EPROTO : 0;
         }
       }
       if (out->len > max) return -E2BIG;

@@ -65,7 +65,8 @@ enum kc_hook_read {
  * *status: the wait(2) status).
  * Returns 0; -ETIMEDOUT past the deadline; -EPIPE the child closed stdin or
  * stdout, or exited, before answering (LINE); -E2BIG more than max bytes;
- * -EPROTO bytes after the response line; -EIO/-ENOMEM otherwise. After any
+ * -EPROTO bytes after the response line, or a response before the whole
+ * request was written (LINE); -EIO/-ENOMEM otherwise. After any
  * error the child must be killed (kc_hook_child_kill): its stream can no
  * longer be trusted. */
 int kc_hook_child_exchange(kc_hook_child *c, const char *req, size_t len, enum kc_hook_read mode,

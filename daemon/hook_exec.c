@@ -249,7 +249,10 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
     snprintf(buf, cap, "hook pid=%d: response larger than maxResponseBytes (%zu); killed", (int)pid,
              x->max_response);
     break;
-  case -EPROTO: snprintf(buf, cap, "hook pid=%d wrote more than one response line; killed", (int)pid); break;
+  case -EPROTO:
+    snprintf(buf, cap, "hook pid=%d out of step (more than one line, or an answer before the request was read); killed",
+             (int)pid);
+    break;
   default: snprintf(buf, cap, "hook pid=%d: %s; killed", (int)pid, strerror(-rc)); break;
   }
 }

@@ -111,6 +111,17 @@ static void test_line_failures(void **state) {
   /* printf writes both lines at once: they arrive in one read */
   assert_int_equal(rc, -EPROTO);
   kc_hook_child_kill(c, NULL, on_line, NULL);
+  /* an answer before the request was read: out of step */
+  c = sh("echo early; sleep 30");
+  char *req = malloc(1 << 20);
+  assert_non_null(req);
+  memset(req, 'x', (1 << 20) - 1);
+  req[(1 << 20) - 1] = '\n';
+  assert_int_equal(kc_hook_child_exchange(c, req, 1 << 20, KC_HOOK_READ_LINE, in_ms(5000), 100, &out,
+                                          NULL, on_line, NULL),
+                   -EPROTO);
+  free(req);
+  kc_hook_child_kill(c, NULL, on_line, NULL);
   /* more than max */
   c = sh("read -r l; head -c 5000 /dev/zero | tr '\\0' a; echo");
   assert_int_equal(kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(5000), 1000, &out,
