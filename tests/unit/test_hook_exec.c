@@ -379,11 +379,51 @@ static void test_persistent_children(void **state) {
   stop(); /* fini: SIGTERM (stdin closed), reaped */
 }
 
+/* Two worker threads at once (workers: 2): each reconcile gets a slot of
+ * its own; some children crash meanwhile. Under TSan this is the check of
+ * the slot hand-off. */
+struct conc {
+  int done, errors;
+};
+
+static void *conc_worker(void *arg) {
+  struct conc *c = arg;
+  char key[32];
+  for (int i = 0; i < 40; i++) {
+    snprintf(key, sizeof key, "ns/k%d", i % 7);
+    kc_reconcile_result res;
+    kc_plugin_reconcile(inst, key, &res);
+    if (res.kind == KC_RESULT_DONE) c->done++;
+    else c->errors++;
+  }
+  return NULL;
+}
+
+static void test_concurrent_workers(void **state) {
+  (void)state;
+  /* every 10th request of a child makes it exit */
+  start("persistent",
+        "n=0; while read -r l; do n=$((n+1)); [ $n -ge 10 ] && exit 1; echo \"{\\\"result\\\":\\\"done\\\"}\"; done",
+        "5s");
+  struct conc a = {0}, b = {0};
+  pthread_t ta, tb;
+  assert_int_equal(pthread_create(&ta, NULL, conc_worker, &a), 0);
+  assert_int_equal(pthread_create(&tb, NULL, conc_worker, &b), 0);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  assert_int_equal(a.done + a.errors + b.done + b.errors, 80);
+  assert_true(a.done + b.done >= 9); /* a first child answers 9; a crash costs a backoff */
+  assert_true(a.errors + b.errors >= 1);
+  assert_true(kc_hook_children_unreaped() <= 2); /* at most one per slot */
+  stop();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_request_and_actions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_conflicts_errors_attempts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistent_children, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_concurrent_workers, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

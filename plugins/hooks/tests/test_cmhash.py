@@ -145,10 +145,15 @@ def test_cmhash_labels_configmaps():
                     if r["method"] == "PATCH" and r["path"] == CMS + "/b"]
             assert [r["code"] for r in reqs][-2:] == [409, 200], reqs
             assert re.search(r"conflict .*requeue", k.log()), k.log()
-            # delete: reconciled as gone, nothing written, no error
+            # delete: reconciled once more (object null), nothing written, no error
+            seen = k.log().count("reconcile key=%s/b " % NS)
+            writes = len([r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"])
             c.delete(CMS + "/b")
-            wait_for(lambda: "key=%s/b attempt=1" % NS in k.log().split("reconcile key=%s/b" % NS, 3)[-1]
-                     or k.log().count("reconcile key=%s/b " % NS) >= 3, what="b reconciled after delete", kctrld=k)
+            wait_for(lambda: k.log().count("reconcile key=%s/b " % NS) > seen, what="b reconciled after delete",
+                     kctrld=k)
+            after = [r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"]
+            assert [r["method"] for r in after[writes:]] == ["DELETE"], after[writes:]  # only the test's own
+            assert "reconcile %s/b failed" % NS not in k.log(), k.log()
             # per-key backoff: an error result is retried with a growing attempt number
             c.create(CMS, cm("bad", {"kctrld-test": "error"}))
             wait_for(lambda: "reconcile key=%s/bad attempt=4" % NS in k.log(), what="4 attempts of bad", kctrld=k)
