@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "buf.h"
+#include "fileperm.h"
 #include "hash.h"
 #include "hook_child.h"
 #include "hook_host.h"
@@ -159,6 +160,18 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
     return -EINVAL;
   }
   const kc_hook_exec_spec *ex = spec->hook->exec;
+  /* A program named by path is trusted code, checked like a plugin file
+   * (fileperm.h); one found in PATH is the system's. */
+  if (strchr(ex->command[0], '/')) {
+    char err[512];
+    int rc = kc_fileperm_check_path("hook program", ex->command[0], "run code others can change",
+                                    KC_FILEPERM_OWNER, err, sizeof err);
+    if (rc == -ENOENT) snprintf(err, sizeof err, "hook program %s does not exist", ex->command[0]);
+    if (rc < 0) {
+      H()->log(KCTRLD_LOG_ERROR, "%s", err);
+      return rc;
+    }
+  }
   hook_exec *x = calloc(1, sizeof *x);
   if (!x) return -ENOMEM;
   if (pthread_mutex_init(&x->mu, NULL) != 0) {

@@ -22,11 +22,17 @@
  * children to kc_hook_child_stop (SIGTERM, SIGKILL after stopGracePeriod,
  * reaped); kc_hook_child_drain waits for that.
  *
+ * A command[0] given as a path must pass the plugin files' permission rule
+ * (fileperm.h: not writable by others, owned by root or the daemon); init
+ * refuses it otherwise (-EPERM, -ENOENT, -EINVAL), so the controller is
+ * retried with backoff and /readyz names the reason.
+ *
  * Threads: init/fini as plugin.h (loop thread, or the last worker of an
  * abandoned reconcile for fini); reconcile on worker threads, concurrently
  * for different keys (the slots and counters are under one mutex, held
  * only to pick a slot or count). Errors: init returns 0, -EINVAL (no hook
- * spec) or -ENOMEM. Ownership: the spec is borrowed during init only.
+ * spec, or the program is not a regular file), -EPERM, -ENOENT (above) or
+ * -ENOMEM. Ownership: the spec is borrowed during init only.
  */
 #ifndef KC_HOOK_EXEC_H
 #define KC_HOOK_EXEC_H

@@ -418,12 +418,51 @@ static void test_concurrent_workers(void **state) {
   stop();
 }
 
+/* A hook program named by path is checked like a plugin file: one others
+ * can write is refused at init, a missing one too; a safe one runs. */
+static void test_program_permissions(void **state) {
+  (void)state;
+  char prog[128], text[1024], err[1024];
+  snprintf(prog, sizeof prog, "%s/hook.sh", dir);
+  FILE *f = fopen(prog, "w");
+  assert_true(f && fputs("#!/bin/sh\ncat >/dev/null\necho '{\"result\":\"done\"}'\n", f) >= 0 &&
+              fclose(f) == 0);
+  kc_plugin *p = NULL;
+  assert_int_equal(kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err), 0);
+  const kc_host_env env = {&fake_ops, NULL, NULL};
+  static const struct {
+    mode_t mode;
+    const char *name;
+    int want;
+  } cases[] = {{0777, "hook.sh", -EPERM}, {0755, "missing.sh", -ENOENT}, {0755, "hook.sh", 0}};
+  for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(chmod(prog, cases[i].mode), 0);
+    snprintf(text, sizeof text,
+             "controllers:\n  - name: hk\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+             "    hook: {exec: {command: [%s/%s], mode: per-call}}\n",
+             dir, cases[i].name);
+    assert_int_equal(kc_config_load_buffer("t.yaml", NULL, text, strlen(text), &cfg, err, sizeof err), 0);
+    int rc = kc_plugin_instance_new_arg(p, "hk", &env, (void *)&cfg->controllers[0], &inst, err, sizeof err);
+    assert_int_equal(rc, cases[i].want);
+    if (rc == 0) {
+      assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+      stop();
+    } else {
+      assert_non_null(strstr(err, "init failed for controller hk"));
+      inst = NULL;
+      kc_config_free(cfg);
+      cfg = NULL;
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_request_and_actions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_conflicts_errors_attempts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistent_children, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_workers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_program_permissions, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
