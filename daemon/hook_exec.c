@@ -152,6 +152,17 @@ oom:
   return NULL;
 }
 
+int kc_hook_exec_check(const kc_hook_exec_spec *ex, char *err, size_t errlen) {
+  if (errlen) err[0] = '\0';
+  /* A program named by path is trusted code, checked like a plugin file
+   * (fileperm.h); one found in PATH is the system's. */
+  if (!ex->ncommand || !strchr(ex->command[0], '/')) return 0;
+  int rc = kc_fileperm_check_path("hook program", ex->command[0], "run code others can change",
+                                  KC_FILEPERM_OWNER, err, errlen);
+  if (rc == -ENOENT) kc_errf(err, errlen, "hook program %s does not exist", ex->command[0]);
+  return rc;
+}
+
 static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **instance) {
   const kc_controller_spec *spec = *instance;
   *instance = NULL;
@@ -160,17 +171,11 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
     return -EINVAL;
   }
   const kc_hook_exec_spec *ex = spec->hook->exec;
-  /* A program named by path is trusted code, checked like a plugin file
-   * (fileperm.h); one found in PATH is the system's. */
-  if (strchr(ex->command[0], '/')) {
-    char err[512];
-    int rc = kc_fileperm_check_path("hook program", ex->command[0], "run code others can change",
-                                    KC_FILEPERM_OWNER, err, sizeof err);
-    if (rc == -ENOENT) snprintf(err, sizeof err, "hook program %s does not exist", ex->command[0]);
-    if (rc < 0) {
-      H()->log(KCTRLD_LOG_ERROR, "%s", err);
-      return rc;
-    }
+  char err[512];
+  int rc = kc_hook_exec_check(ex, err, sizeof err);
+  if (rc < 0) {
+    H()->log(KCTRLD_LOG_ERROR, "%s", err);
+    return rc;
   }
   hook_exec *x = calloc(1, sizeof *x);
   if (!x) return -ENOMEM;

@@ -43,6 +43,12 @@
 #define KC_HOOK_RESTART_BASE_MS 500
 #define KC_HOOK_RESTART_MAX_MS (60 * 1000)
 
+/* The checks init makes before anything runs, for --check-config too
+ * (configcheck.c): a command[0] given as a path exists and passes the
+ * plugin files' permission rule. Returns 0, -ENOENT, -EPERM or -EINVAL with
+ * a message naming the program in err. Any thread. */
+int kc_hook_exec_check(const kc_hook_exec_spec *ex, char *err, size_t errlen);
+
 /* The built-in plugin table ("exec-hook"); static storage. */
 const struct kctrld_plugin *kc_hook_exec_plugin(void);
 
