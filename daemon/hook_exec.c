@@ -26,7 +26,8 @@ extern char **environ;
 struct slot {
   kc_hook_child *child; /* persistent mode; NULL: not running */
   bool busy;
-  uint32_t failures;      /* consecutive child failures: the restart backoff */
+  bool answered;          /* the child gave at least one good response */
+  uint32_t failures;      /* consecutive failures of fresh children: the restart backoff */
   uint64_t restart_at_ns; /* no start before this */
   char last_failure[512];
 };
@@ -275,7 +276,18 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
   }
 }
 
+/* The wait before the slot's next start, after its child failed. A child
+ * that had answered well was healthy: what killed it was the key, which
+ * pays with its own backoff (the error result), so the next key gets a new
+ * child at once. A fresh child failing again and again is the program
+ * itself (or keys that kill every child): that backs off, so a broken hook
+ * is not restarted in a loop. */
 static uint64_t restart_delay_ns(struct slot *s) {
+  if (s->answered) {
+    s->answered = false;
+    kc_backoff_forget(&s->failures);
+    return 0;
+  }
   const kc_backoff b = {KC_HOOK_RESTART_BASE_MS * 1000000ull, KC_HOOK_RESTART_MAX_MS * 1000000ull};
   return kc_backoff_when(&b, &s->failures);
 }
@@ -329,6 +341,7 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, kc_buf *req, kc_buf *re
   uint64_t delay = restart_delay_ns(s);
   s->restart_at_ns = kc_hook_now_ns() + delay;
   snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
+  if (!delay) return h->result_error(ctx, "%s; restarted for the next key", why);
   return h->result_error(ctx, "%s; restarting in %.1fs", why, (double)delay / 1e9);
 }
 
@@ -344,7 +357,10 @@ static void kill_slot(hook_exec *x, struct slot *s, const char *why) {
 static void release_slot(hook_exec *x, struct slot *s, bool good) {
   if (!s) return;
   pthread_mutex_lock(&x->mu);
-  if (good) kc_backoff_forget(&s->failures);
+  if (good && s->child) {
+    s->answered = true;
+    kc_backoff_forget(&s->failures);
+  }
   s->busy = false;
   pthread_mutex_unlock(&x->mu);
 }

@@ -8,9 +8,11 @@
  * request goes to a child process (hook_child.h):
  *   - persistent (default): one long-running child per worker slot, one
  *     JSON line each way; a child that exits, hangs past the timeout or
- *     writes garbage is killed and restarted with backoff
- *     (KC_HOOK_RESTART_BASE_MS doubling to KC_HOOK_RESTART_MAX_MS; a
- *     reconcile due before the restart fails at once);
+ *     writes garbage is killed; the next key gets a new child at once when
+ *     the dead one had answered well (the key that killed it backs off),
+ *     else the slot backs off (KC_HOOK_RESTART_BASE_MS doubling to
+ *     KC_HOOK_RESTART_MAX_MS: a program that fails from the start is not
+ *     restarted in a loop) and a reconcile finding no slot ready fails at once;
  *   - per-call: the command runs once per reconcile.
  * Every failure is an error result, so the key gets the workqueue's
  * per-key backoff; stderr goes to the log line by line with controller
@@ -40,8 +42,8 @@
 #include "config.h"
 #include "kctrld/plugin.h"
 
-#define KC_HOOK_RESTART_BASE_MS 500
-#define KC_HOOK_RESTART_MAX_MS (60 * 1000)
+#define KC_HOOK_RESTART_BASE_MS 250
+#define KC_HOOK_RESTART_MAX_MS (10 * 1000)
 
 /* The checks init makes before anything runs, for --check-config too
  * (configcheck.c): a command[0] given as a path exists and passes the
