@@ -36,7 +36,9 @@ static pthread_mutex_t stop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stop_cv = PTHREAD_COND_INITIALIZER;
 static unsigned stops_running; /* stop_mu */
 
-unsigned kc_hook_children_unreaped(void) { return atomic_load(&unreaped); }
+unsigned kc_hook_children_unreaped(void) {
+  return atomic_load(&unreaped);
+}
 
 uint64_t kc_hook_now_ns(void) {
   struct timespec ts;
@@ -44,7 +46,9 @@ uint64_t kc_hook_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-pid_t kc_hook_child_pid(const kc_hook_child *c) { return c->pid; }
+pid_t kc_hook_child_pid(const kc_hook_child *c) {
+  return c->pid;
+}
 
 static void close_fd(int *fd) {
   if (*fd >= 0) close(*fd);
@@ -93,8 +97,9 @@ int kc_hook_child_spawn(const char *label, const char *const *argv, const char *
   int e = posix_spawn_file_actions_adddup2(&fa, p[0][0], 0);
   if (!e) e = posix_spawn_file_actions_adddup2(&fa, p[1][1], 1);
   if (!e) e = posix_spawn_file_actions_adddup2(&fa, p[2][1], 2);
-  if (!e) e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                POSIX_SPAWN_SETSIGDEF);
+  if (!e)
+    e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                          POSIX_SPAWN_SETSIGDEF);
   if (!e) e = posix_spawnattr_setpgroup(&at, 0);
   if (!e) e = posix_spawnattr_setsigmask(&at, &none);
   if (!e) e = posix_spawnattr_setsigdefault(&at, &all);
@@ -188,7 +193,8 @@ static bool try_reap(kc_hook_child *c) {
   if (c->reaped) return true;
   int st;
   pid_t r;
-  do r = waitpid(c->pid, &st, WNOHANG);
+  do
+    r = waitpid(c->pid, &st, WNOHANG);
   while (r < 0 && errno == EINTR);
   if (r == c->pid || (r < 0 && errno == ECHILD)) {
     c->reaped = true;
@@ -346,8 +352,9 @@ static void stop_now(struct stop_job *j) {
   }
   for (size_t i = 0; i < j->n; i++) {
     kc_hook_child *c = j->v[i];
-    if (!c->reaped) kc_warn("hook", "%s pid=%d: still running %llu ms after SIGTERM; killing it",
-                            c->label, (int)c->pid, (unsigned long long)j->grace_ms);
+    if (!c->reaped)
+      kc_warn("hook", "%s pid=%d: still running %llu ms after SIGTERM; killing it", c->label,
+              (int)c->pid, (unsigned long long)j->grace_ms);
     kc_hook_child_kill(c, NULL, log_line, c);
   }
   free(j->v);
@@ -370,7 +377,8 @@ void kc_hook_child_stop(kc_hook_child *const *v, size_t n, uint64_t grace_ms) {
   if (!j || !copy) {
     free(j);
     free(copy);
-    for (size_t i = 0; i < n; i++) kc_hook_child_kill(v[i], NULL, log_line, v[i]);
+    for (size_t i = 0; i < n; i++)
+      kc_hook_child_kill(v[i], NULL, log_line, v[i]);
     return;
   }
   memcpy(copy, v, n * sizeof *copy);

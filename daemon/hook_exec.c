@@ -54,13 +54,16 @@ typedef struct hook_exec {
   struct attempt *attempts[ATTEMPT_BUCKETS];
 } hook_exec;
 
-static const struct kctrld_host_api *H(void) { return kc_hostapi_table(); }
+static const struct kctrld_host_api *H(void) {
+  return kc_hostapi_table();
+}
 
 /* ---- per-key attempts ------------------------------------------------------ */
 
 static size_t bucket_of(const char *key) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a, then mixed */
-  for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = (h ^ *p) * 1099511628211ull;
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+    h = (h ^ *p) * 1099511628211ull;
   return (size_t)(kc_mix64(h) % ATTEMPT_BUCKETS);
 }
 
@@ -78,7 +81,8 @@ static uint64_t attempt_of(hook_exec *x, const char *key) {
 static void attempt_settle(hook_exec *x, const char *key, bool ok) {
   pthread_mutex_lock(&x->mu);
   struct attempt **link = &x->attempts[bucket_of(key)];
-  while (*link && strcmp((*link)->key, key) != 0) link = &(*link)->next;
+  while (*link && strcmp((*link)->key, key) != 0)
+    link = &(*link)->next;
   if (ok && *link) {
     struct attempt *a = *link;
     *link = a->next;
@@ -101,7 +105,8 @@ static void attempt_settle(hook_exec *x, const char *key, bool ok) {
 /* ---- lifecycle -------------------------------------------------------------- */
 
 static void free_strv(char **v) {
-  for (size_t i = 0; v && v[i]; i++) free(v[i]);
+  for (size_t i = 0; v && v[i]; i++)
+    free(v[i]);
   free(v);
 }
 
@@ -139,7 +144,8 @@ static bool env_overridden(const kc_hook_exec_spec *ex, const char *entry) {
 /* The daemon's environment with the hook's env on top (copied now). */
 static char **build_env(const kc_hook_exec_spec *ex) {
   size_t n = 0;
-  for (char **e = environ; e && *e; e++) n++;
+  for (char **e = environ; e && *e; e++)
+    n++;
   char **v = calloc(n + ex->nenv + 1, sizeof *v);
   if (!v) return NULL;
   size_t k = 0;
@@ -197,7 +203,8 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
   x->envp = build_env(ex);
   bool ok = x->slots && x->controller && x->kinds.for_.api_version && x->kinds.for_.kind &&
             x->argv && x->envp;
-  for (size_t i = 0; ok && i < ex->ncommand; i++) ok = (x->argv[i] = strdup(ex->command[i])) != NULL;
+  for (size_t i = 0; ok && i < ex->ncommand; i++)
+    ok = (x->argv[i] = strdup(ex->command[i])) != NULL;
   if (ok && spec->nowns) {
     x->owns = calloc(spec->nowns, sizeof *x->owns);
     ok = x->owns != NULL;
@@ -248,9 +255,12 @@ static void stderr_line(void *ud, pid_t pid, const char *line, size_t len) {
 }
 
 static void describe_status(int st, char *buf, size_t cap) {
-  if (WIFEXITED(st)) snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
-  else if (WIFSIGNALED(st)) snprintf(buf, cap, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
-  else snprintf(buf, cap, "stopped (status 0x%x)", (unsigned)st);
+  if (WIFEXITED(st))
+    snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
+  else if (WIFSIGNALED(st))
+    snprintf(buf, cap, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else
+    snprintf(buf, cap, "stopped (status 0x%x)", (unsigned)st);
 }
 
 /* Why an exchange failed, for the reconcile error. */
@@ -263,13 +273,18 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
     snprintf(buf, cap, "hook pid=%d timed out after %llums; killed", (int)pid,
              (unsigned long long)x->timeout_ms);
     break;
-  case -EPIPE: snprintf(buf, cap, "hook pid=%d %s before answering", (int)pid, have_status ? st : "closed its pipes"); break;
+  case -EPIPE:
+    snprintf(buf, cap, "hook pid=%d %s before answering", (int)pid,
+             have_status ? st : "closed its pipes");
+    break;
   case -E2BIG:
     snprintf(buf, cap, "hook pid=%d: response larger than maxResponseBytes (%zu); killed", (int)pid,
              x->max_response);
     break;
   case -EPROTO:
-    snprintf(buf, cap, "hook pid=%d out of step (more than one line, or an answer before the request was read); killed",
+    snprintf(buf, cap,
+             "hook pid=%d out of step (more than one line, or an answer before the request was "
+             "read); killed",
              (int)pid);
     break;
   default: snprintf(buf, cap, "hook pid=%d: %s; killed", (int)pid, strerror(-rc)); break;
@@ -402,8 +417,8 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   bool good = false;
   char err[256];
   int res;
-  int rc = kc_hook_request_build(h, ctx, &x->kinds, key, attempt_of(x, key), &req, &in, err,
-                                 sizeof err);
+  int rc =
+      kc_hook_request_build(h, ctx, &x->kinds, key, attempt_of(x, key), &req, &in, err, sizeof err);
   if (rc < 0) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;
@@ -443,4 +458,6 @@ static const struct kctrld_plugin exec_plugin = {
     .fini = exec_fini,
 };
 
-const struct kctrld_plugin *kc_hook_exec_plugin(void) { return &exec_plugin; }
+const struct kctrld_plugin *kc_hook_exec_plugin(void) {
+  return &exec_plugin;
+}

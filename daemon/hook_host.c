@@ -53,8 +53,8 @@ static bool ref_matches(const kctrld_value *v, void *ud) {
 }
 
 int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
-                          const kc_hook_kinds *kinds, const char *key, uint64_t attempt,
-                          kc_buf *b, kc_hook_input *in, char *err, size_t errlen) {
+                          const kc_hook_kinds *kinds, const char *key, uint64_t attempt, kc_buf *b,
+                          kc_hook_input *in, char *err, size_t errlen) {
   in->object = NULL;
   char ns[NS_MAX], name[NAME_MAX_LEN];
   if (split_key(key, ns, name) != 0) {
@@ -93,7 +93,8 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
     for (size_t i = 0; i < h->list_len(lists[k]); i++) {
       const kctrld_object *o = h->list_item(lists[k], i);
       m.found = false;
-      if (h->object_each(o, "metadata.ownerReferences[]", ref_matches, &m) < 0 || !m.found) continue;
+      if (h->object_each(o, "metadata.ownerReferences[]", ref_matches, &m) < 0 || !m.found)
+        continue;
       if (nowned == cap) {
         size_t ncap = cap ? cap * 2 : 16;
         kc_str *nv = realloc(owned, ncap * sizeof *nv);
@@ -121,14 +122,18 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
   kc_hook_request_write(b, &req);
   rc = b->err;
 out:
-  if (rc == -ENOMEM) kc_errf(err, errlen, "out of memory building the request");
-  else if (rc < 0 && rc != -ENOTSUP && !(err && *err)) kc_errf(err, errlen, "%s", strerror(-rc));
+  if (rc == -ENOMEM)
+    kc_errf(err, errlen, "out of memory building the request");
+  else if (rc < 0 && rc != -ENOTSUP && !(err && *err))
+    kc_errf(err, errlen, "%s", strerror(-rc));
   for (size_t k = 0; lists && k < kinds->nowns; k++)
     if (lists[k]) h->list_release(lists[k]);
   free(lists);
   free(owned);
-  if (rc == 0) in->object = obj;
-  else if (obj) h->object_release(obj);
+  if (rc == 0)
+    in->object = obj;
+  else if (obj)
+    h->object_release(obj);
   return rc;
 }
 
@@ -148,7 +153,8 @@ static void member_text(kc_str obj, const char *path, char *buf, size_t cap) {
 
 static bool is_owned_kind(const kc_hook_kinds *kinds, const char *api_version, const char *kind) {
   for (size_t i = 0; i < kinds->nowns; i++)
-    if (strcmp(kinds->owns[i].api_version, api_version) == 0 && strcmp(kinds->owns[i].kind, kind) == 0)
+    if (strcmp(kinds->owns[i].api_version, api_version) == 0 &&
+        strcmp(kinds->owns[i].kind, kind) == 0)
       return true;
   return false;
 }
@@ -179,7 +185,8 @@ static int owned_effect(const kc_hook_kinds *kinds, const kc_hook_action *a) {
     member_text(a->object, "kind", kind, sizeof kind);
     return is_owned_kind(kinds, av, kind) ? 1 : 0;
   }
-  if (a->type == KC_HOOK_DELETE) return is_owned_kind(kinds, a->ref.api_version, a->ref.kind) ? -1 : 0;
+  if (a->type == KC_HOOK_DELETE)
+    return is_owned_kind(kinds, a->ref.api_version, a->ref.kind) ? -1 : 0;
   return 0;
 }
 
@@ -227,9 +234,7 @@ static int do_action(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_
     return h->api_delete(ctx, &ref, &opts);
   }
   case KC_HOOK_EVENT: return do_event(h, ctx, in, a);
-  case KC_HOOK_APPLY:
-    *unsupported = "server-side apply is not supported yet";
-    return -ENOTSUP;
+  case KC_HOOK_APPLY: *unsupported = "server-side apply is not supported yet"; return -ENOTSUP;
   }
   *unsupported = "unknown action";
   return -EINVAL;
@@ -249,8 +254,10 @@ int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_h
     creates += e > 0;
     deletes += e < 0;
   }
-  if (creates) h->expect_creations(ctx, key, creates);
-  else if (deletes) h->expect_deletions(ctx, key, deletes);
+  if (creates)
+    h->expect_creations(ctx, key, creates);
+  else if (deletes)
+    h->expect_deletions(ctx, key, deletes);
   for (size_t i = 0; i < r->nactions; i++) {
     const kc_hook_action *a = &r->actions[i];
     const char *unsupported = NULL;
@@ -277,8 +284,7 @@ int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_h
     const char *api = h->ctx_api_error(ctx);
     return h->result_error(ctx, "actions[%zu] %s %s: %s%s%s", i, kc_hook_action_name(a->type), what,
                            unsupported ? unsupported : strerror(-rc),
-                           !unsupported && api && *api ? ": " : "",
-                           !unsupported && api ? api : "");
+                           !unsupported && api && *api ? ": " : "", !unsupported && api ? api : "");
   }
   switch (r->result) {
   case KC_HOOK_DONE: return KCTRLD_RESULT_DONE;

@@ -48,8 +48,8 @@ typedef struct kc_hook_input {
  * Returns 0, -EINVAL (malformed key), -ENOTSUP (a kind not cached yet),
  * -ENOMEM, with the reason in err. in->object is set on success. */
 int kc_hook_request_build(const struct kctrld_host_api *host, kctrld_ctx *ctx,
-                          const kc_hook_kinds *kinds, const char *key, uint64_t attempt,
-                          kc_buf *b, kc_hook_input *in, char *err, size_t errlen);
+                          const kc_hook_kinds *kinds, const char *key, uint64_t attempt, kc_buf *b,
+                          kc_hook_input *in, char *err, size_t errlen);
 
 void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in);
 

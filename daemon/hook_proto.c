@@ -106,7 +106,8 @@ static int check_keys(struct pctx *p, const char *where, yajl_val obj, const cha
   for (size_t i = 0; i < len; i++) {
     const char *k = obj->u.object.keys[i];
     bool known = false;
-    for (size_t j = 0; j < n && !known; j++) known = strcmp(k, allowed[j]) == 0;
+    for (size_t j = 0; j < n && !known; j++)
+      known = strcmp(k, allowed[j]) == 0;
     if (!known) return bad(p, "%s%s%s: unknown field", where, *where ? "." : "", k);
     for (size_t j = 0; j < i; j++)
       if (strcmp(k, obj->u.object.keys[j]) == 0)
@@ -177,7 +178,8 @@ static int parse_object(struct pctx *p, yajl_val act, kc_hook_action *a) {
       (rc = get_string(p, mwhere, md, "namespace", false, false, &s)))
     return rc;
   if (!name && !(a->type == KC_HOOK_CREATE && gen))
-    return bad(p, "%s.name: required%s", mwhere, a->type == KC_HOOK_CREATE ? " (or generateName)" : "");
+    return bad(p, "%s.name: required%s", mwhere,
+               a->type == KC_HOOK_CREATE ? " (or generateName)" : "");
   a->object = raw_of(p, "object");
   return a->object.ptr ? 0 : bad(p, "%s: not found in the text", where);
 }
@@ -195,18 +197,22 @@ static int parse_ref(struct pctx *p, const char *where, yajl_val obj, kc_hook_re
 }
 
 static int parse_patch(struct pctx *p, yajl_val act, kc_hook_action *a) {
-  static const char *const keys[] = {"action", "apiVersion", "kind", "namespace",
-                                     "name", "patchType", "patch", "subresource"};
+  static const char *const keys[] = {"action", "apiVersion", "kind",  "namespace",
+                                     "name",   "patchType",  "patch", "subresource"};
   int rc = check_keys(p, p->path, act, keys, sizeof keys / sizeof keys[0]);
   if (rc || (rc = parse_ref(p, p->path, act, &a->ref))) return rc;
   const char *pt, *sub;
   if ((rc = get_string(p, p->path, act, "patchType", false, false, &pt)) ||
       (rc = get_string(p, p->path, act, "subresource", false, false, &sub)))
     return rc;
-  if (!pt || strcmp(pt, "merge") == 0) a->patch_type = KC_HOOK_PATCH_MERGE;
-  else if (strcmp(pt, "json") == 0) a->patch_type = KC_HOOK_PATCH_JSON;
-  else if (strcmp(pt, "strategic") == 0) a->patch_type = KC_HOOK_PATCH_STRATEGIC;
-  else return bad(p, "%s.patchType: must be merge, json or strategic, not \"%s\"", p->path, pt);
+  if (!pt || strcmp(pt, "merge") == 0)
+    a->patch_type = KC_HOOK_PATCH_MERGE;
+  else if (strcmp(pt, "json") == 0)
+    a->patch_type = KC_HOOK_PATCH_JSON;
+  else if (strcmp(pt, "strategic") == 0)
+    a->patch_type = KC_HOOK_PATCH_STRATEGIC;
+  else
+    return bad(p, "%s.patchType: must be merge, json or strategic, not \"%s\"", p->path, pt);
   if (sub && *sub && strcmp(sub, "status") != 0)
     return bad(p, "%s.subresource: only \"status\" is supported, not \"%s\"", p->path, sub);
   a->status = sub && *sub;
@@ -221,8 +227,14 @@ static int parse_patch(struct pctx *p, yajl_val act, kc_hook_action *a) {
 }
 
 static int parse_delete(struct pctx *p, yajl_val act, kc_hook_action *a) {
-  static const char *const keys[] = {"action", "apiVersion", "kind", "namespace", "name",
-                                     "preconditions", "propagationPolicy", "gracePeriodSeconds"};
+  static const char *const keys[] = {"action",
+                                     "apiVersion",
+                                     "kind",
+                                     "namespace",
+                                     "name",
+                                     "preconditions",
+                                     "propagationPolicy",
+                                     "gracePeriodSeconds"};
   int rc = check_keys(p, p->path, act, keys, sizeof keys / sizeof keys[0]);
   if (rc || (rc = parse_ref(p, p->path, act, &a->ref))) return rc;
   a->grace_period_seconds = -1;
@@ -230,7 +242,8 @@ static int parse_delete(struct pctx *p, yajl_val act, kc_hook_action *a) {
   if (pre) {
     char where[128];
     snprintf(where, sizeof where, "%s.preconditions", p->path);
-    if (!YAJL_IS_OBJECT(pre)) return bad(p, "%s: expected an object, got %s", where, type_name(pre));
+    if (!YAJL_IS_OBJECT(pre))
+      return bad(p, "%s: expected an object, got %s", where, type_name(pre));
     static const char *const pkeys[] = {"uid", "resourceVersion"};
     if ((rc = check_keys(p, where, pre, pkeys, 2)) ||
         (rc = get_string(p, where, pre, "uid", false, true, &a->precondition_uid)) ||
@@ -240,10 +253,14 @@ static int parse_delete(struct pctx *p, yajl_val act, kc_hook_action *a) {
   }
   const char *pp;
   if ((rc = get_string(p, p->path, act, "propagationPolicy", false, false, &pp))) return rc;
-  if (!pp) a->propagation = KCTRLD_PROPAGATION_DEFAULT;
-  else if (strcmp(pp, "Background") == 0) a->propagation = KCTRLD_PROPAGATION_BACKGROUND;
-  else if (strcmp(pp, "Foreground") == 0) a->propagation = KCTRLD_PROPAGATION_FOREGROUND;
-  else if (strcmp(pp, "Orphan") == 0) a->propagation = KCTRLD_PROPAGATION_ORPHAN;
+  if (!pp)
+    a->propagation = KCTRLD_PROPAGATION_DEFAULT;
+  else if (strcmp(pp, "Background") == 0)
+    a->propagation = KCTRLD_PROPAGATION_BACKGROUND;
+  else if (strcmp(pp, "Foreground") == 0)
+    a->propagation = KCTRLD_PROPAGATION_FOREGROUND;
+  else if (strcmp(pp, "Orphan") == 0)
+    a->propagation = KCTRLD_PROPAGATION_ORPHAN;
   else
     return bad(p, "%s.propagationPolicy: must be Background, Foreground or Orphan, not \"%s\"",
                p->path, pp);
@@ -266,7 +283,8 @@ static int parse_event(struct pctx *p, yajl_val act, kc_hook_action *a) {
       (rc = get_string(p, p->path, act, "message", false, false, &a->message)))
     return rc;
   if (!a->message) a->message = "";
-  if (type && strcmp(type, "Warning") == 0) a->warning = true;
+  if (type && strcmp(type, "Warning") == 0)
+    a->warning = true;
   else if (type && strcmp(type, "Normal") != 0)
     return bad(p, "%s.type: must be Normal or Warning, not \"%s\"", p->path, type);
   yajl_val r = member(act, "regarding");
@@ -282,7 +300,8 @@ static int parse_event(struct pctx *p, yajl_val act, kc_hook_action *a) {
 }
 
 static int parse_action(struct pctx *p, yajl_val act, kc_hook_action *a) {
-  if (!YAJL_IS_OBJECT(act)) return bad(p, "%s: expected an object, got %s", p->path, type_name(act));
+  if (!YAJL_IS_OBJECT(act))
+    return bad(p, "%s: expected an object, got %s", p->path, type_name(act));
   const char *name;
   int rc = get_string(p, p->path, act, "action", true, true, &name);
   if (rc) return rc;
@@ -330,11 +349,16 @@ static int parse_result(struct pctx *p, yajl_val root, kc_hook_response *out) {
       (rc = get_string(p, "", root, "message", false, false, &msg)))
     return rc;
   out->message = msg ? msg : "";
-  if (strcmp(res, "done") == 0) out->result = KC_HOOK_DONE;
-  else if (strcmp(res, "requeue") == 0) out->result = KC_HOOK_REQUEUE;
-  else if (strcmp(res, "requeueAfter") == 0) out->result = KC_HOOK_REQUEUE_AFTER;
-  else if (strcmp(res, "error") == 0) out->result = KC_HOOK_ERROR;
-  else return bad(p, "result: must be done, requeue, requeueAfter or error, not \"%s\"", res);
+  if (strcmp(res, "done") == 0)
+    out->result = KC_HOOK_DONE;
+  else if (strcmp(res, "requeue") == 0)
+    out->result = KC_HOOK_REQUEUE;
+  else if (strcmp(res, "requeueAfter") == 0)
+    out->result = KC_HOOK_REQUEUE_AFTER;
+  else if (strcmp(res, "error") == 0)
+    out->result = KC_HOOK_ERROR;
+  else
+    return bad(p, "result: must be done, requeue, requeueAfter or error, not \"%s\"", res);
   if (out->result == KC_HOOK_REQUEUE_AFTER) {
     if (!after) return bad(p, "requeueAfter: required when result is requeueAfter");
     int64_t ns;

@@ -52,9 +52,9 @@ enum kc_hook_action_type {
 };
 
 enum kc_hook_patch_type {
-  KC_HOOK_PATCH_MERGE = 1,  /* = KCTRLD_PATCH_MERGE */
-  KC_HOOK_PATCH_JSON = 2,   /* = KCTRLD_PATCH_JSON */
-  KC_HOOK_PATCH_STRATEGIC,  /* parsed, not supported by the host yet */
+  KC_HOOK_PATCH_MERGE = 1, /* = KCTRLD_PATCH_MERGE */
+  KC_HOOK_PATCH_JSON = 2,  /* = KCTRLD_PATCH_JSON */
+  KC_HOOK_PATCH_STRATEGIC, /* parsed, not supported by the host yet */
 };
 
 /* The target of patch/delete/event: strings in the response's tree, NULL
@@ -69,29 +69,29 @@ typedef struct kc_hook_ref {
 
 typedef struct kc_hook_action {
   enum kc_hook_action_type type;
-  kc_str object;            /* apply/create/update/updateStatus: raw JSON of `object` */
-  kc_hook_ref ref;          /* patch, delete, event (`regarding`) */
-  int patch_type;           /* patch: enum kc_hook_patch_type */
-  kc_str patch;             /* patch: raw JSON of `patch` */
-  bool status;              /* patch: subresource "status" */
-  const char *precondition_uid;              /* delete: NULL = none */
+  kc_str object;                /* apply/create/update/updateStatus: raw JSON of `object` */
+  kc_hook_ref ref;              /* patch, delete, event (`regarding`) */
+  int patch_type;               /* patch: enum kc_hook_patch_type */
+  kc_str patch;                 /* patch: raw JSON of `patch` */
+  bool status;                  /* patch: subresource "status" */
+  const char *precondition_uid; /* delete: NULL = none */
   const char *precondition_resource_version; /* delete: NULL = none */
-  int propagation;          /* delete: KCTRLD_PROPAGATION_* (0 = server default) */
-  int64_t grace_period_seconds; /* delete: -1 = server default */
-  bool warning;             /* event: type Warning (else Normal) */
-  const char *reason;       /* event */
-  const char *message;      /* event ("" when absent) */
-  const char *field_manager;/* apply: NULL = the controller's name */
-  bool force;               /* apply */
+  int propagation;                           /* delete: KCTRLD_PROPAGATION_* (0 = server default) */
+  int64_t grace_period_seconds;              /* delete: -1 = server default */
+  bool warning;                              /* event: type Warning (else Normal) */
+  const char *reason;                        /* event */
+  const char *message;                       /* event ("" when absent) */
+  const char *field_manager;                 /* apply: NULL = the controller's name */
+  bool force;                                /* apply */
 } kc_hook_action;
 
 typedef struct kc_hook_response {
   enum kc_hook_result result;
-  uint64_t after_ms;        /* KC_HOOK_REQUEUE_AFTER */
-  const char *message;      /* "" when absent */
-  kc_hook_action *actions;  /* owned */
+  uint64_t after_ms;       /* KC_HOOK_REQUEUE_AFTER */
+  const char *message;     /* "" when absent */
+  kc_hook_action *actions; /* owned */
   size_t nactions;
-  void *tree;               /* private: the yajl tree the strings live in */
+  void *tree; /* private: the yajl tree the strings live in */
 } kc_hook_response;
 
 /* Parses one response document of len bytes (need not be NUL-terminated).
@@ -112,9 +112,9 @@ const char *kc_hook_action_name(enum kc_hook_action_type t);
 typedef struct kc_hook_request {
   const char *controller;
   const char *key;
-  uint64_t attempt;          /* 1 for the first try of a key, counting failures since its last success */
-  kc_str object;             /* the object from the cache; {NULL,0}: deleted (null) */
-  const kc_str *owned;       /* the owned objects from the cache */
+  uint64_t attempt;    /* 1 for the first try of a key, counting failures since its last success */
+  kc_str object;       /* the object from the cache; {NULL,0}: deleted (null) */
+  const kc_str *owned; /* the owned objects from the cache */
   size_t nowned;
   bool expectations_satisfied;
 } kc_hook_request;

@@ -40,8 +40,8 @@ static int f_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str n
   *out = kc_store_get(cms, ns, name);
   return *out ? 0 : -ENOENT;
 }
-static int f_list(void *ud, const char *av, const char *kind, kc_str ns, const kc_label_selector *sel,
-                  kc_obj_vec *out) {
+static int f_list(void *ud, const char *av, const char *kind, kc_str ns,
+                  const kc_label_selector *sel, kc_obj_vec *out) {
   return kc_store_list(cms, ns, sel, out);
 }
 static const kc_host_env_ops ops = {.cache_get = f_get, .cache_list = f_list};
@@ -61,14 +61,19 @@ static int noop_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   return KCTRLD_RESULT_DONE;
 }
 static const struct kctrld_plugin noop_plugin = {
-    .abi_major = KCTRLD_ABI_MAJOR, .abi_minor = KCTRLD_ABI_MINOR,
-    .struct_size = sizeof(struct kctrld_plugin), .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "bench-noop", .init = noop_init, .reconcile = noop_reconcile,
+    .abi_major = KCTRLD_ABI_MAJOR,
+    .abi_minor = KCTRLD_ABI_MINOR,
+    .struct_size = sizeof(struct kctrld_plugin),
+    .build_signature = KCTRLD_BUILD_SIGNATURE,
+    .name = "bench-noop",
+    .init = noop_init,
+    .reconcile = noop_reconcile,
 };
 
 /* The hooks, written to a temp dir at start. */
-static const char PY[] = "import sys\nfor line in sys.stdin:\n"
-                         "    sys.stdout.write('{\"result\":\"done\"}\\n')\n    sys.stdout.flush()\n";
+static const char PY[] =
+    "import sys\nfor line in sys.stdin:\n"
+    "    sys.stdout.write('{\"result\":\"done\"}\\n')\n    sys.stdout.flush()\n";
 static const char SH[] = "cat >/dev/null\necho '{\"result\":\"done\"}'\n";
 
 static void write_hook(const char *path, const char *text) {
@@ -89,7 +94,9 @@ struct run {
   uint64_t *lat;
 };
 
-static uint64_t now_ns(void) { return kc_hook_now_ns(); }
+static uint64_t now_ns(void) {
+  return kc_hook_now_ns();
+}
 
 static void *worker(void *arg) {
   struct run *r = arg;
@@ -109,7 +116,8 @@ static void *worker(void *arg) {
     kc_plugin_reconcile(r->inst, key, &res);
     r->lat[i] = now_ns() - a;
     if (res.kind != KC_RESULT_DONE) {
-      if (atomic_fetch_add(&r->errors, 1) == 0) fprintf(stderr, "bench_hooks: %s: %s\n", key, res.message);
+      if (atomic_fetch_add(&r->errors, 1) == 0)
+        fprintf(stderr, "bench_hooks: %s: %s\n", key, res.message);
     }
   }
   return NULL;
@@ -121,8 +129,8 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Runs count reconciles on workers threads; prints one row. Returns the errors. */
-static unsigned measure(const char *mode, kc_plugin_instance *inst, unsigned workers, unsigned count,
-                        unsigned nkeys, double rate) {
+static unsigned measure(const char *mode, kc_plugin_instance *inst, unsigned workers,
+                        unsigned count, unsigned nkeys, double rate) {
   struct run r = {.inst = inst, .count = count, .nkeys = nkeys, .rate = rate};
   r.lat = calloc(count, sizeof *r.lat);
   pthread_t t[64];
@@ -131,12 +139,15 @@ static unsigned measure(const char *mode, kc_plugin_instance *inst, unsigned wor
   uint64_t start = now_ns();
   for (unsigned i = 0; i < workers; i++)
     if (pthread_create(&t[i], NULL, worker, &r) != 0) abort();
-  for (unsigned i = 0; i < workers; i++) pthread_join(t[i], NULL);
+  for (unsigned i = 0; i < workers; i++)
+    pthread_join(t[i], NULL);
   double secs = (double)(now_ns() - (rate > 0 ? r.t0 : start)) / 1e9;
   qsort(r.lat, count, sizeof *r.lat, cmp_u64);
   char offered[32];
-  if (rate > 0) snprintf(offered, sizeof offered, "%.0f/s", rate);
-  else snprintf(offered, sizeof offered, "max");
+  if (rate > 0)
+    snprintf(offered, sizeof offered, "%.0f/s", rate);
+  else
+    snprintf(offered, sizeof offered, "max");
   printf("%-22s %7u %8s %12.0f %10.1f %10.1f %10.1f %6u\n", mode, workers, offered, count / secs,
          r.lat[count / 2] / 1e3, r.lat[(size_t)(count * 0.99)] / 1e3, r.lat[count - 1] / 1e3,
          atomic_load(&r.errors));
@@ -145,7 +156,8 @@ static unsigned measure(const char *mode, kc_plugin_instance *inst, unsigned wor
   return e;
 }
 
-static kc_plugin_instance *instance(const char *name, kc_config **cfg, const char *hook, unsigned workers) {
+static kc_plugin_instance *instance(const char *name, kc_config **cfg, const char *hook,
+                                    unsigned workers) {
   char err[1024];
   kc_plugin *p = NULL;
   const kc_host_env env = {&ops, NULL, NULL};
@@ -159,13 +171,15 @@ static kc_plugin_instance *instance(const char *name, kc_config **cfg, const cha
     return inst;
   }
   char text[2048];
-  snprintf(text, sizeof text,
-           "controllers:\n  - name: %s\n    for: {apiVersion: v1, kind: ConfigMap}\n    workers: %u\n"
-           "    hook: {exec: %s}\n",
-           name, workers, hook);
+  snprintf(
+      text, sizeof text,
+      "controllers:\n  - name: %s\n    for: {apiVersion: v1, kind: ConfigMap}\n    workers: %u\n"
+      "    hook: {exec: %s}\n",
+      name, workers, hook);
   if (kc_config_load_buffer("bench.yaml", NULL, text, strlen(text), cfg, err, sizeof err) ||
       kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err) ||
-      kc_plugin_instance_new_arg(p, name, &env, (void *)&(*cfg)->controllers[0], &inst, err, sizeof err)) {
+      kc_plugin_instance_new_arg(p, name, &env, (void *)&(*cfg)->controllers[0], &inst, err,
+                                 sizeof err)) {
     fprintf(stderr, "bench_hooks: %s\n", err);
     exit(1);
   }
@@ -176,10 +190,14 @@ int main(int argc, char **argv) {
   unsigned workers = 1, count = 20000, nkeys = 1000, percall_count = 1000;
   double rate = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--workers")) workers = (unsigned)atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--count")) count = (unsigned)atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--rate")) rate = atof(argv[i + 1]);
-    else if (!strcmp(argv[i], "--keys")) nkeys = (unsigned)atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--workers"))
+      workers = (unsigned)atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--count"))
+      count = (unsigned)atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--rate"))
+      rate = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--keys"))
+      nkeys = (unsigned)atoi(argv[i + 1]);
     else {
       fprintf(stderr, "usage: %s [--workers N] [--count N] [--rate R] [--keys N]\n", argv[0]);
       return 2;
@@ -192,7 +210,8 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < nkeys; i++) {
     char json[512], err[128];
     snprintf(json, sizeof json,
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"bench\",\"name\":\"cm-%u\","
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"bench\","
+             "\"name\":\"cm-%u\","
              "\"uid\":\"uid-%u\",\"resourceVersion\":\"%u\",\"labels\":{\"app\":\"bench\"}},"
              "\"data\":{\"key\":\"a value of some length for the request\"}}",
              i, i, i + 1);
@@ -224,10 +243,11 @@ int main(int argc, char **argv) {
     kc_config *cfg = NULL;
     kc_plugin_instance *inst = instance("bench", &cfg, modes[m].hook, workers);
     /* warm-up: children started, caches touched (not counted) */
-    measure("  (warm-up)", inst, workers, workers * 10 < modes[m].count ? workers * 10 : modes[m].count,
-            nkeys, 0);
+    measure("  (warm-up)", inst, workers,
+            workers * 10 < modes[m].count ? workers * 10 : modes[m].count, nkeys, 0);
     errors += measure(modes[m].name, inst, workers, modes[m].count, nkeys, 0);
-    unsigned paced = (unsigned)(rate * 2) < modes[m].count * 2 ? (unsigned)(rate * 2) : modes[m].count * 2;
+    unsigned paced =
+        (unsigned)(rate * 2) < modes[m].count * 2 ? (unsigned)(rate * 2) : modes[m].count * 2;
     errors += measure(modes[m].name, inst, workers, paced, nkeys, rate);
     kc_plugin_instance_free(inst);
     kc_config_free(cfg);

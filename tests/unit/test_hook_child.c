@@ -44,7 +44,9 @@ static kc_hook_child *sh(const char *script) {
   return c;
 }
 
-static uint64_t in_ms(uint64_t ms) { return kc_hook_now_ns() + ms * 1000000ull; }
+static uint64_t in_ms(uint64_t ms) {
+  return kc_hook_now_ns() + ms * 1000000ull;
+}
 
 /* No child of this process is left, reaped or not. */
 static void assert_no_children(void) {
@@ -90,8 +92,8 @@ static void test_line_failures(void **state) {
   kc_buf out = {0};
   /* exits before answering */
   kc_hook_child *c = sh("read -r l; echo bye >&2; exit 3");
-  assert_int_equal(kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(5000), 100, &out, NULL,
-                                          on_line, NULL),
+  assert_int_equal(kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(5000), 100, &out,
+                                          NULL, on_line, NULL),
                    -EPIPE);
   int status = 0;
   kc_hook_child_kill(c, &status, on_line, NULL);
@@ -100,14 +102,14 @@ static void test_line_failures(void **state) {
   assert_string_equal(lines[nlines - 1], "bye");
   /* hangs */
   c = sh("sleep 30");
-  assert_int_equal(kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(100), 100, &out, NULL,
-                                          on_line, NULL),
+  assert_int_equal(kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(100), 100, &out,
+                                          NULL, on_line, NULL),
                    -ETIMEDOUT);
   kc_hook_child_kill(c, NULL, on_line, NULL);
   /* two lines for one request */
   c = sh("read -r l; printf 'a\\nb\\n'; sleep 30");
-  int rc = kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(5000), 100, &out, NULL, on_line,
-                                  NULL);
+  int rc = kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(5000), 100, &out, NULL,
+                                  on_line, NULL);
   /* printf writes both lines at once: they arrive in one read */
   assert_int_equal(rc, -EPROTO);
   kc_hook_child_kill(c, NULL, on_line, NULL);
@@ -117,8 +119,8 @@ static void test_line_failures(void **state) {
   assert_non_null(req);
   memset(req, 'x', (1 << 20) - 1);
   req[(1 << 20) - 1] = '\n';
-  assert_int_equal(kc_hook_child_exchange(c, req, 1 << 20, KC_HOOK_READ_LINE, in_ms(5000), 100, &out,
-                                          NULL, on_line, NULL),
+  assert_int_equal(kc_hook_child_exchange(c, req, 1 << 20, KC_HOOK_READ_LINE, in_ms(5000), 100,
+                                          &out, NULL, on_line, NULL),
                    -EPROTO);
   free(req);
   kc_hook_child_kill(c, NULL, on_line, NULL);
@@ -133,8 +135,8 @@ static void test_line_failures(void **state) {
   char *big = malloc(1 << 20);
   assert_non_null(big);
   memset(big, 'x', 1 << 20);
-  assert_int_equal(kc_hook_child_exchange(c, big, 1 << 20, KC_HOOK_READ_LINE, in_ms(5000), 100, &out,
-                                          NULL, on_line, NULL),
+  assert_int_equal(kc_hook_child_exchange(c, big, 1 << 20, KC_HOOK_READ_LINE, in_ms(5000), 100,
+                                          &out, NULL, on_line, NULL),
                    -EPIPE);
   kc_hook_child_kill(c, NULL, on_line, NULL);
   free(big);
@@ -147,8 +149,8 @@ static void test_eof_exchange(void **state) {
   kc_buf out = {0};
   int status = -1;
   kc_hook_child *c = sh("cat; echo done >&2");
-  assert_int_equal(kc_hook_child_exchange(c, "{\"a\":1}", 7, KC_HOOK_READ_EOF, in_ms(5000), 100, &out,
-                                          &status, on_line, NULL),
+  assert_int_equal(kc_hook_child_exchange(c, "{\"a\":1}", 7, KC_HOOK_READ_EOF, in_ms(5000), 100,
+                                          &out, &status, on_line, NULL),
                    0);
   assert_string_equal(out.p, "{\"a\":1}");
   assert_int_equal(status, 0);
@@ -169,8 +171,8 @@ static void test_eof_exchange(void **state) {
   kc_hook_child_kill(c, NULL, on_line, NULL);
   /* stdout closed, but the process keeps running: the deadline ends it */
   c = sh("exec 1>&-; sleep 30");
-  assert_int_equal(kc_hook_child_exchange(c, "", 0, KC_HOOK_READ_EOF, in_ms(100), 100, &out, &status,
-                                          on_line, NULL),
+  assert_int_equal(kc_hook_child_exchange(c, "", 0, KC_HOOK_READ_EOF, in_ms(100), 100, &out,
+                                          &status, on_line, NULL),
                    -ETIMEDOUT);
   kc_hook_child_kill(c, NULL, on_line, NULL);
   kc_buf_free(&out);
@@ -196,15 +198,15 @@ static void test_child_environment(void **state) {
   sigaddset(&block, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &block, &old);
   const char *envp[] = {"HOOK_TEST=yes", "PATH=/usr/bin:/bin", NULL};
-  const char *argv[] = {"sh", "-c",
-                        "grep -E '^Sig(Ign|Blk)' /proc/self/status; echo $HOOK_TEST; exec ls /proc/self/fd",
-                        NULL};
+  const char *argv[] = {
+      "sh", "-c",
+      "grep -E '^Sig(Ign|Blk)' /proc/self/status; echo $HOOK_TEST; exec ls /proc/self/fd", NULL};
   kc_hook_child *c = NULL;
   char err[256];
   assert_int_equal(kc_hook_child_spawn("test", argv, envp, &c, err, sizeof err), 0);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  assert_int_equal(kc_hook_child_exchange(c, "", 0, KC_HOOK_READ_EOF, in_ms(5000), 4096, &out, &status,
-                                          on_line, NULL),
+  assert_int_equal(kc_hook_child_exchange(c, "", 0, KC_HOOK_READ_EOF, in_ms(5000), 4096, &out,
+                                          &status, on_line, NULL),
                    0);
   kc_hook_child_kill(c, NULL, on_line, NULL);
   kc_hook_child_kill(other, NULL, on_line, NULL);
@@ -253,7 +255,8 @@ static int running_in_group(pid_t pgid) {
     char *rp = strrchr(buf, ')');
     char state;
     int ppid, grp;
-    if (rp && sscanf(rp + 2, "%c %d %d", &state, &ppid, &grp) == 3 && grp == pgid && state != 'Z') n++;
+    if (rp && sscanf(rp + 2, "%c %d %d", &state, &ppid, &grp) == 3 && grp == pgid && state != 'Z')
+      n++;
   }
   closedir(d);
   return n;
@@ -269,7 +272,8 @@ static void test_stop(void **state) {
       sh("sleep 30"),
   };
   pid_t pids[3];
-  for (int i = 0; i < 3; i++) pids[i] = kc_hook_child_pid(v[i]);
+  for (int i = 0; i < 3; i++)
+    pids[i] = kc_hook_child_pid(v[i]);
   assert_int_equal(kc_hook_children_unreaped(), 3);
   kc_hook_child_stop(v, 3, 200);
   assert_int_equal(kc_hook_child_drain(10000), 0);

@@ -66,19 +66,22 @@ static int f_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str n
   *out = kc_store_get(s, ns, name);
   return *out ? 0 : -ENOENT;
 }
-static int f_list(void *ud, const char *av, const char *kind, kc_str ns, const kc_label_selector *sel,
-                  kc_obj_vec *out) {
+static int f_list(void *ud, const char *av, const char *kind, kc_str ns,
+                  const kc_label_selector *sel, kc_obj_vec *out) {
   kc_store *s = f_store(av, kind);
   return s ? kc_store_list(s, ns, sel, out) : -ENOTSUP;
 }
 static int f_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
-  if (!strcmp(av, "v1") && !strcmp(kind, "ConfigMap")) *out = (kc_resource_ref){"/api/v1", "configmaps", true};
-  else if (!strcmp(av, "v1") && !strcmp(kind, "Pod")) *out = (kc_resource_ref){"/api/v1", "pods", true};
-  else return -ENOENT;
+  if (!strcmp(av, "v1") && !strcmp(kind, "ConfigMap"))
+    *out = (kc_resource_ref){"/api/v1", "configmaps", true};
+  else if (!strcmp(av, "v1") && !strcmp(kind, "Pod"))
+    *out = (kc_resource_ref){"/api/v1", "pods", true};
+  else
+    return -ENOENT;
   return 0;
 }
-static int f_request(void *ud, const char *method, const char *path, const char *ct, const void *body,
-                     size_t len, uint64_t timeout_ms, kc_api_response *out) {
+static int f_request(void *ud, const char *method, const char *path, const char *ct,
+                     const void *body, size_t len, uint64_t timeout_ms, kc_api_response *out) {
   pthread_mutex_lock(&F.mu);
   if (F.nreqs < MAXREQ) {
     struct req *r = &F.reqs[F.nreqs++];
@@ -100,7 +103,9 @@ static int f_request(void *ud, const char *method, const char *path, const char 
   pthread_mutex_unlock(&F.mu);
   return 0;
 }
-static bool f_may_write(void *ud) { return true; }
+static bool f_may_write(void *ud) {
+  return true;
+}
 static int f_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
   pthread_mutex_lock(&F.mu);
   F.events++;
@@ -111,8 +116,12 @@ static int f_event(void *ud, const kc_obj *o, int type, const char *reason, cons
 }
 
 static const kc_host_env_ops fake_ops = {
-    .cache_get = f_get, .cache_list = f_list, .resource = f_resource,
-    .request = f_request, .may_write = f_may_write, .event = f_event,
+    .cache_get = f_get,
+    .cache_list = f_list,
+    .resource = f_resource,
+    .request = f_request,
+    .may_write = f_may_write,
+    .event = f_event,
 };
 
 static void put(kc_store *s, const char *json) {
@@ -158,20 +167,22 @@ static const char PERSISTENT[] =
 
 static void start(const char *mode, const char *script, const char *timeout) {
   char text[2048];
-  snprintf(text, sizeof text,
-           "controllers:\n  - name: hk\n    for: {apiVersion: v1, kind: ConfigMap}\n"
-           "    owns: [{apiVersion: v1, kind: Pod}]\n    workers: 2\n"
-           "    hook:\n      exec:\n        command: [sh, -c, '%s']\n"
-           "        env: {D: %s}\n        mode: %s\n        timeout: %s\n        stopGracePeriod: 1s\n",
-           script, dir, mode, timeout);
+  snprintf(
+      text, sizeof text,
+      "controllers:\n  - name: hk\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+      "    owns: [{apiVersion: v1, kind: Pod}]\n    workers: 2\n"
+      "    hook:\n      exec:\n        command: [sh, -c, '%s']\n"
+      "        env: {D: %s}\n        mode: %s\n        timeout: %s\n        stopGracePeriod: 1s\n",
+      script, dir, mode, timeout);
   /* single quotes of the YAML scalar: the scripts use none */
   char err[1024];
-  assert_int_equal(kc_config_load_buffer("t.yaml", NULL, text, strlen(text), &cfg, err, sizeof err), 0);
+  assert_int_equal(kc_config_load_buffer("t.yaml", NULL, text, strlen(text), &cfg, err, sizeof err),
+                   0);
   kc_plugin *p = NULL;
   assert_int_equal(kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err), 0);
   const kc_host_env env = {&fake_ops, NULL, NULL};
-  assert_int_equal(kc_plugin_instance_new_arg(p, "hk", &env, (void *)&cfg->controllers[0], &inst, err,
-                                              sizeof err),
+  assert_int_equal(kc_plugin_instance_new_arg(p, "hk", &env, (void *)&cfg->controllers[0], &inst,
+                                              err, sizeof err),
                    0);
 }
 
@@ -201,13 +212,18 @@ static int setup(void **state) {
   F.pods = kc_store_new(NULL, 0);
   F.nreqs = 0;
   F.events = 0;
-  put(F.cms, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+  put(F.cms, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\","
+             "\"name\":\"a\","
              "\"uid\":\"u-a\",\"resourceVersion\":\"5\"},\"data\":{\"k\":\"v\"}}");
-  put(F.pods, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\",\"name\":\"mine\","
-              "\"resourceVersion\":\"6\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+  put(F.pods, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\",\"name\":"
+              "\"mine\","
+              "\"resourceVersion\":\"6\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+              "\"ConfigMap\","
               "\"name\":\"a\",\"uid\":\"u-a\",\"controller\":true}]}}");
-  put(F.pods, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\",\"name\":\"other\","
-              "\"resourceVersion\":\"7\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+  put(F.pods, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\",\"name\":"
+              "\"other\","
+              "\"resourceVersion\":\"7\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+              "\"ConfigMap\","
               "\"name\":\"a\",\"uid\":\"u-old\",\"controller\":true}]}}");
   return 0;
 }
@@ -229,16 +245,19 @@ static int teardown(void **state) {
 static void test_request_and_actions(void **state) {
   (void)state;
   start("per-call", PER_CALL, "10s");
-  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
-          "\"namespace\":\"ns\",\"name\":\"a\",\"patch\":{\"metadata\":{\"labels\":{\"h\":\"1\"}}}},"
-          "{\"action\":\"event\",\"type\":\"Warning\",\"reason\":\"Hashed\",\"message\":\"h=1\"}]}");
+  respond(
+      "{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":"
+      "\"ConfigMap\","
+      "\"namespace\":\"ns\",\"name\":\"a\",\"patch\":{\"metadata\":{\"labels\":{\"h\":\"1\"}}}},"
+      "{\"action\":\"event\",\"type\":\"Warning\",\"reason\":\"Hashed\",\"message\":\"h=1\"}]}");
   kc_reconcile_result res = run("ns/a");
   assert_int_equal(res.kind, KC_RESULT_DONE);
   const char *req = read_file("req");
   assert_non_null(req);
-  assert_non_null(strstr(req, "{\"apiVersion\":\"kctrld.io/hook/v1\",\"controller\":\"hk\",\"key\":\"ns/a\","
-                              "\"attempt\":1,\"expectationsSatisfied\":true,\"object\":{\"apiVersion\":\"v1\","
-                              "\"kind\":\"ConfigMap\""));
+  assert_non_null(
+      strstr(req, "{\"apiVersion\":\"kctrld.io/hook/v1\",\"controller\":\"hk\",\"key\":\"ns/a\","
+                  "\"attempt\":1,\"expectationsSatisfied\":true,\"object\":{\"apiVersion\":\"v1\","
+                  "\"kind\":\"ConfigMap\""));
   assert_non_null(strstr(req, "\"name\":\"mine\"")); /* owned by uid */
   assert_null(strstr(req, "\"name\":\"other\""));    /* an older incarnation's */
   assert_int_equal(F.nreqs, 1);
@@ -255,8 +274,9 @@ static void test_request_and_actions(void **state) {
   assert_non_null(strstr(req, "\"object\":null,\"owned\":[]"));
 
   /* create of an owned kind sets expectations; the next request says so */
-  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":{\"apiVersion\":\"v1\","
-          "\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\",\"generateName\":\"a-\"}}}]}");
+  respond(
+      "{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":{\"apiVersion\":\"v1\","
+      "\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\",\"generateName\":\"a-\"}}}]}");
   assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
   assert_string_equal(F.reqs[1].method, "POST");
   assert_string_equal(F.reqs[1].path, "/api/v1/namespaces/ns/pods");
@@ -267,7 +287,8 @@ static void test_request_and_actions(void **state) {
   assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":false"));
 
   /* delete with preconditions; 404 counts as done */
-  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":"
+          "\"Pod\","
           "\"namespace\":\"ns\",\"name\":\"mine\",\"preconditions\":{\"uid\":\"u-p\"}}]}");
   F.answer_code = 404;
   F.answer_reason = "NotFound";
@@ -277,21 +298,25 @@ static void test_request_and_actions(void **state) {
   assert_non_null(strstr(F.reqs[2].body, "\"uid\":\"u-p\""));
 
   /* update, then an apply that is refused with a clear error */
-  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"update\",\"object\":{\"apiVersion\":\"v1\","
-          "\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\",\"resourceVersion\":\"5\"}}},"
-          "{\"action\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-          "{\"namespace\":\"ns\",\"name\":\"a\"}}}]}");
+  respond(
+      "{\"result\":\"done\",\"actions\":[{\"action\":\"update\",\"object\":{\"apiVersion\":\"v1\","
+      "\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+      "\"resourceVersion\":\"5\"}}},"
+      "{\"action\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+      "{\"namespace\":\"ns\",\"name\":\"a\"}}}]}");
   res = run("ns/a");
   assert_int_equal(res.kind, KC_RESULT_ERROR);
   assert_string_equal(F.reqs[3].method, "PUT");
-  assert_string_equal(res.message, "actions[1] apply v1 ConfigMap ns/a: server-side apply is not supported yet");
+  assert_string_equal(res.message,
+                      "actions[1] apply v1 ConfigMap ns/a: server-side apply is not supported yet");
   stop();
 }
 
 static void test_conflicts_errors_attempts(void **state) {
   (void)state;
   start("per-call", PER_CALL, "10s");
-  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":"
+          "\"ConfigMap\","
           "\"namespace\":\"ns\",\"name\":\"a\",\"patch\":{}}]}");
   F.answer_code = 409;
   F.answer_reason = "Conflict";
@@ -300,14 +325,17 @@ static void test_conflicts_errors_attempts(void **state) {
   F.answer_reason = "Invalid";
   kc_reconcile_result res = run("ns/a");
   assert_int_equal(res.kind, KC_RESULT_ERROR);
-  assert_string_equal(res.message, "actions[0] patch v1 ConfigMap ns/a: Invalid argument: told to answer 422");
+  assert_string_equal(res.message,
+                      "actions[0] patch v1 ConfigMap ns/a: Invalid argument: told to answer 422");
   assert_non_null(strstr(read_file("req"), "\"attempt\":2"));
   /* a malformed response is an error naming the field */
-  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\"},{\"action\":\"patch\","
+  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\"},{\"action\":"
+          "\"patch\","
           "\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"a\",\"patch\":7}]}");
   res = run("ns/a");
   assert_int_equal(res.kind, KC_RESULT_ERROR);
-  assert_string_equal(res.message, "hook response: actions[1].patch: expected an object, got a number");
+  assert_string_equal(res.message,
+                      "hook response: actions[1].patch: expected an object, got a number");
   assert_non_null(strstr(read_file("req"), "\"attempt\":3"));
   respond("{\"result\":\"error\",\"message\":\"not today\"}");
   res = run("ns/a");
@@ -331,7 +359,8 @@ static void test_conflicts_errors_attempts(void **state) {
 static int count_lines(const char *name) {
   const char *t = read_file(name);
   int n = 0;
-  for (; t && *t; t++) n += *t == '\n';
+  for (; t && *t; t++)
+    n += *t == '\n';
   return n;
 }
 
@@ -339,13 +368,15 @@ static void test_persistent_children(void **state) {
   (void)state;
   start("persistent", PERSISTENT, "2s");
   respond("{\"result\":\"done\"}");
-  for (int i = 0; i < 5; i++) assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
   assert_int_equal(count_lines("pids"), 1); /* one child served them all */
   /* a healthy child crashes on a key: that key fails, the next gets a new child at once */
   respond("exit");
   kc_reconcile_result res = run("ns/a");
   assert_int_equal(res.kind, KC_RESULT_ERROR);
-  assert_non_null(strstr(res.message, "exited with status 7 before answering; restarted for the next key"));
+  assert_non_null(
+      strstr(res.message, "exited with status 7 before answering; restarted for the next key"));
   assert_int_equal(kc_hook_children_unreaped(), 0); /* reaped at once */
   respond("{\"result\":\"done\"}");
   assert_int_equal(run("ns/b").kind, KC_RESULT_DONE);
@@ -354,7 +385,8 @@ static void test_persistent_children(void **state) {
   respond("hang");
   res = run("ns/b");
   assert_int_equal(res.kind, KC_RESULT_ERROR);
-  assert_non_null(strstr(res.message, "timed out after 2000ms; killed; restarted for the next key"));
+  assert_non_null(
+      strstr(res.message, "timed out after 2000ms; killed; restarted for the next key"));
   assert_int_equal(kc_hook_children_unreaped(), 0);
   /* garbage from fresh children (a program broken from the start): each
    * slot backs off once its fresh child failed */
@@ -403,8 +435,10 @@ static void *conc_worker(void *arg) {
     snprintf(key, sizeof key, "ns/k%d", i % 7);
     kc_reconcile_result res;
     kc_plugin_reconcile(inst, key, &res);
-    if (res.kind == KC_RESULT_DONE) c->done++;
-    else c->errors++;
+    if (res.kind == KC_RESULT_DONE)
+      c->done++;
+    else
+      c->errors++;
   }
   return NULL;
 }
@@ -413,7 +447,8 @@ static void test_concurrent_workers(void **state) {
   (void)state;
   /* every 10th request of a child makes it exit */
   start("persistent",
-        "n=0; while read -r l; do n=$((n+1)); [ $n -ge 10 ] && exit 1; echo \"{\\\"result\\\":\\\"done\\\"}\"; done",
+        "n=0; while read -r l; do n=$((n+1)); [ $n -ge 10 ] && exit 1; echo "
+        "\"{\\\"result\\\":\\\"done\\\"}\"; done",
         "5s");
   struct conc a = {0}, b = {0};
   pthread_t ta, tb;
@@ -451,8 +486,10 @@ static void test_program_permissions(void **state) {
              "controllers:\n  - name: hk\n    for: {apiVersion: v1, kind: ConfigMap}\n"
              "    hook: {exec: {command: [%s/%s], mode: per-call}}\n",
              dir, cases[i].name);
-    assert_int_equal(kc_config_load_buffer("t.yaml", NULL, text, strlen(text), &cfg, err, sizeof err), 0);
-    int rc = kc_plugin_instance_new_arg(p, "hk", &env, (void *)&cfg->controllers[0], &inst, err, sizeof err);
+    assert_int_equal(
+        kc_config_load_buffer("t.yaml", NULL, text, strlen(text), &cfg, err, sizeof err), 0);
+    int rc = kc_plugin_instance_new_arg(p, "hk", &env, (void *)&cfg->controllers[0], &inst, err,
+                                        sizeof err);
     assert_int_equal(rc, cases[i].want);
     if (rc == 0) {
       assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);

@@ -20,7 +20,9 @@ static int parse(const char *s, kc_hook_response *r, char *err, size_t errlen) {
   return kc_hook_response_parse(s, strlen(s), KC_HOOK_DEFAULT_MAX_RESPONSE, r, err, errlen);
 }
 
-static bool slice_is(kc_str s, const char *want) { return kc_str_eq_c(s, want); }
+static bool slice_is(kc_str s, const char *want) {
+  return kc_str_eq_c(s, want);
+}
 
 static void test_results(void **state) {
   (void)state;
@@ -31,16 +33,19 @@ static void test_results(void **state) {
   assert_int_equal(r.nactions, 0);
   assert_string_equal(r.message, "");
   kc_hook_response_free(&r);
-  assert_int_equal(parse(" {\"apiVersion\":\"kctrld.io/hook/v1\",\"result\":\"requeue\",\"actions\":null}\n", &r,
-                         err, sizeof err),
-                   0);
+  assert_int_equal(
+      parse(" {\"apiVersion\":\"kctrld.io/hook/v1\",\"result\":\"requeue\",\"actions\":null}\n", &r,
+            err, sizeof err),
+      0);
   assert_int_equal(r.result, KC_HOOK_REQUEUE);
   kc_hook_response_free(&r);
-  assert_int_equal(parse("{\"result\":\"requeueAfter\",\"requeueAfter\":\"1m30s\"}", &r, err, sizeof err), 0);
+  assert_int_equal(
+      parse("{\"result\":\"requeueAfter\",\"requeueAfter\":\"1m30s\"}", &r, err, sizeof err), 0);
   assert_int_equal(r.result, KC_HOOK_REQUEUE_AFTER);
   assert_int_equal(r.after_ms, 90000);
   kc_hook_response_free(&r);
-  assert_int_equal(parse("{\"result\":\"error\",\"message\":\"no quota\"}", &r, err, sizeof err), 0);
+  assert_int_equal(parse("{\"result\":\"error\",\"message\":\"no quota\"}", &r, err, sizeof err),
+                   0);
   assert_int_equal(r.result, KC_HOOK_ERROR);
   assert_string_equal(r.message, "no quota");
   kc_hook_response_free(&r);
@@ -54,25 +59,33 @@ static void test_actions(void **state) {
       "{\"result\":\"done\",\"actions\":["
       "{\"action\":\"create\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
       "\"metadata\":{\"generateName\":\"x-\",\"namespace\":\"a\"}}},"
-      "{\"action\":\"update\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"u\"}}},"
-      "{\"action\":\"updateStatus\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"s\"}}},"
-      "{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"a\",\"name\":\"p\","
+      "{\"action\":\"update\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+      "\"metadata\":{\"name\":\"u\"}}},"
+      "{\"action\":\"updateStatus\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+      "\"metadata\":{\"name\":\"s\"}}},"
+      "{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"a\","
+      "\"name\":\"p\","
       "\"patch\":{\"metadata\":{\"labels\":{\"k\":\"v\"}}}},"
-      "{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"j\",\"patchType\":\"json\","
+      "{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"j\","
+      "\"patchType\":\"json\","
       "\"subresource\":\"status\",\"patch\":[{\"op\":\"test\",\"path\":\"/a\",\"value\":1}]},"
-      "{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"namespace\":\"a\",\"name\":\"d\","
-      "\"preconditions\":{\"uid\":\"u1\",\"resourceVersion\":\"7\"},\"propagationPolicy\":\"Foreground\","
+      "{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"namespace\":\"a\",\"name\":"
+      "\"d\","
+      "\"preconditions\":{\"uid\":\"u1\",\"resourceVersion\":\"7\"},\"propagationPolicy\":"
+      "\"Foreground\","
       "\"gracePeriodSeconds\":0},"
       "{\"action\":\"event\",\"type\":\"Warning\",\"reason\":\"Bad\",\"message\":\"m\"},"
-      "{\"action\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ap\"}},"
+      "{\"action\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+      "{\"name\":\"ap\"}},"
       "\"fieldManager\":\"me\",\"force\":true}"
       "]}";
   assert_int_equal(parse(doc, &r, err, sizeof err), 0);
   assert_int_equal(r.nactions, 8);
   assert_int_equal(r.actions[0].type, KC_HOOK_CREATE);
-  assert_true(slice_is(r.actions[0].object,
-                       "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"generateName\":\"x-\","
-                       "\"namespace\":\"a\"}}"));
+  assert_true(slice_is(
+      r.actions[0].object,
+      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"generateName\":\"x-\","
+      "\"namespace\":\"a\"}}"));
   assert_int_equal(r.actions[1].type, KC_HOOK_UPDATE);
   assert_int_equal(r.actions[2].type, KC_HOOK_UPDATE_STATUS);
   assert_int_equal(r.actions[3].type, KC_HOOK_PATCH);
@@ -114,58 +127,77 @@ static void test_errors_name_the_field(void **state) {
       {"{\"result\":\"ok\"}", "result: must be done, requeue, requeueAfter or error, not \"ok\""},
       {"{\"result\":\"done\",\"extra\":1}", "extra: unknown field"},
       {"{\"result\":\"done\",\"result\":\"error\"}", "result: duplicate key"},
-      {"{\"apiVersion\":\"kctrld.io/hook/v2\",\"result\":\"done\"}", "apiVersion: \"kctrld.io/hook/v2\" is not supported"},
+      {"{\"apiVersion\":\"kctrld.io/hook/v2\",\"result\":\"done\"}",
+       "apiVersion: \"kctrld.io/hook/v2\" is not supported"},
       {"{\"result\":\"requeueAfter\"}", "requeueAfter: required when result is requeueAfter"},
-      {"{\"result\":\"requeueAfter\",\"requeueAfter\":\"soon\"}", "requeueAfter: \"soon\" is not a duration"},
-      {"{\"result\":\"done\",\"requeueAfter\":\"1s\"}", "requeueAfter: only allowed when result is requeueAfter"},
+      {"{\"result\":\"requeueAfter\",\"requeueAfter\":\"soon\"}",
+       "requeueAfter: \"soon\" is not a duration"},
+      {"{\"result\":\"done\",\"requeueAfter\":\"1s\"}",
+       "requeueAfter: only allowed when result is requeueAfter"},
       {"{\"result\":\"done\",\"actions\":{}}", "actions: expected an array, got an object"},
       {"{\"result\":\"done\",\"actions\":[1]}", "actions[0]: expected an object, got a number"},
       {"{\"result\":\"done\",\"actions\":[{}]}", "actions[0].action: required"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"frob\"}]}", "actions[0].action: unknown action \"frob\""},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"create\"}]}", "actions[0].object: required"},
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"frob\"}]}",
+       "actions[0].action: unknown action \"frob\""},
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"create\"}]}",
+       "actions[0].object: required"},
       {"{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":[]}]}",
        "actions[0].object: expected an object, got an array"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":{\"apiVersion\":\"v1\",\"metadata\":{}}}]}",
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":{\"apiVersion\":\"v1\","
+       "\"metadata\":{}}}]}",
        "actions[0].object.kind: required"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"update\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"A\","
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"update\",\"object\":{\"apiVersion\":\"v1\","
+       "\"kind\":\"A\","
        "\"metadata\":{\"generateName\":\"x\"}}}]}",
        "actions[0].object.metadata.name: required"},
       {"{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\"},"
-       "{\"action\":\"event\",\"reason\":\"R\"},{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"A\","
+       "{\"action\":\"event\",\"reason\":\"R\"},{\"action\":\"patch\",\"apiVersion\":\"v1\","
+       "\"kind\":\"A\","
        "\"name\":\"n\",\"patch\":\"x\"}]}",
        "actions[2].patch: expected an object, got a string"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":\"n\","
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":"
+       "\"A\",\"name\":\"n\","
        "\"patchType\":\"json\",\"patch\":{}}]}",
        "actions[0].patch: expected an array (patchType json), got an object"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":\"n\","
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":"
+       "\"A\",\"name\":\"n\","
        "\"patchType\":\"xml\",\"patch\":{}}]}",
        "actions[0].patchType: must be merge, json or strategic"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"A\",\"patch\":{}}]}",
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":"
+       "\"A\",\"patch\":{}}]}",
        "actions[0].name: required"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":\"n\","
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":"
+       "\"A\",\"name\":\"n\","
        "\"gracePeriodSeconds\":-1}]}",
        "actions[0].gracePeriodSeconds: expected a non-negative integer"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":\"n\","
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":"
+       "\"A\",\"name\":\"n\","
        "\"preconditions\":{\"uid\":1}}]}",
        "actions[0].preconditions.uid: expected a string, got a number"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":\"n\","
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":"
+       "\"A\",\"name\":\"n\","
        "\"propagationPolicy\":\"Now\"}]}",
        "actions[0].propagationPolicy: must be Background, Foreground or Orphan"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"\"}]}", "actions[0].reason: must not be empty"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\",\"type\":\"Info\"}]}",
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"\"}]}",
+       "actions[0].reason: must not be empty"},
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\",\"type\":\"Info\"}"
+       "]}",
        "actions[0].type: must be Normal or Warning"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\",\"regarding\":{\"kind\":\"A\"}}]}",
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\",\"regarding\":{"
+       "\"kind\":\"A\"}}]}",
        "actions[0].regarding.apiVersion: required"},
       {"{\"result\":\"done\",\"actions\":[{\"action\":\"apply\",\"force\":1,\"object\":{}}]}",
        "actions[0].force: expected a boolean, got a number"},
-      {"{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":{},\"x\":1}]}", "actions[0].x: unknown field"},
+      {"{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":{},\"x\":1}]}",
+       "actions[0].x: unknown field"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     kc_hook_response r;
     char err[256];
     int rc = parse(cases[i].doc, &r, err, sizeof err);
     if (rc != -EBADMSG || strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
-      fail_msg("case %zu %s: rc %d err \"%s\", want \"%s\"", i, cases[i].doc, rc, err, cases[i].err);
+      fail_msg("case %zu %s: rc %d err \"%s\", want \"%s\"", i, cases[i].doc, rc, err,
+               cases[i].err);
     assert_int_equal(r.nactions, 0);
     assert_null(r.actions);
     kc_hook_response_free(&r);
@@ -197,15 +229,20 @@ static void test_request(void **state) {
   (void)state;
   kc_buf b = {0};
   const kc_str owned[] = {kc_str_c("{\"a\":1}"), kc_str_c("{\"b\":\n2}")};
-  kc_hook_request req = {.controller = "c\"1", .key = "ns/n", .attempt = 3,
-                         .object = kc_str_c("{\"metadata\":{\"name\":\"n\"}}"), .owned = owned,
-                         .nowned = 2, .expectations_satisfied = true};
+  kc_hook_request req = {.controller = "c\"1",
+                         .key = "ns/n",
+                         .attempt = 3,
+                         .object = kc_str_c("{\"metadata\":{\"name\":\"n\"}}"),
+                         .owned = owned,
+                         .nowned = 2,
+                         .expectations_satisfied = true};
   kc_hook_request_write(&b, &req);
   assert_int_equal(b.err, 0);
-  assert_string_equal(b.p,
-                      "{\"apiVersion\":\"kctrld.io/hook/v1\",\"controller\":\"c\\\"1\",\"key\":\"ns/n\","
-                      "\"attempt\":3,\"expectationsSatisfied\":true,\"object\":{\"metadata\":{\"name\":\"n\"}},"
-                      "\"owned\":[{\"a\":1},{\"b\": 2}]}");
+  assert_string_equal(
+      b.p,
+      "{\"apiVersion\":\"kctrld.io/hook/v1\",\"controller\":\"c\\\"1\",\"key\":\"ns/n\","
+      "\"attempt\":3,\"expectationsSatisfied\":true,\"object\":{\"metadata\":{\"name\":\"n\"}},"
+      "\"owned\":[{\"a\":1},{\"b\": 2}]}");
   /* A deleted object is null. */
   kc_buf_reset(&b);
   req.object = (kc_str){NULL, 0};
