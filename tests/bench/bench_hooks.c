@@ -65,7 +65,7 @@ static const struct kctrld_plugin noop_plugin = {
     .abi_minor = KCTRLD_ABI_MINOR,
     .struct_size = sizeof(struct kctrld_plugin),
     .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "bench-noop",
+    .name = "bench-inproc",
     .init = noop_init,
     .reconcile = noop_reconcile,
 };

@@ -87,6 +87,17 @@ static void test_line_exchange(void **state) {
   assert_no_children();
 }
 
+/* One LINE exchange with a fresh child of script; the child is killed after. */
+static int line_rc(const char *script, const char *req, size_t len, uint64_t ms, size_t max) {
+  kc_buf out = {0};
+  kc_hook_child *c = sh(script);
+  int rc = kc_hook_child_exchange(c, req, len, KC_HOOK_READ_LINE, in_ms(ms), max, &out, NULL,
+                                  on_line, NULL);
+  kc_hook_child_kill(c, NULL, on_line, NULL);
+  kc_buf_free(&out);
+  return rc;
+}
+
 static void test_line_failures(void **state) {
   (void)state;
   kc_buf out = {0};
@@ -100,36 +111,19 @@ static void test_line_failures(void **state) {
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 3);
   assert_string_equal(lines[nlines - 1], "bye");
-  /* hangs */
-  c = sh("sleep 30");
-  assert_int_equal(kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(100), 100, &out,
-                                          NULL, on_line, NULL),
-                   -ETIMEDOUT);
-  kc_hook_child_kill(c, NULL, on_line, NULL);
-  /* two lines for one request */
-  c = sh("read -r l; printf 'a\\nb\\n'; sleep 30");
-  int rc = kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(5000), 100, &out, NULL,
-                                  on_line, NULL);
-  /* printf writes both lines at once: they arrive in one read */
-  assert_int_equal(rc, -EPROTO);
-  kc_hook_child_kill(c, NULL, on_line, NULL);
-  /* an answer before the request was read: out of step */
-  c = sh("echo early; sleep 30");
+  /* hangs; two lines for one request (printf writes both at once: one
+   * read); an answer before the request was read; more than max */
+  assert_int_equal(line_rc("sleep 30", "x\n", 2, 100, 100), -ETIMEDOUT);
+  assert_int_equal(line_rc("read -r l; printf 'a\\nb\\n'; sleep 30", "x\n", 2, 5000, 100), -EPROTO);
   char *req = malloc(1 << 20);
   assert_non_null(req);
   memset(req, 'x', (1 << 20) - 1);
   req[(1 << 20) - 1] = '\n';
-  assert_int_equal(kc_hook_child_exchange(c, req, 1 << 20, KC_HOOK_READ_LINE, in_ms(5000), 100,
-                                          &out, NULL, on_line, NULL),
-                   -EPROTO);
+  assert_int_equal(line_rc("echo early; sleep 30", req, 1 << 20, 5000, 100), -EPROTO);
   free(req);
-  kc_hook_child_kill(c, NULL, on_line, NULL);
-  /* more than max */
-  c = sh("read -r l; head -c 5000 /dev/zero | tr '\\0' a; echo");
-  assert_int_equal(kc_hook_child_exchange(c, "x\n", 2, KC_HOOK_READ_LINE, in_ms(5000), 1000, &out,
-                                          NULL, on_line, NULL),
-                   -E2BIG);
-  kc_hook_child_kill(c, NULL, on_line, NULL);
+  assert_int_equal(
+      line_rc("read -r l; head -c 5000 /dev/zero | tr '\\0' a; echo", "x\n", 2, 5000, 1000),
+      -E2BIG);
   /* a child that never reads its stdin: the write gets EPIPE, not SIGPIPE */
   c = sh("exec 0<&-; sleep 0.2; exit 0");
   char *big = malloc(1 << 20);
