@@ -389,8 +389,9 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
                   "hand.\n",
                   c->name, c->hook ? "hook" : "plugin");
     if (warn && c->hook)
-      fprintf(warn, "kctrld rbac: warning: controller %s: a hook declares no permissions: its writes "
-                    "are not granted\n",
+      fprintf(warn,
+              "kctrld rbac: warning: controller %s: a hook declares no permissions: its writes "
+              "are not granted\n",
               c->name);
     else if (warn)
       fprintf(warn,
