@@ -191,10 +191,21 @@ static int remaining_ms(uint64_t deadline_ns) {
 /* Reaps c if it exited. Returns true when reaped. */
 static bool try_reap(kc_hook_child *c) {
   if (c->reaped) return true;
+  /* Its group is killed first, while the unreaped zombie still holds the
+   * pid (waitid WNOWAIT): what it left running (a script's background
+   * processes) goes too, and the group id cannot have been reused. */
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  int w;
+  do
+    w = waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOHANG | WNOWAIT);
+  while (w < 0 && errno == EINTR);
+  if (w == 0 && info.si_pid == 0) return false; /* still running */
+  if (w == 0) kill(-c->pid, SIGKILL);
   int st;
   pid_t r;
   do
-    r = waitpid(c->pid, &st, WNOHANG);
+    r = waitpid(c->pid, &st, w == 0 ? 0 : WNOHANG);
   while (r < 0 && errno == EINTR);
   if (r == c->pid || (r < 0 && errno == ECHILD)) {
     c->reaped = true;

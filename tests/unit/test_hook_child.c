@@ -138,6 +138,31 @@ static void test_line_failures(void **state) {
   assert_no_children();
 }
 
+/* Processes of group pgid that are not zombies (from /proc). */
+static int running_in_group(pid_t pgid) {
+  DIR *d = opendir("/proc");
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    char *rp = strrchr(buf, ')');
+    char state;
+    int ppid, grp;
+    if (rp && sscanf(rp + 2, "%c %d %d", &state, &ppid, &grp) == 3 && grp == pgid && state != 'Z')
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
 static void test_eof_exchange(void **state) {
   (void)state;
   kc_buf out = {0};
@@ -163,6 +188,17 @@ static void test_eof_exchange(void **state) {
   assert_int_equal(WEXITSTATUS(status), 2);
   assert_string_equal(out.p, "out\n");
   kc_hook_child_kill(c, NULL, on_line, NULL);
+  /* what a per-call script leaves running in its group dies with it */
+  c = sh("sleep 30 >/dev/null 2>&1 & echo '{}'");
+  pid_t pgid = kc_hook_child_pid(c);
+  assert_int_equal(kc_hook_child_exchange(c, "", 0, KC_HOOK_READ_EOF, in_ms(5000), 100, &out,
+                                          &status, on_line, NULL),
+                   0);
+  kc_hook_child_kill(c, NULL, on_line, NULL);
+  /* (SIGKILL was sent; its delivery is asynchronous: wait, bounded) */
+  for (int i = 0; running_in_group(pgid) && i < 500; i++)
+    usleep(10 * 1000);
+  assert_int_equal(running_in_group(pgid), 0);
   /* stdout closed, but the process keeps running: the deadline ends it */
   c = sh("exec 1>&-; sleep 30");
   assert_int_equal(kc_hook_child_exchange(c, "", 0, KC_HOOK_READ_EOF, in_ms(100), 100, &out,
@@ -229,31 +265,6 @@ static void test_child_environment(void **state) {
   assert_string_equal(err, "cannot start kctrld-no-such-hook: No such file or directory");
   kc_buf_free(&out);
   assert_no_children();
-}
-
-/* Processes of group pgid that are not zombies (from /proc). */
-static int running_in_group(pid_t pgid) {
-  DIR *d = opendir("/proc");
-  assert_non_null(d);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    char *rp = strrchr(buf, ')');
-    char state;
-    int ppid, grp;
-    if (rp && sscanf(rp + 2, "%c %d %d", &state, &ppid, &grp) == 3 && grp == pgid && state != 'Z')
-      n++;
-  }
-  closedir(d);
-  return n;
 }
 
 static void test_stop(void **state) {
