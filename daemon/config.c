@@ -757,11 +757,119 @@ static void *parse_items(struct ctx *c, const kc_yaml_node *n, const char *what,
   return items;
 }
 
+/* ---- hooks (docs/hooks.md) -------------------------------------------------- */
+
+/* An environment variable name as POSIX shells take it. */
+static bool env_name_ok(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9')) return false;
+  for (const char *p = s; *p; p++)
+    if (!is_alnum(*p) && *p != '_') return false;
+  return true;
+}
+
+static const kc_hook_exec_spec *parse_hook_exec(struct ctx *c, const kc_yaml_node *n,
+                                                const char *what) {
+  static const struct field table[] = {
+      CUSTOM("command"),
+      CUSTOM("env"),
+      FIELD_RANGE("timeout", F_DURATION, kc_hook_exec_spec, timeout_ms, 1, 86400000),
+      CUSTOM("mode"),
+      FIELD_RANGE("maxResponseBytes", F_INT, kc_hook_exec_spec, max_response_bytes, 64,
+                  1LL << 30),
+      FIELD_RANGE("stopGracePeriod", F_DURATION, kc_hook_exec_spec, stop_grace_ms, 0, 3600000),
+  };
+  kc_hook_exec_spec *ex = xcalloc(c, 1, sizeof *ex);
+  if (!ex) return NULL;
+  ex->timeout_ms = KC_DEFAULT_HOOK_TIMEOUT_MS;
+  ex->max_response_bytes = KC_DEFAULT_HOOK_MAX_RESPONSE;
+  ex->stop_grace_ms = KC_DEFAULT_HOOK_STOP_GRACE_MS;
+  if (!apply_table(c, n, what, table, sizeof table / sizeof table[0], ex)) return ex;
+  char w[200];
+  const kc_yaml_node *v = kc_yaml_map_get(n, "command");
+  snprintf(w, sizeof w, "%s.command", what);
+  if (!v) {
+    fail(c, n, "%s: missing required key \"command\"", what);
+  } else {
+    const char **argv = NULL;
+    size_t argc = 0;
+    if (string_list(c, v, w, &argv, &argc)) {
+      if (!argc) {
+        fail(c, v, "%s: must name a program (a non-empty list)", w);
+      } else if (!*argv[0]) {
+        fail(c, &v->u.seq.items[0], "%s[0]: empty program name", w);
+      } else {
+        /* One more slot: the argv handed to posix_spawn ends with NULL. */
+        const char **cmd = xcalloc(c, argc + 1, sizeof *cmd);
+        if (cmd) {
+          for (size_t i = 0; i < argc; i++) cmd[i] = argv[i];
+          if (strchr(cmd[0], '/')) cmd[0] = resolve_path(c, cmd[0]);
+          ex->command = cmd;
+          ex->ncommand = argc;
+        }
+      }
+    }
+  }
+  if ((v = kc_yaml_map_get(n, "env"))) {
+    snprintf(w, sizeof w, "%s.env", what);
+    if (took(c, kc_yaml_expect(v, KC_YAML_MAPPING, w, c->tmp, sizeof c->tmp)) && v->u.map.len) {
+      const char **env = xcalloc(c, v->u.map.len + 1, sizeof *env);
+      for (size_t i = 0; env && i < v->u.map.len; i++) {
+        const kc_yaml_pair *pr = &v->u.map.pairs[i];
+        char wk[260];
+        const char *key = pr->key.u.scalar.text;
+        snprintf(wk, sizeof wk, "%s.%s", w, key);
+        const char *val;
+        if (strlen(key) != pr->key.u.scalar.len || !env_name_ok(key)) {
+          fail(c, &pr->value, "%s: not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", wk);
+          continue;
+        }
+        if (!took(c, kc_yaml_get_string(&pr->value, wk, &val, c->tmp, sizeof c->tmp))) continue;
+        size_t len = strlen(key) + strlen(val) + 2;
+        char *kv = xcalloc(c, len, 1);
+        if (!kv) break;
+        snprintf(kv, len, "%s=%s", key, val);
+        env[ex->nenv++] = kv;
+      }
+      ex->env = env;
+    }
+  }
+  if ((v = kc_yaml_map_get(n, "mode"))) {
+    snprintf(w, sizeof w, "%s.mode", what);
+    const char *m;
+    if (took(c, kc_yaml_get_string(v, w, &m, c->tmp, sizeof c->tmp))) {
+      if (strcmp(m, "persistent") == 0) ex->mode = KC_HOOK_MODE_PERSISTENT;
+      else if (strcmp(m, "per-call") == 0) ex->mode = KC_HOOK_MODE_PER_CALL;
+      else fail(c, v, "%s: must be persistent or per-call, not \"%s\"", w, m);
+    }
+  }
+  return ex;
+}
+
+static const kc_hook_spec *parse_hook(struct ctx *c, const kc_yaml_node *n, const char *ctl) {
+  static const struct field table[] = {CUSTOM("exec")};
+  char what[96];
+  snprintf(what, sizeof what, "%s.hook", ctl);
+  kc_hook_spec *h = xcalloc(c, 1, sizeof *h);
+  if (!h) return NULL;
+  h->at = n;
+  if (!apply_table(c, n, what, table, 1, h)) return h;
+  const kc_yaml_node *v = kc_yaml_map_get(n, "exec");
+  if (!v) {
+    fail(c, n, "%s: missing required key \"exec\" (the only hook kind so far)", what);
+    return h;
+  }
+  char w[120];
+  snprintf(w, sizeof w, "%s.exec", what);
+  h->exec = parse_hook_exec(c, v, w);
+  return h;
+}
+
 static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
                              kc_controller_spec *ct) {
   static const struct field table[] = {
       REQUIRED("name", F_STRING, kc_controller_spec, name),
-      REQUIRED("plugin", F_PATH, kc_controller_spec, plugin),
+      FIELD("plugin", F_PATH, kc_controller_spec, plugin),
+      CUSTOM("hook"),
       CUSTOM("for"),
       CUSTOM("owns"),
       CUSTOM("watches"),
@@ -795,6 +903,13 @@ static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
   ct->for_.api_version = "";
   ct->for_.kind = "";
   if (!apply_table(c, n, what, table, sizeof table / sizeof table[0], ct)) return;
+  const kc_yaml_node *hook = kc_yaml_map_get(n, "hook");
+  if (hook && kc_yaml_map_get(n, "plugin"))
+    fail(c, hook, "%s: give either \"plugin\" or \"hook\", not both", what);
+  else if (hook)
+    ct->hook = parse_hook(c, hook, what);
+  else if (!kc_yaml_map_get(n, "plugin"))
+    fail(c, n, "%s: missing required key \"plugin\" (or \"hook\")", what);
   if (*ct->name && !simple_name(ct->name, 63))
     fail(c, kc_yaml_map_get(n, "name"), "%s.name: must be 1-63 characters of [A-Za-z0-9._-]",
          what);
@@ -1236,6 +1351,7 @@ static unsigned controller_fields(const kc_config *oc, const kc_controller_spec 
                                   const kc_config *nc, const kc_controller_spec *b) {
   unsigned f = 0;
   if (!str_eq(a->plugin, b->plugin)) f |= KC_CTL_PLUGIN;
+  if (!kc_yaml_equal(a->hook ? a->hook->at : NULL, b->hook ? b->hook->at : NULL)) f |= KC_CTL_HOOK;
   if (!kc_yaml_equal(a->settings, b->settings)) f |= KC_CTL_SETTINGS;
   if (!ref_eq(&a->for_, &b->for_)) f |= KC_CTL_FOR;
   bool eq = a->nowns == b->nowns;
@@ -1343,7 +1459,7 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
                            char *buf, size_t cap) {
   static const char *const ctl_names[] = {"plugin",  "settings", "for",       "owns",
                                           "watches", "workers",  "timeout",   "rateLimit",
-                                          "predicates", "informers"};
+                                          "predicates", "informers", "hook"};
   size_t add[2] = {0}, rem[2] = {0}, chg[2] = {0};
   for (size_t i = 0; i < d->ninformers; i++) {
     if (d->informers[i].change == KC_CHANGE_ADDED) add[0]++;

@@ -151,10 +151,39 @@ typedef struct kc_rate_limit {
   int64_t burst;
 } kc_rate_limit;
 
+/* `hook: {exec: {...}}` of a controller (docs/hooks.md). */
+enum kc_hook_exec_mode {
+  KC_HOOK_MODE_PERSISTENT = 0, /* one long-running child per worker slot, JSON lines */
+  KC_HOOK_MODE_PER_CALL,       /* one run per reconcile: request on stdin, response on stdout */
+};
+
+#define KC_DEFAULT_HOOK_TIMEOUT_MS (30 * 1000)
+#define KC_DEFAULT_HOOK_STOP_GRACE_MS (5 * 1000)
+#define KC_DEFAULT_HOOK_MAX_RESPONSE (4 << 20)
+
+typedef struct kc_hook_exec_spec {
+  const char *const *command; /* argv, >= 1; command[0] with a '/' resolved against the
+                                 config's directory, without one looked up in PATH */
+  size_t ncommand;
+  const char *const *env;     /* "NAME=value" in file order */
+  size_t nenv;
+  int64_t timeout_ms;
+  enum kc_hook_exec_mode mode;
+  int64_t max_response_bytes;
+  int64_t stop_grace_ms;
+} kc_hook_exec_spec;
+
+typedef struct kc_hook_spec {
+  const kc_hook_exec_spec *exec; /* the only kind yet; webhook comes next to it */
+  const kc_yaml_node *at;        /* the `hook:` node (reload compares it) */
+} kc_hook_spec;
+
 typedef struct kc_controller_spec {
   const char *name;
   const char *plugin;         /* absolute or as written if absolute; relative
-                                 paths resolved against the config's directory */
+                                 paths resolved against the config's directory;
+                                 "" when the controller has a hook */
+  const kc_hook_spec *hook;   /* NULL when it has a plugin (exactly one of the two) */
   kc_kind_ref for_;
   const kc_owns_spec *owns;
   size_t nowns;
@@ -248,6 +277,7 @@ enum kc_controller_field {
   KC_CTL_RATE_LIMIT = 1u << 7,
   KC_CTL_PREDICATES = 1u << 8,
   KC_CTL_INFORMERS = 1u << 9,   /* an informer it is bound to changed scope */
+  KC_CTL_HOOK = 1u << 10,       /* the hook: subtree: restart the hook */
 };
 
 enum kc_global_field {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "discovery.h"
+#include "hook_exec.h"
 #include "plugin_host.h"
 
 struct report {
@@ -48,10 +49,12 @@ static void check_ref(struct report *r, const kc_config *cfg, const kc_kind_ref 
 static void check_plugin(struct report *r, const kc_controller_spec *ct) {
   char msg[1024];
   kc_plugin *p = NULL;
-  if (kc_plugin_load(ct->plugin, &p, msg, sizeof msg) < 0) {
+  /* A hook has no file to load: its program is checked as its init would. */
+  if (ct->hook ? kc_hook_exec_check(ct->hook->exec, msg, sizeof msg) < 0
+               : kc_plugin_load(ct->plugin, &p, msg, sizeof msg) < 0) {
     char line[1200];
     snprintf(line, sizeof line, "controller %s: %s", ct->name, msg);
-    add(r, key_or(ct->at, "plugin"), line);
+    add(r, ct->hook ? ct->hook->at : key_or(ct->at, "plugin"), line);
   }
 }
 

@@ -38,6 +38,8 @@
 #include "decodepool.h"
 #include "discovery.h"
 #include "hash.h"
+#include "hook_child.h"
+#include "hook_exec.h"
 #include "hostenv.h"
 #include "kubeconfig.h"
 #include "leader.h"
@@ -548,10 +550,16 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
   char err[sizeof cs->init_error];
   kc_plugin *p = NULL;
   cs->retry_at_ms = 0;
-  int rc = kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
+  /* A hook is a built-in plugin whose init gets the controller spec. */
+  const char *what = cs->spec->hook ? "hook" : "plugin";
+  const char *which = cs->spec->hook ? cs->spec->hook->exec->command[0] : cs->spec->plugin;
+  int rc = cs->spec->hook ? kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err)
+                          : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
   if (rc == 0) {
     const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings};
-    rc = kc_plugin_instance_new(p, cs->spec->name, &env, &cs->inst, err, sizeof err);
+    rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env,
+                                    cs->spec->hook ? (void *)cs->spec : NULL, &cs->inst, err,
+                                    sizeof err);
   }
   if (rc < 0) {
     init_failed(d, cs, err, retry);
@@ -560,10 +568,10 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
   atomic_fetch_add(&d->hold->refs, 1);
   kc_plugin_instance_on_free(cs->inst, hold_unref, d->hold);
   if (cs->failed_attempts)
-    kc_info("daemon", "controller %s: plugin %s loaded after %u failed attempts", cs->spec->name,
-            cs->spec->plugin, (unsigned)cs->failed_attempts);
+    kc_info("daemon", "controller %s: %s %s loaded after %u failed attempts", cs->spec->name,
+            what, which, (unsigned)cs->failed_attempts);
   else
-    kc_info("daemon", "controller %s: plugin %s loaded", cs->spec->name, cs->spec->plugin);
+    kc_info("daemon", "controller %s: %s %s loaded", cs->spec->name, what, which);
   kc_backoff_forget(&cs->failed_attempts);
   cs->init_error[0] = '\0';
   cs->retry_delay_ms = 0;
@@ -1139,6 +1147,11 @@ fail:
 out:
   if (uv_loop_close(&d->loop) != 0) kc_warn("daemon", "event loop still had open handles at exit");
   free_daemon(d);
+  /* Hook children get SIGTERM, then SIGKILL after their grace period, and
+   * are reaped by their stopper threads: wait for those. */
+  if (kc_hook_child_drain(60000) < 0)
+    kc_warn("daemon", "hook children still being stopped at exit (%u not reaped)",
+            kc_hook_children_unreaped());
   kc_plugin_host_unload_all();
   if (code == 0) kc_info("daemon", "stopped");
   return code;

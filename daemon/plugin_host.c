@@ -272,6 +272,32 @@ bool kc_plugin_file_changed(const char *path) {
   return newest && stat(path, &st) == 0 && !same_file(newest, &st);
 }
 
+int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *err, size_t errlen) {
+  if (errlen) err[0] = '\0';
+  for (kc_plugin *p = loaded; p; p = p->next) {
+    if (p->table == table) {
+      *out = p;
+      return 0;
+    }
+  }
+  char path[128];
+  snprintf(path, sizeof path, "builtin:%s", table && table->name ? table->name : "?");
+  int rc = check_table(path, table, err, errlen);
+  if (rc < 0) return rc;
+  kc_plugin *p = calloc(1, sizeof *p);
+  if (!p || !(p->path = strdup(path))) {
+    free(p);
+    fail(err, errlen, "out of memory registering plugin %s", path);
+    return -ENOMEM;
+  }
+  p->table = table; /* handle NULL: nothing to dlclose */
+  p->memfd = -1;
+  p->next = loaded;
+  loaded = p;
+  *out = p;
+  return 0;
+}
+
 const char *kc_plugin_name(const kc_plugin *p) { return p->table->name; }
 const char *kc_plugin_path(const kc_plugin *p) { return p->path; }
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p) { return p->table; }
@@ -293,7 +319,7 @@ void kc_plugin_host_unload_all(void) {
       continue;
     }
     *link = p->next;
-    dlclose(p->handle);
+    if (p->handle) dlclose(p->handle); /* built-in ones have none */
     free(p->load_err);
     free(p->path);
     free(p);
@@ -320,6 +346,11 @@ static void instance_free_mem(kc_plugin_instance *inst) {
 
 int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kc_host_env *env,
                            kc_plugin_instance **out, char *err, size_t errlen) {
+  return kc_plugin_instance_new_arg(p, controller, env, NULL, out, err, errlen);
+}
+
+int kc_plugin_instance_new_arg(kc_plugin *p, const char *controller, const kc_host_env *env,
+                               void *init_arg, kc_plugin_instance **out, char *err, size_t errlen) {
   if (errlen) err[0] = '\0';
   kc_plugin_instance *inst = calloc(1, sizeof *inst);
   if (!inst) return -ENOMEM;
@@ -346,6 +377,7 @@ int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kc_host_e
   kctrld_ctx *saved = kc_hostapi_enter(&ctx);
   const char *saved_log = kc_log_get_context();
   kc_log_set_context(inst->log_ctx);
+  inst->instance = init_arg;
   int rc = p->table->init(&ctx, kc_hostapi_settings(inst->env.settings), &inst->instance);
   kc_log_set_context(saved_log);
   kc_hostapi_leave(saved);

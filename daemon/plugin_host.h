@@ -8,7 +8,8 @@
  * | RTLD_LOCAL | RTLD_NODELETE, entry point called once with
  * kc_hostapi_table(), never unloaded at runtime; a file whose identity
  * changed - device, inode, size, mtime or ctime: rebuilt, replaced or
- * rewritten in place - is loaded anew, so its new code runs), the per-controller
+ * rewritten in place - is loaded anew, so its new code runs) and of the
+ * built-in implementations registered with kc_plugin_builtin, the per-controller
  * instances, each instance's copy of its kc_host_env (hostenv.h) and its
  * expectations.
  *
@@ -18,7 +19,7 @@
  * name and expectations. Nothing here is process-global but the list of
  * loaded files.
  *
- * Threads: kc_plugin_load, kc_plugin_instance_new and
+ * Threads: kc_plugin_load, kc_plugin_builtin, kc_plugin_instance_new(_arg) and
  * kc_plugin_host_unload_all: loop thread only. kc_plugin_instance_free:
  * the loop thread, or the worker thread of a reconcile abandoned at a stop,
  * whichever is last to stop using the instance (the worker pool's release
@@ -67,6 +68,13 @@ int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen);
  * cannot be stat'ed (the running code stays). Loop thread. */
 bool kc_plugin_file_changed(const char *path);
 
+/* Registers a built-in plugin implementation, a table compiled into the
+ * daemon (hook_exec.h's exec hook): checked like a loaded file's table, no
+ * file and no dlopen; its path reads "builtin:NAME". The same table gives
+ * the same kc_plugin. Loop thread. Errors as kc_plugin_load's table checks,
+ * or -ENOMEM. */
+int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *err, size_t errlen);
+
 const char *kc_plugin_name(const kc_plugin *p);
 const char *kc_plugin_path(const kc_plugin *p);
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
@@ -82,6 +90,13 @@ const kctrld_permission *kc_plugin_permissions(const kc_plugin *p);
  * init returned). */
 int kc_plugin_instance_new(kc_plugin *p, const char *controller, const kc_host_env *env,
                            kc_plugin_instance **out, char *err, size_t errlen);
+
+/* kc_plugin_instance_new with an argument for init: *instance is preset to
+ * init_arg when init runs (kc_plugin_instance_new presets NULL). For
+ * built-in plugins, whose init needs more than the settings (the exec hook
+ * gets its controller spec this way); a .so's init must not rely on it. */
+int kc_plugin_instance_new_arg(kc_plugin *p, const char *controller, const kc_host_env *env,
+                               void *init_arg, kc_plugin_instance **out, char *err, size_t errlen);
 
 /* Calls fini (if any), the on_free hook, env->ops->release, and frees.
  * Only once no reconcile of it runs. NULL ok. */

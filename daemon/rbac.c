@@ -385,10 +385,15 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
     if (declared[i]) continue;
     const kc_controller_spec *c = &cfg->controllers[i];
     kc_buf_printf(&head,
-                  "# controller %s: its plugin declares no permissions; grant what it writes by "
+                  "# controller %s: its %s declares no permissions; grant what it writes by "
                   "hand.\n",
-                  c->name);
-    if (warn)
+                  c->name, c->hook ? "hook" : "plugin");
+    if (warn && c->hook)
+      fprintf(warn,
+              "kctrld rbac: warning: controller %s: a hook declares no permissions: its writes "
+              "are not granted\n",
+              c->name);
+    else if (warn)
       fprintf(warn,
               "kctrld rbac: warning: controller %s: plugin %s declares no permissions "
               "(kctrld_plugin.permissions): its writes are not granted\n",
@@ -421,6 +426,10 @@ int kc_rbac_plugin_perms(void *ud, const kc_controller_spec *c, const kctrld_per
                          char *err, size_t errlen) {
   const char *dir = ud;
   char path[4096];
+  if (c->hook) { /* an exec hook: its writes are whatever its program answers */
+    *out = NULL;
+    return 0;
+  }
   if (dir) {
     const char *base = strrchr(c->plugin, '/');
     if (snprintf(path, sizeof path, "%s/%s", dir, base ? base + 1 : c->plugin) >= (int)sizeof path) {
@@ -451,6 +460,12 @@ int kc_rbac_check_plugins(const kc_config *cfg, FILE *out) {
     char err[1200];
     if (kc_rbac_plugin_perms(NULL, c, &perms, err, sizeof err) < 0) {
       fprintf(out, "%s: warning: %s (its permissions are unknown)\n", cfg->file, err);
+      warnings++;
+    } else if (!perms && c->hook) {
+      fprintf(out,
+              "%s: warning: controller %s: a hook declares no permissions: `kctrld rbac` grants "
+              "its reads only, add the writes its actions need by hand\n",
+              cfg->file, c->name);
       warnings++;
     } else if (!perms) {
       fprintf(out,

@@ -220,7 +220,13 @@ static bool same_config(const kc_config *a, const kc_config *b) {
     if (p->nowns != q->nowns || p->nwatches != q->nwatches || p->workers != q->workers ||
         p->reconcile_timeout_ms != q->reconcile_timeout_ms ||
         memcmp(&p->rate_limit, &q->rate_limit, sizeof p->rate_limit) ||
-        p->predicates != q->predicates || !p->settings != !q->settings)
+        p->predicates != q->predicates || !p->settings != !q->settings || !p->hook != !q->hook)
+      return false;
+    const kc_hook_exec_spec *hx = p->hook ? p->hook->exec : NULL, *hy = q->hook ? q->hook->exec : NULL;
+    if (hx && hy &&
+        (hx->ncommand != hy->ncommand || hx->nenv != hy->nenv || hx->timeout_ms != hy->timeout_ms ||
+         hx->mode != hy->mode || hx->max_response_bytes != hy->max_response_bytes ||
+         hx->stop_grace_ms != hy->stop_grace_ms))
       return false;
   }
   return true;
@@ -238,7 +244,10 @@ static void check_documented(const char *section, const char *key, const char *v
       {"informers", "informers:\n  - apiVersion: v1\n    kind: ConfigMap\n", "    "},
       {"controllers", CTL, "    "},
       {"rateLimit", CTL, "    rateLimit:\n      "},
+      {"hook", "controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+               "    hook:\n      exec:\n        command: [x]\n", "        "},
   };
+  if (!strcmp(section, "hook") && !strncmp(key, "exec.", 5)) key += 5; /* rows say exec.KEY */
   for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
     if (strcmp(where[i].section, section) != 0) continue;
     char text[1024];
@@ -278,6 +287,9 @@ static void test_documented_defaults(void **state) {
     next = strchr(line, '\n');
     if (next) *next++ = 0;
     if (strncmp(line, "## ", 3) == 0) snprintf(section, sizeof section, "%s", line + 3);
+    if (strcmp(line, "### hook") == 0) snprintf(section, sizeof section, "hook");
+    else if (strncmp(line, "### ", 4) == 0 && !strcmp(section, "hook"))
+      snprintf(section, sizeof section, "controllers");
     const char *p = line;
     if (strncmp(line, "| `", 3) == 0) {
       /* | `key` | type | default | meaning | */
@@ -310,8 +322,8 @@ static void test_documented_defaults(void **state) {
   }
   free(doc);
   /* Every row with a value: 5 top level, 6 leaderElection, 1 metrics,
-   * 7 informers, 4 controllers, 4 rateLimit. */
-  assert_int_equal(checked, 27);
+   * 7 informers, 4 controllers, 4 rateLimit, 4 hook. */
+  assert_int_equal(checked, 31);
 }
 
 static void test_top_level_errors(void **state) {
@@ -701,7 +713,7 @@ static void test_dedup_and_binding(void **state) {
 static void test_controller_errors(void **state) {
   (void)state;
   fails("controllers:\n  - name: a\n    for: {apiVersion: v1, kind: Pod}\n",
-        "c.yaml:2:5: controllers[0]: missing required key \"plugin\"");
+        "c.yaml:2:5: controllers[0]: missing required key \"plugin\" (or \"hook\")");
   fails("controllers:\n  - name: a\n    plugin: /a.so\n",
         "c.yaml:2:5: controllers[0]: missing required key \"for\"");
   fails(CTL "  - name: a\n    plugin: b.so\n    for: {apiVersion: v1, kind: Pod}\n",
@@ -1000,6 +1012,95 @@ static void test_shared_rules(void **state) {
         "c.yaml:1:24: leaderElection.name: \"a.-b\" is not a valid Lease name");
 }
 
+/* ---- hook: (docs/hooks.md): defaults, messages, exactly one of plugin/hook, diff ---- */
+
+#define HOOK(x) "controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n    hook: " x "\n"
+
+static void test_hook_defaults(void **state) {
+  (void)state;
+  kc_config *c = load(HOOK("{exec: {command: [python3, hooks/h.py]}}"));
+  const kc_controller_spec *s = &c->controllers[0];
+  assert_string_equal(s->plugin, "");
+  assert_non_null(s->hook);
+  const kc_hook_exec_spec *ex = s->hook->exec;
+  assert_non_null(ex);
+  assert_int_equal(ex->ncommand, 2);
+  assert_string_equal(ex->command[0], "python3"); /* no '/': looked up in PATH */
+  assert_string_equal(ex->command[1], "hooks/h.py"); /* arguments as written */
+  assert_null(ex->command[2]);
+  assert_int_equal(ex->nenv, 0);
+  assert_int_equal(ex->timeout_ms, 30000);
+  assert_int_equal(ex->mode, KC_HOOK_MODE_PERSISTENT);
+  assert_int_equal(ex->max_response_bytes, 4 << 20);
+  assert_int_equal(ex->stop_grace_ms, 5000);
+  kc_config_free(c);
+
+  c = load(HOOK("\n      exec:\n        command: [./h.sh, -x]\n        env: {A: '1', B_2: two}\n"
+                "        timeout: 2s\n        mode: per-call\n        maxResponseBytes: 1024\n"
+                "        stopGracePeriod: 0s"));
+  ex = c->controllers[0].hook->exec;
+  assert_string_equal(ex->command[0], "/etc/kctrld/./h.sh"); /* relative to the config */
+  assert_int_equal(ex->nenv, 2);
+  assert_string_equal(ex->env[0], "A=1");
+  assert_string_equal(ex->env[1], "B_2=two");
+  assert_int_equal(ex->timeout_ms, 2000);
+  assert_int_equal(ex->mode, KC_HOOK_MODE_PER_CALL);
+  assert_int_equal(ex->max_response_bytes, 1024);
+  assert_int_equal(ex->stop_grace_ms, 0);
+  kc_config_free(c);
+}
+
+static void test_hook_errors(void **state) {
+  (void)state;
+  fails("controllers:\n  - name: a\n    plugin: /a.so\n    for: {apiVersion: v1, kind: Pod}\n"
+        "    hook: {exec: {command: [x]}}\n",
+        "c.yaml:5:11: controllers[0]: give either \"plugin\" or \"hook\", not both");
+  fails(HOOK("{}"), "c.yaml:4:11: controllers[0].hook: missing required key \"exec\" (the only hook kind so far)");
+  fails(HOOK("[exec]"), "c.yaml:4:11: controllers[0].hook: expected a mapping, got a sequence");
+  fails(HOOK("{webhook: {url: x}}"),
+        "c.yaml:4:12: unknown key \"webhook\" in controllers[0].hook (known keys: exec)\n"
+        "c.yaml:4:11: controllers[0].hook: missing required key \"exec\" (the only hook kind so far)");
+  fails(HOOK("{exec: {}}"), "c.yaml:4:18: controllers[0].hook.exec: missing required key \"command\"");
+  fails(HOOK("{exec: {command: []}}"),
+        "c.yaml:4:28: controllers[0].hook.exec.command: must name a program (a non-empty list)");
+  fails(HOOK("{exec: {command: ['']}}"), "c.yaml:4:29: controllers[0].hook.exec.command[0]: empty program name");
+  fails(HOOK("{exec: {command: x}}"),
+        "c.yaml:4:28: controllers[0].hook.exec.command: expected a sequence, got a scalar");
+  fails(HOOK("{exec: {command: [x], mode: sometimes}}"),
+        "c.yaml:4:39: controllers[0].hook.exec.mode: must be persistent or per-call, not \"sometimes\"");
+  fails(HOOK("{exec: {command: [x], timeout: 0s}}"),
+        "c.yaml:4:42: controllers[0].hook.exec.timeout: must be between 1ms and 86400000ms, got \"0s\"");
+  fails(HOOK("{exec: {command: [x], env: {1A: b}}}"),
+        "c.yaml:4:43: controllers[0].hook.exec.env.1A: not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+  fails(HOOK("{exec: {command: [x], env: [a]}}"),
+        "c.yaml:4:38: controllers[0].hook.exec.env: expected a mapping, got a sequence");
+  fails(HOOK("{exec: {command: [x], maxResponseBytes: 1}}"),
+        "c.yaml:4:51: controllers[0].hook.exec.maxResponseBytes: must be between 64 and 1073741824, got \"1\"");
+  fails(HOOK("{exec: {command: [x], comand: [y]}}"),
+        "c.yaml:4:33: unknown key \"comand\" in controllers[0].hook.exec (did you mean \"command\"?)");
+}
+
+static void test_hook_diff(void **state) {
+  (void)state;
+  kc_config *a = load(HOOK("{exec: {command: [x]}}"));
+  kc_config *b = load(HOOK("{exec: {command: [x], mode: per-call}}"));
+  kc_config *a2 = load(HOOK("{exec: {command: [x]}}"));
+  kc_config_diff *d = NULL;
+  assert_int_equal(kc_config_compare(a, b, &d), 0);
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].fields, KC_CTL_HOOK);
+  char sum[256];
+  kc_config_diff_summary(d, a, b, sum, sizeof sum);
+  assert_string_equal(sum, "informers: +0 -0 ~0; controllers: +0 -0 ~1 ~a(hook)");
+  kc_config_diff_free(d);
+  assert_int_equal(kc_config_compare(a, a2, &d), 0);
+  assert_true(kc_config_diff_empty(d));
+  kc_config_diff_free(d);
+  kc_config_free(a);
+  kc_config_free(a2);
+  kc_config_free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_example_file),      cmocka_unit_test(test_defaults),
@@ -1012,6 +1113,9 @@ int main(void) {
       cmocka_unit_test(test_many_errors),       cmocka_unit_test(test_load_file_errors),
       cmocka_unit_test(test_load_file_permissions),
       cmocka_unit_test(test_diff),              cmocka_unit_test(test_diff_controller_fields),
+      cmocka_unit_test(test_hook_defaults),
+      cmocka_unit_test(test_hook_errors),
+      cmocka_unit_test(test_hook_diff),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

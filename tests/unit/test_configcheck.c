@@ -85,10 +85,40 @@ static void test_plugins(void **state) {
   assert_non_null(strstr(err, want));
 }
 
+/* A hook controller has no plugin file: its program is checked as its init
+ * would (a program named by path must exist and be safe), at its hook:. */
+static void test_hooks(void **state) {
+  char prog[PATH_MAX], text[4 * PATH_MAX], err[4096];
+  sim_tmp_path(prog, sizeof prog, "hook.sh");
+  assert_int_equal(sim_write_file(prog, "#!/bin/sh\n"), 0);
+  assert_int_equal(chmod(prog, 0755), 0);
+  snprintf(text, sizeof text,
+           "controllers:\n"
+           "  - name: inpath\n"
+           "    for: { apiVersion: v1, kind: ConfigMap }\n"
+           "    hook: { exec: { command: [python3, x.py] } }\n"
+           "  - name: safe\n"
+           "    for: { apiVersion: v1, kind: ConfigMap }\n"
+           "    hook: { exec: { command: [%s] } }\n"
+           "  - name: gone\n"
+           "    for: { apiVersion: v1, kind: ConfigMap }\n"
+           "    hook: { exec: { command: [/nonexistent/hook] } }\n",
+           prog);
+  kc_config *cfg = load(text);
+  assert_int_equal(kc_configcheck_run(cfg, err, sizeof err), -EINVAL);
+  assert_string_equal(err, "t.yaml:10:11: controller gone: hook program /nonexistent/hook does not exist");
+  assert_int_equal(chmod(prog, 0777), 0);
+  assert_int_equal(kc_configcheck_run(cfg, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "t.yaml:7:11: controller safe: hook program "));
+  assert_non_null(strstr(err, "is writable by other users"));
+  kc_config_free(cfg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_builtin_kinds),
       cmocka_unit_test(test_plugins),
+      cmocka_unit_test(test_hooks),
   };
   if (sim_paths_init() < 0) return 1;
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -303,6 +303,23 @@ static void test_check_plugins(void **state) {
                            "(its permissions are unknown)\n");
   free(buf);
   kc_config_free(cfg);
+  /* a hook has no plugin file: one warning that its writes are not granted */
+  text = "controllers:\n  - {name: h, hook: {exec: {command: [x]}}, for: {apiVersion: v1, kind: Pod}}\n";
+  assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, strlen(text), &cfg, err, sizeof err), 0);
+  out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  assert_int_equal(kc_rbac_check_plugins(cfg, out), 1);
+  assert_int_equal(fclose(out), 0);
+  assert_string_equal(buf, "c.yaml: warning: controller h: a hook declares no permissions: `kctrld rbac` "
+                           "grants its reads only, add the writes its actions need by hand\n");
+  free(buf);
+  kc_buf b = {0};
+  kc_rbac_options o = {0};
+  assert_int_equal(kc_rbac_generate(cfg, &o, &b, NULL, err, sizeof err), 0);
+  assert_non_null(strstr(b.p, "# controller h: its hook declares no permissions; grant what it writes"));
+  assert_non_null(strstr(b.p, "pods"));
+  kc_buf_free(&b);
+  kc_config_free(cfg);
 }
 
 int main(void) {

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hook_host: see hook_host.h. */
+#include "hook_host.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonpath.h"
+
+#define NS_MAX 64
+#define NAME_MAX_LEN 254
+
+/* "ns/name" or "name" into ns (empty: cluster-scoped) and name. */
+static int split_key(const char *key, char ns[NS_MAX], char name[NAME_MAX_LEN]) {
+  const char *slash = strchr(key, '/');
+  size_t nl = slash ? (size_t)(slash - key) : 0;
+  const char *n = slash ? slash + 1 : key;
+  if (nl >= NS_MAX || strlen(n) >= NAME_MAX_LEN || !*n || strchr(n, '/') || (slash && !nl))
+    return -EINVAL;
+  memcpy(ns, key, nl);
+  ns[nl] = '\0';
+  snprintf(name, NAME_MAX_LEN, "%s", n);
+  return 0;
+}
+
+struct owner_match {
+  const struct kctrld_host_api *h;
+  kctrld_str uid;          /* the owner's uid; absent when the owner is gone */
+  const char *kind, *name; /* else: match kind and name */
+  bool found;
+};
+
+static bool ref_matches(const kctrld_value *v, void *ud) {
+  struct owner_match *m = ud;
+  char buf[NAME_MAX_LEN];
+  if (m->uid.ptr) {
+    kctrld_value u;
+    int n;
+    if (m->h->value_get(v, "uid", &u) == 0 && (n = m->h->value_string(&u, buf, sizeof buf)) >= 0 &&
+        (size_t)n == m->uid.len && memcmp(buf, m->uid.ptr, m->uid.len) == 0)
+      m->found = true;
+  } else {
+    kctrld_value k, nm;
+    char kbuf[128];
+    if (m->h->value_get(v, "kind", &k) == 0 && m->h->value_string(&k, kbuf, sizeof kbuf) >= 0 &&
+        strcmp(kbuf, m->kind) == 0 && m->h->value_get(v, "name", &nm) == 0 &&
+        m->h->value_string(&nm, buf, sizeof buf) >= 0 && strcmp(buf, m->name) == 0)
+      m->found = true;
+  }
+  return !m->found;
+}
+
+int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
+                          const kc_hook_kinds *kinds, const char *key, uint64_t attempt, kc_buf *b,
+                          kc_hook_input *in, char *err, size_t errlen) {
+  in->object = NULL;
+  char ns[NS_MAX], name[NAME_MAX_LEN];
+  if (split_key(key, ns, name) != 0) {
+    kc_errf(err, errlen, "malformed key \"%s\"", key);
+    return -EINVAL;
+  }
+  const kctrld_ref ref = {kinds->for_.api_version, kinds->for_.kind, ns, name};
+  const kctrld_object *obj = NULL;
+  int rc = h->cache_get(ctx, &ref, &obj);
+  if (rc == -ENOENT) {
+    obj = NULL;
+  } else if (rc < 0) {
+    kc_errf(err, errlen, "cache of %s %s: %s", ref.api_version, ref.kind, strerror(-rc));
+    return rc;
+  }
+  kctrld_list **lists = kinds->nowns ? calloc(kinds->nowns, sizeof *lists) : NULL;
+  kc_str *owned = NULL;
+  size_t nowned = 0, cap = 0;
+  if (kinds->nowns && !lists) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  struct owner_match m = {.h = h, .kind = kinds->for_.kind, .name = name};
+  if (obj) {
+    kctrld_str uid = h->object_uid(obj);
+    m.uid = uid.ptr ? uid : (kctrld_str){"", 0};
+  }
+  for (size_t k = 0; k < kinds->nowns; k++) {
+    const kctrld_list_opts opts = {.struct_size = sizeof opts, .namespace_ = *ns ? ns : NULL};
+    rc = h->cache_list(ctx, kinds->owns[k].api_version, kinds->owns[k].kind, &opts, &lists[k]);
+    if (rc < 0) {
+      kc_errf(err, errlen, "cache of %s %s: %s", kinds->owns[k].api_version, kinds->owns[k].kind,
+              strerror(-rc));
+      goto out;
+    }
+    for (size_t i = 0; i < h->list_len(lists[k]); i++) {
+      const kctrld_object *o = h->list_item(lists[k], i);
+      m.found = false;
+      if (h->object_each(o, "metadata.ownerReferences[]", ref_matches, &m) < 0 || !m.found)
+        continue;
+      if (nowned == cap) {
+        size_t ncap = cap ? cap * 2 : 16;
+        kc_str *nv = realloc(owned, ncap * sizeof *nv);
+        if (!nv) {
+          rc = -ENOMEM;
+          goto out;
+        }
+        owned = nv;
+        cap = ncap;
+      }
+      kctrld_str j = h->object_json(o);
+      owned[nowned++] = (kc_str){j.ptr, j.len};
+    }
+  }
+  kctrld_str oj = obj ? h->object_json(obj) : (kctrld_str){NULL, 0};
+  const kc_hook_request req = {
+      .controller = h->ctx_controller(ctx),
+      .key = key,
+      .attempt = attempt,
+      .object = {oj.ptr, oj.len},
+      .owned = owned,
+      .nowned = nowned,
+      .expectations_satisfied = h->expectations_satisfied(ctx, key),
+  };
+  kc_hook_request_write(b, &req);
+  rc = b->err;
+out:
+  if (rc == -ENOMEM)
+    kc_errf(err, errlen, "out of memory building the request");
+  else if (rc < 0 && rc != -ENOTSUP && !(err && *err))
+    kc_errf(err, errlen, "%s", strerror(-rc));
+  for (size_t k = 0; lists && k < kinds->nowns; k++)
+    if (lists[k]) h->list_release(lists[k]);
+  free(lists);
+  free(owned);
+  if (rc == 0)
+    in->object = obj;
+  else if (obj)
+    h->object_release(obj);
+  return rc;
+}
+
+void kc_hook_input_release(const struct kctrld_host_api *h, kc_hook_input *in) {
+  if (in->object) h->object_release(in->object);
+  in->object = NULL;
+}
+
+/* ---- actions ------------------------------------------------------------------ */
+
+/* A string member of an action's raw object ("kind", "metadata.name"), or "". */
+static void member_text(kc_str obj, const char *path, char *buf, size_t cap) {
+  kc_json_value v;
+  buf[0] = '\0';
+  if (kc_json_get(obj, path, &v) != 0 || kc_json_string(&v, buf, cap) < 0) buf[0] = '\0';
+}
+
+static bool is_owned_kind(const kc_hook_kinds *kinds, const char *api_version, const char *kind) {
+  for (size_t i = 0; i < kinds->nowns; i++)
+    if (strcmp(kinds->owns[i].api_version, api_version) == 0 &&
+        strcmp(kinds->owns[i].kind, kind) == 0)
+      return true;
+  return false;
+}
+
+/* What an action is about, for messages: "v1 ConfigMap ns/name". */
+static void describe(const kc_hook_action *a, char *buf, size_t cap) {
+  if (a->object.ptr) {
+    char av[128], kind[64], ns[NS_MAX], name[NAME_MAX_LEN];
+    member_text(a->object, "apiVersion", av, sizeof av);
+    member_text(a->object, "kind", kind, sizeof kind);
+    member_text(a->object, "metadata.namespace", ns, sizeof ns);
+    member_text(a->object, "metadata.name", name, sizeof name);
+    if (!*name) member_text(a->object, "metadata.generateName", name, sizeof name);
+    snprintf(buf, cap, "%s %s %s%s%s", av, kind, ns, *ns ? "/" : "", name);
+  } else if (a->ref.kind) {
+    snprintf(buf, cap, "%s %s %s%s%s", a->ref.api_version, a->ref.kind,
+             a->ref.namespace_ ? a->ref.namespace_ : "", a->ref.namespace_ ? "/" : "", a->ref.name);
+  } else {
+    snprintf(buf, cap, "(the reconciled object)");
+  }
+}
+
+/* Whether action a creates (+1) or deletes (-1) an object of an owned kind. */
+static int owned_effect(const kc_hook_kinds *kinds, const kc_hook_action *a) {
+  if (a->type == KC_HOOK_CREATE) {
+    char av[128], kind[64];
+    member_text(a->object, "apiVersion", av, sizeof av);
+    member_text(a->object, "kind", kind, sizeof kind);
+    return is_owned_kind(kinds, av, kind) ? 1 : 0;
+  }
+  if (a->type == KC_HOOK_DELETE)
+    return is_owned_kind(kinds, a->ref.api_version, a->ref.kind) ? -1 : 0;
+  return 0;
+}
+
+static int do_event(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_input *in,
+                    const kc_hook_action *a) {
+  const kctrld_object *about = in->object;
+  const kctrld_object *looked = NULL;
+  if (a->ref.name) {
+    const kctrld_ref ref = {a->ref.api_version, a->ref.kind, a->ref.namespace_, a->ref.name};
+    if (h->cache_get(ctx, &ref, &looked) != 0) looked = NULL;
+    about = looked;
+  }
+  if (!about) {
+    /* Events are best effort (plugin.h): one about nothing is dropped. */
+    h->log(KCTRLD_LOG_DEBUG, "event %s dropped: its object is not in the cache", a->reason);
+    return 0;
+  }
+  int rc = h->event(ctx, about, a->warning ? KCTRLD_EVENT_WARNING : KCTRLD_EVENT_NORMAL, a->reason,
+                    "%s", a->message);
+  if (looked) h->object_release(looked);
+  return rc;
+}
+
+static int do_action(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_input *in,
+                     const kc_hook_action *a, const char **unsupported) {
+  const kctrld_ref ref = {a->ref.api_version, a->ref.kind, a->ref.namespace_, a->ref.name};
+  switch (a->type) {
+  case KC_HOOK_CREATE: return h->api_create(ctx, a->object.ptr, a->object.len, NULL);
+  case KC_HOOK_UPDATE: return h->api_update(ctx, a->object.ptr, a->object.len, NULL);
+  case KC_HOOK_UPDATE_STATUS: return h->api_update_status(ctx, a->object.ptr, a->object.len, NULL);
+  case KC_HOOK_PATCH:
+    if (a->patch_type == KC_HOOK_PATCH_STRATEGIC) {
+      *unsupported = "strategic merge patch is not supported yet (use patchType merge or json)";
+      return -ENOTSUP;
+    }
+    return h->api_patch(ctx, &ref, a->patch_type, a->patch.ptr, a->patch.len, a->status, NULL);
+  case KC_HOOK_DELETE: {
+    const kctrld_delete_opts opts = {
+        .struct_size = sizeof opts,
+        .precondition_uid = a->precondition_uid,
+        .precondition_resource_version = a->precondition_resource_version,
+        .propagation = a->propagation,
+        .grace_period_seconds = a->grace_period_seconds,
+    };
+    return h->api_delete(ctx, &ref, &opts);
+  }
+  case KC_HOOK_EVENT: return do_event(h, ctx, in, a);
+  case KC_HOOK_APPLY: *unsupported = "server-side apply is not supported yet"; return -ENOTSUP;
+  }
+  *unsupported = "unknown action";
+  return -EINVAL;
+}
+
+int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
+                    const char *key, const kc_hook_input *in, const kc_hook_response *r) {
+  /* Expectations first (kube's ExpectCreations before the creates): the
+   * informer may see an object before its create call returns. */
+  int64_t creates = 0, deletes = 0;
+  /* A key without a namespace is a cluster-scoped owner, whose owned-object
+   * events controller.c maps to namespace/name keys: nobody would observe
+   * its expectations, so none are set (docs/hooks.md). */
+  bool observable = strchr(key, '/') != NULL;
+  for (size_t i = 0; observable && i < r->nactions; i++) {
+    int e = owned_effect(kinds, &r->actions[i]);
+    creates += e > 0;
+    deletes += e < 0;
+  }
+  if (creates)
+    h->expect_creations(ctx, key, creates);
+  else if (deletes)
+    h->expect_deletions(ctx, key, deletes);
+  for (size_t i = 0; i < r->nactions; i++) {
+    const kc_hook_action *a = &r->actions[i];
+    const char *unsupported = NULL;
+    int rc = do_action(h, ctx, in, a, &unsupported);
+    if (rc == -ENOENT && a->type == KC_HOOK_DELETE) {
+      /* Already gone: done, but no delete event will observe it. */
+      if (observable && owned_effect(kinds, a) < 0 && !creates) h->deletion_observed(ctx, key);
+      continue;
+    }
+    if (rc == 0) continue;
+    /* This action and the ones not run will never be observed. */
+    for (size_t j = i; j < r->nactions; j++) {
+      int ej = observable ? owned_effect(kinds, &r->actions[j]) : 0;
+      if (ej > 0 && creates) h->creation_observed(ctx, key);
+      if (ej < 0 && !creates) h->deletion_observed(ctx, key);
+    }
+    char what[512];
+    describe(a, what, sizeof what);
+    if (rc == -ESTALE || rc == -EEXIST) {
+      h->log(KCTRLD_LOG_INFO, "actions[%zu] %s %s: conflict (%s); requeue", i,
+             kc_hook_action_name(a->type), what, h->ctx_api_error(ctx));
+      return KCTRLD_RESULT_REQUEUE;
+    }
+    const char *api = h->ctx_api_error(ctx);
+    return h->result_error(ctx, "actions[%zu] %s %s: %s%s%s", i, kc_hook_action_name(a->type), what,
+                           unsupported ? unsupported : strerror(-rc),
+                           !unsupported && api && *api ? ": " : "", !unsupported && api ? api : "");
+  }
+  switch (r->result) {
+  case KC_HOOK_DONE: return KCTRLD_RESULT_DONE;
+  case KC_HOOK_REQUEUE: return KCTRLD_RESULT_REQUEUE;
+  case KC_HOOK_REQUEUE_AFTER: return h->result_requeue_after(ctx, r->after_ms);
+  case KC_HOOK_ERROR: break;
+  }
+  return h->result_error(ctx, "hook: %s", *r->message ? r->message : "error (no message)");
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hook_host: the transport-free half of a hook's reconcile, on the host
+ * function table (kctrld/plugin.h) exactly as a C plugin uses it: build the
+ * request of a key from the cache (cache_get, cache_list of the `owns`
+ * kinds filtered by ownerReferences) and perform a parsed response's
+ * actions (api_create, api_update, api_update_status, api_patch,
+ * api_delete, event, expectations), then map its result. So leadership
+ * fencing, 409 -> requeue, the write timeout, Events and metrics are the
+ * host's, shared with C plugins; exec hooks (hook_exec.h) and later
+ * webhook hooks differ only in how the request travels.
+ *
+ * Owns: nothing beyond one call; kc_hook_kinds is the caller's.
+ * Threads: a worker thread, inside a reconcile (the ctx of that call).
+ * Errors: kc_hook_request_build returns 0 or a negative errno with the
+ * reason in err; kc_hook_perform returns a KCTRLD_RESULT_* value, with the
+ * error message set through host->result_error.
+ * Ownership: host, ctx, kinds and the response are borrowed.
+ */
+#ifndef KC_HOOK_HOST_H
+#define KC_HOOK_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "hook_proto.h"
+#include "kctrld/plugin.h"
+
+typedef struct kc_hook_kind {
+  const char *api_version;
+  const char *kind;
+} kc_hook_kind;
+
+/* The kinds of a hook's controller: its `for` kind and its `owns` kinds. */
+typedef struct kc_hook_kinds {
+  kc_hook_kind for_;
+  const kc_hook_kind *owns;
+  size_t nowns;
+} kc_hook_kinds;
+
+/* What a request was built from: the object is kept (a reference) for the
+ * `event` action's default target; release with kc_hook_input_release. */
+typedef struct kc_hook_input {
+  const kctrld_object *object; /* NULL: not in the cache */
+} kc_hook_input;
+
+/* Appends the request of key (attempt as counted by the caller) to b.
+ * Returns 0, -EINVAL (malformed key), -ENOTSUP (a kind not cached yet),
+ * -ENOMEM, with the reason in err. in->object is set on success. */
+int kc_hook_request_build(const struct kctrld_host_api *host, kctrld_ctx *ctx,
+                          const kc_hook_kinds *kinds, const char *key, uint64_t attempt, kc_buf *b,
+                          kc_hook_input *in, char *err, size_t errlen);
+
+void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in);
+
+/* Performs r's actions in order, then returns r's result. The first
+ * failing action stops the list: a conflict (-ESTALE, -EEXIST) returns
+ * KCTRLD_RESULT_REQUEUE, anything else an error naming the action and the
+ * server's message; a delete of an object already gone counts as done;
+ * `apply` and strategic patches are errors (not supported yet). Creates and
+ * deletes of `owns` kinds set the key's expectations first. */
+int kc_hook_perform(const struct kctrld_host_api *host, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
+                    const char *key, const kc_hook_input *in, const kc_hook_response *r);
+
+#endif

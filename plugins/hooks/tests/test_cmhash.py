@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Integration test of the cmhash exec hook (plugins/hooks/cmhash, Python,
+persistent mode) against kube-apisim: ConfigMaps get the hash label on
+create and update, deletes are harmless, a 409 on the patch is requeued
+and retried, an error result backs off per key with a growing attempt
+number; and a hook child that crashes, hangs or writes garbage costs only
+its key: the daemon keeps serving (other keys reconcile, /readyz is 200),
+the log names controller and key, the child is restarted and no zombie is
+left behind, at run time or after the stop."""
+import hashlib
+import json
+import os
+import re
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import itest  # noqa: E402
+from itest import Cluster, Kctrld, wait_for  # noqa: E402
+import taplib  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HOOK = os.path.join(HERE, "..", "cmhash", "cmhash.py")
+NS = "cmh"
+CMS = "/api/v1/namespaces/%s/configmaps" % NS
+LABEL = "kctrld.io/config-hash"
+
+CONFIG = """
+logLevel: info
+metrics: { bindAddress: "127.0.0.1:0" }
+informers:
+  - apiVersion: v1
+    kind: ConfigMap
+    namespaces: [%(ns)s]
+controllers:
+  - name: cmhash
+    for: { apiVersion: v1, kind: ConfigMap }
+    workers: 2
+    rateLimit: { baseDelay: 50ms, maxDelay: 2s }
+    hook:
+      exec:
+        command: [python3, %(hook)s]
+        env: { CMHASH_VERBOSE: "1", CMHASH_FAULTS: "1" }
+        timeout: %(timeout)s
+        stopGracePeriod: 2s
+"""
+
+
+def config(timeout="10s"):
+    return CONFIG % {"ns": NS, "hook": os.path.abspath(HOOK), "timeout": timeout}
+
+
+def want_hash(cm):
+    doc = {"binaryData": cm.get("binaryData") or {}, "data": cm.get("data") or {}}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def label_of(c, name):
+    cm = c.get(CMS + "/" + name)
+    return cm and (cm["metadata"].get("labels") or {}).get(LABEL)
+
+
+def labelled(c, name):
+    cm = c.get(CMS + "/" + name)
+    return cm is not None and (cm["metadata"].get("labels") or {}).get(LABEL) == want_hash(cm)
+
+
+def cm(name, data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def readyz(k):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % k.metrics_port(), timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return "%d %s" % (e.code, e.read().decode(errors="replace"))
+
+
+def children(pid):
+    """(pid, state, cmdline) of the processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == pid:
+            out.append((int(d), rest[0], cmd))
+    return out
+
+
+def assert_gone(pids):
+    alive = [p for p in pids if os.path.exists("/proc/%d" % p)
+             and b"cmhash.py" in open("/proc/%d/cmdline" % p, "rb").read()]
+    assert not alive, "hook children outlived kctrld: %s" % alive
+
+
+def hook_children(k):
+    return [c for c in children(k.proc.pid) if "cmhash.py" in c[2] or c[1] == "Z"]
+
+
+def cluster(sim, first):
+    """The test namespace with one ConfigMap in it."""
+    itest.require_binaries()
+    c = Cluster(sim)
+    c.namespace(NS)
+    c.create(CMS, cm(first, {"k": "1"}))
+    return c
+
+
+def test_cmhash_labels_configmaps():
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "a")
+        with Kctrld(config(), sim.kubeconfig) as k:
+            # create: labelled, with an Event
+            wait_for(lambda: labelled(c, "a"), what="a labelled", kctrld=k)
+            c.create(CMS, cm("b", {"x": "y"}))
+            wait_for(lambda: labelled(c, "b"), what="b labelled", kctrld=k)
+            h1 = label_of(c, "a")
+            # update: the label follows the content
+            c.merge_patch(CMS + "/a", {"data": {"k": "2"}})
+            wait_for(lambda: label_of(c, "a") not in (None, h1) and labelled(c, "a"), what="a relabelled", kctrld=k)
+            evs = c.items("/api/v1/namespaces/%s/events" % NS)
+            assert any(e.get("reason") == "Hashed" and e["involvedObject"]["name"] == "a" for e in evs), evs
+            # conflict: the next PATCH gets 409; the key is requeued and the retry succeeds
+            sim.control("POST", "faults", {"action": "status", "code": 409, "count": 1, "method": "PATCH",
+                                           "pathPrefix": CMS + "/b"})
+            b = c.get(CMS + "/b")
+            b["data"] = {"x": "z"}
+            sim.json("PUT", CMS + "/b", b, expect=200)  # (a PUT: the fault waits for the hook's PATCH)
+            wait_for(lambda: labelled(c, "b"), what="b relabelled after the conflict", kctrld=k)
+            reqs = [r for r in sim.control("GET", "requests")["requests"]
+                    if r["method"] == "PATCH" and r["path"] == CMS + "/b"]
+            assert [r["code"] for r in reqs][-2:] == [409, 200], reqs
+            assert re.search(r"conflict .*requeue", k.log()), k.log()
+            # delete: reconciled once more (object null), nothing written, no error
+            seen = k.log().count("reconcile key=%s/b " % NS)
+            writes = len([r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"])
+            c.delete(CMS + "/b")
+            wait_for(lambda: k.log().count("reconcile key=%s/b " % NS) > seen, what="b reconciled after delete",
+                     kctrld=k)
+            after = [r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"]
+            assert [r["method"] for r in after[writes:]] == ["DELETE"], after[writes:]  # only the test's own
+            assert "Reconciler error controller=cmhash key=%s/b " % NS not in k.log(), k.log()
+            # per-key backoff: an error result is retried with a growing attempt number
+            c.create(CMS, cm("bad", {"kctrld-test": "error"}))
+            wait_for(lambda: "reconcile key=%s/bad attempt=4" % NS in k.log(), what="4 attempts of bad", kctrld=k)
+            assert "refusing %s/bad (attempt 1)" % NS in k.log(), k.log()
+            # the good keys still work meanwhile
+            c.merge_patch(CMS + "/a", {"data": {"k": "3"}})
+            wait_for(lambda: labelled(c, "a"), what="a relabelled while bad backs off", kctrld=k)
+            # fixing it ends the backoff: labelled, attempt counter gone
+            c.merge_patch(CMS + "/bad", {"data": {"kctrld-test": "fixed"}})
+            wait_for(lambda: labelled(c, "bad"), what="bad labelled once fixed", kctrld=k)
+            # (the health answer is a snapshot the loop renders: it may lag a moment)
+            wait_for(lambda: readyz(k) == 200, timeout=10, what="/readyz 200: %s" % readyz(k), kctrld=k)
+            # running children at the stop: SIGTERM (stdin closed), reaped, none outlives kctrld
+            kids = [ch[0] for ch in hook_children(k)]
+            assert kids, children(k.proc.pid)
+            assert k.stop() == 0, k.log()
+            assert_gone(kids)
+
+
+def test_cmhash_bad_children_cost_only_their_key():
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "good")
+        with Kctrld(config(timeout="1s"), sim.kubeconfig) as k:
+            wait_for(lambda: labelled(c, "good"), what="good labelled", kctrld=k)
+            started = len(re.findall(r"hook child started .*pid=\d+", k.log()))
+            for fault in ("crash", "hang", "garbage"):
+                c.create(CMS, cm(fault, {"kctrld-test": fault}))
+            log = lambda: k.log()  # noqa: E731
+            wait_for(lambda: re.search(r"Reconciler error controller=cmhash key=%s/crash .*error=hook pid=\d+ exited with status 3 before answering" % NS, log()),
+                     what="the crash logged with controller and key", kctrld=k)
+            wait_for(lambda: re.search(r"Reconciler error controller=cmhash key=%s/hang .*error=hook pid=\d+ timed out after 1000ms; killed" % NS, log()),
+                     what="the hang logged", kctrld=k)
+            wait_for(lambda: re.search(r"Reconciler error controller=cmhash key=%s/garbage .*error=hook response: response is not JSON" % NS, log()),
+                     what="the garbage logged", kctrld=k)
+            # the crashing child's stderr is in the log with its key
+            assert re.search(r"cmhash/exec-hook\]: hook stderr .*pid=\d+: crashing on purpose for %s/crash .*key=%s/crash" % (NS, NS), log()), log()
+            # other keys still reconcile; the daemon is ready
+            for i in range(3):
+                c.merge_patch(CMS + "/good", {"data": {"k": "v%d" % i}})
+                wait_for(lambda: labelled(c, "good"), what="good relabelled", kctrld=k)
+            # (the health answer is a snapshot the loop renders: it may lag a moment)
+            wait_for(lambda: readyz(k) == 200, timeout=10, what="/readyz 200: %s" % readyz(k), kctrld=k)
+            # the bad keys back off and are retried; children were restarted for
+            # them (four failures, each killing a child: at least two new ones)
+            wait_for(lambda: len(re.findall(r"Reconciler error controller=cmhash key=%s/crash .*error=hook pid=\d+ exited with status 3" % NS, log())) >= 2,
+                     what="crash retried", kctrld=k)
+            assert len(re.findall(r"hook child started .*pid=\d+", log())) >= started + 2, log()
+            # no zombie left behind
+            assert not [ch for ch in children(k.proc.pid) if ch[1] == "Z"], children(k.proc.pid)
+            pids = [int(p) for p in re.findall(r"hook child started .*?pid=(\d+)", log())]
+            assert k.stop() == 0, k.log()
+            assert_gone(pids)
+
+
+def test_cmhash_reload_replaces_children():
+    """A SIGHUP that changes the hook stops the old children (reaped: no
+    zombie) and the new ones serve; an unchanged reload keeps them."""
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "r")
+        with Kctrld(config(), sim.kubeconfig) as k:
+            wait_for(lambda: labelled(c, "r"), what="r labelled", kctrld=k)
+            old = [ch[0] for ch in hook_children(k)]
+            assert old, children(k.proc.pid)
+
+            def reload(text, done="reload applied"):
+                n = k.log().count(done)
+                with open(k.config, "w") as f:
+                    f.write(text)
+                k.proc.send_signal(signal.SIGHUP)
+                wait_for(lambda: k.log().count(done) > n, what=done, kctrld=k)
+
+            reload(config(), "config unchanged")  # the same children keep serving
+            c.merge_patch(CMS + "/r", {"data": {"k": "2"}})
+            wait_for(lambda: labelled(c, "r"), what="r relabelled", kctrld=k)
+            assert set(old) <= {ch[0] for ch in hook_children(k)}, (old, children(k.proc.pid))
+            reload(config().replace("timeout: 10s", "timeout: 9s"))  # the hook changed: restarted
+            assert "~cmhash(hook)" in k.log(), k.log()
+            c.merge_patch(CMS + "/r", {"data": {"k": "3"}})
+            wait_for(lambda: labelled(c, "r"), what="r relabelled by the new children", kctrld=k)
+            wait_for(lambda: not [p for p in old if os.path.exists("/proc/%d" % p)],
+                     what="the old children gone and reaped", kctrld=k)
+            assert not [ch for ch in children(k.proc.pid) if ch[1] == "Z"], children(k.proc.pid)
+            new = [ch[0] for ch in hook_children(k)]
+            assert new and not set(new) & set(old), (old, new)
+            assert k.stop() == 0, k.log()
+            assert_gone(new)
+
+
+if __name__ == "__main__":
+    taplib.run_tests(globals())
