@@ -87,6 +87,11 @@ const char *sim_openapi_builtin_fields(const struct sim_rtype *rt)
            "deprecatedLastTimestamp:time,deprecatedSource:obj,eventTime:time,note:str,reason:str,"
            "regarding:obj,related:obj,reportingController:str,reportingInstance:str,series:obj,type:str";
   if (strcmp(g, "coordination.k8s.io") == 0) return "spec:obj";
+  if (strcmp(g, "rbac.authorization.k8s.io") == 0) {
+    if (strcmp(k, "Role") == 0) return "rules:arr";
+    if (strcmp(k, "ClusterRole") == 0) return "aggregationRule:obj,rules:arr";
+    return "roleRef:obj,subjects:arr"; /* RoleBinding, ClusterRoleBinding */
+  }
   return "spec:obj,status:obj";
 }
 

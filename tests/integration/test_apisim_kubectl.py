@@ -383,6 +383,22 @@ def test_kubectl_apply_and_create_validate():
         assert "replicas" in out and "template" in out, out
 
 
+def test_kubectl_apply_deploy_base():
+    """The in-cluster manifests (deploy/base, a kustomize base) apply with
+    validation on, and a second apply changes nothing."""
+    with Apisim() as sim:
+        k = Kubectl(sim)
+        base = os.path.join(ROOT, "deploy", "base")
+        out = k.run("apply", "-k", base).stdout
+        for what in ("namespace/kctrld created", "serviceaccount/kctrld created", "deployment.apps/kctrld created",
+                     "configmap/kctrld-config-", "clusterrole.rbac.authorization.k8s.io/kctrld created"):
+            assert what in out, out
+        _, dep = sim.json("GET", "/apis/apps/v1/namespaces/kctrld/deployments/kctrld", expect=200)
+        assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "kctrld", dep["spec"]
+        out = k.run("apply", "-k", base).stdout
+        assert "created" not in out and "configured" not in out, out
+
+
 def test_kubectl_generators_send_protobuf():
     with Apisim() as sim:
         k = Kubectl(sim)
