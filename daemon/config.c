@@ -845,15 +845,81 @@ static const kc_hook_exec_spec *parse_hook_exec(struct ctx *c, const kc_yaml_nod
   return ex;
 }
 
+/* `permissions: [{group: "", resource: configmaps, verbs: [patch]}, ...]`:
+ * the hook's writes, as a plugin declares them in its table (plugin.h). */
+static const kctrld_permission *parse_hook_permissions(struct ctx *c, const kc_yaml_node *n,
+                                                       const char *what) {
+  static const char *const verbs[] = {"get",    "list",   "watch",  "create",          "update",
+                                      "patch",  "delete", "deletecollection", NULL};
+  if (!took(c, kc_yaml_expect(n, KC_YAML_SEQUENCE, what, c->tmp, sizeof c->tmp))) return NULL;
+  kctrld_permission *perms = xcalloc(c, n->u.seq.len + 1, sizeof *perms);
+  if (!perms) return NULL;
+  for (size_t i = 0; i < n->u.seq.len; i++) {
+    const kc_yaml_node *it = &n->u.seq.items[i];
+    char w[200], wk[220];
+    snprintf(w, sizeof w, "%s[%zu]", what, i);
+    if (!took(c, kc_yaml_expect(it, KC_YAML_MAPPING, w, c->tmp, sizeof c->tmp))) continue;
+    for (size_t k = 0; k < it->u.map.len; k++) {
+      const char *key = it->u.map.pairs[k].key.u.scalar.text;
+      if (strcmp(key, "group") && strcmp(key, "resource") && strcmp(key, "verbs"))
+        fail(c, &it->u.map.pairs[k].key, "%s: unknown key \"%s\" (group, resource, verbs)", w, key);
+    }
+    const char *group = "", *resource = NULL;
+    const kc_yaml_node *v;
+    snprintf(wk, sizeof wk, "%s.group", w);
+    if ((v = kc_yaml_map_get(it, "group")) &&
+        took(c, kc_yaml_get_string(v, wk, &group, c->tmp, sizeof c->tmp)))
+      group = xstrdup(c, group);
+    snprintf(wk, sizeof wk, "%s.resource", w);
+    if (!(v = kc_yaml_map_get(it, "resource")))
+      fail(c, it, "%s: missing required key \"resource\" (the URL plural, e.g. configmaps)", w);
+    else if (took(c, kc_yaml_get_string(v, wk, &resource, c->tmp, sizeof c->tmp)) && !*resource)
+      fail(c, v, "%s: empty resource", wk);
+    else if (resource)
+      resource = xstrdup(c, resource);
+    snprintf(wk, sizeof wk, "%s.verbs", w);
+    const char **vs = NULL;
+    size_t nv = 0;
+    kc_buf joined = {0};
+    if (!(v = kc_yaml_map_get(it, "verbs"))) {
+      fail(c, it, "%s: missing required key \"verbs\"", w);
+    } else if (string_list(c, v, wk, &vs, &nv)) {
+      if (!nv) fail(c, v, "%s: must name at least one verb", wk);
+      for (size_t j = 0; j < nv; j++) {
+        bool known = false;
+        for (const char *const *kv = verbs; *kv && !known; kv++) known = strcmp(*kv, vs[j]) == 0;
+        if (!known)
+          fail(c, &v->u.seq.items[j], "%s[%zu]: unknown verb \"%s\" (get, list, watch, create, update, patch, delete, deletecollection)",
+               wk, j, vs[j]);
+        kc_buf_printf(&joined, "%s%s", j ? "," : "", vs[j]);
+      }
+    }
+    if (joined.err) fail(c, it, "out of memory");
+    if (resource && joined.len) {
+      perms[i].group = group ? group : "";
+      perms[i].resource = resource;
+      perms[i].verbs = xstrdup(c, joined.p);
+    }
+    kc_buf_free(&joined);
+  }
+  return perms;
+}
+
 static const kc_hook_spec *parse_hook(struct ctx *c, const kc_yaml_node *n, const char *ctl) {
-  static const struct field table[] = {CUSTOM("exec")};
+  static const struct field table[] = {CUSTOM("exec"), CUSTOM("permissions")};
   char what[96];
   snprintf(what, sizeof what, "%s.hook", ctl);
   kc_hook_spec *h = xcalloc(c, 1, sizeof *h);
   if (!h) return NULL;
   h->at = n;
-  if (!apply_table(c, n, what, table, 1, h)) return h;
-  const kc_yaml_node *v = kc_yaml_map_get(n, "exec");
+  if (!apply_table(c, n, what, table, sizeof table / sizeof table[0], h)) return h;
+  const kc_yaml_node *v = kc_yaml_map_get(n, "permissions");
+  if (v) {
+    char wp[120];
+    snprintf(wp, sizeof wp, "%s.permissions", what);
+    h->permissions = parse_hook_permissions(c, v, wp);
+  }
+  v = kc_yaml_map_get(n, "exec");
   if (!v) {
     fail(c, n, "%s: missing required key \"exec\" (the only hook kind so far)", what);
     return h;

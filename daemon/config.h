@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "kctrld/plugin.h"
 #include "log.h"
 #include "yamltree.h"
 
@@ -176,6 +177,10 @@ typedef struct kc_hook_exec_spec {
 typedef struct kc_hook_spec {
   const kc_hook_exec_spec *exec; /* the only kind yet; webhook comes next to it */
   const kc_yaml_node *at;        /* the `hook:` node (reload compares it) */
+  /* `permissions:` (what the hook's actions write, for `kctrld rbac`), in
+   * the plugin table's form: verbs comma-separated, ending with
+   * KCTRLD_PERMISSIONS_END; NULL when the hook declares none. */
+  const kctrld_permission *permissions;
 } kc_hook_spec;
 
 typedef struct kc_controller_spec {

@@ -318,7 +318,8 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
     const kc_controller_spec *c = &cfg->controllers[i];
     const kctrld_permission *perms = NULL;
     first[i] = ndecls;
-    if (o.perms && (rc = o.perms(o.perms_ud, c, &perms, err, errlen)) < 0) goto out;
+    if (c->hook) perms = c->hook->permissions; /* declared in the config */
+    else if (o.perms && (rc = o.perms(o.perms_ud, c, &perms, err, errlen)) < 0) goto out;
     declared[i] = perms != NULL;
     for (const kctrld_permission *p = perms; p && p->resource; p++) {
       if (ndecls == cap) {
@@ -426,8 +427,8 @@ int kc_rbac_plugin_perms(void *ud, const kc_controller_spec *c, const kctrld_per
                          char *err, size_t errlen) {
   const char *dir = ud;
   char path[4096];
-  if (c->hook) { /* an exec hook: its writes are whatever its program answers */
-    *out = NULL;
+  if (c->hook) { /* a hook's writes are what its `permissions:` declare (config.c) */
+    *out = c->hook->permissions;
     return 0;
   }
   if (dir) {
@@ -464,7 +465,7 @@ int kc_rbac_check_plugins(const kc_config *cfg, FILE *out) {
     } else if (!perms && c->hook) {
       fprintf(out,
               "%s: warning: controller %s: a hook declares no permissions: `kctrld rbac` grants "
-              "its reads only, add the writes its actions need by hand\n",
+              "its reads only; list the writes its actions need under hook.permissions\n",
               cfg->file, c->name);
       warnings++;
     } else if (!perms) {

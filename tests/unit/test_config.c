@@ -1058,7 +1058,7 @@ static void test_hook_errors(void **state) {
   fails(HOOK("{}"), "c.yaml:4:11: controllers[0].hook: missing required key \"exec\" (the only hook kind so far)");
   fails(HOOK("[exec]"), "c.yaml:4:11: controllers[0].hook: expected a mapping, got a sequence");
   fails(HOOK("{webhook: {url: x}}"),
-        "c.yaml:4:12: unknown key \"webhook\" in controllers[0].hook (known keys: exec)\n"
+        "c.yaml:4:12: unknown key \"webhook\" in controllers[0].hook (known keys: exec, permissions)\n"
         "c.yaml:4:11: controllers[0].hook: missing required key \"exec\" (the only hook kind so far)");
   fails(HOOK("{exec: {}}"), "c.yaml:4:18: controllers[0].hook.exec: missing required key \"command\"");
   fails(HOOK("{exec: {command: []}}"),
@@ -1076,6 +1076,15 @@ static void test_hook_errors(void **state) {
         "c.yaml:4:38: controllers[0].hook.exec.env: expected a mapping, got a sequence");
   fails(HOOK("{exec: {command: [x], maxResponseBytes: 1}}"),
         "c.yaml:4:51: controllers[0].hook.exec.maxResponseBytes: must be between 64 and 1073741824, got \"1\"");
+  fails(HOOK("{exec: {command: [x]}, permissions: [{resource: pods, verbs: [patch, rollout]}]}"),
+        "c.yaml:4:80: controllers[0].hook.permissions[0].verbs[1]: unknown verb \"rollout\" (get, list, "
+        "watch, create, update, patch, delete, deletecollection)");
+  fails(HOOK("{exec: {command: [x]}, permissions: [{verbs: [get]}]}"),
+        "c.yaml:4:48: controllers[0].hook.permissions[0]: missing required key \"resource\" (the URL plural, "
+        "e.g. configmaps)");
+  fails(HOOK("{exec: {command: [x]}, permissions: [{resource: pods, verb: [get]}]}"),
+        "c.yaml:4:65: controllers[0].hook.permissions[0]: unknown key \"verb\" (group, resource, verbs)\n"
+        "c.yaml:4:48: controllers[0].hook.permissions[0]: missing required key \"verbs\"");
   fails(HOOK("{exec: {command: [x], comand: [y]}}"),
         "c.yaml:4:33: unknown key \"comand\" in controllers[0].hook.exec (did you mean \"command\"?)");
 }

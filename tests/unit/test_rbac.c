@@ -311,7 +311,7 @@ static void test_check_plugins(void **state) {
   assert_int_equal(kc_rbac_check_plugins(cfg, out), 1);
   assert_int_equal(fclose(out), 0);
   assert_string_equal(buf, "c.yaml: warning: controller h: a hook declares no permissions: `kctrld rbac` "
-                           "grants its reads only, add the writes its actions need by hand\n");
+                           "grants its reads only; list the writes its actions need under hook.permissions\n");
   free(buf);
   kc_buf b = {0};
   kc_rbac_options o = {0};
@@ -319,6 +319,26 @@ static void test_check_plugins(void **state) {
   assert_non_null(strstr(b.p, "# controller h: its hook declares no permissions; grant what it writes"));
   assert_non_null(strstr(b.p, "pods"));
   kc_buf_free(&b);
+  kc_config_free(cfg);
+  /* a hook that lists its writes under hook.permissions gets them granted,
+   * `@for` included, and no warning */
+  text = "controllers:\n  - name: h\n    for: {apiVersion: v1, kind: Pod}\n"
+         "    hook:\n      exec: {command: [x]}\n      permissions:\n"
+         "        - {resource: \"@for\", verbs: [patch]}\n"
+         "        - {group: apps, resource: deployments, verbs: [create, delete]}\n";
+  assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, strlen(text), &cfg, err, sizeof err), 0);
+  out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  assert_int_equal(kc_rbac_check_plugins(cfg, out), 0);
+  assert_int_equal(fclose(out), 0);
+  assert_string_equal(buf, "");
+  free(buf);
+  kc_buf b2 = {0};
+  assert_int_equal(kc_rbac_generate(cfg, &o, &b2, NULL, err, sizeof err), 0);
+  assert_null(strstr(b2.p, "declares no permissions"));
+  assert_non_null(strstr(b2.p, "deployments"));
+  assert_non_null(strstr(b2.p, "patch"));
+  kc_buf_free(&b2);
   kc_config_free(cfg);
 }
 
