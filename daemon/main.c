@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
   /* wt/logs: a plugin that crashes a reconcile is named on stderr (crashreport.h). */
   int crash = kc_crash_install();
   if (crash == 1)
-    kc_info("crashreport", "fatal-signal report off: AddressSanitizer reports crashes itself");
+    kc_info("crashreport", "fatal-signal report off: this is an ASan build, whose own handler reports crashes");
   else if (crash < 0)
     kc_warn("crashreport", "cannot install the fatal-signal report: %s", strerror(-crash));
   if (kc_http_global_init() < 0) {
