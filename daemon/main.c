@@ -58,7 +58,7 @@ static void usage(FILE *out) {
           "  --help                             print this help and exit\n");
 }
 
-/* wt/logs: --leader-elect[=BOOL]. Returns 1, -1, or 0 for a bad value. */
+/* --leader-elect[=BOOL]. Returns 1, -1, or 0 for a bad value. */
 static int parse_leader_elect(const char *arg) {
   if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) return 1;
   if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) return -1;
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "rbac") == 0) return kc_rbac_main(argc - 1, argv + 1);
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
          OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS,
-         /* wt/logs: logging and operator flags */
+         /* logging and operator flags */
          OPT_LOGFORMAT, OPT_LEADER_ELECT, OPT_PROBE_BIND, OPT_CONTEXT };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
       {"version", no_argument, NULL, OPT_VERSION},
       {"help", no_argument, NULL, OPT_HELP},
       {"allow-insecure-permissions", no_argument, NULL, OPT_INSECURE_PERMS},
-      /* wt/logs: logging and operator flags */
+      /* logging and operator flags */
       {"log-format", required_argument, NULL, OPT_LOGFORMAT},
       {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
       {"health-probe-bind-address", required_argument, NULL, OPT_PROBE_BIND},
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     case OPT_VERSION: printf("kctrld %s\n", KCTRLD_VERSION); return 0;
     case OPT_HELP: usage(stdout); return 0;
     case OPT_INSECURE_PERMS: kc_fileperm_set_allow_insecure(true); break;
-    /* wt/logs: logging and operator flags */
+    /* logging and operator flags */
     case OPT_LOGFORMAT: {
       enum kc_log_format fmt;
       if (kc_log_parse_format(optarg, &fmt) < 0) {
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kctrld: cannot ignore SIGPIPE: %s\n", strerror(errno));
     return 1;
   }
-  /* wt/logs: a plugin that crashes a reconcile is named on stderr (crashreport.h). */
+  /* A plugin that crashes a reconcile is named on stderr (crashreport.h). */
   int crash = kc_crash_install();
   if (crash == 1)
     kc_info("crashreport", "fatal-signal report off: this is an ASan build, whose own handler reports crashes");
