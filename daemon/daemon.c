@@ -774,7 +774,7 @@ static int reload(kc_daemon *d, bool *pending) {
   return 0;
 }
 
-/* --- leader election (wired by wt/leader; see daemon/leader.h) --------------- */
+/* --- leader election (daemon/leader.h) ----------------------------------------- */
 
 static void on_started_leading(void *ud) {
   kc_daemon *d = ud;
