@@ -45,13 +45,8 @@ int sim_accept(struct sim_req *req, bool list)
   const char *a = sim_req_header(req, "Accept");
   if (!a || !*a) return 0;
   const char *p = a;
-  while (*p) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    char *part = sim_xstrndup(p, n);
-    p = e ? e + 1 : p + n;
+  for (char *part; (part = sim_next_csv(&p));) {
     char *s = part;
-    while (*s == ' ') s++;
     char *semi = strchr(s, ';');
     char *params = semi ? semi + 1 : "";
     if (semi) *semi = 0;

@@ -349,13 +349,8 @@ bool sim_table_wanted(struct sim_req *req)
   const char *a = sim_req_header(req, "Accept");
   if (!a) return false;
   const char *p = a;
-  while (*p) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    char *part = sim_xstrndup(p, n);
-    p = e ? e + 1 : p + n;
-    char *s = part;
-    while (*s == ' ') s++;
+  for (char *part; (part = sim_next_csv(&p));) {
+    const char *s = part;
     bool json = strncmp(s, "application/json", 16) == 0 && (s[16] == ';' || s[16] == ' ' || !s[16]);
     bool any = strncmp(s, "*/*", 3) == 0 || strncmp(s, "application/*", 13) == 0;
     bool table = json && strstr(s, "as=Table") && strstr(s, "g=meta.k8s.io") &&

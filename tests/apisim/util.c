@@ -307,3 +307,14 @@ char *sim_read_file(const char *path, size_t *len)
   if (err) { sim_buf_free(&b); errno = EIO; return NULL; }
   return sim_buf_steal(&b, len);
 }
+
+char *sim_next_csv(const char **cursor)
+{
+  const char *p = *cursor;
+  if (!*p) return NULL;
+  const char *e = strchr(p, ',');
+  size_t n = e ? (size_t)(e - p) : strlen(p);
+  *cursor = e ? e + 1 : p + n;
+  while (n && *p == ' ') p++, n--;
+  return sim_xstrndup(p, n);
+}

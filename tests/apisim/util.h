@@ -21,6 +21,10 @@ void *sim_xcalloc(size_t n, size_t sz);
 void *sim_xrealloc(void *p, size_t n);
 char *sim_xstrdup(const char *s);
 char *sim_xstrndup(const char *s, size_t n);
+/* The next element of a comma-separated header value at *cursor (an Accept
+ * header's media ranges), leading blanks skipped, as a new string the caller
+ * frees; *cursor moves past it. NULL at the end. */
+char *sim_next_csv(const char **cursor);
 char *sim_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 struct sim_buf {
