@@ -75,9 +75,9 @@ static int check_file(const char *what, const char *path, bool secret, char *err
                   : 0;
   if (rc == 0 && !secret && access(path, R_OK) != 0) rc = -errno;
   if (rc == -ENOENT) {
-    kc_errf(err, errlen, "webhook %s %s does not exist", what, path);
+    kc_errf(err, errlen, "%s %s does not exist", what, path);
   } else if (rc < 0 && !secret) {
-    kc_errf(err, errlen, "webhook %s %s: %s", what, path, strerror(-rc));
+    kc_errf(err, errlen, "%s %s: %s", what, path, strerror(-rc));
   } else if (rc == 0 && secret) {
     kc_fileperm_warn_readable(what, path, NULL);
   }
@@ -86,8 +86,8 @@ static int check_file(const char *what, const char *path, bool secret, char *err
 
 int kc_hook_webhook_check(const kc_hook_webhook_spec *wh, char *err, size_t errlen) {
   if (errlen) err[0] = '\0';
-  int rc = check_file("caFile", wh->ca_file, false, err, errlen);
-  if (rc == 0) rc = check_file("clientCertFile", wh->client_cert_file, false, err, errlen);
+  int rc = check_file("webhook caFile", wh->ca_file, false, err, errlen);
+  if (rc == 0) rc = check_file("webhook clientCertFile", wh->client_cert_file, false, err, errlen);
   if (rc == 0) rc = check_file("webhook client key file", wh->client_key_file, true, err, errlen);
   return rc;
 }
