@@ -182,23 +182,29 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud) {
   return s->body.err ? 0 : len;
 }
 
+void kc_hook_webhook_status_reason(const char *line, size_t len, char *out, size_t cap) {
+  if (!cap) return;
+  out[0] = '\0';
+  if (len <= 5 || memcmp(line, "HTTP/", 5) != 0) return;
+  const char *p = memchr(line, ' ', len), *e = line + len;
+  if (p) p = memchr(p + 1, ' ', (size_t)(e - p - 1));
+  if (!p) return;
+  p++;
+  while (e > p && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+    e--;
+  size_t n = 0;
+  for (; p < e && n + 1 < cap; p++) /* printable only: it goes into a log line */
+    out[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? ' ' : *p;
+  out[n] = '\0';
+}
+
 /* Keeps the reason phrase of the last status line ("HTTP/1.1 500 Internal
- * Server Error"); HTTP/2 has none. */
+ * Server Error"); HTTP/2 has none. Other header lines are ignored. */
 static size_t on_header(char *buf, size_t size, size_t nmemb, void *ud) {
   struct slot *s = ud;
   size_t len = size * nmemb;
-  if (len > 5 && memcmp(buf, "HTTP/", 5) == 0) {
-    s->reason[0] = '\0';
-    const char *p = memchr(buf, ' ', len), *e = buf + len;
-    if (p) p = memchr(p + 1, ' ', (size_t)(e - p - 1));
-    if (p) {
-      p++;
-      while (e > p && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ')) e--;
-      size_t n = (size_t)(e - p) < sizeof s->reason - 1 ? (size_t)(e - p) : sizeof s->reason - 1;
-      memcpy(s->reason, p, n);
-      s->reason[n] = '\0';
-    }
-  }
+  if (len > 5 && memcmp(buf, "HTTP/", 5) == 0)
+    kc_hook_webhook_status_reason(buf, len, s->reason, sizeof s->reason);
   return len;
 }
 
@@ -243,11 +249,11 @@ static int slot_setup(hook_webhook *x, struct slot *s) {
   return 0;
 }
 
-/* The start of an error body as one printable line. */
-static void body_excerpt(const kc_buf *b, char *out, size_t cap) {
+void kc_hook_webhook_excerpt(const char *body, size_t len, char *out, size_t cap) {
+  if (!cap) return;
   size_t n = 0;
-  for (size_t i = 0; b->p && i < b->len && n + 1 < cap && i < 200; i++) {
-    unsigned char ch = (unsigned char)b->p[i];
+  for (size_t i = 0; body && i < len && n + 1 < cap && i < 200; i++) {
+    unsigned char ch = (unsigned char)body[i];
     out[n++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
   }
   while (n && out[n - 1] == ' ')
@@ -283,7 +289,7 @@ static int post(hook_webhook *x, kctrld_ctx *ctx, struct slot *s, const kc_buf *
                            s->errbuf[0] ? s->errbuf : curl_easy_strerror(res));
   if (code < 200 || code > 299) {
     char ex[208];
-    body_excerpt(&s->body, ex, sizeof ex);
+    kc_hook_webhook_excerpt(s->body.p, s->body.len, ex, sizeof ex);
     return h->result_error(ctx, "webhook %s: HTTP %ld%s%s%s%s", x->shown, code,
                            s->reason[0] ? " " : "", s->reason, ex[0] ? ": " : "", ex);
   }

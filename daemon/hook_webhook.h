@@ -48,6 +48,16 @@ int kc_hook_webhook_check(const kc_hook_webhook_spec *wh, char *err, size_t errl
  * logs and errors; a URL libcurl cannot parse is written as "(bad URL)". */
 void kc_hook_webhook_redact(const char *url, char *out, size_t cap);
 
+/* The reason phrase of an HTTP/1.x status line ("HTTP/1.1 500 Internal
+ * Server Error\r\n" -> "Internal Server Error"), control characters
+ * blanked; "" when line is no status line or has none. out: cap bytes, NUL
+ * terminated. Untrusted input (the webhook's); tests/fuzz/fuzz_webhook.c. */
+void kc_hook_webhook_status_reason(const char *line, size_t len, char *out, size_t cap);
+
+/* The start of an error body (at most 200 bytes) as one printable line,
+ * for the reconcile error; trailing blanks dropped. */
+void kc_hook_webhook_excerpt(const char *body, size_t len, char *out, size_t cap);
+
 /* The built-in plugin table ("webhook-hook"); static storage. */
 const struct kctrld_plugin *kc_hook_webhook_plugin(void);
 

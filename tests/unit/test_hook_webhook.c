@@ -446,6 +446,23 @@ static void test_redact(void **state) {
   assert_string_equal(out, "http://[::1]");
   kc_hook_webhook_redact("not a url", out, sizeof out);
   assert_string_equal(out, "(bad URL)");
+  /* the status line's reason phrase, printable */
+  static const char st[] = "HTTP/1.1 503 Service\x01Unavailable \r\n";
+  kc_hook_webhook_status_reason(st, sizeof st - 1, out, sizeof out);
+  assert_string_equal(out, "Service Unavailable");
+  kc_hook_webhook_status_reason("HTTP/2 200\r\n", 12, out, sizeof out);
+  assert_string_equal(out, "");
+  kc_hook_webhook_status_reason("Content-Type: x\r\n", 17, out, sizeof out);
+  assert_string_equal(out, "");
+  kc_hook_webhook_status_reason(st, sizeof st - 1, out, 8);
+  assert_string_equal(out, "Service");
+  /* the body excerpt: one line, at most 200 bytes */
+  kc_hook_webhook_excerpt("a\nb\t\n", 5, out, sizeof out);
+  assert_string_equal(out, "a b");
+  char big[300], ex[256];
+  memset(big, 'x', sizeof big);
+  kc_hook_webhook_excerpt(big, sizeof big, ex, sizeof ex);
+  assert_int_equal(strlen(ex), 200);
 }
 
 int main(void) {
