@@ -914,7 +914,6 @@ static const kc_hook_webhook_spec *parse_hook_webhook(struct ctx *c, const kc_ya
   if (!apply_table(c, n, what, table, sizeof table / sizeof table[0], wh)) return wh;
   char w[200];
   const kc_yaml_node *v = kc_yaml_map_get(n, "url");
-  wh->url_at = v;
   snprintf(w, sizeof w, "%s.url", what);
   if (v && *wh->url) check_webhook_url(c, v, w, wh);
   else if (v) fail(c, v, "%s: empty URL", w);

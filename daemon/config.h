@@ -187,7 +187,6 @@ typedef struct kc_hook_webhook_spec {
   bool insecure_skip_tls_verify;
   bool allow_insecure_http;
   int64_t max_response_bytes;
-  const kc_yaml_node *url_at;   /* for --check-config */
 } kc_hook_webhook_spec;
 
 typedef struct kc_hook_spec {
