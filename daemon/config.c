@@ -10,12 +10,14 @@
 #include "selector.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* ---- owned allocations ----------------------------------------------------- */
@@ -905,28 +907,117 @@ static const kctrld_permission *parse_hook_permissions(struct ctx *c, const kc_y
   return perms;
 }
 
+
+/* A loopback host as libcurl's URL parser gives it: localhost, 127.0.0.0/8,
+ * [::1]. Plain HTTP to these never leaves the machine. */
+static bool loopback_host(const char *host) {
+  if (strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0) return true;
+  struct in_addr a;
+  return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* hook.webhook.url: http(s), a host, no credentials, no fragment; plain
+ * HTTP only to loopback unless allowInsecureHTTP. */
+static void check_webhook_url(struct ctx *c, const kc_yaml_node *at, const char *w,
+                              kc_hook_webhook_spec *wh) {
+  CURLU *u = curl_url();
+  if (!u) {
+    c->oom = true;
+    return;
+  }
+  char *scheme = NULL, *host = NULL, *user = NULL, *frag = NULL;
+  if (curl_url_set(u, CURLUPART_URL, wh->url, 0) != CURLUE_OK ||
+      curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+      curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host) {
+    fail(c, at, "%s: not an absolute http:// or https:// URL with a host", w);
+  } else if (strcmp(scheme, "https") != 0 && strcmp(scheme, "http") != 0) {
+    fail(c, at, "%s: scheme must be https (or http), not \"%s\"", w, scheme);
+  } else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
+    fail(c, at, "%s: must not contain credentials (user@host): use clientCertFile/clientKeyFile",
+         w);
+  } else if (curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK) {
+    fail(c, at, "%s: must not contain a fragment (#...)", w);
+  } else if (strcmp(scheme, "http") == 0) {
+    if (!loopback_host(host) && !wh->allow_insecure_http)
+      fail(c, at,
+           "%s: plain http:// to a host other than loopback sends every object unencrypted: "
+           "use https://, or set allowInsecureHTTP: true",
+           w);
+    if (wh->ca_file || wh->client_cert_file || wh->insecure_skip_tls_verify)
+      fail(c, at, "%s: TLS settings (caFile, clientCertFile, insecureSkipTLSVerify) need https://",
+           w);
+  }
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(user);
+  curl_free(frag);
+  curl_url_cleanup(u);
+}
+
+static const kc_hook_webhook_spec *parse_hook_webhook(struct ctx *c, const kc_yaml_node *n,
+                                                      const char *what) {
+  static const struct field table[] = {
+      REQUIRED("url", F_STRING, kc_hook_webhook_spec, url),
+      FIELD("caFile", F_PATH, kc_hook_webhook_spec, ca_file),
+      FIELD("clientCertFile", F_PATH, kc_hook_webhook_spec, client_cert_file),
+      FIELD("clientKeyFile", F_PATH, kc_hook_webhook_spec, client_key_file),
+      FIELD_RANGE("timeout", F_DURATION, kc_hook_webhook_spec, timeout_ms, 1, 86400000),
+      FIELD("insecureSkipTLSVerify", F_BOOL, kc_hook_webhook_spec, insecure_skip_tls_verify),
+      FIELD("allowInsecureHTTP", F_BOOL, kc_hook_webhook_spec, allow_insecure_http),
+      FIELD_RANGE("maxResponseBytes", F_INT, kc_hook_webhook_spec, max_response_bytes, 64,
+                  1LL << 30),
+  };
+  kc_hook_webhook_spec *wh = xcalloc(c, 1, sizeof *wh);
+  if (!wh) return NULL;
+  wh->url = "";
+  wh->timeout_ms = KC_DEFAULT_WEBHOOK_TIMEOUT_MS;
+  wh->max_response_bytes = KC_DEFAULT_HOOK_MAX_RESPONSE;
+  if (!apply_table(c, n, what, table, sizeof table / sizeof table[0], wh)) return wh;
+  char w[200];
+  const kc_yaml_node *v = kc_yaml_map_get(n, "url");
+  snprintf(w, sizeof w, "%s.url", what);
+  if (v && *wh->url) check_webhook_url(c, v, w, wh);
+  else if (v) fail(c, v, "%s: empty URL", w);
+  if (!wh->client_cert_file != !wh->client_key_file) {
+    const char *has = wh->client_cert_file ? "clientCertFile" : "clientKeyFile";
+    fail(c, kc_yaml_map_get(n, has), "%s.%s: needs %s too", what, has,
+         wh->client_cert_file ? "clientKeyFile" : "clientCertFile");
+  }
+  if (wh->ca_file && wh->insecure_skip_tls_verify)
+    fail(c, kc_yaml_map_get(n, "insecureSkipTLSVerify"),
+         "%s.insecureSkipTLSVerify: cannot be combined with caFile (verify with the CA, or do not "
+         "verify)",
+         what);
+  return wh;
+}
+
 static const kc_hook_spec *parse_hook(struct ctx *c, const kc_yaml_node *n, const char *ctl) {
-  static const struct field table[] = {CUSTOM("exec"), CUSTOM("permissions")};
+  static const struct field table[] = {CUSTOM("exec"), CUSTOM("webhook"), CUSTOM("permissions")};
   char what[96];
   snprintf(what, sizeof what, "%s.hook", ctl);
   kc_hook_spec *h = xcalloc(c, 1, sizeof *h);
   if (!h) return NULL;
   h->at = n;
   if (!apply_table(c, n, what, table, sizeof table / sizeof table[0], h)) return h;
-  const kc_yaml_node *v = kc_yaml_map_get(n, "permissions");
-  if (v) {
+  const kc_yaml_node *pv = kc_yaml_map_get(n, "permissions");
+  if (pv) {
     char wp[120];
     snprintf(wp, sizeof wp, "%s.permissions", what);
-    h->permissions = parse_hook_permissions(c, v, wp);
+    h->permissions = parse_hook_permissions(c, pv, wp);
   }
-  v = kc_yaml_map_get(n, "exec");
-  if (!v) {
-    fail(c, n, "%s: missing required key \"exec\" (the only hook kind so far)", what);
+  const kc_yaml_node *v = kc_yaml_map_get(n, "exec"), *wv = kc_yaml_map_get(n, "webhook");
+  if (!v && !wv) {
+    fail(c, n, "%s: missing a hook kind: give \"exec\" or \"webhook\"", what);
+    return h;
+  }
+  if (v && wv) {
+    fail(c, wv, "%s: give either \"exec\" or \"webhook\", not both", what);
     return h;
   }
   char w[120];
-  snprintf(w, sizeof w, "%s.exec", what);
-  h->exec = parse_hook_exec(c, v, w);
+  snprintf(w, sizeof w, "%s.%s", what, v ? "exec" : "webhook");
+  if (v) h->exec = parse_hook_exec(c, v, w);
+  else h->webhook = parse_hook_webhook(c, wv, w);
   return h;
 }
 

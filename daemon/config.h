@@ -174,9 +174,26 @@ typedef struct kc_hook_exec_spec {
   int64_t stop_grace_ms;
 } kc_hook_exec_spec;
 
+/* `hook: {webhook: {...}}` (docs/hooks.md): the request is POSTed to url. */
+#define KC_DEFAULT_WEBHOOK_TIMEOUT_MS (10 * 1000)
+
+typedef struct kc_hook_webhook_spec {
+  const char *url;              /* http:// or https://, no userinfo, no fragment; http:// only
+                                   to a loopback host unless allow_insecure_http */
+  const char *ca_file;          /* NULL: the system CA store; paths resolved against the
+                                   config's directory */
+  const char *client_cert_file; /* both or neither */
+  const char *client_key_file;
+  int64_t timeout_ms;           /* one POST, connect included */
+  bool insecure_skip_tls_verify;
+  bool allow_insecure_http;
+  int64_t max_response_bytes;
+} kc_hook_webhook_spec;
+
 typedef struct kc_hook_spec {
-  const kc_hook_exec_spec *exec; /* the only kind yet; webhook comes next to it */
-  const kc_yaml_node *at;        /* the `hook:` node (reload compares it) */
+  const kc_hook_exec_spec *exec;       /* exactly one of exec and webhook */
+  const kc_hook_webhook_spec *webhook;
+  const kc_yaml_node *at;              /* the `hook:` node (reload compares it) */
   /* `permissions:` (what the hook's actions write, for `kctrld rbac`), in
    * the plugin table's form: verbs comma-separated, ending with
    * KCTRLD_PERMISSIONS_END; NULL when the hook declares none. */

@@ -8,6 +8,7 @@
 
 #include "discovery.h"
 #include "hook_exec.h"
+#include "hook_webhook.h"
 #include "plugin_host.h"
 
 struct report {
@@ -50,7 +51,8 @@ static void check_plugin(struct report *r, const kc_controller_spec *ct) {
   char msg[1024];
   kc_plugin *p = NULL;
   /* A hook has no file to load: its program is checked as its init would. */
-  if (ct->hook ? kc_hook_exec_check(ct->hook->exec, msg, sizeof msg) < 0
+  if (ct->hook ? (ct->hook->webhook ? kc_hook_webhook_check(ct->hook->webhook, msg, sizeof msg)
+                                    : kc_hook_exec_check(ct->hook->exec, msg, sizeof msg)) < 0
                : kc_plugin_load(ct->plugin, &p, msg, sizeof msg) < 0) {
     char line[1200];
     snprintf(line, sizeof line, "controller %s: %s", ct->name, msg);

@@ -40,6 +40,7 @@
 #include "hash.h"
 #include "hook_child.h"
 #include "hook_exec.h"
+#include "hook_webhook.h"
 #include "hostenv.h"
 #include "kubeconfig.h"
 #include "leader.h"
@@ -552,9 +553,18 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
   cs->retry_at_ms = 0;
   /* A hook is a built-in plugin whose init gets the controller spec. */
   const char *what = cs->spec->hook ? "hook" : "plugin";
-  const char *which = cs->spec->hook ? cs->spec->hook->exec->command[0] : cs->spec->plugin;
-  int rc = cs->spec->hook ? kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err)
-                          : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
+  const kc_hook_spec *hk = cs->spec->hook;
+  const char *which = !hk             ? cs->spec->plugin
+                      : hk->webhook   ? hk->webhook->url
+                                      : hk->exec->command[0];
+  char shown[512];
+  if (hk && hk->webhook) { /* no query or credentials in the log */
+    kc_hook_webhook_redact(which, shown, sizeof shown);
+    which = shown;
+  }
+  int rc = hk ? kc_plugin_builtin(hk->webhook ? kc_hook_webhook_plugin() : kc_hook_exec_plugin(),
+                                  &p, err, sizeof err)
+              : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
   if (rc == 0) {
     const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings};
     rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env,

@@ -21,8 +21,6 @@
 
 extern char **environ;
 
-#define ATTEMPT_BUCKETS 256
-
 struct slot {
   kc_hook_child *child; /* persistent mode; NULL: not running */
   bool busy;
@@ -32,74 +30,23 @@ struct slot {
   char last_failure[512];
 };
 
-struct attempt {
-  struct attempt *next;
-  uint64_t n;
-  char key[];
-};
-
 typedef struct hook_exec {
   char *controller;
   kc_hook_kinds kinds;
-  kc_hook_kind *owns;
   char **argv;
   char **envp;
   uint64_t timeout_ms;
   enum kc_hook_exec_mode mode;
   size_t max_response;
   uint64_t grace_ms;
-  pthread_mutex_t mu; /* slots[].busy/child/failures, attempts */
+  pthread_mutex_t mu; /* slots[].busy/child/failures */
   struct slot *slots;
   size_t nslots;
-  struct attempt *attempts[ATTEMPT_BUCKETS];
+  kc_hook_attempts attempts;
 } hook_exec;
 
 static const struct kctrld_host_api *H(void) {
   return kc_hostapi_table();
-}
-
-/* ---- per-key attempts ------------------------------------------------------ */
-
-static size_t bucket_of(const char *key) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a, then mixed */
-  for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-    h = (h ^ *p) * 1099511628211ull;
-  return (size_t)(kc_mix64(h) % ATTEMPT_BUCKETS);
-}
-
-/* 1 + the failures of key since its last success. */
-static uint64_t attempt_of(hook_exec *x, const char *key) {
-  uint64_t n = 0;
-  pthread_mutex_lock(&x->mu);
-  for (struct attempt *a = x->attempts[bucket_of(key)]; a; a = a->next)
-    if (strcmp(a->key, key) == 0) n = a->n;
-  pthread_mutex_unlock(&x->mu);
-  return n + 1;
-}
-
-/* Records the outcome: success forgets the key, failure counts one more. */
-static void attempt_settle(hook_exec *x, const char *key, bool ok) {
-  pthread_mutex_lock(&x->mu);
-  struct attempt **link = &x->attempts[bucket_of(key)];
-  while (*link && strcmp((*link)->key, key) != 0)
-    link = &(*link)->next;
-  if (ok && *link) {
-    struct attempt *a = *link;
-    *link = a->next;
-    free(a);
-  } else if (!ok && *link) {
-    (*link)->n++;
-  } else if (!ok) {
-    size_t len = strlen(key) + 1;
-    struct attempt *a = malloc(sizeof *a + len);
-    if (a) { /* without memory the count stays at 1: the request says less, nothing breaks */
-      a->n = 1;
-      memcpy(a->key, key, len);
-      a->next = NULL;
-      *link = a;
-    }
-  }
-  pthread_mutex_unlock(&x->mu);
 }
 
 /* ---- lifecycle -------------------------------------------------------------- */
@@ -112,22 +59,10 @@ static void free_strv(char **v) {
 
 static void exec_free(hook_exec *x) {
   free(x->controller);
-  for (size_t i = 0; x->owns && i < x->kinds.nowns; i++) {
-    free((char *)x->owns[i].api_version);
-    free((char *)x->owns[i].kind);
-  }
-  free(x->owns);
-  free((char *)x->kinds.for_.api_version);
-  free((char *)x->kinds.for_.kind);
+  kc_hook_kinds_free(&x->kinds);
   free_strv(x->argv);
   free_strv(x->envp);
-  for (size_t b = 0; b < ATTEMPT_BUCKETS; b++) {
-    while (x->attempts[b]) {
-      struct attempt *a = x->attempts[b];
-      x->attempts[b] = a->next;
-      free(a);
-    }
-  }
+  kc_hook_attempts_free(&x->attempts);
   free(x->slots);
   pthread_mutex_destroy(&x->mu);
   free(x);
@@ -190,6 +125,11 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
     free(x);
     return -ENOMEM;
   }
+  if (kc_hook_attempts_init(&x->attempts) < 0) {
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+    return -ENOMEM;
+  }
   x->timeout_ms = (uint64_t)ex->timeout_ms;
   x->mode = ex->mode;
   x->max_response = (size_t)ex->max_response_bytes;
@@ -197,25 +137,12 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
   x->nslots = spec->workers > 0 ? (size_t)spec->workers : 1;
   x->slots = calloc(x->nslots, sizeof *x->slots);
   x->controller = strdup(spec->name);
-  x->kinds.for_.api_version = strdup(spec->for_.api_version);
-  x->kinds.for_.kind = strdup(spec->for_.kind);
+  int krc = kc_hook_kinds_copy(spec, &x->kinds);
   x->argv = calloc(ex->ncommand + 1, sizeof *x->argv);
   x->envp = build_env(ex);
-  bool ok = x->slots && x->controller && x->kinds.for_.api_version && x->kinds.for_.kind &&
-            x->argv && x->envp;
+  bool ok = x->slots && x->controller && krc == 0 && x->argv && x->envp;
   for (size_t i = 0; ok && i < ex->ncommand; i++)
     ok = (x->argv[i] = strdup(ex->command[i])) != NULL;
-  if (ok && spec->nowns) {
-    x->owns = calloc(spec->nowns, sizeof *x->owns);
-    ok = x->owns != NULL;
-    for (size_t i = 0; ok && i < spec->nowns; i++) {
-      x->kinds.nowns = i + 1;
-      x->owns[i].api_version = strdup(spec->owns[i].ref.api_version);
-      x->owns[i].kind = strdup(spec->owns[i].ref.kind);
-      ok = x->owns[i].api_version && x->owns[i].kind;
-    }
-    x->kinds.owns = x->owns;
-  }
   if (!ok) {
     exec_free(x);
     return -ENOMEM;
@@ -418,7 +345,7 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   char err[256];
   int res;
   int rc =
-      kc_hook_request_build(h, ctx, &x->kinds, key, attempt_of(x, key), &req, &in, err, sizeof err);
+      kc_hook_request_build(h, ctx, &x->kinds, key, kc_hook_attempt_of(&x->attempts, key), &req, &in, err, sizeof err);
   if (rc < 0) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;
@@ -438,7 +365,7 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   res = kc_hook_perform(h, ctx, &x->kinds, key, &in, &r);
 out:
   release_slot(x, s, good);
-  attempt_settle(x, key, res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
+  kc_hook_attempt_settle(&x->attempts, key, res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
   kc_hook_response_free(&r);
   kc_hook_input_release(h, &in);
   kc_buf_free(&req);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "jsonpath.h"
 
 #define NS_MAX 64
@@ -293,4 +294,100 @@ int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_h
   case KC_HOOK_ERROR: break;
   }
   return h->result_error(ctx, "hook: %s", *r->message ? r->message : "error (no message)");
+}
+
+/* ---- shared by the transports ---------------------------------------------- */
+
+void kc_hook_kinds_free(kc_hook_kinds *k) {
+  for (size_t i = 0; k->owns && i < k->nowns; i++) {
+    free((char *)k->owns[i].api_version);
+    free((char *)k->owns[i].kind);
+  }
+  free((void *)k->owns);
+  free((char *)k->for_.api_version);
+  free((char *)k->for_.kind);
+  memset(k, 0, sizeof *k);
+}
+
+int kc_hook_kinds_copy(const kc_controller_spec *spec, kc_hook_kinds *out) {
+  memset(out, 0, sizeof *out);
+  out->for_.api_version = strdup(spec->for_.api_version);
+  out->for_.kind = strdup(spec->for_.kind);
+  bool ok = out->for_.api_version && out->for_.kind;
+  if (ok && spec->nowns) {
+    kc_hook_kind *owns = calloc(spec->nowns, sizeof *owns);
+    out->owns = owns;
+    ok = owns != NULL;
+    for (size_t i = 0; ok && i < spec->nowns; i++) {
+      out->nowns = i + 1;
+      owns[i].api_version = strdup(spec->owns[i].ref.api_version);
+      owns[i].kind = strdup(spec->owns[i].ref.kind);
+      ok = owns[i].api_version && owns[i].kind;
+    }
+  }
+  if (ok) return 0;
+  kc_hook_kinds_free(out);
+  return -ENOMEM;
+}
+
+struct kc_hook_attempt {
+  struct kc_hook_attempt *next;
+  uint64_t n;
+  char key[];
+};
+
+static size_t bucket_of(const char *key) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a, then mixed */
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+    h = (h ^ *p) * 1099511628211ull;
+  return (size_t)(kc_mix64(h) % KC_HOOK_ATTEMPT_BUCKETS);
+}
+
+int kc_hook_attempts_init(kc_hook_attempts *a) {
+  memset(a, 0, sizeof *a);
+  return pthread_mutex_init(&a->mu, NULL) == 0 ? 0 : -ENOMEM;
+}
+
+void kc_hook_attempts_free(kc_hook_attempts *a) {
+  for (size_t b = 0; b < KC_HOOK_ATTEMPT_BUCKETS; b++) {
+    while (a->b[b]) {
+      struct kc_hook_attempt *x = a->b[b];
+      a->b[b] = x->next;
+      free(x);
+    }
+  }
+  pthread_mutex_destroy(&a->mu);
+}
+
+uint64_t kc_hook_attempt_of(kc_hook_attempts *a, const char *key) {
+  uint64_t n = 0;
+  pthread_mutex_lock(&a->mu);
+  for (struct kc_hook_attempt *x = a->b[bucket_of(key)]; x; x = x->next)
+    if (strcmp(x->key, key) == 0) n = x->n;
+  pthread_mutex_unlock(&a->mu);
+  return n + 1;
+}
+
+void kc_hook_attempt_settle(kc_hook_attempts *a, const char *key, bool ok) {
+  pthread_mutex_lock(&a->mu);
+  struct kc_hook_attempt **link = &a->b[bucket_of(key)];
+  while (*link && strcmp((*link)->key, key) != 0)
+    link = &(*link)->next;
+  if (ok && *link) {
+    struct kc_hook_attempt *x = *link;
+    *link = x->next;
+    free(x);
+  } else if (!ok && *link) {
+    (*link)->n++;
+  } else if (!ok) {
+    size_t len = strlen(key) + 1;
+    struct kc_hook_attempt *x = malloc(sizeof *x + len);
+    if (x) {
+      x->n = 1;
+      memcpy(x->key, key, len);
+      x->next = NULL;
+      *link = x;
+    }
+  }
+  pthread_mutex_unlock(&a->mu);
 }

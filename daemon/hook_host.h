@@ -15,6 +15,10 @@
  * reason in err; kc_hook_perform returns a KCTRLD_RESULT_* value, with the
  * error message set through host->result_error.
  * Ownership: host, ctx, kinds and the response are borrowed.
+ *
+ * Shared by the transports too (one copy, not one per transport): the
+ * owned copy of a controller's kinds (kc_hook_kinds_copy) and the per-key
+ * attempt counters (kc_hook_attempts: any worker thread, under its mutex).
  */
 #ifndef KC_HOOK_HOST_H
 #define KC_HOOK_HOST_H
@@ -22,7 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+
 #include "buf.h"
+#include "config.h"
 #include "hook_proto.h"
 #include "kctrld/plugin.h"
 
@@ -61,5 +68,27 @@ void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in
  * deletes of `owns` kinds set the key's expectations first. */
 int kc_hook_perform(const struct kctrld_host_api *host, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
                     const char *key, const kc_hook_input *in, const kc_hook_response *r);
+
+/* Copies spec's `for` and `owns` kinds into *out (owned strings). 0 or
+ * -ENOMEM (then *out is freed already). */
+int kc_hook_kinds_copy(const kc_controller_spec *spec, kc_hook_kinds *out);
+void kc_hook_kinds_free(kc_hook_kinds *k);
+
+/* Failures per key since its last success: the request's `attempt`. */
+#define KC_HOOK_ATTEMPT_BUCKETS 256
+struct kc_hook_attempt;
+typedef struct kc_hook_attempts {
+  pthread_mutex_t mu;
+  struct kc_hook_attempt *b[KC_HOOK_ATTEMPT_BUCKETS];
+} kc_hook_attempts;
+
+/* 0 or -ENOMEM. */
+int kc_hook_attempts_init(kc_hook_attempts *a);
+void kc_hook_attempts_free(kc_hook_attempts *a);
+/* 1 + the failures of key since its last success. */
+uint64_t kc_hook_attempt_of(kc_hook_attempts *a, const char *key);
+/* Records the outcome: success forgets the key, failure counts one more
+ * (without memory the count stays at 1: the request says less). */
+void kc_hook_attempt_settle(kc_hook_attempts *a, const char *key, bool ok);
 
 #endif

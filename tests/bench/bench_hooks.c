@@ -2,7 +2,8 @@
 /* bench_hooks: the cost of one no-op reconcile in-process (a C plugin
  * table, run through plugin_host like a .so) vs an exec hook, persistent
  * (a Python child answering JSON lines) and per-call (one `sh` run per
- * reconcile), on the same fake host environment: one cache of ConfigMaps,
+ * reconcile), and a webhook hook (POSTs to a Python http.server child on
+ * loopback, HTTP/1.1 keep-alive), on the same fake host environment: one cache of ConfigMaps,
  * every reconcile reads its object from it (the hooks also build and parse
  * the kctrld.io/hook/v1 documents). No API server: the reconcile itself is
  * measured, on `workers` threads calling kc_plugin_reconcile like the
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +32,8 @@
 #include "decode.h"
 #include "hook_child.h"
 #include "hook_exec.h"
+#include "hook_webhook.h"
+#include "http.h"
 #include "hostapi.h"
 #include "plugin_host.h"
 #include "store.h"
@@ -75,6 +79,39 @@ static const char PY[] =
     "import sys\nfor line in sys.stdin:\n"
     "    sys.stdout.write('{\"result\":\"done\"}\\n')\n    sys.stdout.flush()\n";
 static const char SH[] = "cat >/dev/null\necho '{\"result\":\"done\"}'\n";
+/* argv[1]: the port file. */
+static const char WEB[] =
+    "import os, sys\nfrom http.server import BaseHTTPRequestHandler, ThreadingHTTPServer\n"
+    "class H(BaseHTTPRequestHandler):\n    protocol_version = 'HTTP/1.1'\n"
+    "    disable_nagle_algorithm = True\n"
+    "    def do_POST(self):\n        self.rfile.read(int(self.headers['Content-Length']))\n"
+    "        b = b'{\"result\":\"done\"}'\n        self.send_response(200)\n"
+    "        self.send_header('Content-Type', 'application/json')\n"
+    "        self.send_header('Content-Length', str(len(b)))\n        self.end_headers()\n"
+    "        self.wfile.write(b)\n    def log_message(self, *a):\n        pass\n"
+    "s = ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
+    "open(sys.argv[1] + '.tmp', 'w').write(str(s.server_address[1]))\n"
+    "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\ns.serve_forever()\n";
+
+/* Starts the webhook server; its port in *port, 0 when it did not start. */
+static pid_t start_web(const char *script, const char *portfile, int *port) {
+  *port = 0;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execlp("python3", "python3", script, portfile, (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 200 && !*port; i++) {
+    FILE *f = fopen(portfile, "r");
+    if (f) {
+      if (fscanf(f, "%d", port) != 1) *port = 0;
+      fclose(f);
+    }
+    if (!*port) usleep(25 * 1000);
+  }
+  return pid;
+}
 
 static void write_hook(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -174,10 +211,12 @@ static kc_plugin_instance *instance(const char *name, kc_config **cfg, const cha
   snprintf(
       text, sizeof text,
       "controllers:\n  - name: %s\n    for: {apiVersion: v1, kind: ConfigMap}\n    workers: %u\n"
-      "    hook: {exec: %s}\n",
+      "    hook: %s\n",
       name, workers, hook);
   if (kc_config_load_buffer("bench.yaml", NULL, text, strlen(text), cfg, err, sizeof err) ||
-      kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err) ||
+      kc_plugin_builtin((*cfg)->controllers[0].hook->webhook ? kc_hook_webhook_plugin()
+                                                             : kc_hook_exec_plugin(),
+                        &p, err, sizeof err) ||
       kc_plugin_instance_new_arg(p, name, &env, (void *)&(*cfg)->controllers[0], &inst, err,
                                  sizeof err)) {
     fprintf(stderr, "bench_hooks: %s\n", err);
@@ -222,14 +261,23 @@ int main(int argc, char **argv) {
   printf("no-op reconcile, %u worker thread(s), %u keys in the cache\n", workers, nkeys);
   printf("%-22s %7s %8s %12s %10s %10s %10s %6s\n", "mode", "workers", "offered", "reconciles/s",
          "p50 us", "p99 us", "max us", "errors");
-  char dir[] = "/tmp/bench-hooks-XXXXXX", py[512], sh[512], pyfile[128], shfile[128];
+  char dir[] = "/tmp/bench-hooks-XXXXXX", py[512], sh[512], web[256], pyfile[128], shfile[128],
+       webfile[128], portfile[128];
   if (!mkdtemp(dir)) return 1;
+  if (kc_http_global_init() < 0) return 1;
   snprintf(pyfile, sizeof pyfile, "%s/noop.py", dir);
   snprintf(shfile, sizeof shfile, "%s/noop.sh", dir);
+  snprintf(webfile, sizeof webfile, "%s/web.py", dir);
+  snprintf(portfile, sizeof portfile, "%s/port", dir);
   write_hook(pyfile, PY);
   write_hook(shfile, SH);
-  snprintf(py, sizeof py, "{command: [python3, %s]}", pyfile);
-  snprintf(sh, sizeof sh, "{command: [sh, %s], mode: per-call}", shfile);
+  write_hook(webfile, WEB);
+  snprintf(py, sizeof py, "{exec: {command: [python3, %s]}}", pyfile);
+  snprintf(sh, sizeof sh, "{exec: {command: [sh, %s], mode: per-call}}", shfile);
+  int port = 0;
+  pid_t webpid = start_web(webfile, portfile, &port);
+  if (!port) fprintf(stderr, "bench_hooks: the webhook server did not start (python3?)\n");
+  snprintf(web, sizeof web, "{webhook: {url: 'http://127.0.0.1:%d/'}}", port ? port : 1);
   struct {
     const char *name, *hook;
     unsigned count;
@@ -237,6 +285,7 @@ int main(int argc, char **argv) {
       {"in-process", NULL, count},
       {"exec persistent (py)", py, count},
       {"exec per-call (sh)", sh, percall_count < count ? percall_count : count},
+      {"webhook (py http)", web, count},
   };
   unsigned errors = 0;
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
@@ -256,8 +305,14 @@ int main(int argc, char **argv) {
   kc_hostapi_thread_cleanup();
   kc_plugin_host_unload_all();
   kc_store_free(cms);
+  if (webpid > 0) {
+    kill(webpid, SIGTERM);
+    waitpid(webpid, NULL, 0);
+  }
   remove(pyfile);
   remove(shfile);
+  remove(webfile);
+  remove(portfile);
   rmdir(dir);
   return errors ? 1 : 0;
 }

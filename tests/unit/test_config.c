@@ -228,6 +228,16 @@ static bool same_config(const kc_config *a, const kc_config *b) {
          hx->mode != hy->mode || hx->max_response_bytes != hy->max_response_bytes ||
          hx->stop_grace_ms != hy->stop_grace_ms))
       return false;
+    const kc_hook_webhook_spec *wx = p->hook ? p->hook->webhook : NULL,
+                               *wy = q->hook ? q->hook->webhook : NULL;
+    if (!wx != !wy)
+      return false;
+    if (wx && (strcmp(wx->url, wy->url) || !wx->ca_file != !wy->ca_file ||
+               !wx->client_cert_file != !wy->client_cert_file || wx->timeout_ms != wy->timeout_ms ||
+               wx->insecure_skip_tls_verify != wy->insecure_skip_tls_verify ||
+               wx->allow_insecure_http != wy->allow_insecure_http ||
+               wx->max_response_bytes != wy->max_response_bytes))
+      return false;
   }
   return true;
 }
@@ -246,8 +256,14 @@ static void check_documented(const char *section, const char *key, const char *v
       {"rateLimit", CTL, "    rateLimit:\n      "},
       {"hook", "controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n"
                "    hook:\n      exec:\n        command: [x]\n", "        "},
+      {"webhook", "controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                  "    hook:\n      webhook:\n        url: https://h/x\n", "        "},
   };
   if (!strcmp(section, "hook") && !strncmp(key, "exec.", 5)) key += 5; /* rows say exec.KEY */
+  if (!strcmp(section, "hook") && !strncmp(key, "webhook.", 8)) { /* and webhook.KEY */
+    key += 8;
+    section = "webhook";
+  }
   for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
     if (strcmp(where[i].section, section) != 0) continue;
     char text[1024];
@@ -322,8 +338,8 @@ static void test_documented_defaults(void **state) {
   }
   free(doc);
   /* Every row with a value: 5 top level, 6 leaderElection, 1 metrics,
-   * 7 informers, 4 controllers, 4 rateLimit, 4 hook. */
-  assert_int_equal(checked, 31);
+   * 7 informers, 4 controllers, 4 rateLimit, 4 hook exec, 4 hook webhook. */
+  assert_int_equal(checked, 35);
 }
 
 static void test_top_level_errors(void **state) {
@@ -1055,11 +1071,8 @@ static void test_hook_errors(void **state) {
   fails("controllers:\n  - name: a\n    plugin: /a.so\n    for: {apiVersion: v1, kind: Pod}\n"
         "    hook: {exec: {command: [x]}}\n",
         "c.yaml:5:11: controllers[0]: give either \"plugin\" or \"hook\", not both");
-  fails(HOOK("{}"), "c.yaml:4:11: controllers[0].hook: missing required key \"exec\" (the only hook kind so far)");
+  fails(HOOK("{}"), "c.yaml:4:11: controllers[0].hook: missing a hook kind: give \"exec\" or \"webhook\"");
   fails(HOOK("[exec]"), "c.yaml:4:11: controllers[0].hook: expected a mapping, got a sequence");
-  fails(HOOK("{webhook: {url: x}}"),
-        "c.yaml:4:12: unknown key \"webhook\" in controllers[0].hook (known keys: exec, permissions)\n"
-        "c.yaml:4:11: controllers[0].hook: missing required key \"exec\" (the only hook kind so far)");
   fails(HOOK("{exec: {}}"), "c.yaml:4:18: controllers[0].hook.exec: missing required key \"command\"");
   fails(HOOK("{exec: {command: []}}"),
         "c.yaml:4:28: controllers[0].hook.exec.command: must name a program (a non-empty list)");
@@ -1087,6 +1100,75 @@ static void test_hook_errors(void **state) {
         "c.yaml:4:48: controllers[0].hook.permissions[0]: missing required key \"verbs\"");
   fails(HOOK("{exec: {command: [x], comand: [y]}}"),
         "c.yaml:4:33: unknown key \"comand\" in controllers[0].hook.exec (did you mean \"command\"?)");
+}
+
+static void test_hook_webhook(void **state) {
+  (void)state;
+  kc_config *c = load(HOOK("{webhook: {url: 'https://hooks.example.com:8443/sync?token=s'}}"));
+  const kc_hook_spec *h = c->controllers[0].hook;
+  assert_null(h->exec);
+  const kc_hook_webhook_spec *wh = h->webhook;
+  assert_non_null(wh);
+  assert_string_equal(wh->url, "https://hooks.example.com:8443/sync?token=s");
+  assert_null(wh->ca_file);
+  assert_null(wh->client_cert_file);
+  assert_null(wh->client_key_file);
+  assert_int_equal(wh->timeout_ms, 10000);
+  assert_false(wh->insecure_skip_tls_verify);
+  assert_false(wh->allow_insecure_http);
+  assert_int_equal(wh->max_response_bytes, 4 << 20);
+  kc_config_free(c);
+  c = load(HOOK("\n      webhook:\n        url: https://h/x\n        caFile: pki/ca.pem\n"
+                "        clientCertFile: /pki/c.pem\n        clientKeyFile: pki/c.key\n"
+                "        timeout: 2s\n        maxResponseBytes: 1024"));
+  wh = c->controllers[0].hook->webhook;
+  assert_string_equal(wh->ca_file, "/etc/kctrld/pki/ca.pem"); /* relative to the config */
+  assert_string_equal(wh->client_cert_file, "/pki/c.pem");
+  assert_string_equal(wh->client_key_file, "/etc/kctrld/pki/c.key");
+  assert_int_equal(wh->timeout_ms, 2000);
+  assert_int_equal(wh->max_response_bytes, 1024);
+  kc_config_free(c);
+  /* plain HTTP: loopback, or explicitly allowed */
+  kc_config_free(load(HOOK("{webhook: {url: 'http://127.0.0.2:1/x'}}")));
+  kc_config_free(load(HOOK("{webhook: {url: 'http://[::1]:1/x'}}")));
+  kc_config_free(load(HOOK("{webhook: {url: 'http://localhost/x'}}")));
+  c = load(HOOK("{webhook: {url: 'http://h.example/x', allowInsecureHTTP: true}}"));
+  assert_true(c->controllers[0].hook->webhook->allow_insecure_http);
+  kc_config_free(c);
+  c = load(HOOK("{webhook: {url: 'https://h/x', insecureSkipTLSVerify: true}}"));
+  assert_true(c->controllers[0].hook->webhook->insecure_skip_tls_verify);
+  kc_config_free(c);
+
+  fails(HOOK("{exec: {command: [x]}, webhook: {url: 'https://h/'}}"),
+        "c.yaml:4:43: controllers[0].hook: give either \"exec\" or \"webhook\", not both");
+  fails(HOOK("{webhook: {}}"), "c.yaml:4:21: controllers[0].hook.webhook: missing required key \"url\"");
+  fails(HOOK("{webhook: {url: ''}}"), "c.yaml:4:27: controllers[0].hook.webhook.url: empty URL");
+  fails(HOOK("{webhook: {url: x}}"),
+        "c.yaml:4:27: controllers[0].hook.webhook.url: not an absolute http:// or https:// URL with a host");
+  fails(HOOK("{webhook: {url: 'ftp://h/x'}}"),
+        "c.yaml:4:27: controllers[0].hook.webhook.url: scheme must be https (or http), not \"ftp\"");
+  fails(HOOK("{webhook: {url: 'https://u:p@h/x'}}"),
+        "c.yaml:4:27: controllers[0].hook.webhook.url: must not contain credentials (user@host): use "
+        "clientCertFile/clientKeyFile");
+  fails(HOOK("{webhook: {url: 'https://h/x#f'}}"),
+        "c.yaml:4:27: controllers[0].hook.webhook.url: must not contain a fragment (#...)");
+  fails(HOOK("{webhook: {url: 'http://hooks.example.com/x'}}"),
+        "c.yaml:4:27: controllers[0].hook.webhook.url: plain http:// to a host other than loopback "
+        "sends every object unencrypted: use https://, or set allowInsecureHTTP: true");
+  fails(HOOK("{webhook: {url: 'http://localhost:8080/x', caFile: ca.pem}}"),
+        "c.yaml:4:27: controllers[0].hook.webhook.url: TLS settings (caFile, clientCertFile, "
+        "insecureSkipTLSVerify) need https://");
+  fails(HOOK("{webhook: {url: 'https://h/x', clientCertFile: c.pem}}"),
+        "c.yaml:4:58: controllers[0].hook.webhook.clientCertFile: needs clientKeyFile too");
+  fails(HOOK("{webhook: {url: 'https://h/x', clientKeyFile: k.pem}}"),
+        "c.yaml:4:57: controllers[0].hook.webhook.clientKeyFile: needs clientCertFile too");
+  fails(HOOK("{webhook: {url: 'https://h/x', caFile: ca.pem, insecureSkipTLSVerify: true}}"),
+        "c.yaml:4:81: controllers[0].hook.webhook.insecureSkipTLSVerify: cannot be combined with "
+        "caFile (verify with the CA, or do not verify)");
+  fails(HOOK("{webhook: {url: 'https://h/x', timeout: 0s}}"),
+        "c.yaml:4:51: controllers[0].hook.webhook.timeout: must be between 1ms and 86400000ms, got \"0s\"");
+  fails(HOOK("{webhook: {url: 'https://h/x', urll: y}}"),
+        "c.yaml:4:42: unknown key \"urll\" in controllers[0].hook.webhook (did you mean \"url\"?)");
 }
 
 static void test_hook_diff(void **state) {
@@ -1124,6 +1206,7 @@ int main(void) {
       cmocka_unit_test(test_diff),              cmocka_unit_test(test_diff_controller_fields),
       cmocka_unit_test(test_hook_defaults),
       cmocka_unit_test(test_hook_errors),
+      cmocka_unit_test(test_hook_webhook),
       cmocka_unit_test(test_hook_diff),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,11 +114,39 @@ static void test_hooks(void **state) {
   kc_config_free(cfg);
 }
 
+/* A webhook's TLS files are checked as its init would: present, and a
+ * client key file others can write refused, at its hook:. */
+static void test_webhooks(void **state) {
+  char key[PATH_MAX], text[4 * PATH_MAX], err[4096];
+  sim_tmp_path(key, sizeof key, "client.key");
+  assert_int_equal(sim_write_file(key, "x\n"), 0);
+  assert_int_equal(chmod(key, 0600), 0);
+  snprintf(text, sizeof text,
+           "controllers:\n"
+           "  - name: ok\n"
+           "    for: { apiVersion: v1, kind: ConfigMap }\n"
+           "    hook: { webhook: { url: 'https://h.invalid/x', clientCertFile: %s, clientKeyFile: %s } }\n"
+           "  - name: noca\n"
+           "    for: { apiVersion: v1, kind: ConfigMap }\n"
+           "    hook: { webhook: { url: 'https://h.invalid/x', caFile: /nonexistent/ca.pem } }\n",
+           key, key);
+  kc_config *cfg = load(text);
+  assert_int_equal(kc_configcheck_run(cfg, err, sizeof err), -EINVAL);
+  assert_string_equal(err,
+                      "t.yaml:7:11: controller noca: webhook caFile /nonexistent/ca.pem does not exist");
+  assert_int_equal(chmod(key, 0666), 0);
+  assert_int_equal(kc_configcheck_run(cfg, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "t.yaml:4:11: controller ok: webhook client key file "));
+  assert_non_null(strstr(err, "is writable by other users"));
+  kc_config_free(cfg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_builtin_kinds),
       cmocka_unit_test(test_plugins),
       cmocka_unit_test(test_hooks),
+      cmocka_unit_test(test_webhooks),
   };
   if (sim_paths_init() < 0) return 1;
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
