@@ -10,8 +10,11 @@ B=${KCTRLD_BUILD:-build}
 tmp=$(mktemp -d /tmp/kctrld-demo.XXXXXX)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # The daemon first (started last), so it does not log the simulator going away.
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -49,7 +52,9 @@ print("   PodSet web: spec.replicas=%s status=%s generation=%s" % (o["spec"]["re
 }
 
 bold "starting kctrld --config config/demo.yaml"
-"$B/kctrld" --config config/demo.yaml --kubeconfig "$tmp/kubeconfig" 2>&1 | sed -u 's/^<[0-9]>/   kctrld: /' &
+# Not through a pipe: $! of a pipeline is its last command, so cleanup would
+# stop the filter and leave the daemon running (it ignores SIGPIPE).
+"$B/kctrld" --config config/demo.yaml --kubeconfig "$tmp/kubeconfig" 2>&1 &
 pids+=($!)
 sleep 4
 bold "PodSet demo/web asks for 3 replicas"
