@@ -166,20 +166,11 @@ static void stderr_line(void *ud, pid_t pid, const char *line, size_t len) {
   H()->log(KCTRLD_LOG_INFO, "hook stderr pid=%d: %.*s", (int)pid, (int)len, line);
 }
 
-static void describe_status(int st, char *buf, size_t cap) {
-  if (WIFEXITED(st))
-    snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
-  else if (WIFSIGNALED(st))
-    snprintf(buf, cap, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
-  else
-    snprintf(buf, cap, "stopped (status 0x%x)", (unsigned)st);
-}
-
 /* Why an exchange failed, for the reconcile error. */
 static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool have_status,
                              char *buf, size_t cap) {
   char st[96] = "";
-  if (have_status) describe_status(status, st, sizeof st);
+  if (have_status) kc_hook_describe_status(status, st, sizeof st);
   switch (rc) {
   case -ETIMEDOUT:
     snprintf(buf, cap, "hook pid=%d timed out after %llums; killed", (int)pid,
@@ -203,20 +194,12 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
   }
 }
 
-/* The wait before the slot's next start, after its child failed. A child
- * that had answered well was healthy: what killed it was the key, which
- * pays with its own backoff (the error result), so the next key gets a new
- * child at once. A fresh child failing again and again is the program
- * itself (or keys that kill every child): that backs off, so a broken hook
- * is not restarted in a loop. */
+/* The wait before the slot's next start, after its child failed
+ * (kc_hook_restart_delay_ns: no wait after a child that had answered well,
+ * else a backoff). */
 static uint64_t restart_delay_ns(struct slot *s) {
-  if (s->answered) {
-    s->answered = false;
-    kc_backoff_forget(&s->failures);
-    return 0;
-  }
-  const kc_backoff b = {KC_HOOK_RESTART_BASE_MS * 1000000ull, KC_HOOK_RESTART_MAX_MS * 1000000ull};
-  return kc_backoff_when(&b, &s->failures);
+  return kc_hook_restart_delay_ns(&s->answered, &s->failures, KC_HOOK_RESTART_BASE_MS,
+                                  KC_HOOK_RESTART_MAX_MS);
 }
 
 /* Persistent mode: the exchange on a slot's child (started if needed).
@@ -313,7 +296,7 @@ static int run_per_call(hook_exec *x, kctrld_ctx *ctx, const kc_buf *req, kc_buf
   }
   if (status != 0) {
     char st[96];
-    describe_status(status, st, sizeof st);
+    kc_hook_describe_status(status, st, sizeof st);
     return h->result_error(ctx, "hook pid=%d %s", (int)pid, st);
   }
   return 0;
