@@ -2,7 +2,8 @@
 /* A plugin for `isolation: process` (daemon/isolate.h), built by its tests
  * like an out-of-tree plugin (cc -shared -fPIC -fvisibility=hidden
  * -Iinclude): tests/unit/test_isolate.c and tests/integration/test_isolate.py.
- * What reconcile does depends on the object's name (any namespace):
+ * Unless the setting safe is true, what reconcile does depends on the
+ * object's name (any namespace):
  *   segv     dereferences NULL (SIGSEGV)
  *   abort    calls abort() (SIGABRT)
  *   exit     exits with status 3
@@ -10,7 +11,8 @@
  *   garbage  writes a line of its own to stdout, the daemon's channel
  *   error    fails with the message "told to fail"
  *   (others) reads the object from the cache and, when it exists, merge-
- *            patches the label isolated=<settings.greeting> onto it (once),
+ *            patches the label <settings.label, default "isolated">=
+ *            <settings.greeting> onto it (once),
  *            records a Normal Event "Isolated", sets and observes one
  *            creation expectation, and logs "reconciled n=N" (N: this
  *            child's reconciles so far).
@@ -31,6 +33,8 @@ static const struct kctrld_host_api *H;
 
 struct inst {
   char greeting[64];
+  char label[64];
+  bool safe;
   int n;
 };
 
@@ -42,6 +46,10 @@ static int iso_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out
   const char *g = NULL;
   snprintf(x->greeting, sizeof x->greeting, "%s",
            H->settings_string(settings, "greeting", &g) == 0 && g ? g : "hi");
+  const char *l = NULL;
+  snprintf(x->label, sizeof x->label, "%s",
+           H->settings_string(settings, "label", &l) == 0 && l ? l : "isolated");
+  if (H->settings_bool(settings, "safe", &x->safe) < 0) x->safe = false;
   bool fail = false;
   if (H->settings_bool(settings, "failInit", &fail) == 0 && fail) {
     H->log(KCTRLD_LOG_ERROR, "told to fail init");
@@ -58,6 +66,7 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   const char *name = slash ? slash + 1 : key;
   char ns[64] = "";
   if (slash && (size_t)(slash - key) < sizeof ns) memcpy(ns, key, (size_t)(slash - key));
+  if (x->safe) name = "";
   if (!strcmp(name, "segv")) {
     fprintf(stderr, "about to crash on %s\n", key);
     fflush(stderr);
@@ -73,16 +82,16 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   }
   if (!strcmp(name, "error")) return H->result_error(ctx, "told to fail");
   x->n++;
-  const kctrld_ref ref = {"v1", "ConfigMap", ns, name};
+  const kctrld_ref ref = {"v1", "ConfigMap", ns, slash ? slash + 1 : key};
   const kctrld_object *o = NULL;
   int rc = H->cache_get(ctx, &ref, &o);
   if (rc == -ENOENT) return KCTRLD_RESULT_DONE;
   if (rc < 0) return H->result_error(ctx, "cache_get: %d", rc);
-  kctrld_str have = H->object_label(o, "isolated");
+  kctrld_str have = H->object_label(o, x->label);
   if (!have.ptr) {
-    char patch[160];
-    int n = snprintf(patch, sizeof patch, "{\"metadata\":{\"labels\":{\"isolated\":\"%s\"}}}",
-                     x->greeting);
+    char patch[256];
+    int n = snprintf(patch, sizeof patch, "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}",
+                     x->label, x->greeting);
     rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, (size_t)n, false, NULL);
     if (rc < 0) {
       H->object_release(o);
