@@ -441,7 +441,7 @@ static void lose_child(isolated *x, struct slot *s, int rc, const char *key, cha
   s->restart_at_ns = kc_hook_now_ns() + delay;
   snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
   if (key) count_panic(x->base.controller);
-  H()->log(KCTRLD_LOG_ERROR, "%s %s %s; %s", why, key ? "reconciling" : "in init", key ? key : "",
+  H()->log(KCTRLD_LOG_ERROR, "%s %s%s; %s", why, key ? "reconciling " : "in init", key ? key : "",
            delay ? "restarting with backoff" : "restarted for the next key");
 }
 

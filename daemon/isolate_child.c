@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "crashreport.h"
 #include "decode.h"
 #include "fileperm.h"
 #include "hostapi.h"
@@ -380,6 +381,7 @@ static int reply_fail(int rc, const char *msg) {
 
 static kc_yaml_doc *settings_doc;
 static kc_plugin_instance *instance;
+static char *child_controller, *child_path; /* for the crash report (crashreport.h) */
 
 /* init CONTROLLER PATH HAS_SETTINGS YAML NAME INSECURE */
 static int handle_init(void) {
@@ -407,8 +409,13 @@ static int handle_init(void) {
     C.in_conversation = false;
     pthread_mutex_unlock(&C.mu);
   }
-  free(controller);
-  free(path);
+  if (rc == 0) {
+    child_controller = controller;
+    child_path = path;
+  } else {
+    free(controller);
+    free(path);
+  }
   free(yaml);
   free(name);
   if (C.broken) return -EPIPE;
@@ -431,7 +438,9 @@ static int handle_rec(void) {
   pthread_mutex_lock(&C.mu);
   C.in_conversation = true;
   pthread_mutex_unlock(&C.mu);
+  kc_crash_busy(child_controller, child_path, key); /* a crash names them on stderr */
   kc_plugin_reconcile(instance, key, &res);
+  kc_crash_idle();
   pthread_mutex_lock(&C.mu);
   C.in_conversation = false;
   pthread_mutex_unlock(&C.mu);
@@ -448,6 +457,9 @@ static int handle_rec(void) {
 
 int kc_isolate_child_main(void) {
   signal(SIGPIPE, SIG_IGN); /* a daemon gone is EPIPE on stdout: exit */
+  /* A crash reports signal, controller, plugin, key and a backtrace on
+   * stderr (which the daemon logs), then the child dies by the signal. */
+  if (kc_crash_install() == 0) (void)kc_crash_thread_enter(); /* a slot for kc_crash_busy */
   proxy_table_init();
   kc_plugin_host_set_table(&proxy_table);
   int rc = 0;
@@ -463,6 +475,8 @@ int kc_isolate_child_main(void) {
   instance = NULL;
   kc_plugin_host_unload_all();
   kc_yaml_free(settings_doc);
+  free(child_controller);
+  free(child_path);
   for (struct resource *r = resources; r;) {
     struct resource *next = r->next;
     free(r->api_version);
@@ -478,5 +492,6 @@ int kc_isolate_child_main(void) {
   kc_buf_free(&C.out);
   kc_buf_free(&t_body);
   kc_hostapi_thread_cleanup();
+  if (kc_crash_installed()) kc_crash_thread_leave();
   return status;
 }

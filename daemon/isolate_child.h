@@ -16,6 +16,10 @@
  * unchanged, and a host function added to hostapi.c on top of them needs
  * nothing new here.
  *
+ * A crash in the plugin is reported on stderr by crashreport.h (signal,
+ * controller, plugin, key, backtrace; the daemon logs the lines) before the
+ * child dies by the signal.
+ *
  * Owns: the process (it is one). Threads: the main thread runs the
  * conversation; a host call the plugin makes from a thread of its own
  * while no init or reconcile runs answers -EAGAIN (its log lines go to

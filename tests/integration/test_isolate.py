@@ -12,7 +12,9 @@ retried with the per-key backoff (growing attempt numbers), every other key
 of both controllers must still be reconciled (also keys created after the
 crashes, by restarted children), /readyz must stay 200, the daemon must stay
 up, controller_runtime_reconcile_panics_total{controller="iso"} must count
-the crashes, and the log must name the signal, the plugin and the key.
+the crashes, and the log must name the signal, the plugin and the key (also
+in the child's own crash report with a backtrace, daemon/crashreport.h,
+relayed from its stderr).
 """
 import os
 import re
@@ -109,6 +111,10 @@ def test_segfault_costs_only_its_key():
                           r"status 1) reconciling default/segv" % re.escape(so), log)
             assert m, log[-4000:]
             assert "about to crash on default/segv" in log  # the child's stderr, relayed
+            if "fatal-signal report off" not in log:  # (not an ASan build) the child's crash report
+                assert re.search(r"stderr: kctrld: fatal signal SIGSEGV .* while reconciling controller=iso "
+                                 r"plugin=%s key=default/segv" % re.escape(so), log), log[-4000:]
+                assert "stderr: kctrld: backtrace:" in log
             assert k.alive(), log[-3000:]
         assert k.code == 0, (k.code, k.log()[-3000:])
 
