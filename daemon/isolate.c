@@ -27,6 +27,7 @@
 #include "hook_exec.h"
 #include "hook_host.h"
 #include "hostapi.h"
+#include "isolate_child.h"
 #include "isolate_wire.h"
 #include "selector.h"
 #include "store.h"
@@ -456,7 +457,7 @@ static int start_child(isolated *x, kctrld_ctx *ctx, struct slot *s, char *err, 
     kc_errf(err, errlen, "out of memory");
     return -ENOMEM;
   }
-  const char *argv[] = {prog, "--plugin-child", NULL};
+  const char *argv[] = {prog, KC_ISOLATE_CHILD_FLAG, NULL};
   int rc = kc_hook_child_spawn(x->base.controller, argv, (const char *const *)environ, &s->child,
                                err, errlen);
   free(prog);
