@@ -151,6 +151,13 @@ static int e_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str n
   return *out ? 0 : -ENOENT;
 }
 
+static int e_list(void *ud, const char *av, const char *kind, kc_str ns,
+                  const kc_label_selector *sel, kc_obj_vec *out) {
+  (void)ud;
+  if (strcmp(av, "v1") != 0 || strcmp(kind, "ConfigMap") != 0) return -ENOTSUP;
+  return kc_store_list(E.cms, ns, sel, out);
+}
+
 static int e_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
   (void)ud;
   if (strcmp(av, "v1") != 0 || strcmp(kind, "ConfigMap") != 0) return -ENOENT;
@@ -189,6 +196,7 @@ static int e_event(void *ud, const kc_obj *o, int type, const char *reason, cons
 
 static const kc_host_env_ops env_ops = {
     .cache_get = e_get,
+    .cache_list = e_list,
     .resource = e_resource,
     .request = e_request,
     .may_write = e_may_write,
@@ -201,16 +209,20 @@ static char dir[64], so[128];
 static kc_config *cfg;
 static kc_plugin_instance *inst;
 
-static void add_cm(const char *name) {
-  char json[256], err[128];
+static void add_cm_in(const char *ns, const char *name, const char *app) {
+  char json[320], err[128];
   snprintf(json, sizeof json,
-           "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\","
-           "\"name\":\"%s\",\"uid\":\"u-%s\",\"resourceVersion\":\"1\"}}",
-           name, name);
+           "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"%s\","
+           "\"name\":\"%s\",\"uid\":\"u-%s\",\"resourceVersion\":\"1\",\"labels\":{\"app\":\"%s\"}}}",
+           ns, name, name, app);
   kc_obj *o = kc_obj_parse(json, strlen(json), NULL, err, sizeof err);
   assert_non_null(o);
   assert_true(kc_store_upsert(E.cms, o, NULL) >= 0);
   kc_obj_unref(o);
+}
+
+static void add_cm(const char *name) {
+  add_cm_in("ns", name, "x");
 }
 
 static int setup(void **state) {
@@ -312,6 +324,16 @@ static void test_host_calls_served_by_parent(void **state) {
   pthread_mutex_lock(&E.mu);
   E.leader = true;
   pthread_mutex_unlock(&E.mu);
+  /* cache_list with a namespace and a selector: filtered in the parent,
+   * sorted by the child's hostapi. */
+  add_cm_in("ns", "w2", "web");
+  add_cm_in("ns", "w1", "web");
+  add_cm_in("elsewhere", "w3", "web");
+  tu_stderr_begin();
+  assert_int_equal(run("ns/list").kind, KC_RESULT_DONE);
+  log = tu_stderr_end();
+  if (!strstr(log, "listed n=2 names=w1,w2, key=ns/list")) fail_msg("%s", log);
+  free(log);
   /* A plugin error is an error, not a panic; the same child goes on. */
   uint64_t panics = kc_isolate_panics("iso");
   r = run("ns/error");

@@ -10,6 +10,9 @@
  *   hang     sleeps an hour (past any reconcileTimeout)
  *   garbage  writes a line of its own to stdout, the daemon's channel
  *   error    fails with the message "told to fail"
+ *   list     lists the ConfigMaps of its namespace with the label
+ *            app=web (cache_list with a selector) and logs
+ *            "listed n=N names=A,B,"
  *   (others) reads the object from the cache and, when it exists, merge-
  *            patches the label <settings.label, default "isolated">=
  *            <settings.greeting> onto it (once),
@@ -81,6 +84,23 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     return KCTRLD_RESULT_DONE;
   }
   if (!strcmp(name, "error")) return H->result_error(ctx, "told to fail");
+  if (!strcmp(name, "list")) {
+    const kctrld_list_opts opts = {.struct_size = sizeof opts, .namespace_ = ns,
+                                   .label_selector = "app=web"};
+    kctrld_list *l = NULL;
+    int rc = H->cache_list(ctx, "v1", "ConfigMap", &opts, &l);
+    if (rc < 0) return H->result_error(ctx, "cache_list: %d", rc);
+    char names[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < H->list_len(l); i++) {
+      kctrld_str n = H->object_name(H->list_item(l, i));
+      int w = snprintf(names + len, sizeof names - len, "%.*s,", (int)n.len, n.ptr);
+      if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
+    }
+    H->log(KCTRLD_LOG_INFO, "listed n=%zu names=%s", H->list_len(l), names);
+    H->list_release(l);
+    return KCTRLD_RESULT_DONE;
+  }
   x->n++;
   const kctrld_ref ref = {"v1", "ConfigMap", ns, slash ? slash + 1 : key};
   const kctrld_object *o = NULL;
