@@ -1073,9 +1073,12 @@ static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
     snprintf(w, sizeof w, "%s.isolation", what);
     const char *m;
     if (took(c, kc_yaml_get_string(iso, w, &m, c->tmp, sizeof c->tmp))) {
-      if (strcmp(m, "in-process") == 0) ct->isolation = KC_ISOLATION_IN_PROCESS;
-      else if (strcmp(m, "process") == 0) ct->isolation = KC_ISOLATION_PROCESS;
-      else fail(c, iso, "%s: must be in-process or process, not \"%s\"", w, m);
+      if (strcmp(m, "in-process") == 0)
+        ct->isolation = KC_ISOLATION_IN_PROCESS;
+      else if (strcmp(m, "process") == 0)
+        ct->isolation = KC_ISOLATION_PROCESS;
+      else
+        fail(c, iso, "%s: must be in-process or process, not \"%s\"", w, m);
       if (hook && ct->isolation == KC_ISOLATION_PROCESS)
         fail(c, iso, "%s: only a plugin runs in a process of its own (a hook is one already)", w);
     }

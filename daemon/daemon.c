@@ -567,13 +567,12 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
   bool iso = !hk && cs->spec->isolation == KC_ISOLATION_PROCESS;
   int rc = hk ? kc_plugin_builtin(hk->webhook ? kc_hook_webhook_plugin() : kc_hook_exec_plugin(),
                                   &p, err, sizeof err)
-       : iso ? kc_plugin_builtin(kc_isolate_plugin(), &p, err, sizeof err)
-              : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
+           : iso ? kc_plugin_builtin(kc_isolate_plugin(), &p, err, sizeof err)
+                 : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
   if (rc == 0) {
     const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings};
-    rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env,
-                                    hk || iso ? (void *)cs->spec : NULL, &cs->inst, err,
-                                    sizeof err);
+    rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env, hk || iso ? (void *)cs->spec : NULL,
+                                    &cs->inst, err, sizeof err);
   }
   if (rc < 0) {
     init_failed(d, cs, err, retry);

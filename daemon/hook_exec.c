@@ -313,7 +313,8 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   char err[256];
   int res;
   int rc =
-      kc_hook_request_build(h, ctx, &x->base.kinds, key, kc_hook_attempt_of(&x->base.attempts, key), &req, &in, err, sizeof err);
+      kc_hook_request_build(h, ctx, &x->base.kinds, key, kc_hook_attempt_of(&x->base.attempts, key),
+                            &req, &in, err, sizeof err);
   if (rc < 0) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;
@@ -333,7 +334,8 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   res = kc_hook_perform(h, ctx, &x->base.kinds, key, &in, &r);
 out:
   release_slot(x, s, good);
-  kc_hook_attempt_settle(&x->base.attempts, key, res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
+  kc_hook_attempt_settle(&x->base.attempts, key,
+                         res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
   kc_hook_response_free(&r);
   kc_hook_input_release(h, &in);
   kc_buf_free(&req);

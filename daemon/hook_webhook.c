@@ -313,8 +313,9 @@ static int webhook_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   struct slot *s = NULL;
   char err[256];
   int res;
-  int rc = kc_hook_request_build(h, ctx, &x->base.kinds, key, kc_hook_attempt_of(&x->base.attempts, key),
-                                 &req, &in, err, sizeof err);
+  int rc =
+      kc_hook_request_build(h, ctx, &x->base.kinds, key, kc_hook_attempt_of(&x->base.attempts, key),
+                            &req, &in, err, sizeof err);
   if (rc < 0) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;

@@ -272,8 +272,8 @@ static int serve_request(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
     rc = -ENOSYS;
   } else if (write && (!ENVOP(may_write) || !ENVOP(may_write)(ctx->env->ud))) {
     rc = -EAGAIN;
-    snprintf(r.status.message, sizeof r.status.message, "not the leader: %s %s refused",
-             ARG(0).ptr, ARG(1).ptr);
+    snprintf(r.status.message, sizeof r.status.message, "not the leader: %s %s refused", ARG(0).ptr,
+             ARG(1).ptr);
   } else {
     rc = ENVOP(request)(ctx->env->ud, ARG(0).ptr, ARG(1).ptr, ARG(2).len ? ARG(2).ptr : NULL,
                         ARG(3).ptr, ARG(3).len, (uint64_t)timeout, &r);
@@ -324,13 +324,20 @@ static int serve_expect(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   const struct kctrld_host_api *h = H();
   const char *op = ARG(0).ptr, *key = ARG(1).ptr;
   int rc = 0;
-  if (!strcmp(op, "creations")) rc = h->expect_creations(ctx, key, n);
-  else if (!strcmp(op, "deletions")) rc = h->expect_deletions(ctx, key, n);
-  else if (!strcmp(op, "created")) h->creation_observed(ctx, key);
-  else if (!strcmp(op, "deleted")) h->deletion_observed(ctx, key);
-  else if (!strcmp(op, "satisfied")) rc = h->expectations_satisfied(ctx, key) ? 1 : 0;
-  else if (!strcmp(op, "forget")) h->expectations_forget(ctx, key);
-  else return -EPROTO;
+  if (!strcmp(op, "creations"))
+    rc = h->expect_creations(ctx, key, n);
+  else if (!strcmp(op, "deletions"))
+    rc = h->expect_deletions(ctx, key, n);
+  else if (!strcmp(op, "created"))
+    h->creation_observed(ctx, key);
+  else if (!strcmp(op, "deleted"))
+    h->deletion_observed(ctx, key);
+  else if (!strcmp(op, "satisfied"))
+    rc = h->expectations_satisfied(ctx, key) ? 1 : 0;
+  else if (!strcmp(op, "forget"))
+    h->expectations_forget(ctx, key);
+  else
+    return -EPROTO;
   ret_begin(out, rc);
   return 0;
 }
@@ -353,10 +360,10 @@ static const struct {
   size_t nargs;
   serve_fn fn;
 } ops[] = {
-    {"get", 4, serve_get},       {"list", 5, serve_list},
-    {"index", 4, serve_index},   {"resource", 2, serve_resource},
+    {"get", 4, serve_get},         {"list", 5, serve_list},
+    {"index", 4, serve_index},     {"resource", 2, serve_resource},
     {"request", 5, serve_request}, {"may_write", 0, serve_may_write},
-    {"event", 4, serve_event},   {"expect", 3, serve_expect},
+    {"event", 4, serve_event},     {"expect", 3, serve_expect},
     {"log", 2, serve_log},
 };
 
@@ -411,12 +418,14 @@ static void describe_failure(isolated *x, int rc, pid_t pid, int status, char *b
     break;
   case -EPIPE: snprintf(buf, cap, "plugin child pid=%d (%s) %s", (int)pid, x->path, st); break;
   case -E2BIG:
-    snprintf(buf, cap, "plugin child pid=%d (%s): a message larger than %u bytes; killed",
-             (int)pid, x->path, KC_ISOLATE_MAX_MESSAGE);
+    snprintf(buf, cap, "plugin child pid=%d (%s): a message larger than %u bytes; killed", (int)pid,
+             x->path, KC_ISOLATE_MAX_MESSAGE);
     break;
   case -EPROTO:
-    snprintf(buf, cap, "plugin child pid=%d (%s) broke the protocol (an unparsable or unexpected "
-             "line); killed", (int)pid, x->path);
+    snprintf(buf, cap,
+             "plugin child pid=%d (%s) broke the protocol (an unparsable or unexpected "
+             "line); killed",
+             (int)pid, x->path);
     break;
   default:
     snprintf(buf, cap, "plugin child pid=%d (%s): %s; killed", (int)pid, x->path, strerror(-rc));
@@ -627,7 +636,8 @@ static int isolated_reconcile(void *instance, kctrld_ctx *ctx, const char *key) 
     }
     int rc = start_child(x, ctx, s, why, sizeof why);
     if (rc < 0) {
-      if (!s->restart_at_ns || s->restart_at_ns <= now) s->restart_at_ns = now + restart_delay_ns(s);
+      if (!s->restart_at_ns || s->restart_at_ns <= now)
+        s->restart_at_ns = now + restart_delay_ns(s);
       snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
       res = h->result_error(ctx, "plugin child: %s", why);
       release_slot(x, s, false);

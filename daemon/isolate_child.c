@@ -125,8 +125,10 @@ static int p_cache_get(void *ud, const char *api_version, const char *kind, kc_s
   kc_iso_put(&C.out, ns.ptr, ns.len);
   kc_iso_put(&C.out, name.ptr, name.len);
   int rc = (int)call_end();
-  if (rc == 0 && C.msg.n == 3 && !(*out = parse_obj(&C.msg.f[2]))) rc = -EIO;
-  else if (rc == 0 && C.msg.n != 3) rc = -EIO;
+  if (rc == 0 && C.msg.n == 3 && !(*out = parse_obj(&C.msg.f[2])))
+    rc = -EIO;
+  else if (rc == 0 && C.msg.n != 3)
+    rc = -EIO;
   call_done();
   return rc;
 }
@@ -243,10 +245,10 @@ static int p_request(void *ud, const char *method, const char *path, const char 
   kc_iso_puti(&C.out, (int64_t)timeout_ms);
   int rc = (int)call_end();
   int64_t error, code, scode, retry, from_body, rv;
-  if (rc != -EIO && (C.msg.n != 11 || kc_iso_int(&C.msg, 2, &error) < 0 ||
-                     kc_iso_int(&C.msg, 3, &code) < 0 || kc_iso_int(&C.msg, 5, &scode) < 0 ||
-                     kc_iso_int(&C.msg, 8, &retry) < 0 || kc_iso_int(&C.msg, 9, &from_body) < 0 ||
-                     kc_iso_int(&C.msg, 10, &rv) < 0)) {
+  if (rc != -EIO &&
+      (C.msg.n != 11 || kc_iso_int(&C.msg, 2, &error) < 0 || kc_iso_int(&C.msg, 3, &code) < 0 ||
+       kc_iso_int(&C.msg, 5, &scode) < 0 || kc_iso_int(&C.msg, 8, &retry) < 0 ||
+       kc_iso_int(&C.msg, 9, &from_body) < 0 || kc_iso_int(&C.msg, 10, &rv) < 0)) {
     C.broken = true;
     rc = -EIO;
   }
@@ -466,12 +468,15 @@ int kc_isolate_child_main(void) {
   while (rc == 0) {
     rc = read_msg();
     if (rc < 0) break;
-    if (kc_iso_is(&C.msg, 0, "init")) rc = handle_init();
-    else if (kc_iso_is(&C.msg, 0, "rec")) rc = handle_rec();
-    else rc = reply_fail(-EPROTO, "unknown message");
+    if (kc_iso_is(&C.msg, 0, "init"))
+      rc = handle_init();
+    else if (kc_iso_is(&C.msg, 0, "rec"))
+      rc = handle_rec();
+    else
+      rc = reply_fail(-EPROTO, "unknown message");
   }
   int status = rc == -EPIPE && !C.broken ? 0 : 1; /* stdin ended: a stop */
-  kc_plugin_instance_free(instance); /* runs fini; its host calls answer -EAGAIN */
+  kc_plugin_instance_free(instance);              /* runs fini; its host calls answer -EAGAIN */
   instance = NULL;
   kc_plugin_host_unload_all();
   kc_yaml_free(settings_doc);

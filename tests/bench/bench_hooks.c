@@ -227,9 +227,9 @@ static kc_plugin_instance *instance(const char *name, kc_config **cfg, const cha
         "    hook: %s\n",
         name, workers, hook);
   if (kc_config_load_buffer("bench.yaml", NULL, text, strlen(text), cfg, err, sizeof err) ||
-      kc_plugin_builtin(so                                        ? kc_isolate_plugin()
+      kc_plugin_builtin(so                                     ? kc_isolate_plugin()
                         : (*cfg)->controllers[0].hook->webhook ? kc_hook_webhook_plugin()
-                                                                 : kc_hook_exec_plugin(),
+                                                               : kc_hook_exec_plugin(),
                         &p, err, sizeof err) ||
       kc_plugin_instance_new_arg(p, name, &env, (void *)&(*cfg)->controllers[0], &inst, err,
                                  sizeof err)) {

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kc_iso_end(&b);
     if (!b.err) { /* round trip */
       kc_iso_msg back = {0};
-      if (strchr(m.f[0].ptr, '\t') || strchr(m.f[0].ptr, '\\') || memchr(m.f[0].ptr, '\n', m.f[0].len)) {
+      if (strchr(m.f[0].ptr, '\t') || strchr(m.f[0].ptr, '\\') ||
+          memchr(m.f[0].ptr, '\n', m.f[0].len)) {
         /* the name is written raw: only names without escapes round-trip */
       } else if (m.f[0].len == strlen(m.f[0].ptr)) {
         if (kc_iso_parse(b.p, b.len - 1, &back) != 0 || back.n != m.n) abort();

@@ -519,7 +519,8 @@ static void test_hook_base(void **state) {
                      "    hook: {exec: {command: [/bin/true]}}\n";
   kc_config *c = NULL;
   char err[512];
-  assert_int_equal(kc_config_load_buffer("b.yaml", NULL, text, strlen(text), &c, err, sizeof err), 0);
+  assert_int_equal(kc_config_load_buffer("b.yaml", NULL, text, strlen(text), &c, err, sizeof err),
+                   0);
   kc_controller_spec one = c->controllers[1];
   one.workers = 0;
   assert_int_equal(kc_hook_nslots(&c->controllers[0]), 3);

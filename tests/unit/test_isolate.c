@@ -211,10 +211,11 @@ static kc_plugin_instance *inst;
 
 static void add_cm_in(const char *ns, const char *name, const char *app) {
   char json[320], err[128];
-  snprintf(json, sizeof json,
-           "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"%s\","
-           "\"name\":\"%s\",\"uid\":\"u-%s\",\"resourceVersion\":\"1\",\"labels\":{\"app\":\"%s\"}}}",
-           ns, name, name, app);
+  snprintf(
+      json, sizeof json,
+      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"%s\","
+      "\"name\":\"%s\",\"uid\":\"u-%s\",\"resourceVersion\":\"1\",\"labels\":{\"app\":\"%s\"}}}",
+      ns, name, name, app);
   kc_obj *o = kc_obj_parse(json, strlen(json), NULL, err, sizeof err);
   assert_non_null(o);
   assert_true(kc_store_upsert(E.cms, o, NULL) >= 0);
@@ -262,8 +263,8 @@ static int start(const char *extra_settings, const char *timeout, char *err, siz
   kc_plugin *p = NULL;
   assert_int_equal(kc_plugin_builtin(kc_isolate_plugin(), &p, err, errlen), 0);
   const kc_host_env env = {&env_ops, NULL, cfg->controllers[0].settings};
-  int rc = kc_plugin_instance_new_arg(p, "iso", &env, (void *)&cfg->controllers[0], &inst, err,
-                                      errlen);
+  int rc =
+      kc_plugin_instance_new_arg(p, "iso", &env, (void *)&cfg->controllers[0], &inst, err, errlen);
   if (rc < 0) {
     inst = NULL;
     kc_config_free(cfg);

@@ -85,8 +85,8 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   }
   if (!strcmp(name, "error")) return H->result_error(ctx, "told to fail");
   if (!strcmp(name, "list")) {
-    const kctrld_list_opts opts = {.struct_size = sizeof opts, .namespace_ = ns,
-                                   .label_selector = "app=web"};
+    const kctrld_list_opts opts = {
+        .struct_size = sizeof opts, .namespace_ = ns, .label_selector = "app=web"};
     kctrld_list *l = NULL;
     int rc = H->cache_list(ctx, "v1", "ConfigMap", &opts, &l);
     if (rc < 0) return H->result_error(ctx, "cache_list: %d", rc);
@@ -110,8 +110,8 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   kctrld_str have = H->object_label(o, x->label);
   if (!have.ptr) {
     char patch[256];
-    int n = snprintf(patch, sizeof patch, "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}",
-                     x->label, x->greeting);
+    int n = snprintf(patch, sizeof patch, "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", x->label,
+                     x->greeting);
     rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, (size_t)n, false, NULL);
     if (rc < 0) {
       H->object_release(o);
@@ -125,7 +125,8 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   bool before = H->expectations_satisfied(ctx, key);
   H->creation_observed(ctx, key);
   bool after = H->expectations_satisfied(ctx, key);
-  if (before || !after) return H->result_error(ctx, "expectations: before=%d after=%d", before, after);
+  if (before || !after)
+    return H->result_error(ctx, "expectations: before=%d after=%d", before, after);
   H->log(KCTRLD_LOG_INFO, "reconciled n=%d", x->n);
   return KCTRLD_RESULT_DONE;
 }
@@ -134,8 +135,8 @@ static void iso_fini(void *instance) {
   H->free(instance);
 }
 
-static const kctrld_permission perms[] = {{"", "configmaps", "patch"}, KCTRLD_PERMISSION_EVENTS,
-                                          KCTRLD_PERMISSIONS_END};
+static const kctrld_permission perms[] = {
+    {"", "configmaps", "patch"}, KCTRLD_PERMISSION_EVENTS, KCTRLD_PERMISSIONS_END};
 
 static const struct kctrld_plugin table = {
     .abi_major = KCTRLD_ABI_MAJOR,
