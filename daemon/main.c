@@ -7,6 +7,8 @@
  *   kctrld --check-config FILE
  *   kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]
  *   kctrld --version
+ *   kctrld --plugin-child   (hidden: a plugin child of `isolation: process`,
+ *                            started by the daemon itself; isolate_child.h)
  *
  * Flags override the file, as controller-runtime's do. --fail-fast: exit 1
  * when a controller's plugin does not load or init at start-up, instead of
