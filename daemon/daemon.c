@@ -41,6 +41,7 @@
 #include "hook_child.h"
 #include "hook_exec.h"
 #include "hook_webhook.h"
+#include "isolate.h"
 #include "hostenv.h"
 #include "kubeconfig.h"
 #include "leader.h"
@@ -562,14 +563,16 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
     kc_hook_webhook_redact(which, shown, sizeof shown);
     which = shown;
   }
+  /* isolation: process: the built-in that runs the .so in a child (isolate.h). */
+  bool iso = !hk && cs->spec->isolation == KC_ISOLATION_PROCESS;
   int rc = hk ? kc_plugin_builtin(hk->webhook ? kc_hook_webhook_plugin() : kc_hook_exec_plugin(),
                                   &p, err, sizeof err)
-              : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
+           : iso ? kc_plugin_builtin(kc_isolate_plugin(), &p, err, sizeof err)
+                 : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
   if (rc == 0) {
     const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings};
-    rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env,
-                                    cs->spec->hook ? (void *)cs->spec : NULL, &cs->inst, err,
-                                    sizeof err);
+    rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env, hk || iso ? (void *)cs->spec : NULL,
+                                    &cs->inst, err, sizeof err);
   }
   if (rc < 0) {
     init_failed(d, cs, err, retry);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "hostapi.h"
 #include "jsonpath.h"
 
 #define NS_MAX 64
@@ -390,4 +391,49 @@ void kc_hook_attempt_settle(kc_hook_attempts *a, const char *key, bool ok) {
     }
   }
   pthread_mutex_unlock(&a->mu);
+}
+
+/* ---- the base of a transport's instance ------------------------------------ */
+
+size_t kc_hook_nslots(const kc_controller_spec *spec) {
+  return spec->workers > 0 ? (size_t)spec->workers : 1;
+}
+
+const kc_controller_spec *kc_hook_init_spec(void **instance, const char *what, const char *member,
+                                            bool (*has_member)(const kc_controller_spec *)) {
+  const kc_controller_spec *spec = *instance;
+  *instance = NULL;
+  if (!spec || (has_member && !has_member(spec))) {
+    kc_hostapi_table()->log(KCTRLD_LOG_ERROR, "%s instance without a %s spec", what, member);
+    return NULL;
+  }
+  return spec;
+}
+
+int kc_hook_base_init(kc_hook_base *b, const kc_controller_spec *spec) {
+  memset(b, 0, sizeof *b);
+  if (pthread_mutex_init(&b->mu, NULL) != 0) return -ENOMEM;
+  if (kc_hook_attempts_init(&b->attempts) < 0) {
+    pthread_mutex_destroy(&b->mu);
+    return -ENOMEM;
+  }
+  b->nslots = kc_hook_nslots(spec);
+  b->controller = strdup(spec->name);
+  if (!b->controller || kc_hook_kinds_copy(spec, &b->kinds) < 0) {
+    free(b->controller);
+    kc_hook_attempts_free(&b->attempts);
+    pthread_mutex_destroy(&b->mu);
+    memset(b, 0, sizeof *b);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void kc_hook_base_free(kc_hook_base *b) {
+  if (!b->controller) return; /* never initialised */
+  free(b->controller);
+  kc_hook_kinds_free(&b->kinds);
+  kc_hook_attempts_free(&b->attempts);
+  pthread_mutex_destroy(&b->mu);
+  memset(b, 0, sizeof *b);
 }

@@ -91,4 +91,33 @@ uint64_t kc_hook_attempt_of(kc_hook_attempts *a, const char *key);
  * (without memory the count stays at 1: the request says less). */
 void kc_hook_attempt_settle(kc_hook_attempts *a, const char *key, bool ok);
 
+/* What every transport of a hook (exec, webhook) and the process-isolated
+ * plugin (isolate.h) share per instance: the controller name, its kinds,
+ * the number of worker slots, the mutex guarding the slots, the attempt
+ * counters. Embedded first in the transport's instance. */
+typedef struct kc_hook_base {
+  char *controller;
+  kc_hook_kinds kinds;
+  size_t nslots;      /* the controller's workers (kc_hook_nslots) */
+  pthread_mutex_t mu; /* the transport's slots */
+  kc_hook_attempts attempts;
+} kc_hook_base;
+
+/* One worker slot per `workers:` (at least one): the one place this
+ * default is made. */
+size_t kc_hook_nslots(const kc_controller_spec *spec);
+
+/* The shared start of a built-in's init (plugin.h; the init argument is
+ * the controller spec, plugin_host.h kc_plugin_instance_new_arg): takes
+ * the spec from *instance (NULL-ing it) and returns it, or logs "WHAT
+ * instance without a MEMBER spec" and returns NULL when spec is NULL or
+ * has_member (NULL: any spec will do) is false for it. */
+const kc_controller_spec *kc_hook_init_spec(void **instance, const char *what, const char *member,
+                                            bool (*has_member)(const kc_controller_spec *));
+
+/* Fills b from spec: copies of the name and kinds, nslots, the mutex and
+ * the attempt counters. 0 or -ENOMEM (b then holds nothing). */
+int kc_hook_base_init(kc_hook_base *b, const kc_controller_spec *spec);
+void kc_hook_base_free(kc_hook_base *b);
+
 #endif

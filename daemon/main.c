@@ -7,6 +7,8 @@
  *   kctrld --check-config FILE
  *   kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]
  *   kctrld --version
+ *   kctrld --plugin-child   (hidden: a plugin child of `isolation: process`,
+ *                            started by the daemon itself; isolate_child.h)
  *
  * Flags override the file, as controller-runtime's do. --fail-fast: exit 1
  * when a controller's plugin does not load or init at start-up, instead of
@@ -25,6 +27,7 @@
 #include "daemon.h"
 #include "fileperm.h"
 #include "http.h"
+#include "isolate_child.h"
 #include "log.h"
 #include "plugin_host.h"
 #include "rbac.h"
@@ -66,6 +69,8 @@ static int parse_leader_elect(const char *arg) {
 }
 
 int main(int argc, char **argv) {
+  /* Hidden: a plugin child of `isolation: process` (isolate_child.h). */
+  if (argc == 2 && strcmp(argv[1], KC_ISOLATE_CHILD_FLAG) == 0) return kc_isolate_child_main();
   /* `kctrld rbac ...`: a subcommand with its own flags (rbac.h). */
   if (argc > 1 && strcmp(argv[1], "rbac") == 0) return kc_rbac_main(argc - 1, argv + 1);
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,

@@ -116,6 +116,11 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res);
 kc_expectations *kc_plugin_instance_expectations(kc_plugin_instance *inst);
 const char *kc_plugin_instance_controller(const kc_plugin_instance *inst);
 
+/* The host table later loads hand to a plugin's entry point (NULL: the
+ * daemon's own, kc_hostapi_table()). A plugin child (isolate_child.h) hands
+ * out its proxy table this way. Loop thread, before the first load. */
+void kc_plugin_host_set_table(const struct kctrld_host_api *table);
+
 /* dlcloses every loaded file (code stays mapped: RTLD_NODELETE) and frees
  * the list. Only after every instance is freed (process shutdown, tests). */
 void kc_plugin_host_unload_all(void);

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "hook_child.h"
 #include "hook_exec.h"
+#include "hook_host.h"
 #include "hostapi.h"
 #include "decode.h"
 #include "kobj.h"
@@ -503,8 +504,50 @@ static void test_program_permissions(void **state) {
   }
 }
 
+/* The base every built-in transport shares (hook_host.h): the one default
+ * of the slot count, the copies init makes, the spec check. */
+static bool always_false(const kc_controller_spec *spec) {
+  (void)spec;
+  return false;
+}
+static void test_hook_base(void **state) {
+  (void)state;
+  const char *text = "controllers:\n  - name: hb\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                     "    owns: [{apiVersion: v1, kind: Pod}]\n    workers: 3\n"
+                     "    hook: {exec: {command: [/bin/true]}}\n"
+                     "  - name: one\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                     "    hook: {exec: {command: [/bin/true]}}\n";
+  kc_config *c = NULL;
+  char err[512];
+  assert_int_equal(kc_config_load_buffer("b.yaml", NULL, text, strlen(text), &c, err, sizeof err),
+                   0);
+  kc_controller_spec one = c->controllers[1];
+  one.workers = 0;
+  assert_int_equal(kc_hook_nslots(&c->controllers[0]), 3);
+  assert_int_equal(kc_hook_nslots(&one), 1);
+  kc_hook_base b;
+  assert_int_equal(kc_hook_base_init(&b, &c->controllers[0]), 0);
+  assert_string_equal(b.controller, "hb");
+  assert_int_equal(b.nslots, 3);
+  assert_string_equal(b.kinds.for_.kind, "ConfigMap");
+  assert_int_equal(b.kinds.nowns, 1);
+  assert_string_equal(b.kinds.owns[0].kind, "Pod");
+  assert_int_equal(kc_hook_attempt_of(&b.attempts, "ns/x"), 1);
+  kc_hook_base_free(&b);
+  kc_hook_base_free(&b); /* freed: a no-op */
+  void *arg = (void *)&c->controllers[0];
+  assert_ptr_equal(kc_hook_init_spec(&arg, "t", "x", NULL), &c->controllers[0]);
+  assert_null(arg);
+  arg = (void *)&c->controllers[0];
+  assert_null(kc_hook_init_spec(&arg, "t", "x", always_false));
+  arg = NULL;
+  assert_null(kc_hook_init_spec(&arg, "t", "x", NULL));
+  kc_config_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hook_base),
       cmocka_unit_test_setup_teardown(test_request_and_actions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_conflicts_errors_attempts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistent_children, setup, teardown),
