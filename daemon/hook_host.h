@@ -3,7 +3,7 @@
  * function table (kctrld/plugin.h) exactly as a C plugin uses it: build the
  * request of a key from the cache (cache_get, cache_list of the `owns`
  * kinds filtered by ownerReferences) and perform a parsed response's
- * actions (api_create, api_update, api_update_status, api_patch,
+ * actions (api_apply, api_create, api_update, api_update_status, api_patch,
  * api_delete, event, expectations), then map its result. So leadership
  * fencing, 409 -> requeue, the write timeout, Events and metrics are the
  * host's, shared with C plugins; exec hooks (hook_exec.h) and later
@@ -63,9 +63,10 @@ void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in
 /* Performs r's actions in order, then returns r's result. The first
  * failing action stops the list: a conflict (-ESTALE, -EEXIST) returns
  * KCTRLD_RESULT_REQUEUE, anything else an error naming the action and the
- * server's message; a delete of an object already gone counts as done;
- * `apply` and strategic patches are errors (not supported yet). Creates and
- * deletes of `owns` kinds set the key's expectations first. */
+ * server's message; a delete of an object already gone counts as done.
+ * Creates and deletes of `owns` kinds set the key's expectations first; an
+ * `apply` of an owned object absent from the cache counts as a create
+ * (observed at once when the server answers that it existed). */
 int kc_hook_perform(const struct kctrld_host_api *host, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
                     const char *key, const kc_hook_input *in, const kc_hook_response *r);
 

@@ -44,14 +44,14 @@ controllers:
     hook:
       exec:
         command: [python3, %(hook)s]
-        env: { CMHASH_VERBOSE: "1", CMHASH_FAULTS: "1" }
+        env: { CMHASH_VERBOSE: "1", CMHASH_FAULTS: "1", CMHASH_APPLY: "%(apply)s" }
         timeout: %(timeout)s
         stopGracePeriod: 2s
 """
 
 
-def config(timeout="10s"):
-    return CONFIG % {"ns": NS, "hook": os.path.abspath(HOOK), "timeout": timeout}
+def config(timeout="10s", apply=False):
+    return CONFIG % {"ns": NS, "hook": os.path.abspath(HOOK), "timeout": timeout, "apply": "1" if apply else "0"}
 
 
 def want_hash(cm):
@@ -171,6 +171,40 @@ def test_cmhash_labels_configmaps():
             assert kids, children(k.proc.pid)
             assert k.stop() == 0, k.log()
             assert_gone(kids)
+
+
+def owners(c, name):
+    """manager -> fieldsV1 of a ConfigMap's managedFields."""
+    return {m["manager"]: m for m in c.get(CMS + "/" + name)["metadata"].get("managedFields", [])}
+
+
+def test_cmhash_apply_variant():
+    """CMHASH_APPLY=1: the same controller through the `apply` action: the
+    label is owned by field manager cmhash in managedFields, follows the
+    content, and another manager's change of it is taken back (force)."""
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "a")
+        with Kctrld(config(apply=True), sim.kubeconfig) as k:
+            wait_for(lambda: labelled(c, "a"), what="a labelled", kctrld=k)
+            o = owners(c, "a")
+            assert o["cmhash"]["operation"] == "Apply", o
+            assert o["cmhash"]["fieldsV1"] == {"f:metadata": {"f:labels": {"f:" + LABEL: {}}}}, o
+            reqs = [r for r in sim.control("GET", "requests")["requests"]
+                    if r["method"] == "PATCH" and r["path"] == CMS + "/a"]
+            assert reqs and all("fieldManager=cmhash" in r["query"] and "force=true" in r["query"]
+                                for r in reqs), reqs
+            h1 = label_of(c, "a")
+            c.merge_patch(CMS + "/a", {"data": {"k": "2"}})
+            wait_for(lambda: label_of(c, "a") not in (None, h1) and labelled(c, "a"), what="a relabelled", kctrld=k)
+            # someone else sets the label: a field conflict the hook wins with force
+            sim.json("PATCH", CMS + "/a?fieldManager=tamper", {"metadata": {"labels": {LABEL: "bogus"}}},
+                     headers={"Content-Type": "application/merge-patch+json"}, expect=200)
+            wait_for(lambda: labelled(c, "a"), what="a relabelled after tampering", kctrld=k)
+            o = owners(c, "a")
+            assert "f:" + LABEL in o["cmhash"]["fieldsV1"]["f:metadata"]["f:labels"], o
+            assert "tamper" not in o, o  # force moved the field back: tamper owns nothing
+            assert "Reconciler error controller=cmhash" not in k.log(), k.log()
+            assert k.stop() == 0, k.log()
 
 
 def test_cmhash_bad_children_cost_only_their_key():
