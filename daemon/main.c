@@ -183,5 +183,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kctrld: cannot initialise libcurl\n");
     return 1;
   }
-  return kc_daemon_run(&o);
+  return kc_daemon_run(&o) < 0 ? 1 : 0;
 }
