@@ -183,7 +183,6 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
   return -ENOENT;
 }
 
-kc_api *kc_daemon_api(kc_daemon *d) { return d->api; }
 bool kc_daemon_may_write(const kc_daemon *d) {
   /* kc_leader_is_leader also checks the renew deadline against the clock, so
    * a worker that runs before the loop noticed the loss is refused too. */

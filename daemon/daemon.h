@@ -71,9 +71,6 @@ kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const
 int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
                        kc_resource_ref *out);
 
-/* The API client (for kc_api_worker_new on worker threads). */
-kc_api *kc_daemon_api(kc_daemon *d);
-
 /* True while this process may write (leading, or leader election off).
  * Host services refuse writes when false. Any thread. */
 bool kc_daemon_may_write(const kc_daemon *d);

@@ -625,7 +625,7 @@ static bool has_value(const kc_label_req *r, kc_str v) {
   return false;
 }
 
-bool kc_label_req_matches(const kc_label_req *r, const kc_label *labels, size_t nlabels) {
+static bool kc_label_req_matches(const kc_label_req *r, const kc_label *labels, size_t nlabels) {
   const kc_label *l = kc_labels_find(labels, nlabels, r->key);
   switch (r->op) {
     case KC_LABEL_EXISTS: return l != NULL;

@@ -140,7 +140,6 @@ void kc_workqueue_free(kc_workqueue *wq) {
   free(wq);
 }
 
-const char *kc_workqueue_name(const kc_workqueue *wq) { return wq->name; }
 
 static struct rec *lookup(const kc_workqueue *wq, const char *key, size_t len, uint32_t h) {
   for (struct rec *r = wq->buckets[h & (wq->nbuckets - 1)]; r; r = r->hnext)
