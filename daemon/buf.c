@@ -253,3 +253,15 @@ char *kc_buf_take(kc_buf *b) {
   kc_buf_free(b);
   return p;
 }
+
+int kc_array_room(void *arrp, size_t *cap, size_t n, size_t elem, size_t first) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : first;
+  if (nc < *cap || nc > SIZE_MAX / elem) return -ENOMEM;
+  void *old, *p;
+  memcpy(&old, arrp, sizeof old); /* arrp points at a T *: no aliasing through void ** */
+  if (!(p = realloc(old, nc * elem))) return -ENOMEM;
+  memcpy(arrp, &p, sizeof p);
+  *cap = nc;
+  return 0;
+}

@@ -181,13 +181,7 @@ static void append_escaped(kc_buf *b, const char *s, bool quote) {
 }
 
 static int add_sample(kc_metric_family *f, const char *const *label_values, sample **out) {
-  if (f->nsamples == f->samples_cap) {
-    size_t cap = f->samples_cap ? f->samples_cap * 2 : 8;
-    sample *s = realloc(f->samples, cap * sizeof *s);
-    if (!s) return -ENOMEM;
-    f->samples = s;
-    f->samples_cap = cap;
-  }
+  if (KC_ARRAY_ROOM(f->samples, f->samples_cap, f->nsamples, 8) < 0) return -ENOMEM;
   for (size_t i = 0; i < f->nlabels; i++)
     if (!label_values || !label_values[i]) return -EINVAL;
   sample *s = &f->samples[f->nsamples];
