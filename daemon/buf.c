@@ -254,10 +254,14 @@ char *kc_buf_take(kc_buf *b) {
   return p;
 }
 
-int kc_array_room(void *arrp, size_t *cap, size_t n, size_t elem, size_t first) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? *cap * 2 : first;
-  if (nc < *cap || nc > SIZE_MAX / elem) return -ENOMEM;
+int kc_array_reserve(void *arrp, size_t *cap, size_t need, size_t elem, size_t first) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap : first ? first : 1;
+  while (nc < need) {
+    if (nc > SIZE_MAX / 2) return -ENOMEM;
+    nc *= 2;
+  }
+  if (nc > SIZE_MAX / elem) return -ENOMEM;
   void *old, *p;
   memcpy(&old, arrp, sizeof old); /* arrp points at a T *: no aliasing through void ** */
   if (!(p = realloc(old, nc * elem))) return -ENOMEM;

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "config.h"
 #include "controller.h"
 #include "decodepool.h"
@@ -939,26 +940,17 @@ static void on_signal(uv_signal_t *s, int signum) {
 
 /* --- ops: metrics, health endpoints, systemd notifications ------------------------ */
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return true;
-  void *p = realloc(*arr, need * elem);
-  if (!p) return false;
-  *arr = p;
-  *cap = need;
-  return true;
-}
-
 /* Loop thread: what kc_ops reads (see ops.h). Leader election fills
  * lease_name/leading/standby/leader once it exists. */
 static void ops_view(void *ud, kc_ops_view *v) {
   kc_daemon *d = ud;
   size_t ci = d->ops_cap_informers;
-  if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
-      !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
-      !grow((void **)&d->ops_waits, &d->ops_cap_waits, d->nkinds, sizeof *d->ops_waits) ||
-      !grow((void **)&d->ops_histograms, &d->ops_cap_histograms, d->nctls, sizeof *d->ops_histograms) ||
-      !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers) ||
-      !grow((void **)&d->ops_ctl_states, &d->ops_cap_ctl_states, d->nctls, sizeof *d->ops_ctl_states))
+  if (KC_ARRAY_RESERVE(d->ops_informers, ci, d->nkinds, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_specs, d->ops_cap_informers, d->nkinds, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_waits, d->ops_cap_waits, d->nkinds, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_histograms, d->ops_cap_histograms, d->nctls, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_controllers, d->ops_cap_controllers, d->nctls, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_ctl_states, d->ops_cap_ctl_states, d->nctls, 4) < 0)
     return; /* empty view: metrics show nothing rather than garbage */
   for (size_t i = 0; i < d->nkinds; i++) {
     d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];

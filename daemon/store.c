@@ -554,14 +554,7 @@ void kc_obj_vec_release(kc_obj_vec *vec) {
 }
 
 static int vec_reserve(kc_obj_vec *vec, size_t extra) {
-  if (vec->n + extra <= vec->cap) return 0;
-  size_t nc = vec->cap ? vec->cap : 16;
-  while (nc < vec->n + extra) nc *= 2;
-  kc_obj **nv = realloc(vec->v, nc * sizeof *nv);
-  if (!nv) return -ENOMEM;
-  vec->v = nv;
-  vec->cap = nc;
-  return 0;
+  return KC_ARRAY_RESERVE(vec->v, vec->cap, vec->n + extra, 16);
 }
 
 kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {

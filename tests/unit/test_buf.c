@@ -243,6 +243,15 @@ static void test_array_room(void **state) {
   assert_int_equal(KC_ARRAY_ROOM(p, huge, huge, 4), -ENOMEM);
   assert_ptr_equal(p, (struct big *)a);
   assert_int_equal(huge, SIZE_MAX / 16);
+  /* KC_ARRAY_RESERVE: doubles as often as `need` asks, in one step. */
+  assert_int_equal(KC_ARRAY_RESERVE(a, cap, 100, 4), 0);
+  assert_int_equal(cap, 128);
+  assert_int_equal(a[8], 8);
+  size_t none = 0;
+  long *b = NULL;
+  assert_int_equal(KC_ARRAY_RESERVE(b, none, 3, 0), 0); /* first 0: from 1 */
+  assert_int_equal(none, 4);
+  free(b);
   free(a);
 }
 
