@@ -58,10 +58,12 @@ static void usage(FILE *out) {
           "  --help                             print this help and exit\n");
 }
 
-/* --leader-elect[=BOOL]. Returns 1, -1, or 0 for a bad value. */
-static int parse_leader_elect(const char *arg) {
-  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) return 1;
-  if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) return -1;
+/* --leader-elect[=BOOL]: *out 1 (on) or -1 (off), as kc_daemon_options
+ * has it. Returns 0 or -EINVAL. */
+static int parse_leader_elect(const char *arg, int *out) {
+  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) *out = 1;
+  else if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) *out = -1;
+  else return -EINVAL;
   return 0;
 }
 
@@ -126,7 +128,7 @@ int main(int argc, char **argv) {
       break;
     }
     case OPT_LEADER_ELECT:
-      if (!(o.leader_elect = parse_leader_elect(optarg))) {
+      if (parse_leader_elect(optarg, &o.leader_elect) < 0) {
         fprintf(stderr, "kctrld: --leader-elect: expected true or false, got \"%s\"\n", optarg);
         return 2;
       }
