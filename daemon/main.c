@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
   }
   /* A plugin that crashes a reconcile is named on stderr (crashreport.h). */
   int crash = kc_crash_install();
-  if (crash == 1)
+  if (crash == -ENOTSUP)
     kc_info("crashreport", "fatal-signal report off: this is an ASan build, whose own handler reports crashes");
   else if (crash < 0)
     kc_warn("crashreport", "cannot install the fatal-signal report: %s", strerror(-crash));
