@@ -851,8 +851,14 @@ __attribute__((format(printf, 2, 3))) static void host_log(int level, const char
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* The key once: not again when the message names it (log.c then drops
+   * the thread's reconcile key= in favour of the message's). */
   const kctrld_ctx *ctx = current_ctx;
-  if (ctx && ctx->key)
+  kc_log_field f[32];
+  size_t text_len, nf = kc_log_split_fields(msg, strlen(msg), &text_len, f, 32);
+  bool has_key = false;
+  for (size_t i = 0; i < nf && !has_key; i++) has_key = f[i].name_len == 3 && !memcmp(f[i].name, "key", 3);
+  if (ctx && ctx->key && !has_key)
     kc_log((enum kc_log_level)level, "plugin", "%s key=%s", msg, ctx->key);
   else
     kc_log((enum kc_log_level)level, "plugin", "%s", msg);

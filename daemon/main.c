@@ -61,10 +61,12 @@ static void usage(FILE *out) {
           "  --help                             print this help and exit\n");
 }
 
-/* --leader-elect[=BOOL]. Returns 1, -1, or 0 for a bad value. */
-static int parse_leader_elect(const char *arg) {
-  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) return 1;
-  if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) return -1;
+/* --leader-elect[=BOOL]: *out 1 (on) or -1 (off), as kc_daemon_options
+ * has it. Returns 0 or -EINVAL. */
+static int parse_leader_elect(const char *arg, int *out) {
+  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) *out = 1;
+  else if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) *out = -1;
+  else return -EINVAL;
   return 0;
 }
 
@@ -131,7 +133,7 @@ int main(int argc, char **argv) {
       break;
     }
     case OPT_LEADER_ELECT:
-      if (!(o.leader_elect = parse_leader_elect(optarg))) {
+      if (parse_leader_elect(optarg, &o.leader_elect) < 0) {
         fprintf(stderr, "kctrld: --leader-elect: expected true or false, got \"%s\"\n", optarg);
         return 2;
       }
@@ -180,7 +182,7 @@ int main(int argc, char **argv) {
   }
   /* A plugin that crashes a reconcile is named on stderr (crashreport.h). */
   int crash = kc_crash_install();
-  if (crash == 1)
+  if (crash == -ENOTSUP)
     kc_info("crashreport", "fatal-signal report off: this is an ASan build, whose own handler reports crashes");
   else if (crash < 0)
     kc_warn("crashreport", "cannot install the fatal-signal report: %s", strerror(-crash));
@@ -188,5 +190,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kctrld: cannot initialise libcurl\n");
     return 1;
   }
-  return kc_daemon_run(&o);
+  return kc_daemon_run(&o) < 0 ? 1 : 0;
 }

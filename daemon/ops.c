@@ -326,7 +326,8 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
 
 /* --- /debug/informers ------------------------------------------------------------ */
 
-int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
+/* Appends the /debug/informers JSON array. */
+static int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;
   kc_buf_add(out, "[", 1);
@@ -564,12 +565,6 @@ fail:
   kc_metrics_free(ops->reg);
   free(ops);
   return rc;
-}
-
-uint16_t kc_ops_port(const kc_ops *ops) { return ops ? kc_httpserver_port(ops->http) : 0; }
-uint16_t kc_ops_probe_port(const kc_ops *ops) {
-  if (!ops) return 0;
-  return kc_httpserver_port(ops->own_probes ? ops->probes : ops->http);
 }
 
 void kc_ops_reloading(kc_ops *ops) {

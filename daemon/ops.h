@@ -106,8 +106,6 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out);
 void kc_ops_families_free(kc_ops_families *f);
 /* Sets every sample from the view (the registry must have been reset). */
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v);
-/* Appends the /debug/informers JSON array. */
-int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out);
 /* Ready (/readyz) = no controller failing its plugin's load or init, every
  * informer created and synced, leader election off, leading or standby,
  * and not stopping. why gets the reason not to be: every failing
@@ -148,11 +146,6 @@ typedef struct kc_ops_options {
  * failure is an error: the operator asked for that address). */
 int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, void *ud,
                  kc_ops **out);
-/* The bound metrics port (0 when disabled). */
-uint16_t kc_ops_port(const kc_ops *ops);
-/* The bound health probe port: the metrics port without probe_bind, 0 when
- * disabled. */
-uint16_t kc_ops_probe_port(const kc_ops *ops);
 /* SIGHUP: RELOADING=1 + MONOTONIC_USEC; then kc_ops_reloaded with the outcome
  * ("reload applied" / "reload rejected: file:line:col: ..."), READY=1. */
 void kc_ops_reloading(kc_ops *ops);

@@ -304,7 +304,6 @@ int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *
 }
 
 const char *kc_plugin_name(const kc_plugin *p) { return p->table->name; }
-const char *kc_plugin_path(const kc_plugin *p) { return p->path; }
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p) { return p->table; }
 const kctrld_permission *kc_plugin_permissions(const kc_plugin *p) {
   return KCTRLD_PLUGIN_HAS(p->table, permissions) ? p->table->permissions : NULL;

@@ -76,7 +76,6 @@ bool kc_plugin_file_changed(const char *path);
 int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *err, size_t errlen);
 
 const char *kc_plugin_name(const kc_plugin *p);
-const char *kc_plugin_path(const kc_plugin *p);
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
 /* The plugin's declared permissions (kctrld/plugin.h, ABI 1.1), or NULL when
  * it declares none (a 1.0 table, or the member NULL). */

@@ -976,6 +976,33 @@ static void test_expectations_on_ctx(void **state) {
   kc_expectations_free(e);
 }
 
+/* A plugin's log line names the key being reconciled once: from the
+ * thread's reconcile fields (log.h) when a worker set them, else from the
+ * ctx, and never again when the message carries key= itself. */
+static size_t count_key_fields(const char *line) {
+  size_t n = 0;
+  for (const char *p = strstr(line, " key="); p; p = strstr(p + 1, " key=")) n++;
+  return n;
+}
+static void test_log_key_once(void **state) {
+  kctrld_ctx c;
+  kc_hostapi_ctx_init(&c, &ENV, "test", NULL, "a/p1", NULL);
+  kctrld_ctx *prev = kc_hostapi_enter(&c);
+  const char *msgs[] = {"synced pods=3", "deleted key=a/p1", "plain"};
+  for (int rec = 0; rec < 2; rec++)
+    for (size_t i = 0; i < sizeof msgs / sizeof *msgs; i++) {
+      if (rec) kc_log_set_reconcile("test", "a/p1", "r-1");
+      tu_stderr_begin();
+      svc->log(KC_LOG_INFO, "%s", msgs[i]);
+      char *out = tu_stderr_end();
+      kc_log_set_reconcile(NULL, NULL, NULL);
+      if (count_key_fields(out) != 1) fail_msg("reconcile fields %d: %s", rec, out);
+      assert_non_null(strstr(out, " key=a/p1"));
+      free(out);
+    }
+  kc_hostapi_leave(prev);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings),
@@ -986,6 +1013,7 @@ int main(void) {
       cmocka_unit_test(test_event),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_two_environments), cmocka_unit_test(test_no_environment),
       cmocka_unit_test(test_finalizers),  cmocka_unit_test(test_expectations_on_ctx),
+      cmocka_unit_test(test_log_key_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,41 +8,23 @@ number; and a hook child that crashes, hangs or writes garbage costs only
 its key: the daemon keeps serving (other keys reconcile, /readyz is 200),
 the log names controller and key, the child is restarted and no zombie is
 left behind, at run time or after the stop."""
-import hashlib
-import json
 import os
 import re
 import signal
 import sys
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
-import itest  # noqa: E402
-from itest import Cluster, Kctrld, wait_for  # noqa: E402
+from itest import Kctrld, wait_for  # noqa: E402
 import taplib  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, "..", "cmhash", "cmhash.py")
-NS = "cmh"
-CMS = "/api/v1/namespaces/%s/configmaps" % NS
-LABEL = "kctrld.io/config-hash"
+sys.path.insert(0, HERE)
+from cmhash_common import CMS, LABEL, NS, cluster, cm, label_of, labelled, labels_and_survives_conflict, readyz  # noqa: E402
+import cmhash_common  # noqa: E402
 
-CONFIG = """
-logLevel: info
-metrics: { bindAddress: "127.0.0.1:0" }
-informers:
-  - apiVersion: v1
-    kind: ConfigMap
-    namespaces: [%(ns)s]
-controllers:
-  - name: cmhash
-    for: { apiVersion: v1, kind: ConfigMap }
-    workers: 2
-    rateLimit: { baseDelay: 50ms, maxDelay: 2s }
-    hook:
-      exec:
+HOOK_YAML = """      exec:
         command: [python3, %(hook)s]
         env: { CMHASH_VERBOSE: "1", CMHASH_FAULTS: "1", CMHASH_APPLY: "%(apply)s" }
         timeout: %(timeout)s
@@ -51,35 +33,8 @@ controllers:
 
 
 def config(timeout="10s", apply=False):
-    return CONFIG % {"ns": NS, "hook": os.path.abspath(HOOK), "timeout": timeout, "apply": "1" if apply else "0"}
-
-
-def want_hash(cm):
-    doc = {"binaryData": cm.get("binaryData") or {}, "data": cm.get("data") or {}}
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def label_of(c, name):
-    cm = c.get(CMS + "/" + name)
-    return cm and (cm["metadata"].get("labels") or {}).get(LABEL)
-
-
-def labelled(c, name):
-    cm = c.get(CMS + "/" + name)
-    return cm is not None and (cm["metadata"].get("labels") or {}).get(LABEL) == want_hash(cm)
-
-
-def cm(name, data):
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
-
-
-def readyz(k):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % k.metrics_port(), timeout=5) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return "%d %s" % (e.code, e.read().decode(errors="replace"))
+    return cmhash_common.config(HOOK_YAML % {"hook": os.path.abspath(HOOK), "timeout": timeout,
+                                             "apply": "1" if apply else "0"})
 
 
 def children(pid):
@@ -111,40 +66,14 @@ def hook_children(k):
     return [c for c in children(k.proc.pid) if "cmhash.py" in c[2] or c[1] == "Z"]
 
 
-def cluster(sim, first):
-    """The test namespace with one ConfigMap in it."""
-    itest.require_binaries()
-    c = Cluster(sim)
-    c.namespace(NS)
-    c.create(CMS, cm(first, {"k": "1"}))
-    return c
-
-
 def test_cmhash_labels_configmaps():
     with taplib.Apisim() as sim:
         c = cluster(sim, "a")
         with Kctrld(config(), sim.kubeconfig) as k:
-            # create: labelled, with an Event
-            wait_for(lambda: labelled(c, "a"), what="a labelled", kctrld=k)
-            c.create(CMS, cm("b", {"x": "y"}))
-            wait_for(lambda: labelled(c, "b"), what="b labelled", kctrld=k)
-            h1 = label_of(c, "a")
-            # update: the label follows the content
-            c.merge_patch(CMS + "/a", {"data": {"k": "2"}})
-            wait_for(lambda: label_of(c, "a") not in (None, h1) and labelled(c, "a"), what="a relabelled", kctrld=k)
+            # create, update, conflict (cmhash_common); an Event on create
+            labels_and_survives_conflict(sim, c, k)
             evs = c.items("/api/v1/namespaces/%s/events" % NS)
             assert any(e.get("reason") == "Hashed" and e["involvedObject"]["name"] == "a" for e in evs), evs
-            # conflict: the next PATCH gets 409; the key is requeued and the retry succeeds
-            sim.control("POST", "faults", {"action": "status", "code": 409, "count": 1, "method": "PATCH",
-                                           "pathPrefix": CMS + "/b"})
-            b = c.get(CMS + "/b")
-            b["data"] = {"x": "z"}
-            sim.json("PUT", CMS + "/b", b, expect=200)  # (a PUT: the fault waits for the hook's PATCH)
-            wait_for(lambda: labelled(c, "b"), what="b relabelled after the conflict", kctrld=k)
-            reqs = [r for r in sim.control("GET", "requests")["requests"]
-                    if r["method"] == "PATCH" and r["path"] == CMS + "/b"]
-            assert [r["code"] for r in reqs][-2:] == [409, 200], reqs
-            assert re.search(r"conflict .*requeue", k.log()), k.log()
             # delete: reconciled once more (object null), nothing written, no error
             seen = k.log().count("reconcile key=%s/b " % NS)
             writes = len([r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"])
