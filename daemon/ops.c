@@ -327,7 +327,7 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
 /* --- /debug/informers ------------------------------------------------------------ */
 
 /* Appends the /debug/informers JSON array. */
-static int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
+int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;
   kc_buf_add(out, "[", 1);
