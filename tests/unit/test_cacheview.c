@@ -57,11 +57,18 @@ static uint64_t mono_ms(void) {
 }
 
 static kc_informer_spec spec_of(const char *const *namespaces, size_t n, bool index) {
-  return (kc_informer_spec){.api_version = "v1", .kind = "ConfigMap", .group = "",
-                            .namespaces = namespaces, .nnamespaces = n, .label_selector = "",
-                            .field_selector = "", .indexes = index ? &BYAPP : NULL,
-                            .nindexes = index ? 1 : 0, .page_size = 500,
-                            .watch_timeout_ms = 300000, .streaming_list = KC_STREAMING_OFF,
+  return (kc_informer_spec){.api_version = "v1",
+                            .kind = "ConfigMap",
+                            .group = "",
+                            .namespaces = namespaces,
+                            .nnamespaces = n,
+                            .label_selector = "",
+                            .field_selector = "",
+                            .indexes = index ? &BYAPP : NULL,
+                            .nindexes = index ? 1 : 0,
+                            .page_size = 500,
+                            .watch_timeout_ms = 300000,
+                            .streaming_list = KC_STREAMING_OFF,
                             .identity = "test"};
 }
 
@@ -129,7 +136,8 @@ static const char *keys(kc_obj_vec *v) {
 static bool holds_copy_of(const kc_obj_vec *v, kc_informer *inf, const char *ns, const char *name) {
   kc_obj *o = kc_informer_get(inf, kc_str_c(ns), kc_str_c(name));
   bool found = false;
-  for (size_t i = 0; o && i < v->n; i++) found |= v->v[i] == o;
+  for (size_t i = 0; o && i < v->n; i++)
+    found |= v->v[i] == o;
   kc_obj_unref(o);
   return found;
 }

@@ -83,8 +83,9 @@ static int teardown(void **state) {
 static long reconciles_of(const char *controller, const char *result) {
   char url[64], *body = NULL, want[160];
   snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", metrics_port);
-  snprintf(want, sizeof want, "controller_runtime_reconcile_total{controller=\"%s\",result=\"%s\"} ",
-           controller, result);
+  snprintf(want, sizeof want,
+           "controller_runtime_reconcile_total{controller=\"%s\",result=\"%s\"} ", controller,
+           result);
   long v = -1;
   if (sim_get_url(url, &body) == 200 && body) {
     const char *at = strstr(body, want);
@@ -94,7 +95,9 @@ static long reconciles_of(const char *controller, const char *result) {
   return v;
 }
 
-static long reconciles(const char *result) { return reconciles_of("faulty", result); }
+static long reconciles(const char *result) {
+  return reconciles_of("faulty", result);
+}
 
 static atomic_bool daemon_done;
 
@@ -459,24 +462,27 @@ static void test_fail_fast(void **state) {
  * controller "named" reads with the one called `use`. */
 static int write_named_config(const char *use) {
   char cfg[3 * PATH_MAX];
-  int n = snprintf(cfg, sizeof cfg,
-                   "shutdownTimeout: 1s\n"
-                   "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
-                   "informers:\n"
-                   "  - { name: elsewhere, apiVersion: v1, kind: ConfigMap, namespaces: [default] }\n"
-                   "  - { name: mine, apiVersion: v1, kind: ConfigMap, namespaces: [demo] }\n"
-                   "controllers:\n"
-                   "  - name: named\n"
-                   "    plugin: %s\n"
-                   "    for: { apiVersion: v1, kind: ConfigMap, informer: %s }\n",
-                   metrics_port, plugin_so, use);
+  int n =
+      snprintf(cfg, sizeof cfg,
+               "shutdownTimeout: 1s\n"
+               "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
+               "informers:\n"
+               "  - { name: elsewhere, apiVersion: v1, kind: ConfigMap, namespaces: [default] }\n"
+               "  - { name: mine, apiVersion: v1, kind: ConfigMap, namespaces: [demo] }\n"
+               "controllers:\n"
+               "  - name: named\n"
+               "    plugin: %s\n"
+               "    for: { apiVersion: v1, kind: ConfigMap, informer: %s }\n",
+               metrics_port, plugin_so, use);
   return n < 0 || (size_t)n >= sizeof cfg ? -1 : sim_write_file(cfg_path, cfg);
 }
 
 static void create_cm_in(struct driver *d, const char *ns, const char *name) {
   char body[256], path[128];
-  snprintf(body, sizeof body,
-           "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},\"data\":{}}", name);
+  snprintf(
+      body, sizeof body,
+      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},\"data\":{}}",
+      name);
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps", ns);
   long rc = sim_call("POST", path, body, NULL, NULL);
   if (rc != 201) drv_fail(d, "cannot create ConfigMap %s/%s: HTTP %ld", ns, name, rc);
@@ -495,7 +501,8 @@ static void wait_annotated(struct driver *d, const char *ns) {
     free(body);
     if (seen) return;
     if (sim_mono_ms() > end) {
-      drv_fail(d, "%s/cached not reconciled from the cache (errors: %ld)", ns, reconciles_of("named", "error"));
+      drv_fail(d, "%s/cached not reconciled from the cache (errors: %ld)", ns,
+               reconciles_of("named", "error"));
       return;
     }
     sim_sleep_ms(100);
@@ -514,7 +521,8 @@ static void *drive_named(void *arg) {
   /* SIGHUP: the controller now reads with the first informer. */
   d->step = 2;
   create_cm_in(d, "default", "cached");
-  if (!d->failure[0] && write_named_config("elsewhere") != 0) drv_fail(d, "cannot write the config");
+  if (!d->failure[0] && write_named_config("elsewhere") != 0)
+    drv_fail(d, "cannot write the config");
   if (!d->failure[0]) kill(getpid(), SIGHUP);
   wait_annotated(d, "default");
   if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);

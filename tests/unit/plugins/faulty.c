@@ -97,10 +97,12 @@ static int cached(kctrld_ctx *ctx, const char *ns) {
   int rc = H->cache_get(ctx, &ref, &obj);
   if (rc < 0) return H->result_error(ctx, "cache_get %s/cached: %d", ns, rc);
   char have[16] = "";
-  rc = H->object_string(obj, "metadata.annotations[\"faulty.kctrld.io/cached\"]", have, sizeof have);
+  rc =
+      H->object_string(obj, "metadata.annotations[\"faulty.kctrld.io/cached\"]", have, sizeof have);
   H->object_release(obj);
   if (rc >= 0 && strcmp(have, "seen") == 0) return KCTRLD_RESULT_DONE;
-  static const char patch[] = "{\"metadata\":{\"annotations\":{\"faulty.kctrld.io/cached\":\"seen\"}}}";
+  static const char patch[] =
+      "{\"metadata\":{\"annotations\":{\"faulty.kctrld.io/cached\":\"seen\"}}}";
   rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, sizeof patch - 1, false, NULL);
   return rc < 0 ? H->result_error(ctx, "patch %s/cached: %d", ns, rc) : KCTRLD_RESULT_DONE;
 }
