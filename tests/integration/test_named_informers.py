@@ -10,6 +10,11 @@ controller must stamp the ConfigMaps of its own namespace, and only those.
 The plugin's cache reads go through the daemon's cache view for the kind
 (daemon.c), which must find the object in whichever informer holds it, not
 only in the first informer of the kind.
+
+A `watches` entry may name the other informer too: a ConfigMap in team-b
+whose annotation names team-a/target enqueues that key of a controller
+whose `for` is the team-a informer (counted in
+controller_runtime_reconcile_total).
 """
 import os
 import sys
@@ -32,6 +37,22 @@ controllers:
     plugin: %(so)s
     for: { apiVersion: v1, kind: ConfigMap, informer: cm-b }
     settings: { identity: b }
+"""
+
+WATCH_CONFIG = """metrics: { bindAddress: "127.0.0.1:0" }
+informers:
+  - { name: cm-a, apiVersion: v1, kind: ConfigMap, namespaces: [team-a] }
+  - { name: cm-b, apiVersion: v1, kind: ConfigMap, namespaces: [team-b] }
+controllers:
+  - name: w
+    plugin: %(so)s
+    for: { apiVersion: v1, kind: ConfigMap, informer: cm-a }
+    watches:
+      - apiVersion: v1
+        kind: ConfigMap
+        informer: cm-b
+        mapping: { annotation: test.kctrld.io/target }
+    settings: { identity: w }
 """
 
 STAMP = "test.kctrld.io/stamp"
@@ -81,6 +102,41 @@ def test_second_named_informer_reconciles():
                 log = k.log()
                 assert "stamp=b/" not in "".join(l for l in log.splitlines() if "key=team-a/" in l), log[-3000:]
                 assert "stamp=a/" not in "".join(l for l in log.splitlines() if "key=team-b/" in l), log[-3000:]
+            except AssertionError:
+                sys.stderr.write("# kctrld log:\n" + "".join("# " + l + "\n" for l in k.log().splitlines()[-40:]))
+                raise
+            assert k.stop() == 0, k.log()[-3000:]
+
+
+def reconciles(k, controller):
+    return taplib.Kctrld.metric(k.scrape(), "controller_runtime_reconcile_total",
+                                'controller="%s"' % controller)
+
+
+def test_watches_on_the_second_named_informer():
+    tmp = tempfile.mkdtemp(prefix="kctrld-twoinf-")
+    so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "stamp.c"), tmp)
+    with Apisim() as sim:
+        namespace(sim, "team-a")
+        namespace(sim, "team-b")
+        cm(sim, "team-a", "target", "1")
+        with taplib.Kctrld(WATCH_CONFIG % {"so": so}, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
+            try:
+                wait_for(lambda: stamp(sim, "team-a", "target") == "w/1" or not k.alive(),
+                         what="w to stamp team-a/target")
+                # The stamp's own update reconciles once more (nothing to do).
+                wait_for(lambda: reconciles(k, "w") >= 2, what="the reconcile after the stamp")
+                before = reconciles(k, "w")
+                code, _, body = sim.request(
+                    "POST", "/api/v1/namespaces/team-b/configmaps",
+                    {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "pointer",
+                                  "annotations": {"test.kctrld.io/target": "team-a/target"}}})
+                assert code == 201, (code, body)
+                wait_for(lambda: reconciles(k, "w") > before or not k.alive(),
+                         what="the watch event on cm-b to enqueue team-a/target")
+                assert k.alive(), k.log()[-3000:]
+                assert "key=team-b/" not in k.log(), k.log()[-3000:]
             except AssertionError:
                 sys.stderr.write("# kctrld log:\n" + "".join("# " + l + "\n" for l in k.log().splitlines()[-40:]))
                 raise
