@@ -77,6 +77,17 @@ def stamp(sim, ns, name):
 
 
 def test_second_named_informer_reconciles():
+    second_named_informer(CONFIG)
+
+
+def test_second_named_informer_isolated():
+    """The same with the second controller's plugin in a child process
+    (isolation: process, whose cache reads the daemon answers)."""
+    second_named_informer(CONFIG.replace("    settings: { identity: b }",
+                                         "    isolation: process\n    settings: { identity: b }"))
+
+
+def second_named_informer(config):
     tmp = tempfile.mkdtemp(prefix="kctrld-twoinf-")
     so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "stamp.c"), tmp)
     with Apisim() as sim:
@@ -84,7 +95,7 @@ def test_second_named_informer_reconciles():
         namespace(sim, "team-b")
         cm(sim, "team-a", "before", "1")
         cm(sim, "team-b", "before", "1")
-        with taplib.Kctrld(CONFIG % {"so": so}, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
+        with taplib.Kctrld(config % {"so": so}, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
             try:
                 wait_for(lambda: stamp(sim, "team-a", "before") == "a/1" or not k.alive(),
                          what="stamp-a to stamp team-a/before")
