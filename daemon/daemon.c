@@ -254,19 +254,22 @@ struct kind_view {
   size_t n;
 };
 
+static bool slot_caches(const kind_slot *k, const char *av, const char *kind) {
+  return k && !strcmp(k->spec->api_version, av) && !strcmp(k->spec->kind, kind);
+}
+
 /* Fills kv with the informers of apiVersion+kind in config order (NULL
  * entries: not started). registry_lock held. 0 or -ENOMEM. */
 static int kind_view_of(kc_daemon *d, const char *av, const char *kind, struct kind_view *kv) {
   size_t n = 0;
   for (size_t i = 0; i < d->nkinds; i++)
-    n += !strcmp(d->kinds[i]->spec->api_version, av) && !strcmp(d->kinds[i]->spec->kind, kind);
+    n += slot_caches(d->kinds[i], av, kind);
   kv->v = n <= sizeof kv->small / sizeof kv->small[0] ? kv->small : calloc(n, sizeof *kv->v);
   if (!kv->v) return -ENOMEM;
   kv->n = 0;
   for (size_t i = 0; i < d->nkinds; i++) {
     const kind_slot *k = d->kinds[i];
-    if (!strcmp(k->spec->api_version, av) && !strcmp(k->spec->kind, kind))
-      kv->v[kv->n++] = atomic_load(&k->resolved) ? k->informer : NULL;
+    if (slot_caches(k, av, kind)) kv->v[kv->n++] = atomic_load(&k->resolved) ? k->informer : NULL;
   }
   return 0;
 }
