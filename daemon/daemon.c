@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cacheview.h"
 #include "config.h"
 #include "controller.h"
 #include "decodepool.h"
@@ -242,20 +243,72 @@ static kc_daemon *link_enter(struct host_link *l) {
 }
 static void link_leave(struct host_link *l) { pthread_rwlock_unlock(&l->lock); }
 
+/* The plugins' reads of a kind go to the union of its informers
+ * (cacheview.h), not only to the first one declared: with one informer per
+ * namespace (`name:`, `namespaces:`), a controller bound to the second one
+ * must find its objects. The informers are collected and read under the
+ * registry lock (a reload swaps them under the write lock). */
+struct kind_view {
+  kc_informer *small[8];
+  kc_informer **v;
+  size_t n;
+};
+
+static bool slot_caches(const kind_slot *k, const char *av, const char *kind) {
+  return k && !strcmp(k->spec->api_version, av) && !strcmp(k->spec->kind, kind);
+}
+
+/* Fills kv with the informers of apiVersion+kind in config order (NULL
+ * entries: not started). registry_lock held. 0 or -ENOMEM. */
+static int kind_view_of(kc_daemon *d, const char *av, const char *kind, struct kind_view *kv) {
+  size_t n = 0;
+  for (size_t i = 0; i < d->nkinds; i++)
+    n += slot_caches(d->kinds[i], av, kind);
+  kv->v = n <= sizeof kv->small / sizeof kv->small[0] ? kv->small : calloc(n, sizeof *kv->v);
+  if (!kv->v) return -ENOMEM;
+  kv->n = 0;
+  for (size_t i = 0; i < d->nkinds; i++) {
+    const kind_slot *k = d->kinds[i];
+    if (slot_caches(k, av, kind)) kv->v[kv->n++] = atomic_load(&k->resolved) ? k->informer : NULL;
+  }
+  return 0;
+}
+
+static void kind_view_free(struct kind_view *kv) {
+  if (kv->v != kv->small) free(kv->v);
+}
+
 static int env_cache_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name,
                          kc_obj **out) {
   kc_daemon *d = link_enter(ud);
-  kc_informer *inf = d ? kc_daemon_informer_for(d, av, kind) : NULL;
-  *out = inf ? kc_informer_get(inf, ns, name) : NULL;
+  int rc = -ENOTSUP;
+  *out = NULL;
+  if (d) {
+    struct kind_view kv;
+    pthread_rwlock_rdlock(&d->registry_lock);
+    if ((rc = kind_view_of(d, av, kind, &kv)) == 0) {
+      rc = kc_cacheview_get(kv.v, kv.n, ns, name, out);
+      kind_view_free(&kv);
+    }
+    pthread_rwlock_unlock(&d->registry_lock);
+  }
   link_leave(ud);
-  return !inf ? -ENOTSUP : *out ? 0 : -ENOENT;
+  return rc;
 }
 
 static int env_cache_list(void *ud, const char *av, const char *kind, kc_str ns,
                           const kc_label_selector *sel, kc_obj_vec *out) {
   kc_daemon *d = link_enter(ud);
-  kc_informer *inf = d ? kc_daemon_informer_for(d, av, kind) : NULL;
-  int rc = inf ? kc_informer_list(inf, ns, sel, out) : -ENOTSUP;
+  int rc = -ENOTSUP;
+  if (d) {
+    struct kind_view kv;
+    pthread_rwlock_rdlock(&d->registry_lock);
+    if ((rc = kind_view_of(d, av, kind, &kv)) == 0) {
+      rc = kc_cacheview_list(kv.v, kv.n, ns, sel, out);
+      kind_view_free(&kv);
+    }
+    pthread_rwlock_unlock(&d->registry_lock);
+  }
   link_leave(ud);
   return rc;
 }
@@ -263,8 +316,16 @@ static int env_cache_list(void *ud, const char *av, const char *kind, kc_str ns,
 static int env_cache_by_index(void *ud, const char *av, const char *kind, const char *index,
                               kc_str value, kc_obj_vec *out) {
   kc_daemon *d = link_enter(ud);
-  kc_informer *inf = d ? kc_daemon_informer_for(d, av, kind) : NULL;
-  int rc = inf ? kc_informer_by_index(inf, index, value, out) : -ENOTSUP;
+  int rc = -ENOTSUP;
+  if (d) {
+    struct kind_view kv;
+    pthread_rwlock_rdlock(&d->registry_lock);
+    if ((rc = kind_view_of(d, av, kind, &kv)) == 0) {
+      rc = kc_cacheview_by_index(kv.v, kv.n, index, value, out);
+      kind_view_free(&kv);
+    }
+    pthread_rwlock_unlock(&d->registry_lock);
+  }
   link_leave(ud);
   return rc;
 }

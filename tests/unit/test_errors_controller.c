@@ -21,7 +21,12 @@
  *    controller with a missing plugin and then fixes its path, and removes
  *    a failing controller: /readyz follows each;
  *  - --fail-fast: the same failing init makes kc_daemon_run return its
- *    negative errno.
+ *    negative errno;
+ *  - two informers of ConfigMaps in different namespaces (`name:`,
+ *    `namespaces:`), the controller bound to the second one with
+ *    `informer: NAME`: its plugin finds its objects in the cache (they were
+ *    looked up in the first informer of the kind only), also after a SIGHUP
+ *    that switches it to the other informer.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -73,11 +78,13 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* The value of controller_runtime_reconcile_total for result, -1 if absent. */
-static long reconciles(const char *result) {
-  char url[64], *body = NULL, want[128];
+/* The value of controller_runtime_reconcile_total of controller for result,
+ * -1 if absent. */
+static long reconciles_of(const char *controller, const char *result) {
+  char url[64], *body = NULL, want[160];
   snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", metrics_port);
-  snprintf(want, sizeof want, "controller_runtime_reconcile_total{controller=\"faulty\",result=\"%s\"} ",
+  snprintf(want, sizeof want,
+           "controller_runtime_reconcile_total{controller=\"%s\",result=\"%s\"} ", controller,
            result);
   long v = -1;
   if (sim_get_url(url, &body) == 200 && body) {
@@ -86,6 +93,10 @@ static long reconciles(const char *result) {
   }
   free(body);
   return v;
+}
+
+static long reconciles(const char *result) {
+  return reconciles_of("faulty", result);
 }
 
 static atomic_bool daemon_done;
@@ -445,11 +456,102 @@ static void test_fail_fast(void **state) {
   assert_int_equal(kc_daemon_configs_alive(), 0);
 }
 
+/* ---- two informers of one kind ---- */
+
+/* Informers "elsewhere" (namespace default) and "mine" (demo); the
+ * controller "named" reads with the one called `use`. */
+static int write_named_config(const char *use) {
+  char cfg[3 * PATH_MAX];
+  int n =
+      snprintf(cfg, sizeof cfg,
+               "shutdownTimeout: 1s\n"
+               "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
+               "informers:\n"
+               "  - { name: elsewhere, apiVersion: v1, kind: ConfigMap, namespaces: [default] }\n"
+               "  - { name: mine, apiVersion: v1, kind: ConfigMap, namespaces: [demo] }\n"
+               "controllers:\n"
+               "  - name: named\n"
+               "    plugin: %s\n"
+               "    for: { apiVersion: v1, kind: ConfigMap, informer: %s }\n",
+               metrics_port, plugin_so, use);
+  return n < 0 || (size_t)n >= sizeof cfg ? -1 : sim_write_file(cfg_path, cfg);
+}
+
+static void create_cm_in(struct driver *d, const char *ns, const char *name) {
+  char body[256], path[128];
+  snprintf(
+      body, sizeof body,
+      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},\"data\":{}}",
+      name);
+  snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps", ns);
+  long rc = sim_call("POST", path, body, NULL, NULL);
+  if (rc != 201) drv_fail(d, "cannot create ConfigMap %s/%s: HTTP %ld", ns, name, rc);
+}
+
+/* Waits until faulty.c annotated ns/cached, which it does only once it
+ * read the object from the cache. */
+static void wait_annotated(struct driver *d, const char *ns) {
+  char path[128];
+  snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps/cached", ns);
+  uint64_t end = sim_mono_ms() + STEP_MS;
+  while (!d->failure[0] && !atomic_load(&daemon_done)) {
+    char *body = NULL;
+    long code = sim_call("GET", path, NULL, NULL, &body);
+    bool seen = code == 200 && body && strstr(body, "\"faulty.kctrld.io/cached\":\"seen\"");
+    free(body);
+    if (seen) return;
+    if (sim_mono_ms() > end) {
+      drv_fail(d, "%s/cached not reconciled from the cache (errors: %ld)", ns,
+               reconciles_of("named", "error"));
+      return;
+    }
+    sim_sleep_ms(100);
+  }
+}
+
+static void *drive_named(void *arg) {
+  struct driver *d = arg;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  d->step = 1;
+  wait_annotated(d, "demo");
+  /* SIGHUP: the controller now reads with the first informer. */
+  d->step = 2;
+  create_cm_in(d, "default", "cached");
+  if (!d->failure[0] && write_named_config("elsewhere") != 0)
+    drv_fail(d, "cannot write the config");
+  if (!d->failure[0]) kill(getpid(), SIGHUP);
+  wait_annotated(d, "default");
+  if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);
+  return NULL;
+}
+
+static void test_second_informer_of_a_kind(void **state) {
+  if (!apisim_built()) skip();
+  assert_int_equal(sim_start(), 0);
+  metrics_port = sim_free_port();
+  assert_true(metrics_port > 0);
+  struct driver *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  create_cm_in(d, "demo", "cached");
+  assert_string_equal(d->failure, "");
+  assert_int_equal(write_named_config("mine"), 0);
+  char failure[sizeof d->failure];
+  int code = run_daemon(drive_named, d, failure);
+  sim_stop();
+  assert_string_equal(failure, "");
+  assert_int_equal(code, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_results_and_timeouts),
       cmocka_unit_test(test_init_retry),
       cmocka_unit_test(test_fail_fast),
+      cmocka_unit_test(test_second_informer_of_a_kind),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,6 +11,9 @@
  *              each failed as documented, an error otherwise
  *   slow       runs 1.5 s (longer than the controller's timeout)
  *   hang       runs 4 s (longer than shutdownTimeout: abandoned on stop)
+ *   cached     reads its own key from the cache (an error when the cache
+ *              has none) and annotates it faulty.kctrld.io/cached=seen
+ *              with a merge patch unless the cached copy has it already
  *   (others)   success
  * fini appends "fini inflight=N" to the file named by the setting finiMarker
  * (N: reconciles of this instance still running, which must be 0).
@@ -86,6 +89,24 @@ static int bad_writes(kctrld_ctx *ctx, const char *ns) {
   return H->result_requeue_after(ctx, 3600 * 1000);
 }
 
+/* The object of the key must be in the cache: the driver sees the
+ * annotation only when this controller's informer could be read. */
+static int cached(kctrld_ctx *ctx, const char *ns) {
+  kctrld_ref ref = {"v1", "ConfigMap", ns, "cached"};
+  const kctrld_object *obj = NULL;
+  int rc = H->cache_get(ctx, &ref, &obj);
+  if (rc < 0) return H->result_error(ctx, "cache_get %s/cached: %d", ns, rc);
+  char have[16] = "";
+  rc =
+      H->object_string(obj, "metadata.annotations[\"faulty.kctrld.io/cached\"]", have, sizeof have);
+  H->object_release(obj);
+  if (rc >= 0 && strcmp(have, "seen") == 0) return KCTRLD_RESULT_DONE;
+  static const char patch[] =
+      "{\"metadata\":{\"annotations\":{\"faulty.kctrld.io/cached\":\"seen\"}}}";
+  rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, sizeof patch - 1, false, NULL);
+  return rc < 0 ? H->result_error(ctx, "patch %s/cached: %d", ns, rc) : KCTRLD_RESULT_DONE;
+}
+
 static int reconcile_key(kctrld_ctx *ctx, const char *key);
 
 static int faulty_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
@@ -106,6 +127,7 @@ static int reconcile_key(kctrld_ctx *ctx, const char *key) {
   if (strcmp(name, "requeue") == 0)
     return atomic_fetch_add(&requeues, 1) < 2 ? KCTRLD_RESULT_REQUEUE : KCTRLD_RESULT_DONE;
   if (strcmp(name, "badwrite") == 0) return bad_writes(ctx, ns);
+  if (strcmp(name, "cached") == 0) return cached(ctx, ns);
   if (strcmp(name, "slow") == 0) nap_ms(1500);
   if (strcmp(name, "hang") == 0) nap_ms(4000);
   return KCTRLD_RESULT_DONE;
