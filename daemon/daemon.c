@@ -508,15 +508,19 @@ static void on_tick(uv_timer_t *t) {
     }
     if (k->informer) continue;
     kc_resource_ref ref = {k->api_path, k->plural, k->namespaced};
-    int rc = kc_informer_new(&d->loop, d->api, d->decode_pool, k->spec, &ref, &k->informer);
-    if (rc == 0) kc_informer_on_synced(k->informer, on_informer_synced, d);
-    if (rc == 0) rc = kc_informer_start(k->informer);
+    kc_informer *inf = NULL;
+    int rc = kc_informer_new(&d->loop, d->api, d->decode_pool, k->spec, &ref, &inf);
+    if (rc == 0) kc_informer_on_synced(inf, on_informer_synced, d);
+    if (rc == 0) rc = kc_informer_start(inf);
     if (rc < 0) {
       kc_error("daemon", "informer %s %s: cannot start: %s", k->spec->api_version, k->spec->kind,
                strerror(-rc));
-      if (k->informer) kc_informer_close(k->informer);
-      k->informer = NULL;
+      if (inf) kc_informer_close(inf);
+      continue;
     }
+    pthread_rwlock_wrlock(&d->registry_lock); /* workers read k->informer under the read lock */
+    k->informer = inf;
+    pthread_rwlock_unlock(&d->registry_lock);
   }
   if (d->reload_cfg) return; /* controllers are being drained for a reload */
   for (size_t i = 0; i < d->nctls; i++) {
@@ -721,17 +725,23 @@ static void apply_reload(kc_daemon *d) {
     kc_config_free(nc);
     goto done;
   }
-  /* Informers: keep equal scopes, close the rest, new ones start on the tick. */
+  /* Informers: keep equal scopes, close the rest (after the swap below),
+   * new ones start on the tick. Worker threads read the slots under the
+   * registry lock, so no slot is changed or freed before the write lock. */
+  kind_slot **dead = calloc(d->nkinds ? d->nkinds : 1, sizeof *dead);
+  if (!dead) {
+    free(nk), free(nctl), free(nh);
+    kc_error("daemon", "reload: out of memory; keeping the old config");
+    kc_config_free(nc);
+    goto done;
+  }
+  size_t ndead = 0;
   for (size_t i = 0; i < d->nkinds; i++) {
     ssize_t j = kept_informer(d, i);
-    if (j >= 0 && !nk[j]) {
+    if (j >= 0 && !nk[j])
       nk[j] = d->kinds[i];
-      nk[j]->spec = &nc->informers[j];
-      if (nk[j]->informer) kc_informer_rebind(nk[j]->informer, nk[j]->spec);
-    } else {
-      release_slot(d->kinds[i]);
-    }
-    d->kinds[i] = NULL;
+    else
+      dead[ndead++] = d->kinds[i];
   }
   for (size_t j = 0; j < nc->ninformers; j++)
     if (!nk[j] && !(nk[j] = new_slot(d, &nc->informers[j])))
@@ -750,6 +760,11 @@ static void apply_reload(kc_daemon *d) {
     }
   }
   pthread_rwlock_wrlock(&d->registry_lock);
+  for (size_t j = 0; j < nc->ninformers; j++) {
+    if (!nk[j] || nk[j]->spec == &nc->informers[j]) continue;
+    nk[j]->spec = &nc->informers[j]; /* a kept slot (new ones point there already) */
+    if (nk[j]->informer) kc_informer_rebind(nk[j]->informer, nk[j]->spec);
+  }
   struct config_hold *old_hold = d->hold;
   free(d->kinds);
   free(d->ctls);
@@ -760,6 +775,8 @@ static void apply_reload(kc_daemon *d) {
   d->cfg = nc;
   d->hold = nh;
   pthread_rwlock_unlock(&d->registry_lock);
+  for (size_t i = 0; i < ndead; i++) release_slot(dead[i]); /* no thread can reach them now */
+  free(dead);
   hold_unref(old_hold); /* freed now unless kept controllers' instances still hold it */
   for (size_t j = 0; j < d->nkinds; j++) {
     if (!d->kinds[j]) { /* allocation failed above: the daemon cannot go on safely */

@@ -618,7 +618,7 @@ static int mgr_cmp(const void *a, const void *b)
 /* Writes ms (empty sets dropped, kube-apiserver's order) into md. */
 static void mgrs_store(struct mgrs *ms, jv *md)
 {
-  qsort(ms->m, ms->n, sizeof *ms->m, mgr_cmp);
+  if (ms->n) qsort(ms->m, ms->n, sizeof *ms->m, mgr_cmp); /* qsort(NULL, 0) is undefined */
   jv *arr = jv_new(J_ARR);
   for (size_t i = 0; i < ms->n; i++) {
     const struct mgr *m = &ms->m[i];
