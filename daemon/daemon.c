@@ -811,7 +811,7 @@ static int leader_start(kc_daemon *d) {
     return 0;
   }
   atomic_store(&d->may_write, false);
-  kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL};
+  kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL, NULL};
   int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->opts.identity, &cb, d,
                          &d->leader);
   if (rc == 0) rc = kc_leader_start(d->leader);
