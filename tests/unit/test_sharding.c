@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Tests for daemon/sharding.c's claim logic: the observation clock
+ * (kc_shard_observe & co), the planner (kc_shard_plan) case by case, and a
+ * simulation of several replicas on a fake clock and a fake Lease store
+ * that plays the electors of leader.c (acquire a free or, on our clock,
+ * expired record; renew every retryPeriod; fencing deadline = the last
+ * successful write + renewDeadline): convergence to balance, a crash, a
+ * replica frozen (SIGSTOP) and resumed, a newcomer, and at every step of
+ * the fake clock at most one replica whose fence admits a range.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sharding.h"
+
+#define LD_MS 15000
+#define RD_MS 10000
+#define RP_MS 2000
+
+static void test_observe(void **state) {
+  (void)state;
+  kc_shard_obs o = {0};
+  assert_false(kc_shard_obs_live(&o, 0));
+  assert_true(kc_shard_obs_expiry(&o) == UINT64_MAX);
+  kc_shard_observe(&o, "a", 15, 1, 1000);
+  assert_true(kc_shard_obs_live(&o, 1000));
+  assert_true(kc_shard_obs_live(&o, 15999));
+  assert_false(kc_shard_obs_live(&o, 16000));
+  /* the same content seen again: the clock keeps running from the first sight */
+  kc_shard_observe(&o, "a", 15, 1, 9000);
+  assert_int_equal(o.changed_ms, 1000);
+  assert_false(kc_shard_obs_live(&o, 16000));
+  /* a renewal (new content) restarts it */
+  kc_shard_observe(&o, "a", 15, 2, 17000);
+  assert_int_equal(o.changed_ms, 17000);
+  assert_true(kc_shard_obs_live(&o, 31999));
+  /* a released record (no holder) is never live */
+  kc_shard_observe(&o, "", 1, 3, 18000);
+  assert_false(kc_shard_obs_live(&o, 18000));
+  kc_shard_observe_absent(&o);
+  assert_false(o.present);
+}
+
+static void test_names(void **state) {
+  (void)state;
+  char buf[64];
+  int n = kc_shard_member_lease_name("kctrld-a", "host_0123", buf, sizeof buf);
+  assert_int_equal(n, (int)strlen("kctrld-a-member-") + 16);
+  assert_memory_equal(buf, "kctrld-a-member-", 16);
+  char other[64];
+  kc_shard_member_lease_name("kctrld-a", "host_0124", other, sizeof other);
+  assert_string_not_equal(buf, other);
+  assert_int_equal(kc_shard_member_lease_name("p", "x", buf, 10), -ENOSPC);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 8, "kctrld-a-0"), 0);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 8, "kctrld-a-7"), 7);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 8, "kctrld-a-8"), -1);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 8, "kctrld-a-07"), -1);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 8, "kctrld-a-"), -1);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 8, "kctrld-a-member-0"), -1);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 8, "kctrld-ab-1"), -1);
+  assert_int_equal(kc_shard_range_of_lease("kctrld-a", 20, "kctrld-a-19"), 19);
+}
+
+/* --- the planner, case by case --------------------------------------------------- */
+
+#define MAXN 64
+
+typedef struct plan {
+  kc_shard_plan_range r[MAXN];
+  unsigned claim[MAXN], give[MAXN];
+  kc_shard_plan_out out;
+} plan;
+
+static void run(plan *p, const char *self, const char *const *m, size_t nm, unsigned n) {
+  p->out = (kc_shard_plan_out){.claim = p->claim, .give = p->give};
+  assert_int_equal(kc_shard_plan(self, m, nm, p->r, n, &p->out), 0);
+}
+
+static void set(plan *p, unsigned i, enum kc_shard_state st, const char *holder, bool live) {
+  p->r[i] = (kc_shard_plan_range){st, holder, live};
+}
+
+static void test_plan_cases(void **state) {
+  (void)state;
+  plan p;
+  memset(&p, 0, sizeof p);
+  kc_shard_plan_out o = {.claim = p.claim, .give = p.give};
+  assert_int_equal(kc_shard_plan("a", NULL, 0, p.r, 0, &o), -EINVAL);
+
+  /* alone: claim everything free */
+  for (unsigned i = 0; i < 4; i++) set(&p, i, KC_SHARD_FREE, "", false);
+  run(&p, "a", NULL, 0, 4);
+  assert_int_equal(p.out.target, 4);
+  assert_int_equal(p.out.members, 1);
+  assert_int_equal(p.out.nclaim, 4);
+  assert_int_equal(p.out.ngive, 0);
+
+  /* two live others (and duplicates and self in the list): target ceil(4/3) = 2;
+   * ranges held live by others are not claimed, expired ones are */
+  const char *m[] = {"b", "c", "b", "a"};
+  set(&p, 0, KC_SHARD_FREE, "b", true);
+  set(&p, 1, KC_SHARD_FREE, "c", true);
+  set(&p, 2, KC_SHARD_FREE, "b", false); /* expired */
+  set(&p, 3, KC_SHARD_FREE, "", false);
+  run(&p, "a", m, 4, 4);
+  assert_int_equal(p.out.members, 3);
+  assert_int_equal(p.out.target, 2);
+  assert_int_equal(p.out.nclaim, 2);
+  bool got[4] = {0};
+  for (size_t k = 0; k < p.out.nclaim; k++) got[p.claim[k]] = true;
+  assert_true(got[2] && got[3]);
+
+  /* our own record, still live (a restart of ours): claimable */
+  set(&p, 0, KC_SHARD_FREE, "a", true);
+  set(&p, 1, KC_SHARD_OWNED, "a", true);
+  set(&p, 2, KC_SHARD_FREE, "b", true);
+  set(&p, 3, KC_SHARD_FREE, "c", true);
+  run(&p, "a", m, 2, 4);
+  assert_int_equal(p.out.nclaim, 1);
+  assert_int_equal(p.claim[0], 0);
+
+  /* over target: give the excess, pending claims before owned ranges */
+  for (unsigned i = 0; i < 4; i++) set(&p, i, KC_SHARD_OWNED, "a", true);
+  set(&p, 1, KC_SHARD_CLAIMING, "", false);
+  run(&p, "a", m, 2, 4); /* 3 live: target 2, we count 4 */
+  assert_int_equal(p.out.ngive, 2);
+  assert_int_equal(p.give[0], 1);
+  assert_int_equal(p.out.nclaim, 0);
+
+  /* draining and releasing ranges count for nobody and are not claimed */
+  set(&p, 0, KC_SHARD_DRAINING, "a", true);
+  set(&p, 1, KC_SHARD_RELEASING, "a", true);
+  set(&p, 2, KC_SHARD_FREE, "", false);
+  set(&p, 3, KC_SHARD_FREE, "", false);
+  run(&p, "a", NULL, 0, 4);
+  assert_int_equal(p.out.nclaim, 2);
+  for (size_t k = 0; k < p.out.nclaim; k++) assert_true(p.claim[k] >= 2);
+
+  /* 4 ranges, 3 replicas at 2/2/0: nothing free; the richest (ties: the
+   * greatest identity) gives one, the other keeps its two */
+  const char *bc[] = {"b", "c"};
+  set(&p, 0, KC_SHARD_OWNED, "a", true);
+  set(&p, 1, KC_SHARD_OWNED, "a", true);
+  set(&p, 2, KC_SHARD_FREE, "b", true);
+  set(&p, 3, KC_SHARD_FREE, "b", true);
+  run(&p, "a", bc, 2, 4); /* a ties with b, b > a: a keeps */
+  assert_int_equal(p.out.ngive, 0);
+  const char *ab[] = {"a", "c"};
+  for (unsigned i = 0; i < 4; i++) p.r[i].state = p.r[i].state == KC_SHARD_OWNED ? KC_SHARD_FREE : KC_SHARD_OWNED;
+  set(&p, 0, KC_SHARD_FREE, "a", true);
+  set(&p, 1, KC_SHARD_FREE, "a", true);
+  set(&p, 2, KC_SHARD_OWNED, "b", true);
+  set(&p, 3, KC_SHARD_OWNED, "b", true);
+  run(&p, "b", ab, 2, 4); /* b is the greatest of the richest */
+  assert_int_equal(p.out.ngive, 1);
+  /* with a free range, nobody gives: the short one claims it */
+  set(&p, 0, KC_SHARD_FREE, "", false);
+  run(&p, "b", ab, 2, 4);
+  assert_int_equal(p.out.ngive, 0);
+}
+
+/* --- the simulation ------------------------------------------------------------------- */
+
+#define NR 5
+
+typedef struct lease {
+  char holder[32];
+  uint64_t version; /* bumped by every write */
+} lease;
+
+typedef struct replica {
+  char id[32];
+  bool alive, frozen;
+  kc_shard_obs obs[MAXN];
+  kc_shard_obs mobs[NR];
+  enum kc_shard_state st[MAXN];
+  uint64_t valid_until[MAXN]; /* fence */
+  uint64_t last_tick;
+} replica;
+
+typedef struct sim {
+  unsigned n;
+  uint64_t now;
+  lease ranges[MAXN];
+  lease members[NR];
+  replica r[NR];
+  unsigned handoffs;
+} sim;
+
+static void write_lease(lease *l, const char *holder) {
+  size_t n = strlen(holder);
+  if (n >= sizeof l->holder) n = sizeof l->holder - 1;
+  memmove(l->holder, holder, n);
+  l->holder[n] = '\0';
+  l->version++;
+}
+
+/* One pass of replica k: renew (the electors), observe (the LIST), plan,
+ * act. Frozen or dead replicas do nothing. */
+static void step_replica(sim *s, unsigned k) {
+  replica *r = &s->r[k];
+  if (!r->alive || r->frozen) return;
+  if (s->now < r->last_tick + RP_MS) return;
+  r->last_tick = s->now;
+  /* renew what we hold; a record someone else wrote means we lost it */
+  for (unsigned i = 0; i < s->n; i++) {
+    if (r->st[i] != KC_SHARD_OWNED && r->st[i] != KC_SHARD_DRAINING) continue;
+    if (strcmp(s->ranges[i].holder, r->id) == 0 && s->now < r->valid_until[i]) {
+      write_lease(&s->ranges[i], r->id);
+      r->valid_until[i] = s->now + RD_MS;
+    } else {
+      r->st[i] = KC_SHARD_FREE; /* lost (on_stopped_leading) */
+      r->valid_until[i] = 0;
+      s->handoffs++;
+    }
+  }
+  write_lease(&s->members[k], r->id);
+  /* the LIST */
+  for (unsigned i = 0; i < s->n; i++)
+    kc_shard_observe(&r->obs[i], s->ranges[i].holder, LD_MS / 1000, s->ranges[i].version, s->now);
+  for (unsigned j = 0; j < NR; j++)
+    if (s->members[j].version)
+      kc_shard_observe(&r->mobs[j], s->members[j].holder, LD_MS / 1000, s->members[j].version,
+                       s->now);
+  /* plan */
+  kc_shard_plan_range pr[MAXN];
+  const char *m[NR];
+  size_t nm = 0;
+  for (unsigned j = 0; j < NR; j++)
+    if (kc_shard_obs_live(&r->mobs[j], s->now)) m[nm++] = r->mobs[j].holder;
+  for (unsigned i = 0; i < s->n; i++)
+    pr[i] = (kc_shard_plan_range){r->st[i], r->obs[i].holder, kc_shard_obs_live(&r->obs[i], s->now)};
+  unsigned claim[MAXN], give[MAXN];
+  kc_shard_plan_out out = {.claim = claim, .give = give};
+  assert_int_equal(kc_shard_plan(r->id, m, nm, pr, s->n, &out), 0);
+  /* give: no reconcile in flight here, so drain ends at once: clear the
+   * fence, then release (holder "") */
+  for (size_t g = 0; g < out.ngive; g++) {
+    unsigned i = give[g];
+    r->valid_until[i] = 0;
+    if (strcmp(s->ranges[i].holder, r->id) == 0) write_lease(&s->ranges[i], "");
+    r->st[i] = KC_SHARD_FREE;
+    s->handoffs++;
+  }
+  /* claim: the elector takes a free record, or one expired on OUR clock */
+  for (size_t c = 0; c < out.nclaim; c++) {
+    unsigned i = claim[c];
+    lease *l = &s->ranges[i];
+    kc_shard_observe(&r->obs[i], l->holder, LD_MS / 1000, l->version, s->now); /* its GET */
+    bool take = !l->holder[0] || strcmp(l->holder, r->id) == 0 || !kc_shard_obs_live(&r->obs[i], s->now);
+    if (!take) continue;
+    write_lease(l, r->id);
+    r->st[i] = KC_SHARD_OWNED;
+    r->valid_until[i] = s->now + RD_MS;
+  }
+}
+
+/* At most one replica's fence admits each range, at every instant. */
+static void check_fences(const sim *s) {
+  for (unsigned i = 0; i < s->n; i++) {
+    int admitted = 0;
+    for (unsigned k = 0; k < NR; k++)
+      if (s->r[k].alive && s->r[k].st[i] == KC_SHARD_OWNED && s->now < s->r[k].valid_until[i])
+        admitted++;
+    if (admitted > 1) fail_msg("range %u admitted by %d replicas at t=%llu", i, admitted,
+                               (unsigned long long)s->now);
+  }
+}
+
+/* Advances the fake clock in 250 ms steps, each replica in turn. */
+static void advance(sim *s, uint64_t ms) {
+  for (uint64_t t = 0; t < ms; t += 250) {
+    s->now += 250;
+    for (unsigned k = 0; k < NR; k++) {
+      step_replica(s, (k + (unsigned)(s->now / 250)) % NR);
+      check_fences(s);
+    }
+  }
+}
+
+static unsigned owned_by(const sim *s, unsigned k) {
+  unsigned c = 0;
+  for (unsigned i = 0; i < s->n; i++)
+    if (s->r[k].st[i] == KC_SHARD_OWNED && s->now < s->r[k].valid_until[i]) c++;
+  return c;
+}
+
+static unsigned owned_total(const sim *s) {
+  unsigned c = 0;
+  for (unsigned k = 0; k < NR; k++)
+    if (s->r[k].alive && !s->r[k].frozen) c += owned_by(s, k);
+  return c;
+}
+
+/* Balanced: every range owned, each live replica has floor or ceil. */
+static bool balanced(const sim *s) {
+  unsigned live = 0;
+  for (unsigned k = 0; k < NR; k++) live += s->r[k].alive && !s->r[k].frozen;
+  if (owned_total(s) != s->n) return false;
+  for (unsigned k = 0; k < NR; k++) {
+    if (!s->r[k].alive || s->r[k].frozen) continue;
+    unsigned c = owned_by(s, k);
+    if (c < s->n / live || c > (s->n + live - 1) / live) return false;
+  }
+  return true;
+}
+
+/* Runs until balanced, at most limit_ms of fake time; returns the time it took. */
+static uint64_t until_balanced(sim *s, uint64_t limit_ms) {
+  uint64_t t0 = s->now;
+  while (!balanced(s)) {
+    if (s->now - t0 > limit_ms) {
+      for (unsigned k = 0; k < NR; k++)
+        if (s->r[k].alive) print_message("# %s owns %u\n", s->r[k].id, owned_by(s, k));
+      for (unsigned i = 0; i < s->n; i++) {
+        print_message("# range %u holder=%s v=%llu:", i, s->ranges[i].holder, (unsigned long long)s->ranges[i].version);
+        for (unsigned k = 0; k < NR; k++) if (s->r[k].alive) print_message(" st=%d live=%d", s->r[k].st[i], kc_shard_obs_live(&s->r[k].obs[i], s->now));
+        print_message("\n");
+      }
+      fail_msg("not balanced after %llu ms", (unsigned long long)limit_ms);
+    }
+    advance(s, 250);
+  }
+  return s->now - t0;
+}
+
+static void start_replica(sim *s, unsigned k) {
+  replica *r = &s->r[k];
+  memset(r, 0, sizeof *r);
+  snprintf(r->id, sizeof r->id, "replica-%u_%08x", k, 0x1000u * (k + 3));
+  r->alive = true;
+  r->last_tick = s->now > RP_MS ? s->now - RP_MS : 0;
+}
+
+static void sim_scenario(unsigned n) {
+  sim *s = calloc(1, sizeof *s);
+  assert_non_null(s);
+  s->n = n;
+  s->now = 100000;
+  for (unsigned k = 0; k < 3; k++) start_replica(s, k);
+  until_balanced(s, 60000);
+  /* stable: nothing moves any more */
+  unsigned h = s->handoffs;
+  advance(s, 30000);
+  assert_true(balanced(s));
+  assert_int_equal(s->handoffs, h);
+
+  /* SIGKILL replica 0: its ranges are taken once its records expired on
+   * the others' clocks: seen at most a retryPeriod after its last renewal
+   * (before the kill), valid leaseDuration from then, noticed at the next
+   * pass of a replica (every retryPeriod here; the component also wakes
+   * at the expiry itself) */
+  s->r[0].alive = false;
+  uint64_t took = until_balanced(s, LD_MS + 3 * RP_MS);
+  assert_true(took <= LD_MS + 2 * RP_MS + 250);
+  assert_int_equal(owned_by(s, 1) + owned_by(s, 2), n);
+
+  /* SIGSTOP replica 1 for longer than leaseDuration: replica 2 takes
+   * everything; on SIGCONT, replica 1's fences are already closed (the
+   * check above runs at every step), and it rejoins */
+  s->r[1].frozen = true;
+  until_balanced(s, LD_MS + 3 * RP_MS);
+  assert_int_equal(owned_by(s, 2), n);
+  s->r[1].frozen = false;
+  for (unsigned i = 0; i < n; i++) assert_true(s->now >= s->r[1].valid_until[i]);
+  until_balanced(s, 3 * LD_MS);
+
+  /* two newcomers (a 4th and a 5th replica): rebalance, never two owners */
+  start_replica(s, 3);
+  start_replica(s, 4);
+  start_replica(s, 0);
+  until_balanced(s, 4 * LD_MS);
+  h = s->handoffs;
+  advance(s, 30000);
+  assert_int_equal(s->handoffs, h);
+  free(s);
+}
+
+static void test_sim_8(void **state) {
+  (void)state;
+  sim_scenario(8);
+}
+static void test_sim_4(void **state) { /* fewer ranges than replicas at the end */
+  (void)state;
+  sim_scenario(4);
+}
+static void test_sim_31(void **state) {
+  (void)state;
+  sim_scenario(31);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_observe),    cmocka_unit_test(test_names),
+      cmocka_unit_test(test_plan_cases), cmocka_unit_test(test_sim_8),
+      cmocka_unit_test(test_sim_4),      cmocka_unit_test(test_sim_31),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
