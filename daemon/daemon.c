@@ -44,6 +44,7 @@
 #include "hostenv.h"
 #include "kubeconfig.h"
 #include "leader.h"
+#include "sharding.h"
 #include "ops.h"
 #include "plugin_host.h"
 #include "ratelimit.h"
@@ -116,6 +117,7 @@ struct kc_daemon {
   uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
   atomic_bool may_write;
   kc_leader *leader; /* NULL when leader election is off */
+  char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
   int exit_code;
@@ -188,7 +190,8 @@ kc_api *kc_daemon_api(kc_daemon *d) { return d->api; }
 bool kc_daemon_may_write(const kc_daemon *d) {
   /* kc_leader_is_leader also checks the renew deadline against the clock, so
    * a worker that runs before the loop noticed the loss is refused too. */
-  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
+  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader)) &&
+         kc_sharding_fence_ok(); /* a sharded reconcile: its key's range is held */
 }
 
 /* --- the plugins' host environment (hostenv.h) -------------------------------- */
@@ -470,6 +473,11 @@ static void on_tick(uv_timer_t *t) {
       }
       cs->inst = NULL; /* owned by the controller now */
       d->controllers_alive++;
+      if (cs->spec->sharding.shards > 0 &&
+          (rc = kc_controller_shard(cs->ctl, d->api, d->identity,
+                                    (uint64_t)d->cfg->shutdown_timeout_ms)) < 0)
+        kc_error("daemon", "controller %s: sharding: cannot start: %s (it reconciles nothing)",
+                 cs->spec->name, strerror(-rc));
     }
     if (cs->ctl && (!d->leader || d->leading) && informers_ready(d, cs->spec, true))
       kc_controller_set_active(cs->ctl, true);
@@ -804,7 +812,25 @@ static void on_stopped_leading(void *ud) {
     if (d->ctls[i].ctl) kc_controller_set_active(d->ctls[i].ctl, false);
 }
 
+/* The replica identity: --identity, leaderElection.identity, else hostname
+ * + random suffix, chosen once per run (the elector and every sharded
+ * controller use the same one). */
+static int choose_identity(kc_daemon *d) {
+  const char *id = d->opts.identity ? d->opts.identity : d->cfg->leader_election.identity;
+  if (id && *id) {
+    int n = snprintf(d->identity, sizeof d->identity, "%s", id);
+    return n > 0 && (size_t)n < sizeof d->identity ? 0 : -ENAMETOOLONG;
+  }
+  int rc = kc_leader_default_identity(d->identity, sizeof d->identity);
+  return rc < 0 ? rc : 0;
+}
+
 static int leader_start(kc_daemon *d) {
+  int irc = choose_identity(d);
+  if (irc < 0) {
+    kc_error("daemon", "cannot choose the replica identity: %s", strerror(-irc));
+    return irc;
+  }
   bool enabled = d->opts.leader_elect ? d->opts.leader_elect > 0 : d->cfg->leader_election.enabled;
   if (!enabled) {
     atomic_store(&d->may_write, true);
@@ -812,7 +838,7 @@ static int leader_start(kc_daemon *d) {
   }
   atomic_store(&d->may_write, false);
   kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL, NULL};
-  int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->opts.identity, &cb, d,
+  int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->identity, &cb, d,
                          &d->leader);
   if (rc == 0) rc = kc_leader_start(d->leader);
   if (rc < 0) {

@@ -214,7 +214,11 @@ static _Thread_local struct {
 
 static uint32_t key_h32(const char *key, size_t len) { return (uint32_t)kc_shard_hash(key, len); }
 
-static void sh_unref(kc_sharding *sh) {
+void kc_sharding_retain(kc_sharding *sh) { atomic_fetch_add(&sh->refs, 1); }
+void kc_sharding_unref(kc_sharding *sh);
+static void sh_unref(kc_sharding *sh) { kc_sharding_unref(sh); }
+
+void kc_sharding_unref(kc_sharding *sh) {
   if (atomic_fetch_sub(&sh->refs, 1) != 1) return;
   for (unsigned i = 0; sh->slots && i < sh->n; i++) kc_obj_unref(sh->slots[i].last);
   kc_iddict_free(&sh->tombs);
@@ -810,7 +814,10 @@ void kc_sharding_shutdown(kc_sharding *sh, void (*done)(void *ud), void *ud) {
   sh->shutdown_ud = ud;
   kc_api_cancel(sh->list_call);
   sh->list_call = NULL;
-  for (unsigned i = 0; i < sh->n; i++) give_up(&sh->slots[i], "shutting down");
+  for (unsigned i = 0; i < sh->n; i++) {
+    sh->slots[i].inflight = 0;
+    give_up(&sh->slots[i], "shutting down");
+  }
   maybe_finish_shutdown(sh);
   if (!sh->member_released) schedule(sh, 100); /* drain bounds */
 }

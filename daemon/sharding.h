@@ -187,10 +187,16 @@ int kc_sharding_debug_json(kc_sharding *sh, kc_buf *out);
 /* Cached `for` objects per range (the last count made by debug/metrics). */
 int kc_sharding_count_cached(kc_sharding *sh, uint64_t *per_range, unsigned n);
 
-/* Stops claiming and gives every range up (drain, release), then releases
- * the membership Lease; done(ud) runs once on the loop when all is
- * released or failed (NULL: no callback). */
+/* Stops claiming and gives every range up, then releases the membership
+ * Lease; done(ud) runs once on the loop when all is released or failed
+ * (NULL: no callback). Call after the workers stopped: in-flight counts are
+ * dropped (a reconcile still running was abandoned; clearing each range's
+ * fence before its release refuses its writes). */
 void kc_sharding_shutdown(kc_sharding *sh, void (*done)(void *ud), void *ud);
+/* References for threads that may outlive the owner (the controller's
+ * worker context). Any thread. */
+void kc_sharding_retain(kc_sharding *sh);
+void kc_sharding_unref(kc_sharding *sh);
 /* Frees now without releasing (run the loop afterwards so handles close).
  * A worker still inside a fence keeps the memory alive (its fence reads
  * false). NULL is a no-op. */
