@@ -735,8 +735,9 @@ int kc_sharding_new(uv_loop_t *loop, kc_api *api, const char *controller,
                : 0;
   sh->spec.lease_namespace = sh->ns;
   sh->spec.lease_prefix = sh->prefix;
-  if (rc == 0)
-    rc = kc_shard_member_lease_name(sh->prefix, identity, sh->member_name, sizeof sh->member_name);
+  if (rc == 0 &&
+      kc_shard_member_lease_name(sh->prefix, identity, sh->member_name, sizeof sh->member_name) < 0)
+    rc = -EINVAL;
   kc_leader_election le = {.enabled = true,
                            .namespace_ = sh->ns,
                            .lease_duration_ms = spec->lease_duration_ms,
