@@ -19,6 +19,7 @@ enum ctx {
   C_EVENT,   /* inside a watch event object */
   C_LIST,    /* inside the list object */
   C_LMETA,   /* inside the list's metadata */
+  C_SHARDINFO, /* inside the list's metadata.shardInfo */
   C_ITEMS,   /* inside the items array */
   C_DONE,    /* LIST: the list object closed */
 };
@@ -36,6 +37,8 @@ enum expect {
   X_RV,
   X_CONTINUE,
   X_REMAINING,
+  X_SHARDINFO,
+  X_SHARDSEL,
 };
 
 struct kc_decoder {
@@ -62,7 +65,7 @@ struct kc_decoder {
   uint64_t nevents;
 
   /* LIST */
-  char *kind, *api_version, *rv, *cont;
+  char *kind, *api_version, *rv, *cont, *shardsel;
   kc_list_meta meta;
 
   /* input accounting: the current unit (event or list item) */
@@ -215,6 +218,7 @@ static int dup_str(kc_decoder *d, char **dst, const unsigned char *s, size_t len
   d->meta.api_version = d->api_version ? d->api_version : "";
   d->meta.resource_version = d->rv ? d->rv : "";
   d->meta.continue_token = d->cont ? d->cont : "";
+  d->meta.shard_selector = d->shardsel ? d->shardsel : "";
   return 1;
 }
 
@@ -251,6 +255,7 @@ static int env_scalar(kc_decoder *d, const unsigned char *s, size_t len, bool is
   case X_APIVERSION: return s ? dup_str(d, &d->api_version, s, len) : 1;
   case X_RV: return s ? dup_str(d, &d->rv, s, len) : 1;
   case X_CONTINUE: return s ? dup_str(d, &d->cont, s, len) : 1;
+  case X_SHARDSEL: return s ? dup_str(d, &d->shardsel, s, len) : 1;
   case X_REMAINING:
     if (is_number) {
       char buf[32];
@@ -320,6 +325,10 @@ static int d_key(void *c, const unsigned char *s, size_t len) {
     if (is_key(s, len, "resourceVersion")) x = X_RV;
     else if (is_key(s, len, "continue")) x = X_CONTINUE;
     else if (is_key(s, len, "remainingItemCount")) x = X_REMAINING;
+    else if (is_key(s, len, "shardInfo")) x = X_SHARDINFO;
+    break;
+  case C_SHARDINFO:
+    if (is_key(s, len, "selector")) x = X_SHARDSEL;
     break;
   default: break;
   }
@@ -371,6 +380,11 @@ static int d_start_map(void *c) {
   if (x == X_OBJECT) return start_object(d);
   if (x == X_LMETA) {
     d->ctx = C_LMETA;
+    return 1;
+  }
+  if (x == X_SHARDINFO) {
+    d->ctx = C_SHARDINFO;
+    d->meta.has_shard_info = true;
     return 1;
   }
   if (x == X_ITEMS) return failf(d, -EBADMSG, "\"items\" is an object, not an array");
@@ -435,6 +449,7 @@ static int d_end_map(void *c) {
   switch (d->ctx) {
   case C_EVENT: return event_done(d);
   case C_LMETA: d->ctx = C_LIST; return 1;
+  case C_SHARDINFO: d->ctx = C_LMETA; return 1;
   case C_LIST: return item_done(d);
   default: return failf(d, -EBADMSG, "unbalanced object");
   }
@@ -520,6 +535,7 @@ kc_decoder *kc_decoder_new(enum kc_decode_mode mode, const kc_transform *t,
   d->max_bytes = KC_OBJ_MAX_BYTES;
   d->typed = t && t->kind;
   d->meta.kind = d->meta.api_version = d->meta.resource_version = d->meta.continue_token = "";
+  d->meta.shard_selector = "";
   d->b = kc_obj_builder_new(t, 0);
   if (!d->b) {
     int e = errno;
@@ -554,6 +570,7 @@ void kc_decoder_free(kc_decoder *d) {
   free(d->api_version);
   free(d->rv);
   free(d->cont);
+  free(d->shardsel);
   free(d->carry);
   free(d);
 }

@@ -84,6 +84,9 @@ typedef struct kc_list_meta {
   const char *continue_token;   /* metadata.continue; "" = last page */
   bool has_remaining;           /* metadata.remainingItemCount present */
   int64_t remaining_item_count;
+  bool has_shard_info;          /* metadata.shardInfo present (KEP-5866: the server
+                                   filtered by the request's shardSelector) */
+  const char *shard_selector;   /* metadata.shardInfo.selector; "" when absent */
   uint64_t nitems;              /* items delivered */
 } kc_list_meta;
 

@@ -39,6 +39,7 @@ struct kc_informer {
   void (*on_synced)(void *ud, kc_informer *inf);
   void *on_synced_ud;
   bool synced_told;
+  char *shard_selector; /* kc_informer_set_shard_selector; NULL: none */
 };
 
 static void fan_add(kc_informer *inf, kc_obj *obj) {
@@ -246,6 +247,7 @@ static void on_resync_closed(uv_handle_t *h) {
   free(inf->parts);
   free(inf->handlers);
   free(inf->api_path), free(inf->resource), free(inf->resource_name);
+  free(inf->shard_selector);
   free(inf);
 }
 
@@ -301,6 +303,37 @@ void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
   uv_timer_stop(&inf->resync);
   if (spec->resync_ms > 0)
     uv_timer_start(&inf->resync, on_resync, (uint64_t)spec->resync_ms, (uint64_t)spec->resync_ms);
+}
+
+int kc_informer_set_shard_selector(kc_informer *inf, const char *selector) {
+  if (!inf || inf->closing) return -EINVAL;
+  if (selector && !*selector) selector = NULL;
+  char *copy = NULL;
+  if (selector && !(copy = strdup(selector))) return -ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int r = kc_reflector_set_shard_selector(inf->parts[i].reflector, copy);
+    if (r < 0 && rc == 0) rc = r;
+  }
+  if (rc < 0) {
+    free(copy);
+    return rc;
+  }
+  free(inf->shard_selector);
+  inf->shard_selector = copy;
+  return 0;
+}
+
+const char *kc_informer_shard_selector(const kc_informer *inf) { return inf->shard_selector; }
+
+enum kc_shard_support kc_informer_shard_support(const kc_informer *inf) {
+  size_t server = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    enum kc_shard_support s = kc_reflector_shard_support(inf->parts[i].reflector);
+    if (s == KC_SHARD_SUPPORT_NONE) return KC_SHARD_SUPPORT_NONE;
+    if (s == KC_SHARD_SUPPORT_SERVER) server++;
+  }
+  return inf->nparts && server == inf->nparts ? KC_SHARD_SUPPORT_SERVER : KC_SHARD_SUPPORT_UNKNOWN;
 }
 
 bool kc_informer_synced(const kc_informer *inf) {

@@ -15,8 +15,16 @@
  * turn events into keys (the workqueue deduplicates them): a slow consumer
  * therefore costs memory per distinct key, never per event.
  *
- * Context: new/start/close/add_handler/remove_handler and the stats: loop
- * thread only. get/list/by_index: any thread (store reads are locked
+ * Shard selector (KEP-5866): kc_informer_set_shard_selector hands a
+ * `shardSelector` to every part's reflector (reflector.h "Shard selector"):
+ * where the server filters, the cache holds only the selected hash ranges;
+ * where it does not (support NONE), the cache holds the whole scope and the
+ * caller must filter with the same hash (shardsel.h). The caller must not
+ * call it from inside one of this informer's handlers (the reflector would
+ * drop the response it is delivering).
+ *
+ * Context: new/start/close/add_handler/remove_handler, the shard selector
+ * and the stats: loop thread only. get/list/by_index: any thread (store reads are locked
  * briefly; results are refcounted objects the caller unrefs).
  * Errors: 0 or a negative errno.
  */
@@ -81,6 +89,21 @@ void kc_informer_remove_handler(kc_informer *inf, int id);
 /* Live reload: points the informer at an equivalent spec of a new config
  * (same identity and indexes) and applies a changed resync period. */
 void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec);
+
+/* loop thread. NULL or "" clears. Copies the string. When it changes, the
+ * informer relists with the new selector (an atomic replace, as a relist is
+ * today) and watches with it. Returns 0 or -errno (-ENOMEM; the old
+ * selector stays on parts not yet switched, which then relist on the next
+ * call). Before start it is only remembered (the first list carries it). */
+int kc_informer_set_shard_selector(kc_informer *inf, const char *selector);
+/* The selector set (NULL: none); borrowed until the next set. */
+const char *kc_informer_shard_selector(const kc_informer *inf);
+/* loop thread: SERVER once a list/streaming-list response echoed shardInfo
+ * (every part's); NONE when the server rejected the parameter (400/422:
+ * then the informer lists and watches without it, caching everything, and
+ * logs once why) or answered a list without shardInfo (ignored it), on any
+ * part; else UNKNOWN (also when no selector was ever sent). */
+enum kc_shard_support kc_informer_shard_support(const kc_informer *inf);
 
 bool kc_informer_synced(const kc_informer *inf);
 const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf);

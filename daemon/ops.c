@@ -423,6 +423,14 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
                    inf ? "true" : "false", inf && kc_informer_synced(inf) ? "true" : "false", st.objects,
                    st.bytes);
     kc_buf_json_c(out, st.resource_version);
+    /* KEP-5866: the shardSelector asked for (null: none) and whether the server applies it */
+    kc_buf_puts(out, ",\"shardSelector\":");
+    if (inf && kc_informer_shard_selector(inf))
+      kc_buf_json_c(out, kc_informer_shard_selector(inf));
+    else
+      kc_buf_puts(out, "null");
+    kc_buf_puts(out, ",\"shardSupport\":");
+    kc_buf_json_c(out, inf ? kc_shard_support_name(kc_informer_shard_support(inf)) : "unknown");
     kc_buf_printf(out,
                    ",\"lists\":%" PRIu64 ",\"watches\":%" PRIu64 ",\"relists\":%" PRIu64 ",\"events\":%" PRIu64
                    ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 ",\"streamingLists\":%" PRIu64

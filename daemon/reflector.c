@@ -82,6 +82,11 @@ struct kc_reflector {
   uint64_t initial_timeout_ms;
   kc_status watch_status;
 
+  /* shard selector (reflector.h "Shard selector") */
+  char *shard_selector;  /* NULL: none */
+  enum kc_shard_support shard_support;
+  bool shard_sent;       /* the request under way carries shardSelector */
+
   /* backoff (client-go: 800 ms doubling to 30 s, jitter 1.0, reset after 2 min) */
   uint64_t backoff_ms;
   uint64_t last_backoff_at_ms;
@@ -217,6 +222,10 @@ static int build_url(const kc_reflector *r, bool watch, bool stream, const char 
     PARAM("sendInitialEvents");
     kc_buf_puts(&u, "true");
   }
+  if (r->shard_selector && r->shard_support != KC_SHARD_SUPPORT_NONE) {
+    PARAM("shardSelector");
+    url_value(&u, r->shard_selector);
+  }
   if (watch) {
     PARAM("timeoutSeconds");
     kc_buf_printf(&u, "%u", timeout_s);
@@ -257,6 +266,45 @@ static uint64_t next_rand(kc_reflector *r) { return kc_xorshift64s(&r->rng); }
 static uint64_t now_ms(kc_reflector *r) {
   uv_update_time(r->loop);
   return uv_now(r->loop);
+}
+
+/* --- shard selector support ---------------------------------------------- */
+
+static bool sends_shard_selector(const kc_reflector *r) {
+  return r->shard_selector && r->shard_support != KC_SHARD_SUPPORT_NONE;
+}
+
+/* The server does not filter: from now on nothing carries the selector. */
+static void shard_support_none(kc_reflector *r, const char *why) {
+  if (r->shard_support == KC_SHARD_SUPPORT_NONE) return;
+  r->shard_support = KC_SHARD_SUPPORT_NONE;
+  kc_warn("reflector", "%s: the API server does not filter by shardSelector (%s); listing and "
+          "watching without it, caching the whole scope", r->describe, why);
+}
+
+/* A list answer to a request that carried the selector. */
+static void note_list_shard_info(kc_reflector *r, const kc_list_meta *m) {
+  if (!r->shard_sent) return;
+  if (!m->has_shard_info) {
+    shard_support_none(r, "a list answer without metadata.shardInfo: the parameter was ignored");
+    return;
+  }
+  if (r->shard_support != KC_SHARD_SUPPORT_SERVER)
+    kc_info("reflector", "%s: the API server filters by shardSelector (metadata.shardInfo.selector "
+            "\"%.300s\")", r->describe, m->shard_selector ? m->shard_selector : "");
+  r->shard_support = KC_SHARD_SUPPORT_SERVER;
+}
+
+/* A 400/422 to a request that carried the selector: the server refuses the
+ * parameter (or this value of it). Returns true when that was the case: the
+ * caller then repeats the request without it. */
+static bool shard_selector_refused(kc_reflector *r, const kc_api_status *st) {
+  if (!r->shard_sent || (st->code != 400 && st->code != 422)) return false;
+  char why[600];
+  snprintf(why, sizeof why, "HTTP %d %s: %.500s", st->code, st->reason[0] ? st->reason : "(no reason)",
+           st->message);
+  shard_support_none(r, why);
+  return true;
 }
 
 /* --- LIST ----------------------------------------------------------------- */
@@ -420,6 +468,7 @@ static void list_finished(kc_reflector *r, const kc_api_result *res) {
   const kc_api_status *st = &res->status;
   if (res->error == 0 && is_2xx(st) && r->stream && !r->decode_rc) {
     const kc_list_meta *m = kc_dstream_list_meta(r->stream);
+    note_list_shard_info(r, m);
     char rv[64], cont[sizeof r->continue_token];
     snprintf(rv, sizeof rv, "%s", m->resource_version ? m->resource_version : "");
     snprintf(cont, sizeof cont, "%s", m->continue_token ? m->continue_token : "");
@@ -461,6 +510,10 @@ static void list_finished(kc_reflector *r, const kc_api_result *res) {
     start_list(r, r->list_mode);
     return;
   }
+  if (shard_selector_refused(r, st)) {
+    start_list(r, r->list_mode); /* the same list, now without the selector */
+    return;
+  }
   set_error(r, "list: %s", what);
   if ((kc_api_is_gone(st) || kc_api_is_too_large_rv(st)) && r->list_mode == LIST_AT_RV) {
     /* At once, as client-go does, with the same page size as the failed
@@ -489,7 +542,9 @@ static void send_get(kc_reflector *r, const char *what, kc_api_request_opts *o, 
 
 static void start_list(kc_reflector *r, enum list_mode mode) {
   if (r->phase == PHASE_CLOSED) return;
-  if (r->streaming != KC_REFLECTOR_STREAM_OFF && !r->page_continue) {
+  /* A streaming list tells nothing of shardSelector support: LIST until known. */
+  bool shard_probe = r->shard_selector && r->shard_support == KC_SHARD_SUPPORT_UNKNOWN;
+  if (r->streaming != KC_REFLECTOR_STREAM_OFF && !r->page_continue && !shard_probe) {
     start_stream(r, mode);
     return;
   }
@@ -534,6 +589,7 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
       .on_done = on_list_done,
   };
   r->stats.lists++;
+  r->shard_sent = sends_shard_selector(r);
   send_get(r, "list", &o, NEXT_LIST);
 }
 
@@ -620,6 +676,12 @@ static int on_watch_response(kc_api_call *call, long status, void *ud) {
   return start_stream_decode(ud, KC_DECODE_WATCH);
 }
 
+/* What a list started after a failure of the current cycle is. */
+static enum list_mode mode_after_failure(const kc_reflector *r) {
+  if (!r->synced || !r->rv[0]) return LIST_INITIAL;
+  return r->rv_unavailable ? LIST_CONSISTENT : LIST_AT_RV;
+}
+
 /* A streaming list that ended before its end bookmark. */
 static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
   const kc_api_status *st = &res->status;
@@ -649,6 +711,10 @@ static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
     kc_info("reflector", "%s: streaming list %s, retrying at resourceVersion \"\"", r->describe, what);
     r->rv_unavailable = true;
     backoff_then(r, NEXT_LIST, 0);
+    return;
+  }
+  if (!res->error && !r->watch_error_event && shard_selector_refused(r, st)) {
+    start_list(r, mode_after_failure(r)); /* the streaming list again, without the selector */
     return;
   }
   bool retriable = res->error || (!is_2xx(st) && (kc_api_is_too_many_requests(st) || kc_api_is_retryable(st)));
@@ -717,6 +783,11 @@ static void watch_finished(kc_reflector *r, const kc_api_result *res) {
       set_error(r, "watch: very short watch (%llu ms, no events)", (unsigned long long)lasted);
       backoff_then(r, NEXT_LIST, 0);
     }
+    return;
+  }
+  if (shard_selector_refused(r, st)) {
+    /* The cache holds only the selected ranges: everything must be listed. */
+    start_list(r, mode_after_failure(r));
     return;
   }
   char what[700];
@@ -800,6 +871,7 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
       .on_done = on_watch_done,
   };
   if (!stream) r->stats.watches++;
+  r->shard_sent = sends_shard_selector(r);
   send_get(r, "watch", &o, stream ? NEXT_LIST : NEXT_WATCH);
 }
 
@@ -1139,6 +1211,7 @@ static void free_reflector(uv_handle_t *h) {
   free(r->pending);
   free(r->api_path), free(r->resource), free(r->namespace_);
   free(r->label_selector), free(r->field_selector);
+  free(r->shard_selector);
   free(r);
 }
 
@@ -1171,6 +1244,39 @@ int kc_reflector_relist(kc_reflector *r, const char *why) {
   r->rv_unavailable = true;
   start_list(r, LIST_CONSISTENT);
   return 0;
+}
+
+int kc_reflector_set_shard_selector(kc_reflector *r, const char *selector) {
+  if (!r || r->phase == PHASE_CLOSED) return -EINVAL;
+  if (selector && !*selector) selector = NULL;
+  if ((!selector && !r->shard_selector) ||
+      (selector && r->shard_selector && strcmp(selector, r->shard_selector) == 0))
+    return 0;
+  char *copy = NULL;
+  if (selector && !(copy = strdup(selector))) return -ENOMEM;
+  free(r->shard_selector);
+  r->shard_selector = copy;
+  if (r->phase == PHASE_IDLE || r->shard_support == KC_SHARD_SUPPORT_NONE) return 0;
+  kc_info("reflector", "%s: shardSelector %s%.300s%s; relisting", r->describe, copy ? "\"" : "cleared",
+          copy ? copy : "", copy ? "\"" : "");
+  stop_current(r);
+  r->initial_phase = false;
+  r->page_continue = false;
+  r->continue_token[0] = 0;
+  r->verify_history = false;
+  start_list(r, mode_after_failure(r));
+  return 0;
+}
+
+const char *kc_reflector_shard_selector(const kc_reflector *r) { return r->shard_selector; }
+enum kc_shard_support kc_reflector_shard_support(const kc_reflector *r) { return r->shard_support; }
+
+const char *kc_shard_support_name(enum kc_shard_support s) {
+  switch (s) {
+  case KC_SHARD_SUPPORT_SERVER: return "server";
+  case KC_SHARD_SUPPORT_NONE: return "none";
+  default: return "unknown";
+  }
 }
 
 const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r) {

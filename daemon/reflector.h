@@ -35,6 +35,21 @@
  * reflector per reconnect, and catches both a different cluster and a
  * rolled-back history (the object we saw last is missing or older).
  *
+ * Shard selector (KEP-5866, docs/api-contract.md 5.4):
+ * kc_reflector_set_shard_selector makes every LIST, streaming-list WATCH and
+ * resumed WATCH carry `shardSelector`, so that a server with the feature
+ * sends only the objects of those hash ranges. Whether it does is learnt
+ * from LIST answers: metadata.shardInfo in the answer -> SERVER; a list
+ * answered without it (a server without the feature ignores the parameter
+ * and sends everything) -> NONE; a 400/422 to a request that carried it ->
+ * NONE and the same request again at once without it. NONE is sticky: from
+ * then on nothing carries the selector and the scope is listed and watched
+ * whole (logged once, with the reason). A streaming list's answer has no
+ * list metadata, so while the support is UNKNOWN the reflector lists with
+ * LIST (streaming lists resume once SERVER is known). A change of the
+ * selector while running relists at once (at the last resourceVersion,
+ * replace() as for any relist); under NONE it is only remembered.
+ *
  * The reflector does not own a store: it hands decoded objects to a sink
  * (the informer), which writes its store before notifying anybody.
  *
@@ -59,6 +74,9 @@
 #include "kbuild.h"
 
 typedef struct kc_reflector kc_reflector;
+
+/* Does the API server filter by shardSelector? (see "Shard selector") */
+enum kc_shard_support { KC_SHARD_SUPPORT_UNKNOWN = 0, KC_SHARD_SUPPORT_SERVER, KC_SHARD_SUPPORT_NONE };
 
 typedef struct kc_reflector_sink {
   /* A complete (re)list: the full content of the scope. */
@@ -156,7 +174,17 @@ int kc_reflector_relist(kc_reflector *r, const char *why);
 const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r);
 const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */
 
-/* Exposed for tests: builds the query for a list or watch into buf. */
+/* Sets the shardSelector (NULL or "": none; copied) that lists and watches
+ * carry (see "Shard selector"). Before start, or under NONE, or when it is
+ * the same: remembered only. Running: relists now. 0, -ENOMEM, -EINVAL when
+ * closed. */
+int kc_reflector_set_shard_selector(kc_reflector *r, const char *selector);
+const char *kc_reflector_shard_selector(const kc_reflector *r); /* NULL: none */
+enum kc_shard_support kc_reflector_shard_support(const kc_reflector *r);
+const char *kc_shard_support_name(enum kc_shard_support s); /* "unknown" "server" "none" */
+
+/* Exposed for tests: builds the query for a list or watch into buf (with
+ * shardSelector when one is set and the support is not NONE). */
 int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
                      bool with_limit, uint32_t timeout_s, char *buf, size_t cap);
 

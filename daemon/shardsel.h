@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* shardsel: the daemon's shard hash and hash ranges (KEP-5866 sharded list
- * and watch, docs/api-contract.md "shardSelector").
+ * and watch, docs/api-contract.md 5.4).
  *
  * Owns: the hash of a shard key (64-bit FNV-1a over the field's string
  * value, as kube-apiserver computes it for `shardSelector`), the half-open

@@ -371,8 +371,20 @@ static bool parse_filter(struct sim_req *req, struct route *r, struct sim_filter
   if (r->ns) f->ns = sim_xstrdup(r->ns);
   const char *ls = sim_req_query(req, "labelSelector");
   const char *fs = sim_req_query(req, "fieldSelector");
+  const char *ss = sim_cfg.sharded_list_watch ? sim_req_query(req, "shardSelector") : NULL;
   char *err = NULL;
   struct sim_details d = {0};
+  /* KEP-5866: parsed while the query is decoded into ListOptions, so a bad
+   * one is a 400 BadRequest (a server without the gate ignores it). */
+  if (ss && *ss) {
+    if (sim_shardsel_parse(ss, &f->ssel, &err) < 0) {
+      sim_resp_status(resp, 400, "BadRequest", &d, "invalid shard selector: %s", err);
+      free(err);
+      sim_filter_free(f);
+      return false;
+    }
+    f->has_ssel = true;
+  }
   if (ls && *ls) {
     if (sim_lsel_parse(ls, &f->lsel, &err) < 0) {
       sim_resp_status(resp, 400, "BadRequest", &d, "%s", err);
@@ -634,7 +646,7 @@ static void handle_list(struct sim_req *req, struct route *r, struct sim_resp *r
   }
   size_t n = 0, remaining = 0;
   bool more = false;
-  bool filtered = f.has_lsel || f.has_fsel;
+  bool filtered = f.has_lsel || f.has_fsel || f.has_ssel;
   struct sim_obj **items = sim_snapshot_locked(r->rt->coll, target, r->ns, start,
                                                filtered ? sim_filter_match : NULL, &f, limit,
                                                &n, &more, &remaining);
@@ -664,6 +676,11 @@ static void handle_list(struct sim_req *req, struct route *r, struct sim_resp *r
     sim_buf_printf(&resp->body, ",\"continue\":\"%s\"", tok);
     free(tok);
     if (!filtered) sim_buf_printf(&resp->body, ",\"remainingItemCount\":%zu", remaining);
+  }
+  if (f.has_ssel) {
+    sim_buf_puts(&resp->body, ",\"shardInfo\":{\"selector\":");
+    sim_buf_put_jstr(&resp->body, f.ssel.text, strlen(f.ssel.text));
+    sim_buf_putc(&resp->body, '}');
   }
   sim_buf_puts(&resp->body, "},\"items\":[");
   for (size_t i = 0; i < n; i++) {
@@ -729,7 +746,7 @@ static void handle_watch(struct sim_req *req, struct route *r, struct sim_resp *
   }
   if (initial) {
     size_t n = 0;
-    bool filtered = o.filter.has_lsel || o.filter.has_fsel;
+    bool filtered = o.filter.has_lsel || o.filter.has_fsel || o.filter.has_ssel;
     o.initial = sim_snapshot_locked(r->rt->coll, sim_rv, r->ns, NULL,
                                     filtered ? sim_filter_match : NULL, &o.filter, 0, &n, NULL,
                                     NULL);

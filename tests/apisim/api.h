@@ -26,6 +26,7 @@ struct sim_config {
   bool rv0_ignores_limit;   /* RV=0 lists are served whole, like the watch cache */
   size_t watch_chunk_split; /* split watch output into chunks of this size */
   unsigned min_request_timeout_s; /* default watch length: [x, 2x) */
+  bool sharded_list_watch;  /* ShardedListAndWatch gate: shardSelector honoured */
 };
 extern struct sim_config sim_cfg;
 

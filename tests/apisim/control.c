@@ -413,11 +413,12 @@ static void config_json(struct sim_resp *resp)
 {
   ok_json(resp,
           "{\"bookmarkIntervalMs\":%u,\"watch410\":\"%s\",\"continueExpiry\":%s,\"watchList\":%s,"
-          "\"rv0IgnoresLimit\":%s,\"watchChunkSplit\":%zu,\"minRequestTimeoutSeconds\":%u}",
+          "\"rv0IgnoresLimit\":%s,\"watchChunkSplit\":%zu,\"minRequestTimeoutSeconds\":%u,"
+          "\"shardedListAndWatch\":%s}",
           sim_bookmark_interval_ms, sim_cfg.watch_410_http ? "http" : "event",
           sim_cfg.continue_expiry ? "true" : "false", sim_cfg.watch_list ? "true" : "false",
           sim_cfg.rv0_ignores_limit ? "true" : "false", sim_cfg.watch_chunk_split,
-          sim_cfg.min_request_timeout_s);
+          sim_cfg.min_request_timeout_s, sim_cfg.sharded_list_watch ? "true" : "false");
 }
 
 static void set_config(struct sim_req *req, struct sim_resp *resp)
@@ -432,6 +433,7 @@ static void set_config(struct sim_req *req, struct sim_resp *resp)
   sim_cfg.rv0_ignores_limit = getb(d, "rv0IgnoresLimit", sim_cfg.rv0_ignores_limit);
   sim_cfg.watch_chunk_split = (size_t)geti(d, "watchChunkSplit", (int64_t)sim_cfg.watch_chunk_split);
   sim_cfg.min_request_timeout_s = (unsigned)geti(d, "minRequestTimeoutSeconds", sim_cfg.min_request_timeout_s);
+  sim_cfg.sharded_list_watch = getb(d, "shardedListAndWatch", sim_cfg.sharded_list_watch);
   jv_free(d);
   config_json(resp);
 }

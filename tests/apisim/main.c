@@ -27,7 +27,37 @@ static void usage(FILE *f)
           "         [--tls-ca F] [--kubeconfig-client-cert F --kubeconfig-client-key F]\n"
           "         [--generate RESOURCE=N]... [--history N] [--bookmark-interval-ms MS]\n"
           "         [--watch-410-http] [--no-watch-list] [--min-request-timeout S]\n"
-          "         [--rv-offset N] [--fixtures DIR] [--rbac] [--token-auth-file FILE] [--verbose]\n");
+          "         [--rv-offset N] [--fixtures DIR] [--rbac] [--token-auth-file FILE]\n"
+          "         [--feature-gates NAME=true|false,...] [--verbose]\n");
+}
+
+/* --feature-gates as kube-apiserver takes it: comma-separated NAME=BOOL.
+ * Known: ShardedListAndWatch (default false), WatchList (default true).
+ * Returns 0, or -EINVAL after printing why. */
+static int feature_gates(const char *v)
+{
+  char *copy = sim_xstrdup(v), *save = NULL;
+  int rc = 0;
+  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+    while (*t == ' ') t++;
+    char *eq = strchr(t, '=');
+    bool on;
+    if (!eq || (strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0)) {
+      fprintf(stderr, "kube-apisim: --feature-gates: missing bool value for %s\n", t);
+      rc = -EINVAL;
+      break;
+    }
+    on = strcmp(eq + 1, "true") == 0;
+    *eq = 0;
+    if (strcmp(t, "ShardedListAndWatch") == 0) sim_cfg.sharded_list_watch = on;
+    else if (strcmp(t, "WatchList") == 0) sim_cfg.watch_list = on;
+    else {
+      fprintf(stderr, "kube-apisim: --feature-gates: unrecognized feature gate: %s\n", t);
+      rc = -EINVAL;
+    }
+  }
+  free(copy);
+  return rc;
 }
 
 static void default_fixtures(const char *argv0)
@@ -89,6 +119,9 @@ int main(int argc, char **argv)
     else if (ARG("--bookmark-interval-ms")) sim_bookmark_interval_ms = (unsigned)strtoul(v, NULL, 10);
     else if (ARG("--min-request-timeout")) sim_cfg.min_request_timeout_s = (unsigned)strtoul(v, NULL, 10);
     else if (ARG("--fixtures")) sim_set_fixture_dir(v);
+    else if (ARG("--feature-gates")) {
+      if (feature_gates(v) < 0) return 2;
+    }
     else if (ARG("--token-auth-file")) {
       char *err = NULL;
       if (sim_rbac_load_tokens(v, &err) < 0) {

@@ -60,6 +60,7 @@ bool sim_filter_match(void *arg, const struct sim_obj *o)
     free(v);
     if (eq == r->neq) return false;
   }
+  if (f->has_ssel && !sim_shardsel_match(&f->ssel, o->dom)) return false;
   return true;
 }
 
@@ -68,6 +69,7 @@ void sim_filter_free(struct sim_filter *f)
   free(f->ns);
   sim_lsel_free(&f->lsel);
   sim_fsel_free(&f->fsel);
+  sim_shardsel_free(&f->ssel);
 }
 
 static void put_type_prefix(struct sim_buf *b, const struct sim_rtype *rt, const char *body,

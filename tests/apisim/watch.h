@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* watch: list/watch filters (namespace + label + field selectors) and the
+/* watch: list/watch filters (namespace + label + field + shard selectors) and the
  * watch stream: initial events, history replay from a resourceVersion,
  * selector transitions, bookmarks, timeouts, 410 ERROR events and the
  * stream faults (chunk splitting, stall, mid-stream reset).
@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "select.h"
+#include "shardsel.h"
 #include "store.h"
 #include "types.h"
 
@@ -25,7 +26,8 @@ struct sim_filter {
   char *ns; /* NULL = all namespaces */
   struct sim_lsel lsel;
   struct sim_fsel fsel;
-  bool has_lsel, has_fsel;
+  struct sim_shardsel ssel;    /* shardSelector (ShardedListAndWatch gate) */
+  bool has_lsel, has_fsel, has_ssel;
 };
 
 bool sim_filter_match(void *filter, const struct sim_obj *o);

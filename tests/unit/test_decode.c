@@ -25,7 +25,7 @@ typedef struct rec {
   kc_status last_status;
   bool iee;
   kc_list_meta meta;
-  char meta_rv[64], meta_cont[256], meta_kind[64], meta_apiv[64];
+  char meta_rv[64], meta_cont[256], meta_kind[64], meta_apiv[64], meta_shard[256];
   int list_end_calls;
 } rec;
 
@@ -91,6 +91,7 @@ static int on_list_end(void *ud, const kc_list_meta *m) {
   snprintf(r->meta_cont, sizeof r->meta_cont, "%s", m->continue_token);
   snprintf(r->meta_kind, sizeof r->meta_kind, "%s", m->kind);
   snprintf(r->meta_apiv, sizeof r->meta_apiv, "%s", m->api_version);
+  snprintf(r->meta_shard, sizeof r->meta_shard, "%s", m->shard_selector);
   r->list_end_calls++;
   return 0;
 }
@@ -610,6 +611,37 @@ static void test_list_fixtures(void **state) {
   assert_int_equal(cr.objs[1]->json_len, 629);
   rec_free(&cr);
   free(text);
+}
+
+/* KEP-5866: metadata.shardInfo.selector of a filtered list (in any split),
+ * absent, null, or with unknown members. */
+static void test_list_shard_info(void **state) {
+  (void)state;
+  char err[512];
+  rec r = {0};
+  const char *t1 =
+      "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\",\"shardInfo\":{\"x\":{\"selector\":\"no\"},"
+      "\"selector\":\"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')\"},"
+      "\"continue\":\"c\"},\"items\":[{\"metadata\":{\"name\":\"a\"}}]}";
+  for (size_t chunk = 0; chunk < 4; chunk++) {
+    assert_int_equal(run(KC_DECODE_LIST, NULL, t1, strlen(t1), 40, chunk, &r, err, sizeof err), 0);
+    assert_true(r.meta.has_shard_info);
+    assert_string_equal(r.meta_shard, "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')");
+    assert_string_equal(r.meta_rv, "9");
+    assert_string_equal(r.meta_cont, "c"); /* the envelope goes on after shardInfo */
+    assert_int_equal(r.n, 1);
+    rec_free(&r);
+  }
+  const char *t2 = "{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[]}";
+  assert_int_equal(run(KC_DECODE_LIST, NULL, t2, strlen(t2), 3, 0, &r, err, sizeof err), 0);
+  assert_false(r.meta.has_shard_info);
+  assert_string_equal(r.meta_shard, "");
+  rec_free(&r);
+  const char *t3 = "{\"metadata\":{\"shardInfo\":null,\"resourceVersion\":\"9\"},\"items\":[]}";
+  assert_int_equal(run(KC_DECODE_LIST, NULL, t3, strlen(t3), 3, 0, &r, err, sizeof err), 0);
+  assert_false(r.meta.has_shard_info);
+  assert_string_equal(r.meta_rv, "9");
+  rec_free(&r);
 }
 
 static void test_list_shapes(void **state) {
@@ -1187,6 +1219,7 @@ int main(void) {
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_list_fixtures),
       cmocka_unit_test(test_list_shapes),
+      cmocka_unit_test(test_list_shard_info),
       cmocka_unit_test(test_list_type),
       cmocka_unit_test(test_watch_type),
       cmocka_unit_test(test_decode_status),

@@ -334,6 +334,35 @@ static void test_no_resync_until_rebind(void **state) {
 
 static bool saw_events(void *ud) { return ((const recorder *)ud)->adds >= 4; }
 
+static bool support_known(void *ud) {
+  return kc_informer_shard_support(F.inf) != KC_SHARD_SUPPORT_UNKNOWN;
+}
+
+/* A shardSelector goes to every part; a server that does not know it
+ * (fakeapi ignores unknown parameters) answers without shardInfo, so the
+ * support is NONE and every part caches its whole namespace. The selector
+ * stays readable; "" clears it. */
+static void test_shard_selector_every_part(void **state) {
+  static const char *const nss[] = {"a", "b"};
+  kc_informer_spec sp = spec_of(nss, 2);
+  new_informer(&sp);
+  assert_int_equal(kc_informer_shard_support(F.inf), KC_SHARD_SUPPORT_UNKNOWN);
+  assert_null(kc_informer_shard_selector(F.inf));
+  const char *sel = "shardRange(object.metadata.namespace, '0x0000000000000000', '0x0000000000000001')";
+  assert_int_equal(kc_informer_set_shard_selector(F.inf, sel), 0);
+  assert_string_equal(kc_informer_shard_selector(F.inf), sel);
+  fakeapi_put(F.srv, "configmaps", "a", "x", NULL, NULL);
+  fakeapi_put(F.srv, "configmaps", "b", "y", NULL, NULL);
+  start_and_sync();
+  run_until(support_known, NULL, "the shard support");
+  assert_int_equal(kc_informer_shard_support(F.inf), KC_SHARD_SUPPORT_NONE);
+  kc_obj_vec v = {0};
+  assert_int_equal(kc_informer_list(F.inf, (kc_str){0}, NULL, &v), 2); /* everything */
+  kc_obj_vec_release(&v);
+  assert_int_equal(kc_informer_set_shard_selector(F.inf, ""), 0);
+  assert_null(kc_informer_shard_selector(F.inf));
+}
+
 /* Each namespace of the spec is its own part: the server sees one LIST per
  * namespace (none of all namespaces, none of others), objects of other
  * namespaces never arrive, get/list/by_index read across the parts. */
@@ -476,6 +505,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_resync_updates_with_same_object, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_resync_until_rebind, setup, teardown),
       cmocka_unit_test_setup_teardown(test_one_part_per_namespace, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_every_part, setup, teardown),
       cmocka_unit_test_setup_teardown(test_on_synced_once_all_parts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stats_sum_parts, setup, teardown),
   };

@@ -33,7 +33,9 @@
 #include "decodepool.h"
 #include "informer.h"
 #include "log.h"
+#include "ops.h"
 #include "selector.h"
+#include "shardsel.h"
 
 static char apisim_path[4200];
 
@@ -290,9 +292,12 @@ static kc_informer_spec pod_spec(void) {
                             .streaming_list = KC_STREAMING_OFF, .identity = "test"};
 }
 
-static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *ref, counts *c) {
+/* An informer with a shardSelector (NULL: none) set before it starts. */
+static kc_informer *informer_sel(const kc_informer_spec *sp, const kc_resource_ref *ref, counts *c,
+                                 const char *shard_selector) {
   kc_informer *inf = NULL;
   assert_int_equal(kc_informer_new(&L.loop, L.api, POOL, sp, ref, &inf), 0);
+  if (shard_selector) assert_int_equal(kc_informer_set_shard_selector(inf, shard_selector), 0);
   if (c) {
     kc_informer_handler h = {h_add, h_update, h_delete, c};
     assert_true(kc_informer_add_handler(inf, &h) > 0);
@@ -307,6 +312,10 @@ static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *
   while (!kc_informer_synced(inf) && sim_mono_ms() < end) uv_run(&L.loop, UV_RUN_ONCE);
   assert_true(kc_informer_synced(inf));
   return inf;
+}
+
+static kc_informer *informer(const kc_informer_spec *sp, const kc_resource_ref *ref, counts *c) {
+  return informer_sel(sp, ref, c, NULL);
 }
 
 /* Does the informer hold exactly what the server lists at query? */
@@ -935,6 +944,131 @@ static void test_streaming_fallback(void **state) {
   set_free(&c.deleted);
 }
 
+/* ---- shardSelector (KEP-5866) ---- */
+
+#define SEL_LO "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+#define SEL_HI "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
+/* the same, URL-encoded, for the test's own LIST */
+#define Q_LO "shardSelector=shardRange%28object.metadata.uid%2C%20%270x0000000000000000%27%2C%20%270x8000000000000000%27%29"
+#define Q_HI "shardSelector=shardRange%28object.metadata.uid%2C%20%270x8000000000000000%27%2C%20%270x10000000000000000%27%29"
+
+/* Every cached object's uid hashes into r; returns how many there are. */
+static size_t cached_in(kc_informer *inf, const kc_shard_range *r) {
+  kc_obj_vec vec = {0};
+  assert_true(kc_informer_list(inf, (kc_str){0}, NULL, &vec) >= 0);
+  size_t n = vec.n;
+  for (size_t i = 0; i < vec.n; i++)
+    if (!kc_shard_range_contains(r, kc_shard_hash(vec.v[i]->uid.ptr, vec.v[i]->uid.len)))
+      fail_msg("cached %.*s (uid %.*s) is outside the shard", (int)vec.v[i]->name.len, vec.v[i]->name.ptr,
+               (int)vec.v[i]->uid.len, vec.v[i]->uid.ptr);
+  kc_obj_vec_release(&vec);
+  return n;
+}
+
+static char *informers_json(kc_informer *inf) {
+  kc_informer *const infs[] = {inf};
+  kc_ops_view v = {.informers = infs, .ninformers = 1};
+  kc_buf b = {0};
+  assert_int_equal(kc_ops_informers_json(&v, &b), 0);
+  return kc_buf_take(&b);
+}
+
+/* With the ShardedListAndWatch gate the cache holds exactly the objects of
+ * the ranges (as the server lists them with the same selector): after the
+ * sync, through a modification stream with dropped watches, after a change
+ * of the selector (relisted by a streaming list, since the support is
+ * known), and all of them once it is cleared. /debug/informers shows it. */
+static void test_shard_selector_server(void **state) {
+  ctl("POST", "config", "{\"shardedListAndWatch\":true}");
+  ctl("DELETE", "counters", NULL);
+  counts c = {0};
+  kc_informer_spec sp = pod_spec();
+  sp.streaming_list = KC_STREAMING_AUTO;
+  kc_informer *inf = informer_sel(&sp, &PODS, &c, SEL_LO);
+  assert_int_equal(kc_informer_shard_support(inf), KC_SHARD_SUPPORT_SERVER);
+  assert_string_equal(kc_informer_shard_selector(inf), SEL_LO);
+  kc_shard_range lo, hi;
+  kc_shard_ranges_split(2, 0, &lo);
+  kc_shard_ranges_split(2, 1, &hi);
+  size_t n_lo = cached_in(inf, &lo);
+  assert_true(n_lo > 1000 && n_lo < 2000); /* about half of 3000 */
+  assert_int_equal(c.adds, n_lo);
+  assert_true(matches_server(inf, "/api/v1/pods", Q_LO, false));
+  assert_int_equal(count_requests("sendInitialEvents=true"), 0); /* the first list is a LIST */
+  char *dbg = informers_json(inf);
+  assert_non_null(strstr(dbg, "\"shardSelector\":\"" SEL_LO "\",\"shardSupport\":\"server\""));
+  free(dbg);
+
+  ctl("POST", "modify", "{\"resource\":\"pods\",\"count\":1000,\"rate\":2000}");
+  run_ms(200);
+  ctl("POST", "drop-watches", NULL);
+  wait_modify_done(30000);
+  converge(inf, "/api/v1/pods", Q_LO, 10000);
+  assert_true(c.updates > 0 && c.updates < 1000); /* only the modifications of its half */
+
+  unsigned deletes = c.deletes;
+  assert_int_equal(kc_informer_set_shard_selector(inf, SEL_HI), 0);
+  converge(inf, "/api/v1/pods", Q_HI, 20000);
+  assert_int_equal(cached_in(inf, &hi), 3000 - n_lo);
+  assert_int_equal(c.deletes - deletes, n_lo); /* the other half left the cache */
+  assert_true(count_requests("sendInitialEvents=true") >= 1);
+  assert_int_equal(kc_informer_shard_support(inf), KC_SHARD_SUPPORT_SERVER);
+
+  assert_int_equal(kc_informer_set_shard_selector(inf, NULL), 0);
+  assert_null(kc_informer_shard_selector(inf));
+  converge(inf, "/api/v1/pods", NULL, 20000);
+  kc_informer_stats st;
+  kc_informer_stats_get(inf, &st);
+  assert_int_equal(st.objects, 3000);
+  dbg = informers_json(inf);
+  assert_non_null(strstr(dbg, "\"shardSelector\":null,\"shardSupport\":\"server\""));
+  free(dbg);
+  close_inf(inf);
+  set_free(&c.deleted);
+  ctl("POST", "config", "{\"shardedListAndWatch\":false}");
+}
+
+/* Without the gate the server ignores the parameter: support NONE, the
+ * cache holds everything, and a new selector does not relist. */
+static void test_shard_selector_ignored(void **state) {
+  counts c = {0};
+  kc_informer_spec sp = pod_spec();
+  kc_informer *inf = informer_sel(&sp, &PODS, &c, SEL_LO);
+  assert_int_equal(kc_informer_shard_support(inf), KC_SHARD_SUPPORT_NONE);
+  assert_int_equal(c.adds, 3000);
+  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
+  kc_informer_stats st;
+  kc_informer_stats_get(inf, &st);
+  uint64_t lists = st.lists;
+  assert_int_equal(kc_informer_set_shard_selector(inf, SEL_HI), 0);
+  run_ms(300);
+  kc_informer_stats_get(inf, &st);
+  assert_int_equal(st.lists, lists);
+  assert_int_equal(st.objects, 3000);
+  char *dbg = informers_json(inf);
+  assert_non_null(strstr(dbg, "\"shardSelector\":\"" SEL_HI "\",\"shardSupport\":\"none\""));
+  free(dbg);
+  close_inf(inf);
+  set_free(&c.deleted);
+}
+
+/* A selector the server refuses (400): listed and watched without it. */
+static void test_shard_selector_refused(void **state) {
+  ctl("POST", "config", "{\"shardedListAndWatch\":true}");
+  counts c = {0};
+  kc_informer_spec sp = pod_spec();
+  kc_informer *inf = informer_sel(&sp, &PODS, &c, "shardRange(object.metadata.uid, '0x0', '0x8')");
+  assert_int_equal(kc_informer_shard_support(inf), KC_SHARD_SUPPORT_NONE);
+  assert_int_equal(c.adds, 3000);
+  assert_true(matches_server(inf, "/api/v1/pods", NULL, false));
+  ctl("POST", "modify", "{\"resource\":\"pods\",\"count\":100,\"rate\":0}");
+  wait_modify_done(20000);
+  converge(inf, "/api/v1/pods", NULL, 10000);
+  close_inf(inf);
+  set_free(&c.deleted);
+  ctl("POST", "config", "{\"shardedListAndWatch\":false}");
+}
+
 int main(void) {
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -972,6 +1106,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_consistency_check_repairs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_streaming_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_streaming_fallback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_server, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_ignored, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_refused, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();

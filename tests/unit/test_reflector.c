@@ -422,6 +422,176 @@ static void test_url_building(void **state) {
 /* Paged initial list, watch with events split across chunks, a bookmark, a
  * clean end (re-watch from the bookmark's RV without relist), then ERROR 410
  * (relist at the last RV, with limit since the first list was paginated). */
+/* ---- shardSelector (KEP-5866, reflector.h "Shard selector") ---- */
+
+#define SHARD_LO "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+#define SHARD_HI "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
+
+/* A list body whose metadata echoes selector in shardInfo (a server with
+ * the ShardedListAndWatch feature). */
+static const char *shard_list(const char *selector, const char *rv, const char *cont, const char *items) {
+  const char *b = list_body(rv, cont, items);
+  const char *m = strstr(b, "\"metadata\":{");
+  assert_non_null(m);
+  size_t at = (size_t)(m - b) + strlen("\"metadata\":{");
+  return fmt("%.*s\"shardInfo\":{\"selector\":\"%s\"},%s", (int)at, b, selector, b + at);
+}
+
+static const char *initial_end(const char *rv) {
+  return fmt("{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
+             "\"resourceVersion\":\"%s\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n",
+             rv);
+}
+
+static void run_until_support(enum kc_shard_support want, unsigned timeout_ms) {
+  uint64_t deadline = mono_ms() + timeout_ms;
+  while (kc_reflector_shard_support(F.r) != want && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  assert_int_equal(kc_reflector_shard_support(F.r), want);
+}
+
+/* The selector goes on LIST pages, on resumed watches and on relists, in
+ * client-go's alphabetical order; shardInfo in the answer -> SERVER. */
+static void test_shard_selector_server(void **state) {
+  add_body(200, shard_list(SHARD_LO, "100", "tok1", "a@90"));
+  add_body(200, shard_list(SHARD_LO, "100", NULL, "b@91"));
+  add_watch(event("ADDED", "c", "101"), ERROR_410, NULL);
+  add_body(200, shard_list(SHARD_LO, "120", NULL, "a@90 c@101"));
+  kc_reflector_spec sp = spec_default();
+  sp.label_selector = "app=web";
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL};
+  assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
+  assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_UNKNOWN);
+  assert_null(kc_reflector_shard_selector(F.r));
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0); /* before start: remembered */
+  assert_string_equal(kc_reflector_shard_selector(F.r), SHARD_LO);
+  char buf[1024];
+  assert_true(kc_reflector_url(F.r, false, "0", NULL, true, 0, buf, sizeof buf) > 0);
+  assert_string_equal(buf, BASE "?labelSelector=app%3Dweb&limit=500&resourceVersion=0&shardSelector=shardRange"
+                               "%28object.metadata.uid%2C%20%270x0000000000000000%27%2C%20%270x8000000000000000"
+                               "%27%29");
+  assert_int_equal(kc_reflector_start(F.r), 0);
+  run_until_requests(5, 5000);
+  EXPECT_REQUESTS(BASE "?labelSelector=app=web&limit=500&resourceVersion=0&shardSelector=" SHARD_LO,
+                  BASE "?continue=tok1&labelSelector=app=web&limit=500&shardSelector=" SHARD_LO,
+                  BASE "?allowWatchBookmarks=true&labelSelector=app=web&resourceVersion=100&shardSelector=" SHARD_LO
+                       "&timeoutSeconds=T&watch=true",
+                  BASE "?labelSelector=app=web&limit=500&resourceVersion=101&shardSelector=" SHARD_LO,
+                  BASE "?allowWatchBookmarks=true&labelSelector=app=web&resourceVersion=120&shardSelector=" SHARD_LO
+                       "&timeoutSeconds=T&watch=true");
+  assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_SERVER);
+  assert_string_equal(K.log, "R a@90,b@91;U c@101;R a@90,c@101;");
+  assert_string_equal(kc_shard_support_name(KC_SHARD_SUPPORT_SERVER), "server");
+}
+
+/* A server without the feature answers the list whole and without
+ * shardInfo: NONE, and nothing carries the selector from then on; a later
+ * change of the selector is only remembered (no relist). */
+static void test_shard_selector_ignored(void **state) {
+  add_body(200, list_body("100", "tok1", "a@90"));
+  add_body(200, list_body("100", NULL, "b@91"));
+  add_watch(event("ADDED", "c", "101"), NULL)->hang_ms = 600;
+  kc_reflector_spec sp = spec_default();
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL};
+  assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
+  assert_int_equal(kc_reflector_start(F.r), 0);
+  run_until_requests(3, 5000);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0&shardSelector=" SHARD_LO,
+                  BASE "?continue=tok1&limit=500",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds=T&watch=true");
+  assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_NONE);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_HI), 0);
+  assert_string_equal(kc_reflector_shard_selector(F.r), SHARD_HI);
+  run_for(200);
+  assert_int_equal(atomic_load(&S.nreq), 3); /* the watch goes on */
+  assert_string_equal(K.log, "R a@90,b@91;U c@101;");
+  assert_string_equal(kc_shard_support_name(KC_SHARD_SUPPORT_NONE), "none");
+}
+
+/* 400/422 to a request with the selector: the same request again at once
+ * without it, NONE. On the LIST (422) and on a watch (400: the cache then
+ * holds a part only, so everything is listed again). */
+static void test_shard_selector_refused(void **state) {
+  add_body(422, status_body(422, "Invalid", "ListOptions.meta.k8s.io is invalid: shardSelector: Forbidden"));
+  add_body(200, list_body("100", NULL, "a@90 b@91"));
+  add_watch(bookmark("101"), NULL)->hang_ms = 600;
+  kc_reflector_spec sp = spec_default();
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL};
+  assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
+  assert_int_equal(kc_reflector_start(F.r), 0);
+  run_until_requests(3, 5000);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0&shardSelector=" SHARD_LO, BASE "?limit=500&resourceVersion=0",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds=T&watch=true");
+  assert_true(gap(1) < 500); /* at once, no backoff */
+  assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_NONE);
+  assert_string_equal(K.log, "R a@90,b@91;");
+}
+
+static void test_shard_selector_refused_on_watch(void **state) {
+  add_body(200, shard_list(SHARD_LO, "100", NULL, "a@90"));
+  add_body(400, status_body(400, "BadRequest", "invalid shard selector: boom"));
+  add_body(200, list_body("105", NULL, "a@90 b@104"));
+  add_watch(bookmark("106"), NULL)->hang_ms = 600;
+  kc_reflector_spec sp = spec_default();
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL};
+  assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
+  assert_int_equal(kc_reflector_start(F.r), 0);
+  run_until_requests(4, 5000);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0&shardSelector=" SHARD_LO,
+                  BASE "?allowWatchBookmarks=true&resourceVersion=100&shardSelector=" SHARD_LO
+                       "&timeoutSeconds=T&watch=true",
+                  BASE "?resourceVersion=100",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=105&timeoutSeconds=T&watch=true");
+  assert_true(gap(2) < 500);
+  assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_NONE);
+  assert_string_equal(K.log, "R a@90;R a@90,b@104;");
+}
+
+/* A new selector while watching: the watch is dropped and the scope listed
+ * again at once with it (one replace()); clearing it lists everything. With
+ * streamingList auto the first list is a LIST (a streaming list's answer
+ * cannot show shardInfo), the relists after SERVER are streaming lists. */
+static void test_shard_selector_change_relists(void **state) {
+  add_body(200, shard_list(SHARD_LO, "100", NULL, "a@90"));
+  add_watch(bookmark("101"), NULL)->hang_ms = 3000;
+  add_watch(event("ADDED", "b", "95"), initial_end("110"), NULL)->hang_ms = 3000;
+  add_watch(event("ADDED", "a", "90"), event("ADDED", "b", "95"), initial_end("111"), NULL)->hang_ms = 3000;
+  kc_reflector_spec sp = spec_default();
+  sp.streaming = KC_REFLECTOR_STREAM_AUTO;
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL};
+  assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
+  assert_int_equal(kc_reflector_start(F.r), 0);
+  run_until_requests(2, 5000);
+  run_until_support(KC_SHARD_SUPPORT_SERVER, 2000);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0); /* the same: nothing */
+  run_for(100);
+  assert_int_equal(atomic_load(&S.nreq), 2);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_HI), 0);
+  run_until_requests(3, 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "R b@95;") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  assert_int_equal(kc_reflector_set_shard_selector(F.r, ""), 0); /* cleared */
+  assert_null(kc_reflector_shard_selector(F.r));
+  run_until_requests(4, 5000);
+  deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "R a@90,b@95;") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0&shardSelector=" SHARD_LO,
+                  BASE "?allowWatchBookmarks=true&resourceVersion=100&shardSelector=" SHARD_LO
+                       "&timeoutSeconds=T&watch=true",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=101&resourceVersionMatch=NotOlderThan&"
+                       "sendInitialEvents=true&shardSelector=" SHARD_HI "&timeoutSeconds=T&watch=true",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=110&resourceVersionMatch=NotOlderThan&"
+                       "sendInitialEvents=true&timeoutSeconds=T&watch=true");
+  assert_string_equal(K.log, "R a@90;R b@95;R a@90,b@95;");
+  assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_SERVER);
+  const kc_reflector_stats *st = kc_reflector_stats_get(F.r);
+  assert_int_equal(st->relists, 2);
+  assert_int_equal(st->streaming_lists, 2);
+}
+
 static void test_paged_list_watch_bookmark_resume(void **state) {
   add_body(200, list_body("100", "tok1", "a@90 b@91"));
   add_body(200, list_body("100", NULL, "c@95"));
@@ -1125,6 +1295,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_history_changed_other_uid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_history_changed_older_rv, setup, teardown),
       cmocka_unit_test_setup_teardown(test_history_changed_witness_gone, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_server, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_ignored, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_refused_on_watch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shard_selector_change_relists, setup, teardown),
   };
   int failed = cmocka_run_group_tests_name("inline decoding", tests, setup_group, teardown_group);
   use_pool = true;
