@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "sharding.h"
+#include "shardsel.h"
 
 #define KEY_MAX 512
 
@@ -38,6 +39,8 @@ struct kc_controller {
   bool inst_released_by_pool; /* the worker pool frees rctx (and inst) once no thread can use it */
   kc_sharding *sh;            /* NULL unless sharded (kc_controller_shard) */
   bool sh_started;
+  bool sh_select;             /* set the for-informer's shardSelector to our ranges */
+  char *sh_selector;          /* the selector we set last */
   uv_loop_t *loop;
   kc_workqueue *wq;
   kc_workers *pool;
@@ -455,6 +458,7 @@ static void on_timer_closed(uv_handle_t *h) {
   kc_controller *c = h->data;
   void (*cb)(void *) = c->stopped_cb;
   void *ud = c->stopped_ud;
+  free(c->sh_selector);
   kc_workqueue_free(c->wq);
   if (!c->inst_released_by_pool) {
     kc_plugin_instance_free(c->inst);
@@ -527,10 +531,44 @@ static void on_range_acquired(unsigned index, void *ud) {
           index, queued);
 }
 
-int kc_controller_shard(kc_controller *c, kc_api *api, const char *identity, uint64_t drain_ms) {
+/* Server-side selection: the for-informer caches only the held ranges. With
+ * none held the last selector stays (the cache keeps what it has; keys are
+ * filtered anyway). Where the server ignores the selector (support NONE)
+ * the informer caches everything and the filter alone decides. */
+static void on_ranges_changed(void *ud) {
+  kc_controller *c = ud;
+  if (!c->sh_select || c->stopping) return;
+  unsigned n = (unsigned)c->spec->sharding.shards;
+  kc_shard_range *r = calloc(n, sizeof *r);
+  if (!r) return;
+  size_t k = kc_sharding_held_ranges(c->sh, r, n);
+  kc_buf b = {0};
+  const char *field =
+      c->spec->sharding.key == KC_SHARD_KEY_NAMESPACE ? "metadata.namespace" : "metadata.uid";
+  if (k && kc_shard_selector_format(field, r, k, &b) == 0 && b.p &&
+      (!c->sh_selector || strcmp(c->sh_selector, b.p) != 0)) {
+    char *copy = strdup(b.p);
+    int rc = copy ? kc_informer_set_shard_selector(c->for_informer, b.p) : -ENOMEM;
+    if (rc < 0) {
+      kc_error("controller", "%s: cannot set the shard selector: %s", c->spec->name, strerror(-rc));
+      free(copy);
+    } else {
+      free(c->sh_selector);
+      c->sh_selector = copy;
+      kc_info("controller", "%s: shard selector of the %s informer: %zu ranges", c->spec->name,
+              c->spec->for_.kind, k);
+    }
+  }
+  kc_buf_free(&b);
+  free(r);
+}
+
+int kc_controller_shard(kc_controller *c, kc_api *api, const char *identity, uint64_t drain_ms,
+                        bool select_on_server) {
   if (c->sh || c->stopping) return -EALREADY;
   if (c->spec->sharding.shards <= 0) return -EINVAL;
-  kc_sharding_callbacks cb = {.on_acquired = on_range_acquired};
+  c->sh_select = select_on_server;
+  kc_sharding_callbacks cb = {.on_acquired = on_range_acquired, .on_changed = on_ranges_changed};
   int rc = kc_sharding_new(c->loop, api, c->spec->name, &c->spec->sharding, identity,
                            c->for_informer, drain_ms, &cb, c, &c->sh);
   if (rc < 0) return rc;

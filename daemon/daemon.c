@@ -437,6 +437,21 @@ static bool informers_ready(kc_daemon *d, const kc_controller_spec *c, bool sync
   return true;
 }
 
+/* True when only controller ci uses its `for` informer, and only as `for`:
+ * then its shardSelector may follow the controller's ranges. */
+static bool informer_exclusive(const kc_daemon *d, size_t ci) {
+  size_t inf = d->ctls[ci].spec->for_.informer;
+  for (size_t j = 0; j < d->nctls; j++) {
+    const kc_controller_spec *s = d->ctls[j].spec;
+    if (j != ci && s->for_.informer == inf) return false;
+    for (size_t k = 0; k < s->nowns; k++)
+      if (s->owns[k].ref.informer == inf) return false;
+    for (size_t k = 0; k < s->nwatches; k++)
+      if (s->watches[k].ref.informer == inf) return false;
+  }
+  return true;
+}
+
 static void on_tick(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->stopping) return;
@@ -475,7 +490,8 @@ static void on_tick(uv_timer_t *t) {
       d->controllers_alive++;
       if (cs->spec->sharding.shards > 0 &&
           (rc = kc_controller_shard(cs->ctl, d->api, d->identity,
-                                    (uint64_t)d->cfg->shutdown_timeout_ms)) < 0)
+                                    (uint64_t)d->cfg->shutdown_timeout_ms,
+                                    informer_exclusive(d, i))) < 0)
         kc_error("daemon", "controller %s: sharding: cannot start: %s (it reconciles nothing)",
                  cs->spec->name, strerror(-rc));
     }

@@ -400,6 +400,7 @@ static void on_slot_released(int err, void *ud) {
   else
     kc_info(COMPONENT, "%s: range %u (lease %s/%s): released identity=%s", sh->controller,
             s->index, sh->ns, s->lease_name, sh->identity);
+  if (!sh->stopping && sh->cb.on_changed) sh->cb.on_changed(sh->ud);
   maybe_finish_shutdown(sh);
   if (!sh->stopping) schedule(sh, 0);
 }
@@ -847,6 +848,16 @@ size_t kc_sharding_owned_ranges(const kc_sharding *sh, kc_shard_range *out, size
   size_t k = 0;
   for (unsigned i = 0; i < sh->n; i++)
     if (sh->slots[i].state == KC_SHARD_OWNED) {
+      if (k < cap) out[k] = sh->slots[i].range;
+      k++;
+    }
+  return k;
+}
+
+size_t kc_sharding_held_ranges(const kc_sharding *sh, kc_shard_range *out, size_t cap) {
+  size_t k = 0;
+  for (unsigned i = 0; i < sh->n; i++)
+    if (sh->slots[i].state == KC_SHARD_OWNED || sh->slots[i].state == KC_SHARD_DRAINING) {
       if (k < cap) out[k] = sh->slots[i].range;
       k++;
     }

@@ -126,7 +126,8 @@ typedef struct kc_sharding_callbacks {
   /* Range `index` was acquired: its keys are admitted from now on; the
    * caller enqueues the cached keys of that range. May be NULL. */
   void (*on_acquired)(unsigned index, void *ud);
-  /* The set of owned ranges changed (acquired or no longer admitted). */
+  /* The set of owned or held ranges changed (acquired, no longer admitted,
+   * released). May be NULL. */
   void (*on_changed)(void *ud);
 } kc_sharding_callbacks;
 
@@ -176,9 +177,11 @@ void kc_sharding_fence_leave(void);
  * renew deadline in the future. Any thread. */
 bool kc_sharding_fence_ok(void);
 
-/* The owned ranges (for a shardSelector): writes up to cap ranges, returns
- * how many are owned. */
+/* The owned ranges: writes up to cap ranges, returns how many are owned. */
 size_t kc_sharding_owned_ranges(const kc_sharding *sh, kc_shard_range *out, size_t cap);
+/* The ranges whose objects must stay cached (for a shardSelector): owned
+ * and draining (in-flight reconciles still read them). */
+size_t kc_sharding_held_ranges(const kc_sharding *sh, kc_shard_range *out, size_t cap);
 const kc_sharding_spec *kc_sharding_spec_get(const kc_sharding *sh);
 void kc_sharding_get_stats(const kc_sharding *sh, kc_sharding_stats *out);
 /* Appends the /debug/shards JSON object of this controller: ranges (index,

@@ -6,8 +6,8 @@ keys of one controller through range Leases, against kube-apisim.
 The controller runs tests/integration/plugins/shardrec.c, which appends
 "<replica> <key> <start> <end> <write> <tick>" (CLOCK_MONOTONIC ns, shared
 by every process of the machine) for every reconcile to one log, and stamps
-a subset of the objects (names gen-configmaps-0000*) with
-"<replica>/<tick>" so writes are attributable.
+a subset of the objects (names gen-configmaps-0000*, whose reconciles take
+400 ms) with "<replica>/<tick>" so writes are attributable.
 
 Steps, with 12 ranges (leaseDuration 3s, renewDeadline 2s, retryPeriod
 500ms):
@@ -24,8 +24,10 @@ Steps, with 12 ranges (leaseDuration 3s, renewDeadline 2s, retryPeriod
     was seen by a reconcile (no gap).
 Every wait is a bounded poll.
 
-NOBJ: 30000 objects by default (KCTRLD_SHARD_OBJECTS overrides); each replica
-caches all of them (the simulator has no shardSelector in this branch).
+The same steps 1-2 run again with kube-apisim's ShardedListAndWatch gate:
+then each replica's informer caches only its ranges (about a third).
+
+NOBJ: 30000 objects by default (KCTRLD_SHARD_OBJECTS overrides).
 """
 import json
 import os
@@ -58,7 +60,7 @@ class Replica(taplib.Kctrld):
                          "  - name: rec\n    plugin: %s\n"
                          "    for: { apiVersion: v1, kind: ConfigMap }\n"
                          "    workers: 4\n"
-                         "    settings: { identity: %s, log: %s, sleepMs: 2, writeNames: %s }\n"
+                         "    settings: { identity: %s, log: %s, sleepMs: 2, slowMs: 400, writeNames: %s }\n"
                          % (SHARDS, LNS, so, identity, log, WRITE_NAMES),
                          sim.kubeconfig, args=["--identity", identity], dir=os.path.join(tmp, identity))
         self.metrics_port(timeout=60)
@@ -129,7 +131,11 @@ def dump(*replicas):
             print("# %s: %s" % (r.identity, line))
 
 
-def test_replicas_split_the_keys():
+def cached(r):
+    return r.shards()["objectsCached"]
+
+
+def scenario(server_side):
     for b in ("kctrld", "kube-apisim"):
         if not os.access(os.path.join(BUILD, b), os.X_OK):
             raise Skip("%s not built" % b)
@@ -137,7 +143,8 @@ def test_replicas_split_the_keys():
     os.chmod(tmp, 0o700)
     so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "shardrec.c"), tmp)
     log = os.path.join(tmp, "reconciles.log")
-    with Apisim("--generate", "configmaps=%d" % NOBJ, "--history", "200000") as sim:
+    gates = ["--feature-gates", "ShardedListAndWatch=true"] if server_side else []
+    with Apisim("--generate", "configmaps=%d" % NOBJ, "--history", "200000", *gates) as sim:
         sim.json("POST", "/api/v1/namespaces",
                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LNS}}, expect=201)
         reps = []
@@ -157,6 +164,16 @@ def test_replicas_split_the_keys():
             per = {r.identity: sum(1 for x in recs if x[0] == r.identity) for r in reps}
             print("# phase 1: %d reconciles, per replica %s, no overlap" % (len(recs), per), flush=True)
             assert all(v > 0 for v in per.values()), per
+            if server_side:
+                # each replica caches about a third (4 of 12 ranges; uids are
+                # random, so allow a wide margin)
+                wait_for(lambda: all(cached(r) < NOBJ * 0.5 for r in reps), timeout=30,
+                         interval=0.2, what="caches to shrink to the replicas' shares")
+                sizes = [cached(r) for r in reps]
+                print("# objects cached per replica: %s of %d" % (sizes, NOBJ), flush=True)
+                assert all(NOBJ * 0.2 < n < NOBJ * 0.5 for n in sizes), sizes
+            else:
+                assert all(cached(r) == NOBJ for r in reps)
 
             # 2. SIGKILL c: its ranges move, its keys are reconciled again.
             c_ranges = c.owned()
@@ -181,14 +198,22 @@ def test_replicas_split_the_keys():
             wait_for(redone, timeout=120, interval=0.5, what="c's keys reconciled again")
             wait_for(lambda: balanced([a, b]), timeout=30, interval=0.2, what="a, b balanced")
             reps = [a, b]
+            if server_side:
+                wait_for(lambda: all(NOBJ * 0.3 < cached(r) < NOBJ * 0.7 for r in reps), timeout=30,
+                         interval=0.2, what="caches to follow the new shares")
+                print("# objects cached per replica: %s" % [cached(r) for r in reps], flush=True)
+                return
 
             # 3. SIGSTOP b while it reconciles; after SIGCONT nothing it had in
             # flight writes.
-            sim.control("POST", "modify", {"resource": "configmaps", "count": NOBJ, "rate": 0})
+            # the first 25 objects in key order are gen-0's stamped ones, whose
+            # reconciles take 400 ms: stop b while it runs some
+            sim.control("POST", "modify", {"resource": "configmaps", "count": 25, "rate": 0})
             wait_for(lambda: taplib.Kctrld.metric(b.scrape(), "controller_runtime_active_workers") > 0,
                      timeout=30, interval=0.01, what="b busy")
             t_stop_ns = time.monotonic_ns()
             b.proc.send_signal(signal.SIGSTOP)
+            sim.control("POST", "modify", {"resource": "configmaps", "count": NOBJ // 4, "rate": 0})
             wait_for(lambda: len(a.owned()) == SHARDS, timeout=LD + RP + 15, interval=0.1,
                      what="a to own every range")
             sim.control("DELETE", "modify")
@@ -199,8 +224,10 @@ def test_replicas_split_the_keys():
             recs = read_log(log)
             frozen = [x for x in recs if x[0] == b.identity and x[2] < t_cont_ns and x[3] > t_stop_ns]
             wrote = [x for x in frozen if x[4] == 1]
-            print("# phase 3: %d reconciles of %s spanned its SIGSTOP, %d wrote" %
-                  (len(frozen), b.identity, len(wrote)), flush=True)
+            print("# phase 3: %d reconciles of %s spanned its SIGSTOP, %d wrote, %d writes refused" %
+                  (len(frozen), b.identity, len(wrote), sum(1 for x in frozen if x[4] == -1)),
+                  flush=True)
+            assert frozen, "b had no reconcile in flight when stopped"
             assert not wrote, wrote[:10]
 
             # 4. Two more replicas: four live, rebalance while changes stream in.
@@ -233,6 +260,16 @@ def test_replicas_split_the_keys():
         finally:
             for r in reps:
                 r.stop(20, cont=True)
+
+
+def test_replicas_split_the_keys():
+    """The informer caches everything; the controller filters by hash."""
+    scenario(server_side=False)
+
+
+def test_server_side_selection():
+    """kube-apisim applies the shardSelector: each replica caches its share."""
+    scenario(server_side=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Test plugin "shardrec" (tests/integration/test_sharding.py): records every
  * reconcile so the test can check that no key ran on two replicas at once.
- * For a ConfigMap key it sleeps settings.sleepMs, then, when the name
- * starts with settings.writeNames, sets annotation test.kctrld.io/stamp to
+ * For a ConfigMap key it sleeps settings.sleepMs (settings.slowMs when the
+ * name starts with settings.writeNames), then, for those names, sets annotation test.kctrld.io/stamp to
  * "<settings.identity>/<tick>" (tick: the object's apisim.kctrld.io/tick
  * annotation) with a merge patch when the cached value differs, and appends
  * one line to settings.log:
@@ -15,6 +15,7 @@
  * init/fini on the loop.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +33,7 @@ struct rec {
   char identity[128];
   char write_names[128];
   int fd;
-  int64_t sleep_ms;
+  int64_t sleep_ms, slow_ms;
 };
 
 static int rec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out) {
@@ -49,11 +50,15 @@ static int rec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out
   else if (rc != 0 || strlen(wn) >= 128) return -EINVAL;
   rc = H->settings_int(settings, "sleepMs", &ms);
   if (rc != 0 && rc != -ENOENT) return -EINVAL;
+  int64_t slow = ms;
+  rc = H->settings_int(settings, "slowMs", &slow);
+  if (rc != 0 && rc != -ENOENT) return -EINVAL;
   struct rec *r = H->alloc(sizeof *r);
   if (!r) return -ENOMEM;
   snprintf(r->identity, sizeof r->identity, "%s", id);
   snprintf(r->write_names, sizeof r->write_names, "%s", wn);
   r->sleep_ms = ms;
+  r->slow_ms = slow;
   r->fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (r->fd < 0) {
     int e = errno;
@@ -73,11 +78,6 @@ static long long mono_ns(void) {
 static int rec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   struct rec *r = instance;
   long long start = mono_ns();
-  if (r->sleep_ms > 0) {
-    struct timespec ts = {r->sleep_ms / 1000, (long)(r->sleep_ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-  }
   char ns[254] = "", name[254], tick[64] = "-", have[256] = "", want[256], patch[512];
   const char *slash = strchr(key, '/');
   if (!slash || (size_t)(slash - key) >= sizeof ns || strlen(slash + 1) >= sizeof name)
@@ -85,6 +85,13 @@ static int rec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   memcpy(ns, key, (size_t)(slash - key));
   ns[slash - key] = '\0';
   strcpy(name, slash + 1);
+  bool writer = r->write_names[0] && strncmp(name, r->write_names, strlen(r->write_names)) == 0;
+  int64_t ms = writer ? r->slow_ms : r->sleep_ms;
+  if (ms > 0) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
   kctrld_ref ref = {"v1", "ConfigMap", ns, name};
   const kctrld_object *obj = NULL;
   int wrote = 0;
@@ -95,8 +102,7 @@ static int rec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     if (H->object_string(obj, STAMP_PATH, have, sizeof have) < 0) have[0] = '\0';
     H->object_release(obj);
     snprintf(want, sizeof want, "%s/%s", r->identity, tick);
-    if (r->write_names[0] && strncmp(name, r->write_names, strlen(r->write_names)) == 0 &&
-        strcmp(have, want) != 0) {
+    if (writer && strcmp(have, want) != 0) {
       int n = snprintf(patch, sizeof patch,
                        "{\"metadata\":{\"annotations\":{\"test.kctrld.io/stamp\":\"%s\"}}}", want);
       rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, (size_t)n, false, NULL);
