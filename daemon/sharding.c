@@ -497,49 +497,87 @@ static member *find_member(kc_sharding *sh, const char *name, bool add) {
   return m;
 }
 
-typedef struct list_scan {
-  kc_sharding *sh;
-  uint64_t now;
-  bool *seen;
+typedef struct scan {
+  const char *prefix, *member_prefix;
   size_t member_prefix_len;
-} list_scan;
+  unsigned n;
+  void (*cb)(const kc_shard_lease_item *item, void *ud);
+  void *ud;
+  int rc;
+} scan;
 
 static bool on_item(const kc_json_value *v, void *ud) {
-  list_scan *ls = ud;
-  kc_sharding *sh = ls->sh;
+  scan *sc = ud;
   char err[128];
+  errno = 0;
   kc_obj *o = kc_obj_parse(v->raw.ptr, v->raw.len, NULL, err, sizeof err);
-  if (!o) return true;
+  if (!o) {
+    if (errno == ENOMEM) sc->rc = -ENOMEM;
+    return sc->rc == 0;
+  }
   char name[256];
-  if (o->name.len >= sizeof name) {
+  if (o->name.len == 0 || o->name.len >= sizeof name) {
     kc_obj_unref(o);
     return true;
   }
   memcpy(name, o->name.ptr, o->name.len);
   name[o->name.len] = '\0';
-  kc_lease_record rec;
-  kc_buf raw = {0};
-  int r = kc_shard_range_of_lease(sh->prefix, sh->n, name);
-  bool is_member = r < 0 && strncmp(name, sh->member_name, ls->member_prefix_len) == 0;
-  if ((r >= 0 || is_member) && kc_leader_lease_record(o, &rec, &raw) == 0 && !raw.err) {
-    uint64_t content = kc_shard_hash(raw.p ? raw.p : "", raw.len);
-    if (r >= 0) {
-      slot *s = &sh->slots[r];
-      kc_shard_observe(&s->obs, rec.holder, rec.duration_s, content, ls->now);
-      kc_obj_unref(s->last);
-      s->last = kc_obj_ref(o);
-      ls->seen[r] = true;
+  int r = kc_shard_range_of_lease(sc->prefix, sc->n, name);
+  bool is_member = r < 0 && strncmp(name, sc->member_prefix, sc->member_prefix_len) == 0;
+  if (r >= 0 || is_member) {
+    kc_lease_record rec;
+    kc_buf raw = {0};
+    int rc = kc_leader_lease_record(o, &rec, &raw);
+    if (rc == 0 && raw.err) rc = raw.err;
+    if (rc == 0) {
+      kc_shard_lease_item it = {name, r, &rec, kc_shard_hash(raw.p ? raw.p : "", raw.len), o};
+      sc->cb(&it, sc->ud);
     } else {
-      member *m = find_member(sh, name, true);
-      if (m) {
-        kc_shard_observe(&m->obs, rec.holder, rec.duration_s, content, ls->now);
-        m->seen = true;
-      }
+      sc->rc = rc;
     }
+    kc_buf_free(&raw);
   }
-  kc_buf_free(&raw);
   kc_obj_unref(o);
-  return true;
+  return sc->rc == 0;
+}
+
+int kc_shard_scan_leases(const char *json, size_t len, const char *prefix, unsigned n,
+                         void (*cb)(const kc_shard_lease_item *item, void *ud), void *ud,
+                         char *err, size_t errlen) {
+  char mp[300];
+  int w = snprintf(mp, sizeof mp, "%s-member-", prefix);
+  if (w < 0 || (size_t)w >= sizeof mp) return -EINVAL;
+  errno = 0;
+  kc_obj *list = kc_obj_parse(json, len, NULL, err, errlen);
+  if (!list) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
+  scan sc = {prefix, mp, (size_t)w, n, cb, ud, 0};
+  kc_obj_get_each(list, "items[]", on_item, &sc);
+  kc_obj_unref(list);
+  return sc.rc;
+}
+
+typedef struct list_scan {
+  kc_sharding *sh;
+  uint64_t now;
+  bool *seen;
+} list_scan;
+
+static void on_lease(const kc_shard_lease_item *it, void *ud) {
+  list_scan *ls = ud;
+  kc_sharding *sh = ls->sh;
+  if (it->range >= 0) {
+    slot *s = &sh->slots[it->range];
+    kc_shard_observe(&s->obs, it->rec->holder, it->rec->duration_s, it->content, ls->now);
+    kc_obj_unref(s->last);
+    s->last = kc_obj_ref(it->lease);
+    ls->seen[it->range] = true;
+    return;
+  }
+  member *m = find_member(sh, it->name, true);
+  if (m) {
+    kc_shard_observe(&m->obs, it->rec->holder, it->rec->duration_s, it->content, ls->now);
+    m->seen = true;
+  }
 }
 
 static void run_plan(kc_sharding *sh) {
@@ -623,22 +661,21 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
     schedule(sh, next_wake(sh, now));
     return;
   }
-  char err[128];
-  kc_obj *list = kc_obj_parse(sh->list_resp.p ? sh->list_resp.p : "", sh->list_resp.len, NULL,
-                              err, sizeof err);
+  char err[128] = "";
   bool *seen = calloc(sh->n, sizeof *seen);
-  if (!list || !seen) {
+  list_scan ls = {sh, now, seen};
+  for (size_t i = 0; i < sh->nmembers; i++) sh->members[i].seen = false;
+  int rc = seen ? kc_shard_scan_leases(sh->list_resp.p ? sh->list_resp.p : "", sh->list_resp.len,
+                                       sh->prefix, sh->n, on_lease, &ls, err, sizeof err)
+                : -ENOMEM;
+  if (rc < 0) {
     kc_warn(COMPONENT, "%s: list leases %s: %s", sh->controller, sh->list_path,
-            list ? "out of memory" : err);
-    kc_obj_unref(list);
+            rc == -ENOMEM ? "out of memory" : err);
     free(seen);
+    for (size_t i = 0; i < sh->nmembers; i++) sh->members[i].seen = true; /* keep what we know */
     schedule(sh, next_wake(sh, now));
     return;
   }
-  for (size_t i = 0; i < sh->nmembers; i++) sh->members[i].seen = false;
-  list_scan ls = {sh, now, seen, strlen(sh->prefix) + strlen("-member-")};
-  kc_obj_get_each(list, "items[]", on_item, &ls);
-  kc_obj_unref(list);
   for (unsigned i = 0; i < sh->n; i++)
     if (!seen[i]) {
       kc_shard_observe_absent(&sh->slots[i].obs);

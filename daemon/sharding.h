@@ -58,6 +58,7 @@
 #include "config.h"
 #include "informer.h"
 #include "kobj.h"
+#include "leader.h"
 #include "shardsel.h"
 
 /* ---- the planner (pure; unit-tested with a fake clock and Lease store) ---- */
@@ -117,6 +118,23 @@ int kc_shard_plan(const char *self, const char *const *members, size_t nmembers,
 int kc_shard_member_lease_name(const char *prefix, const char *identity, char *buf, size_t cap);
 /* Range index of a Lease name "<prefix>-<i>" with i < n, or -1. */
 int kc_shard_range_of_lease(const char *prefix, unsigned n, const char *name);
+
+/* One Lease of a LIST answer that belongs to the prefix. */
+typedef struct kc_shard_lease_item {
+  const char *name;
+  int range;                   /* its range index, or -1 for a membership Lease */
+  const kc_lease_record *rec;  /* leader.h */
+  uint64_t content;            /* fingerprint of the spec fields */
+  kc_obj *lease;               /* the item as an object (borrowed: ref it to keep) */
+} kc_shard_lease_item;
+
+/* Reads a LeaseList body (kc_obj_parse limits) and calls cb for every item
+ * named "<prefix>-<i>" (i < n) or "<prefix>-member-..."; other items are
+ * skipped. Returns 0, -EBADMSG (not a JSON object; why in err) or -ENOMEM.
+ * Any thread. For tests/fuzz/fuzz_shard_leases.c. */
+int kc_shard_scan_leases(const char *json, size_t len, const char *prefix, unsigned n,
+                         void (*cb)(const kc_shard_lease_item *item, void *ud), void *ud,
+                         char *err, size_t errlen);
 
 /* ---- the component (loop thread) ------------------------------------------ */
 

@@ -69,6 +69,58 @@ static void test_names(void **state) {
   assert_int_equal(kc_shard_range_of_lease("kctrld-a", 20, "kctrld-a-19"), 19);
 }
 
+/* --- reading a LeaseList ------------------------------------------------------------ */
+
+typedef struct seen_items {
+  int n;
+  char names[8][64];
+  int ranges[8];
+  char holders[8][256];
+  uint64_t content[8];
+} seen_items;
+
+static void on_item_cb(const kc_shard_lease_item *it, void *ud) {
+  seen_items *s = ud;
+  if (s->n >= 8) fail_msg("too many items");
+  snprintf(s->names[s->n], 64, "%s", it->name);
+  s->ranges[s->n] = it->range;
+  snprintf(s->holders[s->n], sizeof s->holders[0], "%s", it->rec->holder);
+  s->content[s->n] = it->content;
+  assert_non_null(it->lease);
+  s->n++;
+}
+
+#define LEASE(name, holder, renew)                                                            \
+  "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"s\",\"resourceVersion\":\"7\"},"      \
+  "\"spec\":{\"holderIdentity\":\"" holder "\",\"leaseDurationSeconds\":3,\"renewTime\":\"" \
+  renew "\"}}"
+
+static void test_scan_leases(void **state) {
+  (void)state;
+  const char *list =
+      "{\"kind\":\"LeaseList\",\"items\":[" LEASE("p-0", "a", "2024-01-01T00:00:00.000000Z") ","
+      LEASE("p-3", "b", "2024-01-01T00:00:00.000000Z") "," LEASE("p-4", "b", "x") ","
+      LEASE("p-member-00000000000000ff", "a", "2024-01-01T00:00:00.000000Z") ","
+      LEASE("q-1", "c", "y") "," LEASE("p-1", "a", "2024-01-01T00:00:01.000000Z") ","
+      "{\"metadata\":{}},7]}";
+  seen_items s = {0};
+  char err[128];
+  assert_int_equal(kc_shard_scan_leases(list, strlen(list), "p", 4, on_item_cb, &s, err, sizeof err), 0);
+  assert_int_equal(s.n, 4); /* p-4 is out of range, q-1 another prefix */
+  assert_string_equal(s.names[0], "p-0");
+  assert_int_equal(s.ranges[0], 0);
+  assert_string_equal(s.holders[0], "a");
+  assert_int_equal(s.ranges[1], 3);
+  assert_string_equal(s.names[2], "p-member-00000000000000ff");
+  assert_int_equal(s.ranges[2], -1);
+  assert_int_equal(s.ranges[3], 1);
+  /* the fingerprint changes with the record (a renewal), not with the name */
+  assert_true(s.content[0] != s.content[3]);
+  assert_true(s.content[0] != s.content[1]); /* other holder */
+  assert_int_equal(kc_shard_scan_leases("[1", 2, "p", 4, on_item_cb, &s, err, sizeof err), -EBADMSG);
+  assert_true(err[0] != '\0');
+}
+
 /* --- the planner, case by case --------------------------------------------------- */
 
 #define MAXN 64
@@ -400,6 +452,7 @@ static void test_sim_31(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_observe),    cmocka_unit_test(test_names),
+      cmocka_unit_test(test_scan_leases),
       cmocka_unit_test(test_plan_cases), cmocka_unit_test(test_sim_8),
       cmocka_unit_test(test_sim_4),      cmocka_unit_test(test_sim_31),
   };
