@@ -458,10 +458,11 @@ static void on_slot_started(void *ud) {
   if (s->state != KC_SHARD_CLAIMING) return; /* re-acquired while draining: still going */
   s->state = KC_SHARD_OWNED;
   atomic_fetch_add(&sh->acquisitions, 1);
-  kc_info(COMPONENT, "%s: range %u [0x%016" PRIx64 ", %s0x%016" PRIx64 ") (lease %s/%s): claimed "
-                     "identity=%s",
-          sh->controller, s->index, s->range.start, s->range.end_is_max ? "2^64 " : "",
-          s->range.end_is_max ? UINT64_MAX : s->range.end, sh->ns, s->lease_name, sh->identity);
+  char end[24];
+  if (s->range.end_is_max) snprintf(end, sizeof end, "2^64");
+  else snprintf(end, sizeof end, "0x%016" PRIx64, s->range.end);
+  kc_info(COMPONENT, "%s: range %u [0x%016" PRIx64 ", %s) (lease %s/%s): claimed identity=%s",
+          sh->controller, s->index, s->range.start, end, sh->ns, s->lease_name, sh->identity);
   if (sh->cb.on_acquired) sh->cb.on_acquired(s->index, sh->ud);
   if (sh->cb.on_changed) sh->cb.on_changed(sh->ud);
 }
@@ -474,7 +475,9 @@ static void on_slot_stopped(void *ud) {
 
 static void on_slot_renewed(uint64_t until, void *ud) {
   slot *s = ud;
-  if (s->state == KC_SHARD_CLAIMING || s->state == KC_SHARD_OWNED)
+  /* a draining range still holds its Lease: its in-flight reconciles may
+   * write until the drain ends (release_slot clears the fence first) */
+  if (s->state == KC_SHARD_CLAIMING || s->state == KC_SHARD_OWNED || s->state == KC_SHARD_DRAINING)
     atomic_store(&s->valid_until, until);
 }
 

@@ -50,7 +50,7 @@ CMS = "/api/v1/configmaps"
 
 
 class Replica(taplib.Kctrld):
-    def __init__(self, sim, tmp, so, identity, log):
+    def __init__(self, sim, tmp, so, identity, log, sleep_ms=2, write_names=WRITE_NAMES):
         self.identity = identity
         super().__init__("shutdownTimeout: 3s\n"
                          "metrics: { bindAddress: \"127.0.0.1:0\" }\n"
@@ -60,8 +60,8 @@ class Replica(taplib.Kctrld):
                          "  - name: rec\n    plugin: %s\n"
                          "    for: { apiVersion: v1, kind: ConfigMap }\n"
                          "    workers: 4\n"
-                         "    settings: { identity: %s, log: %s, sleepMs: 2, slowMs: 400, writeNames: %s }\n"
-                         % (SHARDS, LNS, so, identity, log, WRITE_NAMES),
+                         "    settings: { identity: %s, log: %s, sleepMs: %d, slowMs: 400, writeNames: \"%s\" }\n"
+                         % (SHARDS, LNS, so, identity, log, sleep_ms, write_names),
                          sim.kubeconfig, args=["--identity", identity], dir=os.path.join(tmp, identity))
         self.metrics_port(timeout=60)
 
