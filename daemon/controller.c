@@ -95,7 +95,7 @@ static void pump(kc_controller *c) {
     }
     int rc = kc_workers_dispatch(c->pool, key, kc_workqueue_num_requeues(c->wq, key) + 1);
     if (rc < 0) {
-      if (c->sh) kc_sharding_end(c->sh, key);
+      if (c->sh) kc_sharding_end(c->sh, key, true);
       kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key,
                strerror(-rc));
       kc_workqueue_add_rate_limited(c->wq, key);
@@ -297,7 +297,7 @@ static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, o
 static void on_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
                       uint64_t duration_ns, void *ud) {
   kc_controller *c = ud;
-  if (c->sh) kc_sharding_end(c->sh, key);
+  if (c->sh) kc_sharding_end(c->sh, key, res->kind != KC_RESULT_DONE);
   switch (res->kind) {
   case KC_RESULT_DONE: c->stats.success++; break;
   case KC_RESULT_REQUEUE: c->stats.requeue++; break;

@@ -231,9 +231,14 @@ void kc_sharding_unref(kc_sharding *sh) {
 }
 
 unsigned kc_sharding_range_of(const kc_sharding *sh, uint64_t h) {
-  for (unsigned i = 0; i < sh->n; i++)
-    if (kc_shard_range_contains(&sh->slots[i].range, h)) return i;
-  return sh->n - 1;
+  /* the ranges are contiguous and in order: the last one starting at or below h */
+  unsigned lo = 0, hi = sh->n - 1;
+  while (lo < hi) {
+    unsigned mid = lo + (hi - lo + 1) / 2;
+    if (sh->slots[mid].range.start <= h) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 uint64_t kc_sharding_obj_hash(const kc_sharding *sh, const kc_obj *obj) {
@@ -275,20 +280,6 @@ static int key_range(kc_sharding *sh, const char *key) {
   return -ENOENT;
 }
 
-int kc_sharding_key_hash(kc_sharding *sh, const char *key, uint64_t *out) {
-  kc_str ns, name;
-  split_key(key, &ns, &name);
-  if (sh->spec.key == KC_SHARD_KEY_NAMESPACE) {
-    *out = kc_shard_hash(ns.ptr, ns.len);
-    return 0;
-  }
-  kc_obj *o = sh->inf ? kc_informer_get(sh->inf, ns, name) : NULL;
-  if (!o) return -ENOENT;
-  *out = kc_sharding_obj_hash(sh, o);
-  kc_obj_unref(o);
-  return 0;
-}
-
 static void forget_tomb(kc_sharding *sh, const char *key) {
   size_t kl = strlen(key);
   kc_iddict_ent *e = kc_iddict_find(&sh->tombs, key, kl, NULL, 0, key_h32(key, kl));
@@ -322,8 +313,10 @@ static void check_drain(slot *s);
 
 bool kc_sharding_admit(kc_sharding *sh, const char *key) {
   int r = key_range(sh, key);
-  forget_tomb(sh, key);
-  if (r < 0 || !slot_admits(&sh->slots[r])) return false;
+  if (r < 0 || !slot_admits(&sh->slots[r])) {
+    forget_tomb(sh, key); /* dropped: nobody here runs it */
+    return false;
+  }
   size_t kl = strlen(key);
   pthread_mutex_lock(&sh->mu);
   kc_iddict_ent *e = kc_iddict_find(&sh->inflight, key, kl, NULL, 0, key_h32(key, kl));
@@ -335,7 +328,8 @@ bool kc_sharding_admit(kc_sharding *sh, const char *key) {
   return true;
 }
 
-void kc_sharding_end(kc_sharding *sh, const char *key) {
+void kc_sharding_end(kc_sharding *sh, const char *key, bool requeued) {
+  if (!requeued) forget_tomb(sh, key);
   size_t kl = strlen(key);
   int r = -1;
   pthread_mutex_lock(&sh->mu);

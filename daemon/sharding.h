@@ -166,13 +166,11 @@ int kc_sharding_new(uv_loop_t *loop, kc_api *api, const char *controller,
                     kc_sharding **out);
 int kc_sharding_start(kc_sharding *sh);
 
-/* The hash of a key "ns/name" (or "name"): -ENOENT when it cannot be known
- * (uid key and the object is neither cached nor remembered as deleted). */
-int kc_sharding_key_hash(kc_sharding *sh, const char *key, uint64_t *out);
 /* The hash of an object (uid or namespace). */
 uint64_t kc_sharding_obj_hash(const kc_sharding *sh, const kc_obj *obj);
-/* Remembers a deleted `for` object's uid under its key until the key was
- * dequeued (kc_sharding_admit or kc_sharding_end). -ENOMEM. */
+/* Remembers a deleted `for` object's range under its key until the key was
+ * dropped (kc_sharding_admit) or ran without being queued again
+ * (kc_sharding_end). -ENOMEM. */
 int kc_sharding_note_deleted(kc_sharding *sh, const kc_obj *obj);
 /* True when the key's range is owned now (enqueue filter). */
 bool kc_sharding_owns_key(kc_sharding *sh, const char *key);
@@ -184,8 +182,9 @@ unsigned kc_sharding_range_of(const kc_sharding *sh, uint64_t hash);
 /* Dequeue: true when key may run now; it is then in flight (its range
  * cannot be released before kc_sharding_end). false: drop the key. */
 bool kc_sharding_admit(kc_sharding *sh, const char *key);
-/* The reconcile of an admitted key ended. */
-void kc_sharding_end(kc_sharding *sh, const char *key);
+/* The reconcile of an admitted key ended; requeued: the key goes back to
+ * the queue (a deleted object's remembered range is kept for it). */
+void kc_sharding_end(kc_sharding *sh, const char *key, bool requeued);
 
 /* Worker thread, around one reconcile of an admitted key: the fence of the
  * calling thread is the key's range until leave. */

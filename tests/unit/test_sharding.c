@@ -504,7 +504,8 @@ static void run_loop_ms(unsigned ms) {
 
 /* Two components on one loop with real Leases in kube-apisim (namespace
  * key, 4 ranges, lease 1 s / renew deadline 600 ms / retry 100 ms): the
- * first takes every range; a key it runs is fenced by its range; when the
+ * first takes every range; a key it runs is fenced by its range, also
+ * when the loop stalls past the renew deadline; when the
  * second joins, the first hands off 2 ranges, but keeps the one with a
  * reconcile in flight (draining, still held and still writable) until the
  * reconcile ends, and only then the second gets it; a key of a range not
@@ -530,6 +531,15 @@ static void test_component_apisim(void **state) {
   kc_sharding_callbacks cb = {.on_acquired = r_acquired};
   kc_sharding *a = NULL, *b = NULL;
   assert_int_equal(kc_sharding_new(&R.loop, R.api, "ctl", &spec, "id-a", NULL, 5000, &cb, NULL, &a), 0);
+  /* the range of a hash: the split's, at the boundaries too */
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (int i = 0; i < 2000; i++) {
+    uint64_t h = i < 8 ? (uint64_t)(i / 2) * (UINT64_MAX / 4 + 1) - (uint64_t)(i % 2) : (x *= 0xbf58476d1ce4e5b9ULL);
+    kc_shard_range want;
+    unsigned r = kc_sharding_range_of(a, h);
+    kc_shard_ranges_split(4, r, &want);
+    assert_true(kc_shard_range_contains(&want, h));
+  }
   assert_int_equal(kc_sharding_start(a), 0);
   assert_int_equal(kc_sharding_start(a), -EALREADY);
   run_until_owned(a, 4, NULL, 0, 10000);
@@ -549,6 +559,26 @@ static void test_component_apisim(void **state) {
   assert_true(kc_sharding_fence_ok());
   kc_sharding_fence_leave();
   assert_true(kc_sharding_fence_ok()); /* no fence on this thread any more */
+
+  /* The loop stalls (as under SIGSTOP) past the renew deadline: a reconcile
+   * in flight may not write any more, before the loop noticed anything. */
+  kc_sharding_fence_enter(a, key);
+  sim_sleep_ms(800); /* > renewDeadline 600 ms after the last renewal */
+  assert_false(kc_sharding_fence_ok());
+  kc_sharding_fence_leave();
+  kc_sharding_end(a, key, false);
+  /* the loop notices (renew deadline passed: lost, drained, released) and
+   * claims the ranges again */
+  uint64_t until = sim_mono_ms() + 10000;
+  while (!kc_sharding_owns_key(a, key)) {
+    if (sim_mono_ms() > until) fail_msg("range 3 not owned again");
+    uv_run(&R.loop, UV_RUN_ONCE);
+  }
+  run_until_owned(a, 4, NULL, 0, 10000);
+  kc_sharding_stats st0;
+  kc_sharding_get_stats(a, &st0);
+  assert_true(st0.handoffs >= 1);
+  assert_true(kc_sharding_admit(a, key));
 
   assert_int_equal(kc_sharding_new(&R.loop, R.api, "ctl", &spec, "id-b", NULL, 5000, &cb, NULL, &b), 0);
   assert_int_equal(kc_sharding_start(b), 0);
@@ -577,7 +607,7 @@ static void test_component_apisim(void **state) {
   assert_false(kc_sharding_owns_key(a, bkey));
   assert_false(kc_sharding_admit(a, bkey));
   assert_true(kc_sharding_owns_key(b, bkey));
-  kc_sharding_end(a, key); /* the reconcile ended: release, b takes it */
+  kc_sharding_end(a, key, false); /* the reconcile ended: release, b takes it */
   run_until_owned(a, 2, b, 2, 10000);
   owned_n(b, hb);
   assert_true(hb[3]);
