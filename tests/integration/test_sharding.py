@@ -6,8 +6,9 @@ keys of one controller through range Leases, against kube-apisim.
 The controller runs tests/integration/plugins/shardrec.c, which appends
 "<replica> <key> <start> <end> <write> <tick>" (CLOCK_MONOTONIC ns, shared
 by every process of the machine) for every reconcile to one log, and stamps
-a subset of the objects (names gen-configmaps-0000*, whose reconciles take
-400 ms) with "<replica>/<tick>" so writes are attributable.
+a subset of the objects (names gen-configmaps-0000*; a reconcile that is
+going to write takes 400 ms) with "<replica>/<tick>" so writes are
+attributable.
 
 Steps, with 12 ranges (leaseDuration 3s, renewDeadline 2s, retryPeriod
 500ms):
@@ -237,6 +238,9 @@ def scenario(server_side):
                   flush=True)
             assert frozen, "b had no reconcile in flight when stopped"
             assert not wrote, wrote[:10]
+            # the stopped reconciles were about to write (the slow ones are
+            # those): the fence refused them
+            assert any(x[4] == -1 for x in frozen), frozen
 
             # 4. Two more replicas: four live, rebalance while changes stream in.
             n0 = len(recs)

@@ -86,15 +86,10 @@ static int rec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   ns[slash - key] = '\0';
   strcpy(name, slash + 1);
   bool writer = r->write_names[0] && strncmp(name, r->write_names, strlen(r->write_names)) == 0;
-  int64_t ms = writer ? r->slow_ms : r->sleep_ms;
-  if (ms > 0) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-  }
   kctrld_ref ref = {"v1", "ConfigMap", ns, name};
   const kctrld_object *obj = NULL;
   int wrote = 0;
+  bool must_write = false;
   int rc = H->cache_get(ctx, &ref, &obj);
   if (rc == 0) {
     if (H->object_string(obj, TICK_PATH, tick, sizeof tick) < 0 || strpbrk(tick, " \"\\\n"))
@@ -102,12 +97,20 @@ static int rec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     if (H->object_string(obj, STAMP_PATH, have, sizeof have) < 0) have[0] = '\0';
     H->object_release(obj);
     snprintf(want, sizeof want, "%s/%s", r->identity, tick);
-    if (writer && strcmp(have, want) != 0) {
-      int n = snprintf(patch, sizeof patch,
-                       "{\"metadata\":{\"annotations\":{\"test.kctrld.io/stamp\":\"%s\"}}}", want);
-      rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, (size_t)n, false, NULL);
-      wrote = rc == 0 ? 1 : -1;
+    must_write = writer && strcmp(have, want) != 0;
+  }
+  /* the slow part (think: a cloud API call) comes before the write */
+  int64_t ms = must_write ? r->slow_ms : r->sleep_ms;
+  if (ms > 0) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+  }
+  if (must_write) {
+    int n = snprintf(patch, sizeof patch,
+                     "{\"metadata\":{\"annotations\":{\"test.kctrld.io/stamp\":\"%s\"}}}", want);
+    rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, patch, (size_t)n, false, NULL);
+    wrote = rc == 0 ? 1 : -1;
   }
   char line[768];
   int n = snprintf(line, sizeof line, "%s %s %lld %lld %d %s\n", r->identity, key, start, mono_ns(),
