@@ -297,9 +297,12 @@ static void note_list_shard_info(kc_reflector *r, const kc_list_meta *m) {
 
 /* A 400/422 to a request that carried the selector: the server refuses the
  * parameter (or this value of it). Returns true when that was the case: the
- * caller then repeats the request without it. */
+ * caller then repeats the request without it. A 422 that names
+ * sendInitialEvents is a server without WatchList refusing the streaming
+ * list, not the selector (stream_fallback handles that). */
 static bool shard_selector_refused(kc_reflector *r, const kc_api_status *st) {
   if (!r->shard_sent || (st->code != 400 && st->code != 422)) return false;
+  if (st->code == 422 && strstr(st->message, "sendInitialEvents")) return false;
   char why[600];
   snprintf(why, sizeof why, "HTTP %d %s: %.500s", st->code, st->reason[0] ? st->reason : "(no reason)",
            st->message);

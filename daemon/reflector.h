@@ -42,7 +42,8 @@
  * from LIST answers: metadata.shardInfo in the answer -> SERVER; a list
  * answered without it (a server without the feature ignores the parameter
  * and sends everything) -> NONE; a 400/422 to a request that carried it ->
- * NONE and the same request again at once without it. NONE is sticky: from
+ * NONE and the same request again at once without it (not a 422 naming
+ * sendInitialEvents: that is a server without WatchList, see streaming). NONE is sticky: from
  * then on nothing carries the selector and the scope is listed and watched
  * whole (logged once, with the reason). A streaming list's answer has no
  * list metadata, so while the support is UNKNOWN the reflector lists with
