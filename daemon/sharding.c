@@ -37,7 +37,9 @@ void kc_shard_observe(kc_shard_obs *o, const char *holder, int64_t duration_s, u
   o->duration_s = duration_s;
 }
 
-void kc_shard_observe_absent(kc_shard_obs *o) { memset(o, 0, sizeof *o); }
+void kc_shard_observe_absent(kc_shard_obs *o) {
+  memset(o, 0, sizeof *o);
+}
 
 uint64_t kc_shard_obs_expiry(const kc_shard_obs *o) {
   if (!o->present || !o->holder[0]) return UINT64_MAX;
@@ -56,8 +58,7 @@ static bool counted_mine(enum kc_shard_state s) {
 static unsigned held_by(const kc_shard_plan_range *r, unsigned n, const char *who) {
   unsigned c = 0;
   for (unsigned i = 0; i < n; i++)
-    if (r[i].live && r[i].holder && strcmp(r[i].holder, who) == 0 && !counted_mine(r[i].state))
-      c++;
+    if (r[i].live && r[i].holder && strcmp(r[i].holder, who) == 0 && !counted_mine(r[i].state)) c++;
   return c;
 }
 
@@ -70,7 +71,8 @@ int kc_shard_plan(const char *self, const char *const *members, size_t nmembers,
   for (size_t i = 0; i < nmembers; i++) {
     if (!members[i] || strcmp(members[i], self) == 0) continue;
     bool dup = false;
-    for (size_t j = 0; j < i && !dup; j++) dup = members[j] && strcmp(members[j], members[i]) == 0;
+    for (size_t j = 0; j < i && !dup; j++)
+      dup = members[j] && strcmp(members[j], members[i]) == 0;
     if (!dup) live++;
   }
   unsigned target = (n + live - 1) / live, base = n / live;
@@ -78,7 +80,8 @@ int kc_shard_plan(const char *self, const char *const *members, size_t nmembers,
   out->members = live;
   unsigned mine = 0, free_n = 0;
   for (unsigned i = 0; i < n; i++) {
-    if (counted_mine(r[i].state)) mine++;
+    if (counted_mine(r[i].state))
+      mine++;
     else if (r[i].state == KC_SHARD_FREE &&
              (!r[i].live || !r[i].holder || !r[i].holder[0] || strcmp(r[i].holder, self) == 0))
       free_n++;
@@ -164,7 +167,7 @@ typedef struct slot {
   unsigned inflight;
   uint64_t drain_since, claim_since;
   kc_shard_obs obs;
-  kc_obj *last; /* the Lease as the last LIST showed it */
+  kc_obj *last;    /* the Lease as the last LIST showed it */
   uint64_t cached; /* last count of cached `for` objects */
 } slot;
 
@@ -212,15 +215,22 @@ static _Thread_local struct {
   int range; /* -1: the key was not admitted: nothing may be written */
 } fence;
 
-static uint32_t key_h32(const char *key, size_t len) { return (uint32_t)kc_shard_hash(key, len); }
+static uint32_t key_h32(const char *key, size_t len) {
+  return (uint32_t)kc_shard_hash(key, len);
+}
 
-void kc_sharding_retain(kc_sharding *sh) { atomic_fetch_add(&sh->refs, 1); }
+void kc_sharding_retain(kc_sharding *sh) {
+  atomic_fetch_add(&sh->refs, 1);
+}
 void kc_sharding_unref(kc_sharding *sh);
-static void sh_unref(kc_sharding *sh) { kc_sharding_unref(sh); }
+static void sh_unref(kc_sharding *sh) {
+  kc_sharding_unref(sh);
+}
 
 void kc_sharding_unref(kc_sharding *sh) {
   if (atomic_fetch_sub(&sh->refs, 1) != 1) return;
-  for (unsigned i = 0; sh->slots && i < sh->n; i++) kc_obj_unref(sh->slots[i].last);
+  for (unsigned i = 0; sh->slots && i < sh->n; i++)
+    kc_obj_unref(sh->slots[i].last);
   kc_iddict_free(&sh->tombs);
   kc_iddict_free(&sh->inflight);
   pthread_mutex_destroy(&sh->mu);
@@ -235,8 +245,10 @@ unsigned kc_sharding_range_of(const kc_sharding *sh, uint64_t h) {
   unsigned lo = 0, hi = sh->n - 1;
   while (lo < hi) {
     unsigned mid = lo + (hi - lo + 1) / 2;
-    if (sh->slots[mid].range.start <= h) lo = mid;
-    else hi = mid - 1;
+    if (sh->slots[mid].range.start <= h)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -388,12 +400,13 @@ static void on_slot_released(int err, void *ud) {
   if (s->state != KC_SHARD_RELEASING) return;
   s->state = KC_SHARD_FREE;
   if (err)
-    kc_warn(COMPONENT, "%s: range %u (lease %s/%s): release failed: %s (it expires after "
-                       "leaseDuration)",
+    kc_warn(COMPONENT,
+            "%s: range %u (lease %s/%s): release failed: %s (it expires after "
+            "leaseDuration)",
             sh->controller, s->index, sh->ns, s->lease_name, strerror(-err));
   else
-    kc_info(COMPONENT, "%s: range %u (lease %s/%s): released identity=%s", sh->controller,
-            s->index, sh->ns, s->lease_name, sh->identity);
+    kc_info(COMPONENT, "%s: range %u (lease %s/%s): released identity=%s", sh->controller, s->index,
+            sh->ns, s->lease_name, sh->identity);
   if (!sh->stopping && sh->cb.on_changed) sh->cb.on_changed(sh->ud);
   maybe_finish_shutdown(sh);
   if (!sh->stopping) schedule(sh, 0);
@@ -417,8 +430,9 @@ static void check_drain(slot *s) {
   uint64_t now = kc_leader_now_ms();
   if (s->inflight && now < s->drain_since + sh->drain_ms) return;
   if (s->inflight)
-    kc_warn(COMPONENT, "%s: range %u: %u reconciles still running after %" PRIu64
-                       " ms; releasing anyway (their writes are refused)",
+    kc_warn(COMPONENT,
+            "%s: range %u: %u reconciles still running after %" PRIu64
+            " ms; releasing anyway (their writes are refused)",
             sh->controller, s->index, s->inflight, sh->drain_ms);
   release_slot(s);
 }
@@ -453,8 +467,10 @@ static void on_slot_started(void *ud) {
   s->state = KC_SHARD_OWNED;
   atomic_fetch_add(&sh->acquisitions, 1);
   char end[24];
-  if (s->range.end_is_max) snprintf(end, sizeof end, "2^64");
-  else snprintf(end, sizeof end, "0x%016" PRIx64, s->range.end);
+  if (s->range.end_is_max)
+    snprintf(end, sizeof end, "2^64");
+  else
+    snprintf(end, sizeof end, "0x%016" PRIx64, s->range.end);
   kc_info(COMPONENT, "%s: range %u [0x%016" PRIx64 ", %s) (lease %s/%s): claimed identity=%s",
           sh->controller, s->index, s->range.start, end, sh->ns, s->lease_name, sh->identity);
   if (sh->cb.on_acquired) sh->cb.on_acquired(s->index, sh->ud);
@@ -539,8 +555,8 @@ static bool on_item(const kc_json_value *v, void *ud) {
 }
 
 int kc_shard_scan_leases(const char *json, size_t len, const char *prefix, unsigned n,
-                         void (*cb)(const kc_shard_lease_item *item, void *ud), void *ud,
-                         char *err, size_t errlen) {
+                         void (*cb)(const kc_shard_lease_item *item, void *ud), void *ud, char *err,
+                         size_t errlen) {
   char mp[300];
   int w = snprintf(mp, sizeof mp, "%s-member-", prefix);
   if (w < 0 || (size_t)w >= sizeof mp) return -EINVAL;
@@ -607,7 +623,8 @@ static void run_plan(kc_sharding *sh) {
             out.target, sh->n);
   sh->last_target = out.target;
   sh->last_members = out.members;
-  for (size_t k = 0; k < out.ngive; k++) give_up(&sh->slots[give[k]], "handed off to rebalance");
+  for (size_t k = 0; k < out.ngive; k++)
+    give_up(&sh->slots[give[k]], "handed off to rebalance");
   for (size_t k = 0; k < out.nclaim; k++) {
     slot *s = &sh->slots[claim[k]];
     if (s->last) kc_leader_observe(s->le, s->last, s->obs.changed_ms);
@@ -661,7 +678,8 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
   char err[128] = "";
   bool *seen = calloc(sh->n, sizeof *seen);
   list_scan ls = {sh, now, seen};
-  for (size_t i = 0; i < sh->nmembers; i++) sh->members[i].seen = false;
+  for (size_t i = 0; i < sh->nmembers; i++)
+    sh->members[i].seen = false;
   int rc = seen ? kc_shard_scan_leases(sh->list_resp.p ? sh->list_resp.p : "", sh->list_resp.len,
                                        sh->prefix, sh->n, on_lease, &ls, err, sizeof err)
                 : -ENOMEM;
@@ -669,7 +687,8 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
     kc_warn(COMPONENT, "%s: list leases %s: %s", sh->controller, sh->list_path,
             rc == -ENOMEM ? "out of memory" : err);
     free(seen);
-    for (size_t i = 0; i < sh->nmembers; i++) sh->members[i].seen = true; /* keep what we know */
+    for (size_t i = 0; i < sh->nmembers; i++)
+      sh->members[i].seen = true; /* keep what we know */
     schedule(sh, next_wake(sh, now));
     return;
   }
@@ -681,8 +700,10 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
     }
   free(seen);
   for (size_t i = 0; i < sh->nmembers;) { /* forget deleted membership Leases */
-    if (!sh->members[i].seen) sh->members[i] = sh->members[--sh->nmembers];
-    else i++;
+    if (!sh->members[i].seen)
+      sh->members[i] = sh->members[--sh->nmembers];
+    else
+      i++;
   }
   if (!sh->stopping) run_plan(sh);
   schedule(sh, next_wake(sh, kc_leader_now_ms()));
@@ -706,7 +727,8 @@ static void start_list(kc_sharding *sh) {
 
 static void on_timer(uv_timer_t *t) {
   kc_sharding *sh = t->data;
-  for (unsigned i = 0; i < sh->n; i++) check_drain(&sh->slots[i]);
+  for (unsigned i = 0; i < sh->n; i++)
+    check_drain(&sh->slots[i]);
   if (sh->stopping) {
     maybe_finish_shutdown(sh);
     if (!sh->member_released) schedule(sh, 100);
@@ -730,7 +752,9 @@ static void schedule(kc_sharding *sh, uint64_t delay_ms) {
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
-static void on_handle_closed(uv_handle_t *h) { sh_unref(h->data); }
+static void on_handle_closed(uv_handle_t *h) {
+  sh_unref(h->data);
+}
 
 int kc_sharding_new(uv_loop_t *loop, kc_api *api, const char *controller,
                     const kc_sharding_spec *spec, const char *identity, kc_informer *for_inf,
@@ -764,10 +788,10 @@ int kc_sharding_new(uv_loop_t *loop, kc_api *api, const char *controller,
                spec->lease_namespace) < 0)
     sh->list_path = NULL;
   sh->slots = calloc(sh->n, sizeof *sh->slots);
-  int rc = (!sh->controller || !sh->identity || !sh->ns || !sh->prefix || !sh->list_path ||
-            !sh->slots)
-               ? -ENOMEM
-               : 0;
+  int rc =
+      (!sh->controller || !sh->identity || !sh->ns || !sh->prefix || !sh->list_path || !sh->slots)
+          ? -ENOMEM
+          : 0;
   sh->spec.lease_namespace = sh->ns;
   sh->spec.lease_prefix = sh->prefix;
   if (rc == 0 &&
@@ -898,7 +922,9 @@ size_t kc_sharding_held_ranges(const kc_sharding *sh, kc_shard_range *out, size_
   return k;
 }
 
-const kc_sharding_spec *kc_sharding_spec_get(const kc_sharding *sh) { return &sh->spec; }
+const kc_sharding_spec *kc_sharding_spec_get(const kc_sharding *sh) {
+  return &sh->spec;
+}
 
 void kc_sharding_get_stats(const kc_sharding *sh, kc_sharding_stats *out) {
   *out = (kc_sharding_stats){.shards = sh->n,
@@ -910,7 +936,8 @@ void kc_sharding_get_stats(const kc_sharding *sh, kc_sharding_stats *out) {
 }
 
 int kc_sharding_count_cached(kc_sharding *sh, uint64_t *per_range, unsigned n) {
-  for (unsigned i = 0; i < n; i++) per_range[i] = 0;
+  for (unsigned i = 0; i < n; i++)
+    per_range[i] = 0;
   if (!sh->inf) return 0;
   kc_obj_vec all = {0};
   int rc = kc_informer_list(sh->inf, (kc_str){NULL, 0}, NULL, &all);
@@ -920,7 +947,8 @@ int kc_sharding_count_cached(kc_sharding *sh, uint64_t *per_range, unsigned n) {
     if (r < n) per_range[r]++;
   }
   kc_obj_vec_release(&all);
-  for (unsigned i = 0; i < sh->n && i < n; i++) sh->slots[i].cached = per_range[i];
+  for (unsigned i = 0; i < sh->n && i < n; i++)
+    sh->slots[i].cached = per_range[i];
   return 0;
 }
 
@@ -960,15 +988,16 @@ int kc_sharding_debug_json(kc_sharding *sh, kc_buf *b) {
     slot *s = &sh->slots[i];
     total += cached[i];
     if (i) kc_buf_puts(b, ",");
-    kc_buf_printf(b, "{\"index\":%u,\"start\":\"0x%016" PRIx64 "\",\"end\":\"%s", i,
-                  s->range.start, s->range.end_is_max ? "0x10000000000000000" : "");
+    kc_buf_printf(b, "{\"index\":%u,\"start\":\"0x%016" PRIx64 "\",\"end\":\"%s", i, s->range.start,
+                  s->range.end_is_max ? "0x10000000000000000" : "");
     if (!s->range.end_is_max) kc_buf_printf(b, "0x%016" PRIx64, s->range.end);
     kc_buf_puts(b, "\",\"lease\":");
     kc_buf_json_c(b, s->lease_name);
     kc_buf_puts(b, ",\"holder\":");
     kc_buf_json_c(b, s->obs.holder);
-    kc_buf_printf(b, ",\"holderLive\":%s,\"own\":%s,\"state\":\"%s\",\"inFlight\":%u,"
-                     "\"objectsCached\":%" PRIu64 "}",
+    kc_buf_printf(b,
+                  ",\"holderLive\":%s,\"own\":%s,\"state\":\"%s\",\"inFlight\":%u,"
+                  "\"objectsCached\":%" PRIu64 "}",
                   kc_shard_obs_live(&s->obs, now) ? "true" : "false",
                   s->state == KC_SHARD_OWNED ? "true" : "false", state_name(s->state), s->inflight,
                   cached[i]);

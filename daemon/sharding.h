@@ -75,7 +75,7 @@ enum kc_shard_state {
 /* One Lease as a replica observed it, on its own monotonic clock. */
 typedef struct kc_shard_obs {
   bool present;
-  char holder[256];    /* "" = nobody */
+  char holder[256]; /* "" = nobody */
   int64_t duration_s;
   uint64_t content;    /* fingerprint of the spec fields (changes on every renewal) */
   uint64_t changed_ms; /* when `content` was first seen */
@@ -101,7 +101,7 @@ typedef struct kc_shard_plan_range {
 typedef struct kc_shard_plan_out {
   unsigned *claim; /* ranges to claim (caller's array of n entries) */
   size_t nclaim;
-  unsigned *give;  /* ranges to give up (caller's array of n entries) */
+  unsigned *give; /* ranges to give up (caller's array of n entries) */
   size_t ngive;
   unsigned target; /* ceil(n / live replicas) */
   unsigned members;
@@ -122,10 +122,10 @@ int kc_shard_range_of_lease(const char *prefix, unsigned n, const char *name);
 /* One Lease of a LIST answer that belongs to the prefix. */
 typedef struct kc_shard_lease_item {
   const char *name;
-  int range;                   /* its range index, or -1 for a membership Lease */
-  const kc_lease_record *rec;  /* leader.h */
-  uint64_t content;            /* fingerprint of the spec fields */
-  kc_obj *lease;               /* the item as an object (borrowed: ref it to keep) */
+  int range;                  /* its range index, or -1 for a membership Lease */
+  const kc_lease_record *rec; /* leader.h */
+  uint64_t content;           /* fingerprint of the spec fields */
+  kc_obj *lease;              /* the item as an object (borrowed: ref it to keep) */
 } kc_shard_lease_item;
 
 /* Reads a LeaseList body (kc_obj_parse limits) and calls cb for every item
@@ -133,8 +133,8 @@ typedef struct kc_shard_lease_item {
  * skipped. Returns 0, -EBADMSG (not a JSON object; why in err) or -ENOMEM.
  * Any thread. For tests/fuzz/fuzz_shard_leases.c. */
 int kc_shard_scan_leases(const char *json, size_t len, const char *prefix, unsigned n,
-                         void (*cb)(const kc_shard_lease_item *item, void *ud), void *ud,
-                         char *err, size_t errlen);
+                         void (*cb)(const kc_shard_lease_item *item, void *ud), void *ud, char *err,
+                         size_t errlen);
 
 /* ---- the component (loop thread) ------------------------------------------ */
 
@@ -151,7 +151,7 @@ typedef struct kc_sharding_callbacks {
 
 typedef struct kc_sharding_stats {
   unsigned shards, owned, members;
-  uint64_t handoffs;     /* ranges given up or lost after being owned */
+  uint64_t handoffs; /* ranges given up or lost after being owned */
   uint64_t acquisitions;
 } kc_sharding_stats;
 

@@ -46,10 +46,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc < 0) return 0;
   kc_shard_plan_range pr[N];
   for (unsigned i = 0; i < N; i++)
-    pr[i] = (kc_shard_plan_range){(enum kc_shard_state)(i % 3 == 0 ? KC_SHARD_OWNED : KC_SHARD_FREE),
-                                  v.obs[i].holder, kc_shard_obs_live(&v.obs[i], 1500)};
+    pr[i] =
+        (kc_shard_plan_range){(enum kc_shard_state)(i % 3 == 0 ? KC_SHARD_OWNED : KC_SHARD_FREE),
+                              v.obs[i].holder, kc_shard_obs_live(&v.obs[i], 1500)};
   const char *m[8];
-  for (size_t i = 0; i < v.nmembers; i++) m[i] = v.members[i];
+  for (size_t i = 0; i < v.nmembers; i++)
+    m[i] = v.members[i];
   unsigned claim[N], give[N];
   kc_shard_plan_out out = {.claim = claim, .give = give};
   if (kc_shard_plan("me", m, v.nmembers, pr, N, &out) != 0) abort();

@@ -92,22 +92,33 @@ static void on_item_cb(const kc_shard_lease_item *it, void *ud) {
   s->n++;
 }
 
-#define LEASE(name, holder, renew)                                                            \
-  "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"s\",\"resourceVersion\":\"7\"},"      \
-  "\"spec\":{\"holderIdentity\":\"" holder "\",\"leaseDurationSeconds\":3,\"renewTime\":\"" \
-  renew "\"}}"
+#define LEASE(name, holder, renew)                                                                 \
+  "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"s\",\"resourceVersion\":\"7\"},"           \
+  "\"spec\":{\"holderIdentity\":\"" holder "\",\"leaseDurationSeconds\":3,\"renewTime\":\"" renew  \
+  "\"}}"
 
 static void test_scan_leases(void **state) {
   (void)state;
   const char *list =
-      "{\"kind\":\"LeaseList\",\"items\":[" LEASE("p-0", "a", "2024-01-01T00:00:00.000000Z") ","
-      LEASE("p-3", "b", "2024-01-01T00:00:00.000000Z") "," LEASE("p-4", "b", "x") ","
-      LEASE("p-member-00000000000000ff", "a", "2024-01-01T00:00:00.000000Z") ","
-      LEASE("q-1", "c", "y") "," LEASE("p-1", "a", "2024-01-01T00:00:01.000000Z") ","
-      "{\"metadata\":{}},7]}";
+      "{\"kind\":\"LeaseList\",\"items\":[" LEASE("p-0", "a", "2024-01-01T00:00:00.000000Z") "," LEASE("p-3", "b", "2024-01-01T00:00:00.000000Z") "," LEASE(
+          "p-4", "b",
+          "x") "," LEASE("p-member-00000000000000ff", "a",
+                         "2024-01-01T00:00:00.000000Z") "," LEASE("q-1", "c",
+                                                                  "y") "," LEASE("p-1", "a",
+                                                                                 "2024-01-01T00:00:"
+                                                                                 "01.000000Z") ","
+                                                                                               "{\""
+                                                                                               "met"
+                                                                                               "ada"
+                                                                                               "ta"
+                                                                                               "\":"
+                                                                                               "{}}"
+                                                                                               ",7]"
+                                                                                               "}";
   seen_items s = {0};
   char err[128];
-  assert_int_equal(kc_shard_scan_leases(list, strlen(list), "p", 4, on_item_cb, &s, err, sizeof err), 0);
+  assert_int_equal(
+      kc_shard_scan_leases(list, strlen(list), "p", 4, on_item_cb, &s, err, sizeof err), 0);
   assert_int_equal(s.n, 4); /* p-4 is out of range, q-1 another prefix */
   assert_string_equal(s.names[0], "p-0");
   assert_int_equal(s.ranges[0], 0);
@@ -119,7 +130,8 @@ static void test_scan_leases(void **state) {
   /* the fingerprint changes with the record (a renewal), not with the name */
   assert_true(s.content[0] != s.content[3]);
   assert_true(s.content[0] != s.content[1]); /* other holder */
-  assert_int_equal(kc_shard_scan_leases("[1", 2, "p", 4, on_item_cb, &s, err, sizeof err), -EBADMSG);
+  assert_int_equal(kc_shard_scan_leases("[1", 2, "p", 4, on_item_cb, &s, err, sizeof err),
+                   -EBADMSG);
   assert_true(err[0] != '\0');
 }
 
@@ -150,7 +162,8 @@ static void test_plan_cases(void **state) {
   assert_int_equal(kc_shard_plan("a", NULL, 0, p.r, 0, &o), -EINVAL);
 
   /* alone: claim everything free */
-  for (unsigned i = 0; i < 4; i++) set(&p, i, KC_SHARD_FREE, "", false);
+  for (unsigned i = 0; i < 4; i++)
+    set(&p, i, KC_SHARD_FREE, "", false);
   run(&p, "a", NULL, 0, 4);
   assert_int_equal(p.out.target, 4);
   assert_int_equal(p.out.members, 1);
@@ -169,7 +182,8 @@ static void test_plan_cases(void **state) {
   assert_int_equal(p.out.target, 2);
   assert_int_equal(p.out.nclaim, 2);
   bool got[4] = {0};
-  for (size_t k = 0; k < p.out.nclaim; k++) got[p.claim[k]] = true;
+  for (size_t k = 0; k < p.out.nclaim; k++)
+    got[p.claim[k]] = true;
   assert_true(got[2] && got[3]);
 
   /* our own record, still live (a restart of ours): claimable */
@@ -182,7 +196,8 @@ static void test_plan_cases(void **state) {
   assert_int_equal(p.claim[0], 0);
 
   /* over target: give the excess, pending claims before owned ranges */
-  for (unsigned i = 0; i < 4; i++) set(&p, i, KC_SHARD_OWNED, "a", true);
+  for (unsigned i = 0; i < 4; i++)
+    set(&p, i, KC_SHARD_OWNED, "a", true);
   set(&p, 1, KC_SHARD_CLAIMING, "", false);
   run(&p, "a", m, 2, 4); /* 3 live: target 2, we count 4 */
   assert_int_equal(p.out.ngive, 2);
@@ -196,7 +211,8 @@ static void test_plan_cases(void **state) {
   set(&p, 3, KC_SHARD_FREE, "", false);
   run(&p, "a", NULL, 0, 4);
   assert_int_equal(p.out.nclaim, 2);
-  for (size_t k = 0; k < p.out.nclaim; k++) assert_true(p.claim[k] >= 2);
+  for (size_t k = 0; k < p.out.nclaim; k++)
+    assert_true(p.claim[k] >= 2);
 
   /* 4 ranges, 3 replicas at 2/2/0: nothing free; the richest (ties: the
    * greatest identity) gives one, the other keeps its two */
@@ -208,7 +224,8 @@ static void test_plan_cases(void **state) {
   run(&p, "a", bc, 2, 4); /* a ties with b, b > a: a keeps */
   assert_int_equal(p.out.ngive, 0);
   const char *ab[] = {"a", "c"};
-  for (unsigned i = 0; i < 4; i++) p.r[i].state = p.r[i].state == KC_SHARD_OWNED ? KC_SHARD_FREE : KC_SHARD_OWNED;
+  for (unsigned i = 0; i < 4; i++)
+    p.r[i].state = p.r[i].state == KC_SHARD_OWNED ? KC_SHARD_FREE : KC_SHARD_OWNED;
   set(&p, 0, KC_SHARD_FREE, "a", true);
   set(&p, 1, KC_SHARD_FREE, "a", true);
   set(&p, 2, KC_SHARD_OWNED, "b", true);
@@ -291,7 +308,8 @@ static void step_replica(sim *s, unsigned k) {
   for (unsigned j = 0; j < NR; j++)
     if (kc_shard_obs_live(&r->mobs[j], s->now)) m[nm++] = r->mobs[j].holder;
   for (unsigned i = 0; i < s->n; i++)
-    pr[i] = (kc_shard_plan_range){r->st[i], r->obs[i].holder, kc_shard_obs_live(&r->obs[i], s->now)};
+    pr[i] =
+        (kc_shard_plan_range){r->st[i], r->obs[i].holder, kc_shard_obs_live(&r->obs[i], s->now)};
   unsigned claim[MAXN], give[MAXN];
   kc_shard_plan_out out = {.claim = claim, .give = give};
   assert_int_equal(kc_shard_plan(r->id, m, nm, pr, s->n, &out), 0);
@@ -309,7 +327,8 @@ static void step_replica(sim *s, unsigned k) {
     unsigned i = claim[c];
     lease *l = &s->ranges[i];
     kc_shard_observe(&r->obs[i], l->holder, LD_MS / 1000, l->version, s->now); /* its GET */
-    bool take = !l->holder[0] || strcmp(l->holder, r->id) == 0 || !kc_shard_obs_live(&r->obs[i], s->now);
+    bool take =
+        !l->holder[0] || strcmp(l->holder, r->id) == 0 || !kc_shard_obs_live(&r->obs[i], s->now);
     if (!take) continue;
     write_lease(l, r->id);
     r->st[i] = KC_SHARD_OWNED;
@@ -324,8 +343,9 @@ static void check_fences(const sim *s) {
     for (unsigned k = 0; k < NR; k++)
       if (s->r[k].alive && s->r[k].st[i] == KC_SHARD_OWNED && s->now < s->r[k].valid_until[i])
         admitted++;
-    if (admitted > 1) fail_msg("range %u admitted by %d replicas at t=%llu", i, admitted,
-                               (unsigned long long)s->now);
+    if (admitted > 1)
+      fail_msg("range %u admitted by %d replicas at t=%llu", i, admitted,
+               (unsigned long long)s->now);
   }
 }
 
@@ -357,7 +377,8 @@ static unsigned owned_total(const sim *s) {
 /* Balanced: every range owned, each live replica has floor or ceil. */
 static bool balanced(const sim *s) {
   unsigned live = 0;
-  for (unsigned k = 0; k < NR; k++) live += s->r[k].alive && !s->r[k].frozen;
+  for (unsigned k = 0; k < NR; k++)
+    live += s->r[k].alive && !s->r[k].frozen;
   if (owned_total(s) != s->n) return false;
   for (unsigned k = 0; k < NR; k++) {
     if (!s->r[k].alive || s->r[k].frozen) continue;
@@ -375,8 +396,12 @@ static uint64_t until_balanced(sim *s, uint64_t limit_ms) {
       for (unsigned k = 0; k < NR; k++)
         if (s->r[k].alive) print_message("# %s owns %u\n", s->r[k].id, owned_by(s, k));
       for (unsigned i = 0; i < s->n; i++) {
-        print_message("# range %u holder=%s v=%llu:", i, s->ranges[i].holder, (unsigned long long)s->ranges[i].version);
-        for (unsigned k = 0; k < NR; k++) if (s->r[k].alive) print_message(" st=%d live=%d", s->r[k].st[i], kc_shard_obs_live(&s->r[k].obs[i], s->now));
+        print_message("# range %u holder=%s v=%llu:", i, s->ranges[i].holder,
+                      (unsigned long long)s->ranges[i].version);
+        for (unsigned k = 0; k < NR; k++)
+          if (s->r[k].alive)
+            print_message(" st=%d live=%d", s->r[k].st[i],
+                          kc_shard_obs_live(&s->r[k].obs[i], s->now));
         print_message("\n");
       }
       fail_msg("not balanced after %llu ms", (unsigned long long)limit_ms);
@@ -399,7 +424,8 @@ static void sim_scenario(unsigned n) {
   assert_non_null(s);
   s->n = n;
   s->now = 100000;
-  for (unsigned k = 0; k < 3; k++) start_replica(s, k);
+  for (unsigned k = 0; k < 3; k++)
+    start_replica(s, k);
   until_balanced(s, 60000);
   /* stable: nothing moves any more */
   unsigned h = s->handoffs;
@@ -424,7 +450,8 @@ static void sim_scenario(unsigned n) {
   until_balanced(s, LD_MS + 3 * RP_MS);
   assert_int_equal(owned_by(s, 2), n);
   s->r[1].frozen = false;
-  for (unsigned i = 0; i < n; i++) assert_true(s->now >= s->r[1].valid_until[i]);
+  for (unsigned i = 0; i < n; i++)
+    assert_true(s->now >= s->r[1].valid_until[i]);
   until_balanced(s, 3 * LD_MS);
 
   /* two newcomers (a 4th and a 5th replica): rebalance, never two owners */
@@ -462,7 +489,9 @@ static struct {
   int down;
 } R;
 
-static void r_tick(uv_timer_t *t) { (void)t; }
+static void r_tick(uv_timer_t *t) {
+  (void)t;
+}
 static void r_acquired(unsigned index, void *ud) {
   (void)index, (void)ud;
   R.acquired++;
@@ -475,8 +504,10 @@ static void r_down(void *ud) {
 static size_t owned_n(kc_sharding *sh, bool has[4]) {
   kc_shard_range r[4];
   size_t n = kc_sharding_owned_ranges(sh, r, 4);
-  for (unsigned i = 0; i < 4; i++) has[i] = false;
-  for (size_t k = 0; k < n && k < 4; k++) has[kc_sharding_range_of(sh, r[k].start)] = true;
+  for (unsigned i = 0; i < 4; i++)
+    has[i] = false;
+  for (size_t k = 0; k < n && k < 4; k++)
+    has[kc_sharding_range_of(sh, r[k].start)] = true;
   return n;
 }
 
@@ -499,7 +530,8 @@ static void run_until_owned(kc_sharding *a, size_t na, kc_sharding *b, size_t nb
 
 static void run_loop_ms(unsigned ms) {
   uint64_t end = sim_mono_ms() + ms;
-  while (sim_mono_ms() < end) uv_run(&R.loop, UV_RUN_ONCE);
+  while (sim_mono_ms() < end)
+    uv_run(&R.loop, UV_RUN_ONCE);
 }
 
 /* Two components on one loop with real Leases in kube-apisim (namespace
@@ -517,24 +549,32 @@ static void test_component_apisim(void **state) {
     sim_paths_free();
     return;
   }
-  assert_int_equal(sim_call("POST", "/api/v1/namespaces",
-                            "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"shards\"}}",
-                            NULL, NULL), 201);
+  assert_int_equal(
+      sim_call("POST", "/api/v1/namespaces",
+               "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"shards\"}}",
+               NULL, NULL),
+      201);
   assert_int_equal(uv_loop_init(&R.loop), 0);
   assert_int_equal(uv_timer_init(&R.loop, &R.tick), 0);
   uv_timer_start(&R.tick, r_tick, 5, 5);
   R.creds = (kc_kube_creds){.server = sim_url};
   assert_int_equal(kc_api_new(&R.loop, &R.creds, &R.api), 0);
-  kc_sharding_spec spec = {.shards = 4, .key = KC_SHARD_KEY_NAMESPACE, .lease_namespace = "shards",
-                           .lease_prefix = "t", .lease_duration_ms = 1000, .renew_deadline_ms = 600,
+  kc_sharding_spec spec = {.shards = 4,
+                           .key = KC_SHARD_KEY_NAMESPACE,
+                           .lease_namespace = "shards",
+                           .lease_prefix = "t",
+                           .lease_duration_ms = 1000,
+                           .renew_deadline_ms = 600,
                            .retry_period_ms = 100};
   kc_sharding_callbacks cb = {.on_acquired = r_acquired};
   kc_sharding *a = NULL, *b = NULL;
-  assert_int_equal(kc_sharding_new(&R.loop, R.api, "ctl", &spec, "id-a", NULL, 5000, &cb, NULL, &a), 0);
+  assert_int_equal(kc_sharding_new(&R.loop, R.api, "ctl", &spec, "id-a", NULL, 5000, &cb, NULL, &a),
+                   0);
   /* the range of a hash: the split's, at the boundaries too */
   uint64_t x = 0x9e3779b97f4a7c15ULL;
   for (int i = 0; i < 2000; i++) {
-    uint64_t h = i < 8 ? (uint64_t)(i / 2) * (UINT64_MAX / 4 + 1) - (uint64_t)(i % 2) : (x *= 0xbf58476d1ce4e5b9ULL);
+    uint64_t h = i < 8 ? (uint64_t)(i / 2) * (UINT64_MAX / 4 + 1) - (uint64_t)(i % 2)
+                       : (x *= 0xbf58476d1ce4e5b9ULL);
     kc_shard_range want;
     unsigned r = kc_sharding_range_of(a, h);
     kc_shard_ranges_split(4, r, &want);
@@ -550,7 +590,8 @@ static void test_component_apisim(void **state) {
   for (int i = 0; i < 1000 && !key[0]; i++) {
     char ns[16];
     snprintf(ns, sizeof ns, "ns%d", i);
-    if (kc_sharding_range_of(a, kc_shard_hash(ns, strlen(ns))) == 3) snprintf(key, sizeof key, "%s/x", ns);
+    if (kc_sharding_range_of(a, kc_shard_hash(ns, strlen(ns))) == 3)
+      snprintf(key, sizeof key, "%s/x", ns);
   }
   assert_true(key[0]);
   assert_true(kc_sharding_owns_key(a, key));
@@ -580,7 +621,8 @@ static void test_component_apisim(void **state) {
   assert_true(st0.handoffs >= 1);
   assert_true(kc_sharding_admit(a, key));
 
-  assert_int_equal(kc_sharding_new(&R.loop, R.api, "ctl", &spec, "id-b", NULL, 5000, &cb, NULL, &b), 0);
+  assert_int_equal(kc_sharding_new(&R.loop, R.api, "ctl", &spec, "id-b", NULL, 5000, &cb, NULL, &b),
+                   0);
   assert_int_equal(kc_sharding_start(b), 0);
   run_until_owned(a, 2, b, 1, 10000);
   bool ha[4], hb[4];
@@ -589,7 +631,7 @@ static void test_component_apisim(void **state) {
   assert_false(ha[3]);
   assert_false(hb[3]);
   assert_int_equal(held_n(a), 3); /* range 3 drains: still held */
-  run_loop_ms(1500);                /* longer than the lease: the drain holds it */
+  run_loop_ms(1500);              /* longer than the lease: the drain holds it */
   owned_n(b, hb);
   assert_false(hb[3]);
   kc_sharding_fence_enter(a, key);
@@ -650,11 +692,10 @@ static void test_component_apisim(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_observe),    cmocka_unit_test(test_names),
-      cmocka_unit_test(test_scan_leases),
-      cmocka_unit_test(test_plan_cases), cmocka_unit_test(test_sim_8),
-      cmocka_unit_test(test_sim_4),      cmocka_unit_test(test_sim_31),
-      cmocka_unit_test(test_component_apisim),
+      cmocka_unit_test(test_observe),     cmocka_unit_test(test_names),
+      cmocka_unit_test(test_scan_leases), cmocka_unit_test(test_plan_cases),
+      cmocka_unit_test(test_sim_8),       cmocka_unit_test(test_sim_4),
+      cmocka_unit_test(test_sim_31),      cmocka_unit_test(test_component_apisim),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

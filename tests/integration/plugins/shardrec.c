@@ -2,7 +2,8 @@
 /* Test plugin "shardrec" (tests/integration/test_sharding.py): records every
  * reconcile so the test can check that no key ran on two replicas at once.
  * For a ConfigMap key it sleeps settings.sleepMs (settings.slowMs when the
- * name starts with settings.writeNames), then, for those names, sets annotation test.kctrld.io/stamp to
+ * name starts with settings.writeNames), then, for those names, sets annotation
+ * test.kctrld.io/stamp to
  * "<settings.identity>/<tick>" (tick: the object's apisim.kctrld.io/tick
  * annotation) with a merge patch when the cached value differs, and appends
  * one line to settings.log:
@@ -42,12 +43,15 @@ static int rec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out
   int64_t ms = 0;
   if (H->settings_string(settings, "identity", &id) != 0 || !id[0] || strlen(id) >= 128 ||
       strpbrk(id, "\"\\ ") || H->settings_string(settings, "log", &log) != 0) {
-    H->log(KCTRLD_LOG_ERROR, "settings.identity (no spaces or quotes) and settings.log are required");
+    H->log(KCTRLD_LOG_ERROR,
+           "settings.identity (no spaces or quotes) and settings.log are required");
     return -EINVAL;
   }
   int rc = H->settings_string(settings, "writeNames", &wn);
-  if (rc == -ENOENT) wn = "";
-  else if (rc != 0 || strlen(wn) >= 128) return -EINVAL;
+  if (rc == -ENOENT)
+    wn = "";
+  else if (rc != 0 || strlen(wn) >= 128)
+    return -EINVAL;
   rc = H->settings_int(settings, "sleepMs", &ms);
   if (rc != 0 && rc != -ENOENT) return -EINVAL;
   int64_t slow = ms;
