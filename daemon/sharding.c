@@ -483,6 +483,22 @@ static void on_slot_stopped(void *ud) {
   if (s->state == KC_SHARD_OWNED) begin_drain(s, false, "lost (renew deadline passed or taken)");
 }
 
+/* The elector saw the Lease's holder change. A claim that finds another
+ * holder is withdrawn at once (no waiting for the next LIST), and the view
+ * learns the holder, so the next plan claims another range instead. */
+static void on_slot_holder(const char *holder, void *ud) {
+  slot *s = ud;
+  kc_sharding *sh = s->sh;
+  if (!holder[0] || strcmp(holder, sh->identity) == 0) return;
+  uint64_t now = kc_leader_now_ms();
+  kc_shard_observe(&s->obs, holder, (sh->spec.lease_duration_ms + 999) / 1000,
+                   kc_shard_hash(holder, strlen(holder)) ^ now, now);
+  if (s->state == KC_SHARD_CLAIMING) {
+    give_up(s, "held by another replica");
+    if (!sh->stopping) schedule(sh, 0);
+  }
+}
+
 static void on_slot_renewed(uint64_t until, void *ud) {
   slot *s = ud;
   /* a draining range still holds its Lease: its in-flight reconciles may
@@ -641,6 +657,12 @@ static void run_plan(kc_sharding *sh) {
  * expiring, a drain bound. */
 static uint64_t next_wake(kc_sharding *sh, uint64_t now) {
   uint64_t when = sh->next_list;
+  /* a replica that died: its ranges are claimable once both its range and
+   * its membership records expired (the target counts live members) */
+  for (size_t m = 0; m < sh->nmembers; m++) {
+    uint64_t e = kc_shard_obs_expiry(&sh->members[m].obs);
+    if (e > now && e < when) when = e + 1;
+  }
   for (unsigned i = 0; i < sh->n; i++) {
     slot *s = &sh->slots[i];
     uint64_t e = kc_shard_obs_expiry(&s->obs);
@@ -810,7 +832,7 @@ int kc_sharding_new(uv_loop_t *loop, kc_api *api, const char *controller,
     int w = snprintf(s->lease_name, sizeof s->lease_name, "%s-%u", sh->prefix, i);
     if (w < 0 || (size_t)w >= sizeof s->lease_name) rc = -EINVAL;
     le.name = s->lease_name;
-    kc_leader_callbacks lcb = {on_slot_started, on_slot_stopped, NULL, on_slot_renewed};
+    kc_leader_callbacks lcb = {on_slot_started, on_slot_stopped, on_slot_holder, on_slot_renewed};
     if (rc == 0) rc = kc_leader_new(loop, api, &le, identity, &lcb, s, &s->le);
     if (rc == 0) {
       atomic_fetch_add(&sh->refs, 1); /* dropped when the elector is closed */

@@ -195,10 +195,12 @@ def scenario(server_side):
             took = time.monotonic() - t_kill
             print("# phase 2: SIGKILL %s (ranges %s) -> taken over after %.2f s (leaseDuration + "
                   "retryPeriod = %.1f s)" % (c.identity, c_ranges, took, LD + RP), flush=True)
-            # The last renewal was up to a retryPeriod before the kill and the
-            # takers notice it at their next LIST: allow one more retryPeriod
-            # and a second for a machine that builds in parallel.
-            assert took <= LD + 2 * RP + 1.0, took
+            # The takers saw c's last renewals at most a retryPeriod after they
+            # were written (their LIST period), before the kill, and claim at
+            # the expiry on their clock: leaseDuration + retryPeriod, plus the
+            # Lease requests and this poll of /debug/shards (its snapshot may
+            # be 100 ms old) on a machine shared with builds.
+            assert took <= LD + RP + 0.5, took
 
             def redone():
                 seen = {x[1] for x in read_log(log) if x[0] != c.identity and x[2] > t_kill_ns}
