@@ -28,7 +28,8 @@ Every wait is a bounded poll.
 The same steps 1-2 run again with kube-apisim's ShardedListAndWatch gate:
 then each replica's informer caches only its ranges (about a third).
 
-NOBJ: 30000 objects by default (KCTRLD_SHARD_OBJECTS overrides).
+NOBJ: 30000 objects by default, 5000 in a sanitizer build (KCTRLD_SHARD_OBJECTS
+overrides).
 """
 import json
 import os
@@ -42,7 +43,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import taplib  # noqa: E402
 from taplib import BUILD, ROOT, Apisim, Skip, run_tests, wait_for  # noqa: E402
 
-NOBJ = int(os.environ.get("KCTRLD_SHARD_OBJECTS", "30000"))
+# A sanitizer build (tests/run-tests runs every integration test in build-asan
+# too, within 600 s) runs 5 kctrld processes and the simulator 2-3x slower on
+# this 2-core machine: 5000 objects there, and more slack for timings.
+SANITIZED = os.path.basename(os.path.normpath(BUILD)) != "build"
+NOBJ = int(os.environ.get("KCTRLD_SHARD_OBJECTS", "5000" if SANITIZED else "30000"))
+SLACK = 1.5 if SANITIZED else 0.5
 SHARDS = 12
 LD, RP = 3.0, 0.5
 LNS = "shards"
@@ -200,7 +206,7 @@ def scenario(server_side):
             # the expiry on their clock: leaseDuration + retryPeriod, plus the
             # Lease requests and this poll of /debug/shards (its snapshot may
             # be 100 ms old) on a machine shared with builds.
-            assert took <= LD + RP + 0.5, took
+            assert took <= LD + RP + SLACK, took
 
             def redone():
                 seen = {x[1] for x in read_log(log) if x[0] != c.identity and x[2] > t_kill_ns}
