@@ -97,6 +97,8 @@ $(B)/obj/tests/unit/test_plugin_sdk.o: CFLAGS += -DKC_TEST_PLUGIN_DIR=\"$(B)/tes
 # Unit tests of kube-apisim components link the simulator objects they test.
 APISIM_PB_OBJ := $(B)/obj/tests/apisim/protobuf.o $(B)/obj/tests/apisim/json.o $(B)/obj/tests/apisim/util.o
 $(B)/tests/test_apisim_protobuf: $(APISIM_PB_OBJ)
+$(B)/tests/test_apisim_fieldmgr: $(B)/obj/tests/apisim/fieldmgr.o $(B)/obj/tests/apisim/fieldset.o \
+    $(B)/obj/tests/apisim/json.o $(B)/obj/tests/apisim/util.o
 $(B)/tests/test_apisim_table $(B)/tests/test_apisim_fieldval $(B)/tests/test_apisim_shardsel: \
     $(filter-out $(B)/obj/tests/apisim/main.o,$(APISIM_OBJ))
 $(B)/tests/test_plugin_sdk: | $(UNIT_CXX_SO)
@@ -191,6 +193,10 @@ build-fuzz/%: tests/fuzz/%.c $(DAEMON_SRC)
 # Fuzzers of kube-apisim parsers build with the simulator sources instead.
 build-fuzz/fuzz_apisim_protobuf: tests/fuzz/fuzz_apisim_protobuf.c tests/apisim/protobuf.c \
     tests/apisim/json.c tests/apisim/util.c
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
+build-fuzz/fuzz_apisim_fieldsv1: tests/fuzz/fuzz_apisim_fieldsv1.c tests/apisim/fieldmgr.c \
+    tests/apisim/fieldset.c tests/apisim/json.c tests/apisim/util.c
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
 build-fuzz/fuzz_apisim_shardsel: tests/fuzz/fuzz_apisim_shardsel.c tests/apisim/shardsel.c \

@@ -326,12 +326,6 @@ static void token_rejected(kc_api *api, uint64_t gen) {
   pthread_mutex_unlock(&api->mu);
 }
 
-void kc_api_invalidate_token(kc_api *api) {
-  pthread_mutex_lock(&api->mu);
-  api->token_read_ms = 0;
-  pthread_mutex_unlock(&api->mu);
-}
-
 /* ---- client ---- */
 
 static char *dup_mem(const char *p, size_t n) {

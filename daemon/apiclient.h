@@ -99,8 +99,6 @@ kc_http *kc_api_http(kc_api *api);
  * Returns 0, or -EAGAIN when none came in time (requests then go without
  * until it does). Without a plugin returns 0 at once. */
 int kc_api_prime_credentials(kc_api *api, uint64_t wait_ms);
-/* Forgets the cached token, so the next request re-reads the token file. */
-void kc_api_invalidate_token(kc_api *api);
 
 typedef struct kc_api_result {
   int error;     /* 0: a response arrived (see status.code); else as kc_http_result */

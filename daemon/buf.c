@@ -253,3 +253,19 @@ char *kc_buf_take(kc_buf *b) {
   kc_buf_free(b);
   return p;
 }
+
+int kc_array_reserve(void *arrp, size_t *cap, size_t need, size_t elem, size_t first) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap : first ? first : 1;
+  while (nc < need) {
+    if (nc > SIZE_MAX / 2) return -ENOMEM;
+    nc *= 2;
+  }
+  if (nc > SIZE_MAX / elem) return -ENOMEM;
+  void *old, *p;
+  memcpy(&old, arrp, sizeof old); /* arrp points at a T *: no aliasing through void ** */
+  if (!(p = realloc(old, nc * elem))) return -ENOMEM;
+  memcpy(arrp, &p, sizeof p);
+  *cap = nc;
+  return 0;
+}

@@ -8,6 +8,8 @@
  * kept in `err`, every later append is a no-op, so a writer appends freely
  * and checks once at the end. Also the one JSON string escaper
  * (kc_buf_json) and the one URL percent-encoder (kc_buf_url) of the daemon.
+ * And KC_ARRAY_ROOM / KC_ARRAY_RESERVE, the one grow-by-doubling step of
+ * the daemon's arrays.
  *
  * JSON strings (kc_buf_json / kc_buf_json_body) are written as RFC 8259
  * and Go's encoding/json write them, so that every JSON parser (yajl
@@ -104,5 +106,14 @@ void kc_buf_free(kc_buf *b);
 /* Hands the text to the caller (free() it; NULL when nothing was ever
  * reserved, or after an error, which it keeps) and leaves the buffer empty. */
 char *kc_buf_take(kc_buf *b);
+
+/* Room for `need` elements in a malloc'ed array arr of cap elements (cap a
+ * size_t lvalue): when cap is smaller, it doubles (from `first`, or from 1)
+ * until it is not, by one realloc. KC_ARRAY_ROOM: room for element n.
+ * Return 0, or -ENOMEM with arr and cap unchanged. */
+#define KC_ARRAY_RESERVE(arr, cap, need, first) \
+  kc_array_reserve(&(arr), &(cap), (need), sizeof *(arr), (first))
+#define KC_ARRAY_ROOM(arr, cap, n, first) KC_ARRAY_RESERVE(arr, cap, (size_t)(n) + 1, first)
+int kc_array_reserve(void *arrp, size_t *cap, size_t need, size_t elem, size_t first);
 
 #endif

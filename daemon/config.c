@@ -1119,6 +1119,7 @@ static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
       REQUIRED("name", F_STRING, kc_controller_spec, name),
       FIELD("plugin", F_PATH, kc_controller_spec, plugin),
       CUSTOM("hook"),
+      CUSTOM("isolation"),
       CUSTOM("for"),
       CUSTOM("owns"),
       CUSTOM("watches"),
@@ -1160,6 +1161,21 @@ static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
     ct->hook = parse_hook(c, hook, what);
   else if (!kc_yaml_map_get(n, "plugin"))
     fail(c, n, "%s: missing required key \"plugin\" (or \"hook\")", what);
+  const kc_yaml_node *iso = kc_yaml_map_get(n, "isolation");
+  if (iso) {
+    snprintf(w, sizeof w, "%s.isolation", what);
+    const char *m;
+    if (took(c, kc_yaml_get_string(iso, w, &m, c->tmp, sizeof c->tmp))) {
+      if (strcmp(m, "in-process") == 0)
+        ct->isolation = KC_ISOLATION_IN_PROCESS;
+      else if (strcmp(m, "process") == 0)
+        ct->isolation = KC_ISOLATION_PROCESS;
+      else
+        fail(c, iso, "%s: must be in-process or process, not \"%s\"", w, m);
+      if (hook && ct->isolation == KC_ISOLATION_PROCESS)
+        fail(c, iso, "%s: only a plugin runs in a process of its own (a hook is one already)", w);
+    }
+  }
   if (*ct->name && !simple_name(ct->name, 63))
     fail(c, kc_yaml_map_get(n, "name"), "%s.name: must be 1-63 characters of [A-Za-z0-9._-]",
          what);
@@ -1621,7 +1637,7 @@ static bool ref_scope_eq(const kc_config *oc, const kc_kind_ref *a, const kc_con
 static unsigned controller_fields(const kc_config *oc, const kc_controller_spec *a,
                                   const kc_config *nc, const kc_controller_spec *b) {
   unsigned f = 0;
-  if (!str_eq(a->plugin, b->plugin)) f |= KC_CTL_PLUGIN;
+  if (!str_eq(a->plugin, b->plugin) || a->isolation != b->isolation) f |= KC_CTL_PLUGIN;
   if (!kc_yaml_equal(a->hook ? a->hook->at : NULL, b->hook ? b->hook->at : NULL)) f |= KC_CTL_HOOK;
   if (!kc_yaml_equal(a->settings, b->settings)) f |= KC_CTL_SETTINGS;
   if (!ref_eq(&a->for_, &b->for_)) f |= KC_CTL_FOR;

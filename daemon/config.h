@@ -221,12 +221,19 @@ typedef struct kc_sharding_spec {
   const kc_yaml_node *at;       /* the `sharding:` node that applies last; NULL */
 } kc_sharding_spec;
 
+/* `isolation:` of a controller with a plugin (docs/config.md). */
+enum kc_isolation {
+  KC_ISOLATION_IN_PROCESS = 0, /* the .so runs in the daemon (default) */
+  KC_ISOLATION_PROCESS,        /* in a supervised child process (isolate.h) */
+};
+
 typedef struct kc_controller_spec {
   const char *name;
   const char *plugin;         /* absolute or as written if absolute; relative
                                  paths resolved against the config's directory;
                                  "" when the controller has a hook */
   const kc_hook_spec *hook;   /* NULL when it has a plugin (exactly one of the two) */
+  enum kc_isolation isolation; /* plugins only */
   kc_kind_ref for_;
   const kc_owns_spec *owns;
   size_t nowns;

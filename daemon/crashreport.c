@@ -179,7 +179,7 @@ bool kc_crash_installed(void) { return atomic_load(&installed); }
 int kc_crash_install(void) {
 #ifdef KC_CRASH_UNDER_ASAN
   (void)on_fatal;
-  return 1;
+  return -ENOTSUP;
 #else
   if (atomic_load(&installed)) return 0;
   void *warm[4];

@@ -21,7 +21,7 @@
  * wait for the end.
  *
  * Under AddressSanitizer (which installs its own SEGV handler and report)
- * kc_crash_install does nothing and returns 1; the other calls are then
+ * kc_crash_install does nothing and returns -ENOTSUP; the other calls are then
  * no-ops.
  *
  * Context: kc_crash_install on the main thread before other threads start;
@@ -38,7 +38,7 @@
 #define KC_CRASH_SLOTS 1024
 
 /* Installs the handlers and the calling thread's alternate stack. Returns
- * 0, 1 when skipped (AddressSanitizer), or a negative errno. */
+ * 0 or a negative errno (-ENOTSUP: skipped under AddressSanitizer). */
 int kc_crash_install(void);
 bool kc_crash_installed(void);
 

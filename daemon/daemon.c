@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "config.h"
 #include "controller.h"
 #include "decodepool.h"
@@ -41,6 +42,7 @@
 #include "hook_child.h"
 #include "hook_exec.h"
 #include "hook_webhook.h"
+#include "isolate.h"
 #include "hostenv.h"
 #include "kubeconfig.h"
 #include "leader.h"
@@ -120,7 +122,6 @@ struct kc_daemon {
   char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
-  int exit_code;
   /* Metrics, health endpoints and sd_notify (daemon/ops.h); the arrays are
    * scratch space for the view, rebuilt on each request. */
   kc_ops *ops;
@@ -186,7 +187,6 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
   return -ENOENT;
 }
 
-kc_api *kc_daemon_api(kc_daemon *d) { return d->api; }
 bool kc_daemon_may_write(const kc_daemon *d) {
   /* kc_leader_is_leader also checks the renew deadline against the clock, so
    * a worker that runs before the loop noticed the loss is refused too. */
@@ -586,14 +586,16 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
     kc_hook_webhook_redact(which, shown, sizeof shown);
     which = shown;
   }
+  /* isolation: process: the built-in that runs the .so in a child (isolate.h). */
+  bool iso = !hk && cs->spec->isolation == KC_ISOLATION_PROCESS;
   int rc = hk ? kc_plugin_builtin(hk->webhook ? kc_hook_webhook_plugin() : kc_hook_exec_plugin(),
                                   &p, err, sizeof err)
-              : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
+           : iso ? kc_plugin_builtin(kc_isolate_plugin(), &p, err, sizeof err)
+                 : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
   if (rc == 0) {
     const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings};
-    rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env,
-                                    cs->spec->hook ? (void *)cs->spec : NULL, &cs->inst, err,
-                                    sizeof err);
+    rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env, hk || iso ? (void *)cs->spec : NULL,
+                                    &cs->inst, err, sizeof err);
   }
   if (rc < 0) {
     init_failed(d, cs, err, retry);
@@ -648,12 +650,14 @@ static const kc_config_change *find_change(const kc_config_change *v, size_t n, 
 }
 
 /* An old informer is kept when the new config has one with the same scope
- * and the same indexes (a store's indexes are fixed at creation). */
+ * and the same indexes (a store's indexes are fixed at creation). Returns
+ * its index in the new config, or -ENOENT. */
 static ssize_t kept_informer(kc_daemon *d, size_t old_index) {
   const kc_config_change *ch =
       find_change(d->reload_diff->informers, d->reload_diff->ninformers, true, old_index);
-  if (ch && (ch->change == KC_CHANGE_REMOVED || (ch->fields & KC_INF_INDEXES))) return -1;
-  return kc_config_find_informer(d->reload_cfg, d->cfg->informers[old_index].identity);
+  if (ch && (ch->change == KC_CHANGE_REMOVED || (ch->fields & KC_INF_INDEXES))) return -ENOENT;
+  ssize_t j = kc_config_find_informer(d->reload_cfg, d->cfg->informers[old_index].identity);
+  return j < 0 ? -ENOENT : j;
 }
 
 static bool controller_kept(kc_daemon *d, size_t old_index) {
@@ -981,26 +985,17 @@ static void on_signal(uv_signal_t *s, int signum) {
 
 /* --- ops: metrics, health endpoints, systemd notifications ------------------------ */
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return true;
-  void *p = realloc(*arr, need * elem);
-  if (!p) return false;
-  *arr = p;
-  *cap = need;
-  return true;
-}
-
 /* Loop thread: what kc_ops reads (see ops.h). Leader election fills
  * lease_name/leading/standby/leader once it exists. */
 static void ops_view(void *ud, kc_ops_view *v) {
   kc_daemon *d = ud;
   size_t ci = d->ops_cap_informers;
-  if (!grow((void **)&d->ops_informers, &ci, d->nkinds, sizeof *d->ops_informers) ||
-      !grow((void **)&d->ops_specs, &d->ops_cap_informers, d->nkinds, sizeof *d->ops_specs) ||
-      !grow((void **)&d->ops_waits, &d->ops_cap_waits, d->nkinds, sizeof *d->ops_waits) ||
-      !grow((void **)&d->ops_histograms, &d->ops_cap_histograms, d->nctls, sizeof *d->ops_histograms) ||
-      !grow((void **)&d->ops_controllers, &d->ops_cap_controllers, d->nctls, sizeof *d->ops_controllers) ||
-      !grow((void **)&d->ops_ctl_states, &d->ops_cap_ctl_states, d->nctls, sizeof *d->ops_ctl_states))
+  if (KC_ARRAY_RESERVE(d->ops_informers, ci, d->nkinds, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_specs, d->ops_cap_informers, d->nkinds, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_waits, d->ops_cap_waits, d->nkinds, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_histograms, d->ops_cap_histograms, d->nctls, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_controllers, d->ops_cap_controllers, d->nctls, 4) < 0 ||
+      KC_ARRAY_RESERVE(d->ops_ctl_states, d->ops_cap_ctl_states, d->nctls, 4) < 0)
     return; /* empty view: metrics show nothing rather than garbage */
   for (size_t i = 0; i < d->nkinds; i++) {
     d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
@@ -1084,30 +1079,31 @@ static void free_daemon(kc_daemon *d) {
 
 int kc_daemon_run(const kc_daemon_options *opts) {
   kc_daemon *d = calloc(1, sizeof *d);
-  if (!d) return 1;
-  if (pthread_rwlock_init(&d->registry_lock, NULL) != 0) {
+  if (!d) return -ENOMEM;
+  int rc = pthread_rwlock_init(&d->registry_lock, NULL);
+  if (rc != 0) {
     free(d);
-    return 1;
+    return -rc;
   }
   d->opts = *opts;
   char err[4096];
-  if (kc_config_load_file(opts->config_path, &d->cfg, err, sizeof err) < 0) {
+  if ((rc = kc_config_load_file(opts->config_path, &d->cfg, err, sizeof err)) < 0) {
     log_config_errors(err);
     free_daemon(d);
-    return 1;
+    return rc;
   }
   if (!(d->hold = hold_new(d->cfg))) {
     kc_error("daemon", "out of memory");
     free_daemon(d);
-    return 1;
+    return -ENOMEM;
   }
   kc_log_set_level(opts->log_level ? opts->log_level : d->cfg->log_level);
   kc_log_set_format(opts->log_format ? opts->log_format : d->cfg->log_format);
-  if (kc_kube_resolve_context(opts->kubeconfig, d->cfg->kubeconfig, opts->context, &d->creds, err,
-                              sizeof err) < 0) {
+  if ((rc = kc_kube_resolve_context(opts->kubeconfig, d->cfg->kubeconfig, opts->context, &d->creds,
+                                    err, sizeof err)) < 0) {
     kc_error("credentials", "%s", err);
     free_daemon(d);
-    return 1;
+    return rc;
   }
   kc_info("daemon", "kctrld %s: API server %s (%s)", KCTRLD_VERSION, d->creds->server,
           d->creds->source ? d->creds->source : "credentials");
@@ -1122,17 +1118,19 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     if (!d->ctls) d->nctls = 0;
     kc_error("daemon", "out of memory");
     free_daemon(d);
-    return 1;
+    return -ENOMEM;
   }
   for (size_t i = 0; i < d->nctls; i++) d->ctls[i].spec = &d->cfg->controllers[i];
-  if (uv_loop_init(&d->loop) != 0) {
+  if ((rc = uv_loop_init(&d->loop)) != 0) {
+    kc_error("daemon", "cannot create the event loop: %s", uv_strerror(rc));
     free_daemon(d);
-    return 1;
+    return rc;
   }
   uv_timer_init(&d->loop, &d->init_retry);
   d->init_retry.data = d;
-  int code = 1;
-  if (kc_api_new(&d->loop, d->creds, &d->api) < 0 || kc_discovery_new(d->api, &d->discovery) < 0) {
+  int code;
+  if ((code = kc_api_new(&d->loop, d->creds, &d->api)) < 0 ||
+      (code = kc_discovery_new(d->api, &d->discovery)) < 0) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
@@ -1144,24 +1142,24 @@ int kc_daemon_run(const kc_daemon_options *opts) {
             "until it succeeds");
   unsigned decode_threads = d->cfg->decode_threads < 0 ? kc_decode_pool_default_threads()
                                                        : (unsigned)d->cfg->decode_threads;
-  int prc = kc_decode_pool_new(&d->loop, decode_threads, &d->decode_pool);
-  if (prc < 0) {
-    kc_error("daemon", "cannot start %u decode threads: %s", decode_threads, strerror(-prc));
+  if ((code = kc_decode_pool_new(&d->loop, decode_threads, &d->decode_pool)) < 0) {
+    kc_error("daemon", "cannot start %u decode threads: %s", decode_threads, strerror(-code));
     goto fail;
   }
   kc_info("daemon", "decoding response bodies on %u thread%s%s", decode_threads,
           decode_threads == 1 ? "" : "s", decode_threads ? "" : " (the loop thread)");
   kc_events_options eo = {.api = d->api, .may_write = events_may_write, .ud = d};
-  if (kc_events_new(&d->loop, &eo, &d->events) < 0) {
+  if ((code = kc_events_new(&d->loop, &eo, &d->events)) < 0) {
     kc_error("daemon", "cannot create the Event recorder");
     goto fail;
   }
   if (!(d->link = host_link_new(d))) {
     kc_error("daemon", "out of memory");
+    code = -ENOMEM;
     goto fail;
   }
   for (size_t i = 0; i < d->nctls; i++) {
-    if (instantiate(d, &d->ctls[i], !opts->fail_fast) < 0 && opts->fail_fast) {
+    if ((code = instantiate(d, &d->ctls[i], !opts->fail_fast)) < 0 && opts->fail_fast) {
       kc_error("daemon", "controller %s cannot start and --fail-fast is set: exiting",
                d->ctls[i].spec->name);
       goto fail;
@@ -1176,18 +1174,14 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   uv_signal_start(&d->sig_term, on_signal, SIGTERM);
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
   uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
-  if (ops_start(d) < 0) {
+  if ((code = ops_start(d)) < 0) {
     begin_shutdown(d, "startup failed");
     uv_run(&d->loop, UV_RUN_DEFAULT);
     goto out;
   }
   uv_timer_start(&d->tick, on_tick, 0, 1000);
-  if (leader_start(d) < 0) {
-    d->exit_code = 1;
-    begin_shutdown(d, "leader election");
-  }
+  if ((code = leader_start(d)) < 0) begin_shutdown(d, "leader election");
   uv_run(&d->loop, UV_RUN_DEFAULT);
-  code = d->exit_code;
   goto out;
 fail:
   uv_close((uv_handle_t *)&d->init_retry, on_closed_noop);

@@ -41,7 +41,7 @@ typedef struct kc_daemon_options {
   enum kc_log_level log_level; /* 0 = from the config file */
   enum kc_log_format log_format; /* --log-format; 0 = from the config file */
   /* --fail-fast: a controller whose plugin does not load or whose init
-   * fails at start-up makes kc_daemon_run return 1 at once. Without it the
+   * fails at start-up makes kc_daemon_run return its error at once. Without it the
    * other controllers run and that one is retried with backoff (1 s
    * doubling to 5 min, +-10 % jitter), reported in /readyz, the log and
    * kctrld_controller_{ready,init_failures_total}. After start-up (reload)
@@ -49,7 +49,10 @@ typedef struct kc_daemon_options {
   bool fail_fast;
 } kc_daemon_options;
 
-/* Runs until a termination signal; returns the process exit code. */
+/* Runs until a termination signal. Returns 0 after a clean stop, or the
+ * negative errno of what failed (start-up: the config, the credentials, a
+ * listener, a --fail-fast controller; leader election); main.c maps it to
+ * the exit code 1. */
 int kc_daemon_run(const kc_daemon_options *opts);
 
 /* Loaded configs still allocated, in this process (any thread): the running
@@ -67,9 +70,6 @@ kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const
  * not know the kind. Any thread. */
 int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
                        kc_resource_ref *out);
-
-/* The API client (for kc_api_worker_new on worker threads). */
-kc_api *kc_daemon_api(kc_daemon *d);
 
 /* True while this process may write (leading, or leader election off).
  * Host services refuse writes when false. Any thread. */

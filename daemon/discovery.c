@@ -70,13 +70,7 @@ static void clear_res(struct gv *g) {
 }
 
 static int add_res(struct gv *g, const char *plural, const char *kind, bool namespaced) {
-  if (g->nres == g->capres) {
-    size_t cap = g->capres ? g->capres * 2 : 16;
-    struct res *r = realloc(g->res, cap * sizeof *r);
-    if (!r) return -ENOMEM;
-    g->res = r;
-    g->capres = cap;
-  }
+  if (KC_ARRAY_ROOM(g->res, g->capres, g->nres, 16) < 0) return -ENOMEM;
   struct res *r = &g->res[g->nres];
   r->plural = strdup(plural);
   r->kind = strdup(kind);

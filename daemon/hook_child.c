@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ratelimit.h"
 
 #define LINE_MAX_BYTES 4096
 #define READ_CHUNK 65536
@@ -424,4 +425,30 @@ int kc_hook_child_drain(uint64_t timeout_ms) {
   if (!stops_running) rc = 0;
   pthread_mutex_unlock(&stop_mu);
   return rc;
+}
+
+uint64_t kc_hook_restart_delay_ns(bool *answered, uint32_t *failures, uint64_t base_ms,
+                                  uint64_t max_ms) {
+  if (*answered) {
+    *answered = false;
+    kc_backoff_forget(failures);
+    return 0;
+  }
+  const kc_backoff b = {base_ms * 1000000ull, max_ms * 1000000ull};
+  return kc_backoff_when(&b, failures);
+}
+
+void kc_hook_describe_status(int st, char *buf, size_t cap) {
+  if (WIFEXITED(st)) {
+    snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
+  } else if (WIFSIGNALED(st)) {
+    int sig = WTERMSIG(st);
+    const char *abbrev = sigabbrev_np(sig); /* "SEGV" */
+    if (abbrev)
+      snprintf(buf, cap, "was killed by signal %d (SIG%s: %s)", sig, abbrev, strsignal(sig));
+    else
+      snprintf(buf, cap, "was killed by signal %d (%s)", sig, strsignal(sig));
+  } else {
+    snprintf(buf, cap, "stopped (status 0x%x)", (unsigned)st);
+  }
 }

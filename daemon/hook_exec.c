@@ -31,18 +31,14 @@ struct slot {
 };
 
 typedef struct hook_exec {
-  char *controller;
-  kc_hook_kinds kinds;
+  kc_hook_base base; /* controller, kinds, nslots, mu (slots[].busy/child/failures), attempts */
   char **argv;
   char **envp;
   uint64_t timeout_ms;
   enum kc_hook_exec_mode mode;
   size_t max_response;
   uint64_t grace_ms;
-  pthread_mutex_t mu; /* slots[].busy/child/failures */
   struct slot *slots;
-  size_t nslots;
-  kc_hook_attempts attempts;
 } hook_exec;
 
 static const struct kctrld_host_api *H(void) {
@@ -58,13 +54,10 @@ static void free_strv(char **v) {
 }
 
 static void exec_free(hook_exec *x) {
-  free(x->controller);
-  kc_hook_kinds_free(&x->kinds);
+  kc_hook_base_free(&x->base);
   free_strv(x->argv);
   free_strv(x->envp);
-  kc_hook_attempts_free(&x->attempts);
   free(x->slots);
-  pthread_mutex_destroy(&x->mu);
   free(x);
 }
 
@@ -105,13 +98,13 @@ int kc_hook_exec_check(const kc_hook_exec_spec *ex, char *err, size_t errlen) {
   return rc;
 }
 
+static bool has_exec(const kc_controller_spec *spec) {
+  return spec->hook && spec->hook->exec;
+}
+
 static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **instance) {
-  const kc_controller_spec *spec = *instance;
-  *instance = NULL;
-  if (!spec || !spec->hook || !spec->hook->exec) {
-    H()->log(KCTRLD_LOG_ERROR, "exec hook instance without a hook.exec spec");
-    return -EINVAL;
-  }
+  const kc_controller_spec *spec = kc_hook_init_spec(instance, "exec hook", "hook.exec", has_exec);
+  if (!spec) return -EINVAL;
   const kc_hook_exec_spec *ex = spec->hook->exec;
   char err[512];
   int rc = kc_hook_exec_check(ex, err, sizeof err);
@@ -121,12 +114,7 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
   }
   hook_exec *x = calloc(1, sizeof *x);
   if (!x) return -ENOMEM;
-  if (pthread_mutex_init(&x->mu, NULL) != 0) {
-    free(x);
-    return -ENOMEM;
-  }
-  if (kc_hook_attempts_init(&x->attempts) < 0) {
-    pthread_mutex_destroy(&x->mu);
+  if (kc_hook_base_init(&x->base, spec) < 0) {
     free(x);
     return -ENOMEM;
   }
@@ -134,13 +122,10 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
   x->mode = ex->mode;
   x->max_response = (size_t)ex->max_response_bytes;
   x->grace_ms = (uint64_t)ex->stop_grace_ms;
-  x->nslots = spec->workers > 0 ? (size_t)spec->workers : 1;
-  x->slots = calloc(x->nslots, sizeof *x->slots);
-  x->controller = strdup(spec->name);
-  int krc = kc_hook_kinds_copy(spec, &x->kinds);
+  x->slots = calloc(x->base.nslots, sizeof *x->slots);
   x->argv = calloc(ex->ncommand + 1, sizeof *x->argv);
   x->envp = build_env(ex);
-  bool ok = x->slots && x->controller && krc == 0 && x->argv && x->envp;
+  bool ok = x->slots && x->argv && x->envp;
   for (size_t i = 0; ok && i < ex->ncommand; i++)
     ok = (x->argv[i] = strdup(ex->command[i])) != NULL;
   if (!ok) {
@@ -149,7 +134,7 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
   }
   H()->log(KCTRLD_LOG_INFO, "exec hook %s mode=%s timeout=%llums workers=%zu", x->argv[0],
            x->mode == KC_HOOK_MODE_PER_CALL ? "per-call" : "persistent",
-           (unsigned long long)x->timeout_ms, x->nslots);
+           (unsigned long long)x->timeout_ms, x->base.nslots);
   *instance = x;
   return 0;
 }
@@ -159,7 +144,7 @@ static void exec_fini(void *instance) {
   if (!x) return;
   kc_hook_child *v[64];
   size_t n = 0;
-  for (size_t i = 0; i < x->nslots; i++) {
+  for (size_t i = 0; i < x->base.nslots; i++) {
     if (!x->slots[i].child) continue;
     v[n++] = x->slots[i].child;
     x->slots[i].child = NULL;
@@ -181,20 +166,11 @@ static void stderr_line(void *ud, pid_t pid, const char *line, size_t len) {
   H()->log(KCTRLD_LOG_INFO, "hook stderr pid=%d: %.*s", (int)pid, (int)len, line);
 }
 
-static void describe_status(int st, char *buf, size_t cap) {
-  if (WIFEXITED(st))
-    snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
-  else if (WIFSIGNALED(st))
-    snprintf(buf, cap, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
-  else
-    snprintf(buf, cap, "stopped (status 0x%x)", (unsigned)st);
-}
-
 /* Why an exchange failed, for the reconcile error. */
 static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool have_status,
                              char *buf, size_t cap) {
   char st[96] = "";
-  if (have_status) describe_status(status, st, sizeof st);
+  if (have_status) kc_hook_describe_status(status, st, sizeof st);
   switch (rc) {
   case -ETIMEDOUT:
     snprintf(buf, cap, "hook pid=%d timed out after %llums; killed", (int)pid,
@@ -218,20 +194,12 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
   }
 }
 
-/* The wait before the slot's next start, after its child failed. A child
- * that had answered well was healthy: what killed it was the key, which
- * pays with its own backoff (the error result), so the next key gets a new
- * child at once. A fresh child failing again and again is the program
- * itself (or keys that kill every child): that backs off, so a broken hook
- * is not restarted in a loop. */
+/* The wait before the slot's next start, after its child failed
+ * (kc_hook_restart_delay_ns: no wait after a child that had answered well,
+ * else a backoff). */
 static uint64_t restart_delay_ns(struct slot *s) {
-  if (s->answered) {
-    s->answered = false;
-    kc_backoff_forget(&s->failures);
-    return 0;
-  }
-  const kc_backoff b = {KC_HOOK_RESTART_BASE_MS * 1000000ull, KC_HOOK_RESTART_MAX_MS * 1000000ull};
-  return kc_backoff_when(&b, &s->failures);
+  return kc_hook_restart_delay_ns(&s->answered, &s->failures, KC_HOOK_RESTART_BASE_MS,
+                                  KC_HOOK_RESTART_MAX_MS);
 }
 
 /* Persistent mode: the exchange on a slot's child (started if needed).
@@ -243,15 +211,15 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, kc_buf *req, kc_buf *re
   uint64_t now = kc_hook_now_ns();
   /* A running child first, then one that may be (re)started now: a slot
    * backing off after a failure serves a key only when no other is free. */
-  pthread_mutex_lock(&x->mu);
-  for (size_t i = 0; i < x->nslots && !s; i++)
+  pthread_mutex_lock(&x->base.mu);
+  for (size_t i = 0; i < x->base.nslots && !s; i++)
     if (!x->slots[i].busy && x->slots[i].child) s = &x->slots[i];
-  for (size_t i = 0; i < x->nslots && !s; i++)
+  for (size_t i = 0; i < x->base.nslots && !s; i++)
     if (!x->slots[i].busy && x->slots[i].restart_at_ns <= now) s = &x->slots[i];
-  for (size_t i = 0; i < x->nslots && !s; i++)
+  for (size_t i = 0; i < x->base.nslots && !s; i++)
     if (!x->slots[i].busy) s = &x->slots[i];
   if (s) s->busy = true;
-  pthread_mutex_unlock(&x->mu);
+  pthread_mutex_unlock(&x->base.mu);
   if (!s) return h->result_error(ctx, "no free hook slot (more reconciles than workers)");
   *held = s;
   if (!s->child) {
@@ -259,7 +227,7 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, kc_buf *req, kc_buf *re
       return h->result_error(ctx, "hook child restarting in %.1fs (last failure: %s)",
                              (double)(s->restart_at_ns - now) / 1e9, s->last_failure);
     char err[256];
-    int rc = kc_hook_child_spawn(x->controller, (const char *const *)x->argv,
+    int rc = kc_hook_child_spawn(x->base.controller, (const char *const *)x->argv,
                                  (const char *const *)x->envp, &s->child, err, sizeof err);
     if (rc < 0) {
       s->restart_at_ns = now + restart_delay_ns(s);
@@ -298,13 +266,13 @@ static void kill_slot(hook_exec *x, struct slot *s, const char *why) {
 
 static void release_slot(hook_exec *x, struct slot *s, bool good) {
   if (!s) return;
-  pthread_mutex_lock(&x->mu);
+  pthread_mutex_lock(&x->base.mu);
   if (good && s->child) {
     s->answered = true;
     kc_backoff_forget(&s->failures);
   }
   s->busy = false;
-  pthread_mutex_unlock(&x->mu);
+  pthread_mutex_unlock(&x->base.mu);
 }
 
 /* Per-call mode: one run of the command. */
@@ -312,7 +280,7 @@ static int run_per_call(hook_exec *x, kctrld_ctx *ctx, const kc_buf *req, kc_buf
   const struct kctrld_host_api *h = H();
   char err[256];
   kc_hook_child *c = NULL;
-  int rc = kc_hook_child_spawn(x->controller, (const char *const *)x->argv,
+  int rc = kc_hook_child_spawn(x->base.controller, (const char *const *)x->argv,
                                (const char *const *)x->envp, &c, err, sizeof err);
   if (rc < 0) return h->result_error(ctx, "%s", err);
   pid_t pid = kc_hook_child_pid(c);
@@ -328,7 +296,7 @@ static int run_per_call(hook_exec *x, kctrld_ctx *ctx, const kc_buf *req, kc_buf
   }
   if (status != 0) {
     char st[96];
-    describe_status(status, st, sizeof st);
+    kc_hook_describe_status(status, st, sizeof st);
     return h->result_error(ctx, "hook pid=%d %s", (int)pid, st);
   }
   return 0;
@@ -345,7 +313,8 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   char err[256];
   int res;
   int rc =
-      kc_hook_request_build(h, ctx, &x->kinds, key, kc_hook_attempt_of(&x->attempts, key), &req, &in, err, sizeof err);
+      kc_hook_request_build(h, ctx, &x->base.kinds, key, kc_hook_attempt_of(&x->base.attempts, key),
+                            &req, &in, err, sizeof err);
   if (rc < 0) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;
@@ -362,10 +331,11 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     goto out;
   }
   good = true;
-  res = kc_hook_perform(h, ctx, &x->kinds, key, &in, &r);
+  res = kc_hook_perform(h, ctx, &x->base.kinds, key, &in, &r);
 out:
   release_slot(x, s, good);
-  kc_hook_attempt_settle(&x->attempts, key, res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
+  kc_hook_attempt_settle(&x->base.attempts, key,
+                         res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
   kc_hook_response_free(&r);
   kc_hook_input_release(h, &in);
   kc_buf_free(&req);

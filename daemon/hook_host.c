@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "hostapi.h"
 #include "jsonpath.h"
 
 #define NS_MAX 64
@@ -178,13 +179,28 @@ static void describe(const kc_hook_action *a, char *buf, size_t cap) {
   }
 }
 
-/* Whether action a creates (+1) or deletes (-1) an object of an owned kind. */
-static int owned_effect(const kc_hook_kinds *kinds, const kc_hook_action *a) {
-  if (a->type == KC_HOOK_CREATE) {
+_Static_assert((int)KC_HOOK_PATCH_STRATEGIC == (int)KCTRLD_PATCH_STRATEGIC, "patch types");
+
+/* Whether action a creates (+1) or deletes (-1) an object of an owned kind;
+ * an apply creates when its object is not in the cache. */
+static int owned_effect(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
+                        const kc_hook_action *a) {
+  if (a->type == KC_HOOK_CREATE || a->type == KC_HOOK_APPLY) {
     char av[128], kind[64];
     member_text(a->object, "apiVersion", av, sizeof av);
     member_text(a->object, "kind", kind, sizeof kind);
-    return is_owned_kind(kinds, av, kind) ? 1 : 0;
+    if (!is_owned_kind(kinds, av, kind)) return 0;
+    if (a->type == KC_HOOK_CREATE) return 1;
+    char ns[NS_MAX], name[NAME_MAX_LEN];
+    member_text(a->object, "metadata.namespace", ns, sizeof ns);
+    member_text(a->object, "metadata.name", name, sizeof name);
+    const kctrld_ref ref = {av, kind, *ns ? ns : NULL, name};
+    const kctrld_object *o = NULL;
+    if (h->cache_get(ctx, &ref, &o) == 0) {
+      h->object_release(o);
+      return 0;
+    }
+    return 1;
   }
   if (a->type == KC_HOOK_DELETE)
     return is_owned_kind(kinds, a->ref.api_version, a->ref.kind) ? -1 : 0;
@@ -219,8 +235,8 @@ static int do_action(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_
   case KC_HOOK_UPDATE: return h->api_update(ctx, a->object.ptr, a->object.len, NULL);
   case KC_HOOK_UPDATE_STATUS: return h->api_update_status(ctx, a->object.ptr, a->object.len, NULL);
   case KC_HOOK_PATCH:
-    if (a->patch_type == KC_HOOK_PATCH_STRATEGIC) {
-      *unsupported = "strategic merge patch is not supported yet (use patchType merge or json)";
+    if (a->patch_type == KC_HOOK_PATCH_STRATEGIC && !KCTRLD_HOST_HAS(h, api_apply)) {
+      *unsupported = "strategic merge patch needs a host API 1.2";
       return -ENOTSUP;
     }
     return h->api_patch(ctx, &ref, a->patch_type, a->patch.ptr, a->patch.len, a->status, NULL);
@@ -235,26 +251,25 @@ static int do_action(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_
     return h->api_delete(ctx, &ref, &opts);
   }
   case KC_HOOK_EVENT: return do_event(h, ctx, in, a);
-  case KC_HOOK_APPLY: *unsupported = "server-side apply is not supported yet"; return -ENOTSUP;
+  case KC_HOOK_APPLY:
+    if (!KCTRLD_HOST_HAS(h, api_apply)) {
+      *unsupported = "server-side apply needs a host API 1.2";
+      return -ENOTSUP;
+    }
+    /* 1: created, 0: updated (kc_hook_perform observes the expectation) */
+    return h->api_apply(ctx, a->object.ptr, a->object.len, a->field_manager, a->force, NULL);
   }
   *unsupported = "unknown action";
   return -EINVAL;
 }
 
-int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
-                    const char *key, const kc_hook_input *in, const kc_hook_response *r) {
+/* kc_hook_perform after the expectations: the actions in order, then the
+ * result. eff[i]: action i's owned effect (+1 create, -1 delete). */
+static int run_actions(const struct kctrld_host_api *h, kctrld_ctx *ctx, const char *key,
+                       const kc_hook_input *in, const kc_hook_response *r, const signed char *eff,
+                       int64_t creates, int64_t deletes) {
   /* Expectations first (kube's ExpectCreations before the creates): the
    * informer may see an object before its create call returns. */
-  int64_t creates = 0, deletes = 0;
-  /* A key without a namespace is a cluster-scoped owner, whose owned-object
-   * events controller.c maps to namespace/name keys: nobody would observe
-   * its expectations, so none are set (docs/hooks.md). */
-  bool observable = strchr(key, '/') != NULL;
-  for (size_t i = 0; observable && i < r->nactions; i++) {
-    int e = owned_effect(kinds, &r->actions[i]);
-    creates += e > 0;
-    deletes += e < 0;
-  }
   if (creates)
     h->expect_creations(ctx, key, creates);
   else if (deletes)
@@ -265,13 +280,15 @@ int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_h
     int rc = do_action(h, ctx, in, a, &unsupported);
     if (rc == -ENOENT && a->type == KC_HOOK_DELETE) {
       /* Already gone: done, but no delete event will observe it. */
-      if (observable && owned_effect(kinds, a) < 0 && !creates) h->deletion_observed(ctx, key);
+      if (eff[i] < 0 && !creates) h->deletion_observed(ctx, key);
       continue;
     }
-    if (rc == 0) continue;
+    /* An apply that found the object (the cache was behind) created nothing. */
+    if (rc == 0 && a->type == KC_HOOK_APPLY && eff[i] > 0) h->creation_observed(ctx, key);
+    if (rc >= 0) continue;
     /* This action and the ones not run will never be observed. */
     for (size_t j = i; j < r->nactions; j++) {
-      int ej = observable ? owned_effect(kinds, &r->actions[j]) : 0;
+      int ej = eff[j];
       if (ej > 0 && creates) h->creation_observed(ctx, key);
       if (ej < 0 && !creates) h->deletion_observed(ctx, key);
     }
@@ -294,6 +311,27 @@ int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_h
   case KC_HOOK_ERROR: break;
   }
   return h->result_error(ctx, "hook: %s", *r->message ? r->message : "error (no message)");
+}
+
+int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
+                    const char *key, const kc_hook_input *in, const kc_hook_response *r) {
+  int64_t creates = 0, deletes = 0;
+  /* A key without a namespace is a cluster-scoped owner, whose owned-object
+   * events controller.c maps to namespace/name keys: nobody would observe
+   * its expectations, so none are set (docs/hooks.md). */
+  bool observable = strchr(key, '/') != NULL;
+  /* Effects are computed once: an apply's depends on the cache. */
+  signed char *eff = r->nactions ? calloc(r->nactions, 1) : NULL;
+  if (r->nactions && !eff) return h->result_error(ctx, "hook: out of memory");
+  for (size_t i = 0; observable && i < r->nactions; i++) {
+    int e = owned_effect(h, ctx, kinds, &r->actions[i]);
+    eff[i] = (signed char)e;
+    creates += e > 0;
+    deletes += e < 0;
+  }
+  int ret = run_actions(h, ctx, key, in, r, eff, creates, deletes);
+  free(eff);
+  return ret;
 }
 
 /* ---- shared by the transports ---------------------------------------------- */
@@ -390,4 +428,49 @@ void kc_hook_attempt_settle(kc_hook_attempts *a, const char *key, bool ok) {
     }
   }
   pthread_mutex_unlock(&a->mu);
+}
+
+/* ---- the base of a transport's instance ------------------------------------ */
+
+size_t kc_hook_nslots(const kc_controller_spec *spec) {
+  return spec->workers > 0 ? (size_t)spec->workers : 1;
+}
+
+const kc_controller_spec *kc_hook_init_spec(void **instance, const char *what, const char *member,
+                                            bool (*has_member)(const kc_controller_spec *)) {
+  const kc_controller_spec *spec = *instance;
+  *instance = NULL;
+  if (!spec || (has_member && !has_member(spec))) {
+    kc_hostapi_table()->log(KCTRLD_LOG_ERROR, "%s instance without a %s spec", what, member);
+    return NULL;
+  }
+  return spec;
+}
+
+int kc_hook_base_init(kc_hook_base *b, const kc_controller_spec *spec) {
+  memset(b, 0, sizeof *b);
+  if (pthread_mutex_init(&b->mu, NULL) != 0) return -ENOMEM;
+  if (kc_hook_attempts_init(&b->attempts) < 0) {
+    pthread_mutex_destroy(&b->mu);
+    return -ENOMEM;
+  }
+  b->nslots = kc_hook_nslots(spec);
+  b->controller = strdup(spec->name);
+  if (!b->controller || kc_hook_kinds_copy(spec, &b->kinds) < 0) {
+    free(b->controller);
+    kc_hook_attempts_free(&b->attempts);
+    pthread_mutex_destroy(&b->mu);
+    memset(b, 0, sizeof *b);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void kc_hook_base_free(kc_hook_base *b) {
+  if (!b->controller) return; /* never initialised */
+  free(b->controller);
+  kc_hook_kinds_free(&b->kinds);
+  kc_hook_attempts_free(&b->attempts);
+  pthread_mutex_destroy(&b->mu);
+  memset(b, 0, sizeof *b);
 }

@@ -3,7 +3,7 @@
  * function table (kctrld/plugin.h) exactly as a C plugin uses it: build the
  * request of a key from the cache (cache_get, cache_list of the `owns`
  * kinds filtered by ownerReferences) and perform a parsed response's
- * actions (api_create, api_update, api_update_status, api_patch,
+ * actions (api_apply, api_create, api_update, api_update_status, api_patch,
  * api_delete, event, expectations), then map its result. So leadership
  * fencing, 409 -> requeue, the write timeout, Events and metrics are the
  * host's, shared with C plugins; exec hooks (hook_exec.h) and later
@@ -63,9 +63,10 @@ void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in
 /* Performs r's actions in order, then returns r's result. The first
  * failing action stops the list: a conflict (-ESTALE, -EEXIST) returns
  * KCTRLD_RESULT_REQUEUE, anything else an error naming the action and the
- * server's message; a delete of an object already gone counts as done;
- * `apply` and strategic patches are errors (not supported yet). Creates and
- * deletes of `owns` kinds set the key's expectations first. */
+ * server's message; a delete of an object already gone counts as done.
+ * Creates and deletes of `owns` kinds set the key's expectations first; an
+ * `apply` of an owned object absent from the cache counts as a create
+ * (observed at once when the server answers that it existed). */
 int kc_hook_perform(const struct kctrld_host_api *host, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
                     const char *key, const kc_hook_input *in, const kc_hook_response *r);
 
@@ -90,5 +91,34 @@ uint64_t kc_hook_attempt_of(kc_hook_attempts *a, const char *key);
 /* Records the outcome: success forgets the key, failure counts one more
  * (without memory the count stays at 1: the request says less). */
 void kc_hook_attempt_settle(kc_hook_attempts *a, const char *key, bool ok);
+
+/* What every transport of a hook (exec, webhook) and the process-isolated
+ * plugin (isolate.h) share per instance: the controller name, its kinds,
+ * the number of worker slots, the mutex guarding the slots, the attempt
+ * counters. Embedded first in the transport's instance. */
+typedef struct kc_hook_base {
+  char *controller;
+  kc_hook_kinds kinds;
+  size_t nslots;      /* the controller's workers (kc_hook_nslots) */
+  pthread_mutex_t mu; /* the transport's slots */
+  kc_hook_attempts attempts;
+} kc_hook_base;
+
+/* One worker slot per `workers:` (at least one): the one place this
+ * default is made. */
+size_t kc_hook_nslots(const kc_controller_spec *spec);
+
+/* The shared start of a built-in's init (plugin.h; the init argument is
+ * the controller spec, plugin_host.h kc_plugin_instance_new_arg): takes
+ * the spec from *instance (NULL-ing it) and returns it, or logs "WHAT
+ * instance without a MEMBER spec" and returns NULL when spec is NULL or
+ * has_member (NULL: any spec will do) is false for it. */
+const kc_controller_spec *kc_hook_init_spec(void **instance, const char *what, const char *member,
+                                            bool (*has_member)(const kc_controller_spec *));
+
+/* Fills b from spec: copies of the name and kinds, nslots, the mutex and
+ * the attempt counters. 0 or -ENOMEM (b then holds nothing). */
+int kc_hook_base_init(kc_hook_base *b, const kc_controller_spec *spec);
+void kc_hook_base_free(kc_hook_base *b);
 
 #endif

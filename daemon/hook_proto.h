@@ -42,7 +42,7 @@ enum kc_hook_result {
 };
 
 enum kc_hook_action_type {
-  KC_HOOK_APPLY = 1, /* server-side apply: parsed, not supported by the host yet */
+  KC_HOOK_APPLY = 1, /* server-side apply (api_apply) */
   KC_HOOK_CREATE,
   KC_HOOK_UPDATE,
   KC_HOOK_UPDATE_STATUS,
@@ -54,7 +54,7 @@ enum kc_hook_action_type {
 enum kc_hook_patch_type {
   KC_HOOK_PATCH_MERGE = 1, /* = KCTRLD_PATCH_MERGE */
   KC_HOOK_PATCH_JSON = 2,  /* = KCTRLD_PATCH_JSON */
-  KC_HOOK_PATCH_STRATEGIC, /* parsed, not supported by the host yet */
+  KC_HOOK_PATCH_STRATEGIC = 3, /* = KCTRLD_PATCH_STRATEGIC */
 };
 
 /* The target of patch/delete/event: strings in the response's tree, NULL

@@ -29,18 +29,14 @@ struct slot {
 };
 
 typedef struct hook_webhook {
-  char *controller;
-  kc_hook_kinds kinds;
+  kc_hook_base base; /* controller, kinds, nslots, mu (slots[].busy), attempts */
   char *url;
   char shown[512]; /* the URL for messages (no query, no credentials) */
   char *ca_file, *cert_file, *key_file;
   bool insecure;
   uint64_t timeout_ms;
   size_t max_response;
-  pthread_mutex_t mu; /* slots[].busy */
   struct slot *slots;
-  size_t nslots;
-  kc_hook_attempts attempts;
 } hook_webhook;
 
 static const struct kctrld_host_api *H(void) {
@@ -95,20 +91,17 @@ int kc_hook_webhook_check(const kc_hook_webhook_spec *wh, char *err, size_t errl
 /* ---- lifecycle -------------------------------------------------------------- */
 
 static void webhook_free(hook_webhook *x) {
-  for (size_t i = 0; x->slots && i < x->nslots; i++) {
+  for (size_t i = 0; x->slots && i < x->base.nslots; i++) {
     curl_easy_cleanup(x->slots[i].easy);
     curl_slist_free_all(x->slots[i].headers);
     kc_buf_free(&x->slots[i].body);
   }
   free(x->slots);
-  free(x->controller);
-  kc_hook_kinds_free(&x->kinds);
+  kc_hook_base_free(&x->base);
   free(x->url);
   free(x->ca_file);
   free(x->cert_file);
   free(x->key_file);
-  kc_hook_attempts_free(&x->attempts);
-  pthread_mutex_destroy(&x->mu);
   free(x);
 }
 
@@ -118,13 +111,14 @@ static bool dup_opt(const char *s, char **out) {
   return !s || *out;
 }
 
+static bool has_webhook(const kc_controller_spec *spec) {
+  return spec->hook && spec->hook->webhook;
+}
+
 static int webhook_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **instance) {
-  const kc_controller_spec *spec = *instance;
-  *instance = NULL;
-  if (!spec || !spec->hook || !spec->hook->webhook) {
-    H()->log(KCTRLD_LOG_ERROR, "webhook hook instance without a hook.webhook spec");
-    return -EINVAL;
-  }
+  const kc_controller_spec *spec =
+      kc_hook_init_spec(instance, "webhook hook", "hook.webhook", has_webhook);
+  if (!spec) return -EINVAL;
   const kc_hook_webhook_spec *wh = spec->hook->webhook;
   char err[512];
   int rc = kc_hook_webhook_check(wh, err, sizeof err);
@@ -134,24 +128,17 @@ static int webhook_init(kctrld_ctx *ctx, const kctrld_settings *settings, void *
   }
   hook_webhook *x = calloc(1, sizeof *x);
   if (!x) return -ENOMEM;
-  if (pthread_mutex_init(&x->mu, NULL) != 0) {
-    free(x);
-    return -ENOMEM;
-  }
-  if (kc_hook_attempts_init(&x->attempts) < 0) {
-    pthread_mutex_destroy(&x->mu);
+  if (kc_hook_base_init(&x->base, spec) < 0) {
     free(x);
     return -ENOMEM;
   }
   x->insecure = wh->insecure_skip_tls_verify;
   x->timeout_ms = (uint64_t)wh->timeout_ms;
   x->max_response = (size_t)wh->max_response_bytes;
-  x->nslots = spec->workers > 0 ? (size_t)spec->workers : 1;
-  x->slots = calloc(x->nslots, sizeof *x->slots);
-  x->controller = strdup(spec->name);
+  x->slots = calloc(x->base.nslots, sizeof *x->slots);
   x->url = strdup(wh->url);
-  bool ok = x->slots && x->controller && x->url && kc_hook_kinds_copy(spec, &x->kinds) == 0 &&
-            dup_opt(wh->ca_file, &x->ca_file) && dup_opt(wh->client_cert_file, &x->cert_file) &&
+  bool ok = x->slots && x->url && dup_opt(wh->ca_file, &x->ca_file) &&
+            dup_opt(wh->client_cert_file, &x->cert_file) &&
             dup_opt(wh->client_key_file, &x->key_file);
   if (!ok) {
     webhook_free(x);
@@ -159,7 +146,7 @@ static int webhook_init(kctrld_ctx *ctx, const kctrld_settings *settings, void *
   }
   kc_hook_webhook_redact(x->url, x->shown, sizeof x->shown);
   H()->log(KCTRLD_LOG_INFO, "webhook hook %s timeout=%llums workers=%zu%s", x->shown,
-           (unsigned long long)x->timeout_ms, x->nslots,
+           (unsigned long long)x->timeout_ms, x->base.nslots,
            x->insecure ? " insecureSkipTLSVerify=true" : "");
   *instance = x;
   return 0;
@@ -299,22 +286,22 @@ static int post(hook_webhook *x, kctrld_ctx *ctx, struct slot *s, const kc_buf *
 
 static struct slot *take_slot(hook_webhook *x) {
   struct slot *s = NULL;
-  pthread_mutex_lock(&x->mu);
+  pthread_mutex_lock(&x->base.mu);
   /* A slot with a handle (and maybe a kept-alive connection) first. */
-  for (size_t i = 0; i < x->nslots && !s; i++)
+  for (size_t i = 0; i < x->base.nslots && !s; i++)
     if (!x->slots[i].busy && x->slots[i].easy) s = &x->slots[i];
-  for (size_t i = 0; i < x->nslots && !s; i++)
+  for (size_t i = 0; i < x->base.nslots && !s; i++)
     if (!x->slots[i].busy) s = &x->slots[i];
   if (s) s->busy = true;
-  pthread_mutex_unlock(&x->mu);
+  pthread_mutex_unlock(&x->base.mu);
   return s;
 }
 
 static void release_slot(hook_webhook *x, struct slot *s) {
   if (!s) return;
-  pthread_mutex_lock(&x->mu);
+  pthread_mutex_lock(&x->base.mu);
   s->busy = false;
-  pthread_mutex_unlock(&x->mu);
+  pthread_mutex_unlock(&x->base.mu);
 }
 
 static int webhook_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
@@ -326,8 +313,9 @@ static int webhook_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   struct slot *s = NULL;
   char err[256];
   int res;
-  int rc = kc_hook_request_build(h, ctx, &x->kinds, key, kc_hook_attempt_of(&x->attempts, key),
-                                 &req, &in, err, sizeof err);
+  int rc =
+      kc_hook_request_build(h, ctx, &x->base.kinds, key, kc_hook_attempt_of(&x->base.attempts, key),
+                            &req, &in, err, sizeof err);
   if (rc < 0) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;
@@ -349,11 +337,11 @@ static int webhook_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     res = h->result_error(ctx, "webhook %s: hook response: %s", x->shown, err);
     goto out;
   }
-  res = kc_hook_perform(h, ctx, &x->kinds, key, &in, &r);
+  res = kc_hook_perform(h, ctx, &x->base.kinds, key, &in, &r);
 out:
   kc_hook_response_free(&r);
   release_slot(x, s);
-  kc_hook_attempt_settle(&x->attempts, key,
+  kc_hook_attempt_settle(&x->base.attempts, key,
                          res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
   kc_hook_input_release(h, &in);
   kc_buf_free(&req);

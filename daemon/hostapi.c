@@ -611,10 +611,11 @@ static int object_path(kctrld_ctx *ctx, const char *api_version, const char *kin
   return b->err;
 }
 
-enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2 };
+enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2, REQ_CREATED_IS_1 = 4 };
 
 /* Sends one request on the thread's worker; parses a 2xx body into *out
- * when out is not NULL. */
+ * when out is not NULL. Returns 0 for a 2xx (1 for a 201 with
+ * REQ_CREATED_IS_1) or an error from the table in plugin.h. */
 static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
                       const char *content_type, const char *body, size_t len, int flags,
                       const kctrld_object **out) {
@@ -635,7 +636,8 @@ static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
     return rc == -ETIMEDOUT || rc == -ETIME ? -ETIMEDOUT : -EAGAIN;
   }
   if (r.code >= 200 && r.code < 300) {
-    if (!out) return 0;
+    int ok = (flags & REQ_CREATED_IS_1) && r.code == 201 ? 1 : 0;
+    if (!out) return ok;
     char err[160];
     kc_obj *o = kc_obj_parse(r.body, r.body_len, NULL, err, sizeof err);
     if (!o) {
@@ -643,7 +645,7 @@ static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
       return -EPROTO;
     }
     *out = (const kctrld_object *)o;
-    return 0;
+    return ok;
   }
   int e = kc_hostapi_map_status(&r.status, flags & REQ_JSON_PATCH);
   api_error(ctx, "%s", r.status.message[0] ? r.status.message : "request failed");
@@ -715,15 +717,56 @@ static int ref_path(kctrld_ctx *ctx, const kctrld_ref *ref, const char *sub, kc_
 static int svc_api_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const char *patch,
                          size_t len, bool status, const kctrld_object **out) {
   if (out) *out = NULL;
-  const char *ct = type == KCTRLD_PATCH_MERGE  ? "application/merge-patch+json"
-                   : type == KCTRLD_PATCH_JSON ? "application/json-patch+json"
-                                               : NULL;
+  const char *ct = type == KCTRLD_PATCH_MERGE       ? "application/merge-patch+json"
+                   : type == KCTRLD_PATCH_JSON      ? "application/json-patch+json"
+                   : type == KCTRLD_PATCH_STRATEGIC ? "application/strategic-merge-patch+json"
+                                                    : NULL;
   if (!ct || !patch || !len) return -EINVAL;
   kc_buf path = {0};
   int rc = ref_path(ctx, ref, status ? "status" : NULL, &path);
   if (rc == 0)
     rc = do_request(ctx, "PATCH", path.p, ct, patch, len,
                     REQ_WRITE | (type == KCTRLD_PATCH_JSON ? REQ_JSON_PATCH : 0), out);
+  free(path.p);
+  return rc;
+}
+
+/* Server-side apply: PATCH application/apply-patch+yaml (JSON is YAML) to
+ * the object's own path, ?fieldManager=...[&force=true]. */
+static int svc_api_apply(kctrld_ctx *ctx, const char *json, size_t len, const char *field_manager,
+                         bool force, const kctrld_object **out) {
+  if (out) *out = NULL;
+  if (!json || !len) return -EINVAL;
+  char err[160];
+  kc_obj *o = kc_obj_parse(json, len, NULL, err, sizeof err);
+  if (!o) {
+    api_error(ctx, "bad object JSON: %s", err);
+    return -EINVAL;
+  }
+  char av[256], kind[128];
+  int rc = 0;
+  if (!copy_slice(o->api_version, av, sizeof av) || !copy_slice(o->kind, kind, sizeof kind)) {
+    rc = -EINVAL;
+  } else if (!o->name.len) {
+    api_error(ctx, "metadata.name is required");
+    rc = -EINVAL;
+  }
+  const char *fm = field_manager && *field_manager ? field_manager : ctx ? ctx->controller : "";
+  if (rc == 0 && !*fm) {
+    api_error(ctx, "a field manager is required");
+    rc = -EINVAL;
+  }
+  kc_buf path = {0};
+  if (rc == 0) rc = object_path(ctx, av, kind, o->namespace_, o->name, NULL, &path);
+  kc_obj_unref(o);
+  if (rc == 0) {
+    kc_buf_puts(&path, "?fieldManager=");
+    kc_buf_url(&path, fm, strlen(fm));
+    if (force) kc_buf_puts(&path, "&force=true");
+    rc = path.err ? -ENOMEM
+                  : do_request(ctx, "PATCH", path.p, "application/apply-patch+yaml", json, len,
+                               REQ_WRITE | REQ_CREATED_IS_1, out);
+  }
   free(path.p);
   return rc;
 }
@@ -808,8 +851,14 @@ __attribute__((format(printf, 2, 3))) static void host_log(int level, const char
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* The key once: not again when the message names it (log.c then drops
+   * the thread's reconcile key= in favour of the message's). */
   const kctrld_ctx *ctx = current_ctx;
-  if (ctx && ctx->key)
+  kc_log_field f[32];
+  size_t text_len, nf = kc_log_split_fields(msg, strlen(msg), &text_len, f, 32);
+  bool has_key = false;
+  for (size_t i = 0; i < nf && !has_key; i++) has_key = f[i].name_len == 3 && !memcmp(f[i].name, "key", 3);
+  if (ctx && ctx->key && !has_key)
     kc_log((enum kc_log_level)level, "plugin", "%s key=%s", msg, ctx->key);
   else
     kc_log((enum kc_log_level)level, "plugin", "%s", msg);
@@ -1034,7 +1083,7 @@ static const struct kctrld_host_api host_api = {
     KC_SVC(object_each) KC_SVC(object_string) KC_SVC(object_int) KC_SVC(object_bool)
     KC_SVC(value_get) KC_SVC(value_string) KC_SVC(value_int) KC_SVC(api_create)
     KC_SVC(api_update) KC_SVC(api_update_status) KC_SVC(api_patch) KC_SVC(api_delete)
-    KC_SVC(api_get)
+    KC_SVC(api_get) KC_SVC(api_apply)
 #undef KC_SVC
 };
 const struct kctrld_host_api *kc_hostapi_table(void) { return &host_api; }

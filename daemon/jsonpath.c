@@ -268,6 +268,14 @@ static enum kc_json_type type_of(char c) {
   }
 }
 
+/* Past the member or element value at p and the ',' after it: the start of
+ * the next one, or NULL at the end of the container (or a malformed text). */
+static const char *next_item(const char *p, const char *end) {
+  if (!(p = skip_value(p, end))) return NULL;
+  p = ws(p, end);
+  return p < end && *p == ',' ? ws(p + 1, end) : NULL;
+}
+
 /* Steps from the value at p into the member/element named by s. Returns the
  * start of the child value, or NULL when absent. */
 static const char *step(const char *p, const char *end, const kc_path_seg *s) {
@@ -285,11 +293,7 @@ static const char *step(const char *p, const char *end, const kc_path_seg *s) {
       p = ws(p + 1, end);
       if (p >= end) return NULL;
       if (hit) return p;
-      p = skip_value(p, end);
-      if (!p) return NULL;
-      p = ws(p, end);
-      if (p >= end || *p != ',') return NULL;
-      p = ws(p + 1, end);
+      if (!(p = next_item(p, end))) return NULL;
     }
     return NULL;
   }
@@ -298,11 +302,7 @@ static const char *step(const char *p, const char *end, const kc_path_seg *s) {
   if (p < end && *p == ']') return NULL;
   for (size_t i = 0; p < end; i++) {
     if (i == s->index) return p;
-    p = skip_value(p, end);
-    if (!p) return NULL;
-    p = ws(p, end);
-    if (p >= end || *p != ',') return NULL;
-    p = ws(p + 1, end);
+    if (!(p = next_item(p, end))) return NULL;
   }
   return NULL;
 }
@@ -378,11 +378,7 @@ static void each_walk(const char *p, const char *end, const char *path, bool fir
     if (p < end && *p == ']') return;
     while (p < end && !c->stop) {
       each_walk(p, end, path, false, c);
-      p = skip_value(p, end);
-      if (!p) return;
-      p = ws(p, end);
-      if (p >= end || *p != ',') return;
-      p = ws(p + 1, end);
+      if (!(p = next_item(p, end))) return;
     }
     return;
   }

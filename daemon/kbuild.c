@@ -720,13 +720,8 @@ static int cap_record(kc_obj_builder *b, uint64_t ends, size_t len) {
   b->cvals.len += len;
   for (uint64_t m = ends; m; m &= m - 1) {
     unsigned i = (unsigned)__builtin_ctzll(m);
-    if (b->ncent == b->capcent) {
-      size_t nc = b->capcent ? b->capcent * 2 : 16;
-      cent *ne = realloc(b->cents, nc * sizeof *ne);
-      if (!ne) return fail(b, -ENOMEM, "out of memory");
-      b->cents = ne;
-      b->capcent = nc;
-    }
+    if (KC_ARRAY_ROOM(b->cents, b->capcent, b->ncent, 16) < 0)
+      return fail(b, -ENOMEM, "out of memory");
     b->cents[b->ncent++] = (cent){b->cgroup[i], off, (uint32_t)len};
   }
   return 0;
@@ -806,13 +801,8 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
   case R_DELTS: b->deleting = true; break;
   case R_LABEL_VALUE:
     if (!skip) {
-      if (b->nlabels == b->caplabels) {
-        size_t nc = b->caplabels ? b->caplabels * 2 : 16;
-        lab *nl = realloc(b->labels, nc * sizeof *nl);
-        if (!nl) return fail(b, -ENOMEM, "out of memory");
-        b->labels = nl;
-        b->caplabels = nc;
-      }
+      if (KC_ARRAY_ROOM(b->labels, b->caplabels, b->nlabels, 16) < 0)
+        return fail(b, -ENOMEM, "out of memory");
       b->labels[b->nlabels++] = (lab){b->v_koff, b->v_klen, off, len};
     }
     break;

@@ -196,13 +196,7 @@ static char *dir_of(const char *path) {
 static int table_add(struct table *t, const struct entry *e) {
   for (size_t i = 0; i < t->len; i++)
     if (strcmp(t->v[i].name, e->name) == 0) return 0; /* first definition wins */
-  if (t->len == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 8;
-    struct entry *v = realloc(t->v, cap * sizeof *v);
-    if (!v) return -ENOMEM;
-    t->v = v;
-    t->cap = cap;
-  }
+  if (KC_ARRAY_ROOM(t->v, t->cap, t->len, 8) < 0) return -ENOMEM;
   t->v[t->len++] = *e;
   return 0;
 }

@@ -39,7 +39,6 @@ int kc_log_parse_level(const char *name, enum kc_log_level *out) {
 }
 
 void kc_log_set_format(enum kc_log_format format) { atomic_store(&log_format, (int)format); }
-enum kc_log_format kc_log_get_format(void) { return (enum kc_log_format)atomic_load(&log_format); }
 
 int kc_log_parse_format(const char *name, enum kc_log_format *out) {
   if (strcmp(name, "text") == 0) *out = KC_LOG_FORMAT_TEXT;

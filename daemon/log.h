@@ -62,7 +62,6 @@ int kc_log_parse_level(const char *name, enum kc_log_level *out);
 
 /* Sets the format (default text). */
 void kc_log_set_format(enum kc_log_format format);
-enum kc_log_format kc_log_get_format(void);
 /* Parses "text|json"; returns 0 or -EINVAL. */
 int kc_log_parse_format(const char *name, enum kc_log_format *out);
 

@@ -9,7 +9,7 @@
 const double kc_looplag_bounds[KC_LOOPLAG_BUCKETS] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
                                                       0.2,   0.5,   1,     2,    5,    10};
 
-void kc_looplag_observe(kc_looplag *l, double seconds) {
+static void kc_looplag_observe(kc_looplag *l, double seconds) {
   if (seconds < 0) seconds = 0;
   size_t i = 0;
   while (i < KC_LOOPLAG_BUCKETS && seconds > kc_looplag_bounds[i]) i++;

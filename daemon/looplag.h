@@ -37,7 +37,5 @@ typedef struct kc_looplag {
 int kc_looplag_start(uv_loop_t *loop, kc_looplag *l, uint64_t period_ms);
 /* Stops and closes the timer; cb (may be NULL) runs when it is closed. */
 void kc_looplag_close(kc_looplag *l, uv_close_cb cb);
-/* Records one sample (also used by tests). */
-void kc_looplag_observe(kc_looplag *l, double seconds);
 
 #endif

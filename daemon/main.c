@@ -7,6 +7,8 @@
  *   kctrld --check-config FILE
  *   kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]
  *   kctrld --version
+ *   kctrld --plugin-child   (hidden: a plugin child of `isolation: process`,
+ *                            started by the daemon itself; isolate_child.h)
  *
  * Flags override the file, as controller-runtime's do. --fail-fast: exit 1
  * when a controller's plugin does not load or init at start-up, instead of
@@ -25,6 +27,7 @@
 #include "daemon.h"
 #include "fileperm.h"
 #include "http.h"
+#include "isolate_child.h"
 #include "log.h"
 #include "plugin_host.h"
 #include "rbac.h"
@@ -58,14 +61,18 @@ static void usage(FILE *out) {
           "  --help                             print this help and exit\n");
 }
 
-/* --leader-elect[=BOOL]. Returns 1, -1, or 0 for a bad value. */
-static int parse_leader_elect(const char *arg) {
-  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) return 1;
-  if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) return -1;
+/* --leader-elect[=BOOL]: *out 1 (on) or -1 (off), as kc_daemon_options
+ * has it. Returns 0 or -EINVAL. */
+static int parse_leader_elect(const char *arg, int *out) {
+  if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) *out = 1;
+  else if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) *out = -1;
+  else return -EINVAL;
   return 0;
 }
 
 int main(int argc, char **argv) {
+  /* Hidden: a plugin child of `isolation: process` (isolate_child.h). */
+  if (argc == 2 && strcmp(argv[1], KC_ISOLATE_CHILD_FLAG) == 0) return kc_isolate_child_main();
   /* `kctrld rbac ...`: a subcommand with its own flags (rbac.h). */
   if (argc > 1 && strcmp(argv[1], "rbac") == 0) return kc_rbac_main(argc - 1, argv + 1);
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
@@ -126,7 +133,7 @@ int main(int argc, char **argv) {
       break;
     }
     case OPT_LEADER_ELECT:
-      if (!(o.leader_elect = parse_leader_elect(optarg))) {
+      if (parse_leader_elect(optarg, &o.leader_elect) < 0) {
         fprintf(stderr, "kctrld: --leader-elect: expected true or false, got \"%s\"\n", optarg);
         return 2;
       }
@@ -175,7 +182,7 @@ int main(int argc, char **argv) {
   }
   /* A plugin that crashes a reconcile is named on stderr (crashreport.h). */
   int crash = kc_crash_install();
-  if (crash == 1)
+  if (crash == -ENOTSUP)
     kc_info("crashreport", "fatal-signal report off: this is an ASan build, whose own handler reports crashes");
   else if (crash < 0)
     kc_warn("crashreport", "cannot install the fatal-signal report: %s", strerror(-crash));
@@ -183,5 +190,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kctrld: cannot initialise libcurl\n");
     return 1;
   }
-  return kc_daemon_run(&o);
+  return kc_daemon_run(&o) < 0 ? 1 : 0;
 }

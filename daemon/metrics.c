@@ -181,13 +181,7 @@ static void append_escaped(kc_buf *b, const char *s, bool quote) {
 }
 
 static int add_sample(kc_metric_family *f, const char *const *label_values, sample **out) {
-  if (f->nsamples == f->samples_cap) {
-    size_t cap = f->samples_cap ? f->samples_cap * 2 : 8;
-    sample *s = realloc(f->samples, cap * sizeof *s);
-    if (!s) return -ENOMEM;
-    f->samples = s;
-    f->samples_cap = cap;
-  }
+  if (KC_ARRAY_ROOM(f->samples, f->samples_cap, f->nsamples, 8) < 0) return -ENOMEM;
   for (size_t i = 0; i < f->nlabels; i++)
     if (!label_values || !label_values[i]) return -EINVAL;
   sample *s = &f->samples[f->nsamples];
@@ -229,14 +223,7 @@ int kc_metrics_set_histogram(kc_metric_family *f, const char *const *label_value
                              const uint64_t *counts, double sum) {
   if (!f || f->type != KC_METRIC_HISTOGRAM || !counts) return -EINVAL;
   size_t need = f->ncounts + f->nbounds + 1;
-  if (need > f->counts_cap) {
-    size_t cap = f->counts_cap ? f->counts_cap : 64;
-    while (cap < need) cap *= 2;
-    uint64_t *c = realloc(f->counts, cap * sizeof *c);
-    if (!c) return -ENOMEM;
-    f->counts = c;
-    f->counts_cap = cap;
-  }
+  if (KC_ARRAY_RESERVE(f->counts, f->counts_cap, need, 64) < 0) return -ENOMEM;
   sample *s;
   int rc = add_sample(f, label_values, &s);
   if (rc < 0) return rc;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isolate.h"
 #include "log.h"
 #include "sharding.h"
 
@@ -16,7 +17,7 @@
 struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
       *wq_retries;
-  kc_metric_family *rec_total, *rec_errors, *rec_time, *rec_max, *rec_active;
+  kc_metric_family *rec_total, *rec_errors, *rec_panics, *rec_time, *rec_max, *rec_active;
   kc_metric_family *ctl_ready, *ctl_init_failures;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
@@ -76,6 +77,10 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        KC_METRIC_COUNTER, result_labels, 2, NULL, 0},
       {&f->rec_errors, "controller_runtime_reconcile_errors_total",
        "Total number of reconciliation errors per controller", KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
+      {&f->rec_panics, "controller_runtime_reconcile_panics_total",
+       "Total number of reconciliation panics per controller (isolation: process: the plugin child "
+       "crashed, hung or broke the protocol)",
+       KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
       {&f->rec_time, "controller_runtime_reconcile_time_seconds",
        "Length of time per reconciliation per controller", KC_METRIC_HISTOGRAM, ctl_labels, 1,
        kc_metrics_reconcile_buckets, KC_RECONCILE_BUCKETS},
@@ -268,6 +273,7 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
       SET(f->rec_total, rl, counts[k]);
     }
     SET(f->rec_errors, cl, st.error);
+    SET(f->rec_panics, cl, kc_isolate_panics(name));
     SET(f->rec_max, cl, st.workers);
     SET(f->rec_active, cl, st.active_workers);
     const kc_reconcile_histogram *h = v->reconcile_histograms ? v->reconcile_histograms[c] : NULL;
@@ -389,6 +395,7 @@ int kc_ops_shards_json(const kc_ops_view *v, kc_buf *out) {
 
 /* --- /debug/informers ------------------------------------------------------------ */
 
+/* Appends the /debug/informers JSON array. */
 int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;
@@ -642,12 +649,6 @@ fail:
   kc_metrics_free(ops->reg);
   free(ops);
   return rc;
-}
-
-uint16_t kc_ops_port(const kc_ops *ops) { return ops ? kc_httpserver_port(ops->http) : 0; }
-uint16_t kc_ops_probe_port(const kc_ops *ops) {
-  if (!ops) return 0;
-  return kc_httpserver_port(ops->own_probes ? ops->probes : ops->http);
 }
 
 void kc_ops_reloading(kc_ops *ops) {

@@ -151,11 +151,6 @@ typedef struct kc_ops_options {
  * failure is an error: the operator asked for that address). */
 int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, void *ud,
                  kc_ops **out);
-/* The bound metrics port (0 when disabled). */
-uint16_t kc_ops_port(const kc_ops *ops);
-/* The bound health probe port: the metrics port without probe_bind, 0 when
- * disabled. */
-uint16_t kc_ops_probe_port(const kc_ops *ops);
 /* SIGHUP: RELOADING=1 + MONOTONIC_USEC; then kc_ops_reloaded with the outcome
  * ("reload applied" / "reload rejected: file:line:col: ..."), READY=1. */
 void kc_ops_reloading(kc_ops *ops);

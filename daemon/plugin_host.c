@@ -59,6 +59,11 @@ struct kc_plugin_instance {
 };
 
 static kc_plugin *loaded; /* loop thread only */
+static const struct kctrld_host_api *entry_table; /* NULL: kc_hostapi_table() */
+
+void kc_plugin_host_set_table(const struct kctrld_host_api *table) {
+  entry_table = table;
+}
 
 /* ---- loading ---- */
 
@@ -226,7 +231,7 @@ int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen) 
   } else {
     kctrld_plugin_entry_fn entry;
     memcpy(&entry, &sym, sizeof entry); /* object pointer -> function pointer, as POSIX allows */
-    t = entry(kc_hostapi_table());
+    t = entry(entry_table ? entry_table : kc_hostapi_table());
     rc = check_table(path, t, err, errlen);
   }
   /* A refused file is remembered too (its copy stays mapped: RTLD_NODELETE),
@@ -299,7 +304,6 @@ int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *
 }
 
 const char *kc_plugin_name(const kc_plugin *p) { return p->table->name; }
-const char *kc_plugin_path(const kc_plugin *p) { return p->path; }
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p) { return p->table; }
 const kctrld_permission *kc_plugin_permissions(const kc_plugin *p) {
   return KCTRLD_PLUGIN_HAS(p->table, permissions) ? p->table->permissions : NULL;
@@ -383,7 +387,10 @@ int kc_plugin_instance_new_arg(kc_plugin *p, const char *controller, const kc_ho
   kc_hostapi_leave(saved);
   /* plugin.h: the daemon warns about settings keys the plugin did not read.
    * After a failed init too: a misspelt required key is the likely cause. */
-  kc_hostapi_settings_warn_unread(&used, inst->controller, p->table->name);
+  if (p->handle)
+    kc_hostapi_settings_warn_unread(&used, inst->controller, p->table->name);
+  else /* a built-in: the settings are those of what runs behind it (isolate.h: the child warns) */
+    free(used.nodes);
   if (rc != 0) {
     int returned = rc;
     if (rc > 0) rc = -rc; /* tolerate positive errnos from plugins */

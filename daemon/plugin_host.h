@@ -76,7 +76,6 @@ bool kc_plugin_file_changed(const char *path);
 int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *err, size_t errlen);
 
 const char *kc_plugin_name(const kc_plugin *p);
-const char *kc_plugin_path(const kc_plugin *p);
 const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
 /* The plugin's declared permissions (kctrld/plugin.h, ABI 1.1), or NULL when
  * it declares none (a 1.0 table, or the member NULL). */
@@ -115,6 +114,11 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res);
 /* The instance's expectations: the daemon observes owned-object events here. */
 kc_expectations *kc_plugin_instance_expectations(kc_plugin_instance *inst);
 const char *kc_plugin_instance_controller(const kc_plugin_instance *inst);
+
+/* The host table later loads hand to a plugin's entry point (NULL: the
+ * daemon's own, kc_hostapi_table()). A plugin child (isolate_child.h) hands
+ * out its proxy table this way. Loop thread, before the first load. */
+void kc_plugin_host_set_table(const struct kctrld_host_api *table);
 
 /* dlcloses every loaded file (code stays mapped: RTLD_NODELETE) and frees
  * the list. Only after every instance is freed (process shutdown, tests). */

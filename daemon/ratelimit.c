@@ -52,11 +52,6 @@ uint64_t kc_bucket_reserve(kc_bucket *bk, uint64_t now_ns) {
   return (uint64_t)ceil((double)-t / bk->qps);
 }
 
-double kc_bucket_tokens(const kc_bucket *bk, uint64_t now_ns) {
-  if (!(bk->qps > 0)) return INFINITY;
-  return (double)advance(bk, now_ns) / (double)NT_PER_TOKEN;
-}
-
 int kc_ratelimit_init(kc_ratelimit *rl, const kc_ratelimit_config *cfg) {
   if (cfg->max_delay_ns < cfg->base_delay_ns || isnan(cfg->qps)) return -EINVAL;
   rl->backoff.base_ns = cfg->base_delay_ns;

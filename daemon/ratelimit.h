@@ -71,10 +71,6 @@ void kc_bucket_init(kc_bucket *bk, double qps, uint32_t burst);
  * backwards is treated as not advancing. */
 uint64_t kc_bucket_reserve(kc_bucket *bk, uint64_t now_ns);
 
-/* Tokens available at now_ns (negative when reservations are outstanding),
- * without reserving; for metrics and tests. */
-double kc_bucket_tokens(const kc_bucket *bk, uint64_t now_ns);
-
 /* The default controller limiter: max of the per-item backoff and the
  * overall bucket (both are consulted, so every call takes a token). */
 typedef struct kc_ratelimit {

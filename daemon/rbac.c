@@ -145,13 +145,7 @@ static int add_rule(ruleset *rs, enum role_kind role, const char *ns, const char
   if (strlen(ns) >= sizeof rs->r->ns || strlen(group) >= sizeof rs->r->group ||
       strlen(resource) >= sizeof rs->r->resource || strlen(name) >= sizeof rs->r->name)
     return -ENAMETOOLONG;
-  if (rs->n == rs->cap) {
-    size_t cap = rs->cap ? rs->cap * 2 : 16;
-    rule *r = realloc(rs->r, cap * sizeof *r);
-    if (!r) return -ENOMEM;
-    rs->r = r;
-    rs->cap = cap;
-  }
+  if (KC_ARRAY_ROOM(rs->r, rs->cap, rs->n, 16) < 0) return -ENOMEM;
   rule *r = &rs->r[rs->n++];
   memset(r, 0, sizeof *r);
   r->role = role;
@@ -322,16 +316,7 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
     else if (o.perms && (rc = o.perms(o.perms_ud, c, &perms, err, errlen)) < 0) goto out;
     declared[i] = perms != NULL;
     for (const kctrld_permission *p = perms; p && p->resource; p++) {
-      if (ndecls == cap) {
-        size_t ncap = cap ? cap * 2 : 8;
-        decl *d = realloc(decls, ncap * sizeof *d);
-        if (!d) {
-          rc = -ENOMEM;
-          goto out;
-        }
-        decls = d;
-        cap = ncap;
-      }
+      if ((rc = KC_ARRAY_ROOM(decls, cap, ndecls, 8)) < 0) goto out;
       if ((rc = resolve_decl(cfg, c, p, &decls[ndecls], err, errlen)) < 0) goto out;
       if (!plural_namespaced(decls[ndecls].group, decls[ndecls].resource)) per_ns = false;
       ndecls++;

@@ -238,15 +238,9 @@ static void perr_found(parser *p, token t, const char *fmt_after) {
 }
 
 static int add_val(parser *p, size_t pos, size_t len) {
-  if (p->nvals == p->capvals) {
-    size_t nc = p->capvals ? p->capvals * 2 : 16;
-    pval *nv = realloc(p->vals, nc * sizeof *nv);
-    if (!nv) {
-      p->oom = true;
-      return -ENOMEM;
-    }
-    p->vals = nv;
-    p->capvals = nc;
+  if (KC_ARRAY_ROOM(p->vals, p->capvals, p->nvals, 16) < 0) {
+    p->oom = true;
+    return -ENOMEM;
   }
   p->vals[p->nvals++] = (pval){pos, len};
   return 0;
@@ -480,15 +474,9 @@ static int parse_requirement(parser *p) {
     if (r.op == KC_LABEL_GT || r.op == KC_LABEL_LT)
       parse_int64(vptr(p, &p->vals[r.vfirst]), p->vals[r.vfirst].len, &r.num);
   }
-  if (p->nreqs == p->capreqs) {
-    size_t nc = p->capreqs ? p->capreqs * 2 : 8;
-    preq *nr = realloc(p->reqs, nc * sizeof *nr);
-    if (!nr) {
-      p->oom = true;
-      return -ENOMEM;
-    }
-    p->reqs = nr;
-    p->capreqs = nc;
+  if (KC_ARRAY_ROOM(p->reqs, p->capreqs, p->nreqs, 8) < 0) {
+    p->oom = true;
+    return -ENOMEM;
   }
   p->reqs[p->nreqs++] = r;
   return 0;
@@ -625,7 +613,7 @@ static bool has_value(const kc_label_req *r, kc_str v) {
   return false;
 }
 
-bool kc_label_req_matches(const kc_label_req *r, const kc_label *labels, size_t nlabels) {
+static bool kc_label_req_matches(const kc_label_req *r, const kc_label *labels, size_t nlabels) {
   const kc_label *l = kc_labels_find(labels, nlabels, r->key);
   switch (r->op) {
     case KC_LABEL_EXISTS: return l != NULL;

@@ -81,7 +81,6 @@ void kc_label_selector_free(kc_label_selector *sel);
 bool kc_label_selector_matches(const kc_label_selector *sel, const kc_label *labels,
                                size_t nlabels);
 bool kc_label_selector_matches_obj(const kc_label_selector *sel, const kc_obj *obj);
-bool kc_label_req_matches(const kc_label_req *req, const kc_label *labels, size_t nlabels);
 
 /* Looks up a key in a sorted label array; returns NULL when absent. */
 const kc_label *kc_labels_find(const kc_label *labels, size_t nlabels, kc_str key);

@@ -195,13 +195,7 @@ typedef struct fvctx {
 } fvctx;
 
 static int fv_item_room(fvlist *fv) {
-  if (fv->n < fv->icap) return 0;
-  size_t nc = fv->icap ? fv->icap * 2 : 16;
-  fvitem *ni = realloc(fv->items, nc * sizeof *ni);
-  if (!ni) return -ENOMEM;
-  fv->items = ni;
-  fv->icap = nc;
-  return 0;
+  return KC_ARRAY_ROOM(fv->items, fv->icap, fv->n, 16);
 }
 
 /* Appends a value already rendered (a captured one). */
@@ -254,13 +248,7 @@ static int fvitem_cmp(const void *x, const void *y, void *ctx) {
 }
 
 static int fv_push_start(fvlist *fv) {
-  if (fv->nstarts == fv->scap) {
-    size_t nc = fv->scap ? fv->scap * 2 : 16;
-    size_t *ns = realloc(fv->starts, nc * sizeof *ns);
-    if (!ns) return -ENOMEM;
-    fv->starts = ns;
-    fv->scap = nc;
-  }
+  if (KC_ARRAY_ROOM(fv->starts, fv->scap, fv->nstarts, 16) < 0) return -ENOMEM;
   fv->starts[fv->nstarts++] = fv->n;
   return 0;
 }
@@ -313,13 +301,7 @@ static void fv_reset(fvlist *fv) {
 
 static int undo_push(kc_store *s, kc_iddict *d, const char *a, size_t alen, const char *b,
                      size_t blen, uint32_t h) {
-  if (s->nundo == s->capundo) {
-    size_t nc = s->capundo ? s->capundo * 2 : 32;
-    undo *nu = realloc(s->undo, nc * sizeof *nu);
-    if (!nu) return -ENOMEM;
-    s->undo = nu;
-    s->capundo = nc;
-  }
+  if (KC_ARRAY_ROOM(s->undo, s->capundo, s->nundo, 32) < 0) return -ENOMEM;
   s->undo[s->nundo++] = (undo){d, a, b, (uint32_t)alen, (uint32_t)blen, h};
   return 0;
 }
@@ -572,14 +554,7 @@ void kc_obj_vec_release(kc_obj_vec *vec) {
 }
 
 static int vec_reserve(kc_obj_vec *vec, size_t extra) {
-  if (vec->n + extra <= vec->cap) return 0;
-  size_t nc = vec->cap ? vec->cap : 16;
-  while (nc < vec->n + extra) nc *= 2;
-  kc_obj **nv = realloc(vec->v, nc * sizeof *nv);
-  if (!nv) return -ENOMEM;
-  vec->v = nv;
-  vec->cap = nc;
-  return 0;
+  return KC_ARRAY_RESERVE(vec->v, vec->cap, vec->n + extra, 16);
 }
 
 kc_store *kc_store_new(const kc_store_index_spec *specs, size_t nidx) {

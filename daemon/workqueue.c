@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
+
 enum {
   F_DIRTY = 1 << 0,    /* needs processing (client-go "dirty" set) */
   F_PROC = 1 << 1,     /* handed out, Done not yet called */
@@ -140,7 +142,6 @@ void kc_workqueue_free(kc_workqueue *wq) {
   free(wq);
 }
 
-const char *kc_workqueue_name(const kc_workqueue *wq) { return wq->name; }
 
 static struct rec *lookup(const kc_workqueue *wq, const char *key, size_t len, uint32_t h) {
   for (struct rec *r = wq->buckets[h & (wq->nbuckets - 1)]; r; r = r->hnext)
@@ -320,13 +321,7 @@ static int add_after_rec(kc_workqueue *wq, struct rec *r, uint64_t delay_ns) {
     }
     return 0;
   }
-  if (wq->nheap == wq->heapcap) {
-    size_t cap = wq->heapcap ? wq->heapcap * 2 : 64;
-    struct rec **h = realloc(wq->heap, cap * sizeof *h);
-    if (!h) return -ENOMEM;
-    wq->heap = h;
-    wq->heapcap = cap;
-  }
+  if (KC_ARRAY_ROOM(wq->heap, wq->heapcap, wq->nheap, 64) < 0) return -ENOMEM;
   r->ready_ns = ready;
   wq->heap[wq->nheap] = r;
   r->heap_idx = (int32_t)wq->nheap;

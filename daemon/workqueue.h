@@ -73,8 +73,6 @@ kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl,
 /* Frees the queue and every key. kc_workqueue_free(NULL) is a no-op. */
 void kc_workqueue_free(kc_workqueue *wq);
 
-const char *kc_workqueue_name(const kc_workqueue *wq);
-
 /* client-go Add. Returns 0 (also for deduplicated adds and adds after
  * ShutDown, which are ignored), -ENOMEM, or -EINVAL for an empty key. */
 int kc_workqueue_add(kc_workqueue *wq, const char *key);

@@ -14,6 +14,8 @@
  *     KCTRLD_PLUGIN_HAS(table, member) says the plugin's table has it, so a
  *     plugin built against an older header (smaller struct_size) still loads.
  * 1.1 appended kctrld_plugin.permissions.
+ * 1.2 appended kctrld_host_api.api_apply and KCTRLD_PATCH_STRATEGIC (check
+ *     KCTRLD_HOST_HAS(host, api_apply) before using either).
  *
  * Build a plugin out of tree with
  *     cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags kctrld-plugin) \
@@ -59,7 +61,7 @@ extern "C" {
 #endif
 
 #define KCTRLD_ABI_MAJOR 1
-#define KCTRLD_ABI_MINOR 1
+#define KCTRLD_ABI_MINOR 2
 
 #define KCTRLD_EXPORT __attribute__((visibility("default")))
 
@@ -151,6 +153,9 @@ typedef struct kctrld_list_opts {
 enum kctrld_patch_type {
   KCTRLD_PATCH_MERGE = 1, /* application/merge-patch+json (RFC 7386) */
   KCTRLD_PATCH_JSON = 2,  /* application/json-patch+json (RFC 6902) */
+  KCTRLD_PATCH_STRATEGIC = 3, /* application/strategic-merge-patch+json (built-in
+                               * kinds only: the server refuses it for custom
+                               * resources); ABI 1.2, a 1.1 host answers -EINVAL */
 };
 
 enum kctrld_propagation {
@@ -425,7 +430,8 @@ struct kctrld_host_api {
   int (*api_update_status)(kctrld_ctx *ctx, const char *json, size_t len,
                            const kctrld_object **out);
   /* api_patch: PATCHes an object (or its status subresource when status is
-   * true) with a merge patch or a JSON patch (type: enum kctrld_patch_type).
+   * true) with a merge patch, a JSON patch or (ABI 1.2) a strategic merge
+   * patch (type: enum kctrld_patch_type).
    * Returns: 0 or an error from the table (-ENOENT, -ESTALE when a JSON
    * patch "test" op fails, -EINVAL for a bad patch).
    * Ownership: ref and patch borrowed; *out as api_create.
@@ -508,6 +514,27 @@ struct kctrld_host_api {
   /* expectations_forget: drops key's record (e.g. the owner was deleted).
    * Returns: nothing. Ownership: none. Context: any thread. Errors: none. */
   void (*expectations_forget)(kctrld_ctx *ctx, const char *key);
+
+  /* --- ABI 1.2 --- */
+
+  /* api_apply: server-side apply (PATCH application/apply-patch+yaml) of
+   * json, the fields this controller wants to own: apiVersion, kind,
+   * metadata.name (and metadata.namespace if namespaced) and only the fields
+   * it manages. The server merges them into the object (or creates it),
+   * records field_manager as their owner in metadata.managedFields, and
+   * removes fields this manager applied before and no longer lists (unless
+   * another manager owns them). A field another manager owns with a
+   * different value is a conflict (-ESTALE, 409: requeue, or apply with
+   * force = true to take the field; the message names manager and field).
+   * field_manager: NULL or "" = the controller's name.
+   * Returns: 1 when the apply created the object (201), 0 when it updated
+   * (or left) it; errors from the table. A create counts for expectations
+   * like api_create: call expect_creations before an apply that may create
+   * an owned object, and creation_observed yourself when it returns 0.
+   * Ownership: json and field_manager borrowed; *out as api_create.
+   * Context: worker thread with its ctx. Errors: as Returns. */
+  int (*api_apply)(kctrld_ctx *ctx, const char *json, size_t len, const char *field_manager,
+                   bool force, const kctrld_object **out);
 };
 
 /* True when the host table has `member` (added in some 1.x). */

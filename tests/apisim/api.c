@@ -130,6 +130,11 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp)
     if (nseg == 8) { nseg = 9; break; }
     segs[nseg++] = s;
   }
+  /* --rbac: a non-resource path (not /api/v1/R..., /apis/G/V/R...) is
+   * authorized by path, before it is served. */
+  bool resource = nseg >= 3 && (strcmp(segs[0], "api") == 0 ||
+                                (nseg >= 4 && strcmp(segs[0], "apis") == 0));
+  if (!resource && !sim_rbac_allow_path(req, url, resp)) goto out;
   if (nseg == 0) {
     resp->code = 200;
     sim_buf_puts(&resp->body, "{\"paths\":[\"/api\",\"/api/v1\",\"/apis\",\"/healthz\",\"/livez\",\"/readyz\",\"/version\"]}");

@@ -264,3 +264,29 @@ bool sim_rbac_allow(struct sim_req *req, const char *group, const char *resource
   free(scope);
   return false;
 }
+
+bool sim_rbac_allow_path(struct sim_req *req, const char *path, struct sim_resp *resp)
+{
+  if (!sim_rbac_enabled || !req->user) return true;
+  /* system:discovery and system:public-info-viewer (their nonResourceURLs):
+   * a trailing "*" makes a prefix, anything else the whole path. */
+  static const char *const discovery[] = {"/api", "/api/*", "/apis", "/apis/*", "/openapi",
+                                          "/openapi/*", "/healthz", "/livez", "/readyz",
+                                          "/version", "/version/"};
+  bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+  for (size_t i = 0; get && i < sizeof discovery / sizeof *discovery; i++) {
+    size_t n = strlen(discovery[i]);
+    if (discovery[i][n - 1] == '*' ? strncmp(path, discovery[i], n - 1) == 0
+                                   : strcmp(path, discovery[i]) == 0)
+      return true;
+  }
+  char verb[16];
+  size_t i = 0;
+  for (const char *m = get ? "get" : req->method; *m && i + 1 < sizeof verb; m++)
+    verb[i++] = (char)(*m >= 'A' && *m <= 'Z' ? *m - 'A' + 'a' : *m);
+  verb[i] = '\0';
+  struct sim_details d = {0};
+  sim_resp_status(resp, 403, "Forbidden", &d, "forbidden: User \"%s\" cannot %s path \"%s\"",
+                  req->user->name, verb, path);
+  return false;
+}

@@ -13,11 +13,16 @@
  * request: verbs, apiGroups, resources with subresources ("pods/status",
  * "*", "*\/status"), resourceNames, namespace scoping (a RoleBinding grants
  * in its namespace only, also when it refers to a ClusterRole), `*`.
- * Non-resource paths (discovery, /version, /healthz) are allowed for every
- * authenticated user, as the default system:discovery binding does. A
+ * Non-resource paths: a GET (or HEAD) of /api, /api/\*, /apis, /apis/\*,
+ * /openapi, /openapi/\*, /healthz, /livez, /readyz, /version or /version/ is
+ * allowed for every authenticated user, as the default system:discovery and
+ * system:public-info-viewer bindings of system:authenticated do; any other
+ * method or path is a 403 ("forbidden: User \"alice\" cannot post path
+ * \"/version\""). There are no anonymous requests: no credentials is a 401
+ * everywhere, as kube-apiserver with --anonymous-auth=false. A resource
  * denial is the real 403 Status (reason Forbidden, details, the authorizer's
  * message). No escalation checks on writes of RBAC objects, no aggregation
- * rules, no nonResourceURLs rules.
+ * rules, no nonResourceURLs rules in the store's roles.
  *
  * Threads: sim_rbac_load_tokens from main before the server starts; the
  * rest from any connection thread (takes sim_mu for the store).
@@ -51,5 +56,8 @@ const struct sim_user *sim_rbac_user_for_token(const char *token);
  * superuser (req->user NULL). */
 bool sim_rbac_allow(struct sim_req *req, const char *group, const char *resource,
                     const char *sub, const char *ns, const char *name, struct sim_resp *resp);
+
+/* The same for a non-resource path (no query), verb from the method. */
+bool sim_rbac_allow_path(struct sim_req *req, const char *path, struct sim_resp *resp);
 
 #endif

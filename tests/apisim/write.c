@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fieldmgr.h"
 #include "fieldval.h"
 #include "patch.h"
 #include "protobuf.h"
@@ -402,9 +403,26 @@ static bool dry_run(struct sim_req *req)
   return d && strcmp(d, "All") == 0;
 }
 
-/* The create path (POST, create-on-PUT, apply of a missing object).
- * Takes dom. */
-static void do_create(struct sim_req *req, struct route *r, jv *dom, struct sim_resp *resp)
+static struct sim_fm_opts fm_opts(const struct route *r)
+{
+  return (struct sim_fm_opts){.api_version = r->rt->gv, .sub = r->sub,
+                              .ignore_status = r->rt->has_status && !r->sub,
+                              .builtin = !r->rt->is_crd};
+}
+
+/* The manager of a non-apply write: fieldManager, else from the User-Agent
+ * (malloc'd). */
+static char *update_manager(struct sim_req *req)
+{
+  const char *fm = sim_req_query(req, "fieldManager");
+  if (fm && *fm) return sim_xstrdup(fm);
+  return sim_fm_manager_from_ua(sim_req_header(req, "User-Agent"));
+}
+
+/* The create path (POST, create-on-PUT, apply of a missing object: fm_done,
+ * its managedFields are set already). Takes dom. */
+static void do_create(struct sim_req *req, struct route *r, jv *dom, bool fm_done,
+                      struct sim_resp *resp)
 {
   struct sim_details d = {0};
   const struct sim_rtype *rt = r->rt;
@@ -435,6 +453,12 @@ static void do_create(struct sim_req *req, struct route *r, jv *dom, struct sim_
     sim_resp_status(resp, 500, NULL, &d, "resourceVersion should not be set on objects to be created");
     jv_free(dom);
     return;
+  }
+  if (!fm_done) {
+    struct sim_fm_opts fo = fm_opts(r);
+    char *mgr = update_manager(req);
+    sim_fm_update(&fo, NULL, dom, mgr);
+    free(mgr);
   }
   prepare_create(rt, dom);
   if (!validate(resp, rt, dom, true)) {
@@ -484,7 +508,7 @@ void sim_handle_create(struct sim_req *req, struct route *r, struct sim_resp *re
 {
   jv *dom = decode_object(req, r->rt, resp);
   if (!dom) return;
-  do_create(req, r, dom, resp);
+  do_create(req, r, dom, false, resp);
 }
 
 /* ---- update (shared by PUT and PATCH) ---- */
@@ -520,9 +544,11 @@ static bool spec_changed(const struct sim_rtype *rt, const jv *a, const jv *b)
   return false;
 }
 
-/* Applies nd (taken) over old (sim_mu held). On success fills resp. */
+/* Applies nd (taken) over old (sim_mu held). On success fills resp.
+ * fm_done: nd's managedFields are computed (apply); else the write is
+ * recorded as an Update of its manager. */
 static void commit_update_locked(struct sim_req *req, struct route *r, struct sim_obj *old,
-                                 jv *nd, bool is_put, struct sim_resp *resp)
+                                 jv *nd, bool is_put, bool fm_done, struct sim_resp *resp)
 {
   const struct sim_rtype *rt = r->rt;
   const jv *omd = jv_get(old->dom, "metadata");
@@ -593,6 +619,12 @@ static void commit_update_locked(struct sim_req *req, struct route *r, struct si
   } else {
     jv_del(md, "deletionTimestamp");
     jv_del(md, "deletionGracePeriodSeconds");
+  }
+  if (!fm_done) {
+    struct sim_fm_opts fo = fm_opts(r);
+    char *mgr = update_manager(req);
+    sim_fm_update(&fo, old->dom, nd, mgr);
+    free(mgr);
   }
   if (!validate(resp, rt, nd, false)) goto fail;
   if (rt->track_generation && spec_changed(rt, old->dom, nd)) {
@@ -687,7 +719,7 @@ void sim_handle_update(struct sim_req *req, struct route *r, struct sim_resp *re
     if (r->rt->create_on_update && !r->sub) {
       jv_set_str(jv_obj_ensure(dom, "metadata"), "name", r->name);
       jv_del(jv_get(dom, "metadata"), "resourceVersion");
-      do_create(req, r, dom, resp);
+      do_create(req, r, dom, false, resp);
     } else {
       not_found(resp, r->rt, r->name);
       jv_free(dom);
@@ -695,12 +727,44 @@ void sim_handle_update(struct sim_req *req, struct route *r, struct sim_resp *re
     free(key);
     return;
   }
-  commit_update_locked(req, r, old, dom, true, resp);
+  commit_update_locked(req, r, old, dom, true, false, resp);
   pthread_mutex_unlock(&sim_mu);
   free(key);
 }
 
 /* ---- patch ---- */
+
+/* Server-side apply of config over live (NULL: create). Returns the new
+ * object with its managedFields, or NULL with resp filled (409 conflicts,
+ * 400/422 malformed intent). */
+static jv *apply_intent(struct sim_req *req, struct route *r, const jv *live, const jv *config,
+                        const char *manager, struct sim_resp *resp)
+{
+  struct sim_fm_opts fo = fm_opts(r);
+  jv *out = NULL;
+  char *status = NULL, *err = NULL;
+  int code = 0;
+  int rc = sim_fm_apply(&fo, live, config, manager, sim_query_bool(req, "force"), &out, &status,
+                        &code, &err);
+  if (rc == -EBUSY) {
+    resp->code = 409;
+    resp->body.len = 0;
+    sim_buf_puts(&resp->body, status);
+  } else if (rc < 0) {
+    struct sim_details d = {0};
+    if (code == 422) {
+      d.name = r->name;
+      d.group = r->rt->group;
+      d.kind = r->rt->kind;
+      sim_resp_status(resp, 422, "Invalid", &d, "%s", err);
+    } else {
+      sim_resp_status(resp, 400, "BadRequest", &d, "%s", err);
+    }
+  }
+  free(status);
+  free(err);
+  return out;
+}
 
 void sim_handle_patch(struct sim_req *req, struct route *r, struct sim_resp *resp)
 {
@@ -771,8 +835,8 @@ void sim_handle_patch(struct sim_req *req, struct route *r, struct sim_resp *res
     if (kind == P_APPLY && !r->sub) {
       if (name_matches(patch, r, resp)) {
         jv_set_str(jv_obj_ensure(patch, "metadata"), "name", r->name);
-        do_create(req, r, patch, resp);
-        patch = NULL;
+        jv *created = apply_intent(req, r, NULL, patch, fm, resp);
+        if (created) do_create(req, r, created, true, resp);
       }
     } else {
       not_found(resp, r->rt, r->name);
@@ -787,8 +851,20 @@ void sim_handle_patch(struct sim_req *req, struct route *r, struct sim_resp *res
   char *perr = NULL;
   int rc = 0;
   switch (kind) {
-  case P_MERGE:
-  case P_APPLY: cur = sim_merge_patch(cur, patch); break;
+  case P_APPLY: {
+    jv *res = apply_intent(req, r, cur, patch, fm, resp);
+    jv_free(cur);
+    jv_free(patch);
+    if (!res) {
+      pthread_mutex_unlock(&sim_mu);
+      free(key);
+      return;
+    }
+    cur = res;
+    patch = NULL;
+    break;
+  }
+  case P_MERGE: cur = sim_merge_patch(cur, patch); break;
   case P_SMP: cur = sim_strategic_patch(cur, patch); break;
   case P_JSON: rc = sim_json_patch(&cur, patch, &perr); break;
   }
@@ -814,7 +890,7 @@ void sim_handle_patch(struct sim_req *req, struct route *r, struct sim_resp *res
     free(key);
     return;
   }
-  commit_update_locked(req, r, old, cur, false, resp);
+  commit_update_locked(req, r, old, cur, false, kind == P_APPLY, resp);
   pthread_mutex_unlock(&sim_mu);
   free(key);
 }

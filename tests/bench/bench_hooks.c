@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_hooks: the cost of one no-op reconcile in-process (a C plugin
- * table, run through plugin_host like a .so) vs an exec hook, persistent
+ * table, run through plugin_host like a .so), isolated (the noop plugin of
+ * tests/bench/plugins, built at start with cc, under `isolation: process`:
+ * its cache read travels to this process and back; this binary is its own
+ * plugin child) vs an exec hook, persistent
  * (a Python child answering JSON lines) and per-call (one `sh` run per
  * reconcile), and a webhook hook (POSTs to a Python http.server child on
  * loopback, HTTP/1.1 keep-alive), on the same fake host environment: one cache of ConfigMaps,
@@ -14,7 +17,7 @@
  *
  *   build/bench/bench_hooks [--workers N] [--count N] [--rate R] [--keys N]
  *
- * Needs python3 and sh in PATH (modes whose program is missing fail and are
+ * Needs cc, python3 and sh in PATH (modes whose program is missing fail and are
  * reported). Not a test: it prints a table and exits 0 unless a mode
  * failed. */
 #include <errno.h>
@@ -34,6 +37,8 @@
 #include "hook_exec.h"
 #include "hook_webhook.h"
 #include "http.h"
+#include "isolate.h"
+#include "isolate_child.h"
 #include "hostapi.h"
 #include "plugin_host.h"
 #include "store.h"
@@ -193,13 +198,15 @@ static unsigned measure(const char *mode, kc_plugin_instance *inst, unsigned wor
   return e;
 }
 
+/* hook: the controller's hook (YAML), or NULL: the built-in no-op, or
+ * with so set: that plugin file under isolation: process. */
 static kc_plugin_instance *instance(const char *name, kc_config **cfg, const char *hook,
-                                    unsigned workers) {
+                                    const char *so, unsigned workers) {
   char err[1024];
   kc_plugin *p = NULL;
   const kc_host_env env = {&ops, NULL, NULL};
   kc_plugin_instance *inst = NULL;
-  if (!hook) {
+  if (!hook && !so) {
     if (kc_plugin_builtin(&noop_plugin, &p, err, sizeof err) ||
         kc_plugin_instance_new(p, name, &env, &inst, err, sizeof err)) {
       fprintf(stderr, "bench_hooks: %s\n", err);
@@ -208,14 +215,21 @@ static kc_plugin_instance *instance(const char *name, kc_config **cfg, const cha
     return inst;
   }
   char text[2048];
-  snprintf(
-      text, sizeof text,
-      "controllers:\n  - name: %s\n    for: {apiVersion: v1, kind: ConfigMap}\n    workers: %u\n"
-      "    hook: %s\n",
-      name, workers, hook);
+  if (so)
+    snprintf(text, sizeof text,
+             "controllers:\n  - name: %s\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+             "    workers: %u\n    plugin: %s\n    isolation: process\n",
+             name, workers, so);
+  else
+    snprintf(
+        text, sizeof text,
+        "controllers:\n  - name: %s\n    for: {apiVersion: v1, kind: ConfigMap}\n    workers: %u\n"
+        "    hook: %s\n",
+        name, workers, hook);
   if (kc_config_load_buffer("bench.yaml", NULL, text, strlen(text), cfg, err, sizeof err) ||
-      kc_plugin_builtin((*cfg)->controllers[0].hook->webhook ? kc_hook_webhook_plugin()
-                                                             : kc_hook_exec_plugin(),
+      kc_plugin_builtin(so                                     ? kc_isolate_plugin()
+                        : (*cfg)->controllers[0].hook->webhook ? kc_hook_webhook_plugin()
+                                                               : kc_hook_exec_plugin(),
                         &p, err, sizeof err) ||
       kc_plugin_instance_new_arg(p, name, &env, (void *)&(*cfg)->controllers[0], &inst, err,
                                  sizeof err)) {
@@ -225,7 +239,24 @@ static kc_plugin_instance *instance(const char *name, kc_config **cfg, const cha
   return inst;
 }
 
+/* The noop plugin as a .so in dir (NULL when cc fails: the mode is skipped). */
+static const char *build_noop(const char *dir, char *so, size_t cap) {
+  char cmd[1024];
+  snprintf(so, cap, "%s/noop.so", dir);
+  const char *cc = getenv("CC") ? getenv("CC") : "cc";
+  snprintf(cmd, sizeof cmd,
+           "%s -std=c11 -O2 -shared -fPIC -fvisibility=hidden -Iinclude -Itests/bench/plugins "
+           "-o %s tests/bench/plugins/noop.c",
+           cc, so);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "bench_hooks: cannot build the noop plugin (run from the source tree)\n");
+    return NULL;
+  }
+  return so;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], KC_ISOLATE_CHILD_FLAG) == 0) return kc_isolate_child_main();
   unsigned workers = 1, count = 20000, nkeys = 1000, percall_count = 1000;
   double rate = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -278,19 +309,26 @@ int main(int argc, char **argv) {
   pid_t webpid = start_web(webfile, portfile, &port);
   if (!port) fprintf(stderr, "bench_hooks: the webhook server did not start (python3?)\n");
   snprintf(web, sizeof web, "{webhook: {url: 'http://127.0.0.1:%d/'}}", port ? port : 1);
+  char sobuf[256];
+  const char *so = build_noop(dir, sobuf, sizeof sobuf);
   struct {
-    const char *name, *hook;
+    const char *name, *hook, *so;
     unsigned count;
   } modes[] = {
-      {"in-process", NULL, count},
-      {"exec persistent (py)", py, count},
-      {"exec per-call (sh)", sh, percall_count < count ? percall_count : count},
-      {"webhook (py http)", web, count},
+      {"in-process", NULL, NULL, count},
+      {"isolated (process)", NULL, so, count},
+      {"exec persistent (py)", py, NULL, count},
+      {"exec per-call (sh)", sh, NULL, percall_count < count ? percall_count : count},
+      {"webhook (py http)", web, NULL, count},
   };
   unsigned errors = 0;
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    if (m == 1 && !so) {
+      errors++;
+      continue;
+    }
     kc_config *cfg = NULL;
-    kc_plugin_instance *inst = instance("bench", &cfg, modes[m].hook, workers);
+    kc_plugin_instance *inst = instance("bench", &cfg, modes[m].hook, modes[m].so, workers);
     /* warm-up: children started, caches touched (not counted) */
     measure("  (warm-up)", inst, workers,
             workers * 10 < modes[m].count ? workers * 10 : modes[m].count, nkeys, 0);
@@ -313,6 +351,7 @@ int main(int argc, char **argv) {
   remove(shfile);
   remove(webfile);
   remove(portfile);
+  if (so) remove(so);
   rmdir(dir);
   return errors ? 1 : 0;
 }

@@ -478,5 +478,69 @@ def test_kubectl_get_describe_edit_delete():
         assert st == 404
 
 
+def managers(obj):
+    return {(m["manager"], m["operation"]): m["fieldsV1"] for m in obj["metadata"].get("managedFields", [])}
+
+
+def test_kubectl_server_side_apply_ownership():
+    """kubectl apply --server-side against the simulator's field manager:
+    create, re-apply (a field the applier drops goes), a conflict between
+    two managers (kubectl's message and exit code), --force-conflicts, and
+    an Update manager recorded for kubectl scale's-like merge patches."""
+    with Apisim() as sim:
+        k = Kubectl(sim)
+        dep = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {app: web, tier: fe}}\n"
+               "spec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n"
+               "    metadata: {labels: {app: web}}\n    spec:\n      containers:\n"
+               "      - {name: c, image: nginx, ports: [{containerPort: 80}], env: [{name: A, value: a}, {name: B, value: b}]}\n")
+        f = k.write("dep.yaml", dep)
+        out = k.run("apply", "--server-side", "-f", f).stdout
+        assert "deployment.apps/web serverside-applied" in out, out
+        path = "/apis/apps/v1/namespaces/default/deployments/web"
+        _, d = sim.json("GET", path, expect=200)
+        mf = managers(d)
+        assert list(mf) == [("kubectl", "Apply")], mf
+        c = mf[("kubectl", "Apply")]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"c"}']
+        assert "." in c and 'k:{"containerPort":80,"protocol":"TCP"}' in c["f:ports"], c
+        assert set(c["f:env"]) == {'k:{"name":"A"}', 'k:{"name":"B"}'}, c
+        # re-apply without env B and the tier label: both go
+        f2 = k.write("dep2.yaml", dep.replace(", {name: B, value: b}", "").replace(", tier: fe", ""))
+        k.run("apply", "--server-side", "-f", f2)
+        _, d = sim.json("GET", path, expect=200)
+        assert d["metadata"]["labels"] == {"app": "web"}, d["metadata"]
+        assert [e["name"] for e in d["spec"]["template"]["spec"]["containers"][0]["env"]] == ["A"], d["spec"]
+        # another manager takes replicas: kubectl reports the conflict
+        f3 = k.write("rep.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 5}\n")
+        p = k.run("apply", "--server-side", "--field-manager", "scaler", "-f", f3, ok=False)
+        assert p.returncode != 0, p.stdout
+        assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas' in p.stderr, p.stderr
+        _, d = sim.json("GET", path, expect=200)
+        assert d["spec"]["replicas"] == 2
+        # the raw 409 as the real server writes it
+        st, body = sim.json("PATCH", path + "?fieldManager=scaler", body={
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 5}},
+            headers={"Content-Type": "application/apply-patch+yaml"})
+        assert st == 409 and body["reason"] == "Conflict", body
+        assert body["details"]["causes"] == [{"reason": "FieldManagerConflict", "message": 'conflict with "kubectl"',
+                                              "field": ".spec.replicas"}], body
+        out = k.run("apply", "--server-side", "--field-manager", "scaler", "--force-conflicts", "-f", f3).stdout
+        assert "serverside-applied" in out, out
+        _, d = sim.json("GET", path, expect=200)
+        mf = managers(d)
+        assert d["spec"]["replicas"] == 5 and mf[("scaler", "Apply")] == {"f:spec": {"f:replicas": {}}}, mf
+        assert "f:replicas" not in mf[("kubectl", "Apply")]["f:spec"], mf
+        # kubectl's own apply now conflicts with scaler, until it stops listing replicas
+        p = k.run("apply", "--server-side", "-f", f2, ok=False)
+        assert 'conflict with "scaler": .spec.replicas' in p.stderr, p.stderr
+        k.run("apply", "--server-side", "-f", k.write("dep3.yaml", open(f2).read().replace("  replicas: 2\n", "")))
+        _, d = sim.json("GET", path, expect=200)
+        assert d["spec"]["replicas"] == 5, d["spec"]        # still owned by scaler: kept
+        # a non-apply write records an Update manager
+        k.run("label", "deployment", "web", "team=x")
+        _, d = sim.json("GET", path, expect=200)
+        mf = managers(d)
+        assert mf.get(("kubectl-label", "Update")) == {"f:metadata": {"f:labels": {"f:team": {}}}}, mf
+
+
 if __name__ == "__main__":
     run_tests(globals())

@@ -13,7 +13,10 @@
   KCTRLD_PLUGIN_DEFINE(host, "hello", ...), else to the build's
   plugins/NAME.so);
 - every `make TARGET` in a ```sh block, or in `make ...` inline code of
-  README.md, names a target of the Makefile.
+  README.md, names a target of the Makefile;
+- every name in backticks in docs/design.md's "The route of one watch
+  event" (a function, a callback member, a type or a constant) is defined
+  in daemon/ or include/, so the route does not outlive a rename.
 
 A block preceded by the line `<!-- snippet: illustration -->` is not
 checked (for text that shows output or deliberately wrong input; keep such
@@ -202,6 +205,47 @@ def test_make_targets_exist():
     assert named, "no make command found in README.md: the extraction is broken"
     bad = ["%s: make %s: no such target in the Makefile" % (w, t) for w, t in named if t not in targets]
     assert not bad, "\n".join(bad)
+
+
+# Libraries the route passes through (their names are not ours to check).
+EXTERNAL = ("curl_", "yajl_", "uv_")
+
+
+def defined_in(name, text):
+    """Whether text (C sources) defines name: a function at column 0, a
+    callback member, a struct/typedef name, a constant, or a string the
+    code compares with."""
+    n = re.escape(name)
+    pats = (r"(?m)^[A-Za-z][^;\n]*[\s*]%s\(" % n,  # int f(  /  static void *f(
+            r"\(\*%s\)\s*\(" % n,  # a function-pointer member
+            r"(?m)^\s+[A-Za-z_][\w \t*]*[\s*]%s;" % n,  # a struct member
+            r"(?m)^typedef [^;]*\b%s\b|^struct %s\b|^\}\s*%s;" % (n, n, n),
+            r"(?m)^#define %s\b|^\s*%s\s*(?:=|,|$)" % (n, n),
+            r'"%s"' % n)  # a wire value the code compares with (MODIFIED)
+    return any(re.search(p, text) for p in pats)
+
+
+def test_design_route_names_exist():
+    sources = []
+    for d in ("daemon", os.path.join("include", "kctrld")):
+        for f in sorted(os.listdir(os.path.join(ROOT, d))):
+            if f.endswith((".c", ".h")):
+                with open(os.path.join(ROOT, d, f)) as fh:
+                    sources.append(fh.read())
+    text = "\n".join(sources)
+    with open(os.path.join(ROOT, "docs", "design.md")) as f:
+        doc = f.read()
+    m = re.search(r"^## The route of one watch event\n(.*?)^## ", doc, re.S | re.M)
+    assert m, "docs/design.md has no section \"The route of one watch event\""
+    names = set()
+    for tok in re.findall(r"`([^`]+)`", m.group(1)):
+        tok = re.sub(r"\(.*\)$", "", tok)  # reconcile(ctx, key) -> reconcile
+        for part in tok.split("."):  # sink.upsert: the member
+            if re.fullmatch(r"[A-Za-z_]\w*", part) and not part.startswith(EXTERNAL):
+                names.add(part)
+    assert len(names) > 30, "only %d names found: the extraction is broken" % len(names)
+    missing = sorted(n for n in names if not defined_in(n, text))
+    assert not missing, "docs/design.md route names defined nowhere in daemon/ or include/: %s" % missing
 
 
 if __name__ == "__main__":

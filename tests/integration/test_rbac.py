@@ -303,7 +303,8 @@ def test_informer_get_is_needed():
 
 def test_simulator_rbac_semantics():
     """What the generated RBAC does not exercise: resourceNames, a RoleBinding
-    to a ClusterRole (namespace only), subresources, `*`, and 401/403."""
+    to a ClusterRole (namespace only), subresources, `*`, non-resource paths
+    (discovery and OpenAPI allowed, others 403), and 401/403."""
     require()
     tmp = tempfile.mkdtemp(prefix="apisim-rbac-")
     tokens = os.path.join(tmp, "tokens.csv")
@@ -350,8 +351,23 @@ def test_simulator_rbac_semantics():
         st, doc = a.sa("GET", "/api/v1/nodes", token="t-alice")
         assert st == 403 and doc["message"] == ('nodes is forbidden: User "alice" cannot list resource "nodes" '
                                                 'in API group "" at the cluster scope'), doc
-        st, _ = a.sa("GET", "/apis", token="t-alice")
+        # Non-resource paths: system:discovery and system:public-info-viewer
+        # (GET only) for every authenticated user; the rest is a 403 by path;
+        # no credentials at all is a 401 (no anonymous requests).
+        for path in ("/apis", "/api", "/api/v1", "/apis/apps", "/apis/apps/v1", "/openapi/v2",
+                     "/openapi/v3", "/openapi/v3/api/v1", "/version", "/healthz", "/livez", "/readyz"):
+            st, _ = a.sa("GET", path, token="t-alice")
+            assert st == 200, (path, st)
+        st, doc = a.sa("POST", "/version", token="t-alice")
+        assert st == 403 and doc["message"] == 'forbidden: User "alice" cannot post path "/version"', doc
+        st, doc = a.sa("GET", "/metrics", token="t-alice")
+        assert st == 403 and doc["reason"] == "Forbidden", doc
+        st, doc = a.sa("GET", "/", token="t-alice")
+        assert st == 403, doc
+        st, _ = a.json("GET", "/")
         assert st == 200, st
+        st, _ = sim.json("GET", "/openapi/v2")
+        assert st == 401, st
         st, _ = a.sa("GET", "/api/v1/nodes", token="nope")
         assert st == 401, st
         st, _ = a.json("GET", "/api/v1/nodes")

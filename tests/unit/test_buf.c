@@ -224,9 +224,40 @@ static void test_errf(void **state) {
   assert_string_equal(e, "ok");
 }
 
+/* KC_ARRAY_ROOM: doubles from `first` only when full, keeps the elements,
+ * and refuses a size that overflows without touching the array. */
+static void test_array_room(void **state) {
+  (void)state;
+  long *a = NULL;
+  size_t n = 0, cap = 0;
+  for (long i = 0; i < 9; i++) {
+    assert_int_equal(KC_ARRAY_ROOM(a, cap, n, 4), 0);
+    a[n++] = i;
+    assert_int_equal(cap, i < 4 ? 4 : 8 + 8 * (i >= 8));
+  }
+  for (long i = 0; i < 9; i++) assert_int_equal(a[i], i);
+  assert_int_equal(KC_ARRAY_ROOM(a, cap, 3, 4), 0); /* room: nothing changes */
+  assert_int_equal(cap, 16);
+  struct big { char b[16]; } *p = (struct big *)a;
+  size_t huge = SIZE_MAX / 16;
+  assert_int_equal(KC_ARRAY_ROOM(p, huge, huge, 4), -ENOMEM);
+  assert_ptr_equal(p, (struct big *)a);
+  assert_int_equal(huge, SIZE_MAX / 16);
+  /* KC_ARRAY_RESERVE: doubles as often as `need` asks, in one step. */
+  assert_int_equal(KC_ARRAY_RESERVE(a, cap, 100, 4), 0);
+  assert_int_equal(cap, 128);
+  assert_int_equal(a[8], 8);
+  size_t none = 0;
+  long *b = NULL;
+  assert_int_equal(KC_ARRAY_RESERVE(b, none, 3, 0), 0); /* first 0: from 1 */
+  assert_int_equal(none, 4);
+  free(b);
+  free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_append_grow), cmocka_unit_test(test_printf_long),
+      cmocka_unit_test(test_append_grow), cmocka_unit_test(test_array_room), cmocka_unit_test(test_printf_long),
       cmocka_unit_test(test_limit_sticky), cmocka_unit_test(test_fixed),
       cmocka_unit_test(test_json),        cmocka_unit_test(test_url),
       cmocka_unit_test(test_utf8_len),    cmocka_unit_test(test_errf),

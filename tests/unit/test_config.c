@@ -226,7 +226,8 @@ static bool same_config(const kc_config *a, const kc_config *b) {
     if (p->nowns != q->nowns || p->nwatches != q->nwatches || p->workers != q->workers ||
         p->reconcile_timeout_ms != q->reconcile_timeout_ms ||
         memcmp(&p->rate_limit, &q->rate_limit, sizeof p->rate_limit) ||
-        p->predicates != q->predicates || !p->settings != !q->settings || !p->hook != !q->hook)
+        p->predicates != q->predicates || !p->settings != !q->settings || !p->hook != !q->hook ||
+        p->isolation != q->isolation)
       return false;
     const kc_hook_exec_spec *hx = p->hook ? p->hook->exec : NULL, *hy = q->hook ? q->hook->exec : NULL;
     if (hx && hy &&
@@ -345,9 +346,9 @@ static void test_documented_defaults(void **state) {
   }
   free(doc);
   /* Every row with a value: 5 top level, 6 leaderElection, 5 sharding,
-   * 1 metrics, 7 informers, 4 controllers, 4 rateLimit, 4 hook exec, 4 hook
+   * 1 metrics, 7 informers, 5 controllers, 4 rateLimit, 4 hook exec, 4 hook
    * webhook. */
-  assert_int_equal(checked, 40);
+  assert_int_equal(checked, 41);
 }
 
 static void test_top_level_errors(void **state) {
@@ -1274,8 +1275,37 @@ static void test_sharding(void **state) {
   kc_config_free(x), kc_config_free(y), kc_config_free(z);
 }
 
+/* `isolation:` (docs/config.md): in-process by default, process for a
+ * plugin only; a change re-instantiates the controller (KC_CTL_PLUGIN). */
+static void test_isolation(void **state) {
+  (void)state;
+  kc_config *a = load(CTL);
+  kc_config *b = load(CTL "    isolation: process\n");
+  kc_config *c = load(CTL "    isolation: in-process\n");
+  assert_int_equal(a->controllers[0].isolation, KC_ISOLATION_IN_PROCESS);
+  assert_int_equal(b->controllers[0].isolation, KC_ISOLATION_PROCESS);
+  assert_int_equal(c->controllers[0].isolation, KC_ISOLATION_IN_PROCESS);
+  kc_config_diff *d = NULL;
+  assert_int_equal(kc_config_compare(a, b, &d), 0);
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].fields, KC_CTL_PLUGIN);
+  kc_config_diff_free(d);
+  assert_int_equal(kc_config_compare(a, c, &d), 0);
+  assert_true(kc_config_diff_empty(d));
+  kc_config_diff_free(d);
+  kc_config_free(a);
+  kc_config_free(b);
+  kc_config_free(c);
+  fails(CTL "    isolation: thread\n",
+        "c.yaml:5:16: controllers[0].isolation: must be in-process or process, not \"thread\"");
+  fails(HOOK("{exec: {command: [x]}}") "    isolation: process\n",
+        "c.yaml:5:16: controllers[0].isolation: only a plugin runs in a process of its own (a hook "
+        "is one already)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_isolation),
       cmocka_unit_test(test_example_file),      cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_documented_defaults),
       cmocka_unit_test(test_top_level_errors),  cmocka_unit_test(test_bind_addresses),

@@ -5,7 +5,8 @@
  *  - startup failures: missing/invalid config, missing kubeconfig, a plugin
  *    that does not load with --fail-fast (without it the daemon runs the
  *    other controllers and retries it: test_errors_controller.c), a metrics
- *    address already in use: exit code 1, nothing leaked;
+ *    address already in use: kc_daemon_run returns the negative errno
+ *    (-ENOENT, -EINVAL, -EADDRINUSE), nothing leaked;
  *  - a live run against kube-apisim (the build's own binary, with the demo
  *    PodSet CRD and objects) with injected faults: 503 on discovery, 500 on
  *    the first Pod list, reset connections and 500s on Pod creates, a watch
@@ -13,7 +14,7 @@
  *    file (unchanged), an invalid file (rejected, the daemon keeps
  *    reconciling) and a new file that adds the ttl controller and changes
  *    podset's workers (applied, both controllers work afterwards); SIGTERM
- *    ends the run with exit code 0.
+ *    ends the run with 0.
  *
  * The daemon runs on the test's main thread; a driver thread plays the
  * operator: it talks to kube-apisim with libcurl, watches the sd_notify
@@ -328,13 +329,13 @@ static void test_missing_config(void **state) {
   char path[PATH_MAX];
   sim_tmp_path(path, sizeof path, "does-not-exist.yaml");
   kc_daemon_options o = {.config_path = path};
-  assert_int_equal(kc_daemon_run(&o), 1);
+  assert_int_equal(kc_daemon_run(&o), -ENOENT);
 }
 
 static void test_invalid_config(void **state) {
   write_file(cfg_path, "informers: [ { apiVersion: v1 } ]\ncontrollers: 7\n");
   kc_daemon_options o = {.config_path = cfg_path};
-  assert_int_equal(kc_daemon_run(&o), 1);
+  assert_int_equal(kc_daemon_run(&o), -EINVAL);
 }
 
 static void test_missing_kubeconfig(void **state) {
@@ -342,7 +343,7 @@ static void test_missing_kubeconfig(void **state) {
   char kc[PATH_MAX];
   sim_tmp_path(kc, sizeof kc, "no-kubeconfig");
   kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc};
-  assert_int_equal(kc_daemon_run(&o), 1);
+  assert_int_equal(kc_daemon_run(&o), -ENOENT);
 }
 
 /* Minimal kubeconfig for runs that fail before any request. */
@@ -365,7 +366,7 @@ static void test_plugin_does_not_load(void **state) {
            sim_tmp_dir);
   write_config(extra, 1, NULL);
   kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc, .fail_fast = true};
-  assert_int_equal(kc_daemon_run(&o), 1);
+  assert_true(kc_daemon_run(&o) < 0);
   /* A file that is not a shared object at all. */
   char junk[PATH_MAX];
   sim_tmp_path(junk, sizeof junk, "junk.so");
@@ -373,7 +374,7 @@ static void test_plugin_does_not_load(void **state) {
   snprintf(extra, sizeof extra,
            "  - name: junk\n    plugin: %s\n    for: { apiVersion: v1, kind: Pod }\n", junk);
   write_config(extra, 1, NULL);
-  assert_int_equal(kc_daemon_run(&o), 1);
+  assert_true(kc_daemon_run(&o) < 0);
 }
 
 static void test_metrics_address_in_use(void **state) {
@@ -389,7 +390,7 @@ static void test_metrics_address_in_use(void **state) {
   write_dead_kubeconfig(kc, sizeof kc);
   write_config(NULL, 1, bind_addr);
   kc_daemon_options o = {.config_path = cfg_path, .kubeconfig = kc};
-  assert_int_equal(kc_daemon_run(&o), 1);
+  assert_int_equal(kc_daemon_run(&o), -EADDRINUSE);
   close(s);
 }
 

@@ -6,7 +6,8 @@
  * stand in for hooks. Covered: the request (object, owned objects matched
  * by owner uid, attempt counting, expectations), every action through the
  * host API (patch, create with expectations, update, delete with
- * preconditions and 404, event, apply refused), 409 -> requeue, results,
+ * preconditions and 404, event, apply with its expectations, strategic
+ * patch), 409 -> requeue, results,
  * malformed responses naming the field, per-call exit status, persistent
  * children reused, restarted with backoff after a crash, killed after a
  * timeout, and fini stopping and reaping every child. */
@@ -30,6 +31,7 @@
 #include "config.h"
 #include "hook_child.h"
 #include "hook_exec.h"
+#include "hook_host.h"
 #include "hostapi.h"
 #include "decode.h"
 #include "kobj.h"
@@ -41,7 +43,7 @@
 
 #define MAXREQ 32
 struct req {
-  char method[16], path[256], body[2048];
+  char method[16], path[256], ct[64], body[2048];
 };
 
 static struct {
@@ -87,6 +89,7 @@ static int f_request(void *ud, const char *method, const char *path, const char 
     struct req *r = &F.reqs[F.nreqs++];
     snprintf(r->method, sizeof r->method, "%s", method);
     snprintf(r->path, sizeof r->path, "%s", path);
+    snprintf(r->ct, sizeof r->ct, "%s", ct ? ct : "");
     snprintf(r->body, sizeof r->body, "%.*s", (int)len, body ? (const char *)body : "");
   }
   memset(out, 0, sizeof *out);
@@ -297,18 +300,59 @@ static void test_request_and_actions(void **state) {
   assert_string_equal(F.reqs[2].path, "/api/v1/namespaces/ns/pods/mine");
   assert_non_null(strstr(F.reqs[2].body, "\"uid\":\"u-p\""));
 
-  /* update, then an apply that is refused with a clear error */
+  /* update, then a server-side apply (field manager: the controller) and a
+   * strategic merge patch */
   respond(
       "{\"result\":\"done\",\"actions\":[{\"action\":\"update\",\"object\":{\"apiVersion\":\"v1\","
       "\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
       "\"resourceVersion\":\"5\"}}},"
       "{\"action\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-      "{\"namespace\":\"ns\",\"name\":\"a\"}}}]}");
+      "{\"namespace\":\"ns\",\"name\":\"a\"},\"data\":{\"k\":\"w\"}}},"
+      "{\"action\":\"patch\",\"patchType\":\"strategic\",\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+      "\"namespace\":\"ns\",\"name\":\"mine\",\"patch\":{\"spec\":{\"containers\":[{\"name\":\"c\","
+      "\"$patch\":\"delete\"}]}}}]}");
   res = run("ns/a");
-  assert_int_equal(res.kind, KC_RESULT_ERROR);
+  assert_int_equal(res.kind, KC_RESULT_DONE);
   assert_string_equal(F.reqs[3].method, "PUT");
-  assert_string_equal(res.message,
-                      "actions[1] apply v1 ConfigMap ns/a: server-side apply is not supported yet");
+  assert_string_equal(F.reqs[4].method, "PATCH");
+  assert_string_equal(F.reqs[4].path, "/api/v1/namespaces/ns/configmaps/a?fieldManager=hk");
+  assert_string_equal(F.reqs[4].ct, "application/apply-patch+yaml");
+  assert_non_null(strstr(F.reqs[4].body, "\"data\":{\"k\":\"w\"}"));
+  assert_string_equal(F.reqs[5].path, "/api/v1/namespaces/ns/pods/mine");
+  assert_string_equal(F.reqs[5].ct, "application/strategic-merge-patch+json");
+
+  /* an apply of an owned object the cache lacks is an expected creation:
+   * 201 leaves it to the informer, 200 (it existed) observes it at once */
+#define APPLY_POD                                                                                   \
+  "{\"result\":\"done\",\"actions\":[{\"action\":\"apply\",\"fieldManager\":\"me\",\"force\":true,"     \
+  "\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\","               \
+  "\"name\":\"%s\"}}}]}"
+  char buf[512];
+  kc_expectations *ex = kc_plugin_instance_expectations(inst);
+  kc_expectations_forget(ex, "ns/a"); /* the create above is never observed here */
+  snprintf(buf, sizeof buf, APPLY_POD, "new");
+  respond(buf);
+  F.answer_code = 201;
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  assert_string_equal(F.reqs[6].path, "/api/v1/namespaces/ns/pods/new?fieldManager=me&force=true");
+  respond("{\"result\":\"done\"}");
+  run("ns/a");
+  assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":false"));
+  kc_expectations_forget(ex, "ns/a");
+  respond(buf); /* answered 200: the object existed */
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  respond("{\"result\":\"done\"}");
+  run("ns/a");
+  assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":true"));
+  /* an apply of an owned object the cache has expects nothing */
+  snprintf(buf, sizeof buf, APPLY_POD, "mine");
+  respond(buf);
+  F.answer_code = 201;
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  respond("{\"result\":\"done\"}");
+  run("ns/a");
+  assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":true"));
+#undef APPLY_POD
   stop();
 }
 
@@ -503,8 +547,50 @@ static void test_program_permissions(void **state) {
   }
 }
 
+/* The base every built-in transport shares (hook_host.h): the one default
+ * of the slot count, the copies init makes, the spec check. */
+static bool always_false(const kc_controller_spec *spec) {
+  (void)spec;
+  return false;
+}
+static void test_hook_base(void **state) {
+  (void)state;
+  const char *text = "controllers:\n  - name: hb\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                     "    owns: [{apiVersion: v1, kind: Pod}]\n    workers: 3\n"
+                     "    hook: {exec: {command: [/bin/true]}}\n"
+                     "  - name: one\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                     "    hook: {exec: {command: [/bin/true]}}\n";
+  kc_config *c = NULL;
+  char err[512];
+  assert_int_equal(kc_config_load_buffer("b.yaml", NULL, text, strlen(text), &c, err, sizeof err),
+                   0);
+  kc_controller_spec one = c->controllers[1];
+  one.workers = 0;
+  assert_int_equal(kc_hook_nslots(&c->controllers[0]), 3);
+  assert_int_equal(kc_hook_nslots(&one), 1);
+  kc_hook_base b;
+  assert_int_equal(kc_hook_base_init(&b, &c->controllers[0]), 0);
+  assert_string_equal(b.controller, "hb");
+  assert_int_equal(b.nslots, 3);
+  assert_string_equal(b.kinds.for_.kind, "ConfigMap");
+  assert_int_equal(b.kinds.nowns, 1);
+  assert_string_equal(b.kinds.owns[0].kind, "Pod");
+  assert_int_equal(kc_hook_attempt_of(&b.attempts, "ns/x"), 1);
+  kc_hook_base_free(&b);
+  kc_hook_base_free(&b); /* freed: a no-op */
+  void *arg = (void *)&c->controllers[0];
+  assert_ptr_equal(kc_hook_init_spec(&arg, "t", "x", NULL), &c->controllers[0]);
+  assert_null(arg);
+  arg = (void *)&c->controllers[0];
+  assert_null(kc_hook_init_spec(&arg, "t", "x", always_false));
+  arg = NULL;
+  assert_null(kc_hook_init_spec(&arg, "t", "x", NULL));
+  kc_config_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hook_base),
       cmocka_unit_test_setup_teardown(test_request_and_actions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_conflicts_errors_attempts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistent_children, setup, teardown),

@@ -77,10 +77,12 @@ static void test_actions(void **state) {
       "{\"action\":\"event\",\"type\":\"Warning\",\"reason\":\"Bad\",\"message\":\"m\"},"
       "{\"action\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
       "{\"name\":\"ap\"}},"
-      "\"fieldManager\":\"me\",\"force\":true}"
+      "\"fieldManager\":\"me\",\"force\":true},"
+      "{\"action\":\"patch\",\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"namespace\":\"a\",\"name\":\"sp\","
+      "\"patchType\":\"strategic\",\"patch\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"$patch\":\"delete\"}]}}}"
       "]}";
   assert_int_equal(parse(doc, &r, err, sizeof err), 0);
-  assert_int_equal(r.nactions, 8);
+  assert_int_equal(r.nactions, 9);
   assert_int_equal(r.actions[0].type, KC_HOOK_CREATE);
   assert_true(slice_is(
       r.actions[0].object,
@@ -110,6 +112,12 @@ static void test_actions(void **state) {
   assert_int_equal(r.actions[7].type, KC_HOOK_APPLY);
   assert_string_equal(r.actions[7].field_manager, "me");
   assert_true(r.actions[7].force);
+  assert_true(slice_is(r.actions[7].object,
+                       "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ap\"}}"));
+  assert_int_equal(r.actions[8].type, KC_HOOK_PATCH);
+  assert_int_equal(r.actions[8].patch_type, KCTRLD_PATCH_STRATEGIC); /* what api_patch takes */
+  assert_true(slice_is(r.actions[8].patch,
+                       "{\"spec\":{\"containers\":[{\"name\":\"c\",\"$patch\":\"delete\"}]}}"));
   kc_hook_response_free(&r);
 }
 

@@ -21,6 +21,7 @@
 #include "events.h"
 #include "hostapi.h"
 #include "hostenv.h"
+#include "apisim_child.h"
 #include "mini_server.h"
 #include "testutil.h"
 
@@ -96,7 +97,7 @@ static const struct kctrld_host_api *svc;
 /* ---- the HTTP server: records the last request, answers as told ---- */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char last_method[16], last_path[512], last_ct[128], last_body[8192];
+static char last_method[16], last_path[512], last_ct[128], last_body[8192], last_fm[64], last_force[8];
 static int reply_status = 200;
 static const char *reply_body = "{}";
 static mini_server *srv;
@@ -109,6 +110,9 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
   const char *ct = mini_server_header(rq, "Content-Type");
   snprintf(last_ct, sizeof last_ct, "%s", ct ? ct : "");
   snprintf(last_body, sizeof last_body, "%s", rq->body ? rq->body : "");
+  const char *fm = mini_server_query(rq, "fieldManager"), *force = mini_server_query(rq, "force");
+  snprintf(last_fm, sizeof last_fm, "%s", fm ? fm : "");
+  snprintf(last_force, sizeof last_force, "%s", force ? force : "");
   r->status = reply_status;
   r->body = reply_body;
   pthread_mutex_unlock(&mu);
@@ -565,6 +569,90 @@ static void test_writes(void **state) {
   assert_string_equal(last_method, "");
 }
 
+/* api_apply (ABI 1.2): the apply PATCH, 1 for a create, the field manager
+ * (default: the controller), force, and the error mapping of a conflict;
+ * strategic merge patches. */
+static void test_apply_request(void **state) {
+  assert_true(KCTRLD_HOST_HAS(svc, api_apply));
+  const kctrld_object *out = NULL;
+  answer(201, pod_reply);
+  assert_int_equal(svc->api_apply(ctx, pod_json, strlen(pod_json), "my-ctl", false, &out), 1);
+  expect_request("PATCH", "/api/v1/namespaces/ns/pods/web-1", "application/apply-patch+yaml");
+  assert_string_equal(last_body, pod_json);
+  assert_string_equal(last_fm, "my-ctl");
+  assert_string_equal(last_force, "");
+  assert_non_null(out);
+  svc->object_release(out);
+  answer(200, pod_reply);
+  assert_int_equal(svc->api_apply(ctx, pod_json, strlen(pod_json), NULL, true, NULL), 0);
+  assert_string_equal(last_fm, "test"); /* the controller's name */
+  assert_string_equal(last_force, "true");
+  answer(409, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409,"
+              "\"message\":\"Apply failed with 1 conflict: conflict with \\\"x\\\": .spec.replicas\"}");
+  assert_int_equal(svc->api_apply(ctx, pod_json, strlen(pod_json), "my-ctl", false, NULL), -ESTALE);
+  assert_non_null(strstr(CTX.api_error, "conflict with \"x\": .spec.replicas"));
+  /* no name: never sent */
+  answer(200, "{}");
+  const char noname[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\"}}";
+  assert_int_equal(svc->api_apply(ctx, noname, strlen(noname), "m", false, NULL), -EINVAL);
+  assert_string_equal(last_method, "");
+  atomic_store(&F.may_write, false);
+  assert_int_equal(svc->api_apply(ctx, pod_json, strlen(pod_json), "m", false, NULL), -EAGAIN);
+  atomic_store(&F.may_write, true);
+  assert_string_equal(last_method, "");
+  kctrld_ref pr = {"v1", "Pod", "ns", "web-1"};
+  const char smp[] = "{\"spec\":{\"containers\":[{\"name\":\"c\",\"$patch\":\"delete\"}]}}";
+  assert_int_equal(svc->api_patch(ctx, &pr, KCTRLD_PATCH_STRATEGIC, smp, strlen(smp), false, NULL), 0);
+  expect_request("PATCH", "/api/v1/namespaces/ns/pods/web-1", "application/strategic-merge-patch+json");
+}
+
+/* api_apply and strategic merge patches against kube-apisim itself: create
+ * (1), re-apply (0), another manager's conflict (-ESTALE, the server's
+ * message), force, and a strategic patch merging containers by name. */
+static void test_apply_against_apisim(void **state) {
+  assert_int_equal(sim_paths_init(), 0);
+  assert_int_equal(sim_start(), 0);
+  kc_api *api = NULL;
+  kc_kube_creds creds = {.server = sim_url};
+  assert_int_equal(kc_api_new(NULL, &creds, &api), 0);
+  struct fake f2 = {.api = api};
+  atomic_store(&f2.may_write, true);
+  kc_host_env env2 = {&fake_ops, &f2, NULL};
+  kctrld_ctx c2;
+  kc_hostapi_ctx_init(&c2, &env2, "podctl", NULL, NULL, NULL);
+  const char p1[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"default\",\"name\":\"ssa\","
+                    "\"labels\":{\"a\":\"1\"}},\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"nginx\"}]}}";
+  const kctrld_object *o = NULL;
+  assert_int_equal(svc->api_apply(&c2, p1, strlen(p1), NULL, false, &o), 1);
+  kctrld_value v;
+  assert_int_equal(svc->object_get(o, "metadata.managedFields", &v), 0);
+  static const char want_mgr[] = "\"manager\":\"podctl\",\"operation\":\"Apply\"";
+  assert_non_null(memmem(v.raw.ptr, v.raw.len, want_mgr, sizeof want_mgr - 1));
+  svc->object_release(o);
+  assert_int_equal(svc->api_apply(&c2, p1, strlen(p1), NULL, false, NULL), 0);
+  const char p2[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"default\",\"name\":\"ssa\"},"
+                    "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"httpd\"}]}}";
+  assert_int_equal(svc->api_apply(&c2, p2, strlen(p2), "other", false, NULL), -ESTALE);
+  assert_non_null(strstr(c2.api_error, "conflict with \"podctl\": .spec.containers[name=\"main\"].image"));
+  assert_int_equal(svc->api_apply(&c2, p2, strlen(p2), "other", true, &o), 0);
+  char img[32];
+  assert_int_equal(svc->object_string(o, "spec.containers[0].image", img, sizeof img), 5);
+  assert_string_equal(img, "httpd");
+  svc->object_release(o);
+  kctrld_ref pr = {"v1", "Pod", "default", "ssa"};
+  const char smp[] = "{\"spec\":{\"containers\":[{\"name\":\"side\",\"image\":\"busybox\"}]}}";
+  assert_int_equal(svc->api_patch(&c2, &pr, KCTRLD_PATCH_STRATEGIC, smp, strlen(smp), false, &o), 0);
+  assert_int_equal(svc->object_string(o, "spec.containers[0].name", img, sizeof img), 4);
+  assert_string_equal(img, "main");
+  assert_int_equal(svc->object_string(o, "spec.containers[1].name", img, sizeof img), 4);
+  assert_string_equal(img, "side");
+  svc->object_release(o);
+  kc_host_env_thread_cleanup();
+  kc_api_close(api);
+  sim_stop();
+  sim_paths_free();
+}
+
 struct mapping {
   int status;
   const char *body;
@@ -888,15 +976,44 @@ static void test_expectations_on_ctx(void **state) {
   kc_expectations_free(e);
 }
 
+/* A plugin's log line names the key being reconciled once: from the
+ * thread's reconcile fields (log.h) when a worker set them, else from the
+ * ctx, and never again when the message carries key= itself. */
+static size_t count_key_fields(const char *line) {
+  size_t n = 0;
+  for (const char *p = strstr(line, " key="); p; p = strstr(p + 1, " key=")) n++;
+  return n;
+}
+static void test_log_key_once(void **state) {
+  kctrld_ctx c;
+  kc_hostapi_ctx_init(&c, &ENV, "test", NULL, "a/p1", NULL);
+  kctrld_ctx *prev = kc_hostapi_enter(&c);
+  const char *msgs[] = {"synced pods=3", "deleted key=a/p1", "plain"};
+  for (int rec = 0; rec < 2; rec++)
+    for (size_t i = 0; i < sizeof msgs / sizeof *msgs; i++) {
+      if (rec) kc_log_set_reconcile("test", "a/p1", "r-1");
+      tu_stderr_begin();
+      svc->log(KC_LOG_INFO, "%s", msgs[i]);
+      char *out = tu_stderr_end();
+      kc_log_set_reconcile(NULL, NULL, NULL);
+      if (count_key_fields(out) != 1) fail_msg("reconcile fields %d: %s", rec, out);
+      assert_non_null(strstr(out, " key=a/p1"));
+      free(out);
+    }
+  kc_hostapi_leave(prev);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings),
       cmocka_unit_test(test_settings_unread),
       cmocka_unit_test(test_object_fields), cmocka_unit_test(test_cache),
-      cmocka_unit_test(test_writes),      cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_not_leader),
+      cmocka_unit_test(test_writes),      cmocka_unit_test(test_apply_request),
+      cmocka_unit_test(test_apply_against_apisim),      cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_not_leader),
       cmocka_unit_test(test_event),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_two_environments), cmocka_unit_test(test_no_environment),
       cmocka_unit_test(test_finalizers),  cmocka_unit_test(test_expectations_on_ctx),
+      cmocka_unit_test(test_log_key_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

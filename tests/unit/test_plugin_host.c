@@ -177,8 +177,8 @@ static void test_refuse_not_a_library(void **state) {
 static void test_refuse_bad_tables(void **state) {
   (void)state;
   expect_refusal("no_entry.so", -ENOEXEC, "does not export kctrld_plugin_entry");
-  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.1)");
-  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.1 but this daemon has ABI 1.1");
+  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.2)");
+  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.2 but this daemon has ABI 1.2");
   expect_refusal("small_table.so", -ENOTSUP, "plugin table of 16 bytes");
   expect_refusal("bad_signature.so", -ENOTSUP,
                  "build signature \"kctrld-abi-1,ptr4,long4,size4,off32,time32,order4321\" does "

@@ -9,17 +9,10 @@
 #include <cmocka.h>
 
 #include "decode.h"
+#include "testutil.h"
 #include "../../plugins/podset/podset.c"
 
 static kctrld_str S_(const char *s) { return s ? (kctrld_str){s, strlen(s)} : (kctrld_str){0}; }
-
-static void str_at(const kc_obj *o, const char *path, const char *want) {
-  kc_json_value v;
-  char buf[256];
-  assert_int_equal(kc_obj_get(o, path, &v), 0);
-  if (kc_json_string(&v, buf, sizeof buf) < 0) fail_msg("%s: not a string", path);
-  assert_string_equal(buf, want);
-}
 
 static void test_build_pod(void **state) {
   pu_buf b;
@@ -27,38 +20,33 @@ static void test_build_pod(void **state) {
                                     S_("{\"a\":\"b\"}"),
                                     S_("{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:1.27\"}]}"), &b),
                    0);
-  char err[128];
-  kc_obj *o = kc_obj_parse(b.p, b.n, NULL, err, sizeof err);
-  if (!o) fail_msg("%s: %s", b.p, err);
+  kc_obj *o = tu_parse(b.p, b.n);
   pu_buf_free(&b);
   assert_true(kc_str_eq_c(o->kind, "Pod") && kc_str_eq_c(o->api_version, "v1"));
   assert_true(kc_str_eq_c(o->namespace_, "demo"));
-  str_at(o, "metadata.generateName", "web-");
+  tu_str_at(o, "metadata.generateName", "web-");
   assert_int_equal(o->nlabels, 3);
   assert_true(kc_str_eq_c(kc_obj_label(o, kc_str_c("podset")), "web")); /* ours wins */
   assert_true(kc_str_eq_c(kc_obj_label(o, kc_str_c("app")), "web"));
-  str_at(o, "metadata.annotations.a", "b");
-  str_at(o, "metadata.ownerReferences[0].apiVersion", "demo.kctrld.io/v1");
-  str_at(o, "metadata.ownerReferences[0].kind", "PodSet");
-  str_at(o, "metadata.ownerReferences[0].name", "web");
-  str_at(o, "metadata.ownerReferences[0].uid", "u-1");
-  kc_json_value v;
-  assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[0].controller", &v), 0);
-  assert_true(kc_json_true(&v));
-  assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[0].blockOwnerDeletion", &v), 0);
-  assert_true(kc_json_true(&v));
-  str_at(o, "spec.containers[0].image", "nginx:1.27");
+  tu_str_at(o, "metadata.annotations.a", "b");
+  tu_str_at(o, "metadata.ownerReferences[0].apiVersion", "demo.kctrld.io/v1");
+  tu_str_at(o, "metadata.ownerReferences[0].kind", "PodSet");
+  tu_str_at(o, "metadata.ownerReferences[0].name", "web");
+  tu_str_at(o, "metadata.ownerReferences[0].uid", "u-1");
+  tu_true_at(o, "metadata.ownerReferences[0].controller");
+  tu_true_at(o, "metadata.ownerReferences[0].blockOwnerDeletion");
+  tu_str_at(o, "spec.containers[0].image", "nginx:1.27");
   kc_obj_unref(o);
 
   /* No template labels or annotations; an escaped name. */
   assert_int_equal(podset_build_pod("demo", "we\"b", "u", (kctrld_str){0}, (kctrld_str){0}, S_("{}"), &b), 0);
-  o = kc_obj_parse(b.p, b.n, NULL, err, sizeof err);
-  assert_non_null(o);
+  o = tu_parse(b.p, b.n);
   pu_buf_free(&b);
   assert_int_equal(o->nlabels, 1);
+  kc_json_value v;
   assert_int_equal(kc_obj_get(o, "metadata.annotations", &v), 0);
   assert_int_equal(v.type, KC_JSON_ABSENT);
-  str_at(o, "metadata.generateName", "we\"b-");
+  tu_str_at(o, "metadata.generateName", "we\"b-");
   kc_obj_unref(o);
 
   /* A template without an object spec, or with broken labels. */

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "plugin_host.h"
 #include "store.h"
+#include "testutil.h"
 
 #ifndef KC_TEST_PLUGIN_DIR
 #define KC_TEST_PLUGIN_DIR "build/tests/plugins"
@@ -128,21 +129,6 @@ static void test_escaper_random(void **state) {
 
 /* ---- builders ---- */
 
-static kc_obj *parse_obj(const pu_buf *b) {
-  char err[160];
-  kc_obj *o = kc_obj_parse(b->p, b->n, NULL, err, sizeof err);
-  if (!o) fail_msg("%s: %s", b->p, err);
-  return o;
-}
-
-static void str_at(const kc_obj *o, const char *path, const char *want) {
-  kc_json_value v;
-  char buf[256];
-  assert_int_equal(kc_obj_get(o, path, &v), 0);
-  if (kc_json_string(&v, buf, sizeof buf) < 0) fail_msg("%s: not a string", path);
-  assert_string_equal(buf, want);
-}
-
 static void test_builders(void **state) {
   pu_buf b;
   pu_buf_init(&b);
@@ -156,26 +142,24 @@ static void test_builders(void **state) {
   pu_condition(&b, "Seen", "True", "Ok", NULL, NULL, -1);
   pu_str(&b, "]}}");
   assert_false(b.oom);
-  kc_obj *o = parse_obj(&b);
-  str_at(o, "metadata.ownerReferences[0].name", "we\"b");
-  str_at(o, "metadata.ownerReferences[0].kind", "PodSet");
-  str_at(o, "metadata.ownerReferences[0].uid", "u-1");
+  kc_obj *o = tu_parse(b.p, b.n);
+  tu_str_at(o, "metadata.ownerReferences[0].name", "we\"b");
+  tu_str_at(o, "metadata.ownerReferences[0].kind", "PodSet");
+  tu_str_at(o, "metadata.ownerReferences[0].uid", "u-1");
   kc_json_value v;
-  assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[0].controller", &v), 0);
-  assert_true(kc_json_true(&v));
-  assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[0].blockOwnerDeletion", &v), 0);
-  assert_true(kc_json_true(&v));
+  tu_true_at(o, "metadata.ownerReferences[0].controller");
+  tu_true_at(o, "metadata.ownerReferences[0].blockOwnerDeletion");
   assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[1].controller", &v), 0);
   assert_int_equal(v.type, KC_JSON_ABSENT);
-  str_at(o, "status.conditions[0].type", "Ready");
-  str_at(o, "status.conditions[0].status", "False");
-  str_at(o, "status.conditions[0].message", "2 of 3\nready");
-  str_at(o, "status.conditions[0].lastTransitionTime", "2026-01-02T03:04:05Z");
+  tu_str_at(o, "status.conditions[0].type", "Ready");
+  tu_str_at(o, "status.conditions[0].status", "False");
+  tu_str_at(o, "status.conditions[0].message", "2 of 3\nready");
+  tu_str_at(o, "status.conditions[0].lastTransitionTime", "2026-01-02T03:04:05Z");
   int64_t g;
   assert_int_equal(kc_obj_get(o, "status.conditions[0].observedGeneration", &v), 0);
   assert_int_equal(kc_json_int64(&v, &g), 0);
   assert_int_equal(g, 7);
-  str_at(o, "status.conditions[1].message", "");
+  tu_str_at(o, "status.conditions[1].message", "");
   assert_int_equal(kc_obj_get(o, "status.conditions[1].observedGeneration", &v), 0);
   assert_int_equal(v.type, KC_JSON_ABSENT);
   kc_obj_unref(o);
@@ -263,11 +247,11 @@ static void test_cxx_plugin(void **state) {
   pu_buf b;
   pu_buf_init(&b);
   pu_str(&b, f.body);
-  o = parse_obj(&b);
+  o = tu_parse(b.p, b.n);
   pu_buf_free(&b);
-  str_at(o, "status.conditions[0].type", "Seen");
-  str_at(o, "status.conditions[0].status", "True");
-  str_at(o, "status.conditions[0].message", "seen by C++: \"cm1\"");
+  tu_str_at(o, "status.conditions[0].type", "Seen");
+  tu_str_at(o, "status.conditions[0].status", "True");
+  tu_str_at(o, "status.conditions[0].message", "seen by C++: \"cm1\"");
   kc_json_value v;
   int64_t g;
   assert_int_equal(kc_obj_get(o, "status.conditions[0].observedGeneration", &v), 0);

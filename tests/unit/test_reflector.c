@@ -1249,6 +1249,30 @@ static unsigned raw_run(unsigned nreq, const char *want_log, kc_reflector_stats 
   return got;
 }
 
+/* The raw server's steps run until the sink's log reads want_log: a list
+ * at RV 50, its watch reset, the history check's GETs (check: one or two
+ * paths below BASE, "?limit=500" for the consistent relist), and the watch
+ * that resumes at resume_rv; one history check that found `changes`
+ * changes. */
+static void expect_reset_run(const char *want_log, const char *check1, const char *check2,
+                             const char *resume_rv, unsigned changes) {
+  kc_reflector_stats st;
+  assert_true(raw_run(5, want_log, &st) >= 5);
+  char resume[256];
+  snprintf(resume, sizeof resume,
+           BASE "?allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=T&watch=true", resume_rv);
+  char c1[128], c2[128];
+  snprintf(c1, sizeof c1, BASE "%s", check1);
+  snprintf(c2, sizeof c2, BASE "%s", check2);
+  const char *want[] = {BASE "?limit=500&resourceVersion=0",
+                        BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
+                        c1, c2, resume};
+  expect_requests(want, 5);
+  assert_int_equal(st.history_checks, 1);
+  assert_int_equal(st.history_changes, changes);
+  assert_string_equal(K.log, want_log);
+}
+
 static void test_connection_reset_midstream(void **state) {
   add_body(200, list_body("50", NULL, "a@40"));
   const char *mod = event("MODIFIED", "a", "52");
@@ -1258,19 +1282,11 @@ static void test_connection_reset_midstream(void **state) {
   add_body(200, pod("b", "51")); /* the history check: same uid, same RV */
   add_body(200, pod("a", "40"));
   add_watch(event("MODIFIED", "a", "52"), NULL);
-  kc_reflector_stats st;
-  assert_true(raw_run(5, "R a@40;U b@51;U a@52;", &st) >= 5);
   /* After the reset, the history check reads the newest cached object (b)
    * and the sampled others (a: two objects, both in the sample) before the
-   * watch resumes at 51. */
-  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
-                  BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
-                  BASE "/b", BASE "/a",
-                  BASE "?allowWatchBookmarks=true&resourceVersion=51&timeoutSeconds=T&watch=true");
-  assert_int_equal(st.history_checks, 1);
-  assert_int_equal(st.history_changes, 0);
-  /* The half event is dropped; the re-watch from 51 delivers it whole. */
-  assert_string_equal(K.log, "R a@40;U b@51;U a@52;");
+   * watch resumes at 51. The half event is dropped; the re-watch from 51
+   * delivers it whole. */
+  expect_reset_run("R a@40;U b@51;U a@52;", "/b", "/a", "51", 0);
 }
 
 /* A connection reset, and the server that answers afterwards holds the
@@ -1285,15 +1301,7 @@ static void reset_then_check(const char *check_status, const char *check_body) {
   add_body(atoi(check_status), check_body);
   add_body(200, list_body("30", NULL, "a@20"));
   add_watch(event("MODIFIED", "a", "31"), NULL);
-  kc_reflector_stats st;
-  assert_true(raw_run(5, "R a@40,b@45;U b@51;R a@20;U a@31;", &st) >= 5);
-  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
-                  BASE "?allowWatchBookmarks=true&resourceVersion=50&timeoutSeconds=T&watch=true",
-                  BASE "/b", BASE "?limit=500",
-                  BASE "?allowWatchBookmarks=true&resourceVersion=30&timeoutSeconds=T&watch=true");
-  assert_int_equal(st.history_checks, 1);
-  assert_int_equal(st.history_changes, 1);
-  assert_string_equal(K.log, "R a@40,b@45;U b@51;R a@20;U a@31;");
+  expect_reset_run("R a@40,b@45;U b@51;R a@20;U a@31;", "/b", "?limit=500", "30", 1);
 }
 
 static void test_history_changed_other_uid(void **state) {

@@ -63,6 +63,26 @@ kc_obj *tu_fixture_obj(const char *name, const kc_transform *t) {
   return o;
 }
 
+kc_obj *tu_parse(const char *json, size_t len) {
+  char err[256];
+  kc_obj *o = kc_obj_parse(json, len, NULL, err, sizeof err);
+  if (!o) fail_msg("%.*s: %s", (int)len, json, err);
+  return o;
+}
+
+void tu_str_at(const kc_obj *o, const char *path, const char *want) {
+  kc_json_value v;
+  char buf[1024];
+  if (kc_obj_get(o, path, &v) < 0 || kc_json_string(&v, buf, sizeof buf) < 0)
+    fail_msg("%s: not a string", path);
+  if (strcmp(buf, want) != 0) fail_msg("%s: \"%s\", want \"%s\"", path, buf, want);
+}
+
+void tu_true_at(const kc_obj *o, const char *path) {
+  kc_json_value v;
+  if (kc_obj_get(o, path, &v) < 0 || !kc_json_true(&v)) fail_msg("%s: not true", path);
+}
+
 static int saved_stderr = -1;
 static char capture_path[64];
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* testutil: small helpers shared by the unit tests (linked into each): file
- * and fixture reading.
+ * and fixture reading, parsing an object and asserting on its fields.
  *
  * Threads: any for tu_read_file; the test's own thread for the tu_fixture*
  * helpers (they fail the running cmocka test).
@@ -31,6 +31,13 @@ char *tu_fixture(const char *name, size_t *len);
 /* The object fixture TU_FIXTURES "objects/" NAME parsed with transform t
  * (NULL: none). */
 kc_obj *tu_fixture_obj(const char *name, const kc_transform *t);
+
+/* json[0..len) parsed (no transform); fails the test naming the text. */
+kc_obj *tu_parse(const char *json, size_t len);
+/* Fail the test unless the value at path (kobj.h's paths) of o is the
+ * string want / JSON true. */
+void tu_str_at(const kc_obj *o, const char *path, const char *want);
+void tu_true_at(const kc_obj *o, const char *path);
 
 /* Captures what is written to stderr (fd 2, e.g. daemon/log.h lines)
  * between tu_stderr_begin and tu_stderr_end, which returns it (malloc'ed,

@@ -12,6 +12,9 @@ and a requeue instead of a label computed from a stale view.
 
 Environment:
   CMHASH_LABEL    the label key (default kctrld.io/config-hash)
+  CMHASH_APPLY    1: write the label with a server-side apply (field manager
+                  cmhash, force: the hook is the authority for its label)
+                  instead of the resourceVersion-guarded merge patch
   CMHASH_VERBOSE  1: one stderr line per request (kctrld logs it with the key)
   CMHASH_FAULTS   1: test hooks; a ConfigMap with data["kctrld-test"] set to
                   crash, hang, garbage or error makes this process exit,
@@ -26,6 +29,7 @@ import time
 LABEL = os.environ.get("CMHASH_LABEL", "kctrld.io/config-hash")
 VERBOSE = os.environ.get("CMHASH_VERBOSE") == "1"
 FAULTS = os.environ.get("CMHASH_FAULTS") == "1"
+APPLY = os.environ.get("CMHASH_APPLY") == "1"
 
 
 def content_hash(cm):
@@ -54,10 +58,17 @@ def reconcile(req):
     want = content_hash(cm)
     if (md.get("labels") or {}).get(LABEL) == want:
         return {"result": "done"}
-    patch = {"metadata": {"resourceVersion": md["resourceVersion"], "labels": {LABEL: want}}}
+    if APPLY:
+        # only the field cmhash owns; the server keeps everything else
+        write = {"action": "apply", "fieldManager": "cmhash", "force": True, "object": {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": md.get("namespace", ""), "name": md["name"], "labels": {LABEL: want}}}}
+    else:
+        patch = {"metadata": {"resourceVersion": md["resourceVersion"], "labels": {LABEL: want}}}
+        write = {"action": "patch", "apiVersion": "v1", "kind": "ConfigMap",
+                 "namespace": md.get("namespace", ""), "name": md["name"], "patch": patch}
     return {"result": "done", "actions": [
-        {"action": "patch", "apiVersion": "v1", "kind": "ConfigMap",
-         "namespace": md.get("namespace", ""), "name": md["name"], "patch": patch},
+        write,
         {"action": "event", "reason": "Hashed", "message": "%s=%s" % (LABEL, want)},
     ]}
 

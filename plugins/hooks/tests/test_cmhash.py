@@ -8,78 +8,33 @@ number; and a hook child that crashes, hangs or writes garbage costs only
 its key: the daemon keeps serving (other keys reconcile, /readyz is 200),
 the log names controller and key, the child is restarted and no zombie is
 left behind, at run time or after the stop."""
-import hashlib
-import json
 import os
 import re
 import signal
 import sys
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
-import itest  # noqa: E402
-from itest import Cluster, Kctrld, wait_for  # noqa: E402
+from itest import Kctrld, wait_for  # noqa: E402
 import taplib  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, "..", "cmhash", "cmhash.py")
-NS = "cmh"
-CMS = "/api/v1/namespaces/%s/configmaps" % NS
-LABEL = "kctrld.io/config-hash"
+sys.path.insert(0, HERE)
+from cmhash_common import CMS, LABEL, NS, cluster, cm, label_of, labelled, labels_and_survives_conflict, readyz  # noqa: E402
+import cmhash_common  # noqa: E402
 
-CONFIG = """
-logLevel: info
-metrics: { bindAddress: "127.0.0.1:0" }
-informers:
-  - apiVersion: v1
-    kind: ConfigMap
-    namespaces: [%(ns)s]
-controllers:
-  - name: cmhash
-    for: { apiVersion: v1, kind: ConfigMap }
-    workers: 2
-    rateLimit: { baseDelay: 50ms, maxDelay: 2s }
-    hook:
-      exec:
+HOOK_YAML = """      exec:
         command: [python3, %(hook)s]
-        env: { CMHASH_VERBOSE: "1", CMHASH_FAULTS: "1" }
+        env: { CMHASH_VERBOSE: "1", CMHASH_FAULTS: "1", CMHASH_APPLY: "%(apply)s" }
         timeout: %(timeout)s
         stopGracePeriod: 2s
 """
 
 
-def config(timeout="10s"):
-    return CONFIG % {"ns": NS, "hook": os.path.abspath(HOOK), "timeout": timeout}
-
-
-def want_hash(cm):
-    doc = {"binaryData": cm.get("binaryData") or {}, "data": cm.get("data") or {}}
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def label_of(c, name):
-    cm = c.get(CMS + "/" + name)
-    return cm and (cm["metadata"].get("labels") or {}).get(LABEL)
-
-
-def labelled(c, name):
-    cm = c.get(CMS + "/" + name)
-    return cm is not None and (cm["metadata"].get("labels") or {}).get(LABEL) == want_hash(cm)
-
-
-def cm(name, data):
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
-
-
-def readyz(k):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % k.metrics_port(), timeout=5) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return "%d %s" % (e.code, e.read().decode(errors="replace"))
+def config(timeout="10s", apply=False):
+    return cmhash_common.config(HOOK_YAML % {"hook": os.path.abspath(HOOK), "timeout": timeout,
+                                             "apply": "1" if apply else "0"})
 
 
 def children(pid):
@@ -111,40 +66,14 @@ def hook_children(k):
     return [c for c in children(k.proc.pid) if "cmhash.py" in c[2] or c[1] == "Z"]
 
 
-def cluster(sim, first):
-    """The test namespace with one ConfigMap in it."""
-    itest.require_binaries()
-    c = Cluster(sim)
-    c.namespace(NS)
-    c.create(CMS, cm(first, {"k": "1"}))
-    return c
-
-
 def test_cmhash_labels_configmaps():
     with taplib.Apisim() as sim:
         c = cluster(sim, "a")
         with Kctrld(config(), sim.kubeconfig) as k:
-            # create: labelled, with an Event
-            wait_for(lambda: labelled(c, "a"), what="a labelled", kctrld=k)
-            c.create(CMS, cm("b", {"x": "y"}))
-            wait_for(lambda: labelled(c, "b"), what="b labelled", kctrld=k)
-            h1 = label_of(c, "a")
-            # update: the label follows the content
-            c.merge_patch(CMS + "/a", {"data": {"k": "2"}})
-            wait_for(lambda: label_of(c, "a") not in (None, h1) and labelled(c, "a"), what="a relabelled", kctrld=k)
+            # create, update, conflict (cmhash_common); an Event on create
+            labels_and_survives_conflict(sim, c, k)
             evs = c.items("/api/v1/namespaces/%s/events" % NS)
             assert any(e.get("reason") == "Hashed" and e["involvedObject"]["name"] == "a" for e in evs), evs
-            # conflict: the next PATCH gets 409; the key is requeued and the retry succeeds
-            sim.control("POST", "faults", {"action": "status", "code": 409, "count": 1, "method": "PATCH",
-                                           "pathPrefix": CMS + "/b"})
-            b = c.get(CMS + "/b")
-            b["data"] = {"x": "z"}
-            sim.json("PUT", CMS + "/b", b, expect=200)  # (a PUT: the fault waits for the hook's PATCH)
-            wait_for(lambda: labelled(c, "b"), what="b relabelled after the conflict", kctrld=k)
-            reqs = [r for r in sim.control("GET", "requests")["requests"]
-                    if r["method"] == "PATCH" and r["path"] == CMS + "/b"]
-            assert [r["code"] for r in reqs][-2:] == [409, 200], reqs
-            assert re.search(r"conflict .*requeue", k.log()), k.log()
             # delete: reconciled once more (object null), nothing written, no error
             seen = k.log().count("reconcile key=%s/b " % NS)
             writes = len([r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"])
@@ -171,6 +100,40 @@ def test_cmhash_labels_configmaps():
             assert kids, children(k.proc.pid)
             assert k.stop() == 0, k.log()
             assert_gone(kids)
+
+
+def owners(c, name):
+    """manager -> fieldsV1 of a ConfigMap's managedFields."""
+    return {m["manager"]: m for m in c.get(CMS + "/" + name)["metadata"].get("managedFields", [])}
+
+
+def test_cmhash_apply_variant():
+    """CMHASH_APPLY=1: the same controller through the `apply` action: the
+    label is owned by field manager cmhash in managedFields, follows the
+    content, and another manager's change of it is taken back (force)."""
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "a")
+        with Kctrld(config(apply=True), sim.kubeconfig) as k:
+            wait_for(lambda: labelled(c, "a"), what="a labelled", kctrld=k)
+            o = owners(c, "a")
+            assert o["cmhash"]["operation"] == "Apply", o
+            assert o["cmhash"]["fieldsV1"] == {"f:metadata": {"f:labels": {"f:" + LABEL: {}}}}, o
+            reqs = [r for r in sim.control("GET", "requests")["requests"]
+                    if r["method"] == "PATCH" and r["path"] == CMS + "/a"]
+            assert reqs and all("fieldManager=cmhash" in r["query"] and "force=true" in r["query"]
+                                for r in reqs), reqs
+            h1 = label_of(c, "a")
+            c.merge_patch(CMS + "/a", {"data": {"k": "2"}})
+            wait_for(lambda: label_of(c, "a") not in (None, h1) and labelled(c, "a"), what="a relabelled", kctrld=k)
+            # someone else sets the label: a field conflict the hook wins with force
+            sim.json("PATCH", CMS + "/a?fieldManager=tamper", {"metadata": {"labels": {LABEL: "bogus"}}},
+                     headers={"Content-Type": "application/merge-patch+json"}, expect=200)
+            wait_for(lambda: labelled(c, "a"), what="a relabelled after tampering", kctrld=k)
+            o = owners(c, "a")
+            assert "f:" + LABEL in o["cmhash"]["fieldsV1"]["f:metadata"]["f:labels"], o
+            assert "tamper" not in o, o  # force moved the field back: tamper owns nothing
+            assert "Reconciler error controller=cmhash" not in k.log(), k.log()
+            assert k.stop() == 0, k.log()
 
 
 def test_cmhash_bad_children_cost_only_their_key():

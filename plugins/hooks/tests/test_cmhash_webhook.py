@@ -17,29 +17,16 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
-import itest  # noqa: E402
-from itest import Cluster, Kctrld, wait_for  # noqa: E402
+from itest import Kctrld, wait_for  # noqa: E402
 import taplib  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "..", "cmhash-webhook", "server.py")
 sys.path.insert(0, HERE)
-from test_cmhash import CMS, NS, cm, label_of, labelled, readyz  # noqa: E402
+from cmhash_common import CMS, NS, cluster, cm, labelled, labels_and_survives_conflict, readyz  # noqa: E402
+import cmhash_common  # noqa: E402
 
-CONFIG = """
-logLevel: info
-metrics: { bindAddress: "127.0.0.1:0" }
-informers:
-  - apiVersion: v1
-    kind: ConfigMap
-    namespaces: [%(ns)s]
-controllers:
-  - name: cmhash
-    for: { apiVersion: v1, kind: ConfigMap }
-    workers: 2
-    rateLimit: { baseDelay: 50ms, maxDelay: 2s }
-    hook:
-      webhook:
+HOOK_YAML = """      webhook:
         url: %(url)s
 %(extra)s        timeout: 5s
 """
@@ -76,15 +63,7 @@ class Server:
 
 
 def config(url, extra=""):
-    return CONFIG % {"ns": NS, "url": url, "extra": extra}
-
-
-def cluster(sim, first):
-    itest.require_binaries()
-    c = Cluster(sim)
-    c.namespace(NS)
-    c.create(CMS, cm(first, {"k": "1"}))
-    return c
+    return cmhash_common.config(HOOK_YAML % {"url": url, "extra": extra})
 
 
 def test_webhook_reconciles_and_backs_off_per_key():
@@ -93,25 +72,9 @@ def test_webhook_reconciles_and_backs_off_per_key():
         url = "http://127.0.0.1:%d/sync?token=s3cret" % srv.port
         shown = "http://127.0.0.1:%d/sync" % srv.port
         with Kctrld(config(url), sim.kubeconfig) as k:
-            # create, update
-            wait_for(lambda: labelled(c, "a"), what="a labelled", kctrld=k)
+            # create, update, conflict (cmhash_common)
+            labels_and_survives_conflict(sim, c, k)
             assert "webhook hook %s " % shown in k.log(), k.log()
-            c.create(CMS, cm("b", {"x": "y"}))
-            wait_for(lambda: labelled(c, "b"), what="b labelled", kctrld=k)
-            h1 = label_of(c, "a")
-            c.merge_patch(CMS + "/a", {"data": {"k": "2"}})
-            wait_for(lambda: label_of(c, "a") not in (None, h1) and labelled(c, "a"), what="a relabelled", kctrld=k)
-            # conflict: 409 on the hook's PATCH -> requeue, the retry succeeds
-            sim.control("POST", "faults", {"action": "status", "code": 409, "count": 1, "method": "PATCH",
-                                           "pathPrefix": CMS + "/b"})
-            b = c.get(CMS + "/b")
-            b["data"] = {"x": "z"}
-            sim.json("PUT", CMS + "/b", b, expect=200)
-            wait_for(lambda: labelled(c, "b"), what="b relabelled after the conflict", kctrld=k)
-            reqs = [r for r in sim.control("GET", "requests")["requests"]
-                    if r["method"] == "PATCH" and r["path"] == CMS + "/b"]
-            assert [r["code"] for r in reqs][-2:] == [409, 200], reqs
-            assert re.search(r"conflict .*requeue", k.log()), k.log()
             # delete: reconciled (object null), nothing written, no error
             seen = srv.log().count("reconcile key=%s/b " % NS)
             c.delete(CMS + "/b")

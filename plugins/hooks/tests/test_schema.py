@@ -55,6 +55,12 @@ def test_example_hooks_match_schema():
     resp = json.loads(out)
     assert resp["actions"][0]["action"] == "patch", resp
     assert v.is_valid(resp), [e.message for e in v.iter_errors(resp)]
+    out = subprocess.run([sys.executable, os.path.join(HERE, "..", "cmhash", "cmhash.py")],
+                         env=dict(env, CMHASH_APPLY="1"), input=json.dumps(REQUEST) + "\n",
+                         capture_output=True, text=True, timeout=30).stdout
+    resp = json.loads(out)
+    assert resp["actions"][0]["action"] == "apply" and resp["actions"][0]["force"] is True, resp
+    assert v.is_valid(resp), [e.message for e in v.iter_errors(resp)]
     ns = dict(REQUEST, object={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "uid": "u"}})
     try:
         out = subprocess.run(["bash", os.path.join(HERE, "..", "nsdefault", "nsdefault.sh")],

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Integration test of the podset plugin against kube-apisim: scale up, down,
 replace a deleted Pod, status through the status subresource, Events, and
-never more creates or deletes than needed (counted from the watch history)."""
+never more creates or deletes than needed (counted from the watch history).
+Every test runs twice: with the plugin in the daemon (isolation: in-process)
+and in a plugin child process (isolation: process, daemon/isolate.h), where
+each of its host calls travels to the daemon and back."""
 import os
 import re
 import sys
@@ -27,6 +30,7 @@ controllers:
     for: { apiVersion: demo.kctrld.io/v1, kind: PodSet }
     owns: [ { apiVersion: v1, kind: Pod } ]
     workers: 2
+    isolation: %s
 """
 
 
@@ -45,7 +49,7 @@ def live_pods(c, name):
             if not p["metadata"].get("deletionTimestamp")]
 
 
-def test_podset_lifecycle():
+def podset_lifecycle(isolation):
     itest.require_binaries("podset")
     with taplib.Apisim(seeds=[os.path.join(ROOT, "config", "podset-crd.yaml")]) as sim:
         c = Cluster(sim)
@@ -53,7 +57,7 @@ def test_podset_lifecycle():
         ps = c.create(PS_PATH, podset("web", 3))
         uid = ps["metadata"]["uid"]
         rv0 = c.list_rv(PODS)
-        with Kctrld(CONFIG % itest.plugin_path("podset"), sim.kubeconfig) as k:
+        with Kctrld(CONFIG % (itest.plugin_path("podset"), isolation), sim.kubeconfig) as k:
             # Scale up to 3, with the template and the owner reference.
             pods = wait_for(lambda: len(live_pods(c, "web")) == 3 and live_pods(c, "web"), what="3 pods", kctrld=k)
             for p in pods:
@@ -123,14 +127,14 @@ def test_podset_lifecycle():
             assert k.stop() == 0, k.log()
 
 
-def test_podset_deleted_and_zero():
+def podset_deleted_and_zero(isolation):
     itest.require_binaries("podset")
     with taplib.Apisim(seeds=[os.path.join(ROOT, "config", "podset-crd.yaml")]) as sim:
         c = Cluster(sim)
         c.namespace(NS)
         c.create(PS_PATH, podset("zero", 0))
         c.create(PS_PATH, podset("gone", 2))
-        with Kctrld(CONFIG % itest.plugin_path("podset"), sim.kubeconfig) as k:
+        with Kctrld(CONFIG % (itest.plugin_path("podset"), isolation), sim.kubeconfig) as k:
             wait_for(lambda: len(live_pods(c, "gone")) == 2, what="2 pods", kctrld=k)
             wait_for(lambda: (c.get(PS_PATH + "/zero").get("status") or {}) == {"replicas": 0, "observedGeneration": 1},
                      what="status of the empty PodSet", kctrld=k)
@@ -140,6 +144,22 @@ def test_podset_deleted_and_zero():
             assert len(live_pods(c, "gone")) == 2
             assert k.alive()
             assert k.stop() == 0, k.log()
+
+
+def test_podset_lifecycle():
+    podset_lifecycle("in-process")
+
+
+def test_podset_lifecycle_isolated():
+    podset_lifecycle("process")
+
+
+def test_podset_deleted_and_zero():
+    podset_deleted_and_zero("in-process")
+
+
+def test_podset_deleted_and_zero_isolated():
+    podset_deleted_and_zero("process")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Tests for `isolation: process`: the line format (daemon/isolate_wire.c),
+ * the settings as YAML text (kc_isolate_yaml_write) and the supervised
+ * plugin child (daemon/isolate.c, daemon/isolate_child.c) running
+ * tests/integration/plugins/isolated.c. This binary is its own plugin child:
+ * main dispatches --plugin-child to kc_isolate_child_main, and the daemon
+ * side starts /proc/self/exe. The host environment is a fake (one
+ * ConfigMap store, an API that records requests, an Event counter).
+ * Covered: host calls served from the parent (cache, patch through the
+ * write fence, events, expectations, settings, log), a crash (SIGSEGV,
+ * abort, exit), a hang past reconcileTimeout and garbage on the channel
+ * each costing one error result, one panic and one child, the restart at
+ * once after a healthy child and the backoff after a fresh one, an init
+ * failure reported with the child's reason, and fini reaping every child. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "decode.h"
+#include "hook_child.h"
+#include "hostapi.h"
+#include "isolate.h"
+#include "isolate_child.h"
+#include "isolate_wire.h"
+#include "kobj.h"
+#include "plugin_host.h"
+#include "store.h"
+#include "testutil.h"
+#include "yamltree.h"
+
+/* ASan's SIGSEGV handler makes the child exit 1 instead of dying by the
+ * signal (elsewhere the child's crash report, crashreport.h, re-raises it). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SAN_SEGV 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SAN_SEGV 1
+#endif
+#endif
+#ifndef SAN_SEGV
+#define SAN_SEGV 0
+#endif
+
+/* ---- the wire ------------------------------------------------------------ */
+
+static void test_wire_roundtrip(void **state) {
+  (void)state;
+  kc_buf b = {0};
+  const char nasty[] = "a\tb\nc\\d\\t{\"x\": \"\\n\"}";
+  kc_iso_begin(&b, "call");
+  kc_iso_puts(&b, "get");
+  kc_iso_put(&b, nasty, sizeof nasty - 1);
+  kc_iso_puts(&b, "");
+  kc_iso_put(&b, NULL, 0);
+  kc_iso_puti(&b, -42);
+  kc_iso_puti(&b, INT64_MIN);
+  kc_iso_end(&b);
+  assert_int_equal(b.err, 0);
+  assert_non_null(memchr(b.p, '\n', b.len));
+  assert_ptr_equal(memchr(b.p, '\n', b.len), b.p + b.len - 1); /* one line */
+  kc_iso_msg m = {0};
+  assert_int_equal(kc_iso_parse(b.p, b.len - 1, &m), 0);
+  assert_int_equal(m.n, 7);
+  assert_true(kc_iso_is(&m, 0, "call"));
+  assert_true(kc_iso_is(&m, 1, "get"));
+  assert_int_equal(m.f[2].len, sizeof nasty - 1);
+  assert_memory_equal(m.f[2].ptr, nasty, sizeof nasty - 1);
+  assert_int_equal(m.f[3].len, 0);
+  assert_int_equal(m.f[4].len, 0);
+  int64_t v;
+  assert_int_equal(kc_iso_int(&m, 5, &v), 0);
+  assert_int_equal(v, -42);
+  assert_int_equal(kc_iso_int(&m, 6, &v), 0);
+  assert_true(v == INT64_MIN);
+  assert_int_equal(kc_iso_int(&m, 2, &v), -EPROTO); /* not a number */
+  assert_int_equal(kc_iso_int(&m, 3, &v), -EPROTO); /* empty */
+  assert_int_equal(kc_iso_int(&m, 9, &v), -EPROTO); /* absent */
+  assert_string_equal(kc_iso_str(&m, 9), "");
+  kc_iso_msg_free(&m);
+  kc_buf_free(&b);
+}
+
+static void test_wire_rejects(void **state) {
+  (void)state;
+  static const char *const bad[] = {"", "\tx", "a\\", "a\\x", "a\nb", "a\\\tb"};
+  kc_iso_msg m = {0};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char line[16];
+    snprintf(line, sizeof line, "%s", bad[i]);
+    assert_int_equal(kc_iso_parse(line, strlen(line), &m), -EPROTO);
+  }
+  char big[32];
+  snprintf(big, sizeof big, "9223372036854775808");
+  assert_int_equal(kc_iso_parse(big, strlen(big), &m), 0);
+  int64_t v;
+  assert_int_equal(kc_iso_int(&m, 0, &v), -EPROTO); /* INT64_MAX + 1 */
+  snprintf(big, sizeof big, "-");
+  assert_int_equal(kc_iso_parse(big, strlen(big), &m), 0);
+  assert_int_equal(kc_iso_int(&m, 0, &v), -EPROTO);
+  kc_iso_msg_free(&m);
+}
+
+/* Settings reach the child as YAML text that reads back as the same tree. */
+static void test_yaml_write(void **state) {
+  (void)state;
+  const char *text = "s:\n  greeting: \"tab\\there \\\"q\\\" \\\\\"\n  n: 5\n  b: true\n"
+                     "  nul:\n  list: [a, 'x: y', {k: v}, [], {}]\n  deep: {a: {b: [1, 2]}}\n"
+                     "  \"quoted key\": plain text with spaces\n";
+  kc_yaml_doc *doc = NULL, *back = NULL;
+  char err[512];
+  assert_int_equal(kc_yaml_load_buffer("t.yaml", text, strlen(text), &doc, err, sizeof err), 0);
+  const kc_yaml_node *s = kc_yaml_map_get(kc_yaml_root(doc), "s");
+  kc_buf b = {0};
+  kc_isolate_yaml_write(&b, s);
+  assert_int_equal(b.err, 0);
+  if (kc_yaml_load_buffer("w.yaml", b.p, b.len, &back, err, sizeof err) != 0)
+    fail_msg("%s in:\n%s", err, b.p);
+  if (!kc_yaml_equal(s, kc_yaml_map_get(kc_yaml_root(back), "v"))) fail_msg("differs:\n%s", b.p);
+  assert_true(kc_yaml_equal(s, kc_yaml_map_get(kc_yaml_root(back), "v")));
+  kc_yaml_free(back);
+  kc_buf_free(&b);
+  kc_yaml_free(doc);
+}
+
+/* ---- the fake environment ------------------------------------------------ */
+
+static struct {
+  pthread_mutex_t mu;
+  kc_store *cms;
+  int patches, events, writes_refused;
+  char last_path[256], last_body[512];
+  bool leader;
+} E = {.mu = PTHREAD_MUTEX_INITIALIZER, .leader = true};
+
+static int e_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name, kc_obj **out) {
+  (void)ud;
+  if (strcmp(av, "v1") != 0 || strcmp(kind, "ConfigMap") != 0) return -ENOTSUP;
+  *out = kc_store_get(E.cms, ns, name);
+  return *out ? 0 : -ENOENT;
+}
+
+static int e_list(void *ud, const char *av, const char *kind, kc_str ns,
+                  const kc_label_selector *sel, kc_obj_vec *out) {
+  (void)ud;
+  if (strcmp(av, "v1") != 0 || strcmp(kind, "ConfigMap") != 0) return -ENOTSUP;
+  return kc_store_list(E.cms, ns, sel, out);
+}
+
+static int e_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
+  (void)ud;
+  if (strcmp(av, "v1") != 0 || strcmp(kind, "ConfigMap") != 0) return -ENOENT;
+  *out = (kc_resource_ref){"/api/v1", "configmaps", true};
+  return 0;
+}
+
+static int e_request(void *ud, const char *method, const char *path, const char *ct,
+                     const void *body, size_t len, uint64_t timeout_ms, kc_api_response *out) {
+  (void)ud, (void)ct, (void)timeout_ms;
+  pthread_mutex_lock(&E.mu);
+  if (!strcmp(method, "PATCH")) E.patches++;
+  snprintf(E.last_path, sizeof E.last_path, "%s %s", method, path);
+  snprintf(E.last_body, sizeof E.last_body, "%.*s", (int)len, (const char *)body);
+  pthread_mutex_unlock(&E.mu);
+  *out = (kc_api_response){.code = 200, .body = "{}", .body_len = 2};
+  return 0;
+}
+
+static bool e_may_write(void *ud) {
+  (void)ud;
+  pthread_mutex_lock(&E.mu);
+  bool ok = E.leader;
+  if (!ok) E.writes_refused++;
+  pthread_mutex_unlock(&E.mu);
+  return ok;
+}
+
+static int e_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
+  (void)ud, (void)o, (void)type;
+  pthread_mutex_lock(&E.mu);
+  if (!strcmp(reason, "Isolated") && strstr(message, "seen by hello")) E.events++;
+  pthread_mutex_unlock(&E.mu);
+  return 0;
+}
+
+static const kc_host_env_ops env_ops = {
+    .cache_get = e_get,
+    .cache_list = e_list,
+    .resource = e_resource,
+    .request = e_request,
+    .may_write = e_may_write,
+    .event = e_event,
+};
+
+/* ---- the child ---------------------------------------------------------------- */
+
+static char dir[64], so[128];
+static kc_config *cfg;
+static kc_plugin_instance *inst;
+
+static void add_cm_in(const char *ns, const char *name, const char *app) {
+  char json[320], err[128];
+  snprintf(
+      json, sizeof json,
+      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"%s\","
+      "\"name\":\"%s\",\"uid\":\"u-%s\",\"resourceVersion\":\"1\",\"labels\":{\"app\":\"%s\"}}}",
+      ns, name, name, app);
+  kc_obj *o = kc_obj_parse(json, strlen(json), NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_true(kc_store_upsert(E.cms, o, NULL) >= 0);
+  kc_obj_unref(o);
+}
+
+static void add_cm(const char *name) {
+  add_cm_in("ns", name, "x");
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/kctrld-iso-XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  snprintf(so, sizeof so, "%s/isolated.so", dir);
+  char cmd[512];
+  const char *cc = getenv("CC") ? getenv("CC") : "cc";
+  snprintf(cmd, sizeof cmd,
+           "%s -std=c11 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Iinclude -o %s "
+           "tests/integration/plugins/isolated.c",
+           cc, so);
+  if (system(cmd) != 0 || chmod(so, 0755) != 0 || chmod(dir, 0755) != 0) return -1;
+  E.cms = kc_store_new(NULL, 0);
+  return E.cms ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  kc_store_free(E.cms);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Creates the instance (its init runs in the first child). */
+static int start(const char *extra_settings, const char *timeout, char *err, size_t errlen) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "controllers:\n  - name: iso\n    plugin: %s\n    isolation: process\n"
+           "    for: {apiVersion: v1, kind: ConfigMap}\n    workers: 1\n"
+           "    reconcileTimeout: %s\n    settings: {greeting: hello%s}\n",
+           so, timeout, extra_settings);
+  assert_int_equal(kc_config_load_buffer("t.yaml", NULL, text, strlen(text), &cfg, err, errlen), 0);
+  assert_int_equal(cfg->controllers[0].isolation, KC_ISOLATION_PROCESS);
+  kc_plugin *p = NULL;
+  assert_int_equal(kc_plugin_builtin(kc_isolate_plugin(), &p, err, errlen), 0);
+  const kc_host_env env = {&env_ops, NULL, cfg->controllers[0].settings};
+  int rc =
+      kc_plugin_instance_new_arg(p, "iso", &env, (void *)&cfg->controllers[0], &inst, err, errlen);
+  if (rc < 0) {
+    inst = NULL;
+    kc_config_free(cfg);
+    cfg = NULL;
+  }
+  return rc;
+}
+
+static void stop(void) {
+  kc_plugin_instance_free(inst);
+  inst = NULL;
+  kc_config_free(cfg);
+  cfg = NULL;
+  assert_int_equal(kc_hook_child_drain(10000), 0);
+  assert_int_equal(kc_hook_children_unreaped(), 0);
+  errno = 0;
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no zombie */
+  assert_int_equal(errno, ECHILD);
+}
+
+static kc_reconcile_result run(const char *key) {
+  kc_reconcile_result res;
+  kc_plugin_reconcile(inst, key, &res);
+  return res;
+}
+
+static void test_host_calls_served_by_parent(void **state) {
+  (void)state;
+  char err[1024];
+  add_cm("a");
+  assert_int_equal(start("", "10s", err, sizeof err), 0);
+  tu_stderr_begin();
+  kc_reconcile_result r = run("ns/a");
+  char *log = tu_stderr_end();
+  assert_int_equal(r.kind, KC_RESULT_DONE);
+  /* The patch went out through the parent's API, with the setting. */
+  assert_int_equal(E.patches, 1);
+  assert_string_equal(E.last_path, "PATCH /api/v1/namespaces/ns/configmaps/a");
+  assert_non_null(strstr(E.last_body, "\"isolated\":\"hello\""));
+  assert_int_equal(E.events, 1);
+  /* The child's log line came through the parent's log, with the key. */
+  assert_non_null(strstr(log, "reconciled n=1 key=ns/a"));
+  free(log);
+  /* The expectation was recorded and observed on the instance's record. */
+  assert_true(kc_expectations_satisfied(kc_plugin_instance_expectations(inst), "ns/a", 0));
+  /* A missing object: nothing written. */
+  assert_int_equal(run("ns/gone").kind, KC_RESULT_DONE);
+  assert_int_equal(E.patches, 1);
+  /* Not the leader: the write is refused (by the child's hostapi first). */
+  pthread_mutex_lock(&E.mu);
+  E.leader = false;
+  pthread_mutex_unlock(&E.mu);
+  add_cm("b");
+  r = run("ns/b");
+  assert_int_equal(r.kind, KC_RESULT_ERROR);
+  assert_non_null(strstr(r.message, "not the leader"));
+  assert_int_equal(E.patches, 1);
+  pthread_mutex_lock(&E.mu);
+  E.leader = true;
+  pthread_mutex_unlock(&E.mu);
+  /* cache_list with a namespace and a selector: filtered in the parent,
+   * sorted by the child's hostapi. */
+  add_cm_in("ns", "w2", "web");
+  add_cm_in("ns", "w1", "web");
+  add_cm_in("elsewhere", "w3", "web");
+  tu_stderr_begin();
+  assert_int_equal(run("ns/list").kind, KC_RESULT_DONE);
+  log = tu_stderr_end();
+  if (!strstr(log, "listed n=2 names=w1,w2, key=ns/list")) fail_msg("%s", log);
+  free(log);
+  /* A plugin error is an error, not a panic; the same child goes on. */
+  uint64_t panics = kc_isolate_panics("iso");
+  r = run("ns/error");
+  assert_int_equal(r.kind, KC_RESULT_ERROR);
+  assert_string_equal(r.message, "told to fail");
+  assert_int_equal(kc_isolate_panics("iso"), panics);
+  tu_stderr_begin();
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  log = tu_stderr_end();
+  assert_non_null(strstr(log, "reconciled n=4")); /* the same child: its count went on */
+  free(log);
+  stop();
+}
+
+/* One failure: an error result naming what happened, one panic, a new
+ * child for the next key at once (the dead one had answered well). */
+static void expect_lost(const char *key, const char *what) {
+  uint64_t panics = kc_isolate_panics("iso");
+  tu_stderr_begin();
+  kc_reconcile_result r = run(key);
+  char *log = tu_stderr_end();
+  assert_int_equal(r.kind, KC_RESULT_ERROR);
+  if (!strstr(r.message, what) || !strstr(r.message, so)) fail_msg("%s: %s", key, r.message);
+  assert_int_equal(kc_isolate_panics("iso"), panics + 1);
+  char want[128];
+  snprintf(want, sizeof want, "reconciling %s; restarted for the next key", key);
+  if (!strstr(log, want)) fail_msg("no \"%s\" in:\n%s", want, log);
+  free(log);
+  tu_stderr_begin();
+  r = run("ns/a");
+  log = tu_stderr_end();
+  assert_int_equal(r.kind, KC_RESULT_DONE);
+  assert_non_null(strstr(log, "reconciled n=1")); /* a new child */
+  free(log);
+}
+
+static void test_crash_hang_garbage(void **state) {
+  (void)state;
+  char err[1024];
+  add_cm("a");
+  assert_int_equal(start("", "1s", err, sizeof err), 0);
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  expect_lost("ns/segv", SAN_SEGV ? "exited with status" : "killed by signal 11 (SIGSEGV");
+  expect_lost("ns/abort", "(SIGABRT");
+  expect_lost("ns/exit", "exited with status 3");
+  expect_lost("ns/hang", "hung past reconcileTimeout (1000ms)");
+  expect_lost("ns/garbage", "broke the protocol");
+  /* A fresh child that dies before answering anything: the slot backs off. */
+  assert_int_equal(run("ns/segv").kind, KC_RESULT_ERROR); /* killed a healthy child */
+  assert_int_equal(run("ns/segv").kind, KC_RESULT_ERROR); /* a fresh one: backoff */
+  kc_reconcile_result r = run("ns/a");
+  assert_int_equal(r.kind, KC_RESULT_ERROR);
+  assert_non_null(strstr(r.message, "plugin child restarting in"));
+  stop();
+}
+
+static void test_init_failure(void **state) {
+  (void)state;
+  char err[1024];
+  tu_stderr_begin();
+  int rc = start(", failInit: true", "10s", err, sizeof err);
+  char *log = tu_stderr_end();
+  assert_int_equal(rc, -ECONNREFUSED);
+  assert_non_null(strstr(err, "init failed for controller iso"));
+  assert_non_null(strstr(log, "told to fail init")); /* the child's log line */
+  free(log);
+  assert_int_equal(kc_hook_child_drain(10000), 0);
+  assert_int_equal(kc_hook_children_unreaped(), 0);
+  /* A plugin file that does not exist: the child's load error. */
+  snprintf(so, sizeof so, "%s/missing.so", dir);
+  rc = start("", "10s", err, sizeof err);
+  snprintf(so, sizeof so, "%s/isolated.so", dir);
+  assert_int_equal(rc, -ENOENT);
+  assert_int_equal(kc_hook_child_drain(10000), 0);
+  assert_int_equal(kc_hook_children_unreaped(), 0);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], KC_ISOLATE_CHILD_FLAG) == 0) return kc_isolate_child_main();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_wire_roundtrip),
+      cmocka_unit_test(test_wire_rejects),
+      cmocka_unit_test(test_yaml_write),
+      cmocka_unit_test_setup_teardown(test_host_calls_served_by_parent, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_hang_garbage, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_init_failure, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
