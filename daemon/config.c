@@ -1021,6 +1021,98 @@ static const kc_hook_spec *parse_hook(struct ctx *c, const kc_yaml_node *n, cons
   return h;
 }
 
+/* ---- sharding ------------------------------------------------------------------ */
+
+/* `sharding:` over *sh, which holds the defaults or the inherited values. */
+static void parse_sharding(struct ctx *c, const kc_yaml_node *n, const char *what,
+                           kc_sharding_spec *sh) {
+  static const struct field table[] = {
+      FIELD_RANGE("shards", F_INT, kc_sharding_spec, shards, 0, KC_MAX_SHARDS),
+      CUSTOM("key"),
+      FIELD("leaseNamespace", F_STRING, kc_sharding_spec, lease_namespace),
+      FIELD("leasePrefix", F_STRING, kc_sharding_spec, lease_prefix),
+      FIELD_RANGE("leaseDuration", F_DURATION, kc_sharding_spec, lease_duration_ms, 1, 86400000),
+      FIELD_RANGE("renewDeadline", F_DURATION, kc_sharding_spec, renew_deadline_ms, 1, 86400000),
+      FIELD_RANGE("retryPeriod", F_DURATION, kc_sharding_spec, retry_period_ms, 1, 86400000),
+  };
+  sh->at = n;
+  if (!apply_table(c, n, what, table, sizeof table / sizeof table[0], sh)) return;
+  const kc_yaml_node *v = kc_yaml_map_get(n, "key");
+  char w[200];
+  snprintf(w, sizeof w, "%s.key", what);
+  const char *k;
+  if (v && took(c, kc_yaml_get_string(v, w, &k, c->tmp, sizeof c->tmp))) {
+    if (strcmp(k, "metadata.uid") == 0) sh->key = KC_SHARD_KEY_UID;
+    else if (strcmp(k, "metadata.namespace") == 0) sh->key = KC_SHARD_KEY_NAMESPACE;
+    else fail(c, v, "%s: expected metadata.uid or metadata.namespace, got \"%s\"", w, k);
+  }
+}
+
+/* The node to blame for key: where it was written (the controller's
+ * section, then the global one), else the controller's section. */
+static const kc_yaml_node *shard_blame(const kc_yaml_node *own, const kc_yaml_node *global,
+                                       const char *key) {
+  if (own && kc_yaml_map_get(own, key)) return kc_yaml_map_get(own, key);
+  if (global && kc_yaml_map_get(global, key)) return kc_yaml_map_get(global, key);
+  return own ? own : global;
+}
+
+static bool written(const kc_yaml_node *own, const kc_yaml_node *global, const char *key) {
+  return (own && kc_yaml_map_get(own, key)) || (global && kc_yaml_map_get(global, key));
+}
+
+/* Room a Lease name needs beyond the prefix: "-member-" + 16 hex digits
+ * (sharding.h names the membership Leases so). */
+#define SHARD_NAME_SUFFIX_MAX 24
+
+/* Checks the effective settings of one sharded controller. */
+static void check_sharding(struct ctx *c, const kc_sharding_spec *sh, const kc_yaml_node *own,
+                           const char *what) {
+  const kc_yaml_node *g = c->cfg->sharding.at;
+  if (!dns_label(sh->lease_namespace))
+    fail(c, shard_blame(own, g, "leaseNamespace"),
+         "%s.leaseNamespace: \"%s\" is not a valid namespace", what, sh->lease_namespace);
+  if (!dns_subdomain(sh->lease_prefix) ||
+      strlen(sh->lease_prefix) + SHARD_NAME_SUFFIX_MAX > 253)
+    fail(c, shard_blame(own, g, "leasePrefix"),
+         "%s.leasePrefix: \"%s\" is not a valid Lease name prefix (a DNS subdomain of at most "
+         "%d characters)",
+         what, sh->lease_prefix, 253 - SHARD_NAME_SUFFIX_MAX);
+  char a[32], b[32];
+  if (sh->lease_duration_ms <= sh->renew_deadline_ms)
+    fail(c, shard_blame(own, g, written(own, g, "renewDeadline") ? "renewDeadline" : "leaseDuration"),
+         "%s: leaseDuration (%s) must be greater than renewDeadline (%s)", what,
+         fmt_ms(sh->lease_duration_ms, a, sizeof a), fmt_ms(sh->renew_deadline_ms, b, sizeof b));
+  else if (sh->renew_deadline_ms * 5 <= sh->retry_period_ms * 6)
+    fail(c, shard_blame(own, g, written(own, g, "retryPeriod") ? "retryPeriod" : "renewDeadline"),
+         "%s: renewDeadline (%s) must be greater than 1.2 x retryPeriod (%s)", what,
+         fmt_ms(sh->renew_deadline_ms, a, sizeof a), fmt_ms(sh->retry_period_ms, b, sizeof b));
+}
+
+/* A controller's effective sharding: the global settings, its own on top,
+ * and the default prefix "kctrld-<name>" (lowercase, '_' as '-'). */
+static void controller_sharding(struct ctx *c, const kc_yaml_node *n, const char *what,
+                                kc_controller_spec *ct) {
+  ct->sharding = c->cfg->sharding;
+  const kc_yaml_node *v = kc_yaml_map_get(n, "sharding");
+  char w[160];
+  snprintf(w, sizeof w, "%s.sharding", what);
+  if (v) parse_sharding(c, v, w, &ct->sharding);
+  if (!ct->sharding.shards) return;
+  if (!ct->sharding.lease_prefix) {
+    size_t len = strlen(ct->name) + 8;
+    char *p = xcalloc(c, len, 1);
+    if (!p) return;
+    snprintf(p, len, "kctrld-%s", ct->name);
+    for (char *q = p; *q; q++) {
+      if (*q >= 'A' && *q <= 'Z') *q = (char)(*q - 'A' + 'a');
+      else if (*q == '_') *q = '-';
+    }
+    ct->sharding.lease_prefix = p;
+  }
+  check_sharding(c, &ct->sharding, v, w);
+}
+
 static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
                              kc_controller_spec *ct) {
   static const struct field table[] = {
@@ -1036,6 +1128,7 @@ static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
                   86400000),
       CUSTOM("rateLimit"),
       CUSTOM("predicates"),
+      CUSTOM("sharding"),
       CUSTOM("settings"),
   };
   static const struct field rl_table[] = {
@@ -1108,6 +1201,7 @@ static void parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
     snprintf(w, sizeof w, "%s.predicates", what);
     ct->predicates = parse_predicates(c, v, w);
   }
+  controller_sharding(c, n, what, ct);
   ct->settings = kc_yaml_map_get(n, "settings");
 }
 
@@ -1259,6 +1353,7 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
   static const struct field table[] = {
       FIELD("kubeconfig", F_PATH, kc_config, kubeconfig),
       CUSTOM("leaderElection"),
+      CUSTOM("sharding"),
       CUSTOM("metrics"),
       CUSTOM("logLevel"),
       CUSTOM("logFormat"),
@@ -1275,6 +1370,8 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
   if (!apply_table(c, root, "config", table, sizeof table / sizeof table[0], cfg)) return;
   const kc_yaml_node *v;
   if ((v = kc_yaml_map_get(root, "leaderElection"))) parse_leader_election(c, v);
+  if (!cfg->sharding.lease_namespace) cfg->sharding.lease_namespace = cfg->leader_election.namespace_;
+  if ((v = kc_yaml_map_get(root, "sharding"))) parse_sharding(c, v, "sharding", &cfg->sharding);
   if ((v = kc_yaml_map_get(root, "metrics"))) parse_metrics(c, v);
   if ((v = kc_yaml_map_get(root, "logLevel"))) {
     const char *s;
@@ -1329,6 +1426,17 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
                  i, ct->name, j, cts[j].at->line);
             break;
           }
+        for (size_t j = 0; ct->sharding.shards && j < i; j++)
+          if (cts[j].sharding.shards && ct->sharding.lease_prefix && cts[j].sharding.lease_prefix &&
+              !strcmp(ct->sharding.lease_prefix, cts[j].sharding.lease_prefix) &&
+              !strcmp(ct->sharding.lease_namespace, cts[j].sharding.lease_namespace)) {
+            const kc_yaml_node *own = kc_yaml_map_get(ct->at, "sharding");
+            fail(c, shard_blame(own, cfg->sharding.at, "leasePrefix"),
+                 "controllers[%zu].sharding.leasePrefix: \"%s\" is already used by "
+                 "controllers[%zu] (line %u); give each sharded controller its own",
+                 i, ct->sharding.lease_prefix, j, cts[j].at->line);
+            break;
+          }
         char w[160];
         snprintf(w, sizeof w, "controllers[%zu].for", i);
         bind_ref(c, &iv, &ct->for_, w);
@@ -1372,6 +1480,12 @@ static void config_set_defaults(kc_config *cfg) {
   cfg->leader_election.lease_duration_ms = KC_DEFAULT_LEASE_DURATION_MS;
   cfg->leader_election.renew_deadline_ms = KC_DEFAULT_RENEW_DEADLINE_MS;
   cfg->leader_election.retry_period_ms = KC_DEFAULT_RETRY_PERIOD_MS;
+  cfg->sharding = (kc_sharding_spec){
+      .key = KC_SHARD_KEY_UID,
+      .lease_duration_ms = KC_DEFAULT_LEASE_DURATION_MS,
+      .renew_deadline_ms = KC_DEFAULT_RENEW_DEADLINE_MS,
+      .retry_period_ms = KC_DEFAULT_RETRY_PERIOD_MS,
+  };
   cfg->metrics_bind = KC_DEFAULT_METRICS_BIND;
   cfg->log_level = KC_LOG_INFO;
   cfg->log_format = KC_LOG_FORMAT_TEXT;
@@ -1545,6 +1659,14 @@ static unsigned controller_fields(const kc_config *oc, const kc_controller_spec 
       a->rate_limit.qps != b->rate_limit.qps || a->rate_limit.burst != b->rate_limit.burst)
     f |= KC_CTL_RATE_LIMIT;
   if (a->predicates != b->predicates) f |= KC_CTL_PREDICATES;
+  const kc_sharding_spec *sa = &a->sharding, *sb = &b->sharding;
+  if (sa->shards != sb->shards ||
+      (sa->shards && (sa->key != sb->key || !str_eq(sa->lease_namespace, sb->lease_namespace) ||
+                      !str_eq(sa->lease_prefix, sb->lease_prefix) ||
+                      sa->lease_duration_ms != sb->lease_duration_ms ||
+                      sa->renew_deadline_ms != sb->renew_deadline_ms ||
+                      sa->retry_period_ms != sb->retry_period_ms)))
+    f |= KC_CTL_SHARDING;
   /* Same references, but does each still land on the same scope? */
   if (!(f & (KC_CTL_FOR | KC_CTL_OWNS | KC_CTL_WATCHES))) {
     bool same = ref_scope_eq(oc, &a->for_, nc, &b->for_);
@@ -1632,7 +1754,8 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
                            char *buf, size_t cap) {
   static const char *const ctl_names[] = {"plugin",  "settings", "for",       "owns",
                                           "watches", "workers",  "timeout",   "rateLimit",
-                                          "predicates", "informers", "hook"};
+                                          "predicates", "informers", "hook",
+                                          "sharding"};
   size_t add[2] = {0}, rem[2] = {0}, chg[2] = {0};
   for (size_t i = 0; i < d->ninformers; i++) {
     if (d->informers[i].change == KC_CHANGE_ADDED) add[0]++;

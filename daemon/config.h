@@ -200,6 +200,27 @@ typedef struct kc_hook_spec {
   const kctrld_permission *permissions;
 } kc_hook_spec;
 
+/* `sharding:` (docs/config.md "sharding"), globally and per controller (a
+ * controller starts from the global one and overrides what it writes). */
+enum kc_shard_key {
+  KC_SHARD_KEY_UID = 0,   /* metadata.uid of the `for` object */
+  KC_SHARD_KEY_NAMESPACE, /* metadata.namespace of the key */
+};
+
+#define KC_MAX_SHARDS 1024
+
+typedef struct kc_sharding_spec {
+  int64_t shards;               /* 0: not sharded */
+  enum kc_shard_key key;
+  const char *lease_namespace;  /* default: leaderElection.namespace */
+  const char *lease_prefix;     /* global: NULL unless written; a controller's is
+                                   always set (default "kctrld-<name>", lowered) */
+  int64_t lease_duration_ms;
+  int64_t renew_deadline_ms;
+  int64_t retry_period_ms;
+  const kc_yaml_node *at;       /* the `sharding:` node that applies last; NULL */
+} kc_sharding_spec;
+
 /* `isolation:` of a controller with a plugin (docs/config.md). */
 enum kc_isolation {
   KC_ISOLATION_IN_PROCESS = 0, /* the .so runs in the daemon (default) */
@@ -222,6 +243,7 @@ typedef struct kc_controller_spec {
   int64_t reconcile_timeout_ms;
   kc_rate_limit rate_limit;
   unsigned predicates;        /* for the `for` kind; 0 = every update */
+  kc_sharding_spec sharding;  /* shards == 0: every key is reconciled here */
   const kc_yaml_node *settings; /* NULL when absent; any YAML type */
   const kc_yaml_node *at;
 } kc_controller_spec;
@@ -241,6 +263,7 @@ typedef struct kc_config {
   const char *dir;            /* directory relative paths resolve against */
   const char *kubeconfig;     /* NULL when absent (then KUBECONFIG, in-cluster) */
   kc_leader_election leader_election;
+  kc_sharding_spec sharding;  /* the global default controllers inherit */
   const char *metrics_bind;   /* "host:port"; "0" disables the listener */
   enum kc_log_level log_level;
   enum kc_log_format log_format; /* logFormat: text (default) or json */
@@ -307,6 +330,7 @@ enum kc_controller_field {
   KC_CTL_PREDICATES = 1u << 8,
   KC_CTL_INFORMERS = 1u << 9,   /* an informer it is bound to changed scope */
   KC_CTL_HOOK = 1u << 10,       /* the hook: subtree: restart the hook */
+  KC_CTL_SHARDING = 1u << 11,   /* effective sharding settings */
 };
 
 enum kc_global_field {

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "sharding.h"
+#include "shardsel.h"
 
 #define KEY_MAX 512
 
@@ -20,12 +22,26 @@ typedef struct subscription {
   const kc_watch_spec *watch; /* SUB_WATCHES */
 } subscription;
 
+/* What the worker threads call: the plugin instance and, once sharded, the
+ * sharding component whose fence guards each reconcile's writes. Freed by
+ * the pool's release hook (possibly on an abandoned worker's thread). */
+typedef struct reconcile_ctx {
+  kc_plugin_instance *inst;
+  _Atomic(kc_sharding *) sh; /* set before the first dispatch; retained */
+} reconcile_ctx;
+
 struct kc_controller {
   const kc_controller_spec *spec;
   kc_informer *for_informer;
   char for_group[256]; /* API group of the `for` kind ("" = core) */
   kc_plugin_instance *inst;
-  bool inst_released_by_pool; /* the worker pool frees inst once no thread can use it */
+  reconcile_ctx *rctx;
+  bool inst_released_by_pool; /* the worker pool frees rctx (and inst) once no thread can use it */
+  kc_sharding *sh;            /* NULL unless sharded (kc_controller_shard) */
+  bool sh_started;
+  bool sh_select;             /* set the for-informer's shardSelector to our ranges */
+  char *sh_selector;          /* the selector we set last */
+  uv_loop_t *loop;
   kc_workqueue *wq;
   kc_workers *pool;
   uv_timer_t timer; /* delayed keys; timer.data = this */
@@ -71,8 +87,15 @@ static void pump(kc_controller *c) {
   const char *key;
   while (c->active && !c->stopping && kc_workers_idle(c->pool) > 0 &&
          kc_workqueue_get(c->wq, &key) == KC_WQ_KEY) {
+    if (c->sh && !kc_sharding_admit(c->sh, key)) { /* not in an owned range: never run */
+      kc_debug("controller", "%s: %s is not in an owned shard range; dropped", c->spec->name, key);
+      kc_workqueue_forget(c->wq, key);
+      kc_workqueue_done(c->wq, key);
+      continue;
+    }
     int rc = kc_workers_dispatch(c->pool, key, kc_workqueue_num_requeues(c->wq, key) + 1);
     if (rc < 0) {
+      if (c->sh) kc_sharding_end(c->sh, key, true);
       kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key,
                strerror(-rc));
       kc_workqueue_add_rate_limited(c->wq, key);
@@ -97,6 +120,7 @@ static void enqueue(kc_controller *c, kc_str ns, kc_str name) {
   else
     n = snprintf(key, sizeof key, "%.*s", (int)name.len, name.ptr);
   if (n <= 0 || (size_t)n >= sizeof key) return;
+  if (c->sh && !kc_sharding_owns_key(c->sh, key)) return; /* another replica's */
   int rc = kc_workqueue_add(c->wq, key);
   if (rc < 0) kc_error("controller", "%s: cannot queue %s: %s", c->spec->name, key, strerror(-rc));
   pump(c);
@@ -202,6 +226,12 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
   kc_controller *c = s->c;
   switch (s->role) {
   case SUB_FOR:
+    /* a deleted object's key is placed by its last known uid */
+    if (observe < 0 && c->sh && kc_sharding_owns_obj(c->sh, obj) &&
+        kc_sharding_note_deleted(c->sh, obj) < 0)
+      kc_error("controller", "%s: cannot remember the deleted %.*s/%.*s: out of memory",
+               c->spec->name, (int)obj->namespace_.len, obj->namespace_.ptr, (int)obj->name.len,
+               obj->name.ptr);
     enqueue(c, obj->namespace_, obj->name);
     return;
   case SUB_OWNS: {
@@ -267,6 +297,7 @@ static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, o
 static void on_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
                       uint64_t duration_ns, void *ud) {
   kc_controller *c = ud;
+  if (c->sh) kc_sharding_end(c->sh, key, res->kind != KC_RESULT_DONE);
   switch (res->kind) {
   case KC_RESULT_DONE: c->stats.success++; break;
   case KC_RESULT_REQUEUE: c->stats.requeue++; break;
@@ -319,7 +350,22 @@ static int subscribe(kc_controller *c, kc_informer *inf, int role, unsigned pred
 
 /* The pool's release hook: runs when no worker can call into the plugin any
  * more, on a worker thread if a reconcile was abandoned at stop. */
-static void release_instance(void *inst) { kc_plugin_instance_free(inst); }
+static void release_instance(void *ud) {
+  reconcile_ctx *rc = ud;
+  kc_plugin_instance_free(rc->inst);
+  kc_sharding *sh = atomic_load(&rc->sh);
+  if (sh) kc_sharding_unref(sh);
+  free(rc);
+}
+
+/* Worker thread: one reconcile, its writes fenced by the key's shard range. */
+static void reconcile_fenced(void *ud, const char *key, kc_reconcile_result *res) {
+  reconcile_ctx *rc = ud;
+  kc_sharding *sh = atomic_load(&rc->sh);
+  if (sh) kc_sharding_fence_enter(sh, key);
+  kc_plugin_reconcile(rc->inst, key, res);
+  if (sh) kc_sharding_fence_leave();
+}
 
 int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
                       kc_plugin_instance *inst, kc_controller **out) {
@@ -337,12 +383,16 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   };
   c->wq = kc_workqueue_new(spec->name, &rl, loop_clock_ns, NULL);
   c->subs = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->subs);
-  if (!c->wq || !c->subs || uv_timer_init(loop, &c->timer) != 0) {
+  c->rctx = calloc(1, sizeof *c->rctx);
+  if (!c->wq || !c->subs || !c->rctx || uv_timer_init(loop, &c->timer) != 0) {
     kc_workqueue_free(c->wq);
     free(c->subs);
+    free(c->rctx);
     free(c);
     return -ENOMEM;
   }
+  c->rctx->inst = inst;
+  c->loop = loop;
   c->timer.data = c;
   kc_workers_config wc = {
       .name = spec->name,
@@ -350,8 +400,8 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
       /* As config.c produced them (its defaults and ranges): no second default here. */
       .nworkers = (unsigned)spec->workers,
       .timeout_ms = (uint64_t)spec->reconcile_timeout_ms,
-      .reconcile = kc_plugin_reconcile,
-      .reconcile_ud = inst,
+      .reconcile = reconcile_fenced,
+      .reconcile_ud = c->rctx,
       .release = release_instance,
       .on_result = on_result,
       .on_idle = on_idle,
@@ -392,6 +442,12 @@ void kc_controller_rebind(kc_controller *c, const kc_controller_spec *spec) {
 }
 
 void kc_controller_set_active(kc_controller *c, bool active) {
+  if (active && c->sh && !c->sh_started && !c->stopping) {
+    int rc = kc_sharding_start(c->sh);
+    c->sh_started = rc == 0;
+    if (rc < 0)
+      kc_error("controller", "%s: sharding: cannot start: %s", c->spec->name, strerror(-rc));
+  }
   if (c->active == active) return;
   c->active = active;
   kc_info("controller", "%s: %s", c->spec->name, active ? "started" : "paused");
@@ -402,11 +458,22 @@ static void on_timer_closed(uv_handle_t *h) {
   kc_controller *c = h->data;
   void (*cb)(void *) = c->stopped_cb;
   void *ud = c->stopped_ud;
+  free(c->sh_selector);
   kc_workqueue_free(c->wq);
-  if (!c->inst_released_by_pool) kc_plugin_instance_free(c->inst);
+  if (!c->inst_released_by_pool) {
+    kc_plugin_instance_free(c->inst);
+    free(c->rctx);
+  }
   free(c->subs);
   free(c);
   if (cb) cb(ud);
+}
+
+static void on_sharding_down(void *ud) {
+  kc_controller *c = ud;
+  kc_sharding_close(c->sh);
+  c->sh = NULL;
+  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
 }
 
 static void on_pool_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
@@ -415,6 +482,14 @@ static void on_pool_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
     kc_warn("controller", "%s: %u reconciles did not finish in time and were abandoned",
             c->spec->name, abandoned);
   c->pool = NULL;
+  /* The workers stopped (or were abandoned: the release fences them), so
+   * the ranges go at once. */
+  if (c->sh && c->sh_started) {
+    kc_sharding_shutdown(c->sh, on_sharding_down, c);
+    return;
+  }
+  kc_sharding_close(c->sh);
+  c->sh = NULL;
   uv_close((uv_handle_t *)&c->timer, on_timer_closed);
 }
 
@@ -433,6 +508,76 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
   else
     on_pool_stopped(NULL, 0, c);
 }
+
+/* --- sharding ------------------------------------------------------------------ */
+
+/* A range was acquired: every cached `for` object of it is queued once
+ * (level-triggered, as at activation). */
+static void on_range_acquired(unsigned index, void *ud) {
+  kc_controller *c = ud;
+  kc_obj_vec all = {0};
+  if (kc_informer_list(c->for_informer, (kc_str){NULL, 0}, NULL, &all) < 0) {
+    kc_error("controller", "%s: shard range %u: cannot list the cache", c->spec->name, index);
+    return;
+  }
+  size_t queued = 0;
+  for (size_t i = 0; i < all.n; i++) {
+    if (kc_sharding_range_of(c->sh, kc_sharding_obj_hash(c->sh, all.v[i])) != index) continue;
+    enqueue(c, all.v[i]->namespace_, all.v[i]->name);
+    queued++;
+  }
+  kc_obj_vec_release(&all);
+  kc_info("controller", "%s: shard range %u acquired: %zu cached keys queued", c->spec->name,
+          index, queued);
+}
+
+/* Server-side selection: the for-informer caches only the held ranges. With
+ * none held the last selector stays (the cache keeps what it has; keys are
+ * filtered anyway). Where the server ignores the selector (support NONE)
+ * the informer caches everything and the filter alone decides. */
+static void on_ranges_changed(void *ud) {
+  kc_controller *c = ud;
+  if (!c->sh_select || c->stopping) return;
+  unsigned n = (unsigned)c->spec->sharding.shards;
+  kc_shard_range *r = calloc(n, sizeof *r);
+  if (!r) return;
+  size_t k = kc_sharding_held_ranges(c->sh, r, n);
+  kc_buf b = {0};
+  const char *field =
+      c->spec->sharding.key == KC_SHARD_KEY_NAMESPACE ? "metadata.namespace" : "metadata.uid";
+  if (k && kc_shard_selector_format(field, r, k, &b) == 0 && b.p &&
+      (!c->sh_selector || strcmp(c->sh_selector, b.p) != 0)) {
+    char *copy = strdup(b.p);
+    int rc = copy ? kc_informer_set_shard_selector(c->for_informer, b.p) : -ENOMEM;
+    if (rc < 0) {
+      kc_error("controller", "%s: cannot set the shard selector: %s", c->spec->name, strerror(-rc));
+      free(copy);
+    } else {
+      free(c->sh_selector);
+      c->sh_selector = copy;
+      kc_info("controller", "%s: shard selector of the %s informer: %zu ranges", c->spec->name,
+              c->spec->for_.kind, k);
+    }
+  }
+  kc_buf_free(&b);
+  free(r);
+}
+
+int kc_controller_shard(kc_controller *c, kc_api *api, const char *identity, uint64_t drain_ms,
+                        bool select_on_server) {
+  if (c->sh || c->stopping) return -EALREADY;
+  if (c->spec->sharding.shards <= 0) return -EINVAL;
+  c->sh_select = select_on_server;
+  kc_sharding_callbacks cb = {.on_acquired = on_range_acquired, .on_changed = on_ranges_changed};
+  int rc = kc_sharding_new(c->loop, api, c->spec->name, &c->spec->sharding, identity,
+                           c->for_informer, drain_ms, &cb, c, &c->sh);
+  if (rc < 0) return rc;
+  kc_sharding_retain(c->sh);
+  atomic_store(&c->rctx->sh, c->sh);
+  return 0;
+}
+
+kc_sharding *kc_controller_sharding(kc_controller *c) { return c->sh; }
 
 const char *kc_controller_name(const kc_controller *c) { return c->spec->name; }
 const kc_reconcile_histogram *kc_controller_reconcile_histogram(const kc_controller *c) {

@@ -49,6 +49,20 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
 /* Live reload: points an unchanged controller (same name, kinds, mappings
  * and informers) at the equal spec of a new config. */
 void kc_controller_rebind(kc_controller *c, const kc_controller_spec *spec);
+/* Shards the controller (spec->sharding.shards > 0; daemon/sharding.h):
+ * from now on only keys of ranges this replica owns are queued and run,
+ * each reconcile's writes fenced by its range; a range acquired queues its
+ * cached keys. identity: the replica identity; drain_ms bounds a hand-off's
+ * wait for in-flight reconciles. select_on_server: the `for` informer is
+ * this controller's alone, so its shardSelector may follow the held ranges
+ * (kc_informer_set_shard_selector; the filter stays on either way). The claim loop starts with the first
+ * activation; stop gives every range back after the workers stopped. Call
+ * before the first kc_controller_set_active. -EALREADY, -EINVAL (not
+ * sharded), -ENOMEM. */
+int kc_controller_shard(kc_controller *c, kc_api *api, const char *identity, uint64_t drain_ms,
+                        bool select_on_server);
+/* NULL unless sharded. Borrowed. */
+struct kc_sharding *kc_controller_sharding(kc_controller *c);
 /* Starts or stops dispatching to workers (leader election). */
 void kc_controller_set_active(kc_controller *c, bool active);
 /* Graceful stop: no new keys, in-flight reconciles get bound_ms to finish;

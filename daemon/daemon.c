@@ -47,6 +47,7 @@
 #include "hostenv.h"
 #include "kubeconfig.h"
 #include "leader.h"
+#include "sharding.h"
 #include "ops.h"
 #include "plugin_host.h"
 #include "ratelimit.h"
@@ -119,6 +120,7 @@ struct kc_daemon {
   uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
   atomic_bool may_write;
   kc_leader *leader; /* NULL when leader election is off */
+  char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
   /* Metrics, health endpoints and sd_notify (daemon/ops.h); the arrays are
@@ -189,7 +191,8 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
 bool kc_daemon_may_write(const kc_daemon *d) {
   /* kc_leader_is_leader also checks the renew deadline against the clock, so
    * a worker that runs before the loop noticed the loss is refused too. */
-  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
+  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader)) &&
+         kc_sharding_fence_ok(); /* a sharded reconcile: its key's range is held */
 }
 
 /* --- the plugins' host environment (hostenv.h) -------------------------------- */
@@ -495,6 +498,21 @@ static bool informers_ready(kc_daemon *d, const kc_controller_spec *c, bool sync
   return true;
 }
 
+/* True when only controller ci uses its `for` informer, and only as `for`:
+ * then its shardSelector may follow the controller's ranges. */
+static bool informer_exclusive(const kc_daemon *d, size_t ci) {
+  size_t inf = d->ctls[ci].spec->for_.informer;
+  for (size_t j = 0; j < d->nctls; j++) {
+    const kc_controller_spec *s = d->ctls[j].spec;
+    if (j != ci && s->for_.informer == inf) return false;
+    for (size_t k = 0; k < s->nowns; k++)
+      if (s->owns[k].ref.informer == inf) return false;
+    for (size_t k = 0; k < s->nwatches; k++)
+      if (s->watches[k].ref.informer == inf) return false;
+  }
+  return true;
+}
+
 static void on_tick(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->stopping) return;
@@ -535,6 +553,12 @@ static void on_tick(uv_timer_t *t) {
       }
       cs->inst = NULL; /* owned by the controller now */
       d->controllers_alive++;
+      if (cs->spec->sharding.shards > 0 &&
+          (rc = kc_controller_shard(cs->ctl, d->api, d->identity,
+                                    (uint64_t)d->cfg->shutdown_timeout_ms,
+                                    informer_exclusive(d, i))) < 0)
+        kc_error("daemon", "controller %s: sharding: cannot start: %s (it reconciles nothing)",
+                 cs->spec->name, strerror(-rc));
     }
     if (cs->ctl && (!d->leader || d->leading) && informers_ready(d, cs->spec, true))
       kc_controller_set_active(cs->ctl, true);
@@ -886,15 +910,33 @@ static void on_stopped_leading(void *ud) {
     if (d->ctls[i].ctl) kc_controller_set_active(d->ctls[i].ctl, false);
 }
 
+/* The replica identity: --identity, leaderElection.identity, else hostname
+ * + random suffix, chosen once per run (the elector and every sharded
+ * controller use the same one). */
+static int choose_identity(kc_daemon *d) {
+  const char *id = d->opts.identity ? d->opts.identity : d->cfg->leader_election.identity;
+  if (id && *id) {
+    int n = snprintf(d->identity, sizeof d->identity, "%s", id);
+    return n > 0 && (size_t)n < sizeof d->identity ? 0 : -ENAMETOOLONG;
+  }
+  int rc = kc_leader_default_identity(d->identity, sizeof d->identity);
+  return rc < 0 ? rc : 0;
+}
+
 static int leader_start(kc_daemon *d) {
+  int irc = choose_identity(d);
+  if (irc < 0) {
+    kc_error("daemon", "cannot choose the replica identity: %s", strerror(-irc));
+    return irc;
+  }
   bool enabled = d->opts.leader_elect ? d->opts.leader_elect > 0 : d->cfg->leader_election.enabled;
   if (!enabled) {
     atomic_store(&d->may_write, true);
     return 0;
   }
   atomic_store(&d->may_write, false);
-  kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL};
-  int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->opts.identity, &cb, d,
+  kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, NULL, NULL};
+  int rc = kc_leader_new(&d->loop, d->api, &d->cfg->leader_election, d->identity, &cb, d,
                          &d->leader);
   if (rc == 0) rc = kc_leader_start(d->leader);
   if (rc < 0) {

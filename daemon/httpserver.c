@@ -31,13 +31,13 @@ struct kc_httpserver {
   int open_handles;
 
   /* Loop-owned back buffers, swapped with the front ones under mu. */
-  kc_buf back_metrics, back_json;
+  kc_buf back_metrics, back_json, back_shards;
 
   /* Shared with the server threads: everything below is guarded by mu,
    * except last_beat_ms (atomic, read lock-free by /healthz). */
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  kc_buf metrics, json;
+  kc_buf metrics, json, shards;
   uint64_t generation;     /* snapshots published so far */
   uint64_t rendered_ms;    /* when the front snapshot was rendered */
   bool requested;          /* a wake-up is pending on the loop */
@@ -178,11 +178,14 @@ static void await_snapshot(kc_httpserver *s) {
     if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
 }
 
-static enum MHD_Result serve_snapshot(kc_httpserver *s, struct MHD_Connection *conn, bool metrics) {
+enum doc { DOC_METRICS, DOC_INFORMERS, DOC_SHARDS };
+
+static enum MHD_Result serve_snapshot(kc_httpserver *s, struct MHD_Connection *conn, enum doc d) {
   pthread_mutex_lock(&s->mu);
   await_snapshot(s);
   enum MHD_Result ok;
-  const kc_buf *b = metrics ? &s->metrics : &s->json;
+  bool metrics = d == DOC_METRICS;
+  const kc_buf *b = metrics ? &s->metrics : d == DOC_INFORMERS ? &s->json : &s->shards;
   if (!s->generation)
     ok = reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet: the event loop has not answered\n");
   else
@@ -203,8 +206,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
   bool metrics = s->endpoints & KC_HTTP_METRICS, probes = s->endpoints & KC_HTTP_PROBES;
-  if (metrics && strcmp(url, "/metrics") == 0) return serve_snapshot(s, conn, true);
-  if (metrics && strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, false);
+  if (metrics && strcmp(url, "/metrics") == 0) return serve_snapshot(s, conn, DOC_METRICS);
+  if (metrics && strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, DOC_INFORMERS);
+  if (metrics && strcmp(url, "/debug/shards") == 0) return serve_snapshot(s, conn, DOC_SHARDS);
   if (probes && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)) {
     bool readyz = url[1] == 'r';
     char msg[sizeof s->ready_why + 64];
@@ -252,8 +256,11 @@ static void on_wake(uv_async_t *a) {
   kc_metrics_reset(s->reg);
   kc_buf_reset(&s->back_metrics);
   kc_buf_reset(&s->back_json);
+  kc_buf_reset(&s->back_shards);
   if (s->hooks.collect) s->hooks.collect(s->hooks.ud, s->reg, &s->back_json);
-  if (kc_metrics_render(s->reg, &s->back_metrics) < 0 || s->back_json.err) {
+  if (s->hooks.collect_shards) s->hooks.collect_shards(s->hooks.ud, &s->back_shards);
+  else kc_buf_puts(&s->back_shards, "[]");
+  if (kc_metrics_render(s->reg, &s->back_metrics) < 0 || s->back_json.err || s->back_shards.err) {
     kc_error("httpserver", "cannot render the metrics snapshot: out of memory");
     return; /* the scrape gets the previous snapshot after its wait */
   }
@@ -264,6 +271,9 @@ static void on_wake(uv_async_t *a) {
   t = s->json;
   s->json = s->back_json;
   s->back_json = t;
+  t = s->shards;
+  s->shards = s->back_shards;
+  s->back_shards = t;
   s->generation++;
   s->rendered_ms = now_ms();
   pthread_cond_broadcast(&s->cv);
@@ -275,6 +285,8 @@ static void server_free(kc_httpserver *s) {
   pthread_cond_destroy(&s->cv);
   kc_buf_free(&s->metrics);
   kc_buf_free(&s->json);
+  kc_buf_free(&s->shards);
+  kc_buf_free(&s->back_shards);
   kc_buf_free(&s->back_metrics);
   kc_buf_free(&s->back_json);
   free(s);

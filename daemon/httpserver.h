@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* httpserver: the operator's HTTP endpoint on libmicrohttpd: /metrics
  * (Prometheus text 0.0.4), /healthz (the loop is alive), /readyz (the
- * daemon says it is ready), /debug/informers (JSON); anything else is 404,
+ * daemon says it is ready), /debug/informers and /debug/shards (JSON); anything else is 404,
  * methods other than GET and HEAD are 405. A server may serve only the
  * metrics pair (/metrics, /debug/informers) or only the probes (/healthz,
  * /readyz): options.endpoints; the others are then 404.
@@ -49,10 +49,13 @@ typedef struct kc_httpserver_hooks {
    * be NULL (then always ready). */
   bool (*ready)(void *ud, char *why, size_t cap);
   void *ud;
+  /* Loop thread, with collect: append the /debug/shards document (a JSON
+   * value) to json (already empty). NULL: "[]". */
+  void (*collect_shards)(void *ud, kc_buf *json);
 } kc_httpserver_hooks;
 
 enum {
-  KC_HTTP_METRICS = 1u << 0, /* /metrics and /debug/informers */
+  KC_HTTP_METRICS = 1u << 0, /* /metrics, /debug/informers and /debug/shards */
   KC_HTTP_PROBES = 1u << 1,  /* /healthz and /readyz */
 };
 

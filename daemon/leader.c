@@ -211,26 +211,31 @@ static kc_obj *parse_lease(const char *json, size_t len, char *err, size_t errle
   return kc_obj_parse(json, len, NULL, err, errlen);
 }
 
-int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, char *err,
-                          size_t errlen) {
+int kc_leader_lease_record(const kc_obj *o, kc_lease_record *out, kc_buf *raw) {
   memset(out, 0, sizeof *out);
-  errno = 0;
-  kc_obj *o = parse_lease(json, len, err, errlen);
-  if (!o) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
   record r = {0};
-  kc_buf raw = {0};
-  int rc = rec_from_obj(o, &r, &raw);
+  kc_buf own = {0};
+  int rc = rec_from_obj(o, &r, raw ? raw : &own);
   if (rc == 0) {
     if (r.holder.len < sizeof out->holder) memcpy(out->holder, holder_of(&r), r.holder.len + 1);
     out->duration_s = r.duration_s;
     memcpy(out->acquire, r.acquire, sizeof out->acquire);
     memcpy(out->renew, r.renew, sizeof out->renew);
     out->transitions = r.transitions;
-  } else if (err && errlen) {
-    snprintf(err, errlen, "out of memory");
   }
   kc_buf_free(&r.holder);
-  kc_buf_free(&raw);
+  kc_buf_free(&own);
+  return rc;
+}
+
+int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, char *err,
+                          size_t errlen) {
+  memset(out, 0, sizeof *out);
+  errno = 0;
+  kc_obj *o = parse_lease(json, len, err, errlen);
+  if (!o) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
+  int rc = kc_leader_lease_record(o, out, NULL);
+  if (rc < 0 && err && errlen) snprintf(err, errlen, "out of memory");
   kc_obj_unref(o);
   return rc;
 }
@@ -388,6 +393,7 @@ static void attempt_done(kc_leader *le, bool ok) {
               le->name, le->identity, le->observed.transitions);
     }
     report_transition(le);
+    if (le->state == RS_RUNNING && le->cb.on_renewed) le->cb.on_renewed(until, le->ud);
     if (started && le->state == RS_RUNNING && le->cb.on_started_leading)
       le->cb.on_started_leading(le->ud);
     return;
@@ -731,6 +737,29 @@ void kc_leader_get_stats(const kc_leader *le, kc_leader_stats *out) {
       .losses = atomic_load(&le->st_losses),
   };
 }
+
+int kc_leader_restart(kc_leader *le) {
+  if (le->state == RS_NEW) return kc_leader_start(le);
+  if (le->state != RS_STOPPED) return -EALREADY;
+  le->state = RS_RUNNING;
+  le->fail_streak = 0;
+  schedule(le, 0);
+  return 0;
+}
+
+int kc_leader_observe(kc_leader *le, const kc_obj *lease, uint64_t observed_ms) {
+  if (le->leading || le->call) return -EBUSY;
+  int rc = rec_from_obj(lease, &le->observed, &le->observed_raw);
+  if (rc < 0) {
+    le->have_observed = false;
+    return rc;
+  }
+  le->have_observed = true;
+  le->observed_ms = observed_ms;
+  return 0;
+}
+
+uint64_t kc_leader_now_ms(void) { return now_ms(); }
 
 int kc_leader_release(kc_leader *le, void (*done)(int err, void *ud), void *ud) {
   if (le->state == RS_RELEASING || le->state == RS_STOPPED || le->state == RS_CLOSED)

@@ -54,7 +54,9 @@
 #include <uv.h>
 
 #include "apiclient.h"
+#include "buf.h"
 #include "config.h"
+#include "kobj.h"
 
 typedef struct kc_leader kc_leader;
 
@@ -67,6 +69,10 @@ typedef struct kc_leader_callbacks {
   void (*on_stopped_leading)(void *ud);
   /* The observed holder changed ("" = nobody). May be NULL. */
   void (*on_new_leader)(const char *holder, void *ud);
+  /* A write of our record succeeded: leadership is valid until
+   * valid_until_ms (kc_leader_now_ms clock). Runs before
+   * on_started_leading on an acquisition. May be NULL. */
+  void (*on_renewed)(uint64_t valid_until_ms, void *ud);
 } kc_leader_callbacks;
 
 typedef struct kc_leader_stats {
@@ -105,6 +111,11 @@ typedef struct kc_lease_record {
 int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, char *err,
                           size_t errlen);
 
+/* The record of a Lease object already parsed (a LIST item), and in raw
+ * (may be NULL) the exact JSON text of its spec fields, which changes on
+ * every renewal. 0 or -ENOMEM. Any thread. */
+int kc_leader_lease_record(const kc_obj *lease, kc_lease_record *out, kc_buf *raw);
+
 /* Creates an elector for cfg->namespace_/cfg->name (timings as validated by
  * config.c: lease > renew deadline > 1.2 x retry period > 0). identity: NULL
  * uses cfg->identity, and when that is NULL too kc_leader_default_identity.
@@ -115,6 +126,17 @@ int kc_leader_new(uv_loop_t *loop, kc_api *api, const kc_leader_election *cfg,
                   kc_leader **out);
 /* Starts the acquire loop (first attempt at once). -EALREADY if started. */
 int kc_leader_start(kc_leader *le);
+/* Starts a released (or never started) elector again: the acquire loop
+ * runs as after kc_leader_start. -EALREADY unless new or released. */
+int kc_leader_restart(kc_leader *le);
+/* Seeds the observation with a Lease read elsewhere (a LIST) whose record
+ * content was first seen at observed_ms (kc_leader_now_ms clock), so a
+ * record that expired on our clock is taken at the next attempt instead of
+ * after another leaseDuration. Only while not leading and idle: -EBUSY;
+ * -ENOMEM. */
+int kc_leader_observe(kc_leader *le, const kc_obj *lease, uint64_t observed_ms);
+/* The monotonic clock of every elector decision, in ms. Any thread. */
+uint64_t kc_leader_now_ms(void);
 /* True while leading and the renew deadline has not passed. Any thread. */
 bool kc_leader_is_leader(const kc_leader *le);
 /* The holder we observed last ("" = none or unknown). Borrowed. */

@@ -10,6 +10,7 @@
 
 #include "isolate.h"
 #include "log.h"
+#include "sharding.h"
 
 /* --- families ----------------------------------------------------------------- */
 
@@ -25,6 +26,7 @@ struct kc_ops_families {
   kc_metric_family *loop_lag, *loop_lag_max;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
   kc_metric_family *rf_hist_checks, *rf_hist_changes, *inf_cons_checks, *inf_cons_diffs;
+  kc_metric_family *sh_owned, *sh_handoffs, *sh_keys, *sh_cached, *sh_members;
 };
 
 static const char *const wq_labels[] = {"name", "controller"};
@@ -32,6 +34,7 @@ static const char *const ctl_labels[] = {"controller"};
 static const char *const result_labels[] = {"controller", "result"};
 static const char *const le_labels[] = {"name"};
 static const char *const ev_labels[] = {"result"};
+static const char *const shard_labels[] = {"controller", "shard"};
 static const char *const inf_labels[] = {"informer", "resource", "namespace", "label_selector",
                                          "field_selector"};
 #define NINF_LABELS (sizeof inf_labels / sizeof inf_labels[0])
@@ -157,6 +160,19 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
       {&f->inf_cons_diffs, "kctrld_informer_consistency_diffs_total",
        "Keys found different from the server by consistency checks (each check repairs by relisting)",
        KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
+      {&f->sh_owned, "kctrld_shard_ranges_owned", "Shard ranges (Leases) this replica holds",
+       KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->sh_members, "kctrld_shard_replicas", "Live replicas counted through membership Leases",
+       KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->sh_handoffs, "kctrld_shard_handoffs_total",
+       "Shard ranges this replica stopped owning (given up to rebalance, lost, or at shutdown)",
+       KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
+      {&f->sh_keys, "kctrld_shard_keys", "Cached `for` objects (keys) per shard range; with "
+       "shard=\"owned\" the sum over the ranges this replica owns", KC_METRIC_GAUGE, shard_labels, 2,
+       NULL, 0},
+      {&f->sh_cached, "kctrld_shard_objects_cached",
+       "Objects in the sharded controller's `for` informer cache on this replica", KC_METRIC_GAUGE,
+       ctl_labels, 1, NULL, 0},
   };
   for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
     int rc = kc_metrics_register(reg, defs[i].name, defs[i].help, defs[i].type, defs[i].labels,
@@ -271,6 +287,41 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->ctl_ready, cl, cs->running ? 1 : 0);
     SET(f->ctl_init_failures, cl, cs->init_failures);
   }
+  for (size_t c = 0; c < v->ncontrollers; c++) {
+    kc_sharding *sh = v->controllers[c] ? kc_controller_sharding(v->controllers[c]) : NULL;
+    if (!sh) continue;
+    const char *name = kc_controller_name(v->controllers[c]);
+    const char *cl[] = {name};
+    kc_sharding_stats ss;
+    kc_sharding_get_stats(sh, &ss);
+    SET(f->sh_owned, cl, ss.owned);
+    SET(f->sh_members, cl, ss.members);
+    SET(f->sh_handoffs, cl, ss.handoffs);
+    uint64_t *per = calloc(ss.shards, sizeof *per);
+    kc_shard_range *own = calloc(ss.shards, sizeof *own);
+    if (!per || !own || kc_sharding_count_cached(sh, per, ss.shards) < 0) {
+      free(per), free(own);
+      if (rc == 0) rc = -ENOMEM;
+      continue;
+    }
+    uint64_t total = 0, owned = 0;
+    for (unsigned i = 0; i < ss.shards; i++) {
+      char idx[16];
+      snprintf(idx, sizeof idx, "%u", i);
+      const char *sl[] = {name, idx};
+      SET(f->sh_keys, sl, per[i]);
+      total += per[i];
+    }
+    size_t no = kc_sharding_owned_ranges(sh, own, ss.shards);
+    for (size_t k = 0; k < no && k < ss.shards; k++) {
+      kc_shard_range probe = own[k];
+      owned += per[kc_sharding_range_of(sh, probe.start)];
+    }
+    const char *ol[] = {name, "owned"};
+    SET(f->sh_keys, ol, owned);
+    SET(f->sh_cached, cl, total);
+    free(per), free(own);
+  }
   if (v->lease_name) {
     const char *ll[] = {v->lease_name};
     SET(f->le_master, ll, v->leading ? 1 : 0);
@@ -322,6 +373,24 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
 #undef SET
   free(backlog);
   return rc;
+}
+
+/* --- /debug/shards ------------------------------------------------------------------ */
+
+int kc_ops_shards_json(const kc_ops_view *v, kc_buf *out) {
+  kc_buf_puts(out, "[");
+  bool first = true;
+  int rc = 0;
+  for (size_t c = 0; c < v->ncontrollers; c++) {
+    kc_sharding *sh = v->controllers[c] ? kc_controller_sharding(v->controllers[c]) : NULL;
+    if (!sh) continue;
+    if (!first) kc_buf_puts(out, ",");
+    first = false;
+    int r = kc_sharding_debug_json(sh, out);
+    if (r < 0 && rc == 0) rc = r;
+  }
+  kc_buf_puts(out, "]");
+  return rc < 0 ? rc : out->err;
 }
 
 /* --- /debug/informers ------------------------------------------------------------ */
@@ -501,6 +570,13 @@ static void hook_collect(void *ud, kc_metrics *reg, kc_buf *json) {
   kc_ops_informers_json(&v, json);
 }
 
+static void hook_shards(void *ud, kc_buf *json) {
+  kc_ops *ops = ud;
+  kc_ops_view v;
+  get_view(ops, &v);
+  if (kc_ops_shards_json(&v, json) < 0) kc_warn("ops", "/debug/shards incomplete: out of memory");
+}
+
 static bool hook_ready(void *ud, char *why, size_t cap) {
   kc_ops *ops = ud;
   kc_ops_view v;
@@ -540,12 +616,12 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   ops->own_probes = o->probe_bind != NULL;
   kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms,
                               .endpoints = ops->own_probes ? KC_HTTP_METRICS : 0};
-  kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops};
+  kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops, hook_shards};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
   if (ops->own_probes) {
     kc_httpserver_options po = {.bind = o->probe_bind, .heartbeat_ms = o->heartbeat_ms,
                                 .endpoints = KC_HTTP_PROBES};
-    kc_httpserver_hooks ph = {NULL, hook_ready, ops};
+    kc_httpserver_hooks ph = {NULL, hook_ready, ops, NULL};
     if ((rc = kc_httpserver_start(loop, ops->reg, &po, &ph, &ops->probes)) < 0) {
       kc_httpserver_close(ops->http);
       goto fail;

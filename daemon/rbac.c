@@ -359,6 +359,15 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
       rc = add_rule(&rs, ROLE_LEADER, le->namespace_, "coordination.k8s.io", "leases", le->name,
                     V_GET | V_UPDATE);
   }
+  /* Sharding (daemon/sharding.h): range and membership Leases are listed,
+   * created and renewed in leaseNamespace; membership names depend on the
+   * identity, so no resourceNames. */
+  for (size_t i = 0; i < cfg->ncontrollers && !rc; i++) {
+    const kc_sharding_spec *sp = &cfg->controllers[i].sharding;
+    if (sp->shards > 0)
+      rc = add_rule(&rs, ROLE_LEADER, sp->lease_namespace, "coordination.k8s.io", "leases", "",
+                    V_CREATE | V_GET | V_LIST | V_UPDATE);
+  }
   if (rc == -ENAMETOOLONG) kc_errf(err, errlen, "a namespace, group or resource name is too long");
   if (rc) goto out;
   if (rs.n) qsort(rs.r, rs.n, sizeof *rs.r, cmp_rule);

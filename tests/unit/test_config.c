@@ -204,7 +204,13 @@ static bool same_config(const kc_config *a, const kc_config *b) {
       x->renew_deadline_ms != y->renew_deadline_ms || x->retry_period_ms != y->retry_period_ms ||
       strcmp(a->metrics_bind, b->metrics_bind) || a->log_level != b->log_level || a->log_format != b->log_format ||
       a->shutdown_timeout_ms != b->shutdown_timeout_ms || a->decode_threads != b->decode_threads ||
-      a->ninformers != b->ninformers || a->ncontrollers != b->ncontrollers)
+      a->ninformers != b->ninformers || a->ncontrollers != b->ncontrollers ||
+      a->sharding.shards != b->sharding.shards || a->sharding.key != b->sharding.key ||
+      strcmp(a->sharding.lease_namespace, b->sharding.lease_namespace) ||
+      !a->sharding.lease_prefix != !b->sharding.lease_prefix ||
+      a->sharding.lease_duration_ms != b->sharding.lease_duration_ms ||
+      a->sharding.renew_deadline_ms != b->sharding.renew_deadline_ms ||
+      a->sharding.retry_period_ms != b->sharding.retry_period_ms)
     return false;
   for (size_t i = 0; i < a->ninformers; i++) {
     const kc_informer_spec *p = &a->informers[i], *q = &b->informers[i];
@@ -251,6 +257,7 @@ static void check_documented(const char *section, const char *key, const char *v
   } where[] = {
       {"Top level", "{}", ""},
       {"leaderElection", "", "leaderElection:\n  "},
+      {"sharding", "", "sharding:\n  "},
       {"metrics", "", "metrics:\n  "},
       {"informers", "informers:\n  - apiVersion: v1\n    kind: ConfigMap\n", "    "},
       {"controllers", CTL, "    "},
@@ -338,9 +345,10 @@ static void test_documented_defaults(void **state) {
     }
   }
   free(doc);
-  /* Every row with a value: 5 top level, 6 leaderElection, 1 metrics,
-   * 7 informers, 5 controllers, 4 rateLimit, 4 hook exec, 4 hook webhook. */
-  assert_int_equal(checked, 36);
+  /* Every row with a value: 5 top level, 6 leaderElection, 5 sharding,
+   * 1 metrics, 7 informers, 5 controllers, 4 rateLimit, 4 hook exec, 4 hook
+   * webhook. */
+  assert_int_equal(checked, 41);
 }
 
 static void test_top_level_errors(void **state) {
@@ -351,7 +359,7 @@ static void test_top_level_errors(void **state) {
         "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
-        "metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, informers, controllers)");
+        "sharding, metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
   fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
@@ -1193,6 +1201,80 @@ static void test_hook_diff(void **state) {
   kc_config_free(b);
 }
 
+/* sharding: a global default controllers inherit key by key, the default
+ * prefix per controller, the timing rule on the effective values (blamed
+ * where the value was written), one prefix per controller, the diff. */
+static void test_sharding(void **state) {
+  (void)state;
+  kc_config *c = load("leaderElection: {namespace: ops}\n"
+                      "sharding: {shards: 4, leaseDuration: 30s, renewDeadline: 20s}\n"
+                      "controllers:\n"
+                      "  - name: My_Ctl\n    plugin: a.so\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                      "  - name: b\n    plugin: a.so\n    for: {apiVersion: v1, kind: Secret}\n"
+                      "    sharding: {shards: 8, key: metadata.namespace, leasePrefix: bee,"
+                      " leaseNamespace: shards, retryPeriod: 1s}\n"
+                      "  - name: c\n    plugin: a.so\n    for: {apiVersion: v1, kind: Pod}\n"
+                      "    sharding: {shards: 0}\n");
+  assert_int_equal(c->sharding.shards, 4);
+  assert_string_equal(c->sharding.lease_namespace, "ops");
+  assert_null(c->sharding.lease_prefix);
+  const kc_sharding_spec *a = &c->controllers[0].sharding, *b = &c->controllers[1].sharding;
+  assert_int_equal(a->shards, 4);
+  assert_int_equal(a->key, KC_SHARD_KEY_UID);
+  assert_string_equal(a->lease_namespace, "ops");
+  assert_string_equal(a->lease_prefix, "kctrld-my-ctl");
+  assert_int_equal(a->lease_duration_ms, 30000);
+  assert_int_equal(a->renew_deadline_ms, 20000);
+  assert_int_equal(a->retry_period_ms, 2000);
+  assert_int_equal(b->shards, 8);
+  assert_int_equal(b->key, KC_SHARD_KEY_NAMESPACE);
+  assert_string_equal(b->lease_namespace, "shards");
+  assert_string_equal(b->lease_prefix, "bee");
+  assert_int_equal(b->lease_duration_ms, 30000); /* inherited */
+  assert_int_equal(b->retry_period_ms, 1000);
+  assert_int_equal(c->controllers[2].sharding.shards, 0);
+  kc_config_free(c);
+
+  fails(CTL "    sharding: {shards: 2, key: metadata.name}\n",
+        "c.yaml:5:32: controllers[0].sharding.key: expected metadata.uid or metadata.namespace, "
+        "got \"metadata.name\"");
+  fails(CTL "    sharding: {shards: 1025}\n",
+        "c.yaml:5:24: controllers[0].sharding.shards: must be between 0 and 1024, got \"1025\"");
+  fails(CTL "    sharding: {shards: 2, leasePrefix: Bad_Prefix}\n",
+        "c.yaml:5:40: controllers[0].sharding.leasePrefix: \"Bad_Prefix\" is not a valid Lease "
+        "name prefix (a DNS subdomain of at most 229 characters)");
+  /* the global value is blamed when the controller inherits it */
+  fails("sharding: {renewDeadline: 20s}\n" CTL "    sharding: {shards: 2}\n",
+        "c.yaml:1:27: controllers[0].sharding: leaseDuration (15s) must be greater than "
+        "renewDeadline (20s)");
+  fails(CTL "    sharding: {shards: 2, retryPeriod: 9s}\n",
+        "c.yaml:5:40: controllers[0].sharding: renewDeadline (10s) must be greater than 1.2 x "
+        "retryPeriod (9s)");
+  fails("sharding: {shards: 2, leasePrefix: same}\n" CTL
+        "  - name: b\n    plugin: a.so\n    for: {apiVersion: v1, kind: Secret}\n",
+        "c.yaml:1:36: controllers[1].sharding.leasePrefix: \"same\" is already used by "
+        "controllers[0] (line 3); give each sharded controller its own");
+  fails("sharding: {shards: 2, colour: red}\n",
+        "c.yaml:1:23: unknown key \"colour\" in sharding (known keys: shards, key, "
+        "leaseNamespace, leasePrefix, leaseDuration, renewDeadline, retryPeriod)");
+
+  kc_config *x = load(CTL), *y = load(CTL "    sharding: {shards: 3}\n"),
+            *z = load("sharding: {shards: 3}\n" CTL);
+  kc_config_diff *d = NULL;
+  assert_int_equal(kc_config_compare(x, y, &d), 0);
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].fields, KC_CTL_SHARDING);
+  char sum[256];
+  kc_config_diff_summary(d, x, y, sum, sizeof sum);
+  assert_string_equal(sum, "informers: +0 -0 ~0; controllers: +0 -0 ~1 ~a(sharding)");
+  kc_config_diff_free(d);
+  /* the same effective settings, written globally: no change */
+  assert_int_equal(kc_config_compare(y, z, &d), 0);
+  assert_true(kc_config_diff_empty(d));
+  kc_config_diff_free(d);
+  kc_config_free(x), kc_config_free(y), kc_config_free(z);
+}
+
 /* `isolation:` (docs/config.md): in-process by default, process for a
  * plugin only; a change re-instantiates the controller (KC_CTL_PLUGIN). */
 static void test_isolation(void **state) {
@@ -1238,6 +1320,7 @@ int main(void) {
       cmocka_unit_test(test_hook_errors),
       cmocka_unit_test(test_hook_webhook),
       cmocka_unit_test(test_hook_diff),
+      cmocka_unit_test(test_sharding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

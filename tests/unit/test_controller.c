@@ -45,11 +45,14 @@
 #include <cmocka.h>
 
 #include "apiclient.h"
+#include "apisim_child.h"
 #include "controller.h"
 #include "fakeapi.h"
 #include "informer.h"
 #include "log.h"
 #include "plugin_host.h"
+#include "sharding.h"
+#include "shardsel.h"
 
 #define WAIT_MS 8000
 #define MAXCTL 4
@@ -822,10 +825,126 @@ static void test_pause_and_activation(void **state) {
   assert_int_equal(reconciles_of(s), 6);
 }
 
+/* ---- sharding ------------------------------------------------------------------ */
+
+/* A namespace whose hash (key: metadata.namespace) falls in range `want` of 2. */
+static void ns_in_range(unsigned want, char *out, size_t cap) {
+  for (int i = 0; i < 10000; i++) {
+    snprintf(out, cap, "sh%d", i);
+    if ((kc_shard_hash(out, strlen(out)) >> 63) == want) return;
+  }
+  fail_msg("no namespace found");
+}
+
+static bool owns_n(void *ud) {
+  kc_shard_range r[2];
+  return kc_sharding_owned_ranges(ud, r, 2) == 2;
+}
+
+static bool owns_one(void *ud) {
+  kc_shard_range r[2];
+  return kc_sharding_owned_ranges(ud, r, 2) == 1;
+}
+
+/* A sharded controller (2 ranges by namespace; Leases in kube-apisim, the
+ * objects in the fake API server): while another live replica holds range
+ * 1, only keys of range 0 are queued (the cached ones once when range 0 is
+ * acquired, then events), never those of range 1; when the other replica's
+ * Lease is released, range 1 is acquired and its cached keys are queued. */
+static void test_sharded_controller_filters_keys(void **state) {
+  (void)state;
+  if (sim_paths_init() < 0 || sim_start() < 0) {
+    print_message("# kube-apisim not available: skipped\n");
+    sim_paths_free();
+    return;
+  }
+  assert_int_equal(sim_call("POST", "/api/v1/namespaces",
+                            "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"shards\"}}",
+                            NULL, NULL), 201);
+  /* the other replica holds range 1 for an hour */
+  assert_int_equal(sim_call("POST", "/apis/coordination.k8s.io/v1/namespaces/shards/leases",
+                            "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                            "\"metadata\":{\"name\":\"t-1\"},\"spec\":{\"holderIdentity\":\"other\","
+                            "\"leaseDurationSeconds\":3600,\"renewTime\":\"2024-01-01T00:00:00.000000Z\"}}",
+                            NULL, NULL), 201);
+  char ns0[16], ns1[16];
+  ns_in_range(0, ns0, sizeof ns0);
+  ns_in_range(1, ns1, sizeof ns1);
+  fakeapi_put(F.srv, "podsets", ns0, "old0", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", ns1, "old1", NULL, NULL);
+  start_informers();
+
+  kc_api *sim_api = NULL;
+  kc_kube_creds cr = {.server = sim_url};
+  assert_int_equal(kc_api_new(&F.loop, &cr, &sim_api), 0);
+  kc_controller_spec spec = controller_spec("sharded");
+  spec.sharding = (kc_sharding_spec){.shards = 2, .key = KC_SHARD_KEY_NAMESPACE,
+                                     .lease_namespace = "shards", .lease_prefix = "t",
+                                     .lease_duration_ms = 1000, .renew_deadline_ms = 600,
+                                     .retry_period_ms = 100};
+  slot *s = new_controller(&spec);
+  drain(s); /* the keys queued at creation (every cached object) */
+  s->nseen = 0;
+  assert_int_equal(kc_controller_shard(s->c, sim_api, "me", 1000, false), 0);
+  assert_int_equal(kc_controller_shard(s->c, sim_api, "me", 1000, false), -EALREADY);
+  kc_sharding *sh = kc_controller_sharding(s->c);
+  assert_non_null(sh);
+  /* start the claim loop but keep the controller paused: its queue is read here */
+  assert_int_equal(kc_sharding_start(sh), 0);
+  run_until(owns_one, sh, "range 0 to be owned");
+  char k0[64], k1[64], n0[64], n1[64];
+  snprintf(k0, sizeof k0, "%s/old0", ns0);
+  snprintf(k1, sizeof k1, "%s/old1", ns1);
+  snprintf(n0, sizeof n0, "%s/new0", ns0);
+  snprintf(n1, sizeof n1, "%s/new1", ns1);
+  key_wait w = {s, k0};
+  run_until(key_seen, &w, "range 0's cached key");
+  fakeapi_put(F.srv, "podsets", ns1, "new1", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", ns0, "new0", NULL, NULL);
+  w.key = n0;
+  run_until(key_seen, &w, "range 0's new key");
+  for (size_t i = 0; i < s->nseen; i++) {
+    assert_string_not_equal(s->seen[i], k1);
+    assert_string_not_equal(s->seen[i], n1);
+  }
+  /* the other replica releases range 1 */
+  char *body = NULL;
+  assert_int_equal(sim_call("GET", "/apis/coordination.k8s.io/v1/namespaces/shards/leases/t-1", NULL,
+                            NULL, &body), 200);
+  char *rv = strstr(body, "\"resourceVersion\":\"");
+  assert_non_null(rv);
+  rv += strlen("\"resourceVersion\":\"");
+  char put[512];
+  snprintf(put, sizeof put,
+           "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"t-1\","
+           "\"namespace\":\"shards\",\"resourceVersion\":\"%.*s\"},\"spec\":{\"holderIdentity\":\"\","
+           "\"leaseDurationSeconds\":1,\"renewTime\":\"2024-01-01T00:00:01.000000Z\"}}",
+           (int)strcspn(rv, "\""), rv);
+  free(body);
+  assert_int_equal(sim_call("PUT", "/apis/coordination.k8s.io/v1/namespaces/shards/leases/t-1", put,
+                            NULL, NULL), 200);
+  run_until(owns_n, sh, "range 1 to be owned");
+  w.key = k1;
+  run_until(key_seen, &w, "range 1's cached keys");
+  w.key = n1;
+  run_until(key_seen, &w, "range 1's other cached key");
+
+  kc_controller_stop(s->c, 1000, on_stopped, NULL);
+  uint64_t end = mono_ms() + WAIT_MS;
+  while (F.stopped < 1 && mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
+  assert_int_equal(F.stopped, 1);
+  F.nctl = 0;
+  F.stopped = 0;
+  kc_api_close(sim_api);
+  sim_stop();
+  sim_paths_free();
+}
+
 int main(void) {
   kc_log_set_level(KC_LOG_ERROR);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_for_events_enqueue_own_key, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sharded_controller_filters_keys, setup, teardown),
       cmocka_unit_test_setup_teardown(test_owns_enqueue_controller_owner, setup, teardown),
       cmocka_unit_test_setup_teardown(test_owns_observe_expectations, setup, teardown),
       cmocka_unit_test_setup_teardown(test_watches_mappings, setup, teardown),

@@ -92,7 +92,7 @@ static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms)
                                        NULL, 0, &f->collections), 0);
   kc_httpserver_options o = {.bind = bind, .heartbeat_ms = heartbeat_ms, .scrape_wait_ms = wait_ms, .fresh_ms = 1,
                              .endpoints = start_endpoints};
-  kc_httpserver_hooks h = {collect, ready, f};
+  kc_httpserver_hooks h = {collect, ready, f, NULL};
   assert_int_equal(kc_httpserver_start(&f->loop, f->reg, &o, &h, &f->srv), 0);
   assert_non_null(f->srv);
   assert_true(kc_httpserver_port(f->srv) > 0);

@@ -268,7 +268,7 @@ static void on_released(int err, void *ud) {
   e->release_err = err;
 }
 
-static const kc_leader_callbacks CBS = {on_started, on_stopped, on_new_leader};
+static const kc_leader_callbacks CBS = {on_started, on_stopped, on_new_leader, NULL};
 
 typedef struct env {
   uv_loop_t loop;
@@ -694,6 +694,81 @@ static void renewal_fault(int f) {
   env_free(&v);
 }
 
+static int renewed_calls;
+static uint64_t renewed_until;
+static void on_renewed_cb(uint64_t until, void *ud) {
+  (void)ud;
+  renewed_calls++;
+  renewed_until = until;
+}
+
+/* For sharding.c: a released elector can be restarted; on_renewed reports
+ * every successful write with the renew deadline; a record seeded with
+ * kc_leader_observe (a LIST) as first seen more than leaseDuration ago is
+ * taken over on the very first attempt instead of after another
+ * leaseDuration of watching it; kc_leader_lease_record reads an object. */
+static void test_restart_observe_renewed(void **state) {
+  (void)state;
+  env v;
+  env_init(&v);
+  events a = {0};
+  kc_leader_callbacks cb = {on_started, on_stopped, on_new_leader, on_renewed_cb};
+  kc_leader_election cfg = {.enabled = true, .namespace_ = "ns", .name = "ctl",
+                            .lease_duration_ms = LD_MS, .renew_deadline_ms = RD_MS,
+                            .retry_period_ms = RP_MS};
+  kc_leader *la = NULL;
+  renewed_calls = 0;
+  assert_int_equal(kc_leader_new(&v.loop, v.api, &cfg, "node-a_1", &cb, &a, &la), 0);
+  a.le = la;
+  assert_int_equal(kc_leader_restart(la), 0); /* a new elector: same as start */
+  run_until(&v, &a.started, 1, 2000);
+  assert_true(renewed_calls >= 1);
+  assert_true(renewed_until > kc_leader_now_ms());
+  assert_int_equal(kc_leader_restart(la), -EALREADY);
+  assert_int_equal(kc_leader_release(la, on_released, &a), 0);
+  run_until(&v, &a.released, 1, 2000);
+  assert_int_equal(kc_leader_restart(la), 0);
+  run_until(&v, &a.started, 2, 2000);
+  char h[256];
+  snapshot(h, sizeof h, NULL, NULL, NULL, NULL);
+  assert_string_equal(h, "node-a_1");
+  kc_leader_close(la);
+
+  /* A crashed holder's record, as a LIST showed it long enough ago. */
+  emu_write_other("ghost_9", 1, 4);
+  pthread_mutex_lock(&mu);
+  char json[4096];
+  snprintf(json, sizeof json, "%s", lease_json_locked());
+  pthread_mutex_unlock(&mu);
+  char err[128];
+  kc_obj *o = kc_obj_parse(json, strlen(json), NULL, err, sizeof err);
+  assert_non_null(o);
+  kc_lease_record rec;
+  kc_buf raw = {0};
+  assert_int_equal(kc_leader_lease_record(o, &rec, &raw), 0);
+  assert_string_equal(rec.holder, "ghost_9");
+  assert_int_equal(rec.duration_s, 1);
+  assert_int_equal(rec.transitions, 4);
+  assert_true(raw.len > 0);
+  kc_buf_free(&raw);
+  events b = {0};
+  kc_leader *lb = NULL;
+  assert_int_equal(kc_leader_new(&v.loop, v.api, &cfg, "node-b_2", &CBS, &b, &lb), 0);
+  b.le = lb;
+  uint64_t now = kc_leader_now_ms();
+  assert_int_equal(kc_leader_observe(lb, o, now > LD_MS + 1 ? now - LD_MS - 1 : 0), 0);
+  kc_obj_unref(o);
+  assert_int_equal(kc_leader_start(lb), 0);
+  run_until(&v, &b.started, 1, 3000);
+  kc_leader_stats st;
+  kc_leader_get_stats(lb, &st);
+  assert_int_equal(st.attempts, 1); /* no second look after leaseDuration */
+  snapshot(h, sizeof h, NULL, NULL, NULL, NULL);
+  assert_string_equal(h, "node-b_2");
+  kc_leader_close(lb);
+  env_free(&v);
+}
+
 static void test_renewal_429(void **state) {
   (void)state;
   renewal_fault(429);
@@ -718,7 +793,7 @@ static void test_close_from_callback(void **state) {
   env v;
   env_init(&v);
   events e = {0};
-  kc_leader_callbacks cb = {close_in_started, on_stopped, NULL};
+  kc_leader_callbacks cb = {close_in_started, on_stopped, NULL, NULL};
   kc_leader_election cfg = {.enabled = true, .namespace_ = "ns", .name = "ctl",
                             .lease_duration_ms = LD_MS, .renew_deadline_ms = RD_MS,
                             .retry_period_ms = RP_MS};
@@ -759,6 +834,7 @@ int main(void) {
       cmocka_unit_test(test_renewal_500),
       cmocka_unit_test(test_renewal_stall),
       cmocka_unit_test(test_close_from_callback),
+      cmocka_unit_test(test_restart_observe_renewed),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -119,6 +119,22 @@ static void test_cluster_with_leader_election(void **state) {
   free(y);
 }
 
+/* A sharded controller: its Leases (ranges and memberships) are listed,
+ * created, read and renewed in leaseNamespace, by the Lease role. */
+static void test_sharding_leases(void **state) {
+  (void)state;
+  char *y = gen("sharding: {shards: 4, leaseNamespace: shards}\n"
+                "informers:\n  - {apiVersion: v1, kind: Pod, namespaces: [a]}\n"
+                "controllers:\n  - name: podset\n    plugin: /podset.so\n"
+                "    for: {apiVersion: v1, kind: Pod}\n",
+                NULL, NULL);
+  assert_non_null(y);
+  const char *r = strstr(y, "kind: Role\nmetadata:\n  name: kctrld-leader-election\n  namespace: shards\n");
+  assert_non_null(r);
+  assert_non_null(strstr(r, "resources: [\"leases\"]\n    verbs: [\"create\", \"get\", \"list\", \"update\"]\n"));
+  free(y);
+}
+
 /* Every informer namespaced: one Role per namespace; the plugin's writes
  * only in the namespaces of its `for` informer. */
 static void test_roles_per_namespace(void **state) {
@@ -345,6 +361,7 @@ static void test_check_plugins(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cluster_with_leader_election),
+      cmocka_unit_test(test_sharding_leases),
       cmocka_unit_test(test_roles_per_namespace),
       cmocka_unit_test(test_what_forces_a_cluster_role),
       cmocka_unit_test(test_for_placeholder),
