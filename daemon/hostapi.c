@@ -624,7 +624,8 @@ static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
   ENV_OP_T(may_write) may_write = ENV_OP(ctx, may_write);
   if (!request) return -ENOSYS;
   if ((flags & REQ_WRITE) && (!may_write || !may_write(ENV_UD(ctx)))) {
-    api_error(ctx, "not the leader: %s %s refused", method, path);
+    api_error(ctx, "not the leader (or the key's shard range is not held): %s %s refused", method,
+              path);
     return -EAGAIN;
   }
   kc_api_response r;

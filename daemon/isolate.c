@@ -272,7 +272,8 @@ static int serve_request(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
     rc = -ENOSYS;
   } else if (write && (!ENVOP(may_write) || !ENVOP(may_write)(ctx->env->ud))) {
     rc = -EAGAIN;
-    snprintf(r.status.message, sizeof r.status.message, "not the leader: %s %s refused", ARG(0).ptr,
+    snprintf(r.status.message, sizeof r.status.message,
+             "not the leader (or the key's shard range is not held): %s %s refused", ARG(0).ptr,
              ARG(1).ptr);
   } else {
     rc = ENVOP(request)(ctx->env->ud, ARG(0).ptr, ARG(1).ptr, ARG(2).len ? ARG(2).ptr : NULL,
