@@ -250,6 +250,10 @@ def table_rows(sizes):
                  (k + ".rss_obj", "", "RSS/object bytes", "list%d.json_per_obj" % n, True),
                  (k + ".rss_x", "", "RSS/object x JSON", None, True),
                  (k + ".hwm", "", "peak RSS MiB", None, True)]
+    n = sizes[-1]
+    rows += [("relist%d.before" % n, "relist %dk Pods" % (n // 1000), "RSS MiB before", None, True),
+             ("relist%d.after" % n, "", "RSS MiB after", None, True),
+             ("relist%d.growth" % n, "", "RSS growth bytes/object", "list%d.json_per_obj" % n, True)]
     rows += [("watch.live.eps", "watch live", "events/s", "watch.live_eps", False),
              ("watch.live.sim", "", "simulator wrote/s meanwhile", None, False),
              ("watch.live.us", "", "CPU us/event", None, True),
@@ -488,10 +492,21 @@ class Bench:
         return r
 
     def watch_events(self, client):
-        """Events per watch run: python gets a tenth (its ~200 events/s would
-        spend the whole timeout on the full count; the rows are rates)."""
+        """Events per watch run (the rows are rates; each run should last
+        seconds, not the whole timeout): kctrld --watch-events; python a
+        tenth (it takes ~200 events/s); with --quick, client-go and
+        client-node half and python a twentieth."""
         m = self.a.watch_events
-        return max(1, m // 10) if client == "python" else m
+        if client == "python":
+            return max(1, m // (20 if self.a.quick else 10))
+        if client != "kctrld" and self.a.quick:
+            return max(1, m // 2)
+        return m
+
+    def relists_at(self, client, n):
+        """The forced relist runs at the largest size, for every client but
+        python (its relist of 10k Pods alone would take most of a minute)."""
+        return n == self.a.sizes[-1] and client != "python"
 
     def clients_at(self, n):
         """Clients that run at n Pods: python only at 10k, client-node not at
@@ -515,14 +530,15 @@ class Bench:
                     r.wait_informer_synced(30)
                 elif not r.wait_synced(60):
                     raise RuntimeError("%s: no SYNCED on an empty cluster" % client)
-                time.sleep(1.0)
+                time.sleep(0.5)
                 return r.mem()[0]
             finally:
                 r.stop()
 
-    def sync(self, client, sim, n, watch=None):
+    def sync(self, client, sim, n, watch=None, relist=False):
         """Sync of n Pods; with watch=(M, sim) also the live and drained watch
-        scenarios in the same process (M events each)."""
+        scenarios in the same process (M events each); with relist, then a
+        forced relist that changes every object (relist())."""
         target = watch[0] if watch else 0
         r = self.start(client, sim, watch_target=target)
         try:
@@ -545,6 +561,8 @@ class Bench:
             self.add(client, "sync%d.hwm" % n, hwm / 1024.0)
             if watch:
                 self.watch(r, watch[0], sim)
+            if relist:
+                self.relist(r, sim, n)
         finally:
             r.stop()
 
@@ -583,6 +601,37 @@ class Bench:
         if got < m:
             print("# %s: drained %d of %d events within %d s" % (c, got, m, self.a.watch_timeout), flush=True)
 
+    def relist(self, r, sim, n):
+        """RSS before and after a relist that replaces every cached object:
+        all n Pods changed without watch events (lose-events), the history
+        compacted and the watches dropped, so the client's re-watch gets 410
+        and it lists again; done when the client saw n updates (kctrld: its
+        relist counter moved; its replace is applied in the same loop
+        callback). Is the replaced cache's memory given back?"""
+        c = r.client
+        time.sleep(0.5)
+        before = r.mem()[0]
+        k0 = r.k.metric(r.k.scrape(), "kctrld_reflector_relists_total") if r.k is not None else 0
+        u0 = r.updates()
+        t0 = time.monotonic()
+        sim.control("POST", "lose-events", {"resource": "pods", "count": n})
+        sim.control("POST", "compact")
+        sim.control("POST", "drop-watches")
+        if r.k is not None:
+            taplib.wait_for(lambda: r.k.metric(r.k.scrape(), "kctrld_reflector_relists_total") > k0,
+                            timeout=self.a.sync_timeout, interval=0.05, what="kctrld to relist")
+        else:
+            taplib.wait_for(lambda: r.updates() - u0 >= n, timeout=self.a.sync_timeout, interval=0.1,
+                            what="%s to relist %d Pods" % (c, n))
+        took = time.monotonic() - t0
+        time.sleep(1.0)
+        after = r.mem()[0]
+        self.add(c, "relist%d.before" % n, before / 1024.0)
+        self.add(c, "relist%d.after" % n, after / 1024.0)
+        self.add(c, "relist%d.growth" % n, (after - before) * 1024.0 / n)
+        print("# relist %d, %s: RSS %.1f -> %.1f MiB (%.1f s)" % (n, c, before / 1024.0, after / 1024.0, took),
+              flush=True)
+
     def latency(self, client):
         npods = 1000
         with taplib.Apisim("--generate", "pods=%d" % npods, "--history", "100000") as sim:
@@ -605,7 +654,7 @@ class Bench:
                 n = bench_controller.patch_loop(sim, names, self.a.latency_rate, self.a.latency_seconds,
                                                 "pods", sent)
                 rate = n / (time.monotonic() - t0)
-                time.sleep(1.0)
+                time.sleep(0.5)
                 if client != "kctrld":
                     lats = latencies_in_order(sent, r.done_times())
             finally:
@@ -745,13 +794,15 @@ class Bench:
                                 first = False
                             print("# sync %d + watch: %s" % (n, c), flush=True)
                             self.guard("sync %d + watch, %s" % (n, c), self.sync, c, sim, n,
-                                       watch=(self.watch_events(c), sim))
+                                       watch=(self.watch_events(c), sim),
+                                       relist=self.relists_at(c, n))
                 else:
                     with taplib.Apisim("--generate", "pods=%d" % n) as sim:
                         self.guard("list floor %d" % n, self.floor_list, sim, n)
                         for c in cs:
                             print("# sync %d: %s" % (n, c), flush=True)
-                            self.guard("sync %d, %s" % (n, c), self.sync, c, sim, n)
+                            self.guard("sync %d, %s" % (n, c), self.sync, c, sim, n,
+                                       relist=self.relists_at(c, n))
             for c in order:
                 print("# latency: %s" % c, flush=True)
                 self.guard("latency, " + c, self.latency, c)

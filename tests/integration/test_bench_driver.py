@@ -120,6 +120,27 @@ def test_render_table_ratios_and_floors():
     assert lines[-1] == "- a note"
 
 
+def test_relist_rows_and_watch_counts():
+    results = {"kctrld": {"relist10000.before": [96.0], "relist10000.after": [97.0],
+                          "relist10000.growth": [102.4]},
+               "floor": {"list10000.json_per_obj": [7525.0]}}
+    lines = compare.render_table(results, [10000], ["kctrld"]).splitlines()
+    assert any(ln.startswith("| relist 10k Pods | RSS MiB before | 96.0 |") for ln in lines)
+    growth = [ln for ln in lines if "RSS growth bytes/object" in ln][0]
+    assert "| 102 | 7,525 |" in growth and growth.endswith("| 0.01x |")
+
+    class A:
+        watch_events, quick, sizes, clients = 10000, True, [10000], list(compare.CLIENTS)
+    b = compare.Bench.__new__(compare.Bench)
+    b.a = A()
+    assert [b.watch_events(c) for c in compare.CLIENTS] == [10000, 5000, 5000, 500]
+    A.quick, A.watch_events = False, 50000
+    assert [b.watch_events(c) for c in compare.CLIENTS] == [50000, 50000, 50000, 5000]
+    A.sizes = [10000, 50000, 100000]
+    assert b.relists_at("kctrld", 100000) and b.relists_at("client-go", 100000)
+    assert not b.relists_at("kctrld", 10000) and not b.relists_at("python", 100000)
+
+
 def test_noop_plugin_on_pods_writes_sync_file():
     tmp = tempfile.mkdtemp(prefix="bench-driver-")
     os.chmod(tmp, 0o700)  # plugin directories must not be writable by others
