@@ -134,6 +134,7 @@ def test_relist_rows_and_watch_counts():
     b = compare.Bench.__new__(compare.Bench)
     b.a = A()
     assert [b.watch_events(c) for c in compare.CLIENTS] == [10000, 5000, 5000, 500]
+    assert b.relists_at("kctrld", 10000) and not b.relists_at("client-go", 10000)
     A.quick, A.watch_events = False, 50000
     assert [b.watch_events(c) for c in compare.CLIENTS] == [50000, 50000, 50000, 5000]
     A.sizes = [10000, 50000, 100000]
