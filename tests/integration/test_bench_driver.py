@@ -78,6 +78,9 @@ def test_rss_curve():
     assert compare.growth_last_two_thirds([(0, 5), (1, 5)]) == 0
     assert compare.flat_verdict([1432, 0], [96.2, 96.0]) == "flat"       # 1.4 MiB of 96 MiB
     assert compare.flat_verdict([0, 30228], [96.2, 306.0]) == "NOT flat"  # 29.5 MiB of 306 MiB
+    assert compare.flat_verdict([2148], [89.3]) == "NOT flat"                # 2.1 MiB of 89 MiB
+    assert compare.flat_verdict([2148], [89.3], compare.DECODE_BUDGET_KIB) == "flat"  # + 8 MiB
+    assert compare.flat_verdict([12000], [89.3], compare.DECODE_BUDGET_KIB) == "NOT flat"
 
 
 def test_dechunk_watch_stream():
