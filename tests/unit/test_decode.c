@@ -1180,7 +1180,8 @@ static void test_watch_newlines_large_pieces(void **state) {
     kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
     assert_non_null(d);
     for (size_t off = 0; off < n; off += pieces[pi])
-      assert_int_equal(kc_decoder_feed(d, body + off, n - off < pieces[pi] ? n - off : pieces[pi]), 0);
+      assert_int_equal(kc_decoder_feed(d, body + off, n - off < pieces[pi] ? n - off : pieces[pi]),
+                       0);
     assert_int_equal(r.n, N); /* all out before finish */
     assert_int_equal(kc_decoder_finish(d), 0);
     for (int i = 0; i < N; i++) {
