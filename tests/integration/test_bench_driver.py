@@ -78,6 +78,9 @@ def test_rss_curve():
     assert compare.growth_last_two_thirds([(0, 5), (1, 5)]) == 0
     assert compare.flat_verdict([1432, 0], [96.2, 96.0]) == "flat"       # 1.4 MiB of 96 MiB
     assert compare.flat_verdict([0, 30228], [96.2, 306.0]) == "NOT flat"  # 29.5 MiB of 306 MiB
+    assert compare.flat_verdict([2148], [89.3]) == "NOT flat"                # 2.1 MiB of 89 MiB
+    assert compare.flat_verdict([2148], [89.3], compare.DECODE_BUDGET_KIB) == "flat"  # + 8 MiB
+    assert compare.flat_verdict([12000], [89.3], compare.DECODE_BUDGET_KIB) == "NOT flat"
 
 
 def test_dechunk_watch_stream():
@@ -118,6 +121,28 @@ def test_render_table_ratios_and_floors():
     assert any("list 10k Pods MB/s to curl | - | - | - | 500" in ln for ln in lines)
     assert not any("RSS/object" in ln for ln in lines)  # rows without values are left out
     assert lines[-1] == "- a note"
+
+
+def test_relist_rows_and_watch_counts():
+    results = {"kctrld": {"relist10000.before": [96.0], "relist10000.after": [97.0],
+                          "relist10000.growth": [102.4]},
+               "floor": {"list10000.json_per_obj": [7525.0]}}
+    lines = compare.render_table(results, [10000], ["kctrld"]).splitlines()
+    assert any(ln.startswith("| relist 10k Pods | RSS MiB before | 96.0 |") for ln in lines)
+    growth = [ln for ln in lines if "RSS growth bytes/object" in ln][0]
+    assert "| 102 | 7,525 |" in growth and growth.endswith("| 0.01x |")
+
+    class A:
+        watch_events, quick, sizes, clients = 10000, True, [10000], list(compare.CLIENTS)
+    b = compare.Bench.__new__(compare.Bench)
+    b.a = A()
+    assert [b.watch_events(c) for c in compare.CLIENTS] == [10000, 5000, 5000, 500]
+    assert b.relists_at("kctrld", 10000) and not b.relists_at("client-go", 10000)
+    A.quick, A.watch_events = False, 50000
+    assert [b.watch_events(c) for c in compare.CLIENTS] == [50000, 50000, 50000, 5000]
+    A.sizes = [10000, 50000, 100000]
+    assert b.relists_at("kctrld", 100000) and b.relists_at("client-go", 100000)
+    assert not b.relists_at("kctrld", 10000) and not b.relists_at("python", 100000)
 
 
 def test_noop_plugin_on_pods_writes_sync_file():

@@ -1184,6 +1184,50 @@ static void test_watch_event_not_held_back(void **state) {
   rec_free(&r);
 }
 
+/* Pieces of 4 KiB and more find their last token boundary at the piece's
+ * last newline (one event per line). Newlines also allowed inside an event
+ * (pretty-printed JSON: white space between tokens), next to strings that
+ * hold escaped newlines, quotes and braces: every event comes out whole and
+ * in order, for piece sizes around the batching threshold, and the last
+ * event is not held back once its bytes are in. */
+static void test_watch_newlines_large_pieces(void **state) {
+  (void)state;
+  enum { N = 40 };
+  size_t cap = N * 9000, n = 0;
+  char *body = malloc(cap);
+  assert_non_null(body);
+  for (int i = 0; i < N; i++) {
+    const char *sep = (i % 3 == 0) ? "\n  " : ""; /* every third event pretty-printed */
+    n += (size_t)snprintf(body + n, cap - n,
+                          "{%s\"type\":\"MODIFIED\",%s\"object\":{%s\"metadata\":{\"name\":\"o%d\","
+                          "\"resourceVersion\":\"%d\",\"annotations\":{\"x\":\"",
+                          sep, sep, sep, i, i + 1);
+    for (int k = 0; k < 700 + 37 * i; k++)
+      n += (size_t)snprintf(body + n, cap - n, "%s", (k % 50 == 0) ? "\\n}\\\"{" : "ab");
+    n += (size_t)snprintf(body + n, cap - n, "\"}}%s}%s}\n", sep, sep);
+  }
+  const size_t pieces[] = {4095, 4096, 4097, 5000, 16384, 1 << 20};
+  for (size_t pi = 0; pi < sizeof pieces / sizeof pieces[0]; pi++) {
+    rec r = {0};
+    kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &r);
+    assert_non_null(d);
+    for (size_t off = 0; off < n; off += pieces[pi])
+      assert_int_equal(kc_decoder_feed(d, body + off, n - off < pieces[pi] ? n - off : pieces[pi]),
+                       0);
+    assert_int_equal(r.n, N); /* all out before finish */
+    assert_int_equal(kc_decoder_finish(d), 0);
+    for (int i = 0; i < N; i++) {
+      char want[64];
+      snprintf(want, sizeof want, "MODIFIED o%d ", i);
+      assert_non_null(strstr(r.lines[i], want));
+    }
+    assert_int_equal(kc_decoder_lexed_bytes(d), n);
+    kc_decoder_free(d);
+    rec_free(&r);
+  }
+  free(body);
+}
+
 /* kc_decode_status streams through the object builder, which refuses
  * nesting deeper than KC_OBJ_MAX_DEPTH without recursing: a Status nested a
  * million levels deep (2 MB) is refused, one of 256 levels is read. */
@@ -1225,6 +1269,7 @@ int main(void) {
       cmocka_unit_test(test_decode_status),
       cmocka_unit_test(test_linear_any_chunking),
       cmocka_unit_test(test_watch_event_not_held_back),
+      cmocka_unit_test(test_watch_newlines_large_pieces),
       cmocka_unit_test(test_decode_status_depth_limit),
       cmocka_unit_test(test_rejected_shapes),
   };
