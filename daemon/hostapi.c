@@ -666,10 +666,11 @@ static bool copy_slice(kc_str s, char *buf, size_t cap) {
   return true;
 }
 
-/* POST/PUT of a whole object given as JSON. */
-static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, const char *json,
-                        size_t len, const kctrld_object **out) {
-  if (out) *out = NULL;
+/* The path of the object a JSON body describes (its apiVersion, kind,
+ * namespace; its name unless for_create), plus sub. 0, or -EINVAL with
+ * ctx's API error set for a body that does not parse or names nothing. */
+static int body_path(kctrld_ctx *ctx, const char *json, size_t len, bool for_create,
+                     const char *sub, kc_buf *path) {
   if (!json || !len) return -EINVAL;
   char err[160];
   kc_obj *o = kc_obj_parse(json, len, NULL, err, sizeof err);
@@ -678,20 +679,26 @@ static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, co
     return -EINVAL;
   }
   char av[256], kind[128];
+  int rc = 0;
   if (!copy_slice(o->api_version, av, sizeof av) || !copy_slice(o->kind, kind, sizeof kind)) {
-    kc_obj_unref(o);
-    return -EINVAL;
-  }
-  bool create = strcmp(method, "POST") == 0;
-  if (!create && !o->name.len) {
-    kc_obj_unref(o);
+    rc = -EINVAL;
+  } else if (!for_create && !o->name.len) {
     api_error(ctx, "metadata.name is required");
-    return -EINVAL;
+    rc = -EINVAL;
   }
-  kc_buf path = {0};
-  int rc = object_path(ctx, av, kind, o->namespace_, create ? (kc_str){NULL, 0} : o->name, sub,
-                       &path);
+  if (rc == 0)
+    rc = object_path(ctx, av, kind, o->namespace_, for_create ? (kc_str){NULL, 0} : o->name, sub,
+                     path);
   kc_obj_unref(o);
+  return rc;
+}
+
+/* POST/PUT of a whole object given as JSON. */
+static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, const char *json,
+                        size_t len, const kctrld_object **out) {
+  if (out) *out = NULL;
+  kc_buf path = {0};
+  int rc = body_path(ctx, json, len, strcmp(method, "POST") == 0, sub, &path);
   if (rc == 0)
     rc = do_request(ctx, method, path.p, "application/json", json, len, REQ_WRITE, out);
   free(path.p);
@@ -737,29 +744,13 @@ static int svc_api_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const
 static int svc_api_apply(kctrld_ctx *ctx, const char *json, size_t len, const char *field_manager,
                          bool force, const kctrld_object **out) {
   if (out) *out = NULL;
-  if (!json || !len) return -EINVAL;
-  char err[160];
-  kc_obj *o = kc_obj_parse(json, len, NULL, err, sizeof err);
-  if (!o) {
-    api_error(ctx, "bad object JSON: %s", err);
-    return -EINVAL;
-  }
-  char av[256], kind[128];
-  int rc = 0;
-  if (!copy_slice(o->api_version, av, sizeof av) || !copy_slice(o->kind, kind, sizeof kind)) {
-    rc = -EINVAL;
-  } else if (!o->name.len) {
-    api_error(ctx, "metadata.name is required");
-    rc = -EINVAL;
-  }
   const char *fm = field_manager && *field_manager ? field_manager : ctx ? ctx->controller : "";
+  kc_buf path = {0};
+  int rc = body_path(ctx, json, len, false, NULL, &path);
   if (rc == 0 && !*fm) {
     api_error(ctx, "a field manager is required");
     rc = -EINVAL;
   }
-  kc_buf path = {0};
-  if (rc == 0) rc = object_path(ctx, av, kind, o->namespace_, o->name, NULL, &path);
-  kc_obj_unref(o);
   if (rc == 0) {
     kc_buf_puts(&path, "?fieldManager=");
     kc_buf_url(&path, fm, strlen(fm));
