@@ -96,7 +96,7 @@ def test_controller_over_http2():
         c = Cluster(sim)
         c.namespace(NS)
         c.create(PS_PATH, podset("web", 2))
-        with Kctrld(CONFIG % itest.plugin_path("podset"), proxy.kubeconfig()) as k:
+        with Kctrld(CONFIG % (itest.plugin_path("podset"), "in-process"), proxy.kubeconfig()) as k:
             wait_for(lambda: len(live_pods(c, "web")) == 2, what="2 pods through HTTP/2", kctrld=k)
             # A change seen only through the watch: scale to 3.
             c.merge_patch(PS_PATH + "/web", {"spec": {"replicas": 3}})
