@@ -29,6 +29,7 @@
 #include "hostapi.h"
 #include "isolate_child.h"
 #include "isolate_wire.h"
+#include "plugin_host.h"
 #include "selector.h"
 #include "store.h"
 
@@ -557,8 +558,15 @@ static int isolated_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
     isolated_free(x);
     return -ENOMEM;
   }
+  /* The file as it is before the first child loads it: a SIGHUP after a
+   * rebuild re-instantiates this controller (plugin_host.h). A file that
+   * cannot be stat'ed is the child's to report. */
+  int rc = kc_plugin_file_used(x->path);
+  if (rc == -ENOMEM)
+    H()->log(KCTRLD_LOG_WARN, "plugin %s: out of memory recording its file; a rebuild at this "
+                              "path is not noticed on SIGHUP", x->path);
   char err[512];
-  int rc = start_child(x, ctx, &x->slots[0], err, sizeof err);
+  rc = start_child(x, ctx, &x->slots[0], err, sizeof err);
   if (rc < 0) {
     H()->log(KCTRLD_LOG_ERROR, "plugin %s in a child process: %s", x->path, err);
     stop_children(x);

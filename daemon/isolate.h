@@ -31,7 +31,13 @@
  * init starts the first slot's child and runs the plugin's init there (on
  * the loop thread, waiting at most reconcileTimeout): an init that fails or
  * a plugin that does not load fails the instance like in-process, with the
- * child's message. The other slots start on first use.
+ * child's message. The other slots start on first use. Before it, init
+ * records the file's identity with plugin_host (kc_plugin_file_used), so
+ * that kc_plugin_file_changed sees a rebuild at the same path and a SIGHUP
+ * re-instantiates the controller, restarting its children on the new code,
+ * as for an in-process plugin. The child checks the file as kc_plugin_load
+ * does (ownership and mode, fileperm.h; the daemon's
+ * --allow-insecure-permissions is passed on).
  *
  * Owns (per instance): the shared hook base (hook_host.h), copies of the
  * plugin path and of the settings as YAML text, the slots and their

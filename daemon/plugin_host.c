@@ -30,15 +30,19 @@ _Static_assert((int)KC_RESULT_ERROR == KCTRLD_RESULT_ERROR, "result codes");
 /* Size of the 1.0 plugin table: anything smaller is refused. */
 #define PLUGIN_TABLE_MIN_SIZE (offsetof(struct kctrld_plugin, fini) + sizeof(void (*)(void *)))
 
-struct kc_plugin {
-  struct kc_plugin *next;
-  char *path;
-  /* The file this code was copied from: another identity at the same path
-   * (rebuilt, replaced or rewritten in place) is loaded anew. */
+/* A file's identity: another one at the same path is another file (rebuilt,
+ * replaced or rewritten in place). */
+typedef struct {
   dev_t dev;
   ino_t ino;
   off_t size;
   struct timespec mtime, ctime;
+} file_id;
+
+struct kc_plugin {
+  struct kc_plugin *next;
+  char *path;
+  file_id id; /* the file this code was copied from: another one at path is loaded anew */
   int memfd; /* the private copy dlopen'ed as /proc/self/fd/N; never closed (see load_copy) */
   void *handle;
   const struct kctrld_plugin *table; /* NULL: refused (load_rc, load_err) */
@@ -58,7 +62,16 @@ struct kc_plugin_instance {
   void *on_free_arg;
 };
 
+/* A file whose code runs elsewhere (isolation: process: a child loads it),
+ * as it was when its last instance started: one record per path. */
+struct used_file {
+  struct used_file *next;
+  file_id id;
+  char path[];
+};
+
 static kc_plugin *loaded; /* loop thread only */
+static struct used_file *used_files; /* loop thread only */
 static const struct kctrld_host_api *entry_table; /* NULL: kc_hostapi_table() */
 
 void kc_plugin_host_set_table(const struct kctrld_host_api *table) {
@@ -117,10 +130,14 @@ static int check_table(const char *path, const struct kctrld_plugin *t, char *er
   return 0;
 }
 
-static bool same_file(const kc_plugin *p, const struct stat *st) {
-  return p->dev == st->st_dev && p->ino == st->st_ino && p->size == st->st_size &&
-         p->mtime.tv_sec == st->st_mtim.tv_sec && p->mtime.tv_nsec == st->st_mtim.tv_nsec &&
-         p->ctime.tv_sec == st->st_ctim.tv_sec && p->ctime.tv_nsec == st->st_ctim.tv_nsec;
+static bool same_file(const file_id *id, const struct stat *st) {
+  return id->dev == st->st_dev && id->ino == st->st_ino && id->size == st->st_size &&
+         id->mtime.tv_sec == st->st_mtim.tv_sec && id->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+         id->ctime.tv_sec == st->st_ctim.tv_sec && id->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static file_id id_of(const struct stat *st) {
+  return (file_id){st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim};
 }
 
 /* Copies the checked file (fd, st_size bytes) into a sealed memfd and
@@ -204,7 +221,7 @@ int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen) 
   }
   const kc_plugin *older = NULL; /* an earlier build loaded from this path */
   for (kc_plugin *p = loaded; p; p = p->next) {
-    if (same_file(p, &st)) {
+    if (same_file(&p->id, &st)) {
       close(fd);
       if (!p->table) { /* refused before, unchanged since */
         fail(err, errlen, "%s", p->load_err);
@@ -244,11 +261,7 @@ int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen) 
     if (rc == 0) fail(err, errlen, "out of memory loading plugin %s", path);
     return rc < 0 ? rc : -ENOMEM;
   }
-  p->dev = st.st_dev;
-  p->ino = st.st_ino;
-  p->size = st.st_size;
-  p->mtime = st.st_mtim;
-  p->ctime = st.st_ctim;
+  p->id = id_of(&st);
   p->memfd = memfd;
   p->handle = h;
   p->table = rc < 0 ? NULL : t;
@@ -269,12 +282,44 @@ int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen) 
   return 0;
 }
 
+static struct used_file *find_used(const char *path) {
+  struct used_file *u = used_files;
+  while (u && strcmp(u->path, path) != 0)
+    u = u->next;
+  return u;
+}
+
+int kc_plugin_file_used(const char *path) {
+  struct stat st;
+  if (!path || !*path) return -EINVAL;
+  if (stat(path, &st) != 0) return -errno;
+  struct used_file *u = find_used(path);
+  if (u) {
+    if (!same_file(&u->id, &st))
+      kc_info("plugin",
+              "plugin path=%s isolation=process: the file changed since it was loaded, the new "
+              "code runs in new children",
+              path);
+    u->id = id_of(&st);
+    return 0;
+  }
+  size_t len = strlen(path) + 1;
+  if (!(u = malloc(sizeof *u + len))) return -ENOMEM;
+  memcpy(u->path, path, len);
+  u->id = id_of(&st);
+  u->next = used_files;
+  used_files = u;
+  return 0;
+}
+
 bool kc_plugin_file_changed(const char *path) {
   struct stat st;
   const kc_plugin *newest = NULL; /* the list is newest first */
   for (const kc_plugin *p = loaded; p && !newest; p = p->next)
     if (strcmp(p->path, path) == 0) newest = p;
-  return newest && stat(path, &st) == 0 && !same_file(newest, &st);
+  const struct used_file *u = find_used(path);
+  if ((!newest && !u) || stat(path, &st) != 0) return false;
+  return (newest && !same_file(&newest->id, &st)) || (u && !same_file(&u->id, &st));
 }
 
 int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *err, size_t errlen) {
@@ -310,6 +355,11 @@ const kctrld_permission *kc_plugin_permissions(const kc_plugin *p) {
 }
 
 void kc_plugin_host_unload_all(void) {
+  while (used_files) {
+    struct used_file *u = used_files;
+    used_files = u->next;
+    free(u);
+  }
   kc_plugin **link = &loaded;
   while (*link) {
     kc_plugin *p = *link;

@@ -9,18 +9,20 @@
  * kc_hostapi_table(), never unloaded at runtime; a file whose identity
  * changed - device, inode, size, mtime or ctime: rebuilt, replaced or
  * rewritten in place - is loaded anew, so its new code runs) and of the
- * built-in implementations registered with kc_plugin_builtin, the per-controller
- * instances, each instance's copy of its kc_host_env (hostenv.h) and its
- * expectations.
+ * built-in implementations registered with kc_plugin_builtin, the identities
+ * of the files isolated controllers run (kc_plugin_file_used), the
+ * per-controller instances, each instance's copy of its kc_host_env
+ * (hostenv.h) and its expectations.
  *
  * Line with hostapi: every function of the host table (kctrld/plugin.h)
  * lives in hostapi.c and works on the ctx built here: the instance's env
  * (cache, API client, write fence, Event recorder, settings), controller
- * name and expectations. Nothing here is process-global but the list of
- * loaded files.
+ * name and expectations. Nothing here is process-global but the lists of
+ * loaded and used files.
  *
- * Threads: kc_plugin_load, kc_plugin_builtin, kc_plugin_instance_new(_arg) and
- * kc_plugin_host_unload_all: loop thread only. kc_plugin_instance_free:
+ * Threads: kc_plugin_load, kc_plugin_file_used, kc_plugin_builtin,
+ * kc_plugin_instance_new(_arg) and kc_plugin_host_unload_all: loop thread
+ * only. kc_plugin_instance_free:
  * the loop thread, or the worker thread of a reconcile abandoned at a stop,
  * whichever is last to stop using the instance (the worker pool's release
  * hook); a plugin whose instances are still in use is not freed by
@@ -62,11 +64,21 @@ typedef struct kc_plugin_instance kc_plugin_instance;
  * Ownership: *out stays owned by the host until kc_plugin_host_unload_all. */
 int kc_plugin_load(const char *path, kc_plugin **out, char *err, size_t errlen);
 
-/* True when a plugin was loaded from path and the file there now is another
- * one (rebuilt, replaced, rewritten): a reload must re-instantiate its
- * controllers for the new code to run. False when never loaded or the file
- * cannot be stat'ed (the running code stays). Loop thread. */
+/* True when a plugin was loaded from path, or recorded with
+ * kc_plugin_file_used, and the file there now is another one (rebuilt,
+ * replaced, rewritten): a reload must re-instantiate its controllers for
+ * the new code to run. False when neither or the file cannot be stat'ed
+ * (the running code stays). Loop thread. */
 bool kc_plugin_file_changed(const char *path);
+
+/* Records the identity of the file at path now (as kc_plugin_load compares
+ * them), for code loaded from it elsewhere: isolation: process, whose child
+ * loads the file (isolate.h). Call before that load starts, so a change in
+ * between reads as changed (one restart too many, never a rebuild missed).
+ * The record replaces the path's last one, and logs at info when the file
+ * changed since. Loop thread. 0, -EINVAL (no path), -ENOMEM, or stat's
+ * -errno (nothing recorded). */
+int kc_plugin_file_used(const char *path);
 
 /* Registers a built-in plugin implementation, a table compiled into the
  * daemon (hook_exec.h's exec hook): checked like a loaded file's table, no
@@ -121,7 +133,7 @@ const char *kc_plugin_instance_controller(const kc_plugin_instance *inst);
 void kc_plugin_host_set_table(const struct kctrld_host_api *table);
 
 /* dlcloses every loaded file (code stays mapped: RTLD_NODELETE) and frees
- * the list. Only after every instance is freed (process shutdown, tests). */
+ * the lists. Only after every instance is freed (process shutdown, tests). */
 void kc_plugin_host_unload_all(void);
 
 #endif

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """A plugin rebuilt at the same path runs its new code after SIGHUP, with the
 config file unchanged (glibc alone would hand back the object it loaded for
-that pathname). The stamp plugin (tests/integration/plugins/stamp.c) is built
-with -DSTAMP_SUFFIX="@v1", then rebuilt as "@v2" at the same path: after
-SIGHUP the ConfigMap's stamp ends in "@v2" and the log says the file changed.
+that pathname), in-process and with `isolation: process` (whose children load
+the file: the daemon never does, daemon/isolate.h). The stamp plugin
+(tests/integration/plugins/stamp.c) is built with -DSTAMP_SUFFIX="@v1", then
+rebuilt as "@v2" at the same path: after SIGHUP the ConfigMap's stamp ends in
+"@v2" and the log says the file changed.
 """
 import json
 import os
@@ -26,7 +28,7 @@ def stamp(sim):
     return ((doc or {}).get("metadata", {}).get("annotations") or {}).get("test.kctrld.io/stamp", "")
 
 
-def test_rebuilt_plugin_runs_new_code():
+def rebuilt_plugin_runs_new_code(isolation):
     for p in ("kctrld", "kube-apisim"):
         if not os.access(os.path.join(taplib.BUILD, p), os.X_OK):
             raise taplib.Skip("%s not built" % p)
@@ -40,6 +42,8 @@ def test_rebuilt_plugin_runs_new_code():
               "    plugin: %s\n"
               "    for: { apiVersion: v1, kind: ConfigMap }\n"
               "    settings: { identity: me }\n" % so)
+    if isolation:
+        config += "    isolation: %s\n" % isolation
     with taplib.Apisim() as sim, taplib.Kctrld(config, kubeconfig=sim.kubeconfig) as k:
         sim.json("POST", CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"},
                               "data": {"seq": "1"}}, expect=201)
@@ -52,6 +56,14 @@ def test_rebuilt_plugin_runs_new_code():
                  headers={"Content-Type": "application/merge-patch+json"}, expect=200)
         taplib.wait_for(lambda: stamp(sim) == "me/2@v2", what="the v2 stamp (have %r)" % stamp(sim))
         assert k.stop() == 0, k.log()
+
+
+def test_rebuilt_plugin_runs_new_code():
+    rebuilt_plugin_runs_new_code(None)
+
+
+def test_rebuilt_isolated_plugin_runs_new_code():
+    rebuilt_plugin_runs_new_code("process")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
  * abort, exit), a hang past reconcileTimeout and garbage on the channel
  * each costing one error result, one panic and one child, the restart at
  * once after a healthy child and the backoff after a fresh one, an init
- * failure reported with the child's reason, and fini reaping every child. */
+ * failure reported with the child's reason, fini reaping every child, and
+ * a rebuild of the plugin file noticed for SIGHUP. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -35,6 +36,7 @@
 #include "isolate_child.h"
 #include "isolate_wire.h"
 #include "kobj.h"
+#include "log.h"
 #include "plugin_host.h"
 #include "store.h"
 #include "testutil.h"
@@ -226,18 +228,23 @@ static void add_cm(const char *name) {
   add_cm_in("ns", name, "x");
 }
 
-static int setup(void **state) {
-  (void)state;
-  snprintf(dir, sizeof dir, "/tmp/kctrld-iso-XXXXXX");
-  if (!mkdtemp(dir)) return -1;
-  snprintf(so, sizeof so, "%s/isolated.so", dir);
+/* Builds tests/integration/plugins/isolated.c at so: 0 or -1. */
+static int build_so(void) {
   char cmd[512];
   const char *cc = getenv("CC") ? getenv("CC") : "cc";
   snprintf(cmd, sizeof cmd,
            "%s -std=c11 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Iinclude -o %s "
            "tests/integration/plugins/isolated.c",
            cc, so);
-  if (system(cmd) != 0 || chmod(so, 0755) != 0 || chmod(dir, 0755) != 0) return -1;
+  return system(cmd) == 0 && chmod(so, 0755) == 0 ? 0 : -1;
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/kctrld-iso-XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  snprintf(so, sizeof so, "%s/isolated.so", dir);
+  if (build_so() != 0 || chmod(dir, 0755) != 0) return -1;
   E.cms = kc_store_new(NULL, 0);
   return E.cms ? 0 : -1;
 }
@@ -412,6 +419,35 @@ static void test_init_failure(void **state) {
   assert_int_equal(kc_hook_children_unreaped(), 0);
 }
 
+/* The daemon never loads the file (the child does), but the instance
+ * recorded it: kc_plugin_file_changed, what a SIGHUP asks (daemon.c), sees
+ * a rebuild at the same path, and the next instance records the new file
+ * (and says it changed). */
+static void test_rebuild_noticed(void **state) {
+  (void)state;
+  char err[1024];
+  add_cm("a");
+  assert_false(kc_plugin_file_changed(so)); /* never used */
+  assert_int_equal(start("", "10s", err, sizeof err), 0);
+  assert_false(kc_plugin_file_changed(so));
+  assert_int_equal(build_so(), 0);
+  assert_true(kc_plugin_file_changed(so));
+  stop();
+  enum kc_log_level level = kc_log_get_level();
+  kc_log_set_level(KC_LOG_INFO);
+  tu_stderr_begin();
+  int rc = start("", "10s", err, sizeof err);
+  char *log = tu_stderr_end();
+  kc_log_set_level(level);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(log, "the file changed since it was loaded, the new code runs in new"));
+  free(log);
+  assert_false(kc_plugin_file_changed(so));
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  stop();
+  kc_plugin_host_unload_all();
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], KC_ISOLATE_CHILD_FLAG) == 0) return kc_isolate_child_main();
   const struct CMUnitTest tests[] = {
@@ -421,6 +457,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_host_calls_served_by_parent, setup, teardown),
       cmocka_unit_test_setup_teardown(test_crash_hang_garbage, setup, teardown),
       cmocka_unit_test_setup_teardown(test_init_failure, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rebuild_noticed, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

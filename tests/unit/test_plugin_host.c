@@ -348,6 +348,28 @@ static void test_rebuilt_plugin_reloads(void **state) {
   assert_non_null(strstr(err, "was built for plugin ABI"));
 }
 
+/* A file whose code runs elsewhere (isolation: process) is recorded without
+ * loading it: kc_plugin_file_changed answers for it like for a loaded one. */
+static void test_file_used(void **state) {
+  (void)state;
+  char path[128], missing[128], cmd[512];
+  path_of(path, sizeof path, "used.so");
+  path_of(missing, sizeof missing, "missing.so");
+  assert_int_equal(kc_plugin_file_used(""), -EINVAL);
+  assert_int_equal(kc_plugin_file_used(missing), -ENOENT);
+  assert_false(kc_plugin_file_changed(missing));
+  snprintf(cmd, sizeof cmd, "cp %s/good.so %s", dir, path);
+  assert_int_equal(system(cmd), 0);
+  assert_false(kc_plugin_file_changed(path)); /* never used */
+  assert_int_equal(kc_plugin_file_used(path), 0);
+  assert_false(kc_plugin_file_changed(path));
+  snprintf(cmd, sizeof cmd, "cat %s/perms.so > %s", dir, path); /* in place, another size */
+  assert_int_equal(system(cmd), 0);
+  assert_true(kc_plugin_file_changed(path));
+  assert_int_equal(kc_plugin_file_used(path), 0); /* the next instance's file */
+  assert_false(kc_plugin_file_changed(path));
+}
+
 /* plugin.h: "the daemon warns about settings keys no plugin read": after
  * init, one warning per key the plugin did not read, with its place. */
 static void test_unread_settings_warned(void **state) {
@@ -465,6 +487,7 @@ int main(void) {
       cmocka_unit_test(test_only_entry_exported),
       cmocka_unit_test(test_reconcile_results),
       cmocka_unit_test(test_rebuilt_plugin_reloads),
+      cmocka_unit_test(test_file_used),
       cmocka_unit_test(test_unread_settings_warned),
       cmocka_unit_test(test_missing_services_answer_enosys),
       cmocka_unit_test(test_init_failure),
