@@ -9,7 +9,8 @@
  * Covered: host calls served from the parent (cache, patch through the
  * write fence, events, expectations, settings, log), a crash (SIGSEGV,
  * abort, exit), a hang past reconcileTimeout and garbage on the channel
- * each costing one error result, one panic and one child, the restart at
+ * each costing one error result, one panic and one child, a plugin's
+ * printf to stdout reaching the log, not the channel, the restart at
  * once after a healthy child and the backoff after a fresh one, an init
  * failure reported with the child's reason, fini reaping every child, and
  * a rebuild of the plugin file noticed for SIGHUP. */
@@ -398,6 +399,36 @@ static void test_crash_hang_garbage(void **state) {
   stop();
 }
 
+/* A plugin that printf()s to stdout (debugging) does not break the
+ * protocol: the child points fd 1 at stderr, so the line reaches the log
+ * and the reconcile goes on in the same child. (The child's stderr is
+ * forwarded as it arrives; killing the child, here by its exit, forwards
+ * what is left, so the line is in the log by then.) */
+static void test_printf_goes_to_log(void **state) {
+  (void)state;
+  char err[1024];
+  add_cm("printf");
+  add_cm("a");
+  assert_int_equal(start("", "10s", err, sizeof err), 0);
+  uint64_t panics = kc_isolate_panics("iso");
+  int patches = E.patches;
+  tu_stderr_begin();
+  kc_reconcile_result r = run("ns/printf");
+  kc_reconcile_result r2 = run("ns/a");
+  kc_reconcile_result r3 = run("ns/exit");
+  char *log = tu_stderr_end();
+  if (r.kind != KC_RESULT_DONE) fail_msg("ns/printf: %s\n%s", r.message, log);
+  assert_int_equal(E.patches, patches + 2); /* both labelled */
+  assert_int_equal(r2.kind, KC_RESULT_DONE);
+  if (!strstr(log, "reconciled n=2 key=ns/a")) fail_msg("not the same child:\n%s", log);
+  assert_int_equal(r3.kind, KC_RESULT_ERROR);
+  if (!strstr(log, "stderr: printf debugging in reconcile of ns/printf"))
+    fail_msg("the printf line is not in the log:\n%s", log);
+  assert_int_equal(kc_isolate_panics("iso"), panics + 1); /* only the exit */
+  free(log);
+  stop();
+}
+
 static void test_init_failure(void **state) {
   (void)state;
   char err[1024];
@@ -456,6 +487,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_yaml_write),
       cmocka_unit_test_setup_teardown(test_host_calls_served_by_parent, setup, teardown),
       cmocka_unit_test_setup_teardown(test_crash_hang_garbage, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_printf_goes_to_log, setup, teardown),
       cmocka_unit_test_setup_teardown(test_init_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rebuild_noticed, setup, teardown),
   };
