@@ -82,7 +82,8 @@ def attempts(log, key):
 
 def zombies(pid):
     """The children of pid that are zombies (exited, not reaped), by ps."""
-    ps = subprocess.run(["ps", "-o", "pid=,stat=", "--ppid", str(pid)], capture_output=True, text=True, timeout=10)
+    ps = subprocess.run(["ps", "-o", "pid=,stat=", "--ppid", str(pid)], capture_output=True, text=True,
+                        timeout=10)
     return [int(line.split()[0]) for line in ps.stdout.splitlines() if line.split()[1].startswith("Z")]
 
 
