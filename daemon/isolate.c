@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "decode.h"
 #include "fileperm.h"
@@ -457,6 +458,30 @@ static void lose_child(isolated *x, struct slot *s, int rc, const char *key, cha
            delay ? "restarting with backoff" : "restarted for the next key");
 }
 
+/* The child has exited (or was killed) and is not reaped yet: peeked with
+ * WNOWAIT, so kc_hook_child_kill still reaps it. A child the call cannot
+ * look at counts as alive (the exchange finds out). */
+static bool child_exited(const kc_hook_child *c) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  return waitid(P_PID, (id_t)kc_hook_child_pid(c), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         si.si_pid != 0;
+}
+
+/* s's child died while idle, between reconciles (a thread of the plugin
+ * crashed it, something killed it): reap and log it, not charging the key
+ * about to be reconciled (no error result, no panic); it gets a new child. */
+static void lose_idle_child(isolated *x, struct slot *s) {
+  pid_t pid = kc_hook_child_pid(s->child);
+  int status = 0;
+  kc_hook_child_kill(s->child, &status, stderr_line, x);
+  s->child = NULL;
+  char st[128];
+  kc_hook_describe_status(status, st, sizeof st);
+  H()->log(KCTRLD_LOG_ERROR, "plugin child pid=%d (%s) %s while idle (between reconciles); "
+                             "starting a new one", (int)pid, x->path, st);
+}
+
 /* Starts s's child and runs the plugin's init in it. 0, or the error
  * (message in err). */
 static int start_child(isolated *x, kctrld_ctx *ctx, struct slot *s, char *err, size_t errlen) {
@@ -636,6 +661,7 @@ static int isolated_reconcile(void *instance, kctrld_ctx *ctx, const char *key) 
   char why[768];
   int res = KCTRLD_RESULT_ERROR;
   bool good = false;
+  if (s->child && child_exited(s->child)) lose_idle_child(x, s);
   if (!s->child) {
     if (now < s->restart_at_ns) {
       res = h->result_error(ctx, "plugin child restarting in %.1fs (last failure: %s)",

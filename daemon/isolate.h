@@ -26,6 +26,8 @@
  * counted in controller_runtime_reconcile_panics_total{controller}. The next
  * key gets a new child at once when the dead one had answered well, else the
  * slot backs off (KC_HOOK_RESTART_BASE_MS doubling to KC_HOOK_RESTART_MAX_MS).
+ * A child found dead when its slot is taken (it died between reconciles) is
+ * reaped and logged, and the key gets a new child: no error, no panic.
  * The child's stderr goes to the log line by line.
  *
  * init starts the first slot's child and runs the plugin's init there (on

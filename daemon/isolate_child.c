@@ -3,6 +3,7 @@
 #include "isolate_child.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,13 +35,14 @@ static struct {
   kc_iso_msg msg;
   kc_buf out;
   bool broken; /* stdin or stdout failed: stop */
-} C = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  int in_fd, out_fd; /* the channel (take_channel) */
+} C = {.mu = PTHREAD_MUTEX_INITIALIZER, .in_fd = 0, .out_fd = 1};
 
 /* ---- lines ------------------------------------------------------------------ */
 
 static int write_all(const char *p, size_t len) {
   while (len) {
-    ssize_t n = write(1, p, len);
+    ssize_t n = write(C.out_fd, p, len);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -EPIPE;
     p += n;
@@ -65,7 +67,7 @@ static int read_msg(void) {
       return kc_iso_parse(C.line.p, C.line.len, &C.msg);
     }
     if (kc_buf_reserve(&C.in, READ_CHUNK) < 0) return -ENOMEM;
-    ssize_t n = read(0, C.in.p + C.in.len, READ_CHUNK);
+    ssize_t n = read(C.in_fd, C.in.p + C.in.len, READ_CHUNK);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -EPIPE;
     C.in.len += (size_t)n;
@@ -372,6 +374,34 @@ static void proxy_table_init(void) {
 
 /* ---- the conversation --------------------------------------------------------------- */
 
+/* Moves the channel (stdin, stdout as started) onto private close-on-exec
+ * descriptors and points fd 0 at /dev/null and fd 1 at stderr, before any
+ * plugin code runs: a plugin's printf or puts (debugging, a common slip in
+ * C) then goes to the daemon's log (line-buffered, so a crash right after
+ * loses no line), and a read of stdin cannot eat a message. 0 or -errno. */
+static int take_channel(void) {
+  int in = fcntl(0, F_DUPFD_CLOEXEC, 3);
+  if (in < 0) return -errno;
+  int out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+  if (out < 0) {
+    int e = -errno;
+    close(in);
+    return e;
+  }
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int rc = null < 0 || dup2(null, 0) < 0 || dup2(2, 1) < 0 ? -errno : 0;
+  if (null >= 0) close(null);
+  if (rc < 0) {
+    close(in);
+    close(out);
+    return rc;
+  }
+  C.in_fd = in;
+  C.out_fd = out;
+  if (setvbuf(stdout, NULL, _IOLBF, 0) != 0) fprintf(stderr, "stdout: cannot line-buffer\n");
+  return 0;
+}
+
 static int reply_fail(int rc, const char *msg) {
   kc_buf_reset(&C.out);
   kc_iso_begin(&C.out, "fail");
@@ -458,7 +488,13 @@ static int handle_rec(void) {
 }
 
 int kc_isolate_child_main(void) {
-  signal(SIGPIPE, SIG_IGN); /* a daemon gone is EPIPE on stdout: exit */
+  signal(SIGPIPE, SIG_IGN); /* a daemon gone is EPIPE on the channel: exit */
+  int trc = take_channel();
+  if (trc < 0) {
+    fprintf(stderr, "kctrld %s: cannot move the channel off stdin/stdout: %s\n",
+            KC_ISOLATE_CHILD_FLAG, strerror(-trc));
+    return 1;
+  }
   /* A crash reports signal, controller, plugin, key and a backtrace on
    * stderr (which the daemon logs), then the child dies by the signal. */
   if (kc_crash_install() == 0) (void)kc_crash_thread_enter(); /* a slot for kc_crash_busy */

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* isolate_child: the child side of `isolation: process` (isolate.h), run as
  * `kctrld --plugin-child` with its stdin and stdout on pipes to the daemon.
- * It reads the init message, loads the plugin file (plugin_host.h: the same
+ * Before anything else it moves that channel onto private close-on-exec
+ * descriptors and points fd 0 at /dev/null and fd 1 at stderr (line-
+ * buffered), so what a plugin prints to stdout goes to the daemon's log
+ * instead of breaking the protocol. It reads the init message, loads the plugin file (plugin_host.h: the same
  * checks as in the daemon) and creates its instance on a proxy host
  * environment; then serves reconcile messages until stdin ends, when it runs
  * the plugin's fini and exits 0.
@@ -25,7 +28,8 @@
  * while no init or reconcile runs answers -EAGAIN (its log lines go to
  * stderr). Calls are serialised by a mutex.
  * Errors: the exit status: 0 after stdin ended, 1 on a broken conversation
- * (the daemon kills and restarts such a child anyway).
+ * or when the channel cannot be moved (the daemon kills and restarts such a
+ * child anyway).
  */
 #ifndef KC_ISOLATE_CHILD_H
 #define KC_ISOLATE_CHILD_H

@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """`isolation: process` (daemon/isolate.h, docs/plugins.md "Process
-isolation") against kube-apisim: a plugin that segfaults on one key leaves
-the daemon serving.
+isolation") against kube-apisim: a plugin that crashes, aborts, hangs or
+breaks the protocol on one key leaves the daemon serving.
 
-tests/integration/plugins/isolated.c dereferences NULL when it reconciles a
-ConfigMap named "segv" and labels every other one. Two controllers run it in
-child processes on the same ConfigMaps: "iso", and "other" with the setting
-safe (no crash) and a label of its own. The crashing key must be
-retried with the per-key backoff (growing attempt numbers), every other key
-of both controllers must still be reconciled (also keys created after the
-crashes, by restarted children), /readyz must stay 200, the daemon must stay
-up, controller_runtime_reconcile_panics_total{controller="iso"} must count
-the crashes, and the log must name the signal, the plugin and the key (also
-in the child's own crash report with a backtrace, daemon/crashreport.h,
-relayed from its stderr).
+tests/integration/plugins/isolated.c picks its failure from the name of the
+ConfigMap it reconciles: "segv" dereferences NULL, "abort" calls abort(),
+"hang" sleeps past the controller's reconcileTimeout (1s in that case) and
+"garbage" writes a line of its own onto the child's channel to the daemon;
+"printf" printf()s a debugging line to stdout and then labels the object
+like every other name. One test per failure kind (the same test,
+parametrised: KINDS), each with two controllers running the plugin in child
+processes on the same ConfigMaps: "iso", and "other" with the setting safe
+(no failure) and a label of its own. The failing key must be retried with
+the per-key backoff (growing attempt numbers), every other key of both
+controllers must still be reconciled (also keys created after the failures,
+by restarted children), /readyz must stay 200, the daemon must stay up with
+no zombie child left, controller_runtime_reconcile_panics_total
+{controller="iso"} must count the failures, and the log must name the cause
+(signal / "hung past reconcileTimeout" / "broke the protocol"), the plugin
+and the key (for the SIGSEGV also in the child's own crash report with a
+backtrace, daemon/crashreport.h, relayed from its stderr). The printf line
+must reach the log (the child points its fd 1 at stderr) without breaking
+the protocol.
 """
 import os
 import re
+import subprocess
 import sys
+import time
 import tempfile
 import urllib.error
 import urllib.request
@@ -37,7 +47,7 @@ controllers:
     for: { apiVersion: v1, kind: ConfigMap }
     workers: 2
     rateLimit: { baseDelay: 100ms, maxDelay: 2s }
-    settings: { greeting: hello }
+%(timeout)s    settings: { greeting: hello }
   - name: other
     plugin: %(so)s
     isolation: process
@@ -66,57 +76,93 @@ def readyz(k):
         return e.code, e.read().decode()
 
 
-def segv_attempts(log):
-    return [int(a) for a in re.findall(r"Reconciler error .*key=default/segv .*attempt=(\d+)", log)]
+def attempts(log, key):
+    return [int(a) for a in re.findall(r"Reconciler error .*key=%s .*attempt=(\d+)" % re.escape(key), log)]
 
 
-def test_segfault_costs_only_its_key():
+def zombies(pid):
+    """The children of pid that are zombies (exited, not reaped), by ps."""
+    ps = subprocess.run(["ps", "-o", "pid=,stat=", "--ppid", str(pid)], capture_output=True, text=True,
+                        timeout=10)
+    return [int(line.split()[0]) for line in ps.stdout.splitlines() if line.split()[1].startswith("Z")]
+
+
+# kind: (the reconcileTimeout of "iso" or None, how the log names the cause)
+KINDS = {
+    # an ASan build's child reports the SEGV itself and exits 1
+    "segv": (None, r"(was killed by signal 11 \(SIGSEGV: [^)]*\)|exited with status 1)"),
+    "abort": (None, r"was killed by signal 6 \(SIGABRT: [^)]*\)"),
+    "hang": ("1s", r"hung past reconcileTimeout \(1000ms\); killed"),
+    "garbage": (None, r"broke the protocol \(an unparsable or unexpected line\); killed"),
+}
+
+
+def failure_costs_only_its_key(kind):
+    timeout, cause = KINDS[kind]
+    bad = "default/" + kind
+    t0 = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="kctrld-isolate-")
     so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "isolated.c"), tmp)
+    config = CONFIG % {"so": so, "timeout": "    reconcileTimeout: %s\n" % timeout if timeout else ""}
     with Apisim() as sim:
         cm(sim, "default", "ok1")
-        with taplib.Kctrld(CONFIG % {"so": so}, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
+        with taplib.Kctrld(config, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
             wait_for(lambda: "ready:" in k.log() or not k.alive(), what="kctrld ready")
             assert k.alive(), k.log()[-3000:]
             wait_for(lambda: readyz(k)[0] == 200, what="/readyz 200")
-            cm(sim, "default", "segv")
+            cm(sim, "default", kind)
+            cm(sim, "default", "printf")
             wait_for(lambda: label(sim, "default", "ok1") == "hello", what="default/ok1 labelled", timeout=30)
             wait_for(lambda: label(sim, "default", "ok1", "other") == "there", what="default/ok1 labelled by other",
                      timeout=30)
-            wait_for(lambda: label(sim, "default", "segv", "other") == "there",
-                     what="default/segv labelled by other", timeout=30)
-            # The crashing key is retried with backoff: attempts 1, 2, 3, ...
-            wait_for(lambda: len(segv_attempts(k.log())) >= 3 or not k.alive(), what="3 attempts of default/segv",
+            wait_for(lambda: label(sim, "default", kind, "other") == "there",
+                     what="%s labelled by other" % bad, timeout=30)
+            # A plugin's printf to stdout does not break the protocol.
+            wait_for(lambda: label(sim, "default", "printf") == "hello", what="default/printf labelled", timeout=30)
+            # The failing key is retried with backoff: attempts 1, 2, 3, ...
+            wait_for(lambda: len(attempts(k.log(), bad)) >= 3 or not k.alive(), what="3 attempts of " + bad,
                      timeout=30)
             assert k.alive(), k.log()[-3000:]
-            attempts = segv_attempts(k.log())
-            assert attempts[:3] == [1, 2, 3], attempts
+            assert attempts(k.log(), bad)[:3] == [1, 2, 3], attempts(k.log(), bad)
             assert readyz(k)[0] == 200, readyz(k)
-            # Keys created after the crashes are reconciled by new children,
+            # Keys created after the failures are reconciled by new children,
             # in both controllers.
             cm(sim, "default", "ok3")
             wait_for(lambda: label(sim, "default", "ok3") == "hello", what="default/ok3 labelled", timeout=30)
             wait_for(lambda: label(sim, "default", "ok3", "other") == "there", what="default/ok3 labelled by other",
                      timeout=30)
             assert readyz(k)[0] == 200, readyz(k)
+            # Every dead child was reaped (the one of a failure in flight may
+            # not be yet: bounded poll).
+            wait_for(lambda: not zombies(k.proc.pid), what="no zombie child of kctrld", timeout=10)
             snap = k.scrape()
             panics = k.metric(snap, "controller_runtime_reconcile_panics_total", 'controller="iso"')
             assert panics >= 3, panics
             assert k.metric(snap, "controller_runtime_reconcile_panics_total", 'controller="other"') == 0
             assert k.metric(snap, "workqueue_retries_total", 'controller="iso"') >= 2
             log = k.log()
-            # The log names the signal (an ASan build's child reports the
-            # SEGV itself and exits 1), the plugin and the key.
-            m = re.search(r"plugin child .*pid=\d+ \(%s\) (was killed by signal 11 \(SIGSEGV: [^)]*\)|exited with "
-                          r"status 1) reconciling default/segv" % re.escape(so), log)
+            # The log names the cause, the plugin and the key.
+            m = re.search(r"plugin child .*pid=\d+ \(%s\) %s reconciling %s" % (re.escape(so), cause, re.escape(bad)),
+                          log)
             assert m, log[-4000:]
-            assert "about to crash on default/segv" in log  # the child's stderr, relayed
-            if "fatal-signal report off" not in log:  # (not an ASan build) the child's crash report
-                assert re.search(r"stderr: kctrld: fatal signal SIGSEGV .* while reconciling controller=iso "
-                                 r"plugin=%s key=default/segv" % re.escape(so), log), log[-4000:]
-                assert "stderr: kctrld: backtrace:" in log
+            assert not re.search(r"plugin child .* reconciling default/(ok\d|printf)", log), log[-4000:]
+            if kind == "segv":
+                assert "about to crash on default/segv" in log  # the child's stderr, relayed
+                if "fatal-signal report off" not in log:  # (not an ASan build) the child's crash report
+                    assert re.search(r"stderr: kctrld: fatal signal SIGSEGV .* while reconciling controller=iso "
+                                     r"plugin=%s key=default/segv" % re.escape(so), log), log[-4000:]
+                    assert "stderr: kctrld: backtrace:" in log
             assert k.alive(), log[-3000:]
         assert k.code == 0, (k.code, k.log()[-3000:])
+        # The printf line went to the log through the child's stderr (all
+        # of it is forwarded by the time the children are stopped and the
+        # daemon exits).
+        assert "printf debugging in reconcile of default/printf" in k.log(), k.log()[-4000:]
+    print("# %s: %.1fs" % (kind, time.monotonic() - t0), flush=True)
+
+
+for _kind in KINDS:
+    globals()["test_%s_costs_only_its_key" % _kind] = (lambda kind: lambda: failure_costs_only_its_key(kind))(_kind)
 
 
 if __name__ == "__main__":

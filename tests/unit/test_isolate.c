@@ -9,13 +9,16 @@
  * Covered: host calls served from the parent (cache, patch through the
  * write fence, events, expectations, settings, log), a crash (SIGSEGV,
  * abort, exit), a hang past reconcileTimeout and garbage on the channel
- * each costing one error result, one panic and one child, the restart at
+ * each costing one error result, one panic and one child, a plugin's
+ * printf to stdout reaching the log, not the channel, a child that dies
+ * between reconciles not charged to the next key, the restart at
  * once after a healthy child and the backoff after a fresh one, an init
  * failure reported with the child's reason, fini reaping every child, and
  * a rebuild of the plugin file noticed for SIGHUP. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -398,6 +401,74 @@ static void test_crash_hang_garbage(void **state) {
   stop();
 }
 
+/* A plugin that printf()s to stdout (debugging) does not break the
+ * protocol: the child points fd 1 at stderr, so the line reaches the log
+ * and the reconcile goes on in the same child. (The child's stderr is
+ * forwarded as it arrives; killing the child, here by its exit, forwards
+ * what is left, so the line is in the log by then.) */
+static void test_printf_goes_to_log(void **state) {
+  (void)state;
+  char err[1024];
+  add_cm("printf");
+  add_cm("a");
+  assert_int_equal(start("", "10s", err, sizeof err), 0);
+  uint64_t panics = kc_isolate_panics("iso");
+  int patches = E.patches;
+  tu_stderr_begin();
+  kc_reconcile_result r = run("ns/printf");
+  kc_reconcile_result r2 = run("ns/a");
+  kc_reconcile_result r3 = run("ns/exit");
+  char *log = tu_stderr_end();
+  if (r.kind != KC_RESULT_DONE) fail_msg("ns/printf: %s\n%s", r.message, log);
+  assert_int_equal(E.patches, patches + 2); /* both labelled */
+  assert_int_equal(r2.kind, KC_RESULT_DONE);
+  if (!strstr(log, "reconciled n=2 key=ns/a")) fail_msg("not the same child:\n%s", log);
+  assert_int_equal(r3.kind, KC_RESULT_ERROR);
+  if (!strstr(log, "stderr: printf debugging in reconcile of ns/printf"))
+    fail_msg("the printf line is not in the log:\n%s", log);
+  assert_int_equal(kc_isolate_panics("iso"), panics + 1); /* only the exit */
+  free(log);
+  stop();
+}
+
+/* A child that dies between reconciles (here killed by the test, its
+ * parent too, and waited for without reaping) is not charged to the next
+ * key: that key gets a new child and its result, no panic is counted, and
+ * the log says the child died idle. */
+static void test_idle_death_not_charged(void **state) {
+  (void)state;
+  char err[1024];
+  add_cm("a");
+  add_cm("b");
+  tu_stderr_begin();
+  int rc = start("", "10s", err, sizeof err);
+  char *log = tu_stderr_end();
+  assert_int_equal(rc, 0);
+  const char *p = strstr(log, "plugin child started pid=");
+  assert_non_null(p);
+  pid_t pid = (pid_t)atoi(p + strlen("plugin child started pid="));
+  free(log);
+  assert_true(pid > 0);
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  uint64_t panics = kc_isolate_panics("iso");
+  assert_int_equal(kill(pid, SIGKILL), 0);
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0); /* dead, not reaped */
+  tu_stderr_begin();
+  kc_reconcile_result r = run("ns/b");
+  log = tu_stderr_end();
+  if (r.kind != KC_RESULT_DONE) fail_msg("ns/b: %s\n%s", r.message, log);
+  char want[384];
+  snprintf(want, sizeof want, "plugin child pid=%d (%s) was killed by signal 9", (int)pid, so);
+  if (!strstr(log, want) || !strstr(log, "while idle (between reconciles)"))
+    fail_msg("no \"%s ... while idle\" in:\n%s", want, log);
+  assert_non_null(strstr(log, "reconciled n=1 key=ns/b")); /* a new child */
+  free(log);
+  assert_int_equal(kc_isolate_panics("iso"), panics);
+  stop();
+}
+
 static void test_init_failure(void **state) {
   (void)state;
   char err[1024];
@@ -450,12 +521,15 @@ static void test_rebuild_noticed(void **state) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], KC_ISOLATE_CHILD_FLAG) == 0) return kc_isolate_child_main();
+  signal(SIGPIPE, SIG_IGN); /* as kctrld's main(): a write to a dead child is EPIPE */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wire_roundtrip),
       cmocka_unit_test(test_wire_rejects),
       cmocka_unit_test(test_yaml_write),
       cmocka_unit_test_setup_teardown(test_host_calls_served_by_parent, setup, teardown),
       cmocka_unit_test_setup_teardown(test_crash_hang_garbage, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_printf_goes_to_log, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_idle_death_not_charged, setup, teardown),
       cmocka_unit_test_setup_teardown(test_init_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rebuild_noticed, setup, teardown),
   };

@@ -8,7 +8,12 @@
  *   abort    calls abort() (SIGABRT)
  *   exit     exits with status 3
  *   hang     sleeps an hour (past any reconcileTimeout)
- *   garbage  writes a line of its own to stdout, the daemon's channel
+ *   garbage  writes a line of its own to the daemon's channel: not fd 1
+ *            (the child points that at stderr) but the write-only pipe
+ *            the child moved the channel to (find_channel)
+ *   printf   printf()s a debugging line to stdout (and flushes it), then
+ *            goes on as for any other name: the line must reach the log,
+ *            not the channel
  *   error    fails with the message "told to fail"
  *   list     lists the ConfigMaps of its namespace with the label
  *            app=web (cache_list with a selector) and logs
@@ -24,10 +29,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kctrld/plugin.h"
@@ -63,6 +70,26 @@ static int iso_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out
   return 0;
 }
 
+/* The channel to the daemon in the child: the close-on-exec write-only
+ * pipe at fd 3 or above that is not stderr's pipe (isolate_child.c's
+ * take_channel dups it there with F_DUPFD_CLOEXEC; a pipe inherited from
+ * the daemon's process is not close-on-exec, or it would not be here).
+ * -1 if none. */
+static int find_channel(void) {
+  struct stat err;
+  if (fstat(2, &err) != 0) return -1;
+  for (int fd = 3; fd < 1024; fd++) {
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL), fdfl = fcntl(fd, F_GETFD);
+    if (fl < 0 || fdfl < 0 || !(fdfl & FD_CLOEXEC) || (fl & O_ACCMODE) != O_WRONLY ||
+        fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+      continue;
+    if (st.st_dev == err.st_dev && st.st_ino == err.st_ino) continue;
+    return fd;
+  }
+  return -1;
+}
+
 static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   struct inst *x = instance;
   const char *slash = strchr(key, '/');
@@ -80,8 +107,14 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   if (!strcmp(name, "exit")) _exit(3);
   if (!strcmp(name, "hang")) sleep(3600);
   if (!strcmp(name, "garbage")) {
-    if (write(1, "garbage\n", 8) != 8) return KCTRLD_RESULT_REQUEUE;
+    int fd = find_channel();
+    if (fd < 0) return H->result_error(ctx, "garbage: no channel found");
+    if (write(fd, "garbage\n", 8) != 8) return KCTRLD_RESULT_REQUEUE;
     return KCTRLD_RESULT_DONE;
+  }
+  if (!strcmp(name, "printf")) {
+    printf("printf debugging in reconcile of %s\n", key);
+    fflush(stdout);
   }
   if (!strcmp(name, "error")) return H->result_error(ctx, "told to fail");
   if (!strcmp(name, "list")) {
