@@ -189,10 +189,12 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
 }
 
 bool kc_daemon_may_write(const kc_daemon *d) {
+  /* A sharded reconcile is fenced by its key's range alone: sharded
+   * controllers run on every replica, leader or not. */
+  if (kc_sharding_fence_active()) return kc_sharding_fence_ok();
   /* kc_leader_is_leader also checks the renew deadline against the clock, so
    * a worker that runs before the loop noticed the loss is refused too. */
-  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader)) &&
-         kc_sharding_fence_ok(); /* a sharded reconcile: its key's range is held */
+  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
 }
 
 /* --- the plugins' host environment (hostenv.h) -------------------------------- */
@@ -560,7 +562,10 @@ static void on_tick(uv_timer_t *t) {
         kc_error("daemon", "controller %s: sharding: cannot start: %s (it reconciles nothing)",
                  cs->spec->name, strerror(-rc));
     }
-    if (cs->ctl && (!d->leader || d->leading) && informers_ready(d, cs->spec, true))
+    /* A sharded controller runs on every replica (its ranges fence it);
+     * the others on the leader only. */
+    if (cs->ctl && (!d->leader || d->leading || kc_controller_sharding(cs->ctl)) &&
+        informers_ready(d, cs->spec, true))
       kc_controller_set_active(cs->ctl, true);
   }
 }
@@ -903,11 +908,13 @@ static void on_started_leading(void *ud) {
 static void on_stopped_leading(void *ud) {
   kc_daemon *d = ud;
   /* Writes are already refused (kc_leader_is_leader is false); stop
-   * dispatching. Informers keep running for a fast takeover. */
+   * dispatching. Informers keep running for a fast takeover. Sharded
+   * controllers do not follow leadership: they keep their ranges. */
   atomic_store(&d->may_write, false);
   d->leading = false;
   for (size_t i = 0; i < d->nctls; i++)
-    if (d->ctls[i].ctl) kc_controller_set_active(d->ctls[i].ctl, false);
+    if (d->ctls[i].ctl && !kc_controller_sharding(d->ctls[i].ctl))
+      kc_controller_set_active(d->ctls[i].ctl, false);
 }
 
 /* The replica identity: --identity, leaderElection.identity, else hostname
@@ -952,6 +959,30 @@ static void finish_shutdown(kc_daemon *d);
 #define KC_DAEMON_EVENTS_FLUSH_MS 2000
 
 static bool events_may_write(void *ud) { return kc_daemon_may_write(ud); }
+
+/* An Event recorded by a sharded reconcile is fenced by its key's range:
+ * refused when the range does not admit writes now, and dropped when it is
+ * sent after the range was lost (kc_sharding_fence_check). Others follow
+ * events_may_write (leadership). Recording thread. */
+static void *events_fence_capture(void *ud, bool *refused) {
+  (void)ud;
+  *refused = false;
+  if (!kc_sharding_fence_active()) return NULL;
+  kc_shard_fence *f = kc_sharding_fence_ok() ? malloc(sizeof *f) : NULL;
+  if (!f || !kc_sharding_fence_capture(f)) {
+    free(f);
+    *refused = true; /* a lost Event (no memory) is allowed: plugin.h */
+    return NULL;
+  }
+  return f;
+}
+
+static bool events_fence_ok(void *token) { return kc_sharding_fence_check(token); }
+
+static void events_fence_free(void *token) {
+  kc_sharding_fence_drop(token);
+  free(token);
+}
 
 /* Close the host link first: abandoned workers may still call the event
  * host function. */
@@ -1226,7 +1257,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   }
   kc_info("daemon", "decoding response bodies on %u thread%s%s", decode_threads,
           decode_threads == 1 ? "" : "s", decode_threads ? "" : " (the loop thread)");
-  kc_events_options eo = {.api = d->api, .may_write = events_may_write, .ud = d};
+  kc_events_options eo = {.api = d->api,
+                          .may_write = events_may_write,
+                          .ud = d,
+                          .fence_capture = events_fence_capture,
+                          .fence_ok = events_fence_ok,
+                          .fence_free = events_fence_free};
   if ((code = kc_events_new(&d->loop, &eo, &d->events)) < 0) {
     kc_error("daemon", "cannot create the Event recorder");
     goto fail;
