@@ -441,13 +441,17 @@ void kc_controller_rebind(kc_controller *c, const kc_controller_spec *spec) {
     if (c->subs[i].role == SUB_OWNS && o < spec->nowns) c->subs[i].predicates = spec->owns[o++].predicates;
 }
 
+int kc_controller_shard_start(kc_controller *c) {
+  if (!c->sh || c->stopping) return -EINVAL;
+  if (c->sh_started) return 0;
+  int rc = kc_sharding_start(c->sh);
+  c->sh_started = rc == 0;
+  if (rc < 0) kc_error("controller", "%s: sharding: cannot start: %s", c->spec->name, strerror(-rc));
+  return rc;
+}
+
 void kc_controller_set_active(kc_controller *c, bool active) {
-  if (active && c->sh && !c->sh_started && !c->stopping) {
-    int rc = kc_sharding_start(c->sh);
-    c->sh_started = rc == 0;
-    if (rc < 0)
-      kc_error("controller", "%s: sharding: cannot start: %s", c->spec->name, strerror(-rc));
-  }
+  if (active && c->sh && !c->sh_started && !c->stopping) kc_controller_shard_start(c);
   if (c->active == active) return;
   c->active = active;
   kc_info("controller", "%s: %s", c->spec->name, active ? "started" : "paused");

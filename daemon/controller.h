@@ -56,11 +56,16 @@ void kc_controller_rebind(kc_controller *c, const kc_controller_spec *spec);
  * wait for in-flight reconciles. select_on_server: the `for` informer is
  * this controller's alone, so its shardSelector may follow the held ranges
  * (kc_informer_set_shard_selector; the filter stays on either way). The claim loop starts with the first
- * activation; stop gives every range back after the workers stopped. Call
+ * activation (or earlier: kc_controller_shard_start); stop gives every range back after the workers stopped. Call
  * before the first kc_controller_set_active. -EALREADY, -EINVAL (not
  * sharded), -ENOMEM. */
 int kc_controller_shard(kc_controller *c, kc_api *api, const char *identity, uint64_t drain_ms,
                         bool select_on_server);
+/* Starts the claim loop now rather than at the first activation (the
+ * daemon claims before its `for` informer lists, so that the first list
+ * carries the shardSelector). 0 (also when started already), -EINVAL (not
+ * sharded or stopping), or kc_sharding_start's error. */
+int kc_controller_shard_start(kc_controller *c);
 /* NULL unless sharded. Borrowed. */
 struct kc_sharding *kc_controller_sharding(kc_controller *c);
 /* Starts or stops dispatching to workers (leader election). */

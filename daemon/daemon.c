@@ -26,6 +26,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -67,6 +68,11 @@ typedef struct kind_slot {
   uint32_t misses;          /* consecutive failed resolves: kc_backoff_when's counter */
   uint64_t next_resolve_ms; /* loop time of the next discovery attempt */
   kc_informer *informer;
+  /* Created but not started: the `for` informer of a sharded controller
+   * that has it alone waits for the first claimed range, so that its first
+   * list already carries the shardSelector (start_deferred). */
+  bool deferred;
+  uint64_t deferred_since_ms;
 } kind_slot;
 
 typedef struct ctl_slot {
@@ -189,10 +195,12 @@ int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
 }
 
 bool kc_daemon_may_write(const kc_daemon *d) {
+  /* A sharded reconcile is fenced by its key's range alone: sharded
+   * controllers run on every replica, leader or not. */
+  if (kc_sharding_fence_active()) return kc_sharding_fence_ok();
   /* kc_leader_is_leader also checks the renew deadline against the clock, so
    * a worker that runs before the loop noticed the loss is refused too. */
-  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader)) &&
-         kc_sharding_fence_ok(); /* a sharded reconcile: its key's range is held */
+  return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
 }
 
 /* --- the plugins' host environment (hostenv.h) -------------------------------- */
@@ -513,6 +521,49 @@ static bool informer_exclusive(const kc_daemon *d, size_t ci) {
   return true;
 }
 
+/* The sharded controller whose exclusive `for` informer is informer i, or
+ * -1: that informer's start may wait for the controller's first range. */
+static ssize_t shard_selecting_controller(const kc_daemon *d, size_t i) {
+  for (size_t ci = 0; ci < d->nctls; ci++)
+    if (d->ctls[ci].spec->for_.informer == i && d->ctls[ci].spec->sharding.shards > 0 &&
+        informer_exclusive(d, ci))
+      return (ssize_t)ci;
+  return -1;
+}
+
+/* Starts a deferred informer once its controller holds a range (its
+ * selector is set by then: controller.c on_ranges_changed), or when nobody
+ * waits for it any more (the controller is gone or not sharded), or after
+ * leaseDuration + 2 retryPeriods without a range (then it lists without a
+ * selector, as it did before the claim loop ran first; a replica that got
+ * no range, e.g. more replicas than shards, must still sync). */
+static void start_deferred(kc_daemon *d, size_t i) {
+  kind_slot *k = d->kinds[i];
+  ssize_t ci = shard_selecting_controller(d, i);
+  kc_sharding *sh = ci >= 0 && d->ctls[ci].ctl ? kc_controller_sharding(d->ctls[ci].ctl) : NULL;
+  const char *why = NULL;
+  if (ci < 0 || (d->ctls[ci].ctl && !sh)) {
+    why = "not sharded any more";
+  } else if (sh && kc_sharding_held_ranges(sh, NULL, 0) > 0) {
+    why = NULL;
+  } else {
+    const kc_sharding_spec *sp = &d->ctls[ci].spec->sharding;
+    uint64_t bound = (uint64_t)sp->lease_duration_ms + 2 * (uint64_t)sp->retry_period_ms;
+    if (uv_now(&d->loop) - k->deferred_since_ms < bound) return;
+    why = "no shard range claimed yet; listing without a selector";
+  }
+  int rc = kc_informer_start(k->informer);
+  if (rc < 0) { /* retried on the next tick */
+    kc_error("daemon", "informer %s %s: cannot start: %s", k->spec->api_version, k->spec->kind,
+             strerror(-rc));
+    return;
+  }
+  k->deferred = false;
+  kc_info("daemon", "informer %s %s: started after %" PRIu64 " ms of shard claims: %s",
+          k->spec->api_version, k->spec->kind, uv_now(&d->loop) - k->deferred_since_ms,
+          why ? why : "with the selector of the held ranges");
+}
+
 static void on_tick(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->stopping) return;
@@ -524,12 +575,16 @@ static void on_tick(uv_timer_t *t) {
         k->discovering = true;
       continue;
     }
-    if (k->informer) continue;
+    if (k->informer) {
+      if (k->deferred) start_deferred(d, i);
+      continue;
+    }
     kc_resource_ref ref = {k->api_path, k->plural, k->namespaced};
     kc_informer *inf = NULL;
+    bool defer = shard_selecting_controller(d, i) >= 0;
     int rc = kc_informer_new(&d->loop, d->api, d->decode_pool, k->spec, &ref, &inf);
     if (rc == 0) kc_informer_on_synced(inf, on_informer_synced, d);
-    if (rc == 0) rc = kc_informer_start(inf);
+    if (rc == 0 && !defer) rc = kc_informer_start(inf);
     if (rc < 0) {
       kc_error("daemon", "informer %s %s: cannot start: %s", k->spec->api_version, k->spec->kind,
                strerror(-rc));
@@ -539,6 +594,8 @@ static void on_tick(uv_timer_t *t) {
     pthread_rwlock_wrlock(&d->registry_lock); /* workers read k->informer under the read lock */
     k->informer = inf;
     pthread_rwlock_unlock(&d->registry_lock);
+    k->deferred = defer;
+    k->deferred_since_ms = uv_now(&d->loop);
   }
   if (d->reload_cfg) return; /* controllers are being drained for a reload */
   for (size_t i = 0; i < d->nctls; i++) {
@@ -559,8 +616,14 @@ static void on_tick(uv_timer_t *t) {
                                     informer_exclusive(d, i))) < 0)
         kc_error("daemon", "controller %s: sharding: cannot start: %s (it reconciles nothing)",
                  cs->spec->name, strerror(-rc));
+      /* Its `for` informer waits for a range: claim now, not once synced. */
+      if (kc_controller_sharding(cs->ctl) && d->kinds[cs->spec->for_.informer]->deferred)
+        kc_controller_shard_start(cs->ctl);
     }
-    if (cs->ctl && (!d->leader || d->leading) && informers_ready(d, cs->spec, true))
+    /* A sharded controller runs on every replica (its ranges fence it);
+     * the others on the leader only. */
+    if (cs->ctl && (!d->leader || d->leading || kc_controller_sharding(cs->ctl)) &&
+        informers_ready(d, cs->spec, true))
       kc_controller_set_active(cs->ctl, true);
   }
 }
@@ -903,11 +966,13 @@ static void on_started_leading(void *ud) {
 static void on_stopped_leading(void *ud) {
   kc_daemon *d = ud;
   /* Writes are already refused (kc_leader_is_leader is false); stop
-   * dispatching. Informers keep running for a fast takeover. */
+   * dispatching. Informers keep running for a fast takeover. Sharded
+   * controllers do not follow leadership: they keep their ranges. */
   atomic_store(&d->may_write, false);
   d->leading = false;
   for (size_t i = 0; i < d->nctls; i++)
-    if (d->ctls[i].ctl) kc_controller_set_active(d->ctls[i].ctl, false);
+    if (d->ctls[i].ctl && !kc_controller_sharding(d->ctls[i].ctl))
+      kc_controller_set_active(d->ctls[i].ctl, false);
 }
 
 /* The replica identity: --identity, leaderElection.identity, else hostname
@@ -952,6 +1017,30 @@ static void finish_shutdown(kc_daemon *d);
 #define KC_DAEMON_EVENTS_FLUSH_MS 2000
 
 static bool events_may_write(void *ud) { return kc_daemon_may_write(ud); }
+
+/* An Event recorded by a sharded reconcile is fenced by its key's range:
+ * refused when the range does not admit writes now, and dropped when it is
+ * sent after the range was lost (kc_sharding_fence_check). Others follow
+ * events_may_write (leadership). Recording thread. */
+static void *events_fence_capture(void *ud, bool *refused) {
+  (void)ud;
+  *refused = false;
+  if (!kc_sharding_fence_active()) return NULL;
+  kc_shard_fence *f = kc_sharding_fence_ok() ? malloc(sizeof *f) : NULL;
+  if (!f || !kc_sharding_fence_capture(f)) {
+    free(f);
+    *refused = true; /* a lost Event (no memory) is allowed: plugin.h */
+    return NULL;
+  }
+  return f;
+}
+
+static bool events_fence_ok(void *token) { return kc_sharding_fence_check(token); }
+
+static void events_fence_free(void *token) {
+  kc_sharding_fence_drop(token);
+  free(token);
+}
 
 /* Close the host link first: abandoned workers may still call the event
  * host function. */
@@ -1226,7 +1315,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   }
   kc_info("daemon", "decoding response bodies on %u thread%s%s", decode_threads,
           decode_threads == 1 ? "" : "s", decode_threads ? "" : " (the loop thread)");
-  kc_events_options eo = {.api = d->api, .may_write = events_may_write, .ud = d};
+  kc_events_options eo = {.api = d->api,
+                          .may_write = events_may_write,
+                          .ud = d,
+                          .fence_capture = events_fence_capture,
+                          .fence_ok = events_fence_ok,
+                          .fence_free = events_fence_free};
   if ((code = kc_events_new(&d->loop, &eo, &d->events)) < 0) {
     kc_error("daemon", "cannot create the Event recorder");
     goto fail;

@@ -72,8 +72,9 @@ kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const
 int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
                        kc_resource_ref *out);
 
-/* True while this process may write (leading, or leader election off).
- * Host services refuse writes when false. Any thread. */
+/* True while this process may write (leading, or leader election off); on
+ * a thread running a sharded reconcile: while its key's range is held, leader
+ * or not. Host services refuse writes when false. Any thread. */
 bool kc_daemon_may_write(const kc_daemon *d);
 
 #endif

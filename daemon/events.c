@@ -305,6 +305,7 @@ enum { F_AV, F_KIND, F_NS, F_NAME, F_UID, F_RV, F_REASON, F_MSG, F_N };
 typedef struct ev_rec {
   int64_t wall_ns;
   int type;
+  void *fence; /* fence_capture's token, NULL: may_write decides */
   uint32_t off[F_N], len[F_N];
   char data[];
 } ev_rec;
@@ -449,8 +450,19 @@ static void build_patch(kc_events *ev, kc_buf *body, kc_buf *path) {
 
 static void pump(kc_events *ev);
 
+static void rec_free(kc_events *ev, ev_rec *r) {
+  if (r && r->fence && ev->o.fence_free) ev->o.fence_free(r->fence);
+  free(r);
+}
+
+/* May r be written now: its own fence when it has one, else may_write. */
+static bool rec_may_write(const kc_events *ev, const ev_rec *r) {
+  if (r->fence) return ev->o.fence_ok(r->fence);
+  return !ev->o.may_write || ev->o.may_write(ev->o.ud);
+}
+
 static void drop_cur(kc_events *ev) {
-  free(ev->cur);
+  rec_free(ev, ev->cur);
   ev->cur = NULL;
   ev->tries = 0;
 }
@@ -501,7 +513,7 @@ static void on_retry(uv_timer_t *t) {
     pump(ev);
     return;
   }
-  if (ev->o.may_write && !ev->o.may_write(ev->o.ud)) {
+  if (!rec_may_write(ev, ev->cur)) {
     atomic_fetch_add(&ev->skipped, 1);
     drop_cur(ev);
   } else if (send_cur(ev) < 0) {
@@ -594,7 +606,7 @@ static void pump(kc_events *ev) {
         return;
       }
       ev->tries = 0;
-      if (ev->o.may_write && !ev->o.may_write(ev->o.ud)) {
+      if (!rec_may_write(ev, ev->cur)) {
         atomic_fetch_add(&ev->skipped, 1);
         drop_cur(ev);
         continue;
@@ -623,6 +635,7 @@ static void on_async(uv_async_t *a) { pump(a->data); }
 int kc_events_new(uv_loop_t *loop, const kc_events_options *opts, kc_events **out) {
   *out = NULL;
   if (!opts || !opts->api || !loop) return -EINVAL;
+  if (opts->fence_capture && (!opts->fence_ok || !opts->fence_free)) return -EINVAL;
   kc_events *ev = calloc(1, sizeof *ev);
   if (!ev) return -ENOMEM;
   ev->loop = loop;
@@ -670,8 +683,21 @@ int kc_events_record(kc_events *ev, const kc_obj *o, int type, const char *reaso
     if (f[i].len > UINT32_MAX / 2) return -EINVAL;
     total += f[i].len + 1;
   }
+  void *fence = NULL;
+  if (ev->o.fence_capture) {
+    bool refused = false;
+    fence = ev->o.fence_capture(ev->o.ud, &refused);
+    if (refused) { /* checked when recording: a fenced thread may not write now */
+      atomic_fetch_add(&ev->skipped, 1);
+      return 0;
+    }
+  }
   ev_rec *r = malloc(sizeof *r + total);
-  if (!r) return -ENOMEM;
+  if (!r) {
+    if (fence) ev->o.fence_free(fence);
+    return -ENOMEM;
+  }
+  r->fence = fence;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   r->wall_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
@@ -697,7 +723,7 @@ int kc_events_record(kc_events *ev, const kc_obj *o, int type, const char *reaso
   }
   pthread_mutex_unlock(&ev->mu);
   if (!queued) {
-    free(r);
+    rec_free(ev, r);
     atomic_fetch_add(&ev->dropped_queue, 1);
   }
   return 0;
@@ -734,7 +760,7 @@ void kc_events_close(kc_events *ev) {
   }
   for (ev_rec *r; (r = pop(ev));) {
     atomic_fetch_add(&ev->dropped_queue, 1);
-    free(r);
+    rec_free(ev, r);
   }
   ev->flush_done = NULL;
   kc_event_correlator_free(ev->corr);

@@ -8,8 +8,12 @@
  * Flow: kc_events_record (any thread) copies the record into one allocation
  * and appends it to a ring of `queue_capacity` pointers under a mutex, then
  * wakes the loop with uv_async_send. It never blocks on I/O; a full queue
- * drops the record (counted). On the loop the records are taken in order:
- * skipped (counted) while may_write is false, then correlated:
+ * drops the record (counted). With a fence (fence_capture) a record made on
+ * a fenced thread carries its token: refused at once (counted as skipped)
+ * when the fence does not admit writes at record time, and at send time its
+ * token, not may_write, decides. On the loop the records are taken in order:
+ * skipped (counted) while may_write (or the record's fence) is false, then
+ * correlated:
  *  1. aggregation: events of one object with the same type and reason but
  *     different messages: the 10th distinct message within 10 minutes (the
  *     window slides with each similar event) and every further one become
@@ -104,6 +108,16 @@ typedef struct kc_events_options {
   kc_api *api;                /* the loop's API client (kc_api_request); required */
   bool (*may_write)(void *ud); /* NULL = always; called on the loop */
   void *ud;
+  /* Optional per-record write fence (daemon: a sharded reconcile's key
+   * range). fence_capture(ud, &refused) runs on the recording thread: it
+   * returns a token (NULL: no fence there, may_write decides when sending)
+   * or sets refused (the record is dropped, counted as skipped).
+   * fence_ok(token) on the loop replaces may_write for that record each
+   * time it is about to be written; fence_free(token) on any thread. All
+   * three or none (-EINVAL). */
+  void *(*fence_capture)(void *ud, bool *refused);
+  bool (*fence_ok)(void *token);
+  void (*fence_free)(void *token);
   size_t queue_capacity;      /* 0 = KC_EVENTS_QUEUE_DEFAULT */
   size_t cache_entries;       /* 0 = KC_EVENTS_CACHE_DEFAULT */
   int max_tries;              /* per write, 0 = 3 */
@@ -116,7 +130,7 @@ typedef struct kc_events_stats {
   uint64_t patched;       /* Events PATCHed (count+1) */
   uint64_t dropped_queue; /* queue full or recorder closed */
   uint64_t dropped_spam;  /* spam filter */
-  uint64_t skipped;       /* may_write false */
+  uint64_t skipped;       /* may_write or the record's fence false */
   uint64_t failed;        /* writes given up */
   uint64_t queued;        /* records waiting now */
 } kc_events_stats;

@@ -164,6 +164,7 @@ typedef struct slot {
   kc_leader *le;
   char lease_name[256];
   _Atomic uint64_t valid_until; /* fence: kc_leader_now_ms() must be below */
+  _Atomic uint64_t epoch;       /* acquisitions of this range (fence tokens) */
   unsigned inflight;
   uint64_t drain_since, claim_since;
   kc_shard_obs obs;
@@ -382,6 +383,31 @@ void kc_sharding_fence_leave(void) {
   if (sh) sh_unref(sh);
 }
 
+bool kc_sharding_fence_active(void) { return fence.sh != NULL; }
+
+bool kc_sharding_fence_capture(kc_shard_fence *out) {
+  *out = (kc_shard_fence){NULL, -1, 0};
+  kc_sharding *sh = fence.sh;
+  if (!sh) return false;
+  atomic_fetch_add(&sh->refs, 1);
+  out->sh = sh;
+  out->range = fence.range;
+  if (fence.range >= 0) out->epoch = atomic_load(&sh->slots[fence.range].epoch);
+  return true;
+}
+
+bool kc_sharding_fence_check(const kc_shard_fence *f) {
+  kc_sharding *sh = f->sh;
+  if (!sh || f->range < 0 || atomic_load(&sh->closed)) return false;
+  const slot *s = &sh->slots[f->range];
+  return atomic_load(&s->epoch) == f->epoch && kc_leader_now_ms() < atomic_load(&s->valid_until);
+}
+
+void kc_sharding_fence_drop(kc_shard_fence *f) {
+  if (f->sh) sh_unref(f->sh);
+  *f = (kc_shard_fence){NULL, -1, 0};
+}
+
 bool kc_sharding_fence_ok(void) {
   kc_sharding *sh = fence.sh;
   if (!sh) return true;
@@ -465,6 +491,7 @@ static void on_slot_started(void *ud) {
   kc_sharding *sh = s->sh;
   if (s->state != KC_SHARD_CLAIMING) return; /* re-acquired while draining: still going */
   s->state = KC_SHARD_OWNED;
+  atomic_fetch_add(&s->epoch, 1);
   atomic_fetch_add(&sh->acquisitions, 1);
   char end[24];
   if (s->range.end_is_max)

@@ -37,9 +37,9 @@
  * worker thread), so a replica resumed after SIGSTOP whose range expired
  * cannot write.
  *
- * Threads: everything is loop thread only, except kc_sharding_fence_enter /
- * kc_sharding_fence_leave / kc_sharding_fence_ok (any thread: they read
- * atomics; the object is retained between enter and leave) and the pure
+ * Threads: everything is loop thread only, except kc_sharding_fence_* (any
+ * thread: they read atomics; the object is retained between enter and
+ * leave, and by a captured kc_shard_fence until dropped) and the pure
  * kc_shard_* planner functions (any thread).
  * Errors: 0 or a negative errno.
  * Ownership: the caller owns the kc_sharding (kc_sharding_close); cfg and
@@ -193,6 +193,27 @@ void kc_sharding_fence_leave(void);
 /* True when the calling thread has no fence, or its range is held with a
  * renew deadline in the future. Any thread. */
 bool kc_sharding_fence_ok(void);
+/* True between kc_sharding_fence_enter and kc_sharding_fence_leave on the
+ * calling thread: its writes are fenced by the range, not by leadership
+ * (the daemon's may_write). Any thread. */
+bool kc_sharding_fence_active(void);
+
+/* The calling thread's fence, kept for later (an Event a reconcile records
+ * is written by the loop after the reconcile ended). */
+typedef struct kc_shard_fence {
+  kc_sharding *sh; /* retained; NULL: empty */
+  int range;       /* -1: the key was not admitted (never passes) */
+  uint64_t epoch;  /* the range's acquisition at capture */
+} kc_shard_fence;
+/* Copies the calling thread's fence into out (retaining the component);
+ * false (out empty) when the thread has none. Any thread. */
+bool kc_sharding_fence_capture(kc_shard_fence *out);
+/* True when f's range is still held from the same acquisition as at
+ * capture, with a renew deadline in the future: a range lost (or lost and
+ * claimed again) since fails. Any thread. */
+bool kc_sharding_fence_check(const kc_shard_fence *f);
+/* Releases f's reference and empties it. Any thread. */
+void kc_sharding_fence_drop(kc_shard_fence *f);
 
 /* The owned ranges: writes up to cap ranges, returns how many are owned. */
 size_t kc_sharding_owned_ranges(const kc_sharding *sh, kc_shard_range *out, size_t cap);

@@ -149,6 +149,25 @@ def cached(r):
     return r.shards()["objectsCached"]
 
 
+def sample_peaks(reps, peak):
+    """Records the largest objectsCached seen per replica (sampled by the
+    polls below: a lower bound of the true peak)."""
+    for r in reps:
+        try:
+            peak[r.identity] = max(peak.get(r.identity, 0), cached(r))
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+
+
+def vm_hwm_mib(r):
+    """The replica's peak resident set (VmHWM) in MiB."""
+    with open("/proc/%d/status" % r.proc.pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    return -1
+
+
 def scenario(server_side):
     for b in ("kctrld", "kube-apisim"):
         if not os.access(os.path.join(BUILD, b), os.X_OK):
@@ -166,10 +185,17 @@ def scenario(server_side):
             for name in ("replica-a", "replica-b", "replica-c"):
                 reps.append(Replica(sim, tmp, so, name, log))
             a, b, c = reps
-            wait_for(lambda: balanced(reps), timeout=60, interval=0.2, what="3 replicas to balance")
+            peak = {}
+            wait_for(lambda: sample_peaks(reps, peak) or balanced(reps), timeout=60, interval=0.2,
+                     what="3 replicas to balance")
             print("# balanced: %s" % [len(r.owned()) for r in reps], flush=True)
-            wait_for(lambda: len({r[1] for r in read_log(log)}) >= NOBJ, timeout=180, interval=0.5,
-                     what="every object reconciled once")
+            wait_for(lambda: sample_peaks(reps, peak) or len({r[1] for r in read_log(log)}) >= NOBJ,
+                     timeout=180, interval=0.5, what="every object reconciled once")
+            # the claims come before the first list: with server-side
+            # selection a replica that joins does not cache the whole scope
+            print("# start: peak objects cached per replica (sampled) %s of %d, VmHWM MiB %s" %
+                  ([peak.get(r.identity) for r in reps], NOBJ, [vm_hwm_mib(r) for r in reps]),
+                  flush=True)
             modify(sim, NOBJ // 3)
             wait_for(lambda: all(r.idle() for r in reps), timeout=120, interval=0.2, what="queues idle")
             recs = read_log(log)

@@ -26,7 +26,14 @@
  *    `namespaces:`), the controller bound to the second one with
  *    `informer: NAME`: its plugin finds its objects in the cache (they were
  *    looked up in the first informer of the kind only), also after a SIGHUP
- *    that switches it to the other informer.
+ *    that switches it to the other informer;
+ *  - leader election with a Lease another replica holds (never expiring on
+ *    our clock) and two controllers: the sharded one runs anyway (it holds
+ *    its ranges, leader or not), writes and records an Event (both fenced by
+ *    the range, not by leadership); the unsharded one stays idle;
+ *  - a sharded controller with its own `for` informer on a server with
+ *    shardSelector support: the claims come first, so even the informer's
+ *    first list carries the selector (no full list at start).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -546,12 +553,198 @@ static void test_second_informer_of_a_kind(void **state) {
   assert_int_equal(code, 0);
 }
 
+/* ---- sharding on a replica that is not the leader ---- */
+
+/* The leader Lease, held by another replica: it never expires on our clock
+ * (its content does not change, but 1 h is longer than the test). */
+static void hold_leader_lease(struct driver *d) {
+  static const char body[] =
+      "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+      "\"metadata\":{\"name\":\"held-elsewhere\"},\"spec\":{\"holderIdentity\":\"other-replica\","
+      "\"leaseDurationSeconds\":3600,\"acquireTime\":\"2026-01-01T00:00:00.000000Z\","
+      "\"renewTime\":\"2026-01-01T00:00:00.000000Z\",\"leaseTransitions\":0}}";
+  long rc = sim_call("POST", "/apis/coordination.k8s.io/v1/namespaces/demo/leases", body, NULL, NULL);
+  if (rc != 201) drv_fail(d, "cannot create the leader Lease: HTTP %ld", rc);
+}
+
+/* Waits until an Event with reason Evented about demo/evented exists. */
+static void wait_event(struct driver *d) {
+  uint64_t end = sim_mono_ms() + STEP_MS;
+  while (!d->failure[0] && !atomic_load(&daemon_done)) {
+    char *body = NULL;
+    long code = sim_call("GET", "/api/v1/namespaces/demo/events", NULL, NULL, &body);
+    bool seen = code == 200 && body && strstr(body, "\"reason\":\"Evented\"") &&
+                strstr(body, "reconciled demo/evented");
+    free(body);
+    if (seen) return;
+    if (sim_mono_ms() > end) {
+      drv_fail(d, "no Event of the sharded controller (its reconcile errors: %ld)",
+               reconciles_of("sharded", "error"));
+      return;
+    }
+    sim_sleep_ms(100);
+  }
+}
+
+static void *drive_sharded(void *arg) {
+  struct driver *d = arg;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  d->step = 1;
+  wait_annotated(d, "demo"); /* the sharded controller wrote */
+  d->step = 2;
+  wait_event(d);
+  d->step = 3;
+  /* Meanwhile the unsharded controller never ran: not the leader. */
+  char *body = NULL;
+  long code = sim_call("GET", "/api/v1/namespaces/default/configmaps/cached", NULL, NULL, &body);
+  if (!d->failure[0] && (code != 200 || !body || strstr(body, "faulty.kctrld.io/cached")))
+    drv_fail(d, "the unsharded controller ran on a replica that is not the leader: HTTP %ld", code);
+  free(body);
+  if (!d->failure[0] && reconciles_of("plain", "success") > 0)
+    drv_fail(d, "the unsharded controller reconciled without leading");
+  body = NULL;
+  code = sim_call("GET", "/apis/coordination.k8s.io/v1/namespaces/demo/leases/held-elsewhere", NULL,
+                  NULL, &body);
+  if (!d->failure[0] && (code != 200 || !body || !strstr(body, "\"holderIdentity\":\"other-replica\"")))
+    drv_fail(d, "the leader Lease changed hands: HTTP %ld", code);
+  free(body);
+  if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);
+  return NULL;
+}
+
+static void test_sharded_without_leadership(void **state) {
+  if (!apisim_built()) skip();
+  assert_int_equal(sim_start(), 0);
+  metrics_port = sim_free_port();
+  assert_true(metrics_port > 0);
+  struct driver *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  hold_leader_lease(d);
+  create_cm_in(d, "demo", "cached");
+  create_cm_in(d, "demo", "evented");
+  create_cm_in(d, "default", "cached");
+  assert_string_equal(d->failure, "");
+  char cfg[3 * PATH_MAX];
+  int n = snprintf(cfg, sizeof cfg,
+                   "shutdownTimeout: 1s\n"
+                   "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
+                   "leaderElection: { enabled: true, namespace: demo, name: held-elsewhere, "
+                   "identity: me, leaseDuration: 3s, renewDeadline: 2s, retryPeriod: 500ms }\n"
+                   "informers:\n"
+                   "  - { name: mine, apiVersion: v1, kind: ConfigMap, namespaces: [demo] }\n"
+                   "  - { name: other, apiVersion: v1, kind: ConfigMap, namespaces: [default] }\n"
+                   "controllers:\n"
+                   "  - name: sharded\n"
+                   "    plugin: %s\n"
+                   "    for: { apiVersion: v1, kind: ConfigMap, informer: mine }\n"
+                   "    sharding: { shards: 2, leaseDuration: 3s, renewDeadline: 2s, "
+                   "retryPeriod: 500ms }\n"
+                   "  - name: plain\n"
+                   "    plugin: %s\n"
+                   "    for: { apiVersion: v1, kind: ConfigMap, informer: other }\n",
+                   metrics_port, plugin_so, plugin_so);
+  assert_true(n > 0 && (size_t)n < sizeof cfg);
+  assert_int_equal(sim_write_file(cfg_path, cfg), 0);
+  char failure[sizeof d->failure];
+  int code = run_daemon(drive_sharded, d, failure);
+  sim_stop();
+  assert_string_equal(failure, "");
+  assert_int_equal(code, 0);
+}
+
+/* ---- the first list of a sharded `for` informer is already selected ---- */
+
+/* The requests for the demo ConfigMaps collection (lists and watches) and
+ * how many of them carry a shardSelector. */
+static void collection_requests(unsigned *all, unsigned *selected, char *first_bad, size_t cap) {
+  *all = *selected = 0;
+  first_bad[0] = '\0';
+  char *body = NULL;
+  if (sim_call("GET", "/_apisim/requests", NULL, NULL, &body) != 200 || !body) {
+    free(body);
+    return;
+  }
+  static const char path[] = "\"path\":\"/api/v1/namespaces/demo/configmaps\"";
+  for (char *p = body; (p = strstr(p, path)); p += sizeof path - 1) {
+    char *end = strchr(p, '}');
+    if (!end) break;
+    *end = '\0';
+    if (!strstr(p, "\"verb\":\"list\"") && !strstr(p, "\"verb\":\"watch\"")) {
+      *end = '}';
+      continue;
+    }
+    (*all)++;
+    if (strstr(p, "shardSelector="))
+      (*selected)++;
+    else if (!first_bad[0])
+      snprintf(first_bad, cap, "%s", p);
+    *end = '}';
+  }
+  free(body);
+}
+
+static void *drive_first_list(void *arg) {
+  struct driver *d = arg;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  d->step = 1;
+  wait_annotated(d, "demo");
+  unsigned all = 0, selected = 0;
+  char bad[512];
+  collection_requests(&all, &selected, bad, sizeof bad);
+  if (!d->failure[0] && (all == 0 || selected != all))
+    drv_fail(d, "%u of %u lists/watches of the sharded informer carried a shardSelector (%s)",
+             selected, all, bad);
+  if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);
+  return NULL;
+}
+
+static void test_sharded_first_list_selected(void **state) {
+  if (!apisim_built()) skip();
+  assert_int_equal(sim_start(), 0);
+  assert_int_equal(sim_call("POST", "/_apisim/config", "{\"shardedListAndWatch\":true}", NULL, NULL),
+                   200);
+  metrics_port = sim_free_port();
+  assert_true(metrics_port > 0);
+  struct driver *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  create_cm_in(d, "demo", "cached");
+  assert_string_equal(d->failure, "");
+  char cfg[3 * PATH_MAX];
+  int n = snprintf(cfg, sizeof cfg,
+                   "shutdownTimeout: 1s\n"
+                   "metrics: { bindAddress: \"127.0.0.1:%u\" }\n"
+                   "informers:\n"
+                   "  - { name: mine, apiVersion: v1, kind: ConfigMap, namespaces: [demo] }\n"
+                   "controllers:\n"
+                   "  - name: sharded\n"
+                   "    plugin: %s\n"
+                   "    for: { apiVersion: v1, kind: ConfigMap, informer: mine }\n"
+                   "    sharding: { shards: 2, leaseNamespace: demo, leaseDuration: 3s, "
+                   "renewDeadline: 2s, retryPeriod: 500ms }\n",
+                   metrics_port, plugin_so);
+  assert_true(n > 0 && (size_t)n < sizeof cfg);
+  assert_int_equal(sim_write_file(cfg_path, cfg), 0);
+  char failure[sizeof d->failure];
+  int code = run_daemon(drive_first_list, d, failure);
+  sim_stop();
+  assert_string_equal(failure, "");
+  assert_int_equal(code, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_results_and_timeouts),
       cmocka_unit_test(test_init_retry),
       cmocka_unit_test(test_fail_fast),
       cmocka_unit_test(test_second_informer_of_a_kind),
+      cmocka_unit_test(test_sharded_without_leadership),
+      cmocka_unit_test(test_sharded_first_list_selected),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

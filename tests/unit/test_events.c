@@ -411,6 +411,98 @@ static void test_sim_threads(void **state) {
   kc_obj_unref(o);
 }
 
+/* A record's own fence (fence_capture) decides instead of may_write:
+ * refused when recording, written while the fence admits, dropped when the
+ * fence no longer admits at send time; tokens are freed every way. */
+static struct fence_fake {
+  bool active, refuse; /* the recording thread is fenced; its fence refuses now */
+  int gen;             /* the fence's current acquisition */
+  int tokens;          /* tokens alive */
+} F;
+
+static bool never_write(void *ud) { return false; }
+
+static void *fence_capture(void *ud, bool *refused) {
+  *refused = false;
+  if (!F.active) return NULL;
+  if (F.refuse) {
+    *refused = true;
+    return NULL;
+  }
+  int *t = malloc(sizeof *t);
+  assert_non_null(t);
+  *t = F.gen;
+  F.tokens++;
+  return t;
+}
+static bool fence_ok(void *token) { return *(int *)token == F.gen; }
+static void fence_free(void *token) {
+  F.tokens--;
+  free(token);
+}
+
+static void test_sim_fenced_records(void **state) {
+  kc_events *ev = NULL;
+  kc_events_options bad = {.api = R.api, .fence_capture = fence_capture};
+  assert_int_equal(kc_events_new(&R.loop, &bad, &ev), -EINVAL); /* all three or none */
+  kc_events_options eo = {.api = R.api,
+                          .may_write = never_write, /* e.g. not the leader */
+                          .fence_capture = fence_capture,
+                          .fence_ok = fence_ok,
+                          .fence_free = fence_free};
+  assert_int_equal(kc_events_new(&R.loop, &eo, &ev), 0);
+  kc_obj *o = tu_fixture_obj("configmap-k9s.json", NULL);
+  kc_events_stats st;
+  F = (struct fence_fake){.active = true};
+  /* fenced and admitted: written although may_write is false */
+  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "admitted"), 0);
+  kc_events_flush(ev, 10000, on_flushed, &R.loop);
+  uv_run(&R.loop, UV_RUN_DEFAULT);
+  kc_events_get_stats(ev, &st);
+  assert_int_equal(st.created, 1);
+  assert_int_equal(st.skipped, 0);
+  /* refused when recorded */
+  F.refuse = true;
+  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "refused"), 0);
+  F.refuse = false;
+  kc_events_get_stats(ev, &st);
+  assert_int_equal(st.skipped, 1);
+  assert_int_equal(st.queued, 0);
+  /* admitted when recorded, the range lost (and claimed again) before sending */
+  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "lost"), 0);
+  assert_int_equal(F.tokens, 1);
+  F.gen++;
+  /* not fenced: may_write (false) decides */
+  F.active = false;
+  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Unfenced", "leader only"), 0);
+  kc_events_flush(ev, 10000, on_flushed, &R.loop);
+  uv_run(&R.loop, UV_RUN_DEFAULT);
+  kc_events_get_stats(ev, &st);
+  assert_int_equal(st.created, 1);
+  assert_int_equal(st.skipped, 3);
+  assert_int_equal(F.tokens, 0);
+  /* a token still queued at close is freed too */
+  F.active = true;
+  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "at close"), 0);
+  assert_int_equal(F.tokens, 1);
+  kc_events_close(ev);
+  uv_run(&R.loop, UV_RUN_NOWAIT);
+  assert_int_equal(F.tokens, 0);
+  sim_event evs[8];
+  char nameb[256];
+  snprintf(nameb, sizeof nameb, "%.*s", (int)o->name.len, o->name.ptr);
+  char nsb[128];
+  snprintf(nsb, sizeof nsb, "%.*s", (int)o->namespace_.len, o->namespace_.ptr);
+  int n = list_events(nsb, nameb, evs, 8), admitted = 0;
+  for (int i = 0; i < n; i++) {
+    assert_string_not_equal(evs[i].message, "lost");
+    assert_string_not_equal(evs[i].message, "refused");
+    admitted += strcmp(evs[i].message, "admitted") == 0;
+  }
+  assert_int_equal(admitted, 1);
+  kc_obj_unref(o);
+}
+
 int main(void) {
   const struct CMUnitTest unit[] = {
       cmocka_unit_test(test_spam_filter),
@@ -423,6 +515,7 @@ int main(void) {
       cmocka_unit_test(test_sim_aggregate_and_404),
       cmocka_unit_test(test_sim_cluster_scoped_and_full_queue),
       cmocka_unit_test(test_sim_threads),
+      cmocka_unit_test(test_sim_fenced_records),
   };
   int rc = cmocka_run_group_tests(unit, NULL, NULL);
   return rc | cmocka_run_group_tests(sim, sim_setup, sim_teardown);

@@ -596,10 +596,17 @@ static void test_component_apisim(void **state) {
   assert_true(key[0]);
   assert_true(kc_sharding_owns_key(a, key));
   assert_true(kc_sharding_admit(a, key));
+  kc_shard_fence tok, none;
+  assert_false(kc_sharding_fence_active());
+  assert_false(kc_sharding_fence_capture(&none)); /* no fence here: nothing captured */
   kc_sharding_fence_enter(a, key);
+  assert_true(kc_sharding_fence_active());
   assert_true(kc_sharding_fence_ok());
+  assert_true(kc_sharding_fence_capture(&tok)); /* an Event recorded now */
   kc_sharding_fence_leave();
+  assert_false(kc_sharding_fence_active());
   assert_true(kc_sharding_fence_ok()); /* no fence on this thread any more */
+  assert_true(kc_sharding_fence_check(&tok)); /* sent later, the range still held */
 
   /* The loop stalls (as under SIGSTOP) past the renew deadline: a reconcile
    * in flight may not write any more, before the loop noticed anything. */
@@ -616,10 +623,19 @@ static void test_component_apisim(void **state) {
     uv_run(&R.loop, UV_RUN_ONCE);
   }
   run_until_owned(a, 4, NULL, 0, 10000);
+  /* the range was lost and claimed again since the capture: an Event
+   * recorded under the old hold is not sent */
+  assert_true(kc_sharding_owns_key(a, key));
+  assert_false(kc_sharding_fence_check(&tok));
+  kc_sharding_fence_drop(&tok);
   kc_sharding_stats st0;
   kc_sharding_get_stats(a, &st0);
   assert_true(st0.handoffs >= 1);
   assert_true(kc_sharding_admit(a, key));
+  kc_sharding_fence_enter(a, key);
+  assert_true(kc_sharding_fence_capture(&tok));
+  kc_sharding_fence_leave();
+  assert_true(kc_sharding_fence_check(&tok));
 
   assert_int_equal(kc_sharding_new(&R.loop, R.api, "ctl", &spec, "id-b", NULL, 5000, &cb, NULL, &b),
                    0);
@@ -655,8 +671,13 @@ static void test_component_apisim(void **state) {
   assert_true(hb[3]);
   assert_false(kc_sharding_owns_key(a, key));
   assert_false(kc_sharding_admit(a, key));
+  assert_false(kc_sharding_fence_check(&tok)); /* handed off: its Events are dropped */
+  kc_sharding_fence_drop(&tok);
   kc_sharding_fence_enter(a, key); /* not admitted: nothing may be written */
   assert_false(kc_sharding_fence_ok());
+  assert_true(kc_sharding_fence_capture(&tok));
+  assert_false(kc_sharding_fence_check(&tok));
+  kc_sharding_fence_drop(&tok);
   kc_sharding_fence_leave();
   assert_true(kc_sharding_owns_key(b, key));
 

@@ -14,6 +14,9 @@
  *   cached     reads its own key from the cache (an error when the cache
  *              has none) and annotates it faulty.kctrld.io/cached=seen
  *              with a merge patch unless the cached copy has it already
+ *   evented    reads its own key from the cache and records a Normal
+ *              Event "Evented" about it (test_errors_controller.c: Events
+ *              of a sharded controller on a replica that is not the leader)
  *   (others)   success
  * fini appends "fini inflight=N" to the file named by the setting finiMarker
  * (N: reconciles of this instance still running, which must be 0).
@@ -107,6 +110,16 @@ static int cached(kctrld_ctx *ctx, const char *ns) {
   return rc < 0 ? H->result_error(ctx, "patch %s/cached: %d", ns, rc) : KCTRLD_RESULT_DONE;
 }
 
+static int evented(kctrld_ctx *ctx, const char *ns) {
+  kctrld_ref ref = {"v1", "ConfigMap", ns, "evented"};
+  const kctrld_object *obj = NULL;
+  int rc = H->cache_get(ctx, &ref, &obj);
+  if (rc < 0) return H->result_error(ctx, "cache_get %s/evented: %d", ns, rc);
+  rc = H->event(ctx, obj, KCTRLD_EVENT_NORMAL, "Evented", "reconciled %s/evented", ns);
+  H->object_release(obj);
+  return rc < 0 ? H->result_error(ctx, "event %s/evented: %d", ns, rc) : KCTRLD_RESULT_DONE;
+}
+
 static int reconcile_key(kctrld_ctx *ctx, const char *key);
 
 static int faulty_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
@@ -128,6 +141,7 @@ static int reconcile_key(kctrld_ctx *ctx, const char *key) {
     return atomic_fetch_add(&requeues, 1) < 2 ? KCTRLD_RESULT_REQUEUE : KCTRLD_RESULT_DONE;
   if (strcmp(name, "badwrite") == 0) return bad_writes(ctx, ns);
   if (strcmp(name, "cached") == 0) return cached(ctx, ns);
+  if (strcmp(name, "evented") == 0) return evented(ctx, ns);
   if (strcmp(name, "slow") == 0) nap_ms(1500);
   if (strcmp(name, "hang") == 0) nap_ms(4000);
   return KCTRLD_RESULT_DONE;
