@@ -98,6 +98,9 @@ int kc_hook_child_spawn(const char *label, const char *const *argv, const char *
   int e = posix_spawn_file_actions_adddup2(&fa, p[0][0], 0);
   if (!e) e = posix_spawn_file_actions_adddup2(&fa, p[1][1], 1);
   if (!e) e = posix_spawn_file_actions_adddup2(&fa, p[2][1], 2);
+  /* Only 0-2 reach the program: a descriptor some library opened without
+   * O_CLOEXEC (a socket to the API server, a plugin's file) must not. */
+  if (!e) e = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   if (!e)
     e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                           POSIX_SPAWN_SETSIGDEF);
