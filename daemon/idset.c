@@ -23,7 +23,71 @@ static int rehash(kc_idset *s, uint32_t cap) {
   return 0;
 }
 
+static bool is_bitmap(const kc_idset *s) { return (s->cap & KC_IDSET_BITMAP) != 0; }
+static uint32_t bitmap_words(const kc_idset *s) { return s->cap & ~KC_IDSET_BITMAP; }
+
+/* A bitmap is kept while it costs at most this many bytes per member. */
+#define BITMAP_MAX_BYTES_PER_MEMBER 32u
+
+/* Smallest table (power of two, > KC_IDSET_SMALL) holding n members. */
+static uint32_t table_cap(uint32_t n) {
+  uint32_t cap = 2 * KC_IDSET_SMALL;
+  while ((uint64_t)n * 4 > (uint64_t)cap * 3) cap *= 2;
+  return cap;
+}
+
+/* Rebuilds as a bitmap of `words` words (every member below 64 * words). */
+static int to_bitmap(kc_idset *s, uint32_t words) {
+  uint64_t *b = calloc(words, sizeof *b);
+  if (!b) return -ENOMEM;
+  kc_iditer it = kc_iditer_start(s);
+  for (uint32_t id; kc_iditer_next(&it, &id);) b[id / 64] |= 1ull << (id % 64);
+  if (s->cap) free(s->u.tab);
+  s->u.bits = b;
+  s->cap = KC_IDSET_BITMAP | words;
+  return 0;
+}
+
+/* The set must grow to hold `id` too (array full, or table at its load
+ * limit): to a bitmap when one covering every member is no larger than the
+ * current table, else to a table of `cap` slots. */
+static int grow(kc_idset *s, uint32_t id, uint32_t cap) {
+  uint32_t max = id;
+  kc_iditer it = kc_iditer_start(s);
+  for (uint32_t m; kc_iditer_next(&it, &m);)
+    if (m > max) max = m;
+  uint64_t words = (uint64_t)max / 64 + 1;
+  if (words * sizeof(uint64_t) <= (uint64_t)s->cap * sizeof(uint32_t)) return to_bitmap(s, (uint32_t)words);
+  return rehash(s, cap);
+}
+
+static int bitmap_add(kc_idset *s, uint32_t id) {
+  uint32_t words = bitmap_words(s), w = id / 64;
+  if (w >= words) {
+    uint64_t need = (uint64_t)w + 1, most = (uint64_t)(s->n + 1) * BITMAP_MAX_BYTES_PER_MEMBER / 8;
+    if (need > most) {
+      /* too sparse: a table */
+      if (rehash(s, table_cap(s->n + 1)) < 0) return -ENOMEM;
+      kc_idtab_put(s->u.tab, s->cap - 1, NULL, id);
+      s->n++;
+      return 0;
+    }
+    uint64_t nw = (uint64_t)words + words / 4 + 1; /* geometric: ids arrive in order */
+    if (nw < need) nw = need;
+    if (nw > most) nw = most;
+    uint64_t *b = realloc(s->u.bits, (size_t)nw * sizeof *b);
+    if (!b) return -ENOMEM;
+    memset(b + words, 0, (size_t)(nw - words) * sizeof *b);
+    s->u.bits = b;
+    s->cap = KC_IDSET_BITMAP | (uint32_t)nw;
+  }
+  s->u.bits[w] |= 1ull << (id % 64);
+  s->n++;
+  return 0;
+}
+
 int kc_idset_add(kc_idset *s, uint32_t id) {
+  if (is_bitmap(s)) return bitmap_add(s, id);
   if (s->cap == 0) {
     if (s->n < 2) {
       s->u.inl[s->n++] = id;
@@ -43,24 +107,51 @@ int kc_idset_add(kc_idset *s, uint32_t id) {
         if (!t) return -ENOMEM;
         s->u.tab = t;
         s->cap = KC_IDSET_SMALL;
-      } else if (rehash(s, 2 * KC_IDSET_SMALL) < 0) {
+      } else if (grow(s, id, 2 * KC_IDSET_SMALL) < 0) {
         return -ENOMEM;
       }
     }
+    if (is_bitmap(s)) return bitmap_add(s, id);
     if (s->cap <= KC_IDSET_SMALL) {
       s->u.tab[s->n++] = id;
       return 0;
     }
   }
-  if ((s->n + 1) * 4 > s->cap * 3 && rehash(s, s->cap * 2) < 0) return -ENOMEM;
+  if ((s->n + 1) * 4 > s->cap * 3) {
+    if (grow(s, id, s->cap * 2) < 0) return -ENOMEM;
+    if (is_bitmap(s)) return bitmap_add(s, id);
+  }
   kc_idtab_put(s->u.tab, s->cap - 1, NULL, id);
   s->n++;
   return 0;
 }
 
+/* Back to the array (the caller checked n <= KC_IDSET_SMALL); best effort. */
+static void to_array(kc_idset *s) {
+  uint32_t *a = malloc(KC_IDSET_SMALL * sizeof *a);
+  if (!a) return;
+  uint32_t n = 0;
+  kc_iditer it = kc_iditer_start(s);
+  for (uint32_t id; kc_iditer_next(&it, &id);) a[n++] = id;
+  free(s->u.tab);
+  s->u.tab = a;
+  s->cap = KC_IDSET_SMALL;
+}
+
 /* Shrinking is best effort: an allocation failure keeps the larger
  * representation. */
 bool kc_idset_remove(kc_idset *s, uint32_t id) {
+  if (is_bitmap(s)) {
+    uint32_t w = id / 64;
+    uint64_t bit = 1ull << (id % 64);
+    if (w >= bitmap_words(s) || !(s->u.bits[w] & bit)) return false;
+    s->u.bits[w] &= ~bit;
+    s->n--;
+    if (s->n <= KC_IDSET_SMALL / 2) to_array(s);
+    else if ((uint64_t)bitmap_words(s) * 8 > (uint64_t)s->n * BITMAP_MAX_BYTES_PER_MEMBER)
+      (void)rehash(s, table_cap(s->n));
+    return true;
+  }
   if (s->cap <= KC_IDSET_SMALL) {
     uint32_t *a = s->cap == 0 ? s->u.inl : s->u.tab;
     uint32_t i = 0;
@@ -84,15 +175,7 @@ bool kc_idset_remove(kc_idset *s, uint32_t id) {
   kc_idtab_delete(t, mask, NULL, i);
   s->n--;
   if (s->n <= KC_IDSET_SMALL / 2) {
-    uint32_t *a = malloc(KC_IDSET_SMALL * sizeof *a);
-    if (a) {
-      uint32_t n = 0;
-      for (uint32_t k = 0; k < s->cap; k++)
-        if (t[k] != KC_IDSET_NONE) a[n++] = t[k];
-      free(t);
-      s->u.tab = a;
-      s->cap = KC_IDSET_SMALL;
-    }
+    to_array(s);
   } else if (s->cap > 4 * KC_IDSET_SMALL && s->n * 8 < s->cap) {
     (void)rehash(s, s->cap / 2);
   }
@@ -105,6 +188,8 @@ void kc_idset_free(kc_idset *s) {
 }
 
 bool kc_idset_has(const kc_idset *s, uint32_t id) {
+  if (is_bitmap(s))
+    return id / 64 < bitmap_words(s) && (s->u.bits[id / 64] >> (id % 64) & 1);
   if (s->cap > KC_IDSET_SMALL) {
     uint32_t mask = s->cap - 1, i = kc_idtab_home(NULL, id) & mask;
     for (; s->u.tab[i] != KC_IDSET_NONE; i = (i + 1) & mask)

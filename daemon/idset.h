@@ -3,7 +3,12 @@
  * enough for any owner of 32-bit ids:
  *  - kc_idset, a compact set of uint32_t ids (KC_IDSET_NONE excluded): up to
  *    2 members inline (no allocation), up to KC_IDSET_SMALL in an unsorted
- *    array, beyond that an open-addressing hash table (power of two);
+ *    array, beyond that an open-addressing hash table (power of two), or a
+ *    bitmap over ids 0..64*words when that is smaller (dense sets of small
+ *    ids, e.g. the store's label sets that hold most of its slots: 1 bit per
+ *    slot instead of 5-11 bytes per member); a bitmap is left for a table
+ *    when it would cost more than 32 bytes per member, so iterating it
+ *    stays O(members);
  *  - kc_iddict, a dictionary from a string pair (a, b) (b may be absent:
  *    NULL, 0) to a non-empty kc_idset, with the hash chosen by the caller.
  * Both use linear probing with backward-shift deletion (no tombstones), so
@@ -28,12 +33,17 @@
 #define KC_IDSET_NONE UINT32_MAX
 #define KC_IDSET_SMALL 8u
 
+/* cap with this bit set: a bitmap of (cap & ~KC_IDSET_BITMAP) 64-bit words */
+#define KC_IDSET_BITMAP 0x80000000u
+
 typedef struct kc_idset {
   uint32_t n;
-  uint32_t cap; /* 0: inline; <= KC_IDSET_SMALL: array; else hash table */
+  uint32_t cap; /* 0: inline; <= KC_IDSET_SMALL: array; KC_IDSET_BITMAP|words:
+                   bitmap; else hash table */
   union {
     uint32_t inl[2];
     uint32_t *tab;
+    uint64_t *bits;
   } u;
 } kc_idset;
 
@@ -44,21 +54,37 @@ bool kc_idset_remove(kc_idset *s, uint32_t id);
 bool kc_idset_has(const kc_idset *s, uint32_t id);
 /* Frees the table; the set is empty afterwards. */
 void kc_idset_free(kc_idset *s);
-static inline size_t kc_idset_bytes(const kc_idset *s) { return (size_t)s->cap * sizeof(uint32_t); }
+static inline size_t kc_idset_bytes(const kc_idset *s) {
+  if (s->cap & KC_IDSET_BITMAP) return (size_t)(s->cap & ~KC_IDSET_BITMAP) * sizeof(uint64_t);
+  return (size_t)s->cap * sizeof(uint32_t);
+}
 
 /* Members in no particular order; the set must not change meanwhile. */
 typedef struct kc_iditer {
   const uint32_t *a;
+  const uint64_t *bits; /* bitmap sets: the words, `word` the rest of bits[i - 1] */
+  uint64_t word;
   uint32_t i, lim;
   bool hash;
 } kc_iditer;
 
 static inline kc_iditer kc_iditer_start(const kc_idset *s) {
+  if (s->cap & KC_IDSET_BITMAP)
+    return (kc_iditer){NULL, s->u.bits, 0, 0, s->cap & ~KC_IDSET_BITMAP, false};
   bool hash = s->cap > KC_IDSET_SMALL;
-  return (kc_iditer){s->cap ? s->u.tab : s->u.inl, 0, hash ? s->cap : s->n, hash};
+  return (kc_iditer){s->cap ? s->u.tab : s->u.inl, NULL, 0, 0, hash ? s->cap : s->n, hash};
 }
 
 static inline bool kc_iditer_next(kc_iditer *it, uint32_t *id) {
+  if (it->bits) {
+    while (!it->word) {
+      if (it->i >= it->lim) return false;
+      it->word = it->bits[it->i++];
+    }
+    *id = (it->i - 1) * 64u + (uint32_t)__builtin_ctzll(it->word);
+    it->word &= it->word - 1;
+    return true;
+  }
   while (it->i < it->lim) {
     uint32_t v = it->a[it->i++];
     if (!it->hash || v != KC_IDSET_NONE) {

@@ -11,7 +11,8 @@
  *     "spec.volumes[].configMap.name") and an index may have several paths
  *     (its values are the union): one object can have several values.
  * Index memory is a few bytes per (object, index value): sets hold 32-bit
- * slot numbers, and label/namespace strings point into the text of a stored
+ * slot numbers (a bit per slot where a set holds many of the slots: idset.h),
+ * and label/namespace strings point into the text of a stored
  * object instead of being copied (re-pointed when that object leaves).
  * Field-index values are copied once per distinct value. They are read from
  * the object's field capture when it was built with this store's

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/idset: kc_idset through each representation
- * (inline, array, hash table) and back, checked against a plain bitmap
+ * (inline, array, hash table, bitmap) and back, checked against a plain bitmap
  * after every operation; kc_iddict with colliding hashes (backward-shift
  * deletion must keep every other entry reachable), borrowed and copied
  * keys, pairs with and without a second string. */
@@ -55,7 +55,10 @@ static void test_idset_representations(void **state) {
     if (id < 20 || id % 97 == 0) same_as(&s, in);
   }
   same_as(&s, in);
-  assert_true(kc_idset_bytes(&s) >= 600 * sizeof(uint32_t));
+  /* ids 0, 3, ..., 1797: a bitmap (1 bit per id up to the largest) is
+   * smaller than a table of 4 bytes per slot */
+  assert_true(s.cap & KC_IDSET_BITMAP);
+  assert_int_equal(kc_idset_bytes(&s), (1797 / 64 + 1) * sizeof(uint64_t));
   assert_false(kc_idset_remove(&s, 1)); /* never a member */
   assert_false(kc_idset_remove(&s, UNIVERSE - 1));
   /* and back down: shrinks to the array, then inline */
@@ -95,6 +98,57 @@ static void test_idset_random(void **state) {
   same_as(&s, in);
   kc_idset_free(&s);
   assert_int_equal(s.n, 0);
+}
+
+/* Dense sets of small ids (the store's slot numbers: a label every object
+ * has) cost a bit per id, not 5-11 bytes per member; sparse ones stay
+ * tables, and a bitmap that becomes sparse turns back into one. */
+static void test_idset_bitmap(void **state) {
+  (void)state;
+  enum { N = 10000 };
+  kc_idset s = {0};
+  for (uint32_t id = 0; id < N; id++) assert_int_equal(kc_idset_add(&s, id), 0);
+  assert_int_equal(s.n, N);
+  assert_true(kc_idset_bytes(&s) <= N / 8 + N / 32); /* a table: 16384 * 4 bytes */
+  for (uint32_t id = 0; id < N + 100; id++) assert_int_equal(kc_idset_has(&s, id), id < N);
+  uint32_t count = 0, sum_ok = 1, prev = 0, id;
+  kc_iditer it = kc_iditer_start(&s);
+  while (kc_iditer_next(&it, &id)) {
+    if (count && id <= prev) sum_ok = 0;
+    prev = id;
+    count++;
+  }
+  assert_int_equal(count, N);
+  assert_true(sum_ok);
+  /* every 10th id left: still dense enough for the bitmap */
+  for (uint32_t i = 0; i < N; i++)
+    if (i % 10) assert_true(kc_idset_remove(&s, i));
+  assert_int_equal(s.n, N / 10);
+  assert_true(s.cap & KC_IDSET_BITMAP);
+  assert_false(kc_idset_remove(&s, 1));
+  assert_false(kc_idset_remove(&s, 5 * N)); /* beyond the bitmap */
+  /* every 1000th: a bitmap would cost 125 bytes per member: a table again */
+  for (uint32_t i = 0; i < N; i += 10)
+    if (i % 1000) assert_true(kc_idset_remove(&s, i));
+  assert_int_equal(s.n, N / 1000);
+  assert_false(s.cap & KC_IDSET_BITMAP);
+  for (uint32_t i = 0; i < N; i++) assert_int_equal(kc_idset_has(&s, i), i % 1000 == 0);
+  kc_idset_free(&s);
+  /* sparse from the start: a table whose size follows the members */
+  for (uint32_t i = 0; i < 1000; i++) assert_int_equal(kc_idset_add(&s, i * 4099), 0);
+  assert_false(s.cap & KC_IDSET_BITMAP);
+  assert_true(kc_idset_bytes(&s) <= 2048 * sizeof(uint32_t));
+  /* a bitmap asked to hold an id far beyond its members turns into a table */
+  kc_idset_free(&s);
+  for (uint32_t i = 0; i < 64; i++) assert_int_equal(kc_idset_add(&s, i), 0);
+  assert_true(s.cap & KC_IDSET_BITMAP);
+  assert_int_equal(kc_idset_add(&s, 3000000000u), 0);
+  assert_false(s.cap & KC_IDSET_BITMAP);
+  assert_int_equal(s.n, 65);
+  for (uint32_t i = 0; i < 64; i++) assert_true(kc_idset_has(&s, i));
+  assert_true(kc_idset_has(&s, 3000000000u));
+  assert_false(kc_idset_has(&s, 64));
+  kc_idset_free(&s);
 }
 
 static const char *const WORDS[] = {"default", "kube-system", "web", "app", "tier", "db", "",
@@ -183,6 +237,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_idset_representations),
       cmocka_unit_test(test_idset_random),
+      cmocka_unit_test(test_idset_bitmap),
       cmocka_unit_test(test_iddict_collisions),
       cmocka_unit_test(test_iddict_copies_and_growth),
   };
