@@ -684,8 +684,8 @@ int kc_events_record(kc_events *ev, const kc_obj *o, int type, const char *reaso
     total += f[i].len + 1;
   }
   void *fence = NULL;
+  bool refused = false;
   if (ev->o.fence_capture) {
-    bool refused = false;
     fence = ev->o.fence_capture(ev->o.ud, &refused);
     if (refused) { /* checked when recording: a fenced thread may not write now */
       atomic_fetch_add(&ev->skipped, 1);
