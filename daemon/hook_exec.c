@@ -343,18 +343,4 @@ out:
   return res;
 }
 
-static const struct kctrld_plugin exec_plugin = {
-    .abi_major = KCTRLD_ABI_MAJOR,
-    .abi_minor = KCTRLD_ABI_MINOR,
-    .struct_size = sizeof(struct kctrld_plugin),
-    .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "exec-hook",
-    .version = KCTRLD_VERSION,
-    .init = exec_init,
-    .reconcile = exec_reconcile,
-    .fini = exec_fini,
-};
-
-const struct kctrld_plugin *kc_hook_exec_plugin(void) {
-  return &exec_plugin;
-}
+KC_BUILTIN_PLUGIN(kc_hook_exec_plugin, "exec-hook", exec_init, exec_reconcile, exec_fini)

@@ -121,4 +121,23 @@ const kc_controller_spec *kc_hook_init_spec(void **instance, const char *what, c
 int kc_hook_base_init(kc_hook_base *b, const kc_controller_spec *spec);
 void kc_hook_base_free(kc_hook_base *b);
 
+/* Defines `const struct kctrld_plugin *accessor(void)` returning the static
+ * table of a plugin built into the daemon (exec and webhook hooks, the
+ * isolated plugin's parent side): the same fields a loaded .so fills in. */
+#define KC_BUILTIN_PLUGIN(accessor, name_, init_, reconcile_, fini_) \
+  const struct kctrld_plugin *accessor(void) {                       \
+    static const struct kctrld_plugin table_ = {                     \
+        .abi_major = KCTRLD_ABI_MAJOR,                               \
+        .abi_minor = KCTRLD_ABI_MINOR,                               \
+        .struct_size = sizeof(struct kctrld_plugin),                 \
+        .build_signature = KCTRLD_BUILD_SIGNATURE,                   \
+        .name = (name_),                                             \
+        .version = KCTRLD_VERSION,                                   \
+        .init = (init_),                                             \
+        .reconcile = (reconcile_),                                   \
+        .fini = (fini_),                                             \
+    };                                                               \
+    return &table_;                                                  \
+  }
+
 #endif

@@ -348,18 +348,4 @@ out:
   return res;
 }
 
-static const struct kctrld_plugin webhook_plugin = {
-    .abi_major = KCTRLD_ABI_MAJOR,
-    .abi_minor = KCTRLD_ABI_MINOR,
-    .struct_size = sizeof(struct kctrld_plugin),
-    .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "webhook-hook",
-    .version = KCTRLD_VERSION,
-    .init = webhook_init,
-    .reconcile = webhook_reconcile,
-    .fini = webhook_fini,
-};
-
-const struct kctrld_plugin *kc_hook_webhook_plugin(void) {
-  return &webhook_plugin;
-}
+KC_BUILTIN_PLUGIN(kc_hook_webhook_plugin, "webhook-hook", webhook_init, webhook_reconcile, webhook_fini)

@@ -701,18 +701,4 @@ static int isolated_reconcile(void *instance, kctrld_ctx *ctx, const char *key) 
   return res;
 }
 
-static const struct kctrld_plugin isolated_plugin = {
-    .abi_major = KCTRLD_ABI_MAJOR,
-    .abi_minor = KCTRLD_ABI_MINOR,
-    .struct_size = sizeof(struct kctrld_plugin),
-    .build_signature = KCTRLD_BUILD_SIGNATURE,
-    .name = "isolated",
-    .version = KCTRLD_VERSION,
-    .init = isolated_init,
-    .reconcile = isolated_reconcile,
-    .fini = isolated_fini,
-};
-
-const struct kctrld_plugin *kc_isolate_plugin(void) {
-  return &isolated_plugin;
-}
+KC_BUILTIN_PLUGIN(kc_isolate_plugin, "isolated", isolated_init, isolated_reconcile, isolated_fini)
