@@ -497,23 +497,28 @@ static void create_cm_in(struct driver *d, const char *ns, const char *name) {
 
 /* Waits until faulty.c annotated ns/cached, which it does only once it
  * read the object from the cache. */
-static void wait_annotated(struct driver *d, const char *ns) {
-  char path[128];
-  snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps/cached", ns);
+/* Polls GET path on the simulator until its body holds every needle (NULL
+ * ends them, at most two), for STEP_MS. false when the time ran out. */
+static bool wait_body(struct driver *d, const char *path, const char *n1, const char *n2) {
   uint64_t end = sim_mono_ms() + STEP_MS;
   while (!d->failure[0] && !atomic_load(&daemon_done)) {
     char *body = NULL;
     long code = sim_call("GET", path, NULL, NULL, &body);
-    bool seen = code == 200 && body && strstr(body, "\"faulty.kctrld.io/cached\":\"seen\"");
+    bool seen = code == 200 && body && strstr(body, n1) && (!n2 || strstr(body, n2));
     free(body);
-    if (seen) return;
-    if (sim_mono_ms() > end) {
-      drv_fail(d, "%s/cached not reconciled from the cache (errors: %ld)", ns,
-               reconciles_of("named", "error"));
-      return;
-    }
+    if (seen) return true;
+    if (sim_mono_ms() > end) return false;
     sim_sleep_ms(100);
   }
+  return true; /* a failure or the daemon's end is reported elsewhere */
+}
+
+static void wait_annotated(struct driver *d, const char *ns) {
+  char path[128];
+  snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps/cached", ns);
+  if (!wait_body(d, path, "\"faulty.kctrld.io/cached\":\"seen\"", NULL))
+    drv_fail(d, "%s/cached not reconciled from the cache (errors: %ld)", ns,
+             reconciles_of("named", "error"));
 }
 
 static void *drive_named(void *arg) {
@@ -569,21 +574,10 @@ static void hold_leader_lease(struct driver *d) {
 
 /* Waits until an Event with reason Evented about demo/evented exists. */
 static void wait_event(struct driver *d) {
-  uint64_t end = sim_mono_ms() + STEP_MS;
-  while (!d->failure[0] && !atomic_load(&daemon_done)) {
-    char *body = NULL;
-    long code = sim_call("GET", "/api/v1/namespaces/demo/events", NULL, NULL, &body);
-    bool seen = code == 200 && body && strstr(body, "\"reason\":\"Evented\"") &&
-                strstr(body, "reconciled demo/evented");
-    free(body);
-    if (seen) return;
-    if (sim_mono_ms() > end) {
-      drv_fail(d, "no Event of the sharded controller (its reconcile errors: %ld)",
-               reconciles_of("sharded", "error"));
-      return;
-    }
-    sim_sleep_ms(100);
-  }
+  if (!wait_body(d, "/api/v1/namespaces/demo/events", "\"reason\":\"Evented\"",
+                 "reconciled demo/evented"))
+    drv_fail(d, "no Event of the sharded controller (its reconcile errors: %ld)",
+             reconciles_of("sharded", "error"));
 }
 
 static void *drive_sharded(void *arg) {
