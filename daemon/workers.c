@@ -178,26 +178,30 @@ static void on_async(uv_async_t *h) {
   kc_workers *p = h->data;
   struct core *c = p->core;
   if (p->state == CLOSING) return;
-  pthread_mutex_lock(&c->mu);
-  struct worker *done = c->completed;
-  c->completed = NULL;
-  pthread_mutex_unlock(&c->mu);
-  uint64_t now = now_ns(p);
   bool freed = false;
-  while (done) {
-    struct worker *w = done;
-    done = w->cnext;
-    uint64_t dur = now - w->started_ns;
-    if (w->timeout_reported)
-      kc_info("workers", "slow reconcile finished controller=%s key=%s reconcileID=%s duration_ms=%llu",
-              c->name, w->key, w->rid, (unsigned long long)(dur / 1000000u));
-    p->cfg.on_result(p, w->key, &w->res, dur, p->cfg.ud);
-    w->busy = false;
-    w->timeout_reported = false;
-    p->idle[p->nidle++] = (unsigned)(w - c->w);
-    freed = true;
-  }
-  if (p->state == STOPPING) {
+  for (;;) {
+    pthread_mutex_lock(&c->mu);
+    struct worker *done = c->completed;
+    c->completed = NULL;
+    pthread_mutex_unlock(&c->mu);
+    uint64_t now = now_ns(p);
+    while (done) {
+      struct worker *w = done;
+      done = w->cnext;
+      uint64_t dur = now - w->started_ns;
+      if (w->timeout_reported)
+        kc_info("workers", "slow reconcile finished controller=%s key=%s reconcileID=%s duration_ms=%llu",
+                c->name, w->key, w->rid, (unsigned long long)(dur / 1000000u));
+      p->cfg.on_result(p, w->key, &w->res, dur, p->cfg.ud);
+      w->busy = false;
+      w->timeout_reported = false;
+      p->idle[p->nidle++] = (unsigned)(w - c->w);
+      freed = true;
+    }
+    if (p->state != STOPPING) break;
+    /* A worker pushes its last result and then exits, both under mu: one
+     * that finished after the list was taken above has its result queued
+     * again, and it is delivered before the pool may close. */
     pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < c->n; i++) {
       struct worker *w = &c->w[i];
@@ -207,7 +211,9 @@ static void on_async(uv_async_t *h) {
         p->nexited++;
       }
     }
+    bool more = c->completed != NULL;
     pthread_mutex_unlock(&c->mu);
+    if (more) continue;
     if (p->nexited == c->n) close_all(p);
     return;
   }
