@@ -13,14 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __GLIBC__ /* defined by the headers above */
-#include <malloc.h>
-#endif
 
 #include "hash.h"
 #include "buf.h"
 #include "decodepool.h"
 #include "log.h"
+#include "memtrim.h"
 
 enum list_mode {
   LIST_INITIAL,    /* resourceVersion=0 with limit: any snapshot, served from cache */
@@ -433,20 +431,6 @@ static void response_done(kc_reflector *r, const kc_api_result *res, bool list) 
     watch_finished(r, res);
 }
 
-/* After a complete list, free memory goes back to the OS: the decode
- * stream's input copies (up to its budget, freed on the loop's heap as the
- * decoder caught up) and, after a relist, the objects the replace dropped,
- * which lie below the new ones. glibc returns only the top of a heap by
- * itself, so without this they stay resident (docs/benchmarks.md: about
- * 0.12x the JSON size per object at 10k Pods, the whole old cache after a
- * relist). One malloc_trim per list: it walks the free chunks of each arena,
- * not the objects. */
-static void give_back_memory(void) {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
-
 /* A complete list (LIST pages or a streaming list's initial events): the
  * pending objects replace the scope's content at resourceVersion rv. */
 static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
@@ -468,7 +452,10 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, n, rv);
   clear_pending(r);
   r->rv_unavailable = false;
-  give_back_memory();
+  /* The decode stream's input copies (up to its budget, freed on the loop's
+   * heap as the decoder caught up) and, after a relist, the objects the
+   * replace dropped, which lie below the new ones: one trim per list. */
+  kc_mem_give_back();
 }
 
 static void list_complete(kc_reflector *r, const char *rv) {
