@@ -139,8 +139,8 @@ static bool json_equal(const kc_obj *a, const kc_obj *b, const char *path) {
 static bool labels_equal(const kc_obj *a, const kc_obj *b) {
   if (a->nlabels != b->nlabels) return false;
   for (uint32_t i = 0; i < a->nlabels; i++)
-    if (!kc_str_eq(a->labels[i].key, b->labels[i].key) ||
-        !kc_str_eq(a->labels[i].value, b->labels[i].value))
+    if (!kc_str_eq(kc_obj_label_key(a, i), kc_obj_label_key(b, i)) ||
+        !kc_str_eq(kc_obj_label_value(a, i), kc_obj_label_value(b, i)))
       return false;
   return true;
 }

@@ -462,7 +462,7 @@ static int svc_object_each_label(const kctrld_object *o,
   int n = 0;
   for (uint32_t i = 0; i < O(o)->nlabels; i++) {
     n++;
-    if (!cb(S(O(o)->labels[i].key), S(O(o)->labels[i].value), ud)) break;
+    if (!cb(S(kc_obj_label_key(O(o), i)), S(kc_obj_label_value(O(o), i)), ud)) break;
   }
   return n;
 }

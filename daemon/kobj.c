@@ -40,16 +40,24 @@ int kc_obj_key(const kc_obj *obj, char *buf, size_t cap) {
   return (int)need;
 }
 
-kc_str kc_obj_label(const kc_obj *obj, kc_str key) {
+bool kc_obj_label_find(const kc_obj *obj, kc_str key, uint32_t *index) {
   size_t lo = 0, hi = obj->nlabels;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = kc_str_cmp(obj->labels[mid].key, key);
-    if (c == 0) return obj->labels[mid].value;
+    int c = kc_str_cmp(kc_obj_label_key(obj, (uint32_t)mid), key);
+    if (c == 0) {
+      *index = (uint32_t)mid;
+      return true;
+    }
     if (c < 0) lo = mid + 1;
     else hi = mid;
   }
-  return (kc_str){NULL, 0};
+  return false;
+}
+
+kc_str kc_obj_label(const kc_obj *obj, kc_str key) {
+  uint32_t i;
+  return kc_obj_label_find(obj, key, &i) ? kc_obj_label_value(obj, i) : (kc_str){NULL, 0};
 }
 
 int kc_obj_get(const kc_obj *obj, const char *path, kc_json_value *out) {

@@ -8,9 +8,10 @@
  * members) when built by the streaming decoder (decode.h); the API server
  * sends compact JSON, so both are about the wire size. The identity
  * fields (namespace, name, uid, resourceVersion, ...) and the labels are
- * slices into that text, found once when the object is built. Memory per
- * cached object is therefore its JSON size plus ~100 bytes plus 16 bytes per
- * label, instead of a parsed tree (3-5x). Any other field is read with a
+ * slices into that text, found once when the object is built (the labels as
+ * 32-bit offsets, kc_obj_lrec). Memory per cached object is therefore its
+ * JSON size plus 144 bytes of header plus 16 bytes per label, instead of a
+ * parsed tree (3-5x). Any other field is read with a
  * path lookup that scans the text without allocating (kc_obj_get).
  *
  * Threads: built by one thread at a time (the decoder's: a decode pool
@@ -43,11 +44,22 @@
  * '"', '\\' and control characters, writing everything else, UTF-8 included,
  * raw; a value outside that alphabet is seen in that escaped form. The same
  * holds for the identity slices in kc_obj.) Non-string label values are
- * ignored; a duplicated JSON key keeps its last value. */
+ * ignored; a duplicated JSON key keeps its last value.
+ *
+ * kc_label is the form readers get (kc_obj_label_at) and free-standing label
+ * sets use (selector.h); an object stores kc_obj_lrec instead. */
 typedef struct kc_label {
   kc_str key;
   kc_str value;
 } kc_label;
+
+/* How an object stores one label: offsets and lengths into its json[]
+ * (16 bytes instead of a kc_label's 32). Read it with kc_obj_label_key,
+ * kc_obj_label_value or kc_obj_label_at. */
+typedef struct kc_obj_lrec {
+  uint32_t key_off, key_len;
+  uint32_t value_off, value_len;
+} kc_obj_lrec;
 
 typedef struct kc_obj {
   atomic_uint refs;
@@ -63,7 +75,8 @@ typedef struct kc_obj {
   bool deleting;        /* metadata.deletionTimestamp is set */
   bool captured;        /* built with a field capture (kbuild.h kc_obj_capture_open) */
   uint32_t nlabels;
-  const kc_label *labels; /* sorted by key (bytewise), inside this allocation */
+  const kc_obj_lrec *labels; /* sorted by key (bytewise), inside this allocation;
+                                read through kc_obj_label_key/_value/_at */
   char json[];          /* JSON text of the object as stored (see above) */
 } kc_obj;
 
@@ -81,6 +94,20 @@ int kc_obj_key(const kc_obj *obj, char *buf, size_t cap);
 
 /* Returns the label's value, or an absent kc_str. */
 kc_str kc_obj_label(const kc_obj *obj, kc_str key);
+/* Finds the label with that key: true and *index set, or false. */
+bool kc_obj_label_find(const kc_obj *obj, kc_str key, uint32_t *index);
+
+/* Label i (0 <= i < nlabels, in key order) of the object: slices into its
+ * text, valid as long as the object. */
+static inline kc_str kc_obj_label_key(const kc_obj *obj, uint32_t i) {
+  return (kc_str){obj->json + obj->labels[i].key_off, obj->labels[i].key_len};
+}
+static inline kc_str kc_obj_label_value(const kc_obj *obj, uint32_t i) {
+  return (kc_str){obj->json + obj->labels[i].value_off, obj->labels[i].value_len};
+}
+static inline kc_label kc_obj_label_at(const kc_obj *obj, uint32_t i) {
+  return (kc_label){kc_obj_label_key(obj, i), kc_obj_label_value(obj, i)};
+}
 
 /* Looks up a path (jsonpath.h syntax, without "[]") in the object's text:
  * kc_json_get on it. Returns 0 and fills *out (type KC_JSON_ABSENT when the path does not

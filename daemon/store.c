@@ -322,10 +322,10 @@ static bool point_at(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *
     e->a = o->namespace_.ptr;
     return true;
   }
-  const kc_label *l = kc_labels_find(o->labels, o->nlabels, (kc_str){e->a, e->alen});
-  if (!l) return false;
-  e->a = l->key.ptr;
-  if (d == &s->lkv) e->b = l->value.ptr;
+  uint32_t i;
+  if (!kc_obj_label_find(o, (kc_str){e->a, e->alen}, &i)) return false;
+  e->a = kc_obj_label_key(o, i).ptr;
+  if (d == &s->lkv) e->b = kc_obj_label_value(o, i).ptr;
   return true;
 }
 
@@ -391,7 +391,7 @@ static int add_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
   int rc = index_add(s, &s->ns, obj->namespace_.ptr, obj->namespace_.len, NULL, 0,
                      hash_pair(obj->namespace_.ptr, obj->namespace_.len, NULL, 0), id);
   for (uint32_t i = 0; rc == 0 && i < obj->nlabels; i++) {
-    const kc_label *l = &obj->labels[i];
+    const kc_label lab = kc_obj_label_at(obj, i), *l = &lab;
     rc = index_add(s, &s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l), id);
     if (rc == 0)
       rc = index_add(s, &s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l), id);
@@ -411,7 +411,7 @@ static void remove_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase)
   index_remove(s, &s->ns, obj->namespace_.ptr, obj->namespace_.len, NULL, 0,
                hash_pair(obj->namespace_.ptr, obj->namespace_.len, NULL, 0), id, obj);
   for (uint32_t i = 0; i < obj->nlabels; i++) {
-    const kc_label *l = &obj->labels[i];
+    const kc_label lab = kc_obj_label_at(obj, i), *l = &lab;
     index_remove(s, &s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l), id, obj);
     index_remove(s, &s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l), id,
                  obj);
@@ -439,8 +439,8 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
   /* labels: both arrays are sorted by key */
   uint32_t i = 0, j = 0;
   while (rc == 0 && j < obj->nlabels) {
-    const kc_label *nl = &obj->labels[j];
-    int c = i < prev->nlabels ? kc_str_cmp(prev->labels[i].key, nl->key) : 1;
+    const kc_label nlab = kc_obj_label_at(obj, j), *nl = &nlab;
+    int c = i < prev->nlabels ? kc_str_cmp(kc_obj_label_key(prev, i), nl->key) : 1;
     if (c < 0) {
       i++;
       continue;
@@ -451,7 +451,7 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
         rc = index_add(s, &s->lkv, nl->key.ptr, nl->key.len, nl->value.ptr, nl->value.len,
                        lhash_kv(nl), id);
     } else {
-      if (!kc_str_eq(prev->labels[i].value, nl->value))
+      if (!kc_str_eq(kc_obj_label_value(prev, i), nl->value))
         rc = index_add(s, &s->lkv, nl->key.ptr, nl->key.len, nl->value.ptr, nl->value.len,
                        lhash_kv(nl), id);
       i++;
@@ -487,8 +487,8 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
              prev, obj);
   i = j = 0;
   while (i < prev->nlabels) {
-    const kc_label *pl = &prev->labels[i];
-    int c = j < obj->nlabels ? kc_str_cmp(pl->key, obj->labels[j].key) : -1;
+    const kc_label plab = kc_obj_label_at(prev, i), *pl = &plab;
+    int c = j < obj->nlabels ? kc_str_cmp(pl->key, kc_obj_label_key(obj, j)) : -1;
     if (c > 0) {
       j++;
       continue;
@@ -501,7 +501,7 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
       repoint_to(s, &s->lkey,
                  kc_iddict_find(&s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl)), prev,
                  obj);
-      if (kc_str_eq(pl->value, obj->labels[j].value))
+      if (kc_str_eq(pl->value, kc_obj_label_value(obj, j)))
         repoint_to(s, &s->lkv,
                    kc_iddict_find(&s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
                                   lhash_kv(pl)),
@@ -1076,7 +1076,7 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
                                       hash_pair(o->namespace_.ptr, o->namespace_.len, NULL, 0));
     if (!e || !kc_idset_has(&e->set, id)) VFAIL("namespace index misses slot %u", id);
     for (uint32_t i = 0; i < o->nlabels; i++) {
-      const kc_label *l = &o->labels[i];
+      const kc_label lab = kc_obj_label_at(o, i), *l = &lab;
       e = kc_iddict_find(&s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l));
       if (!e || !kc_idset_has(&e->set, id)) VFAIL("label key index misses slot %u", id);
       e = kc_iddict_find(&s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l));

@@ -161,8 +161,8 @@ static size_t put_item(buf *b, size_t i, bool list_item) {
   s[ns].len = o->uid.len;
   snprintf(s[ns++].with, sizeof s[0].with, "%08zx-%04zx-4000-8000-%012zx", i, i % 65536, i * 7919);
   if (o->nlabels) {
-    s[ns].at = o->labels[0].value.ptr;
-    s[ns].len = o->labels[0].value.len;
+    s[ns].at = kc_obj_label_value(o, 0).ptr;
+    s[ns].len = kc_obj_label_value(o, 0).len;
     snprintf(s[ns++].with, sizeof s[0].with, "v%zu", i % 97);
   }
   qsort(s, ns, sizeof s[0], splice_cmp);

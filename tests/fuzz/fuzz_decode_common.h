@@ -48,7 +48,7 @@ static inline void fuzz_check_obj(acc *a, kc_obj *o) {
   int k = kc_obj_key(o, key, sizeof key);
   if (k >= 0) a->hash = fuzz_mix(a->hash, key, (size_t)k);
   for (uint32_t i = 0; i < o->nlabels; i++) {
-    kc_str v = kc_obj_label(o, o->labels[i].key);
+    kc_str v = kc_obj_label(o, kc_obj_label_key(o, i));
     if (!v.ptr) abort(); /* every stored label must be found */
   }
   kc_json_value v;

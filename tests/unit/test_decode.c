@@ -147,12 +147,12 @@ static void assert_slices(const kc_obj *o) {
   }
   for (uint32_t i = 0; i < o->nlabels; i++) {
     char path[300];
-    snprintf(path, sizeof path, "metadata.labels[\"%.*s\"]", (int)o->labels[i].key.len,
-             o->labels[i].key.ptr);
+    snprintf(path, sizeof path, "metadata.labels[\"%.*s\"]", (int)kc_obj_label_key(o, i).len,
+             kc_obj_label_key(o, i).ptr);
     assert_int_equal(kc_obj_get(o, path, &v), 0);
     assert_int_equal(v.type, KC_JSON_STRING);
-    assert_ptr_equal(v.raw.ptr + 1, o->labels[i].value.ptr);
-    assert_int_equal(o->labels[i].key.ptr[o->labels[i].key.len], '"');
+    assert_ptr_equal(v.raw.ptr + 1, kc_obj_label_value(o, i).ptr);
+    assert_int_equal(kc_obj_label_key(o, i).ptr[kc_obj_label_key(o, i).len], '"');
   }
   char err[256];
   kc_obj *re = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);

@@ -110,9 +110,9 @@ static void test_labels_sorted(void **state) {
                                "us-central1", "us-central1-b", "node-default-pool-something"};
   assert_int_equal(o->nlabels, 9);
   for (unsigned i = 0; i < 9; i++) {
-    assert_str(o->labels[i].key, keys[i]);
-    assert_str(o->labels[i].value, vals[i]);
-    if (i) assert_true(kc_str_cmp(o->labels[i - 1].key, o->labels[i].key) < 0);
+    assert_str(kc_obj_label_key(o, i), keys[i]);
+    assert_str(kc_obj_label_value(o, i), vals[i]);
+    if (i) assert_true(kc_str_cmp(kc_obj_label_key(o, i - 1), kc_obj_label_key(o, i)) < 0);
     assert_str(kc_obj_label(o, kc_str_c(keys[i])), vals[i]);
   }
   assert_null(kc_obj_label(o, kc_str_c("beta.kubernetes.io")).ptr);
@@ -131,12 +131,12 @@ static void test_labels_sorted(void **state) {
   o = kc_obj_parse(text, strlen(text), NULL, err, sizeof err);
   assert_non_null(o);
   assert_int_equal(o->nlabels, 32);
-  assert_str(o->labels[0].key, "a");
+  assert_str(kc_obj_label_key(o, 0), "a");
   assert_str(kc_obj_label(o, kc_str_c("b")), "3");
   assert_str(kc_obj_label(o, kc_str_c("k07")), "v7");
   assert_null(kc_obj_label(o, kc_str_c("num")).ptr);
   for (unsigned i = 1; i < o->nlabels; i++)
-    assert_true(kc_str_cmp(o->labels[i - 1].key, o->labels[i].key) < 0);
+    assert_true(kc_str_cmp(kc_obj_label_key(o, i - 1), kc_obj_label_key(o, i)) < 0);
   kc_obj_unref(o);
 }
 
@@ -477,8 +477,8 @@ static void test_type(void **state) {
   assert_true(kc_str_eq(o->creation_timestamp, full->creation_timestamp));
   assert_int_equal(o->nlabels, full->nlabels);
   for (uint32_t i = 0; i < o->nlabels; i++) {
-    assert_true(kc_str_eq(o->labels[i].key, full->labels[i].key));
-    assert_true(kc_str_eq(o->labels[i].value, full->labels[i].value));
+    assert_true(kc_str_eq(kc_obj_label_key(o, i), kc_obj_label_key(full, i)));
+    assert_true(kc_str_eq(kc_obj_label_value(o, i), kc_obj_label_value(full, i)));
   }
   kc_json_value v;
   assert_int_equal(kc_obj_get(o, "metadata.name", &v), 0);
@@ -720,6 +720,75 @@ static void test_get_skips_escapes(void **state) {
   assert_int_equal(v.type, KC_JSON_ABSENT);
 }
 
+/* A Pod shaped like kube-apisim's generated ones: 4 labels. */
+static const char POD4[] =
+    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web-7d4b9c-x2x7q\","
+    "\"namespace\":\"ns-1\",\"uid\":\"0b5d5c3e-5f4e-4f7a-9c1e-2b8f3a6d7e10\","
+    "\"resourceVersion\":\"1234\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\","
+    "\"labels\":{\"app\":\"web\",\"tier\":\"front\",\"pod-template-hash\":\"7d4b9c\","
+    "\"app.kubernetes.io/managed-by\":\"kube-apisim\"}},"
+    "\"spec\":{\"nodeName\":\"node-3\",\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1.27\"}]},"
+    "\"status\":{\"phase\":\"Running\"}}";
+
+/* An object costs its text, the header, 16 bytes per label and malloc's
+ * share: kc_obj_mem_size <= offsetof(kc_obj, json) + json_len + N with
+ * N = 1 (NUL) + 7 (labels 8-aligned after the text) + 4 x 16 (labels) +
+ * 8 + 15 (malloc's chunk header, rounding to 16) = 95 for the 4 labels;
+ * 32-byte labels (kc_str pairs) would need 159. */
+static void test_mem_size_labels(void **state) {
+  (void)state;
+  char err[128];
+  kc_obj *o = kc_obj_parse(POD4, strlen(POD4), NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_int_equal(o->nlabels, 4);
+  assert_int_equal(o->json_len, strlen(POD4));
+  size_t n = 1 + 7 + 4 * 16 + 8 + 15;
+  assert_true(kc_obj_mem_size(o) <= offsetof(kc_obj, json) + o->json_len + n);
+  static const char *keys[] = {"app", "app.kubernetes.io/managed-by", "pod-template-hash", "tier"};
+  static const char *vals[] = {"web", "kube-apisim", "7d4b9c", "front"};
+  for (uint32_t i = 0; i < 4; i++) {
+    kc_label l = kc_obj_label_at(o, i);
+    assert_str(l.key, keys[i]);
+    assert_str(l.value, vals[i]);
+    /* slices into the object's own text, right after the key's quote */
+    assert_true(l.key.ptr > o->json && l.key.ptr + l.key.len < o->json + o->json_len);
+    assert_int_equal(l.key.ptr[-1], '"');
+    assert_int_equal(l.value.ptr[l.value.len], '"');
+  }
+  kc_obj_unref(o);
+}
+
+/* Labels whose text is escaped: read through the accessors in the stored
+ * (escaped) form, ordered bytewise in that form; a type stamp that inserts
+ * text before them (kind/apiVersion) shifts every offset. */
+static void test_label_accessors_escaped(void **state) {
+  (void)state;
+  const char *in = "{\"metadata\":{\"name\":\"x\",\"labels\":{\"z\\/y\":\"\\u00e9\","
+                   "\"q\\\"k\":\"a\\\\b\",\"n\\tx\":\"\",\"app\":\"web\"}}}";
+  static const char *keys[] = {"app", "n\\tx", "q\\\"k", "z/y"};
+  static const char *vals[] = {"web", "", "a\\\\b", "\xc3\xa9"};
+  static const kc_transform stamp = {.kind = "ConfigMap", .api_version = "v1"};
+  for (int t = 0; t < 2; t++) {
+    char err[128];
+    kc_obj *o = kc_obj_parse(in, strlen(in), t ? &stamp : NULL, err, sizeof err);
+    assert_non_null(o);
+    if (t) assert_str(o->kind, "ConfigMap");
+    assert_int_equal(o->nlabels, 4);
+    for (uint32_t i = 0; i < 4; i++) {
+      assert_str(kc_obj_label_key(o, i), keys[i]);
+      assert_str(kc_obj_label_value(o, i), vals[i]);
+      assert_str(kc_obj_label(o, kc_str_c(keys[i])), vals[i]);
+      uint32_t at = 99;
+      assert_true(kc_obj_label_find(o, kc_str_c(keys[i]), &at));
+      assert_int_equal(at, i);
+    }
+    /* present but empty is not absent */
+    assert_non_null(kc_obj_label(o, kc_str_c("n\\tx")).ptr);
+    assert_false(kc_obj_label_find(o, kc_str_c("q\"k"), &(uint32_t){0})); /* unescaped form */
+    kc_obj_unref(o);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixture_identity), cmocka_unit_test(test_labels_sorted),
@@ -729,6 +798,7 @@ int main(void) {
       cmocka_unit_test(test_type),            cmocka_unit_test(test_shape_error),
       cmocka_unit_test(test_deleting_generation), cmocka_unit_test(test_large_object),
       cmocka_unit_test(test_errors),           cmocka_unit_test(test_str_helpers),
+      cmocka_unit_test(test_mem_size_labels),  cmocka_unit_test(test_label_accessors_escaped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
