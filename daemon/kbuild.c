@@ -1148,13 +1148,16 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
     memcpy(w, b->out.p + from, b->out.len - from);
   }
   o->json[len] = '\0';
-  kc_str *dst[F_COUNT] = {&o->kind, &o->api_version, &o->namespace_, &o->name,
-                          &o->uid,  &o->resource_version, &o->creation_timestamp};
+  _Static_assert((int)F_KIND == KC_OBJ_KIND && (int)F_APIVERSION == KC_OBJ_API_VERSION &&
+                     (int)F_NAMESPACE == KC_OBJ_NAMESPACE && (int)F_NAME == KC_OBJ_NAME &&
+                     (int)F_UID == KC_OBJ_UID && (int)F_RV == KC_OBJ_RESOURCE_VERSION &&
+                     (int)F_CTS == KC_OBJ_CREATION_TIMESTAMP && (int)F_COUNT == KC_OBJ_NFIELDS,
+                 "enum field is enum kc_obj_field");
   for (int i = 0; i < F_COUNT; i++)
-    if (b->f[i].off != NO_OFF)
-      *dst[i] = (kc_str){o->json + remap(&plan, b->f[i].off), b->f[i].len};
-  if (plan.kind_off != NO_OFF) o->kind = (kc_str){o->json + plan.kind_off, b->kind_len};
-  if (plan.apiv_off != NO_OFF) o->api_version = (kc_str){o->json + plan.apiv_off, b->apiv_len};
+    if (b->f[i].off != NO_OFF) o->field[i] = (kc_obj_sref){remap(&plan, b->f[i].off), b->f[i].len};
+  if (plan.kind_off != NO_OFF) o->field[KC_OBJ_KIND] = (kc_obj_sref){plan.kind_off, b->kind_len};
+  if (plan.apiv_off != NO_OFF)
+    o->field[KC_OBJ_API_VERSION] = (kc_obj_sref){plan.apiv_off, b->apiv_len};
   o->generation = b->generation;
   o->deleting = b->deleting;
   if (b->nlabels) {

@@ -26,16 +26,16 @@ size_t kc_obj_mem_size(const kc_obj *obj) {
 }
 
 int kc_obj_key(const kc_obj *obj, char *buf, size_t cap) {
-  size_t ns = obj->namespace_.len, n = obj->name.len;
+  size_t ns = kc_obj_namespace(obj).len, n = kc_obj_name(obj).len;
   size_t need = (ns ? ns + 1 : 0) + n;
   if (need + 1 > cap || need > INT32_MAX) return -ENOSPC;
   char *w = buf;
   if (ns) {
-    memcpy(w, obj->namespace_.ptr, ns);
+    memcpy(w, kc_obj_namespace(obj).ptr, ns);
     w[ns] = '/';
     w += ns + 1;
   }
-  if (n) memcpy(w, obj->name.ptr, n);
+  if (n) memcpy(w, kc_obj_name(obj).ptr, n);
   w[n] = '\0';
   return (int)need;
 }

@@ -848,9 +848,10 @@ static int put_text(const char *s, size_t n, char *buf, size_t cap) {
 }
 
 int kc_field_value_text(const kc_obj *obj, const char *field, char *buf, size_t cap) {
-  if (strcmp(field, "metadata.name") == 0) return put_text(obj->name.ptr, obj->name.len, buf, cap);
+  if (strcmp(field, "metadata.name") == 0)
+    return put_text(kc_obj_name(obj).ptr, kc_obj_name(obj).len, buf, cap);
   if (strcmp(field, "metadata.namespace") == 0)
-    return put_text(obj->namespace_.ptr, obj->namespace_.len, buf, cap);
+    return put_text(kc_obj_namespace(obj).ptr, kc_obj_namespace(obj).len, buf, cap);
   kc_json_value v;
   if (strcmp(field, "status.podIP") == 0) {
     /* The apiserver derives status.podIP from status.podIPs[0]. */
