@@ -30,7 +30,7 @@ static int drop_shadowed(kc_informer *const *infs, const bool *answered, size_t 
   for (size_t k = from; k < out->n; k++) {
     kc_obj *o = out->v[k], *earlier = NULL;
     for (size_t i = 0; i < upto && !earlier; i++)
-      if (answered[i]) earlier = kc_informer_get(infs[i], o->namespace_, o->name);
+      if (answered[i]) earlier = kc_informer_get(infs[i], kc_obj_namespace(o), kc_obj_name(o));
     if (earlier) {
       kc_obj_unref(earlier);
       kc_obj_unref(o);

@@ -256,11 +256,14 @@ static void example(kc_consistency *c, const char *fmt, kc_str ns, kc_str name, 
     char *e = c->examples[c->ndiff];
     size_t cap = sizeof c->examples[0];
     if (a && b)
-      snprintf(e, cap, "%s: cache uid %.*s resourceVersion %.*s, server uid %.*s resourceVersion %.*s",
-               key, (int)a->uid.len, a->uid.ptr ? a->uid.ptr : "", (int)a->resource_version.len,
-               a->resource_version.ptr ? a->resource_version.ptr : "", (int)b->uid.len,
-               b->uid.ptr ? b->uid.ptr : "", (int)b->resource_version.len,
-               b->resource_version.ptr ? b->resource_version.ptr : "");
+      snprintf(e, cap,
+               "%s: cache uid %.*s resourceVersion %.*s, server uid %.*s resourceVersion %.*s", key,
+               (int)kc_obj_uid(a).len, kc_obj_uid(a).ptr ? kc_obj_uid(a).ptr : "",
+               (int)kc_obj_resource_version(a).len,
+               kc_obj_resource_version(a).ptr ? kc_obj_resource_version(a).ptr : "",
+               (int)kc_obj_uid(b).len, kc_obj_uid(b).ptr ? kc_obj_uid(b).ptr : "",
+               (int)kc_obj_resource_version(b).len,
+               kc_obj_resource_version(b).ptr ? kc_obj_resource_version(b).ptr : "");
     else
       snprintf(e, cap, "%s: %s", key, fmt);
   }
@@ -284,7 +287,8 @@ static int build_set(kc_consistency *c) {
   if (!c->set) return -ENOMEM;
   c->set_cap = cap;
   for (size_t i = 0; i < c->nitems; i++) {
-    size_t h = (size_t)key_hash(c->items[i]->namespace_, c->items[i]->name) & (cap - 1);
+    size_t h =
+        (size_t)key_hash(kc_obj_namespace(c->items[i]), kc_obj_name(c->items[i])) & (cap - 1);
     while (c->set[h]) h = (h + 1) & (cap - 1);
     c->set[h] = (uint32_t)(i + 1);
   }
@@ -295,7 +299,7 @@ static bool listed(kc_consistency *c, kc_str ns, kc_str name) {
   size_t h = (size_t)key_hash(ns, name) & (c->set_cap - 1);
   for (; c->set[h]; h = (h + 1) & (c->set_cap - 1)) {
     const kc_obj *o = c->items[c->set[h] - 1];
-    if (str_eq(o->namespace_, ns) && str_eq(o->name, name)) return true;
+    if (str_eq(kc_obj_namespace(o), ns) && str_eq(kc_obj_name(o), name)) return true;
   }
   return false;
 }
@@ -338,15 +342,17 @@ static void compare_slice(kc_consistency *c) {
     end = c->pos + KC_CONSISTENCY_SLICE < c->nitems ? c->pos + KC_CONSISTENCY_SLICE : c->nitems;
     for (; c->pos < end; c->pos++) {
       const kc_obj *s = c->items[c->pos];
-      kc_obj *o = kc_store_get(c->store, s->namespace_, s->name);
+      kc_obj *o = kc_store_get(c->store, kc_obj_namespace(s), kc_obj_name(s));
       if (!o) {
-        if (!was_deleted(c, s->namespace_, s->name))
-          example(c, "on the server, missing from the cache", s->namespace_, s->name, NULL, NULL);
+        if (!was_deleted(c, kc_obj_namespace(s), kc_obj_name(s)))
+          example(c, "on the server, missing from the cache", kc_obj_namespace(s), kc_obj_name(s),
+                  NULL, NULL);
         continue;
       }
-      bool same = str_eq(o->uid, s->uid) && str_eq(o->resource_version, s->resource_version);
-      if (!same && rv_number(o->resource_version) <= c->list_rvn)
-        example(c, NULL, s->namespace_, s->name, o, s);
+      bool same = str_eq(kc_obj_uid(o), kc_obj_uid(s)) &&
+                  str_eq(kc_obj_resource_version(o), kc_obj_resource_version(s));
+      if (!same && rv_number(kc_obj_resource_version(o)) <= c->list_rvn)
+        example(c, NULL, kc_obj_namespace(s), kc_obj_name(s), o, s);
       kc_obj_unref(o);
     }
     if (c->pos < c->nitems) goto again;
@@ -361,10 +367,11 @@ static void compare_slice(kc_consistency *c) {
   end = c->pos + KC_CONSISTENCY_SLICE < c->cached.n ? c->pos + KC_CONSISTENCY_SLICE : c->cached.n;
   for (; c->pos < end; c->pos++) {
     const kc_obj *o = c->cached.v[c->pos];
-    uint64_t n = rv_number(o->resource_version);
+    uint64_t n = rv_number(kc_obj_resource_version(o));
     if (n > c->list_rvn) continue; /* created (or changed) after the list */
-    if (!listed(c, o->namespace_, o->name))
-      example(c, "in the cache, not on the server", o->namespace_, o->name, NULL, NULL);
+    if (!listed(c, kc_obj_namespace(o), kc_obj_name(o)))
+      example(c, "in the cache, not on the server", kc_obj_namespace(o), kc_obj_name(o), NULL,
+              NULL);
   }
   if (c->pos < c->cached.n) goto again;
   finish_compare(c);

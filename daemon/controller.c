@@ -139,8 +139,8 @@ static bool json_equal(const kc_obj *a, const kc_obj *b, const char *path) {
 static bool labels_equal(const kc_obj *a, const kc_obj *b) {
   if (a->nlabels != b->nlabels) return false;
   for (uint32_t i = 0; i < a->nlabels; i++)
-    if (!kc_str_eq(a->labels[i].key, b->labels[i].key) ||
-        !kc_str_eq(a->labels[i].value, b->labels[i].value))
+    if (!kc_str_eq(kc_obj_label_key(a, i), kc_obj_label_key(b, i)) ||
+        !kc_str_eq(kc_obj_label_value(a, i), kc_obj_label_value(b, i)))
       return false;
   return true;
 }
@@ -156,7 +156,7 @@ static bool update_passes(unsigned preds, const kc_obj *old, const kc_obj *obj) 
   if ((preds & KC_PRED_ANNOTATIONS_CHANGED) && !json_equal(old, obj, "metadata.annotations"))
     return true;
   if ((preds & KC_PRED_RESOURCE_VERSION_CHANGED) &&
-      !kc_str_eq(old->resource_version, obj->resource_version))
+      !kc_str_eq(kc_obj_resource_version(old), kc_obj_resource_version(obj)))
     return true;
   if ((preds & KC_PRED_DELETION_STARTED) && !old->deleting && obj->deleting) return true;
   if ((preds & KC_PRED_OWNER_REFERENCES_CHANGED) &&
@@ -192,10 +192,11 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
   char owner[256];
   int n = kc_json_string(&name, owner, sizeof owner);
   if (n <= 0) return true;
-  enqueue(s->c, s->obj->namespace_, (kc_str){owner, (size_t)n});
+  enqueue(s->c, kc_obj_namespace(s->obj), (kc_str){owner, (size_t)n});
   if (s->observe) { /* expectations of the owner (plugin.h): adds and deletes seen */
     char key[512];
-    snprintf(key, sizeof key, "%.*s/%.*s", (int)s->obj->namespace_.len, s->obj->namespace_.ptr, n, owner);
+    snprintf(key, sizeof key, "%.*s/%.*s", (int)kc_obj_namespace(s->obj).len,
+             kc_obj_namespace(s->obj).ptr, n, owner);
     kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0, s->observe < 0);
   }
   return false; /* at most one controller reference */
@@ -210,7 +211,7 @@ static bool on_mapped_value(const kc_json_value *v, void *ud) {
   value_scan *s = ud;
   char buf[512];
   int n = kc_json_scalar_text(v, buf, sizeof buf);
-  if (n > 0) enqueue(s->c, s->obj->namespace_, (kc_str){buf, (size_t)n});
+  if (n > 0) enqueue(s->c, kc_obj_namespace(s->obj), (kc_str){buf, (size_t)n});
   return true;
 }
 
@@ -219,7 +220,7 @@ static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const ch
   if (slash)
     enqueue(c, (kc_str){text, (size_t)(slash - text)}, (kc_str){slash + 1, n - (size_t)(slash - text) - 1});
   else
-    enqueue(c, obj->namespace_, (kc_str){text, n});
+    enqueue(c, kc_obj_namespace(obj), (kc_str){text, n});
 }
 
 static void map_event(subscription *s, const kc_obj *obj, int observe) {
@@ -230,9 +231,9 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
     if (observe < 0 && c->sh && kc_sharding_owns_obj(c->sh, obj) &&
         kc_sharding_note_deleted(c->sh, obj) < 0)
       kc_error("controller", "%s: cannot remember the deleted %.*s/%.*s: out of memory",
-               c->spec->name, (int)obj->namespace_.len, obj->namespace_.ptr, (int)obj->name.len,
-               obj->name.ptr);
-    enqueue(c, obj->namespace_, obj->name);
+               c->spec->name, (int)kc_obj_namespace(obj).len, kc_obj_namespace(obj).ptr,
+               (int)kc_obj_name(obj).len, kc_obj_name(obj).ptr);
+    enqueue(c, kc_obj_namespace(obj), kc_obj_name(obj));
     return;
   case SUB_OWNS: {
     owner_scan scan = {c, obj, observe};
@@ -246,7 +247,7 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
   switch (w->mapping) {
   case KC_MAP_LABEL: {
     kc_str v = kc_obj_label(obj, kc_str_c(w->key));
-    if (v.ptr && v.len) enqueue(c, obj->namespace_, v);
+    if (v.ptr && v.len) enqueue(c, kc_obj_namespace(obj), v);
     return;
   }
   case KC_MAP_ANNOTATION: {
@@ -268,10 +269,10 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
     /* For-objects whose index holds this object's name (e.g. Deployments
      * indexed by the ConfigMaps they reference). */
     kc_obj_vec found = {0};
-    if (kc_informer_by_index(c->for_informer, w->key, obj->name, &found) >= 0) {
+    if (kc_informer_by_index(c->for_informer, w->key, kc_obj_name(obj), &found) >= 0) {
       for (size_t i = 0; i < found.n; i++)
-        if (kc_str_eq(found.v[i]->namespace_, obj->namespace_))
-          enqueue(c, found.v[i]->namespace_, found.v[i]->name);
+        if (kc_str_eq(kc_obj_namespace(found.v[i]), kc_obj_namespace(obj)))
+          enqueue(c, kc_obj_namespace(found.v[i]), kc_obj_name(found.v[i]));
     }
     kc_obj_vec_release(&found);
     return;
@@ -527,7 +528,7 @@ static void on_range_acquired(unsigned index, void *ud) {
   size_t queued = 0;
   for (size_t i = 0; i < all.n; i++) {
     if (kc_sharding_range_of(c->sh, kc_sharding_obj_hash(c->sh, all.v[i])) != index) continue;
-    enqueue(c, all.v[i]->namespace_, all.v[i]->name);
+    enqueue(c, kc_obj_namespace(all.v[i]), kc_obj_name(all.v[i]));
     queued++;
   }
   kc_obj_vec_release(&all);

@@ -672,10 +672,11 @@ int kc_events_new(uv_loop_t *loop, const kc_events_options *opts, kc_events **ou
 
 int kc_events_record(kc_events *ev, const kc_obj *o, int type, const char *reason,
                      const char *message) {
-  if (!ev || !o || !o->name.len || !reason || !*reason) return -EINVAL;
+  if (!ev || !o || !kc_obj_name(o).len || !reason || !*reason) return -EINVAL;
   if (!message) message = "";
-  kc_str f[F_N] = {o->api_version, o->kind, o->namespace_, o->name, o->uid,
-                   o->resource_version, kc_str_c(reason), kc_str_c(message)};
+  kc_str f[F_N] = {kc_obj_api_version(o), kc_obj_kind(o),   kc_obj_namespace(o),
+                   kc_obj_name(o),        kc_obj_uid(o),    kc_obj_resource_version(o),
+                   kc_str_c(reason),      kc_str_c(message)};
   f[F_MSG].len = utf8_cut(f[F_MSG].ptr, f[F_MSG].len, KC_EVENTS_MESSAGE_MAX);
   if (f[F_REASON].len > 128) f[F_REASON].len = 128; /* the API server's limit */
   size_t total = 0;

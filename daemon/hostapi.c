@@ -351,8 +351,8 @@ static int selector_for(kctrld_ctx *ctx, const char *text, const kc_label_select
 
 static int obj_cmp(const void *a, const void *b) {
   const kc_obj *x = *(kc_obj *const *)a, *y = *(kc_obj *const *)b;
-  int c = kc_str_cmp(x->namespace_, y->namespace_);
-  return c ? c : kc_str_cmp(x->name, y->name);
+  int c = kc_str_cmp(kc_obj_namespace(x), kc_obj_namespace(y));
+  return c ? c : kc_str_cmp(kc_obj_name(x), kc_obj_name(y));
 }
 
 static int svc_cache_list(kctrld_ctx *ctx, const char *api_version, const char *kind,
@@ -393,7 +393,8 @@ static int svc_cache_list(kctrld_ctx *ctx, const char *api_version, const char *
       size_t j = 0;
       for (size_t i = 0; i < vec->n; i++) {
         kc_obj *o = vec->v[i];
-        if ((ns && !kc_str_eq(o->namespace_, want)) || (sel && !kc_label_selector_matches_obj(sel, o)))
+        if ((ns && !kc_str_eq(kc_obj_namespace(o), want)) ||
+            (sel && !kc_label_selector_matches_obj(sel, o)))
           kc_obj_unref(o);
         else
           vec->v[j++] = o;
@@ -436,14 +437,28 @@ static void svc_object_release(const kctrld_object *o) { kc_obj_unref((kc_obj *)
 /* ---- object fields ---- */
 
 static const kc_str absent;
-#define FIELD(o, f) ((o) ? S(O(o)->f) : S(absent))
-static kctrld_str svc_object_namespace(const kctrld_object *o) { return FIELD(o, namespace_); }
-static kctrld_str svc_object_name(const kctrld_object *o) { return FIELD(o, name); }
-static kctrld_str svc_object_uid(const kctrld_object *o) { return FIELD(o, uid); }
-static kctrld_str svc_object_resource_version(const kctrld_object *o) { return FIELD(o, resource_version); }
-static kctrld_str svc_object_api_version(const kctrld_object *o) { return FIELD(o, api_version); }
-static kctrld_str svc_object_kind(const kctrld_object *o) { return FIELD(o, kind); }
-static kctrld_str svc_object_creation_timestamp(const kctrld_object *o) { return FIELD(o, creation_timestamp); }
+#define FIELD(o, f) ((o) ? S(kc_obj_field(O(o), f)) : S(absent))
+static kctrld_str svc_object_namespace(const kctrld_object *o) {
+  return FIELD(o, KC_OBJ_NAMESPACE);
+}
+static kctrld_str svc_object_name(const kctrld_object *o) {
+  return FIELD(o, KC_OBJ_NAME);
+}
+static kctrld_str svc_object_uid(const kctrld_object *o) {
+  return FIELD(o, KC_OBJ_UID);
+}
+static kctrld_str svc_object_resource_version(const kctrld_object *o) {
+  return FIELD(o, KC_OBJ_RESOURCE_VERSION);
+}
+static kctrld_str svc_object_api_version(const kctrld_object *o) {
+  return FIELD(o, KC_OBJ_API_VERSION);
+}
+static kctrld_str svc_object_kind(const kctrld_object *o) {
+  return FIELD(o, KC_OBJ_KIND);
+}
+static kctrld_str svc_object_creation_timestamp(const kctrld_object *o) {
+  return FIELD(o, KC_OBJ_CREATION_TIMESTAMP);
+}
 #undef FIELD
 static int64_t svc_object_generation(const kctrld_object *o) { return o ? O(o)->generation : 0; }
 static bool svc_object_deleting(const kctrld_object *o) { return o && O(o)->deleting; }
@@ -462,7 +477,7 @@ static int svc_object_each_label(const kctrld_object *o,
   int n = 0;
   for (uint32_t i = 0; i < O(o)->nlabels; i++) {
     n++;
-    if (!cb(S(O(o)->labels[i].key), S(O(o)->labels[i].value), ud)) break;
+    if (!cb(S(kc_obj_label_key(O(o), i)), S(kc_obj_label_value(O(o), i)), ud)) break;
   }
   return n;
 }
@@ -680,15 +695,16 @@ static int body_path(kctrld_ctx *ctx, const char *json, size_t len, bool for_cre
   }
   char av[256], kind[128];
   int rc = 0;
-  if (!copy_slice(o->api_version, av, sizeof av) || !copy_slice(o->kind, kind, sizeof kind)) {
+  if (!copy_slice(kc_obj_api_version(o), av, sizeof av) ||
+      !copy_slice(kc_obj_kind(o), kind, sizeof kind)) {
     rc = -EINVAL;
-  } else if (!for_create && !o->name.len) {
+  } else if (!for_create && !kc_obj_name(o).len) {
     api_error(ctx, "metadata.name is required");
     rc = -EINVAL;
   }
   if (rc == 0)
-    rc = object_path(ctx, av, kind, o->namespace_, for_create ? (kc_str){NULL, 0} : o->name, sub,
-                     path);
+    rc = object_path(ctx, av, kind, kc_obj_namespace(o),
+                     for_create ? (kc_str){NULL, 0} : kc_obj_name(o), sub, path);
   kc_obj_unref(o);
   return rc;
 }
@@ -995,7 +1011,7 @@ __attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
   ENV_OP_T(event) event = ENV_OP(ctx, event);
   if (!event) return -ENOSYS;
   const kc_obj *o = O(regarding);
-  if (!o->name.len) return -EINVAL;
+  if (!kc_obj_name(o).len) return -EINVAL;
   return event(ENV_UD(ctx), o,
                type == KCTRLD_EVENT_WARNING ? KC_EVENT_TYPE_WARNING : KC_EVENT_TYPE_NORMAL, reason,
                msg);

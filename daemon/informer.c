@@ -100,8 +100,9 @@ static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
   int rc = kc_store_upsert(p->store, obj, &old);
   if (rc < 0) {
     kc_error("informer", "%s: cannot store %.*s/%.*s: %s", kc_reflector_describe(r),
-             (int)obj->namespace_.len, obj->namespace_.ptr ? obj->namespace_.ptr : "",
-             (int)obj->name.len, obj->name.ptr, strerror(-rc));
+             (int)kc_obj_namespace(obj).len,
+             kc_obj_namespace(obj).ptr ? kc_obj_namespace(obj).ptr : "", (int)kc_obj_name(obj).len,
+             kc_obj_name(obj).ptr, strerror(-rc));
     return;
   }
   if (old) {
@@ -115,10 +116,10 @@ static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
 static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
   part *p = ud;
   kc_obj *old = NULL;
-  kc_consistency_note_delete(p->check, obj->namespace_, obj->name);
+  kc_consistency_note_delete(p->check, kc_obj_namespace(obj), kc_obj_name(obj));
   /* A DELETED for an object the store does not hold (e.g. already removed
    * by a relist) is not news: client-go's DeltaFIFO drops it too. */
-  if (kc_store_delete(p->store, obj->namespace_, obj->name, &old) < 0) return;
+  if (kc_store_delete(p->store, kc_obj_namespace(obj), kc_obj_name(obj), &old) < 0) return;
   /* Handlers get the state from the DELETED event (the newest we know). */
   fan_delete(p->inf, obj);
   kc_obj_unref(old);

@@ -942,12 +942,14 @@ int kc_obj_builder_end_map(kc_obj_builder *b) { return end_container(b, false); 
 int kc_obj_builder_start_array(kc_obj_builder *b) { return start_container(b, true); }
 int kc_obj_builder_end_array(kc_obj_builder *b) { return end_container(b, true); }
 
-static int label_cmp(const void *a, const void *b) {
-  const kc_label *x = a, *y = b;
-  int c = kc_str_cmp(x->key, y->key);
+/* Orders an object's label records by key; ctx is its json[]. */
+static int label_cmp(const void *a, const void *b, void *ctx) {
+  const kc_obj_lrec *x = a, *y = b;
+  const char *json = ctx;
+  int c = kc_str_cmp((kc_str){json + x->key_off, x->key_len}, (kc_str){json + y->key_off, y->key_len});
   if (c) return c;
   /* Equal keys (a duplicated JSON key): keep text order, the last one wins. */
-  return x->key.ptr < y->key.ptr ? -1 : x->key.ptr > y->key.ptr;
+  return x->key_off < y->key_off ? -1 : x->key_off > y->key_off;
 }
 
 /* Stamping the object type (kc_transform "Object type") edits the text
@@ -1117,7 +1119,7 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   size_t capoff = capture_offset(len);
   size_t capsize = b->ctag ? capture_size(b) : 0;
   size_t laboff = capoff + ((capsize + 7) & ~(size_t)7);
-  size_t total = laboff + b->nlabels * sizeof(kc_label);
+  size_t total = laboff + b->nlabels * sizeof(kc_obj_lrec);
   kc_obj *o = len <= UINT32_MAX - 16 && capsize <= UINT32_MAX ? malloc(total) : NULL;
   if (!o) {
     errno = ENOMEM;
@@ -1146,40 +1148,45 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
     memcpy(w, b->out.p + from, b->out.len - from);
   }
   o->json[len] = '\0';
-  kc_str *dst[F_COUNT] = {&o->kind, &o->api_version, &o->namespace_, &o->name,
-                          &o->uid,  &o->resource_version, &o->creation_timestamp};
+  _Static_assert((int)F_KIND == KC_OBJ_KIND && (int)F_APIVERSION == KC_OBJ_API_VERSION &&
+                     (int)F_NAMESPACE == KC_OBJ_NAMESPACE && (int)F_NAME == KC_OBJ_NAME &&
+                     (int)F_UID == KC_OBJ_UID && (int)F_RV == KC_OBJ_RESOURCE_VERSION &&
+                     (int)F_CTS == KC_OBJ_CREATION_TIMESTAMP && (int)F_COUNT == KC_OBJ_NFIELDS,
+                 "enum field is enum kc_obj_field");
   for (int i = 0; i < F_COUNT; i++)
-    if (b->f[i].off != NO_OFF)
-      *dst[i] = (kc_str){o->json + remap(&plan, b->f[i].off), b->f[i].len};
-  if (plan.kind_off != NO_OFF) o->kind = (kc_str){o->json + plan.kind_off, b->kind_len};
-  if (plan.apiv_off != NO_OFF) o->api_version = (kc_str){o->json + plan.apiv_off, b->apiv_len};
+    if (b->f[i].off != NO_OFF) o->field[i] = (kc_obj_sref){remap(&plan, b->f[i].off), b->f[i].len};
+  if (plan.kind_off != NO_OFF) o->field[KC_OBJ_KIND] = (kc_obj_sref){plan.kind_off, b->kind_len};
+  if (plan.apiv_off != NO_OFF)
+    o->field[KC_OBJ_API_VERSION] = (kc_obj_sref){plan.apiv_off, b->apiv_len};
   o->generation = b->generation;
   o->deleting = b->deleting;
   if (b->nlabels) {
-    kc_label *l = (kc_label *)(void *)((char *)o + laboff);
+    kc_obj_lrec *l = (kc_obj_lrec *)(void *)((char *)o + laboff);
     size_t n = b->nlabels;
     for (size_t i = 0; i < n; i++) {
       const lab *s = &b->labels[i];
-      l[i].key = (kc_str){o->json + remap(&plan, s->koff), s->klen};
-      l[i].value = (kc_str){o->json + remap(&plan, s->voff), s->vlen};
+      l[i] = (kc_obj_lrec){remap(&plan, s->koff), s->klen, remap(&plan, s->voff), s->vlen};
     }
     if (n <= 16) {
       for (size_t i = 1; i < n; i++) {
-        kc_label x = l[i];
+        kc_obj_lrec x = l[i];
         size_t j = i;
-        while (j > 0 && label_cmp(&l[j - 1], &x) > 0) {
+        while (j > 0 && label_cmp(&l[j - 1], &x, o->json) > 0) {
           l[j] = l[j - 1];
           j--;
         }
         l[j] = x;
       }
     } else {
-      qsort(l, n, sizeof *l, label_cmp);
+      qsort_r(l, n, sizeof *l, label_cmp, o->json);
     }
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
-      if (w > 0 && kc_str_eq(l[w - 1].key, l[i].key)) l[w - 1] = l[i];
-      else l[w++] = l[i];
+      if (w > 0 && l[w - 1].key_len == l[i].key_len &&
+          !memcmp(o->json + l[w - 1].key_off, o->json + l[i].key_off, l[i].key_len))
+        l[w - 1] = l[i];
+      else
+        l[w++] = l[i];
     }
     o->labels = l;
     o->nlabels = (uint32_t)w;

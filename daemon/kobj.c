@@ -26,30 +26,38 @@ size_t kc_obj_mem_size(const kc_obj *obj) {
 }
 
 int kc_obj_key(const kc_obj *obj, char *buf, size_t cap) {
-  size_t ns = obj->namespace_.len, n = obj->name.len;
+  size_t ns = kc_obj_namespace(obj).len, n = kc_obj_name(obj).len;
   size_t need = (ns ? ns + 1 : 0) + n;
   if (need + 1 > cap || need > INT32_MAX) return -ENOSPC;
   char *w = buf;
   if (ns) {
-    memcpy(w, obj->namespace_.ptr, ns);
+    memcpy(w, kc_obj_namespace(obj).ptr, ns);
     w[ns] = '/';
     w += ns + 1;
   }
-  if (n) memcpy(w, obj->name.ptr, n);
+  if (n) memcpy(w, kc_obj_name(obj).ptr, n);
   w[n] = '\0';
   return (int)need;
 }
 
-kc_str kc_obj_label(const kc_obj *obj, kc_str key) {
+bool kc_obj_label_find(const kc_obj *obj, kc_str key, uint32_t *index) {
   size_t lo = 0, hi = obj->nlabels;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = kc_str_cmp(obj->labels[mid].key, key);
-    if (c == 0) return obj->labels[mid].value;
+    int c = kc_str_cmp(kc_obj_label_key(obj, (uint32_t)mid), key);
+    if (c == 0) {
+      *index = (uint32_t)mid;
+      return true;
+    }
     if (c < 0) lo = mid + 1;
     else hi = mid;
   }
-  return (kc_str){NULL, 0};
+  return false;
+}
+
+kc_str kc_obj_label(const kc_obj *obj, kc_str key) {
+  uint32_t i;
+  return kc_obj_label_find(obj, key, &i) ? kc_obj_label_value(obj, i) : (kc_str){NULL, 0};
 }
 
 int kc_obj_get(const kc_obj *obj, const char *path, kc_json_value *out) {

@@ -8,9 +8,11 @@
  * members) when built by the streaming decoder (decode.h); the API server
  * sends compact JSON, so both are about the wire size. The identity
  * fields (namespace, name, uid, resourceVersion, ...) and the labels are
- * slices into that text, found once when the object is built. Memory per
- * cached object is therefore its JSON size plus ~100 bytes plus 16 bytes per
- * label, instead of a parsed tree (3-5x). Any other field is read with a
+ * slices into that text, found once when the object is built, stored as
+ * 32-bit offsets and lengths (kc_obj_sref, kc_obj_lrec) and read through
+ * accessors (kc_obj_name, kc_obj_label_at, ...). Memory per cached object is
+ * therefore its JSON size plus 88 bytes of header plus 16 bytes per label,
+ * instead of a parsed tree (3-5x). Any other field is read with a
  * path lookup that scans the text without allocating (kc_obj_get).
  *
  * Threads: built by one thread at a time (the decoder's: a decode pool
@@ -43,29 +45,84 @@
  * '"', '\\' and control characters, writing everything else, UTF-8 included,
  * raw; a value outside that alphabet is seen in that escaped form. The same
  * holds for the identity slices in kc_obj.) Non-string label values are
- * ignored; a duplicated JSON key keeps its last value. */
+ * ignored; a duplicated JSON key keeps its last value.
+ *
+ * kc_label is the form readers get (kc_obj_label_at) and free-standing label
+ * sets use (selector.h); an object stores kc_obj_lrec instead. */
 typedef struct kc_label {
   kc_str key;
   kc_str value;
 } kc_label;
 
+/* How an object stores one label: offsets and lengths into its json[]
+ * (16 bytes instead of a kc_label's 32). Read it with kc_obj_label_key,
+ * kc_obj_label_value or kc_obj_label_at. */
+typedef struct kc_obj_lrec {
+  uint32_t key_off, key_len;
+  uint32_t value_off, value_len;
+} kc_obj_lrec;
+
+/* The identity fields of an object, found once when it is built: each a
+ * slice of its text (kc_obj_sref), read through the accessors below. */
+enum kc_obj_field {
+  KC_OBJ_KIND,        /* kind and apiVersion: set on every object the decoder */
+  KC_OBJ_API_VERSION, /* builds for an informer (kbuild.h "Object type") */
+  KC_OBJ_NAMESPACE,   /* absent for cluster-scoped objects */
+  KC_OBJ_NAME,
+  KC_OBJ_UID,
+  KC_OBJ_RESOURCE_VERSION,
+  KC_OBJ_CREATION_TIMESTAMP,
+  KC_OBJ_NFIELDS
+};
+
+/* A slice of an object's json[] as a 32-bit offset and length (8 bytes
+ * instead of a kc_str's 16). off 0 means absent: offset 0 is the text's
+ * '{', never the start of a string value. */
+typedef struct kc_obj_sref {
+  uint32_t off, len;
+} kc_obj_sref;
+
 typedef struct kc_obj {
   atomic_uint refs;
   uint32_t json_len;    /* bytes of json[], without the NUL */
-  kc_str kind;          /* see "Object type" below: set on every object the */
-  kc_str api_version;   /* decoder builds for an informer */
-  kc_str namespace_;    /* empty for cluster-scoped objects */
-  kc_str name;
-  kc_str uid;
-  kc_str resource_version;
-  kc_str creation_timestamp;
+  kc_obj_sref field[KC_OBJ_NFIELDS]; /* by enum kc_obj_field; kc_obj_name() etc. */
   int64_t generation;   /* 0 when absent */
   bool deleting;        /* metadata.deletionTimestamp is set */
   bool captured;        /* built with a field capture (kbuild.h kc_obj_capture_open) */
   uint32_t nlabels;
-  const kc_label *labels; /* sorted by key (bytewise), inside this allocation */
+  const kc_obj_lrec *labels; /* sorted by key (bytewise), inside this allocation;
+                                read through kc_obj_label_key/_value/_at */
   char json[];          /* JSON text of the object as stored (see above) */
 } kc_obj;
+
+/* An identity field as a slice of the object's text (valid as long as the
+ * object), {NULL, 0} when the object has none; "" (non-NULL, length 0)
+ * when it is the empty string. */
+static inline kc_str kc_obj_field(const kc_obj *obj, enum kc_obj_field f) {
+  kc_obj_sref r = obj->field[f];
+  return r.off ? (kc_str){obj->json + r.off, r.len} : (kc_str){NULL, 0};
+}
+static inline kc_str kc_obj_kind(const kc_obj *obj) {
+  return kc_obj_field(obj, KC_OBJ_KIND);
+}
+static inline kc_str kc_obj_api_version(const kc_obj *obj) {
+  return kc_obj_field(obj, KC_OBJ_API_VERSION);
+}
+static inline kc_str kc_obj_namespace(const kc_obj *obj) {
+  return kc_obj_field(obj, KC_OBJ_NAMESPACE);
+}
+static inline kc_str kc_obj_name(const kc_obj *obj) {
+  return kc_obj_field(obj, KC_OBJ_NAME);
+}
+static inline kc_str kc_obj_uid(const kc_obj *obj) {
+  return kc_obj_field(obj, KC_OBJ_UID);
+}
+static inline kc_str kc_obj_resource_version(const kc_obj *obj) {
+  return kc_obj_field(obj, KC_OBJ_RESOURCE_VERSION);
+}
+static inline kc_str kc_obj_creation_timestamp(const kc_obj *obj) {
+  return kc_obj_field(obj, KC_OBJ_CREATION_TIMESTAMP);
+}
 
 /* Ownership: ref returns its argument; unref frees on the last reference.
  * kc_obj_unref(NULL) is a no-op. */
@@ -81,6 +138,20 @@ int kc_obj_key(const kc_obj *obj, char *buf, size_t cap);
 
 /* Returns the label's value, or an absent kc_str. */
 kc_str kc_obj_label(const kc_obj *obj, kc_str key);
+/* Finds the label with that key: true and *index set, or false. */
+bool kc_obj_label_find(const kc_obj *obj, kc_str key, uint32_t *index);
+
+/* Label i (0 <= i < nlabels, in key order) of the object: slices into its
+ * text, valid as long as the object. */
+static inline kc_str kc_obj_label_key(const kc_obj *obj, uint32_t i) {
+  return (kc_str){obj->json + obj->labels[i].key_off, obj->labels[i].key_len};
+}
+static inline kc_str kc_obj_label_value(const kc_obj *obj, uint32_t i) {
+  return (kc_str){obj->json + obj->labels[i].value_off, obj->labels[i].value_len};
+}
+static inline kc_label kc_obj_label_at(const kc_obj *obj, uint32_t i) {
+  return (kc_label){kc_obj_label_key(obj, i), kc_obj_label_value(obj, i)};
+}
 
 /* Looks up a path (jsonpath.h syntax, without "[]") in the object's text:
  * kc_json_get on it. Returns 0 and fills *out (type KC_JSON_ABSENT when the path does not

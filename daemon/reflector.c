@@ -13,14 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __GLIBC__ /* defined by the headers above */
-#include <malloc.h>
-#endif
 
 #include "hash.h"
 #include "buf.h"
 #include "decodepool.h"
 #include "log.h"
+#include "memtrim.h"
 
 enum list_mode {
   LIST_INITIAL,    /* resourceVersion=0 with limit: any snapshot, served from cache */
@@ -344,12 +342,13 @@ static int reject_object(void *ud, const kc_decode_reject *rj) {
   kc_warn("reflector", "%s: %s %s %llu at offset %llu, object %.*s%s%.*s: %s", r->describe,
           rj->event_type ? "rejected" : "rejected list", rj->event_type ? rj->event_type : "item",
           (unsigned long long)rj->index, (unsigned long long)rj->offset,
-          (int)(o->namespace_.len > 253 ? 253 : o->namespace_.len), o->namespace_.ptr,
-          o->namespace_.len ? "/" : "", (int)(o->name.len > 253 ? 253 : o->name.len),
-          o->name.ptr, rj->reason);
+          (int)(kc_obj_namespace(o).len > 253 ? 253 : kc_obj_namespace(o).len),
+          kc_obj_namespace(o).ptr, kc_obj_namespace(o).len ? "/" : "",
+          (int)(kc_obj_name(o).len > 253 ? 253 : kc_obj_name(o).len), kc_obj_name(o).ptr,
+          rj->reason);
   /* The event was consumed: a resumed watch must not bring it back. */
   if (rj->event_type && !r->initial_phase)
-    set_rv(r, o->resource_version.ptr, o->resource_version.len);
+    set_rv(r, kc_obj_resource_version(o).ptr, kc_obj_resource_version(o).len);
   return 0;
 }
 
@@ -433,20 +432,6 @@ static void response_done(kc_reflector *r, const kc_api_result *res, bool list) 
     watch_finished(r, res);
 }
 
-/* After a complete list, free memory goes back to the OS: the decode
- * stream's input copies (up to its budget, freed on the loop's heap as the
- * decoder caught up) and, after a relist, the objects the replace dropped,
- * which lie below the new ones. glibc returns only the top of a heap by
- * itself, so without this they stay resident (docs/benchmarks.md: about
- * 0.12x the JSON size per object at 10k Pods, the whole old cache after a
- * relist). One malloc_trim per list: it walks the free chunks of each arena,
- * not the objects. */
-static void give_back_memory(void) {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
-
 /* A complete list (LIST pages or a streaming list's initial events): the
  * pending objects replace the scope's content at resourceVersion rv. */
 static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
@@ -468,7 +453,10 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, n, rv);
   clear_pending(r);
   r->rv_unavailable = false;
-  give_back_memory();
+  /* The decode stream's input copies (up to its budget, freed on the loop's
+   * heap as the decoder caught up) and, after a relist, the objects the
+   * replace dropped, which lie below the new ones: one trim per list. */
+  kc_mem_give_back();
 }
 
 static void list_complete(kc_reflector *r, const char *rv) {
@@ -623,7 +611,7 @@ static int initial_event(kc_reflector *r, const kc_watch_event *ev) {
   switch (ev->type) {
   case KC_WATCH_ADDED:
   case KC_WATCH_MODIFIED:
-    if (ev->obj && ev->obj->name.len) return list_item(r, ev->obj);
+    if (ev->obj && kc_obj_name(ev->obj).len) return list_item(r, ev->obj);
     return 0;
   case KC_WATCH_BOOKMARK:
     if (!ev->initial_events_end) return 0;
@@ -632,8 +620,8 @@ static int initial_event(kc_reflector *r, const kc_watch_event *ev) {
     r->stats.streaming_lists++;
     r->stats.watches++; /* the stream goes on as this scope's watch */
     char rv[64];
-    snprintf(rv, sizeof rv, "%.*s", (int)ev->obj->resource_version.len,
-             ev->obj->resource_version.ptr ? ev->obj->resource_version.ptr : "");
+    snprintf(rv, sizeof rv, "%.*s", (int)kc_obj_resource_version(ev->obj).len,
+             kc_obj_resource_version(ev->obj).ptr ? kc_obj_resource_version(ev->obj).ptr : "");
     deliver_list(r, rv, "streamed");
     return 0;
   case KC_WATCH_DELETED: /* not expected before the end bookmark; the list replaces all */
@@ -654,15 +642,15 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
   case KC_WATCH_ADDED:
   case KC_WATCH_MODIFIED:
   case KC_WATCH_DELETED:
-    if (!ev->obj || !ev->obj->name.len) {
+    if (!ev->obj || !kc_obj_name(ev->obj).len) {
       kc_warn("reflector", "%s: %s event %llu without metadata.name ignored", r->describe,
               ev->type_name, (unsigned long long)ev->index);
       return 0;
     }
     if (ev->type == KC_WATCH_DELETED) {
       for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++)
-        if (r->witness[i].set && kc_str_eq_c(ev->obj->name, r->witness[i].name) &&
-            kc_str_eq_c(ev->obj->namespace_, r->witness[i].ns))
+        if (r->witness[i].set && kc_str_eq_c(kc_obj_name(ev->obj), r->witness[i].name) &&
+            kc_str_eq_c(kc_obj_namespace(ev->obj), r->witness[i].ns))
           r->witness[i].set = false;
       r->sink.remove(r->sink.ud, r, ev->obj);
     } else {
@@ -689,7 +677,8 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
             ev->type_name, (unsigned long long)ev->index);
     return 0;
   }
-  if (ev->obj) set_rv(r, ev->obj->resource_version.ptr, ev->obj->resource_version.len);
+  if (ev->obj)
+    set_rv(r, kc_obj_resource_version(ev->obj).ptr, kc_obj_resource_version(ev->obj).len);
   return 0;
 }
 
@@ -920,10 +909,10 @@ static void forget_witnesses(kc_reflector *r) {
 }
 
 static void set_witness(struct witness *w, const kc_obj *obj, uint64_t n) {
-  copy_str(w->ns, sizeof w->ns, obj->namespace_);
-  copy_str(w->name, sizeof w->name, obj->name);
-  copy_str(w->uid, sizeof w->uid, obj->uid);
-  copy_str(w->rv, sizeof w->rv, obj->resource_version);
+  copy_str(w->ns, sizeof w->ns, kc_obj_namespace(obj));
+  copy_str(w->name, sizeof w->name, kc_obj_name(obj));
+  copy_str(w->uid, sizeof w->uid, kc_obj_uid(obj));
+  copy_str(w->rv, sizeof w->rv, kc_obj_resource_version(obj));
   w->rvn = n;
   w->set = true;
 }
@@ -933,16 +922,18 @@ static void set_witness(struct witness *w, const kc_obj *obj, uint64_t n) {
  * keep a uniform sample (reservoir sampling). An object already sampled
  * gets its newer RV. */
 static void note_witness(kc_reflector *r, const kc_obj *obj) {
-  if (!obj->name.len || obj->name.len >= sizeof r->witness[0].name ||
-      obj->namespace_.len >= sizeof r->witness[0].ns || obj->uid.len >= sizeof r->witness[0].uid ||
-      obj->resource_version.len >= sizeof r->witness[0].rv)
+  if (!kc_obj_name(obj).len || kc_obj_name(obj).len >= sizeof r->witness[0].name ||
+      kc_obj_namespace(obj).len >= sizeof r->witness[0].ns ||
+      kc_obj_uid(obj).len >= sizeof r->witness[0].uid ||
+      kc_obj_resource_version(obj).len >= sizeof r->witness[0].rv)
     return;
-  uint64_t n = rv_number(obj->resource_version.ptr, obj->resource_version.len);
+  uint64_t n = rv_number(kc_obj_resource_version(obj).ptr, kc_obj_resource_version(obj).len);
   struct witness *top = &r->witness[0];
   if (!top->set || (n != 0 && n > top->rvn)) set_witness(top, obj, n);
   for (unsigned i = 1; i < KC_REFLECTOR_WITNESSES; i++) {
     struct witness *w = &r->witness[i];
-    if (w->set && kc_str_eq_c(obj->name, w->name) && kc_str_eq_c(obj->namespace_, w->ns)) {
+    if (w->set && kc_str_eq_c(kc_obj_name(obj), w->name) &&
+        kc_str_eq_c(kc_obj_namespace(obj), w->ns)) {
       set_witness(w, obj, n);
       return;
     }
@@ -1017,8 +1008,8 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
     history_changed(r, why);
     return;
   }
-  uint64_t n = rv_number(o->resource_version.ptr, o->resource_version.len);
-  bool same_uid = kc_str_eq_c(o->uid, w->uid);
+  uint64_t n = rv_number(kc_obj_resource_version(o).ptr, kc_obj_resource_version(o).len);
+  bool same_uid = kc_str_eq_c(kc_obj_uid(o), w->uid);
   /* The same history holds the witness at its RV or a later one. */
   bool older = w->rvn && n && n < w->rvn;
   if (same_uid && !older) {
@@ -1029,10 +1020,12 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
     verify_witness(r);
     return;
   }
-  snprintf(why, sizeof why, "%s%s%s: cached uid %s resourceVersion %s, server uid %.*s "
-           "resourceVersion %.*s", w->ns, w->ns[0] ? "/" : "", w->name, w->uid, w->rv,
-           (int)o->uid.len, o->uid.ptr ? o->uid.ptr : "", (int)o->resource_version.len,
-           o->resource_version.ptr ? o->resource_version.ptr : "");
+  snprintf(why, sizeof why,
+           "%s%s%s: cached uid %s resourceVersion %s, server uid %.*s "
+           "resourceVersion %.*s",
+           w->ns, w->ns[0] ? "/" : "", w->name, w->uid, w->rv, (int)kc_obj_uid(o).len,
+           kc_obj_uid(o).ptr ? kc_obj_uid(o).ptr : "", (int)kc_obj_resource_version(o).len,
+           kc_obj_resource_version(o).ptr ? kc_obj_resource_version(o).ptr : "");
   kc_obj_unref(o);
   history_changed(r, why);
 }

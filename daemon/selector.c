@@ -613,20 +613,21 @@ static bool has_value(const kc_label_req *r, kc_str v) {
   return false;
 }
 
-static bool kc_label_req_matches(const kc_label_req *r, const kc_label *labels, size_t nlabels) {
-  const kc_label *l = kc_labels_find(labels, nlabels, r->key);
+/* v: the value of r's key, ptr NULL when the key is absent. */
+static bool kc_label_req_matches(const kc_label_req *r, kc_str v) {
+  bool present = v.ptr != NULL;
   switch (r->op) {
-    case KC_LABEL_EXISTS: return l != NULL;
-    case KC_LABEL_NOT_EXISTS: return l == NULL;
+    case KC_LABEL_EXISTS: return present;
+    case KC_LABEL_NOT_EXISTS: return !present;
     case KC_LABEL_EQ:
-    case KC_LABEL_IN: return l && has_value(r, l->value);
+    case KC_LABEL_IN: return present && has_value(r, v);
     case KC_LABEL_NEQ:
-    case KC_LABEL_NOTIN: return !l || !has_value(r, l->value);
+    case KC_LABEL_NOTIN: return !present || !has_value(r, v);
     case KC_LABEL_GT:
     case KC_LABEL_LT: {
-      int64_t v;
-      if (!l || !parse_int64(l->value.ptr, l->value.len, &v)) return false;
-      return r->op == KC_LABEL_GT ? v > r->num : v < r->num;
+      int64_t n;
+      if (!present || !parse_int64(v.ptr, v.len, &n)) return false;
+      return r->op == KC_LABEL_GT ? n > r->num : n < r->num;
     }
   }
   return false;
@@ -635,13 +636,20 @@ static bool kc_label_req_matches(const kc_label_req *r, const kc_label *labels, 
 bool kc_label_selector_matches(const kc_label_selector *sel, const kc_label *labels,
                                size_t nlabels) {
   if (!sel) return true;
-  for (uint32_t i = 0; i < sel->nreqs; i++)
-    if (!kc_label_req_matches(&sel->reqs[i], labels, nlabels)) return false;
+  for (uint32_t i = 0; i < sel->nreqs; i++) {
+    const kc_label *l = kc_labels_find(labels, nlabels, sel->reqs[i].key);
+    /* a present empty value must not read as absent */
+    kc_str v = l ? (kc_str){l->value.ptr ? l->value.ptr : "", l->value.len} : (kc_str){NULL, 0};
+    if (!kc_label_req_matches(&sel->reqs[i], v)) return false;
+  }
   return true;
 }
 
 bool kc_label_selector_matches_obj(const kc_label_selector *sel, const kc_obj *obj) {
-  return kc_label_selector_matches(sel, obj->labels, obj->nlabels);
+  if (!sel) return true;
+  for (uint32_t i = 0; i < sel->nreqs; i++)
+    if (!kc_label_req_matches(&sel->reqs[i], kc_obj_label(obj, sel->reqs[i].key))) return false;
+  return true;
 }
 
 /* Bounded output (kc_buf_fixed): -ENOSPC when it did not fit. */
@@ -840,9 +848,10 @@ static int put_text(const char *s, size_t n, char *buf, size_t cap) {
 }
 
 int kc_field_value_text(const kc_obj *obj, const char *field, char *buf, size_t cap) {
-  if (strcmp(field, "metadata.name") == 0) return put_text(obj->name.ptr, obj->name.len, buf, cap);
+  if (strcmp(field, "metadata.name") == 0)
+    return put_text(kc_obj_name(obj).ptr, kc_obj_name(obj).len, buf, cap);
   if (strcmp(field, "metadata.namespace") == 0)
-    return put_text(obj->namespace_.ptr, obj->namespace_.len, buf, cap);
+    return put_text(kc_obj_namespace(obj).ptr, kc_obj_namespace(obj).len, buf, cap);
   kc_json_value v;
   if (strcmp(field, "status.podIP") == 0) {
     /* The apiserver derives status.podIP from status.podIPs[0]. */

@@ -255,7 +255,7 @@ unsigned kc_sharding_range_of(const kc_sharding *sh, uint64_t h) {
 }
 
 uint64_t kc_sharding_obj_hash(const kc_sharding *sh, const kc_obj *obj) {
-  kc_str s = sh->spec.key == KC_SHARD_KEY_NAMESPACE ? obj->namespace_ : obj->uid;
+  kc_str s = sh->spec.key == KC_SHARD_KEY_NAMESPACE ? kc_obj_namespace(obj) : kc_obj_uid(obj);
   return kc_shard_hash(s.ptr ? s.ptr : "", s.len);
 }
 
@@ -572,12 +572,12 @@ static bool on_item(const kc_json_value *v, void *ud) {
     return sc->rc == 0;
   }
   char name[256];
-  if (o->name.len == 0 || o->name.len >= sizeof name) {
+  if (kc_obj_name(o).len == 0 || kc_obj_name(o).len >= sizeof name) {
     kc_obj_unref(o);
     return true;
   }
-  memcpy(name, o->name.ptr, o->name.len);
-  name[o->name.len] = '\0';
+  memcpy(name, kc_obj_name(o).ptr, kc_obj_name(o).len);
+  name[kc_obj_name(o).len] = '\0';
   int r = kc_shard_range_of_lease(sc->prefix, sc->n, name);
   bool is_member = r < 0 && strncmp(name, sc->member_prefix, sc->member_prefix_len) == 0;
   if (r >= 0 || is_member) {

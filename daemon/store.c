@@ -119,7 +119,8 @@ static bool in_obj(const char *p, const kc_obj *o) {
 }
 
 static uint32_t obj_hash(const kc_obj *o) {
-  return hash_pair(o->namespace_.ptr, o->namespace_.len, o->name.ptr, o->name.len);
+  return hash_pair(kc_obj_namespace(o).ptr, kc_obj_namespace(o).len, kc_obj_name(o).ptr,
+                   kc_obj_name(o).len);
 }
 
 static uint32_t map_find(const kc_store *s, uint32_t h, kc_str ns, kc_str name) {
@@ -128,8 +129,8 @@ static uint32_t map_find(const kc_store *s, uint32_t h, kc_str ns, kc_str name) 
   for (uint32_t i = h & mask;; i = (i + 1) & mask) {
     uint32_t slot = s->map[i];
     if (slot == NONE) return NONE;
-    if (s->ohash[slot] == h && kc_str_eq(s->objs[slot]->namespace_, ns) &&
-        kc_str_eq(s->objs[slot]->name, name))
+    if (s->ohash[slot] == h && kc_str_eq(kc_obj_namespace(s->objs[slot]), ns) &&
+        kc_str_eq(kc_obj_name(s->objs[slot]), name))
       return slot;
   }
 }
@@ -319,13 +320,13 @@ static int undo_push(kc_store *s, kc_iddict *d, const char *a, size_t alen, cons
 /* Points an entry's strings at their copy in o, a member. */
 static bool point_at(kc_store *s, kc_iddict *d, kc_iddict_ent *e, const kc_obj *o) {
   if (d == &s->ns) {
-    e->a = o->namespace_.ptr;
+    e->a = kc_obj_namespace(o).ptr;
     return true;
   }
-  const kc_label *l = kc_labels_find(o->labels, o->nlabels, (kc_str){e->a, e->alen});
-  if (!l) return false;
-  e->a = l->key.ptr;
-  if (d == &s->lkv) e->b = l->value.ptr;
+  uint32_t i;
+  if (!kc_obj_label_find(o, (kc_str){e->a, e->alen}, &i)) return false;
+  e->a = kc_obj_label_key(o, i).ptr;
+  if (d == &s->lkv) e->b = kc_obj_label_value(o, i).ptr;
   return true;
 }
 
@@ -388,10 +389,10 @@ static const char *fvtext(const kc_store *s, const fvitem *it) { return s->fv.te
 /* Adds every index entry of a new object in slot id. */
 static int add_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
   s->nundo = 0;
-  int rc = index_add(s, &s->ns, obj->namespace_.ptr, obj->namespace_.len, NULL, 0,
-                     hash_pair(obj->namespace_.ptr, obj->namespace_.len, NULL, 0), id);
+  int rc = index_add(s, &s->ns, kc_obj_namespace(obj).ptr, kc_obj_namespace(obj).len, NULL, 0,
+                     hash_pair(kc_obj_namespace(obj).ptr, kc_obj_namespace(obj).len, NULL, 0), id);
   for (uint32_t i = 0; rc == 0 && i < obj->nlabels; i++) {
-    const kc_label *l = &obj->labels[i];
+    const kc_label lab = kc_obj_label_at(obj, i), *l = &lab;
     rc = index_add(s, &s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l), id);
     if (rc == 0)
       rc = index_add(s, &s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l), id);
@@ -408,10 +409,10 @@ static int add_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
 }
 
 static void remove_all(kc_store *s, uint32_t id, const kc_obj *obj, long fvbase) {
-  index_remove(s, &s->ns, obj->namespace_.ptr, obj->namespace_.len, NULL, 0,
-               hash_pair(obj->namespace_.ptr, obj->namespace_.len, NULL, 0), id, obj);
+  index_remove(s, &s->ns, kc_obj_namespace(obj).ptr, kc_obj_namespace(obj).len, NULL, 0,
+               hash_pair(kc_obj_namespace(obj).ptr, kc_obj_namespace(obj).len, NULL, 0), id, obj);
   for (uint32_t i = 0; i < obj->nlabels; i++) {
-    const kc_label *l = &obj->labels[i];
+    const kc_label lab = kc_obj_label_at(obj, i), *l = &lab;
     index_remove(s, &s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l), id, obj);
     index_remove(s, &s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l), id,
                  obj);
@@ -439,8 +440,8 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
   /* labels: both arrays are sorted by key */
   uint32_t i = 0, j = 0;
   while (rc == 0 && j < obj->nlabels) {
-    const kc_label *nl = &obj->labels[j];
-    int c = i < prev->nlabels ? kc_str_cmp(prev->labels[i].key, nl->key) : 1;
+    const kc_label nlab = kc_obj_label_at(obj, j), *nl = &nlab;
+    int c = i < prev->nlabels ? kc_str_cmp(kc_obj_label_key(prev, i), nl->key) : 1;
     if (c < 0) {
       i++;
       continue;
@@ -451,7 +452,7 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
         rc = index_add(s, &s->lkv, nl->key.ptr, nl->key.len, nl->value.ptr, nl->value.len,
                        lhash_kv(nl), id);
     } else {
-      if (!kc_str_eq(prev->labels[i].value, nl->value))
+      if (!kc_str_eq(kc_obj_label_value(prev, i), nl->value))
         rc = index_add(s, &s->lkv, nl->key.ptr, nl->key.len, nl->value.ptr, nl->value.len,
                        lhash_kv(nl), id);
       i++;
@@ -481,14 +482,15 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
   s->nundo = 0;
   s->objs[id] = obj;
 
-  repoint_to(s, &s->ns,
-             kc_iddict_find(&s->ns, prev->namespace_.ptr, prev->namespace_.len, NULL, 0,
-                            hash_pair(prev->namespace_.ptr, prev->namespace_.len, NULL, 0)),
-             prev, obj);
+  repoint_to(
+      s, &s->ns,
+      kc_iddict_find(&s->ns, kc_obj_namespace(prev).ptr, kc_obj_namespace(prev).len, NULL, 0,
+                     hash_pair(kc_obj_namespace(prev).ptr, kc_obj_namespace(prev).len, NULL, 0)),
+      prev, obj);
   i = j = 0;
   while (i < prev->nlabels) {
-    const kc_label *pl = &prev->labels[i];
-    int c = j < obj->nlabels ? kc_str_cmp(pl->key, obj->labels[j].key) : -1;
+    const kc_label plab = kc_obj_label_at(prev, i), *pl = &plab;
+    int c = j < obj->nlabels ? kc_str_cmp(pl->key, kc_obj_label_key(obj, j)) : -1;
     if (c > 0) {
       j++;
       continue;
@@ -501,7 +503,7 @@ static int update_all(kc_store *s, uint32_t id, kc_obj *prev, kc_obj *obj, long 
       repoint_to(s, &s->lkey,
                  kc_iddict_find(&s->lkey, pl->key.ptr, pl->key.len, NULL, 0, lhash_k(pl)), prev,
                  obj);
-      if (kc_str_eq(pl->value, obj->labels[j].value))
+      if (kc_str_eq(pl->value, kc_obj_label_value(obj, j)))
         repoint_to(s, &s->lkv,
                    kc_iddict_find(&s->lkv, pl->key.ptr, pl->key.len, pl->value.ptr, pl->value.len,
                                   lhash_kv(pl)),
@@ -666,10 +668,10 @@ void kc_store_free(kc_store *s) {
 
 int kc_store_upsert(kc_store *s, kc_obj *obj, kc_obj **old) {
   if (old) *old = NULL;
-  if (!obj || obj->name.len == 0) return -EINVAL;
+  if (!obj || kc_obj_name(obj).len == 0) return -EINVAL;
   uint32_t h = obj_hash(obj);
   /* The writer is the only mutator, so it may read its own maps unlocked. */
-  uint32_t slot = map_find(s, h, obj->namespace_, obj->name);
+  uint32_t slot = map_find(s, h, kc_obj_namespace(obj), kc_obj_name(obj));
   kc_obj *prev = slot == NONE ? NULL : s->objs[slot];
   fv_reset(&s->fv);
   long nb = 0, ob = 0;
@@ -759,14 +761,14 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
   uint32_t nadd = 0;
   for (size_t i = 0; i < n; i++) {
     kc_obj *o = objs[i];
-    if (!o || o->name.len == 0) {
+    if (!o || kc_obj_name(o).len == 0) {
       rc = -EINVAL;
       goto out;
     }
     rplan *p = &plan[i];
     p->obj = o;
     p->h = obj_hash(o);
-    p->slot = map_find(s, p->h, o->namespace_, o->name);
+    p->slot = map_find(s, p->h, kc_obj_namespace(o), kc_obj_name(o));
     p->nb = p->ob = -1;
     if (p->slot == NONE) {
       p->ev = KC_STORE_ADDED;
@@ -777,8 +779,9 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
     } else {
       seen[p->slot] = 1;
       kc_obj *cur = s->objs[p->slot];
-      bool same = kc_str_eq(cur->uid, o->uid) && kc_str_eq(cur->resource_version, o->resource_version) &&
-                  cur->resource_version.len > 0;
+      bool same = kc_str_eq(kc_obj_uid(cur), kc_obj_uid(o)) &&
+                  kc_str_eq(kc_obj_resource_version(cur), kc_obj_resource_version(o)) &&
+                  kc_obj_resource_version(cur).len > 0;
       p->ev = same ? KC_STORE_UNCHANGED : KC_STORE_MODIFIED;
     }
     if (s->nidx && p->ev != KC_STORE_UNCHANGED && p->slot != NONE) {
@@ -838,7 +841,7 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
     long nb = p->nb, ob = p->ob;
     if (slot == NONE) {
       /* new key, or a key seen earlier in this list */
-      slot = map_find(s, p->h, p->obj->namespace_, p->obj->name);
+      slot = map_find(s, p->h, kc_obj_namespace(p->obj), kc_obj_name(p->obj));
       if (s->nidx && (nb < 0 || slot != NONE)) {
         /* rare (duplicate keys): extract under the lock */
         if ((nb = fv_extract(s, p->obj)) < 0 ||
@@ -965,7 +968,7 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
       for (uint32_t slot = 0; slot < s->nslots; slot++) {
         kc_obj *o = s->objs[slot];
         if (!o) continue;
-        if (check_ns && !kc_str_eq(o->namespace_, ns)) continue;
+        if (check_ns && !kc_str_eq(kc_obj_namespace(o), ns)) continue;
         if (!kc_label_selector_matches_obj(sel, o)) continue;
         out->v[out->n++] = kc_obj_ref(o);
         count++;
@@ -976,7 +979,7 @@ int kc_store_list(kc_store *s, kc_str ns, const kc_label_selector *sel, kc_obj_v
         uint32_t id;
         while (kc_iditer_next(&it, &id)) {
           kc_obj *o = s->objs[id];
-          if (check_ns && !kc_str_eq(o->namespace_, ns)) continue;
+          if (check_ns && !kc_str_eq(kc_obj_namespace(o), ns)) continue;
           if (!kc_label_selector_matches_obj(sel, o)) continue;
           out->v[out->n++] = kc_obj_ref(o);
           count++;
@@ -1071,12 +1074,14 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
     kc_obj *o = s->objs[id];
     if (!o) continue;
     nobj++;
-    if (map_find(s, obj_hash(o), o->namespace_, o->name) != id) VFAIL("map misses slot %u", id);
-    kc_iddict_ent *e = kc_iddict_find(&s->ns, o->namespace_.ptr, o->namespace_.len, NULL, 0,
-                                      hash_pair(o->namespace_.ptr, o->namespace_.len, NULL, 0));
+    if (map_find(s, obj_hash(o), kc_obj_namespace(o), kc_obj_name(o)) != id)
+      VFAIL("map misses slot %u", id);
+    kc_iddict_ent *e =
+        kc_iddict_find(&s->ns, kc_obj_namespace(o).ptr, kc_obj_namespace(o).len, NULL, 0,
+                       hash_pair(kc_obj_namespace(o).ptr, kc_obj_namespace(o).len, NULL, 0));
     if (!e || !kc_idset_has(&e->set, id)) VFAIL("namespace index misses slot %u", id);
     for (uint32_t i = 0; i < o->nlabels; i++) {
-      const kc_label *l = &o->labels[i];
+      const kc_label lab = kc_obj_label_at(o, i), *l = &lab;
       e = kc_iddict_find(&s->lkey, l->key.ptr, l->key.len, NULL, 0, lhash_k(l));
       if (!e || !kc_idset_has(&e->set, id)) VFAIL("label key index misses slot %u", id);
       e = kc_iddict_find(&s->lkv, l->key.ptr, l->key.len, l->value.ptr, l->value.len, lhash_kv(l));

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "memtrim.h"
 
 enum {
   F_DIRTY = 1 << 0,    /* needs processing (client-go "dirty" set) */
@@ -55,6 +56,11 @@ struct kc_workqueue {
   size_t nheap, heapcap;
 
   kc_wq_metrics m;
+
+  /* The post-drain trim (workqueue.h kc_workqueue_trims). */
+  size_t busy_hw;        /* high-water of qlen + nproc since the last trim */
+  uint64_t last_trim_ns; /* valid when ntrims > 0 */
+  uint64_t ntrims;
 };
 
 #define MIN_BUCKETS 64
@@ -255,6 +261,7 @@ static void add_rec(kc_workqueue *wq, struct rec *r) {
   }
   if (!(r->flags & F_PROC)) fifo_push(wq, r);
   settle(wq, r);
+  if (wq->qlen + wq->nproc > wq->busy_hw) wq->busy_hw = wq->qlen + wq->nproc;
 }
 
 int kc_workqueue_add(kc_workqueue *wq, const char *key) {
@@ -395,6 +402,21 @@ enum kc_wq_get kc_workqueue_get(kc_workqueue *wq, const char **key) {
   return KC_WQ_KEY;
 }
 
+/* The records of a drained burst were freed (maybe_sweep) as the worker went
+ * through them, after the reflector's trim at the end of the list: give
+ * them back once nothing is queued or processing, if the queue held at
+ * least KC_WQ_TRIM_KEYS keys since the last trim and that trim is at least
+ * KC_WQ_TRIM_INTERVAL_NS old. A trim that is due too early waits for the
+ * next drain (the high-water mark stays). */
+static void maybe_trim(kc_workqueue *wq, uint64_t now) {
+  if (wq->qlen || wq->nproc || wq->busy_hw < KC_WQ_TRIM_KEYS) return;
+  if (wq->ntrims && now - wq->last_trim_ns < KC_WQ_TRIM_INTERVAL_NS) return;
+  kc_mem_give_back();
+  wq->ntrims++;
+  wq->last_trim_ns = now;
+  wq->busy_hw = 0;
+}
+
 int kc_workqueue_done(kc_workqueue *wq, const char *key) {
   struct rec *r = find(wq, key);
   if (!r || !(r->flags & F_PROC)) return -ENOENT;
@@ -414,6 +436,7 @@ int kc_workqueue_done(kc_workqueue *wq, const char *key) {
   if (r->flags & F_DIRTY) fifo_push(wq, r);
   settle(wq, r);
   maybe_sweep(wq);
+  maybe_trim(wq, now);
   return 0;
 }
 
@@ -430,6 +453,8 @@ size_t kc_workqueue_tick(kc_workqueue *wq) {
   maybe_sweep(wq);
   return moved;
 }
+
+uint64_t kc_workqueue_trims(const kc_workqueue *wq) { return wq->ntrims; }
 
 bool kc_workqueue_next_ready(const kc_workqueue *wq, uint64_t *when_ns) {
   if (wq->nheap == 0) return false;

@@ -102,8 +102,19 @@ enum kc_wq_get {
 enum kc_wq_get kc_workqueue_get(kc_workqueue *wq, const char **key);
 
 /* client-go Done: ends processing; a key re-added meanwhile is queued again.
- * Returns 0, or -ENOENT if the key is not processing (a caller bug). */
+ * Returns 0, or -ENOENT if the key is not processing (a caller bug).
+ * The Done that drains the queue (nothing queued, nothing processing; keys
+ * waiting in the delay heap do not count) gives the freed records back to
+ * the OS (daemon/memtrim.h) when at least KC_WQ_TRIM_KEYS keys were queued
+ * or processing at once since the last such trim and that trim is
+ * KC_WQ_TRIM_INTERVAL_NS old or there was none: a burst (the initial sync's
+ * 10k keys) is returned, a stream of single events never pays the trim. */
 int kc_workqueue_done(kc_workqueue *wq, const char *key);
+
+#define KC_WQ_TRIM_KEYS 1024u
+#define KC_WQ_TRIM_INTERVAL_NS (10 * KC_NS_PER_SEC)
+/* Trims done by kc_workqueue_done since kc_workqueue_new. */
+uint64_t kc_workqueue_trims(const kc_workqueue *wq);
 
 /* Moves every waiting key whose time has come into the queue. Call it when
  * the timer armed from kc_workqueue_next_ready fires. Returns keys moved. */

@@ -151,18 +151,19 @@ static size_t put_item(buf *b, size_t i, bool list_item) {
   splice s[5];
   size_t ns = 0;
   if (list_item) {
-    ns += cut_member(&s[ns], "kind", o->kind);
-    ns += cut_member(&s[ns], "apiVersion", o->api_version);
+    ns += cut_member(&s[ns], "kind", kc_obj_kind(o));
+    ns += cut_member(&s[ns], "apiVersion", kc_obj_api_version(o));
   }
-  s[ns].at = o->name.ptr;
-  s[ns].len = o->name.len;
-  snprintf(s[ns++].with, sizeof s[0].with, "%.*s-%zu", (int)o->name.len, o->name.ptr, i);
-  s[ns].at = o->uid.ptr;
-  s[ns].len = o->uid.len;
+  s[ns].at = kc_obj_name(o).ptr;
+  s[ns].len = kc_obj_name(o).len;
+  snprintf(s[ns++].with, sizeof s[0].with, "%.*s-%zu", (int)kc_obj_name(o).len, kc_obj_name(o).ptr,
+           i);
+  s[ns].at = kc_obj_uid(o).ptr;
+  s[ns].len = kc_obj_uid(o).len;
   snprintf(s[ns++].with, sizeof s[0].with, "%08zx-%04zx-4000-8000-%012zx", i, i % 65536, i * 7919);
   if (o->nlabels) {
-    s[ns].at = o->labels[0].value.ptr;
-    s[ns].len = o->labels[0].value.len;
+    s[ns].at = kc_obj_label_value(o, 0).ptr;
+    s[ns].len = kc_obj_label_value(o, 0).len;
     snprintf(s[ns++].with, sizeof s[0].with, "v%zu", i % 97);
   }
   qsort(s, ns, sizeof s[0], splice_cmp);
@@ -347,7 +348,8 @@ int main(int argc, char **argv) {
         return 1;
       }
       /* Items get their kind from the list's (kobj.h "Object type"). */
-      if (!kc_str_eq_c(s.objs[n - 1]->kind, "Pod") || !kc_str_eq_c(s.objs[n - 1]->api_version, "v1")) {
+      if (!kc_str_eq_c(kc_obj_kind(s.objs[n - 1]), "Pod") ||
+          !kc_str_eq_c(kc_obj_api_version(s.objs[n - 1]), "v1")) {
         fprintf(stderr, "list items lack kind/apiVersion\n");
         return 1;
       }

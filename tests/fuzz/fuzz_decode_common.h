@@ -48,7 +48,7 @@ static inline void fuzz_check_obj(acc *a, kc_obj *o) {
   int k = kc_obj_key(o, key, sizeof key);
   if (k >= 0) a->hash = fuzz_mix(a->hash, key, (size_t)k);
   for (uint32_t i = 0; i < o->nlabels; i++) {
-    kc_str v = kc_obj_label(o, o->labels[i].key);
+    kc_str v = kc_obj_label(o, kc_obj_label_key(o, i));
     if (!v.ptr) abort(); /* every stored label must be found */
   }
   kc_json_value v;
@@ -59,9 +59,12 @@ static inline void fuzz_check_obj(acc *a, kc_obj *o) {
   kc_obj *m = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);
   if (!m) abort();
   /* With a type every object has one, also found in its own text. */
-  if (typed && (!o->kind.ptr || !o->api_version.ptr || !kc_str_eq(m->kind, o->kind))) abort();
+  if (typed && (!kc_obj_kind(o).ptr || !kc_obj_api_version(o).ptr ||
+                !kc_str_eq(kc_obj_kind(m), kc_obj_kind(o))))
+    abort();
   if (m->nlabels != o->nlabels || m->json_len > o->json_len) abort();
-  if (!memchr(o->name.ptr ? o->name.ptr : "", '\\', o->name.len) && !kc_str_eq(m->name, o->name))
+  if (!memchr(kc_obj_name(o).ptr ? kc_obj_name(o).ptr : "", '\\', kc_obj_name(o).len) &&
+      !kc_str_eq(kc_obj_name(m), kc_obj_name(o)))
     abort();
   bool plain = true; /* no escapes, no whitespace: minifying changes nothing */
   for (uint32_t i = 0; i < o->json_len && plain; i++)

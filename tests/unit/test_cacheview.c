@@ -116,8 +116,8 @@ static int teardown(void **state) {
 /* "ns/name;" of every object of v, sorted. */
 static int cmp_key(const void *p, const void *q) {
   const kc_obj *x = *(kc_obj *const *)p, *y = *(kc_obj *const *)q;
-  int c = kc_str_cmp(x->namespace_, y->namespace_);
-  return c ? c : kc_str_cmp(x->name, y->name);
+  int c = kc_str_cmp(kc_obj_namespace(x), kc_obj_namespace(y));
+  return c ? c : kc_str_cmp(kc_obj_name(x), kc_obj_name(y));
 }
 
 static const char *keys(kc_obj_vec *v) {
@@ -126,8 +126,9 @@ static const char *keys(kc_obj_vec *v) {
   qsort(v->v, v->n, sizeof *v->v, cmp_key);
   for (size_t i = 0; i < v->n; i++) {
     size_t len = strlen(out);
-    snprintf(out + len, sizeof out - len, "%.*s/%.*s;", (int)v->v[i]->namespace_.len,
-             v->v[i]->namespace_.ptr, (int)v->v[i]->name.len, v->v[i]->name.ptr);
+    snprintf(out + len, sizeof out - len, "%.*s/%.*s;", (int)kc_obj_namespace(v->v[i]).len,
+             kc_obj_namespace(v->v[i]).ptr, (int)kc_obj_name(v->v[i]).len,
+             kc_obj_name(v->v[i]).ptr);
   }
   return out;
 }
@@ -148,7 +149,7 @@ static void test_get_from_the_informer_that_holds_it(void **state) {
   /* The second informer's object: what a controller bound to it reads. */
   assert_int_equal(kc_cacheview_get(ab, 2, kc_str_c("team-b"), kc_str_c("y"), &o), 0);
   assert_non_null(o);
-  assert_true(kc_str_eq_c(o->name, "y"));
+  assert_true(kc_str_eq_c(kc_obj_name(o), "y"));
   kc_obj_unref(o);
   assert_int_equal(kc_cacheview_get(ab, 2, kc_str_c("team-a"), kc_str_c("x"), &o), 0);
   kc_obj_unref(o);

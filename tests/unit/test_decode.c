@@ -35,8 +35,9 @@ static void rec_add(rec *r, const char *type, kc_obj *o) {
   size_t len = (o ? o->json_len : 0) + 600;
   char *line = malloc(len);
   assert_non_null(line);
-  snprintf(line, len, "%s %s %.*s %s", type, key, o ? (int)o->resource_version.len : 0,
-           o && o->resource_version.ptr ? o->resource_version.ptr : "", o ? o->json : "-");
+  snprintf(line, len, "%s %s %.*s %s", type, key, o ? (int)kc_obj_resource_version(o).len : 0,
+           o && kc_obj_resource_version(o).ptr ? kc_obj_resource_version(o).ptr : "",
+           o ? o->json : "-");
   if (r->n == r->cap) {
     r->cap = r->cap ? r->cap * 2 : 16;
     r->lines = realloc(r->lines, r->cap * sizeof *r->lines);
@@ -125,40 +126,40 @@ static int run(enum kc_decode_mode mode, const kc_transform *t, const char *text
  * the text is valid JSON with the same type. */
 static void assert_slices(const kc_obj *o) {
   static const struct {
-    size_t off;
+    enum kc_obj_field f;
     const char *path;
-  } f[] = {{offsetof(kc_obj, kind), "kind"},
-           {offsetof(kc_obj, api_version), "apiVersion"},
-           {offsetof(kc_obj, namespace_), "metadata.namespace"},
-           {offsetof(kc_obj, name), "metadata.name"},
-           {offsetof(kc_obj, uid), "metadata.uid"},
-           {offsetof(kc_obj, resource_version), "metadata.resourceVersion"},
-           {offsetof(kc_obj, creation_timestamp), "metadata.creationTimestamp"}};
+  } f[] = {{KC_OBJ_KIND, "kind"},
+           {KC_OBJ_API_VERSION, "apiVersion"},
+           {KC_OBJ_NAMESPACE, "metadata.namespace"},
+           {KC_OBJ_NAME, "metadata.name"},
+           {KC_OBJ_UID, "metadata.uid"},
+           {KC_OBJ_RESOURCE_VERSION, "metadata.resourceVersion"},
+           {KC_OBJ_CREATION_TIMESTAMP, "metadata.creationTimestamp"}};
   kc_json_value v;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-    const kc_str *sl = (const kc_str *)(const void *)((const char *)o + f[i].off);
+    kc_str sl = kc_obj_field(o, f[i].f);
     assert_int_equal(kc_obj_get(o, f[i].path, &v), 0);
-    if (!sl->ptr) {
+    if (!sl.ptr) {
       assert_true(v.type != KC_JSON_STRING);
       continue;
     }
-    if (v.type != KC_JSON_STRING || v.raw.ptr + 1 != sl->ptr || v.raw.len != sl->len + 2)
-      fail_msg("%s: slice '%.*s' is not the value in the text", f[i].path, (int)sl->len, sl->ptr);
+    if (v.type != KC_JSON_STRING || v.raw.ptr + 1 != sl.ptr || v.raw.len != sl.len + 2)
+      fail_msg("%s: slice '%.*s' is not the value in the text", f[i].path, (int)sl.len, sl.ptr);
   }
   for (uint32_t i = 0; i < o->nlabels; i++) {
     char path[300];
-    snprintf(path, sizeof path, "metadata.labels[\"%.*s\"]", (int)o->labels[i].key.len,
-             o->labels[i].key.ptr);
+    snprintf(path, sizeof path, "metadata.labels[\"%.*s\"]", (int)kc_obj_label_key(o, i).len,
+             kc_obj_label_key(o, i).ptr);
     assert_int_equal(kc_obj_get(o, path, &v), 0);
     assert_int_equal(v.type, KC_JSON_STRING);
-    assert_ptr_equal(v.raw.ptr + 1, o->labels[i].value.ptr);
-    assert_int_equal(o->labels[i].key.ptr[o->labels[i].key.len], '"');
+    assert_ptr_equal(v.raw.ptr + 1, kc_obj_label_value(o, i).ptr);
+    assert_int_equal(kc_obj_label_key(o, i).ptr[kc_obj_label_key(o, i).len], '"');
   }
   char err[256];
   kc_obj *re = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);
   if (!re) fail_msg("not valid JSON: %s: %s", err, o->json);
-  assert_true(kc_str_eq(re->kind, o->kind));
-  assert_true(kc_str_eq(re->api_version, o->api_version));
+  assert_true(kc_str_eq(kc_obj_kind(re), kc_obj_kind(o)));
+  assert_true(kc_str_eq(kc_obj_api_version(re), kc_obj_api_version(o)));
   assert_int_equal(re->nlabels, o->nlabels);
   kc_obj_unref(re);
 }
@@ -345,9 +346,9 @@ static void test_watch_raw_cuts(void **state) {
   kc_obj *min = kc_obj_parse(got->json, got->json_len, NULL, err, sizeof err);
   if (!min) fail_msg("raw text is not JSON (%s): %s", err, got->json);
   assert_string_equal(min->json, want->json);
-  assert_true(kc_str_eq(got->name, want->name));
-  assert_null(got->uid.ptr);
-  assert_null(got->kind.ptr);
+  assert_true(kc_str_eq(kc_obj_name(got), kc_obj_name(want)));
+  assert_null(kc_obj_uid(got).ptr);
+  assert_null(kc_obj_kind(got).ptr);
   assert_int_equal(got->nlabels, 0);
   kc_obj_unref(min);
   for (size_t off = 0; off <= len; off++) {
@@ -579,8 +580,8 @@ static void test_list_fixtures(void **state) {
   assert_true(strncmp(ref.lines[0], "ITEM kube-system/coredns ", 25) == 0);
   /* List items of built-ins come without kind/apiVersion: derived from the
    * list's own kind, which comes first here. */
-  assert_true(kc_str_eq_c(ref.objs[0]->kind, "Deployment"));
-  assert_true(kc_str_eq_c(ref.objs[0]->api_version, "apps/v1"));
+  assert_true(kc_str_eq_c(kc_obj_kind(ref.objs[0]), "Deployment"));
+  assert_true(kc_str_eq_c(kc_obj_api_version(ref.objs[0]), "apps/v1"));
   assert_int_equal(ref.objs[0]->json_len, 5902 + 43); /* "kind":"Deployment","apiVersion":"apps/v1", */
   assert_slices(ref.objs[0]);
   assert_int_equal(ref.objs[0]->generation, 1);
@@ -606,7 +607,7 @@ static void test_list_fixtures(void **state) {
   assert_int_equal(cr.n, 2);
   assert_string_equal(cr.meta_kind, "FooBarList");
   assert_string_equal(cr.meta_rv, "556");
-  assert_true(kc_str_eq_c(cr.objs[0]->kind, "FooBar")); /* CR items carry kind */
+  assert_true(kc_str_eq_c(kc_obj_kind(cr.objs[0]), "FooBar")); /* CR items carry kind */
   assert_int_equal(cr.objs[0]->json_len, 598);
   assert_int_equal(cr.objs[1]->json_len, 629);
   rec_free(&cr);
@@ -762,7 +763,7 @@ static void test_list_type(void **state) {
   assert_string_equal(a.meta_kind, "DeploymentList");
   rec_free(&a);
   a = run_all_splits(KC_DECODE_LIST, NULL, late, n);
-  assert_null(a.objs[0]->kind.ptr); /* as sent: nothing to derive it from in time */
+  assert_null(kc_obj_kind(a.objs[0]).ptr); /* as sent: nothing to derive it from in time */
   assert_int_equal(a.objs[0]->json_len, item_len);
   rec_free(&a);
   free(late);
@@ -774,7 +775,7 @@ static void test_list_type(void **state) {
   a = run_all_splits(KC_DECODE_LIST, &typed, text, len);
   b = run_all_splits(KC_DECODE_LIST, NULL, text, len);
   assert_same(&a, &b);
-  assert_true(kc_str_eq_c(a.objs[1]->kind, "FooBar"));
+  assert_true(kc_str_eq_c(kc_obj_kind(a.objs[1]), "FooBar"));
   rec_free(&a);
   rec_free(&b);
   free(text);
@@ -799,8 +800,8 @@ static void test_list_type(void **state) {
                       "{\"metadata\":{\"name\":\"b\"},\"apiVersion\":\"v1\",\"kind\":\"Pod\"}");
   rec_free(&a);
   a = run_all_splits(KC_DECODE_LIST, NULL, pl, strlen(pl));
-  assert_true(kc_str_eq_c(a.objs[0]->kind, "PartialObjectMetadata"));
-  assert_true(kc_str_eq_c(a.objs[1]->api_version, "meta.k8s.io/v1"));
+  assert_true(kc_str_eq_c(kc_obj_kind(a.objs[0]), "PartialObjectMetadata"));
+  assert_true(kc_str_eq_c(kc_obj_api_version(a.objs[1]), "meta.k8s.io/v1"));
   rec_free(&a);
 
   /* Item shapes: empty (with whitespace), one of the two present, a kind
@@ -825,8 +826,8 @@ static void test_list_type(void **state) {
   a = run_all_splits(KC_DECODE_LIST, NULL, sh, strlen(sh));
   assert_int_equal(a.n, 6);
   for (size_t i = 0; i < 6; i++) assert_string_equal(a.objs[i]->json, want[i]);
-  assert_true(kc_str_eq_c(a.objs[3]->kind, "Other"));
-  assert_true(kc_str_eq_c(a.objs[4]->kind, "Lease"));
+  assert_true(kc_str_eq_c(kc_obj_kind(a.objs[3]), "Other"));
+  assert_true(kc_str_eq_c(kc_obj_kind(a.objs[4]), "Lease"));
   assert_true(kc_str_eq_c(kc_obj_label(a.objs[5], kc_str_c("k")), "w"));
   rec_free(&a);
   /* A list kind without the List suffix (or a bad one): nothing derived. */
@@ -888,10 +889,10 @@ static void test_watch_type(void **state) {
   assert_string_equal(a.objs[1]->json,
                       "{\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
                       "\"resourceVersion\":\"11\"},\"kind\":\"Pod\"}");
-  assert_true(kc_str_eq_c(a.objs[2]->kind, "Pod"));
-  assert_true(kc_str_eq_c(a.objs[2]->resource_version, "12"));
+  assert_true(kc_str_eq_c(kc_obj_kind(a.objs[2]), "Pod"));
+  assert_true(kc_str_eq_c(kc_obj_resource_version(a.objs[2]), "12"));
   assert_true(a.iee);
-  assert_true(kc_str_eq_c(a.objs[3]->kind, "Status"));
+  assert_true(kc_str_eq_c(kc_obj_kind(a.objs[3]), "Status"));
   assert_int_equal(a.last_status.code, 410);
   rec_free(&a);
   /* Asking for PartialObjectMetadata itself changes nothing. */
@@ -911,7 +912,8 @@ static void test_watch_type(void **state) {
   a = run_all_splits(KC_DECODE_WATCH, &typed, text, len);
   b = run_all_splits(KC_DECODE_WATCH, NULL, text, len);
   assert_same(&a, &b);
-  for (size_t i = 0; i < a.n; i++) assert_true(kc_str_eq_c(a.objs[i]->kind, "Pod"));
+  for (size_t i = 0; i < a.n; i++)
+    assert_true(kc_str_eq_c(kc_obj_kind(a.objs[i]), "Pod"));
   rec_free(&a);
   rec_free(&b);
   free(text);

@@ -33,9 +33,9 @@ typedef struct sink {
 
 static void sink_add(sink *k, const kc_obj *o) {
   char line[160];
-  int n = snprintf(line, sizeof line, "%.*s@%.*s;", o ? (int)o->name.len : 1,
-                   o ? o->name.ptr : "-", o ? (int)o->resource_version.len : 0,
-                   o ? o->resource_version.ptr : "");
+  int n = snprintf(line, sizeof line, "%.*s@%.*s;", o ? (int)kc_obj_name(o).len : 1,
+                   o ? kc_obj_name(o).ptr : "-", o ? (int)kc_obj_resource_version(o).len : 0,
+                   o ? kc_obj_resource_version(o).ptr : "");
   if (k->len + (size_t)n + 1 > k->cap) {
     k->cap = k->cap ? k->cap * 2 : 4096;
     while (k->cap < k->len + (size_t)n + 1) k->cap *= 2;
@@ -75,8 +75,8 @@ static int on_reject(void *ud, const kc_decode_reject *rj) {
   sink *k = ud;
   if (!pthread_equal(pthread_self(), k->loop_thread)) k->on_loop = false;
   char line[300];
-  snprintf(line, sizeof line, "REJECT %.*s %s", (int)rj->obj->name.len, rj->obj->name.ptr,
-           rj->reason);
+  snprintf(line, sizeof line, "REJECT %.*s %s", (int)kc_obj_name(rj->obj).len,
+           kc_obj_name(rj->obj).ptr, rj->reason);
   size_t n = strlen(line);
   if (k->len + n + 2 > k->cap) {
     k->cap = k->cap ? k->cap * 2 + n : 4096;

@@ -293,7 +293,7 @@ static void test_sim_aggregate_and_404(void **state) {
     assert_int_equal(kc_events_record(R.ev, o, KC_EVENT_TYPE_WARNING, "Crash", msg), 0);
   }
   flush();
-  kc_str ns = o->namespace_, name = o->name;
+  kc_str ns = kc_obj_namespace(o), name = kc_obj_name(o);
   char nsb[128], nameb[256];
   snprintf(nsb, sizeof nsb, "%.*s", (int)ns.len, ns.ptr);
   snprintf(nameb, sizeof nameb, "%.*s", (int)name.len, name.ptr);
@@ -362,7 +362,7 @@ static void test_sim_cluster_scoped_and_full_queue(void **state) {
   assert_int_equal(st.created - st0.created, 25); /* the spam budget */
   assert_int_equal(st.dropped_spam - st0.dropped_spam, 39);
   char nameb[256];
-  snprintf(nameb, sizeof nameb, "%.*s", (int)o->name.len, o->name.ptr);
+  snprintf(nameb, sizeof nameb, "%.*s", (int)kc_obj_name(o).len, kc_obj_name(o).ptr);
   sim_event evs[32];
   assert_int_equal(list_events("default", nameb, evs, 32), 25);
   kc_obj_unref(o);
@@ -490,9 +490,9 @@ static void test_sim_fenced_records(void **state) {
   assert_int_equal(F.tokens, 0);
   sim_event evs[8];
   char nameb[256];
-  snprintf(nameb, sizeof nameb, "%.*s", (int)o->name.len, o->name.ptr);
+  snprintf(nameb, sizeof nameb, "%.*s", (int)kc_obj_name(o).len, kc_obj_name(o).ptr);
   char nsb[128];
-  snprintf(nsb, sizeof nsb, "%.*s", (int)o->namespace_.len, o->namespace_.ptr);
+  snprintf(nsb, sizeof nsb, "%.*s", (int)kc_obj_namespace(o).len, kc_obj_namespace(o).ptr);
   int n = list_events(nsb, nameb, evs, 8), admitted = 0;
   for (int i = 0; i < n; i++) {
     assert_string_not_equal(evs[i].message, "lost");

@@ -612,7 +612,7 @@ static void test_store_uses_capture(void **state) {
 
   /* Delete a captured object: its values leave the index. */
   kc_obj *sc = g.objs[2];
-  assert_int_equal(kc_store_delete(st, sc->namespace_, sc->name, NULL), 0);
+  assert_int_equal(kc_store_delete(st, kc_obj_namespace(sc), kc_obj_name(sc), NULL), 0);
   verify(st);
   assert_int_equal(count_by(st, "byNode", "kind-control-plane"), 0);
 

@@ -112,8 +112,8 @@ static bool f_may_write(void *ud) {
 static int f_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
   pthread_mutex_lock(&F.mu);
   F.events++;
-  snprintf(F.last_event, sizeof F.last_event, "%.*s %d %s %s", (int)o->name.len, o->name.ptr, type,
-           reason, message);
+  snprintf(F.last_event, sizeof F.last_event, "%.*s %d %s %s", (int)kc_obj_name(o).len,
+           kc_obj_name(o).ptr, type, reason, message);
   pthread_mutex_unlock(&F.mu);
   return 0;
 }

@@ -743,12 +743,12 @@ static void test_event(void **state) {
   kc_obj *ev = parse(last_body);
   char buf[256];
   kc_json_value v;
-  assert_true(kc_str_eq_c(ev->kind, "Event") && kc_str_eq_c(ev->api_version, "v1"));
-  assert_true(kc_str_eq_c(ev->namespace_, "icx"));
-  assert_int_equal(strncmp(ev->name.ptr, "icx-db.", 7), 0);
-  assert_true(ev->name.len > 7 + 8);
+  assert_true(kc_str_eq_c(kc_obj_kind(ev), "Event") && kc_str_eq_c(kc_obj_api_version(ev), "v1"));
+  assert_true(kc_str_eq_c(kc_obj_namespace(ev), "icx"));
+  assert_int_equal(strncmp(kc_obj_name(ev).ptr, "icx-db.", 7), 0);
+  assert_true(kc_obj_name(ev).len > 7 + 8);
   char first_name[256];
-  snprintf(first_name, sizeof first_name, "%.*s", (int)ev->name.len, ev->name.ptr);
+  snprintf(first_name, sizeof first_name, "%.*s", (int)kc_obj_name(ev).len, kc_obj_name(ev).ptr);
   static const char *const want[][2] = {
       {"involvedObject.kind", "Deployment"},
       {"involvedObject.apiVersion", "apps/v1"},

@@ -121,8 +121,8 @@ typedef struct recorder {
 
 static void log_event(const recorder *r, char what, const kc_obj *o) {
   size_t n = strlen(LOG);
-  snprintf(LOG + n, sizeof LOG - n, "%c%c%.*s/%.*s;", r->tag, what, (int)o->namespace_.len,
-           o->namespace_.ptr, (int)o->name.len, o->name.ptr);
+  snprintf(LOG + n, sizeof LOG - n, "%c%c%.*s/%.*s;", r->tag, what, (int)kc_obj_namespace(o).len,
+           kc_obj_namespace(o).ptr, (int)kc_obj_name(o).len, kc_obj_name(o).ptr);
 }
 
 static void rec_add(void *ud, kc_informer *inf, kc_obj *obj) {
@@ -135,7 +135,8 @@ static void rec_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
   recorder *r = ud;
   if (old == obj) {
     r->resyncs++;
-    if (!kc_str_eq(old->resource_version, obj->resource_version)) r->resync_changed_rv = true;
+    if (!kc_str_eq(kc_obj_resource_version(old), kc_obj_resource_version(obj)))
+      r->resync_changed_rv = true;
     log_event(r, '=', obj);
     return;
   }

@@ -186,10 +186,11 @@ static void server_set(const char *collection, const char *query, strset *out) {
 static void vec_set(const kc_obj_vec *vec, strset *out) {
   for (size_t i = 0; i < vec->n; i++) {
     const kc_obj *o = vec->v[i];
-    set_add(out, "%.*s/%.*s@%.*s%s%.*s", (int)o->namespace_.len,
-            o->namespace_.ptr ? o->namespace_.ptr : "", (int)o->name.len, o->name.ptr,
-            (int)o->resource_version.len, o->resource_version.ptr, WITH_UID ? "#" : "",
-            WITH_UID ? (int)o->uid.len : 0, WITH_UID && o->uid.ptr ? o->uid.ptr : "");
+    set_add(out, "%.*s/%.*s@%.*s%s%.*s", (int)kc_obj_namespace(o).len,
+            kc_obj_namespace(o).ptr ? kc_obj_namespace(o).ptr : "", (int)kc_obj_name(o).len,
+            kc_obj_name(o).ptr, (int)kc_obj_resource_version(o).len, kc_obj_resource_version(o).ptr,
+            WITH_UID ? "#" : "", WITH_UID ? (int)kc_obj_uid(o).len : 0,
+            WITH_UID && kc_obj_uid(o).ptr ? kc_obj_uid(o).ptr : "");
   }
 }
 
@@ -228,8 +229,9 @@ static void h_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *o) {
 static void h_delete(void *ud, kc_informer *inf, kc_obj *o) {
   counts *c = ud;
   c->deletes++;
-  set_add(&c->deleted, "%.*s/%.*s@%.*s", (int)o->namespace_.len, o->namespace_.ptr, (int)o->name.len,
-          o->name.ptr, (int)o->resource_version.len, o->resource_version.ptr);
+  set_add(&c->deleted, "%.*s/%.*s@%.*s", (int)kc_obj_namespace(o).len, kc_obj_namespace(o).ptr,
+          (int)kc_obj_name(o).len, kc_obj_name(o).ptr, (int)kc_obj_resource_version(o).len,
+          kc_obj_resource_version(o).ptr);
 }
 
 static struct {
@@ -442,20 +444,22 @@ static void test_410_relist_deletes(void **state) {
   for (size_t i = 0; i < 5; i++) {
     kc_obj *o = vec.v[i * 7];
     char path[256];
-    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s", (int)o->namespace_.len,
-             o->namespace_.ptr, (int)o->name.len, o->name.ptr);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s", (int)kc_obj_namespace(o).len,
+             kc_obj_namespace(o).ptr, (int)kc_obj_name(o).len, kc_obj_name(o).ptr);
     assert_int_equal(http("DELETE", path, NULL, NULL, NULL), 200);
-    set_add(&want_deleted, "%.*s/%.*s@%.*s", (int)o->namespace_.len, o->namespace_.ptr,
-            (int)o->name.len, o->name.ptr, (int)o->resource_version.len, o->resource_version.ptr);
+    set_add(&want_deleted, "%.*s/%.*s@%.*s", (int)kc_obj_namespace(o).len, kc_obj_namespace(o).ptr,
+            (int)kc_obj_name(o).len, kc_obj_name(o).ptr, (int)kc_obj_resource_version(o).len,
+            kc_obj_resource_version(o).ptr);
     /* One more moves out of the selection: a delete for this informer. */
     o = vec.v[i * 7 + 1];
-    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s", (int)o->namespace_.len,
-             o->namespace_.ptr, (int)o->name.len, o->name.ptr);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s", (int)kc_obj_namespace(o).len,
+             kc_obj_namespace(o).ptr, (int)kc_obj_name(o).len, kc_obj_name(o).ptr);
     assert_int_equal(http("PATCH", path, "application/merge-patch+json",
                           "{\"metadata\":{\"labels\":{\"apisim.kctrld.io/app\":\"moved\"}}}", NULL),
                      200);
-    set_add(&want_deleted, "%.*s/%.*s@%.*s", (int)o->namespace_.len, o->namespace_.ptr,
-            (int)o->name.len, o->name.ptr, (int)o->resource_version.len, o->resource_version.ptr);
+    set_add(&want_deleted, "%.*s/%.*s@%.*s", (int)kc_obj_namespace(o).len, kc_obj_namespace(o).ptr,
+            (int)kc_obj_name(o).len, kc_obj_name(o).ptr, (int)kc_obj_resource_version(o).len,
+            kc_obj_resource_version(o).ptr);
   }
   kc_obj_vec_release(&vec);
   ctl("POST", "compact", NULL);
@@ -600,7 +604,7 @@ static void test_metadata_only_and_transform(void **state) {
     assert_int_equal(kc_obj_get(v.v[i], "status", &jv), 0);
     assert_int_equal(jv.type, KC_JSON_ABSENT);
     assert_true(kc_str_eq_c(kc_obj_label(v.v[i], kc_str_c("apisim.kctrld.io/app")), "app-1"));
-    assert_true(v.v[i]->uid.len > 0);
+    assert_true(kc_obj_uid(v.v[i]).len > 0);
   }
   kc_obj_vec_clear(&v);
   kc_informer_stats a, b, m;
@@ -907,8 +911,9 @@ static void test_consistency_check_repairs(void **state) {
   assert_true(kc_informer_list(inf, (kc_str){0}, NULL, &vec) >= 20);
   for (size_t i = 0; i < 20; i++) {
     char path[512];
-    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s", (int)vec.v[i]->namespace_.len,
-             vec.v[i]->namespace_.ptr, (int)vec.v[i]->name.len, vec.v[i]->name.ptr);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s",
+             (int)kc_obj_namespace(vec.v[i]).len, kc_obj_namespace(vec.v[i]).ptr,
+             (int)kc_obj_name(vec.v[i]).len, kc_obj_name(vec.v[i]).ptr);
     long code = http("DELETE", path, NULL, NULL, NULL);
     assert_true(code == 200 || code == 404); /* "extra" is in default */
     run_ms(60);
@@ -968,8 +973,8 @@ static void test_streaming_list(void **state) {
   for (size_t i = 0; i < 5; i++) {
     char path[512];
     snprintf(path, sizeof path, "/api/v1/namespaces/%.*s/pods/%.*s",
-             (int)vec.v[i]->namespace_.len, vec.v[i]->namespace_.ptr, (int)vec.v[i]->name.len,
-             vec.v[i]->name.ptr);
+             (int)kc_obj_namespace(vec.v[i]).len, kc_obj_namespace(vec.v[i]).ptr,
+             (int)kc_obj_name(vec.v[i]).len, kc_obj_name(vec.v[i]).ptr);
     assert_int_equal(http("DELETE", path, NULL, NULL, NULL), 200);
   }
   kc_obj_vec_release(&vec);
@@ -1014,9 +1019,10 @@ static size_t cached_in(kc_informer *inf, const kc_shard_range *r) {
   assert_true(kc_informer_list(inf, (kc_str){0}, NULL, &vec) >= 0);
   size_t n = vec.n;
   for (size_t i = 0; i < vec.n; i++)
-    if (!kc_shard_range_contains(r, kc_shard_hash(vec.v[i]->uid.ptr, vec.v[i]->uid.len)))
-      fail_msg("cached %.*s (uid %.*s) is outside the shard", (int)vec.v[i]->name.len, vec.v[i]->name.ptr,
-               (int)vec.v[i]->uid.len, vec.v[i]->uid.ptr);
+    if (!kc_shard_range_contains(r,
+                                 kc_shard_hash(kc_obj_uid(vec.v[i]).ptr, kc_obj_uid(vec.v[i]).len)))
+      fail_msg("cached %.*s (uid %.*s) is outside the shard", (int)kc_obj_name(vec.v[i]).len,
+               kc_obj_name(vec.v[i]).ptr, (int)kc_obj_uid(vec.v[i]).len, kc_obj_uid(vec.v[i]).ptr);
   kc_obj_vec_release(&vec);
   return n;
 }

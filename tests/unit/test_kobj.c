@@ -68,13 +68,13 @@ static void test_fixture_identity(void **state) {
     const struct fix *f = &fixtures[i];
     kc_obj *o = tu_fixture_obj(f->file, NULL);
     assert_int_equal(o->refs, 1);
-    assert_str(o->kind, f->kind);
-    assert_str(o->api_version, f->api_version);
-    assert_str(o->namespace_, f->ns);
-    assert_str(o->name, f->name);
-    assert_str(o->uid, f->uid);
-    assert_str(o->resource_version, f->rv);
-    assert_str(o->creation_timestamp, f->cts);
+    assert_str(kc_obj_kind(o), f->kind);
+    assert_str(kc_obj_api_version(o), f->api_version);
+    assert_str(kc_obj_namespace(o), f->ns);
+    assert_str(kc_obj_name(o), f->name);
+    assert_str(kc_obj_uid(o), f->uid);
+    assert_str(kc_obj_resource_version(o), f->rv);
+    assert_str(kc_obj_creation_timestamp(o), f->cts);
     assert_int_equal(o->generation, f->generation);
     assert_false(o->deleting);
     assert_int_equal(o->nlabels, f->nlabels);
@@ -88,7 +88,7 @@ static void test_fixture_identity(void **state) {
     assert_memory_equal(again->json, o->json, o->json_len);
     /* Memory: the text plus a small header, not a multiple. */
     assert_true(kc_obj_mem_size(o) >= sizeof(kc_obj) + o->json_len + 1);
-    assert_true(kc_obj_mem_size(o) <= sizeof(kc_obj) + o->json_len + 64 + 32 * o->nlabels);
+    assert_true(kc_obj_mem_size(o) <= sizeof(kc_obj) + o->json_len + 64 + 16 * o->nlabels);
     kc_obj_unref(again);
     kc_obj_unref(o);
   }
@@ -110,9 +110,9 @@ static void test_labels_sorted(void **state) {
                                "us-central1", "us-central1-b", "node-default-pool-something"};
   assert_int_equal(o->nlabels, 9);
   for (unsigned i = 0; i < 9; i++) {
-    assert_str(o->labels[i].key, keys[i]);
-    assert_str(o->labels[i].value, vals[i]);
-    if (i) assert_true(kc_str_cmp(o->labels[i - 1].key, o->labels[i].key) < 0);
+    assert_str(kc_obj_label_key(o, i), keys[i]);
+    assert_str(kc_obj_label_value(o, i), vals[i]);
+    if (i) assert_true(kc_str_cmp(kc_obj_label_key(o, i - 1), kc_obj_label_key(o, i)) < 0);
     assert_str(kc_obj_label(o, kc_str_c(keys[i])), vals[i]);
   }
   assert_null(kc_obj_label(o, kc_str_c("beta.kubernetes.io")).ptr);
@@ -131,12 +131,12 @@ static void test_labels_sorted(void **state) {
   o = kc_obj_parse(text, strlen(text), NULL, err, sizeof err);
   assert_non_null(o);
   assert_int_equal(o->nlabels, 32);
-  assert_str(o->labels[0].key, "a");
+  assert_str(kc_obj_label_key(o, 0), "a");
   assert_str(kc_obj_label(o, kc_str_c("b")), "3");
   assert_str(kc_obj_label(o, kc_str_c("k07")), "v7");
   assert_null(kc_obj_label(o, kc_str_c("num")).ptr);
   for (unsigned i = 1; i < o->nlabels; i++)
-    assert_true(kc_str_cmp(o->labels[i - 1].key, o->labels[i].key) < 0);
+    assert_true(kc_str_cmp(kc_obj_label_key(o, i - 1), kc_obj_label_key(o, i)) < 0);
   kc_obj_unref(o);
 }
 
@@ -283,8 +283,8 @@ static void test_escapes_and_utf8(void **state) {
   kc_obj *o = kc_obj_parse(in, strlen(in), NULL, err, sizeof err);
   assert_non_null(o);
   assert_string_equal(o->json, want);
-  assert_str(o->kind, "Config/Map");
-  assert_str(o->name, "caf\xc3\xa9");
+  assert_str(kc_obj_kind(o), "Config/Map");
+  assert_str(kc_obj_name(o), "caf\xc3\xa9");
   kc_json_value v;
   char buf[128];
   assert_int_equal(kc_obj_get(o, "data[\"a\\\"b\"]", &v), -EINVAL); /* no escapes in paths */
@@ -331,9 +331,9 @@ static void test_transform(void **state) {
   assert_int_equal(v.type, KC_JSON_ABSENT);
   assert_null(strstr(o->json, "managedFields"));
   assert_int_equal(o->json_len, 4288); /* python: del metadata.managedFields */
-  assert_true(kc_str_eq(o->name, full->name));
-  assert_true(kc_str_eq(o->uid, full->uid));
-  assert_true(kc_str_eq(o->resource_version, full->resource_version));
+  assert_true(kc_str_eq(kc_obj_name(o), kc_obj_name(full)));
+  assert_true(kc_str_eq(kc_obj_uid(o), kc_obj_uid(full)));
+  assert_true(kc_str_eq(kc_obj_resource_version(o), kc_obj_resource_version(full)));
   assert_int_equal(o->nlabels, 2);
   assert_str(kc_obj_label(o, kc_str_c("k8s-app")), "kube-dns");
   assert_int_equal(kc_obj_get(o, "metadata.ownerReferences[0].kind", &v), 0); /* neighbour kept */
@@ -350,8 +350,8 @@ static void test_transform(void **state) {
   assert_int_equal(v.type, KC_JSON_ABSENT);
   assert_int_equal(kc_obj_get(o, "status", &v), 0);
   assert_int_equal(v.type, KC_JSON_ABSENT);
-  assert_str(o->kind, "Pod");
-  assert_str(o->name, "coredns-55cb58b774-8mcpn");
+  assert_str(kc_obj_kind(o), "Pod");
+  assert_str(kc_obj_name(o), "coredns-55cb58b774-8mcpn");
   assert_int_equal(o->nlabels, 2);
   kc_obj_unref(o);
   kc_obj_unref(full);
@@ -460,7 +460,7 @@ static void test_type(void **state) {
   const char *drop[] = {"kind", "apiVersion"};
   kc_transform untyped = {.drop = drop, .ndrop = 2};
   kc_obj *bare = tu_fixture_obj("configmap-k9s.json", &untyped);
-  assert_null(bare->kind.ptr);
+  assert_null(kc_obj_kind(bare).ptr);
   kc_transform typed = {.kind = "ConfigMap", .api_version = "v1"};
   kc_obj *o = kc_obj_parse(bare->json, bare->json_len, &typed, err, sizeof err);
   assert_non_null(o);
@@ -468,21 +468,21 @@ static void test_type(void **state) {
   assert_int_equal(o->json_len, strlen(pre) + bare->json_len - 1);
   assert_memory_equal(o->json, pre, strlen(pre));
   assert_string_equal(o->json + strlen(pre), bare->json + 1);
-  assert_str(o->kind, "ConfigMap");
-  assert_str(o->api_version, "v1");
-  assert_true(kc_str_eq(o->name, full->name));
-  assert_true(kc_str_eq(o->namespace_, full->namespace_));
-  assert_true(kc_str_eq(o->uid, full->uid));
-  assert_true(kc_str_eq(o->resource_version, full->resource_version));
-  assert_true(kc_str_eq(o->creation_timestamp, full->creation_timestamp));
+  assert_str(kc_obj_kind(o), "ConfigMap");
+  assert_str(kc_obj_api_version(o), "v1");
+  assert_true(kc_str_eq(kc_obj_name(o), kc_obj_name(full)));
+  assert_true(kc_str_eq(kc_obj_namespace(o), kc_obj_namespace(full)));
+  assert_true(kc_str_eq(kc_obj_uid(o), kc_obj_uid(full)));
+  assert_true(kc_str_eq(kc_obj_resource_version(o), kc_obj_resource_version(full)));
+  assert_true(kc_str_eq(kc_obj_creation_timestamp(o), kc_obj_creation_timestamp(full)));
   assert_int_equal(o->nlabels, full->nlabels);
   for (uint32_t i = 0; i < o->nlabels; i++) {
-    assert_true(kc_str_eq(o->labels[i].key, full->labels[i].key));
-    assert_true(kc_str_eq(o->labels[i].value, full->labels[i].value));
+    assert_true(kc_str_eq(kc_obj_label_key(o, i), kc_obj_label_key(full, i)));
+    assert_true(kc_str_eq(kc_obj_label_value(o, i), kc_obj_label_value(full, i)));
   }
   kc_json_value v;
   assert_int_equal(kc_obj_get(o, "metadata.name", &v), 0);
-  assert_ptr_equal(v.raw.ptr + 1, o->name.ptr);
+  assert_ptr_equal(v.raw.ptr + 1, kc_obj_name(o).ptr);
   kc_obj_unref(o);
   /* An object that has its type: the same text as without a type. */
   o = tu_fixture_obj("configmap-k9s.json", &typed);
@@ -499,8 +499,8 @@ static void test_type(void **state) {
   assert_non_null(o);
   assert_string_equal(o->json, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":"
                                "{\"name\":\"x\",\"labels\":{\"a\":\"b\"}}}");
-  assert_str(o->kind, "Pod");
-  assert_str(o->name, "x");
+  assert_str(kc_obj_kind(o), "Pod");
+  assert_str(kc_obj_name(o), "x");
   assert_str(kc_obj_label(o, kc_str_c("a")), "b");
   kc_obj_unref(o);
   /* A PartialObjectMetadata with another apiVersion is not the view. */
@@ -514,8 +514,8 @@ static void test_type(void **state) {
   o = kc_obj_parse(noav, strlen(noav), &mo, err, sizeof err);
   assert_non_null(o);
   assert_string_equal(o->json, "{\"apiVersion\":\"v1\",\"metadata\":{},\"kind\":\"Pod\"}");
-  assert_str(o->kind, "Pod");
-  assert_str(o->api_version, "v1");
+  assert_str(kc_obj_kind(o), "Pod");
+  assert_str(kc_obj_api_version(o), "v1");
   kc_obj_unref(o);
 
   /* kc_obj_builder_set_type: set, change, clear; bad types leave it. */
@@ -528,7 +528,7 @@ static void test_type(void **state) {
   o = build_small(b);
   assert_string_equal(o->json, "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\","
                                "\"metadata\":{\"name\":\"n\"}}");
-  assert_str(o->name, "n");
+  assert_str(kc_obj_name(o), "n");
   kc_obj_unref(o);
   assert_int_equal(kc_obj_builder_set_type(b, kc_str_c("Lease"), kc_str_c("")), -EINVAL);
   assert_int_equal(kc_obj_builder_set_type(b, (kc_str){"A\nB", 3}, kc_str_c("v1")), -EINVAL);
@@ -539,7 +539,7 @@ static void test_type(void **state) {
   assert_int_equal(kc_obj_builder_set_type(b, kc_str_c(""), kc_str_c("")), 0);
   o = build_small(b);
   assert_string_equal(o->json, "{\"metadata\":{\"name\":\"n\"}}");
-  assert_null(o->kind.ptr);
+  assert_null(kc_obj_kind(o).ptr);
   kc_obj_unref(o);
   kc_obj_builder_free(b);
 }
@@ -576,8 +576,8 @@ static void test_deleting_generation(void **state) {
   assert_non_null(o);
   assert_true(o->deleting);
   assert_int_equal(o->generation, 42);
-  assert_null(o->creation_timestamp.ptr);
-  assert_null(o->namespace_.ptr);
+  assert_null(kc_obj_creation_timestamp(o).ptr);
+  assert_null(kc_obj_namespace(o).ptr);
   assert_int_equal(o->nlabels, 0);
   assert_null(o->labels);
   assert_ptr_equal(kc_obj_ref(o), o);
@@ -611,7 +611,7 @@ static void test_large_object(void **state) {
   kc_json_value v;
   assert_int_equal(kc_obj_get(o, "binaryData.blob", &v), 0);
   assert_int_equal(v.raw.len, big + 2);
-  assert_str(o->name, "blee");
+  assert_str(kc_obj_name(o), "blee");
   assert_true(kc_obj_mem_size(o) < o->json_len + 4096);
   kc_obj_unref(o);
   free(text);
@@ -720,6 +720,122 @@ static void test_get_skips_escapes(void **state) {
   assert_int_equal(v.type, KC_JSON_ABSENT);
 }
 
+/* A Pod shaped like kube-apisim's generated ones: 4 labels. */
+static const char POD4[] =
+    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web-7d4b9c-x2x7q\","
+    "\"namespace\":\"ns-1\",\"uid\":\"0b5d5c3e-5f4e-4f7a-9c1e-2b8f3a6d7e10\","
+    "\"resourceVersion\":\"1234\",\"creationTimestamp\":\"2026-12-01T10:00:00Z\","
+    "\"labels\":{\"app\":\"web\",\"tier\":\"front\",\"pod-template-hash\":\"7d4b9c\","
+    "\"app.kubernetes.io/managed-by\":\"kube-apisim\"}},"
+    "\"spec\":{\"nodeName\":\"node-3\",\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1.27\"}]},"
+    "\"status\":{\"phase\":\"Running\"}}";
+
+/* An object costs its text, the header, 16 bytes per label and malloc's
+ * share: kc_obj_mem_size <= offsetof(kc_obj, json) + json_len + N with
+ * N = 1 (NUL) + 7 (labels 8-aligned after the text) + 4 x 16 (labels) +
+ * 8 + 15 (malloc's chunk header, rounding to 16) = 95 for the 4 labels;
+ * 32-byte labels (kc_str pairs) would need 159. */
+static void test_mem_size_labels(void **state) {
+  (void)state;
+  char err[128];
+  kc_obj *o = kc_obj_parse(POD4, strlen(POD4), NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_int_equal(o->nlabels, 4);
+  assert_int_equal(o->json_len, strlen(POD4));
+  size_t n = 1 + 7 + 4 * 16 + 8 + 15;
+  assert_true(kc_obj_mem_size(o) <= offsetof(kc_obj, json) + o->json_len + n);
+  static const char *keys[] = {"app", "app.kubernetes.io/managed-by", "pod-template-hash", "tier"};
+  static const char *vals[] = {"web", "kube-apisim", "7d4b9c", "front"};
+  for (uint32_t i = 0; i < 4; i++) {
+    kc_label l = kc_obj_label_at(o, i);
+    assert_str(l.key, keys[i]);
+    assert_str(l.value, vals[i]);
+    /* slices into the object's own text, right after the key's quote */
+    assert_true(l.key.ptr > o->json && l.key.ptr + l.key.len < o->json + o->json_len);
+    assert_int_equal(l.key.ptr[-1], '"');
+    assert_int_equal(l.value.ptr[l.value.len], '"');
+  }
+  kc_obj_unref(o);
+}
+
+/* Labels whose text is escaped: read through the accessors in the stored
+ * (escaped) form, ordered bytewise in that form; a type stamp that inserts
+ * text before them (kind/apiVersion) shifts every offset. */
+static void test_label_accessors_escaped(void **state) {
+  (void)state;
+  const char *in = "{\"metadata\":{\"name\":\"x\",\"labels\":{\"z\\/y\":\"\\u00e9\","
+                   "\"q\\\"k\":\"a\\\\b\",\"n\\tx\":\"\",\"app\":\"web\"}}}";
+  static const char *keys[] = {"app", "n\\tx", "q\\\"k", "z/y"};
+  static const char *vals[] = {"web", "", "a\\\\b", "\xc3\xa9"};
+  static const kc_transform stamp = {.kind = "ConfigMap", .api_version = "v1"};
+  for (int t = 0; t < 2; t++) {
+    char err[128];
+    kc_obj *o = kc_obj_parse(in, strlen(in), t ? &stamp : NULL, err, sizeof err);
+    assert_non_null(o);
+    if (t) assert_str(kc_obj_kind(o), "ConfigMap");
+    assert_int_equal(o->nlabels, 4);
+    for (uint32_t i = 0; i < 4; i++) {
+      assert_str(kc_obj_label_key(o, i), keys[i]);
+      assert_str(kc_obj_label_value(o, i), vals[i]);
+      assert_str(kc_obj_label(o, kc_str_c(keys[i])), vals[i]);
+      uint32_t at = 99;
+      assert_true(kc_obj_label_find(o, kc_str_c(keys[i]), &at));
+      assert_int_equal(at, i);
+    }
+    /* present but empty is not absent */
+    assert_non_null(kc_obj_label(o, kc_str_c("n\\tx")).ptr);
+    assert_false(kc_obj_label_find(o, kc_str_c("q\"k"), &(uint32_t){0})); /* unescaped form */
+    kc_obj_unref(o);
+  }
+}
+
+/* The header's identity slices are 8-byte offset+length pairs: with the
+ * 88-byte header (refs, json_len, 7 x 8 bytes of slices, generation, flags,
+ * nlabels, labels pointer) the 4-label Pod costs at most json_len + 88 + 95
+ * (test_mem_size_labels); 16-byte kc_str slices would make it 144 + 95. */
+static void test_mem_size_header(void **state) {
+  (void)state;
+  char err[128];
+  kc_obj *o = kc_obj_parse(POD4, strlen(POD4), NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_true(offsetof(kc_obj, json) <= 88);
+  assert_true(kc_obj_mem_size(o) <= o->json_len + 88 + 95);
+  assert_str(kc_obj_kind(o), "Pod");
+  assert_str(kc_obj_api_version(o), "v1");
+  assert_str(kc_obj_namespace(o), "ns-1");
+  assert_str(kc_obj_name(o), "web-7d4b9c-x2x7q");
+  assert_str(kc_obj_uid(o), "0b5d5c3e-5f4e-4f7a-9c1e-2b8f3a6d7e10");
+  assert_str(kc_obj_resource_version(o), "1234");
+  assert_str(kc_obj_creation_timestamp(o), "2026-12-01T10:00:00Z");
+  kc_obj_unref(o);
+}
+
+/* Absent fields read as {NULL, 0}, an empty string as a non-NULL "", both
+ * before and after a type stamp moved the text. */
+static void test_fields_absent_and_empty(void **state) {
+  (void)state;
+  const char *in = "{\"metadata\":{\"name\":\"n\",\"namespace\":\"\",\"uid\":\"u\\\"q\"}}";
+  static const kc_transform stamp = {.kind = "Node", .api_version = "v1"};
+  for (int t = 0; t < 2; t++) {
+    char err[128];
+    kc_obj *o = kc_obj_parse(in, strlen(in), t ? &stamp : NULL, err, sizeof err);
+    assert_non_null(o);
+    assert_str(kc_obj_kind(o), t ? "Node" : NULL);
+    assert_str(kc_obj_api_version(o), t ? "v1" : NULL);
+    assert_str(kc_obj_name(o), "n");
+    assert_non_null(kc_obj_namespace(o).ptr);
+    assert_int_equal(kc_obj_namespace(o).len, 0);
+    assert_str(kc_obj_uid(o), "u\\\"q"); /* the stored, escaped form */
+    assert_str(kc_obj_resource_version(o), NULL);
+    assert_str(kc_obj_creation_timestamp(o), NULL);
+    assert_str(kc_obj_field(o, KC_OBJ_NAME), "n");
+    char key[16];
+    assert_int_equal(kc_obj_key(o, key, sizeof key), 1); /* "" namespace: cluster-style key */
+    assert_string_equal(key, "n");
+    kc_obj_unref(o);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixture_identity), cmocka_unit_test(test_labels_sorted),
@@ -729,6 +845,8 @@ int main(void) {
       cmocka_unit_test(test_type),            cmocka_unit_test(test_shape_error),
       cmocka_unit_test(test_deleting_generation), cmocka_unit_test(test_large_object),
       cmocka_unit_test(test_errors),           cmocka_unit_test(test_str_helpers),
+      cmocka_unit_test(test_mem_size_labels),  cmocka_unit_test(test_label_accessors_escaped),
+      cmocka_unit_test(test_mem_size_header),  cmocka_unit_test(test_fields_absent_and_empty),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -211,12 +211,13 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
       status(r, 400, "BadRequest", "undecodable");
     } else if (!put && E.exists) {
       status(r, 409, "AlreadyExists", "leases.coordination.k8s.io \\\"ctl\\\" already exists");
-    } else if (put && E.exists && !o->resource_version.len) {
+    } else if (put && E.exists && !kc_obj_resource_version(o).len) {
       E.unconditional++;
       status(r, 422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update");
     } else if (put && E.exists &&
-               (o->resource_version.len != (size_t)snprintf(err, sizeof err, "%llu", (unsigned long long)E.rv) ||
-                memcmp(o->resource_version.ptr, err, o->resource_version.len) != 0)) {
+               (kc_obj_resource_version(o).len !=
+                    (size_t)snprintf(err, sizeof err, "%llu", (unsigned long long)E.rv) ||
+                memcmp(kc_obj_resource_version(o).ptr, err, kc_obj_resource_version(o).len) != 0)) {
       E.conflicts++;
       status(r, 409, "Conflict", "Operation cannot be fulfilled on leases.coordination.k8s.io \\\"ctl\\\": the object has been modified");
     } else {

@@ -97,8 +97,9 @@ static uint64_t leader_successes(void) {
 
 static int pod_index(kc_obj *o) {
   static const char pre[] = "stall-pod-";
-  if (o->name.len <= sizeof pre - 1 || memcmp(o->name.ptr, pre, sizeof pre - 1) != 0) return -1;
-  int i = atoi(o->name.ptr + sizeof pre - 1);
+  if (kc_obj_name(o).len <= sizeof pre - 1 || memcmp(kc_obj_name(o).ptr, pre, sizeof pre - 1) != 0)
+    return -1;
+  int i = atoi(kc_obj_name(o).ptr + sizeof pre - 1);
   return i >= 0 && i < NPODS ? i : -1;
 }
 
@@ -111,7 +112,7 @@ static void pod_add(void *ud, kc_informer *inf, kc_obj *o) {
 }
 
 static void cm_add(void *ud, kc_informer *inf, kc_obj *o) {
-  if (!kc_str_eq_c(o->name, "stall-big") || R.big_seen_us) return;
+  if (!kc_str_eq_c(kc_obj_name(o), "stall-big") || R.big_seen_us) return;
   R.big_seen_us = now_us();
   R.renewals_at_big = leader_successes();
   kc_json_value jv;

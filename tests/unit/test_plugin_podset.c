@@ -22,8 +22,8 @@ static void test_build_pod(void **state) {
                    0);
   kc_obj *o = tu_parse(b.p, b.n);
   pu_buf_free(&b);
-  assert_true(kc_str_eq_c(o->kind, "Pod") && kc_str_eq_c(o->api_version, "v1"));
-  assert_true(kc_str_eq_c(o->namespace_, "demo"));
+  assert_true(kc_str_eq_c(kc_obj_kind(o), "Pod") && kc_str_eq_c(kc_obj_api_version(o), "v1"));
+  assert_true(kc_str_eq_c(kc_obj_namespace(o), "demo"));
   tu_str_at(o, "metadata.generateName", "web-");
   assert_int_equal(o->nlabels, 3);
   assert_true(kc_str_eq_c(kc_obj_label(o, kc_str_c("podset")), "web")); /* ours wins */

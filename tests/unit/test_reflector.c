@@ -256,21 +256,21 @@ static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t 
   K.replaces++;
   klog_add("R");
   for (size_t i = 0; i < n; i++)
-    klog_add("%c%.*s@%.*s", i ? ',' : ' ', (int)objs[i]->name.len, objs[i]->name.ptr,
-             (int)objs[i]->resource_version.len, objs[i]->resource_version.ptr);
+    klog_add("%c%.*s@%.*s", i ? ',' : ' ', (int)kc_obj_name(objs[i]).len, kc_obj_name(objs[i]).ptr,
+             (int)kc_obj_resource_version(objs[i]).len, kc_obj_resource_version(objs[i]).ptr);
   klog_add(";");
 }
 
 static void sink_upsert(void *ud, kc_reflector *r, kc_obj *o) {
   K.upserts++;
-  klog_add("U %.*s@%.*s;", (int)o->name.len, o->name.ptr, (int)o->resource_version.len,
-           o->resource_version.ptr);
+  klog_add("U %.*s@%.*s;", (int)kc_obj_name(o).len, kc_obj_name(o).ptr,
+           (int)kc_obj_resource_version(o).len, kc_obj_resource_version(o).ptr);
 }
 
 static void sink_remove(void *ud, kc_reflector *r, kc_obj *o) {
   K.removes++;
-  klog_add("D %.*s@%.*s;", (int)o->name.len, o->name.ptr, (int)o->resource_version.len,
-           o->resource_version.ptr);
+  klog_add("D %.*s@%.*s;", (int)kc_obj_name(o).len, kc_obj_name(o).ptr,
+           (int)kc_obj_resource_version(o).len, kc_obj_resource_version(o).ptr);
 }
 
 /* ---- fixture -------------------------------------------------------------- */

@@ -78,7 +78,7 @@ static int count_list(kc_store *s, const char *ns, const char *sel_text) {
   int n = kc_store_list(s, ns ? kc_str_c(ns) : (kc_str){0}, sel, &v);
   assert_int_equal((size_t)n, v.n);
   for (size_t i = 0; i < v.n; i++) {
-    if (ns) assert_true(kc_str_eq_c(v.v[i]->namespace_, ns));
+    if (ns) assert_true(kc_str_eq_c(kc_obj_namespace(v.v[i]), ns));
     assert_true(kc_label_selector_matches_obj(sel, v.v[i]));
   }
   kc_obj_vec_release(&v);
@@ -157,10 +157,10 @@ static void test_basic(void **state) {
   kc_obj_unref(a2);
   g = kc_store_get(s, kc_str_c("ns1"), kc_str_c("a"));
   assert_non_null(g);
-  assert_true(kc_str_eq_c(g->resource_version, "2"));
+  assert_true(kc_str_eq_c(kc_obj_resource_version(g), "2"));
   /* A reader's reference outlives the store. */
   kc_store_free(s);
-  assert_true(kc_str_eq_c(g->name, "a"));
+  assert_true(kc_str_eq_c(kc_obj_name(g), "a"));
   kc_obj_unref(g);
 }
 
@@ -281,9 +281,9 @@ static void on_change(void *ud, enum kc_store_event ev, kc_obj *old, kc_obj *new
   assert_true(l->n < 16);
   l->ev[l->n] = ev;
   kc_obj *o = new_ ? new_ : old;
-  snprintf(l->name[l->n], sizeof l->name[0], "%.*s", (int)o->name.len, o->name.ptr);
+  snprintf(l->name[l->n], sizeof l->name[0], "%.*s", (int)kc_obj_name(o).len, kc_obj_name(o).ptr);
   /* The store is written before handlers run. */
-  kc_obj *g = kc_store_get(l->s, o->namespace_, o->name);
+  kc_obj *g = kc_store_get(l->s, kc_obj_namespace(o), kc_obj_name(o));
   if (ev == KC_STORE_DELETED) assert_null(g);
   else assert_ptr_equal(g, new_);
   kc_obj_unref(g);
@@ -483,7 +483,8 @@ static void test_randomized(void **state) {
     int a = (int)(pg_rand(&rng) % NNS), b = (int)(pg_rand(&rng) % NNAMES);
     if (pg_rand(&rng) % 4 == 0) {
       kc_obj *old = NULL;
-      int rc = kc_store_delete(s, kc_str_c(NSS[a]), shadow[a][b] ? shadow[a][b]->name : kc_str_c("pod-x"), &old);
+      int rc = kc_store_delete(s, kc_str_c(NSS[a]),
+                               shadow[a][b] ? kc_obj_name(shadow[a][b]) : kc_str_c("pod-x"), &old);
       assert_int_equal(rc, shadow[a][b] ? 0 : -ENOENT);
       assert_ptr_equal(old, shadow[a][b]);
       kc_obj_unref(old);

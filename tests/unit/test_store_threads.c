@@ -47,7 +47,7 @@ static void *writer(void *arg) {
     uint64_t r = pg_rand(&rng) % 100;
     if (r < 25) {
       kc_obj *old = NULL;
-      if (kc_store_delete(sh->s, o->namespace_, o->name, &old) == 0) kc_obj_unref(old);
+      if (kc_store_delete(sh->s, kc_obj_namespace(o), kc_obj_name(o), &old) == 0) kc_obj_unref(old);
     } else if (r == 99) {
       kc_obj *list[POOL / 4];
       for (size_t k = 0; k < POOL / 4; k++) list[k] = sh->pool[(pg_rand(&rng) % (POOL / 4)) * 4 + k % 4];
@@ -71,7 +71,7 @@ static void *reader(void *arg) {
     snprintf(name, sizeof name, "pod-%d", (int)(pg_rand(&rng) % NNAMES));
     kc_obj *o = kc_store_get(sh->s, kc_str_c(ns), kc_str_c(name));
     if (o) {
-      if (!kc_str_eq_c(o->name, name) || !kc_str_eq_c(o->namespace_, ns))
+      if (!kc_str_eq_c(kc_obj_name(o), name) || !kc_str_eq_c(kc_obj_namespace(o), ns))
         atomic_fetch_add(&sh->errors, 1);
       kc_json_value jv;
       if (kc_obj_get(o, "spec.containers[0].name", &jv) != 0 || jv.type != KC_JSON_STRING)
@@ -82,7 +82,8 @@ static void *reader(void *arg) {
     int n = kc_store_list(sh->s, kc_str_c(ns), sh->sel, &v);
     if (n < 0 || (size_t)n != v.n) atomic_fetch_add(&sh->errors, 1);
     for (size_t i = 0; i < v.n; i++)
-      if (!kc_str_eq_c(v.v[i]->namespace_, ns) || !kc_label_selector_matches_obj(sh->sel, v.v[i]))
+      if (!kc_str_eq_c(kc_obj_namespace(v.v[i]), ns) ||
+          !kc_label_selector_matches_obj(sh->sel, v.v[i]))
         atomic_fetch_add(&sh->errors, 1);
     const char *node = NODES[pg_rand(&rng) % 4];
     kc_obj_vec_clear(&v);

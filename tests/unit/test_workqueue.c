@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "memtrim.h"
 #include "workqueue.h"
 
 #define MS KC_NS_PER_MS
@@ -311,6 +312,72 @@ static void test_memory_bounded(void **state) {
   kc_workqueue_free(wq);
 }
 
+/* Adds n keys "ns/<tag>-<i>", all queued at once. */
+static void add_burst(kc_workqueue *wq, const char *tag, unsigned n) {
+  char key[48];
+  for (unsigned i = 0; i < n; i++) {
+    snprintf(key, sizeof key, "ns/%s-%u", tag, i);
+    assert_int_equal(kc_workqueue_add(wq, key), 0);
+  }
+}
+
+/* The Done that drains a queue which held KC_WQ_TRIM_KEYS keys trims once
+ * (kc_mem_give_back), at most once per KC_WQ_TRIM_INTERVAL_NS, and a stream
+ * of single events never does. */
+static void test_trim_after_large_drain(void **state) {
+  (void)state;
+  kc_workqueue *wq = new_queue();
+  uint64_t g0 = kc_mem_give_backs();
+  const char *k;
+  /* One key short of the threshold: no trim. */
+  add_burst(wq, "small", KC_WQ_TRIM_KEYS - 1);
+  while (kc_workqueue_get(wq, &k) == KC_WQ_KEY) kc_workqueue_done(wq, k);
+  assert_int_equal(kc_workqueue_trims(wq), 0);
+  /* At the threshold, handed out all at once (the keys are processing, not
+   * queued): only the last Done trims, exactly once. A key waiting in the
+   * delay heap does not keep the queue from counting as drained. */
+  assert_int_equal(kc_workqueue_add_after(wq, "ns/later", 3600 * SEC), 0);
+  add_burst(wq, "big", KC_WQ_TRIM_KEYS);
+  const char *keys[KC_WQ_TRIM_KEYS];
+  for (unsigned i = 0; i < KC_WQ_TRIM_KEYS; i++)
+    assert_int_equal(kc_workqueue_get(wq, &keys[i]), KC_WQ_KEY);
+  expect_empty(wq);
+  for (unsigned i = 0; i < KC_WQ_TRIM_KEYS; i++) {
+    assert_int_equal(kc_workqueue_trims(wq), 0);
+    assert_int_equal(kc_workqueue_done(wq, keys[i]), 0);
+  }
+  assert_int_equal(kc_workqueue_trims(wq), 1);
+  assert_int_equal(kc_mem_give_backs(), g0 + 1);
+  /* A second burst 1 s later: too early, no trim; the mark stays, so the
+   * first drain after the interval (one single key) trims. */
+  fake_now += SEC;
+  add_burst(wq, "again", 2 * KC_WQ_TRIM_KEYS);
+  while (kc_workqueue_get(wq, &k) == KC_WQ_KEY) kc_workqueue_done(wq, k);
+  assert_int_equal(kc_workqueue_trims(wq), 1);
+  fake_now += KC_WQ_TRIM_INTERVAL_NS - SEC - 1;
+  kc_workqueue_add(wq, "ns/one");
+  expect_get(wq, "ns/one");
+  kc_workqueue_done(wq, "ns/one");
+  assert_int_equal(kc_workqueue_trims(wq), 1);
+  fake_now += 1;
+  kc_workqueue_add(wq, "ns/one");
+  expect_get(wq, "ns/one");
+  kc_workqueue_done(wq, "ns/one");
+  assert_int_equal(kc_workqueue_trims(wq), 2);
+  /* A steady stream of single events, a minute apart: never. */
+  for (int i = 0; i < 3000; i++) {
+    fake_now += 60 * SEC;
+    char key[48];
+    snprintf(key, sizeof key, "ns/single-%d", i % 7);
+    kc_workqueue_add(wq, key);
+    expect_get(wq, key);
+    kc_workqueue_done(wq, key);
+  }
+  assert_int_equal(kc_workqueue_trims(wq), 2);
+  assert_int_equal(kc_mem_give_backs(), g0 + 2);
+  kc_workqueue_free(wq);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fifo_and_dedup),
@@ -323,6 +390,7 @@ int main(void) {
       cmocka_unit_test(test_shutdown),
       cmocka_unit_test(test_metrics),
       cmocka_unit_test(test_memory_bounded),
+      cmocka_unit_test(test_trim_after_large_drain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
