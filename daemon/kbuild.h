@@ -160,12 +160,13 @@ int kc_obj_builder_end_array(kc_obj_builder *b);
 /* Raw mode, for the streaming decoder: instead of re-emitting tokens, the
  * builder copies the object's text from the input as received (the API
  * server sends compact JSON), cutting dropped members out. Call before
- * yajl_parse() with the handle whose callbacks feed this builder and the
- * chunk being parsed, and kc_obj_builder_input_end() after it returned OK.
+ * kc_jsonlex_feed() with the lexer whose callbacks feed this builder and
+ * the chunk being fed (its position, kc_jsonlex_pos, says where each token
+ * ends), and kc_obj_builder_input_end() after it returned 0.
  * The first call switches the builder to raw mode for good. In raw mode the
  * identity/label slices are the text as sent (escapes included). */
-struct yajl_handle_t;
-void kc_obj_builder_input(kc_obj_builder *b, struct yajl_handle_t *h, const char *chunk,
+struct kc_jsonlex;
+void kc_obj_builder_input(kc_obj_builder *b, struct kc_jsonlex *lx, const char *chunk,
                           size_t len);
 int kc_obj_builder_input_end(kc_obj_builder *b);
 /* True once the root object has closed. */
