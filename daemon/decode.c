@@ -342,7 +342,10 @@ static int d_start_map(void *c) {
   kc_decoder *d = c;
   if (d->building) {
     d->bdepth++;
-    return fwd(d, kc_obj_builder_start_map(d->b));
+    int rc = kc_obj_builder_start_map(d->b);
+    if (rc) return fwd(d, rc);
+    /* nothing inside can matter: the lexer validates it, the end comes */
+    return kc_obj_builder_skip_inside(d->b) ? KC_JSONLEX_SKIP : KC_JSONLEX_GO;
   }
   if (d->skip) {
     d->skip++;
@@ -402,7 +405,10 @@ static int d_start_array(void *c) {
   kc_decoder *d = c;
   if (d->building) {
     d->bdepth++;
-    return fwd(d, kc_obj_builder_start_array(d->b));
+    int rc = kc_obj_builder_start_array(d->b);
+    if (rc) return fwd(d, rc);
+    /* nothing inside can matter: the lexer validates it, the end comes */
+    return kc_obj_builder_skip_inside(d->b) ? KC_JSONLEX_SKIP : KC_JSONLEX_GO;
   }
   if (d->skip) {
     d->skip++;

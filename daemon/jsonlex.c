@@ -579,7 +579,7 @@ static int lit_body(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t i, 
 
 /* --- Containers ------------------------------------------------------------ */
 
-static int open_container(kc_jsonlex *lx, bool array, size_t pos) {
+static inline int open_container(kc_jsonlex *lx, bool array, size_t pos) {
   if (lx->depth >= lx->max_depth)
     return failv(lx, -E2BIG, pos - 1, "nesting deeper than %u levels", lx->max_depth);
   lx->saved[lx->depth++] = got_state[lx->cur];
@@ -603,7 +603,7 @@ static int open_container(kc_jsonlex *lx, bool array, size_t pos) {
   return 0;
 }
 
-static int close_container(kc_jsonlex *lx, bool array, size_t pos) {
+static inline int close_container(kc_jsonlex *lx, bool array, size_t pos) {
   unsigned d = lx->depth--;
   lx->cur = lx->saved[lx->depth];
   if (lx->skip_depth) {
@@ -660,12 +660,46 @@ static int run(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t i) {
     case '\r':
     case '\v':
     case '\f': i++; continue;
-    case '"':
-      if (lx->cur == M_FIRST || lx->cur == M_KEY) r = string_start(lx, p, n, i, true, &i);
-      else if (lx->valpos[lx->cur]) r = string_start(lx, p, n, i, false, &i);
-      else if (lx->cur == TOP_DONE) r = string_start(lx, p, n, i, false, &i); /* garbage, see finish */
-      else return unexpected(lx, i);
+    case '"': {
+      bool key = lx->cur == M_FIRST || lx->cur == M_KEY;
+      if (key || lx->valpos[lx->cur]) {
+        /* The common case inline: a string without escapes or UTF-8,
+         * whole in this feed. */
+        size_t j = str_scan(p, i + 1, n);
+        if (j < n && p[j] == '"') {
+          const char *sv = (const char *)p + i + 1;
+          size_t sn = j - i - 1;
+          i = j + 1;
+          int rr = KC_JSONLEX_GO;
+          if (key) {
+            lx->cur = M_COLON;
+            if (!quiet(lx) && lx->cb.map_key) {
+              lx->pos = i;
+              rr = lx->cb.map_key(lx->ud, sv, sn);
+              if (rr == KC_JSONLEX_SKIP) lx->skip_val = true;
+            }
+            if (i < n && p[i] == ':') { /* compact JSON: the colon right after */
+              lx->cur = M_VALUE;
+              i++;
+            }
+          } else {
+            if (!quiet(lx) && lx->cb.string) {
+              lx->pos = i;
+              rr = lx->cb.string(lx->ud, sv, sn);
+            }
+            value_end(lx);
+          }
+          if (rr == KC_JSONLEX_STOP) return cancelled(lx);
+          continue;
+        }
+        r = string_start(lx, p, n, i, key, &i);
+      } else if (lx->cur == TOP_DONE) {
+        r = string_start(lx, p, n, i, false, &i); /* garbage, see finish */
+      } else {
+        return unexpected(lx, i);
+      }
       break;
+    }
     case ':':
       if (lx->cur != M_COLON) return unexpected(lx, i);
       lx->cur = M_VALUE;

@@ -539,6 +539,11 @@ int kc_obj_builder_input_end(kc_obj_builder *b) {
   return rc;
 }
 
+bool kc_obj_builder_skip_inside(const kc_obj_builder *b) {
+  const level *l = &b->st[b->depth];
+  return b->raw && b->depth > 1 && (l->fast || (l->skip && l->role == R_NONE));
+}
+
 static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {
   switch (parent) {
   case R_ROOT:

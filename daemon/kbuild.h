@@ -169,6 +169,14 @@ struct kc_jsonlex;
 void kc_obj_builder_input(kc_obj_builder *b, struct kc_jsonlex *lx, const char *chunk,
                           size_t len);
 int kc_obj_builder_input_end(kc_obj_builder *b);
+/* Raw mode: true when nothing inside the container the last start_map /
+ * start_array opened can matter (no identity field, label, Status field,
+ * drop or capture path inside; or a dropped subtree with none of those):
+ * the decoder then answers KC_JSONLEX_SKIP, the lexer only validates the
+ * contents, and the container's end call still comes (the text is copied
+ * from the input all the same). Most of an object's bytes (spec, status,
+ * metadata.managedFields) are in such containers. */
+bool kc_obj_builder_skip_inside(const kc_obj_builder *b);
 /* True once the root object has closed. */
 bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */
