@@ -299,7 +299,12 @@ static bool is_key(const char *s, size_t len, const char *lit) {
 
 static int d_key(void *c, const char *s, size_t len) {
   kc_decoder *d = c;
-  if (d->building) return fwd(d, kc_obj_builder_key(d->b, s, len));
+  if (d->building) {
+    int rc = kc_obj_builder_key(d->b, s, len);
+    if (rc) return fwd(d, rc);
+    /* a member nobody looks at: the lexer validates its value, silently */
+    return kc_obj_builder_skip_value(d->b) ? KC_JSONLEX_SKIP : KC_JSONLEX_GO;
+  }
   if (d->skip) return 1;
   enum expect x = X_SKIP;
   switch (d->ctx) {

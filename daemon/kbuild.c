@@ -544,6 +544,11 @@ bool kc_obj_builder_skip_inside(const kc_obj_builder *b) {
   return b->raw && b->depth > 1 && (l->fast || (l->skip && l->role == R_NONE));
 }
 
+bool kc_obj_builder_skip_value(const kc_obj_builder *b) {
+  return b->raw && b->depth >= 1 && !b->st[b->depth].is_array && b->v_role == R_NONE &&
+         !b->v_skip && !b->v_drop && !b->v_cap;
+}
+
 static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {
   switch (parent) {
   case R_ROOT:

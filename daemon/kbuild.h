@@ -177,6 +177,11 @@ int kc_obj_builder_input_end(kc_obj_builder *b);
  * from the input all the same). Most of an object's bytes (spec, status,
  * metadata.managedFields) are in such containers. */
 bool kc_obj_builder_skip_inside(const kc_obj_builder *b);
+/* Raw mode: true when the value of the key just given (kc_obj_builder_key)
+ * cannot matter at all (no role, not dropped, no capture path): the decoder
+ * answers KC_JSONLEX_SKIP from map_key and the builder is told nothing of
+ * that value, scalar or container (its text is copied all the same). */
+bool kc_obj_builder_skip_value(const kc_obj_builder *b);
 /* True once the root object has closed. */
 bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */
