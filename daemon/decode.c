@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* decode: see decode.h. The yajl callbacks below handle the envelope (the
- * list object, the watch event object); everything inside one Kubernetes
- * object goes straight to the kobj builder. */
+/* decode: see decode.h. The jsonlex callbacks below handle the envelope
+ * (the list object, the watch event object); everything inside one
+ * Kubernetes object goes straight to the kobj builder. kc_obj_parse (one
+ * complete text, not streamed) still parses with yajl. */
 #include "decode.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "buf.h"
+#include "jsonlex.h"
 
 /* Where the envelope is. */
 enum ctx {
@@ -43,7 +45,7 @@ enum expect {
 
 struct kc_decoder {
   enum kc_decode_mode mode;
-  yajl_handle h;
+  kc_jsonlex *lx;
   kc_obj_builder *b;
   kc_decoder_callbacks cbs;
   void *ud;
@@ -74,19 +76,8 @@ struct kc_decoder {
   bool unit_active;
   uint64_t unit_bytes;
 
-  /* Input coalescing: yajl 2.1 lexes an unfinished token again from its
-   * first byte on every yajl_parse call, so a long string fed in n pieces
-   * would cost O(n x length). Every call below ends at a token boundary
-   * (found by the scan); the bytes after the last boundary wait in `carry`,
-   * and small feeds are batched there until FLUSH_MIN bytes or the end of a
-   * top-level value (a watch event) are reached. */
-  char *carry;
-  size_t carry_len, carry_cap;
-  size_t carry_safe; /* carry[0..carry_safe) ends at a token boundary */
-  bool in_str, esc;  /* scan state after the last byte received */
-  unsigned depth;    /* open containers (scan), saturating at 0 on bad input */
   uint64_t received; /* bytes passed to kc_decoder_feed */
-  uint64_t lexed;    /* bytes handed to yajl_parse */
+  uint64_t lexed;    /* bytes handed to the lexer (each once) */
   /* Rejected objects (decode.h): LIST items skipped, and the reason of the
    * current event's object while the event is being read. */
   uint64_t nrejected;
@@ -94,7 +85,7 @@ struct kc_decoder {
 
   bool any_input; /* a non-whitespace byte was fed */
   int err;
-  bool failing; /* a callback set err: yajl's own message is secondary */
+  bool failing; /* a callback set err: the lexer's own message is secondary */
   char errbuf[512];
 };
 
@@ -120,7 +111,8 @@ static const char *unit_word(const kc_decoder *d) {
   return d->mode == KC_DECODE_WATCH ? "event" : "item";
 }
 
-/* Records the first error (with the event/item number) and makes yajl stop. */
+/* Records the first error (with the event/item number) and makes the lexer
+ * stop (KC_JSONLEX_STOP). */
 static int failf(kc_decoder *d, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int failf(kc_decoder *d, int err, const char *fmt, ...) {
   if (d->failing) return 0;
@@ -131,13 +123,13 @@ static int failf(kc_decoder *d, int err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  /* The byte offset is added by feed, once yajl says where it stopped. */
+  /* The byte offset is added by feed, once the lexer says where it stopped. */
   snprintf(d->errbuf, sizeof d->errbuf, "%s %llu: %s", unit_word(d),
            (unsigned long long)unit_no(d), msg);
   return 0;
 }
 
-/* Converts a builder result into a yajl callback result. */
+/* Converts a builder result into a lexer callback result. */
 static int fwd(kc_decoder *d, int rc) {
   if (rc == 0) return 1;
   return failf(d, rc, "%s", kc_obj_builder_error(d->b));
@@ -147,8 +139,8 @@ static int item_done(kc_decoder *d);
 static int event_done(kc_decoder *d);
 
 /* Reports an object of a shape the API server never sends (kbuild.h
- * kc_obj_builder_shape_error) instead of delivering it. Runs inside a yajl
- * callback, where the consumed byte count says where the object ended. */
+ * kc_obj_builder_shape_error) instead of delivering it. Runs inside a lexer
+ * callback, where the lexer's position says where the object ended. */
 static int report_reject(kc_decoder *d, const kc_obj *o, const char *why, const char *type) {
   d->nrejected++;
   if (!d->cbs.reject) return 1;
@@ -156,7 +148,7 @@ static int report_reject(kc_decoder *d, const kc_obj *o, const char *why, const 
       .obj = o,
       .reason = why,
       .index = unit_no(d) - (d->mode == KC_DECODE_LIST ? 1 : 0),
-      .offset = d->fed + yajl_get_bytes_consumed(d->h),
+      .offset = d->fed + kc_jsonlex_pos(d->lx),
       .event_type = type,
   };
   int r = d->cbs.reject(d->ud, &rj);
@@ -207,7 +199,7 @@ static int start_object(kc_decoder *d) {
   return fwd(d, kc_obj_builder_start_map(d->b));
 }
 
-static int dup_str(kc_decoder *d, char **dst, const unsigned char *s, size_t len) {
+static int dup_str(kc_decoder *d, char **dst, const char *s, size_t len) {
   char *p = malloc(len + 1);
   if (!p) return failf(d, -ENOMEM, "out of memory");
   memcpy(p, s, len);
@@ -223,7 +215,7 @@ static int dup_str(kc_decoder *d, char **dst, const unsigned char *s, size_t len
 }
 
 /* A scalar in the envelope (builder not involved). `s` is set for strings. */
-static int env_scalar(kc_decoder *d, const unsigned char *s, size_t len, bool is_number,
+static int env_scalar(kc_decoder *d, const char *s, size_t len, bool is_number,
                       const char *what) {
   if (d->skip) return 1;
   enum expect x = d->expect;
@@ -291,23 +283,28 @@ static int d_bool(void *c, int v) {
 static int d_number(void *c, const char *s, size_t len) {
   kc_decoder *d = c;
   if (d->building) return fwd(d, kc_obj_builder_number(d->b, s, len));
-  return env_scalar(d, (const unsigned char *)s, len, true, "a number");
+  return env_scalar(d, s, len, true, "a number");
 }
 
-static int d_string(void *c, const unsigned char *s, size_t len) {
+static int d_string(void *c, const char *s, size_t len) {
   kc_decoder *d = c;
-  if (d->building) return fwd(d, kc_obj_builder_string(d->b, (const char *)s, len));
+  if (d->building) return fwd(d, kc_obj_builder_string(d->b, s, len));
   return env_scalar(d, s, len, false, "a string");
 }
 
-static bool is_key(const unsigned char *s, size_t len, const char *lit) {
+static bool is_key(const char *s, size_t len, const char *lit) {
   size_t n = strlen(lit);
   return len == n && memcmp(s, lit, n) == 0;
 }
 
-static int d_key(void *c, const unsigned char *s, size_t len) {
+static int d_key(void *c, const char *s, size_t len) {
   kc_decoder *d = c;
-  if (d->building) return fwd(d, kc_obj_builder_key(d->b, (const char *)s, len));
+  if (d->building) {
+    int rc = kc_obj_builder_key(d->b, s, len);
+    if (rc) return fwd(d, rc);
+    /* a member nobody looks at: the lexer validates its value, silently */
+    return kc_obj_builder_skip_value(d->b) ? KC_JSONLEX_SKIP : KC_JSONLEX_GO;
+  }
   if (d->skip) return 1;
   enum expect x = X_SKIP;
   switch (d->ctx) {
@@ -333,7 +330,8 @@ static int d_key(void *c, const unsigned char *s, size_t len) {
   default: break;
   }
   d->expect = x;
-  return 1;
+  /* A member nobody reads: the lexer only validates its value. */
+  return x == X_SKIP ? KC_JSONLEX_SKIP : KC_JSONLEX_GO;
 }
 
 static void event_reset(kc_decoder *d) {
@@ -349,7 +347,10 @@ static int d_start_map(void *c) {
   kc_decoder *d = c;
   if (d->building) {
     d->bdepth++;
-    return fwd(d, kc_obj_builder_start_map(d->b));
+    int rc = kc_obj_builder_start_map(d->b);
+    if (rc) return fwd(d, rc);
+    /* nothing inside can matter: the lexer validates it, the end comes */
+    return kc_obj_builder_skip_inside(d->b) ? KC_JSONLEX_SKIP : KC_JSONLEX_GO;
   }
   if (d->skip) {
     d->skip++;
@@ -389,8 +390,8 @@ static int d_start_map(void *c) {
   }
   if (x == X_ITEMS) return failf(d, -EBADMSG, "\"items\" is an object, not an array");
   if (x == X_TYPE) return failf(d, -EBADMSG, "\"type\" is an object, not a string");
-  d->skip = 1;
-  return 1;
+  d->skip = 1; /* its end_map still comes */
+  return KC_JSONLEX_SKIP;
 }
 
 /* LIST without a given type: items are of the list's kind minus "List",
@@ -409,7 +410,10 @@ static int d_start_array(void *c) {
   kc_decoder *d = c;
   if (d->building) {
     d->bdepth++;
-    return fwd(d, kc_obj_builder_start_array(d->b));
+    int rc = kc_obj_builder_start_array(d->b);
+    if (rc) return fwd(d, rc);
+    /* nothing inside can matter: the lexer validates it, the end comes */
+    return kc_obj_builder_skip_inside(d->b) ? KC_JSONLEX_SKIP : KC_JSONLEX_GO;
   }
   if (d->skip) {
     d->skip++;
@@ -430,8 +434,8 @@ static int d_start_array(void *c) {
   }
   if (x == X_OBJECT) return failf(d, -EBADMSG, "\"object\" is an array, not an object");
   if (x == X_TYPE) return failf(d, -EBADMSG, "\"type\" is an array, not a string");
-  d->skip = 1;
-  return 1;
+  d->skip = 1; /* its end_array still comes */
+  return KC_JSONLEX_SKIP;
 }
 
 static int d_end_map(void *c) {
@@ -517,9 +521,11 @@ static int event_done(kc_decoder *d) {
   return 1;
 }
 
-static const yajl_callbacks dec_cbs = {
-    d_null,      d_bool, NULL,      NULL,          d_number,   d_string,
-    d_start_map, d_key,  d_end_map, d_start_array, d_end_array};
+static const kc_jsonlex_callbacks dec_cbs = {
+    .null = d_null,           .boolean = d_bool,       .number = d_number,
+    .string = d_string,       .map_key = d_key,        .start_map = d_start_map,
+    .end_map = d_end_map,     .start_array = d_start_array, .end_array = d_end_array,
+};
 
 kc_decoder *kc_decoder_new(enum kc_decode_mode mode, const kc_transform *t,
                            const kc_decoder_callbacks *cbs, void *ud) {
@@ -543,27 +549,30 @@ kc_decoder *kc_decoder_new(enum kc_decode_mode mode, const kc_transform *t,
     errno = e;
     return NULL;
   }
-  d->h = yajl_alloc(&dec_cbs, NULL, d);
-  if (!d->h) {
+  /* Watch bodies are values back to back; lists are exactly one value.
+   * Strings are UTF-8 validated (jsonlex.h). */
+  d->lx = kc_jsonlex_new(&dec_cbs, d, mode == KC_DECODE_WATCH ? KC_JSONLEX_MULTIPLE : 0);
+  if (!d->lx) {
     kc_obj_builder_free(d->b);
     free(d);
     errno = ENOMEM;
     return NULL;
   }
-  /* Watch bodies are values back to back; lists are exactly one value.
-   * Strings stay UTF-8 validated (yajl_dont_validate_strings off). */
-  if (mode == KC_DECODE_WATCH) yajl_config(d->h, yajl_allow_multiple_values, 1);
+  /* The envelope's levels (event; list, items) plus an object's. */
+  kc_jsonlex_set_max_depth(d->lx, KC_OBJ_MAX_DEPTH + (mode == KC_DECODE_WATCH ? 1 : 2));
+  kc_jsonlex_set_max_token(d->lx, d->max_bytes);
   return d;
 }
 
 void kc_decoder_set_max_bytes(kc_decoder *d, size_t max_bytes) {
   d->max_bytes = max_bytes ? max_bytes : KC_OBJ_MAX_BYTES;
   kc_obj_builder_set_max_bytes(d->b, max_bytes);
+  kc_jsonlex_set_max_token(d->lx, d->max_bytes);
 }
 
 void kc_decoder_free(kc_decoder *d) {
   if (!d) return;
-  yajl_free(d->h);
+  kc_jsonlex_free(d->lx);
   kc_obj_builder_free(d->b);
   kc_obj_unref(d->obj);
   free(d->kind);
@@ -571,7 +580,6 @@ void kc_decoder_free(kc_decoder *d) {
   free(d->rv);
   free(d->cont);
   free(d->shardsel);
-  free(d->carry);
   free(d);
 }
 
@@ -603,37 +611,42 @@ static void prefix_offset(kc_decoder *d, uint64_t off) {
   memcpy(d->errbuf, tmp, (size_t)n + l + 1);
 }
 
-/* Builds the final message after yajl returned an error. */
+/* Builds the final message after the lexer returned an error. */
 static int finish_error(kc_decoder *d, const char *buf, size_t len) {
-  size_t at = yajl_get_bytes_consumed(d->h);
+  size_t at = kc_jsonlex_pos(d->lx);
   uint64_t off = d->fed + at;
+  int lrc = kc_jsonlex_result(d->lx);
   if (d->failing) {
     prefix_offset(d, off);
   } else {
-    unsigned char *y = yajl_get_error(d->h, 0, (const unsigned char *)buf, len);
-    size_t yl = y ? strlen((char *)y) : 0;
-    while (yl && (y[yl - 1] == '\n' || y[yl - 1] == ' ')) y[--yl] = '\0';
-    snprintf(d->errbuf, sizeof d->errbuf, "offset %llu, %s %llu: invalid JSON: %.200s",
+    const char *m = kc_jsonlex_error(d->lx);
+    char big[80];
+    d->err = lrc == -E2BIG || lrc == -ENOMEM ? lrc : -EBADMSG;
+    if (lrc == -ENOMEM) {
+      m = "out of memory";
+    } else if (lrc == -E2BIG && strncmp(m, "nesting", 7) == 0) {
+      m = "nesting deeper than KC_OBJ_MAX_DEPTH (256) levels";
+    } else if (lrc == -E2BIG) { /* one token spanning feeds */
+      snprintf(big, sizeof big, "larger than the limit of %zu bytes", d->max_bytes);
+      m = big;
+    }
+    snprintf(d->errbuf, sizeof d->errbuf, "offset %llu, %s %llu: %s%.200s",
              (unsigned long long)off, unit_word(d), (unsigned long long)unit_no(d),
-             y ? (char *)y : "?");
-    if (y) yajl_free_error(d->h, y);
-    d->err = -EBADMSG;
+             d->err == -EBADMSG ? "invalid JSON: " : "", m);
     d->failing = true;
   }
   add_near(d->errbuf, sizeof d->errbuf, buf, len, at);
   return d->err;
 }
 
-/* Hands one piece that ends at a token boundary (or the end of the body)
- * to yajl and the builder. */
+/* Hands one piece (cut anywhere) to the lexer and the builder. */
 static int parse_piece(kc_decoder *d, const char *buf, size_t len) {
   if (len == 0) return 0;
   uint64_t seq0 = d->unit_seq;
   bool active0 = d->unit_active;
   d->lexed += len;
-  kc_obj_builder_input(d->b, d->h, buf, len);
-  yajl_status s = yajl_parse(d->h, (const unsigned char *)buf, len);
-  if (s != yajl_status_ok) {
+  kc_obj_builder_input(d->b, d->lx, buf, len);
+  if (kc_jsonlex_feed(d->lx, buf, len)) {
     kc_obj_builder_input_end(d->b);
     int rc = finish_error(d, buf, len);
     d->fed += len;
@@ -661,130 +674,6 @@ static int parse_piece(kc_decoder *d, const char *buf, size_t len) {
   return 0;
 }
 
-/* Byte classes outside strings. */
-enum { B_OTHER = 0, B_QUOTE, B_OPEN, B_CLOSE, B_SEP };
-static const unsigned char byte_class[256] = {
-    ['"'] = B_QUOTE, ['{'] = B_OPEN,  ['['] = B_OPEN,  ['}'] = B_CLOSE, [']'] = B_CLOSE,
-    [','] = B_SEP,   [':'] = B_SEP,   [' '] = B_SEP,   ['\t'] = B_SEP,  ['\n'] = B_SEP,
-    ['\r'] = B_SEP,
-};
-
-/* Scans p[0..n) once, carrying the string/escape/depth state across calls.
- * Returns the offset just past the last token boundary (a structural
- * character or white space outside a string, or a string's closing quote),
- * 0 when there is none; with `first`, stops at the first one. *value_end is
- * set when a top-level value closed. */
-static size_t scan(kc_decoder *d, const char *p, size_t n, bool first, bool *value_end) {
-  size_t last = 0;
-  bool in_str = d->in_str, esc = d->esc;
-  unsigned depth = d->depth;
-  for (size_t i = 0; i < n; i++) {
-    if (in_str) {
-      if (esc) {
-        esc = false;
-        continue;
-      }
-      /* The long run inside a string: find the next '"' with memchr (SIMD
-       * in glibc), then any '\\' before it. */
-      const char *q = memchr(p + i, '"', n - i);
-      size_t end = q ? (size_t)(q - p) : n;
-      const char *bs = memchr(p + i, '\\', end - i);
-      if (bs) {
-        i = (size_t)(bs - p);
-        esc = true;
-        continue;
-      }
-      if (!q) break;
-      i = end;
-      in_str = false;
-      last = i + 1;
-    } else {
-      switch (byte_class[(unsigned char)p[i]]) {
-      case B_QUOTE: in_str = true; continue;
-      case B_OPEN: depth++; break;
-      case B_CLOSE:
-        if (depth && --depth == 0) *value_end = true;
-        break;
-      case B_SEP: break;
-      default: continue; /* inside a number or literal */
-      }
-      last = i + 1;
-    }
-    if (first && last) break;
-  }
-  d->in_str = in_str;
-  d->esc = esc;
-  d->depth = depth;
-  return last;
-}
-
-/* A watch stream is one event per line, and a raw newline byte can only be
- * white space between tokens (JSON escapes control characters in strings):
- * so the last '\n' of a piece is a token boundary outside any string, found
- * with one memrchr instead of a scan of every byte (which cost about a
- * third of yajl's own lexing per event). Only the bytes after it are
- * scanned, from the state after a newline (outside a string; depth 0, as
- * between events: depth only decides when a small feed is flushed, see
- * kc_decoder_feed, never where). Returns the offset of the last boundary
- * (as scan does), 0 when the piece has no newline (scan it instead). */
-static size_t watch_boundary(kc_decoder *d, const char *p, size_t n) {
-  if (d->mode != KC_DECODE_WATCH || n == 0) return 0;
-  const char *nl = memrchr(p, '\n', n);
-  if (!nl) return 0;
-  size_t cut = (size_t)(nl - p) + 1;
-  d->in_str = false;
-  d->esc = false;
-  d->depth = 0;
-  bool value_end = false;
-  size_t tail = scan(d, p + cut, n - cut, false, &value_end);
-  return cut + tail;
-}
-
-/* Small feeds are batched up to this many bytes (yajl's per-call cost). */
-#define FLUSH_MIN 4096
-
-static int carry_append(kc_decoder *d, const char *p, size_t n) {
-  if (n == 0) return 0;
-  /* What waits here is at most FLUSH_MIN bytes plus one unfinished token. */
-  if (d->carry_len + n - d->carry_safe > d->max_bytes + (size_t)FLUSH_MIN) {
-    d->failing = false;
-    failf(d, -E2BIG, "larger than the limit of %zu bytes", d->max_bytes);
-    prefix_offset(d, d->fed);
-    return d->err;
-  }
-  if (d->carry_len + n > d->carry_cap) {
-    size_t cap = d->carry_cap ? d->carry_cap : 2 * FLUSH_MIN;
-    while (cap < d->carry_len + n) cap *= 2;
-    char *np = realloc(d->carry, cap);
-    if (!np) {
-      failf(d, -ENOMEM, "out of memory");
-      return d->err;
-    }
-    d->carry = np;
-    d->carry_cap = cap;
-  }
-  memcpy(d->carry + d->carry_len, p, n);
-  d->carry_len += n;
-  return 0;
-}
-
-/* Parses carry[0..upto) and keeps the rest. */
-static int carry_flush(kc_decoder *d, size_t upto) {
-  int rc = parse_piece(d, d->carry, upto);
-  memmove(d->carry, d->carry + upto, d->carry_len - upto);
-  d->carry_len -= upto;
-  d->carry_safe = 0;
-  if (d->carry_cap > 4 * FLUSH_MIN && d->carry_len < FLUSH_MIN) {
-    /* A large value went through: give the memory back. */
-    char *np = realloc(d->carry, 2 * FLUSH_MIN);
-    if (np) {
-      d->carry = np;
-      d->carry_cap = 2 * FLUSH_MIN;
-    }
-  }
-  return rc;
-}
-
 int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
   if (d->err) return d->err;
   if (len == 0) return 0;
@@ -792,46 +681,15 @@ int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
   if (!d->any_input)
     for (size_t i = 0; i < len && !d->any_input; i++)
       d->any_input = !(buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t');
-  bool value_end = false;
-  if (len < FLUSH_MIN) {
-    /* Small piece: batch it. A finished watch event goes on at once. */
-    size_t base = d->carry_len;
-    size_t last = scan(d, buf, len, false, &value_end);
-    int rc = carry_append(d, buf, len);
-    if (rc) return rc;
-    if (last) d->carry_safe = base + last;
-    if (d->carry_safe && (d->carry_safe >= FLUSH_MIN || (value_end && d->mode == KC_DECODE_WATCH)))
-      return carry_flush(d, d->carry_safe);
-    return 0;
-  }
-  size_t off = 0;
-  if (d->carry_len) {
-    /* Complete the waiting token with the bytes up to the first boundary. */
-    size_t first = scan(d, buf, len, true, &value_end);
-    if (!first) return carry_append(d, buf, len);
-    int rc = carry_append(d, buf, first);
-    if (!rc) rc = carry_flush(d, d->carry_len);
-    if (rc) return rc;
-    off = first;
-  }
-  size_t last = watch_boundary(d, buf + off, len - off);
-  if (!last) last = scan(d, buf + off, len - off, false, &value_end);
-  int rc = parse_piece(d, buf + off, last);
-  if (rc) return rc;
-  return carry_append(d, buf + off + last, len - off - last);
+  return parse_piece(d, buf, len);
 }
 
 int kc_decoder_finish(kc_decoder *d) {
   if (d->err) return d->err;
-  if (d->carry_len) {
-    int rc = carry_flush(d, d->carry_len);
-    if (rc) return rc;
-  }
-  /* An empty watch body is a watch that ended before any event; yajl would
-   * call it a premature EOF. */
+  /* An empty watch body is a watch that ended before any event; the lexer
+   * would call it a premature EOF. */
   if (d->mode == KC_DECODE_WATCH && !d->any_input) return 0;
-  yajl_status s = yajl_complete_parse(d->h);
-  if (s != yajl_status_ok) return finish_error(d, NULL, 0);
+  if (kc_jsonlex_finish(d->lx)) return finish_error(d, NULL, 0);
   bool ok = d->mode == KC_DECODE_WATCH ? (d->ctx == C_TOP && !d->building) : d->ctx == C_DONE;
   if (!ok) {
     failf(d, -EBADMSG, "%s", d->mode == KC_DECODE_WATCH ? "truncated event" : "truncated list");

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* decode: streaming decoder for Kubernetes LIST and WATCH response bodies.
  *
- * One yajl handle per HTTP response (docs/api-contract.md 16.5).
- * Feed it the body bytes as they arrive, split anywhere (inside a token, a
- * string escape or a UTF-8 sequence); it never buffers a whole list or event.
- * The cost is linear in the bytes whatever the chunking: a light scan finds
- * token boundaries and yajl is handed only pieces that end at one (small
- * feeds are batched up to 4 KiB, or to the end of a watch event), because
- * yajl 2.1 lexes an unfinished token again from its start on every call.
+ * One jsonlex handle (jsonlex.h: yajl 2.1's rules, resumable) per HTTP
+ * response (docs/api-contract.md 16.5). Feed it the body bytes as they
+ * arrive, split anywhere (inside a token, a string escape or a UTF-8
+ * sequence); it never buffers a whole list or event. The cost is linear in
+ * the bytes whatever the chunking: every piece goes to the lexer at once,
+ * which never reads a byte twice (a token spanning pieces is assembled once,
+ * only when its value is needed). Envelope members nobody reads are only
+ * validated (the lexer's skip).
  * Each object is built directly while parsing (kbuild.h builder in raw mode:
  * the object's bytes are copied from the input as received, dropped members
  * are cut out, identity fields and labels are located on the way, and so are
@@ -141,9 +142,8 @@ uint64_t kc_decoder_count(const kc_decoder *d);
 uint64_t kc_decoder_rejected(const kc_decoder *d);
 /* Total bytes fed. */
 uint64_t kc_decoder_offset(const kc_decoder *d);
-/* Bytes handed to yajl so far. Every piece ends at a token boundary, so
- * yajl never lexes a token twice and this equals the bytes fed once the
- * body is finished, whatever the chunking (tests check it). */
+/* Bytes handed to the lexer so far. The lexer reads each byte once, so this
+ * equals the bytes fed whatever the chunking (tests check it). */
 uint64_t kc_decoder_lexed_bytes(const kc_decoder *d);
 
 /* Builds an object from one complete JSON object text (any whitespace).

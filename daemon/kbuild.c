@@ -4,6 +4,7 @@
 #include "kbuild.h"
 
 #include "buf.h"
+#include "jsonlex.h"
 #include "kname.h"
 
 #include <errno.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 
 static inline bool key_is(const char *s, size_t len, const char *lit, size_t litlen) {
@@ -103,9 +103,9 @@ struct kc_obj_builder {
 
   /* Raw mode (streaming decoder): the text is copied from the input as
    * received, span by span, instead of being re-emitted token by token;
-   * yajl's byte offset, valid inside callbacks, says where a token ends. */
+   * the lexer's position, valid inside callbacks, says where a token ends. */
   bool raw;
-  yajl_handle h;
+  kc_jsonlex *lx;
   const char *in;      /* current input chunk */
   size_t in_len;
   size_t copy_from;    /* input bytes before this are copied or dropped */
@@ -472,14 +472,14 @@ static int flush(kc_obj_builder *b, size_t upto) {
   return 0;
 }
 
-static size_t pos(const kc_obj_builder *b) { return yajl_get_bytes_consumed(b->h); }
+static size_t pos(const kc_obj_builder *b) { return kc_jsonlex_pos(b->lx); }
 
 /* Raw mode: the output ends with a string token; finds its opening quote. */
 static size_t open_quote(const kc_obj_builder *b) {
   size_t i = b->out.len - 1; /* the closing quote */
   for (;;) {
     const char *q = i ? memrchr(b->out.p, '"', i) : NULL;
-    if (!q) return 0; /* cannot happen on text yajl accepted */
+    if (!q) return 0; /* cannot happen on text the lexer accepted */
     size_t j = (size_t)(q - b->out.p), bs = 0;
     while (j > bs && b->out.p[j - 1 - bs] == '\\') bs++;
     if (bs % 2 == 0) return j;
@@ -521,10 +521,10 @@ static void raw_drop_end(kc_obj_builder *b) {
   b->copy_from = pos(b);
 }
 
-void kc_obj_builder_input(kc_obj_builder *b, struct yajl_handle_t *h, const char *chunk,
+void kc_obj_builder_input(kc_obj_builder *b, struct kc_jsonlex *lx, const char *chunk,
                           size_t len) {
   b->raw = true;
-  b->h = h;
+  b->lx = lx;
   b->in = chunk;
   b->in_len = len;
   b->copy_from = 0;
@@ -537,6 +537,16 @@ int kc_obj_builder_input_end(kc_obj_builder *b) {
   b->in_len = 0;
   b->copy_from = 0;
   return rc;
+}
+
+bool kc_obj_builder_skip_inside(const kc_obj_builder *b) {
+  const level *l = &b->st[b->depth];
+  return b->raw && b->depth > 1 && (l->fast || (l->skip && l->role == R_NONE));
+}
+
+bool kc_obj_builder_skip_value(const kc_obj_builder *b) {
+  return b->raw && b->depth >= 1 && !b->st[b->depth].is_array && b->v_role == R_NONE &&
+         !b->v_skip && !b->v_drop && !b->v_cap;
 }
 
 static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {

@@ -160,14 +160,28 @@ int kc_obj_builder_end_array(kc_obj_builder *b);
 /* Raw mode, for the streaming decoder: instead of re-emitting tokens, the
  * builder copies the object's text from the input as received (the API
  * server sends compact JSON), cutting dropped members out. Call before
- * yajl_parse() with the handle whose callbacks feed this builder and the
- * chunk being parsed, and kc_obj_builder_input_end() after it returned OK.
+ * kc_jsonlex_feed() with the lexer whose callbacks feed this builder and
+ * the chunk being fed (its position, kc_jsonlex_pos, says where each token
+ * ends), and kc_obj_builder_input_end() after it returned 0.
  * The first call switches the builder to raw mode for good. In raw mode the
  * identity/label slices are the text as sent (escapes included). */
-struct yajl_handle_t;
-void kc_obj_builder_input(kc_obj_builder *b, struct yajl_handle_t *h, const char *chunk,
+struct kc_jsonlex;
+void kc_obj_builder_input(kc_obj_builder *b, struct kc_jsonlex *lx, const char *chunk,
                           size_t len);
 int kc_obj_builder_input_end(kc_obj_builder *b);
+/* Raw mode: true when nothing inside the container the last start_map /
+ * start_array opened can matter (no identity field, label, Status field,
+ * drop or capture path inside; or a dropped subtree with none of those):
+ * the decoder then answers KC_JSONLEX_SKIP, the lexer only validates the
+ * contents, and the container's end call still comes (the text is copied
+ * from the input all the same). Most of an object's bytes (spec, status,
+ * metadata.managedFields) are in such containers. */
+bool kc_obj_builder_skip_inside(const kc_obj_builder *b);
+/* Raw mode: true when the value of the key just given (kc_obj_builder_key)
+ * cannot matter at all (no role, not dropped, no capture path): the decoder
+ * answers KC_JSONLEX_SKIP from map_key and the builder is told nothing of
+ * that value, scalar or container (its text is copied all the same). */
+bool kc_obj_builder_skip_value(const kc_obj_builder *b);
 /* True once the root object has closed. */
 bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */

@@ -5,11 +5,11 @@
  *
  * fuzz_decode() takes libFuzzer's input: the first byte picks the transform
  * and a split point; the rest is the body. The body is decoded three times
- * (one feed; two feeds split at the chosen point; pieces of 1-16 bytes,
- * which go through the decoder's batching of small feeds); all runs must
- * agree on the outcome and on the hash of all the target's callbacks
- * delivered (fuzz_mix, fuzz_check_obj), and a finished body must have been
- * handed to yajl exactly once (linear in any chunking), else it aborts.
+ * (one feed; two feeds split at the chosen point; pieces of 1-16 bytes);
+ * all runs must agree on the outcome and on the hash of all the target's
+ * callbacks delivered (fuzz_mix, fuzz_check_obj), and a finished body must
+ * have been handed to the lexer exactly once (linear in any chunking),
+ * else it aborts.
  *
  * Threads: libFuzzer's one. Errors: a failed check aborts. Ownership: the
  * callbacks borrow what the decoder hands them.

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "decode.h"
+#include "jsonlex.h"
 #include "testutil.h"
 
 /* What the callbacks saw: one line per event/item, "TYPE key rv json". */
@@ -1254,6 +1255,99 @@ static void test_decode_status_depth_limit(void **state) {
   }
 }
 
+/* Raw mode skips what cannot matter (kbuild.h kc_obj_builder_skip_inside):
+ * a builder fed by jsonlex, which skips when the builder says so, sees only
+ * the tokens outside fast levels and dropped subtrees, and still builds the
+ * object's text as sent (cuts applied), in one feed or in 1-byte feeds. */
+typedef struct skrec {
+  kc_obj_builder *b;
+  char seen[1024];
+  size_t n;
+} skrec;
+
+static void sk_note(skrec *r, const char *s, size_t len) {
+  int k = snprintf(r->seen + r->n, sizeof r->seen - r->n, "%.*s ", (int)len, s);
+  assert_true(k > 0 && (size_t)k < sizeof r->seen - r->n);
+  r->n += (size_t)k;
+}
+static int sk_ok(int rc) { return rc == 0 ? KC_JSONLEX_GO : KC_JSONLEX_STOP; }
+static int sk_null(void *u) { skrec *r = u; sk_note(r, "n", 1); return sk_ok(kc_obj_builder_null(r->b)); }
+static int sk_bool(void *u, int v) { skrec *r = u; sk_note(r, "b", 1); return sk_ok(kc_obj_builder_bool(r->b, v)); }
+static int sk_num(void *u, const char *s, size_t n) { skrec *r = u; sk_note(r, s, n); return sk_ok(kc_obj_builder_number(r->b, s, n)); }
+static int sk_str(void *u, const char *s, size_t n) { skrec *r = u; sk_note(r, s, n); return sk_ok(kc_obj_builder_string(r->b, s, n)); }
+static int sk_key(void *u, const char *s, size_t n) {
+  skrec *r = u;
+  sk_note(r, s, n);
+  if (kc_obj_builder_key(r->b, s, n)) return KC_JSONLEX_STOP;
+  if (!kc_obj_builder_skip_value(r->b)) return KC_JSONLEX_GO;
+  sk_note(r, "~", 1);
+  return KC_JSONLEX_SKIP;
+}
+static int sk_open(skrec *r, int rc, const char *what) {
+  sk_note(r, what, 1);
+  if (rc) return KC_JSONLEX_STOP;
+  if (!kc_obj_builder_skip_inside(r->b)) return KC_JSONLEX_GO;
+  sk_note(r, "~", 1);
+  return KC_JSONLEX_SKIP;
+}
+static int sk_smap(void *u) { skrec *r = u; return sk_open(r, kc_obj_builder_start_map(r->b), "{"); }
+static int sk_sarr(void *u) { skrec *r = u; return sk_open(r, kc_obj_builder_start_array(r->b), "["); }
+static int sk_emap(void *u) { skrec *r = u; sk_note(r, "}", 1); return sk_ok(kc_obj_builder_end_map(r->b)); }
+static int sk_earr(void *u) { skrec *r = u; sk_note(r, "]", 1); return sk_ok(kc_obj_builder_end_array(r->b)); }
+
+static void test_raw_skip_fast_levels(void **state) {
+  (void)state;
+  static const kc_jsonlex_callbacks cb = {sk_null, sk_bool, sk_num,  sk_str, sk_key,
+                                          sk_smap, sk_emap, sk_sarr, sk_earr};
+  const char *pod =
+      "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"n\","
+      "\"labels\":{\"x\":\"y\"},\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{\"f:spec\":{}}}]},"
+      "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\",\"ports\":[1,2]}],\"x\":null},"
+      "\"status\":{\"phase\":\"Running\",\"ok\":true}}";
+  const char *drop[] = {"metadata.managedFields"};
+  kc_transform t = {.drop = drop, .ndrop = 1};
+  for (int dropping = 0; dropping < 2; dropping++) {
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+      skrec r = {.b = kc_obj_builder_new(dropping ? &t : NULL, 0)};
+      assert_non_null(r.b);
+      kc_jsonlex *lx = kc_jsonlex_new(&cb, &r, 0);
+      assert_non_null(lx);
+      size_t len = strlen(pod), step = bytewise ? 1 : len;
+      for (size_t off = 0; off < len; off += step) {
+        kc_obj_builder_input(r.b, lx, pod + off, step);
+        assert_int_equal(kc_jsonlex_feed(lx, pod + off, step), 0);
+        assert_int_equal(kc_obj_builder_input_end(r.b), 0);
+      }
+      assert_int_equal(kc_jsonlex_finish(lx), 0);
+      kc_jsonlex_free(lx);
+      assert_true(kc_obj_builder_done(r.b));
+      kc_obj *o = kc_obj_builder_finish(r.b);
+      assert_non_null(o);
+      /* spec, status and managedFields (kept or dropped) went by unseen:
+       * a value nobody looks at is skipped at its key, a container that
+       * matters as a whole (status: the Status fields' level; a dropped
+       * member, to know where it ends) at its start */
+      assert_string_equal(r.seen, dropping ? "{ kind Pod apiVersion v1 metadata { name a namespace n labels { x y } "
+                                             "managedFields [ ~ ] } spec ~ status { ~ } } "
+                                           : "{ kind Pod apiVersion v1 metadata { name a namespace n labels { x y } "
+                                             "managedFields ~ } spec ~ status { ~ } } ");
+      if (dropping) {
+        assert_string_equal(o->json,
+                            "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+                            "\"namespace\":\"n\",\"labels\":{\"x\":\"y\"}},\"spec\":{\"containers\":"
+                            "[{\"name\":\"c\",\"image\":\"i\",\"ports\":[1,2]}],\"x\":null},"
+                            "\"status\":{\"phase\":\"Running\",\"ok\":true}}");
+      } else {
+        assert_string_equal(o->json, pod);
+      }
+      assert_int_equal(o->nlabels, 1);
+      assert_true(kc_str_eq_c(kc_obj_name(o), "a"));
+      kc_obj_unref(o);
+      kc_obj_builder_free(r.b);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_watch_initial_events),
@@ -1274,6 +1368,7 @@ int main(void) {
       cmocka_unit_test(test_watch_newlines_large_pieces),
       cmocka_unit_test(test_decode_status_depth_limit),
       cmocka_unit_test(test_rejected_shapes),
+      cmocka_unit_test(test_raw_skip_fast_levels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
