@@ -25,8 +25,11 @@
  * child, or the page bodies) and prints wall s, CPU s of the process
  * (utime + stime, all threads; the servers are other processes), CPU/wall,
  * wall / yajl alone and the largest loop lag (looplag.h probe) during the
- * sync.
+ * sync, and the CPU s of the loop thread, of the decode threads and of the
+ * rest over the sync (/proc/self/task/TID/stat), with the busiest thread's
+ * CPU as a share of wall: the thread that bounds the sync.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
@@ -417,6 +420,7 @@ enum source { SRC_APISIM_STREAM, SRC_REPLAY_PAGED };
 
 typedef struct sync_result {
   double wall_s, cpu_s, yajl_s, mb, lag_max_s;
+  double loop_cpu_s, dec_cpu_s, rest_cpu_s; /* per-thread CPU over the sync */
   unsigned threads;
   long objects;
 } sync_result;
@@ -426,6 +430,53 @@ static double cpu_now(void) {
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* CPU seconds (utime + stime) of this process's threads, split into the
+ * loop (the main thread: the bench runs the loop on it), the decode pool's
+ * threads (named "kctrld-dec*" by decodepool.c) and the rest (libcurl's
+ * resolver, libuv's threadpool). From /proc/self/task/TID/stat; a thread
+ * that ended between two samples is missing from the later one. */
+typedef struct thread_cpu {
+  double loop, dec, rest;
+} thread_cpu;
+
+static int thread_cpu_now(thread_cpu *out) {
+  *out = (thread_cpu){0};
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -errno;
+  long tick = sysconf(_SC_CLK_TCK);
+  if (tick <= 0) tick = 100;
+  pid_t self = getpid();
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char path[300], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* the thread ended */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    /* pid (comm) state ... : comm may hold spaces and ')' : split at the last ')'. */
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    if (!open || !close || close < open) continue;
+    unsigned long ut = 0, st = 0;
+    /* Fields after ')': 3 state, ..., 14 utime, 15 stime. */
+    if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+      continue;
+    double secs = (double)(ut + st) / (double)tick;
+    *close = 0;
+    const char *comm = open + 1;
+    if (atol(e->d_name) == (long)self)
+      out->loop += secs;
+    else if (strncmp(comm, "kctrld-dec", 10) == 0)
+      out->dec += secs;
+    else
+      out->rest += secs;
+  }
+  closedir(d);
+  return 0;
 }
 
 static char APISIM_BIN[4096];
@@ -580,11 +631,17 @@ static int scenario_sync(enum source src, long n, unsigned threads, sync_result 
   /* Lag samples from before the sync are not the sync's. */
   uv_run(&loop, UV_RUN_NOWAIT);
   lag.max_seconds = 0;
+  thread_cpu tc0, tc1;
+  if (thread_cpu_now(&tc0) != 0) return -1;
   double t0 = now_s(), c0 = cpu_now();
   kc_informer_start(inf);
   while (!kc_informer_synced(inf)) uv_run(&loop, UV_RUN_ONCE);
   res->wall_s = now_s() - t0;
   res->cpu_s = cpu_now() - c0;
+  if (thread_cpu_now(&tc1) != 0) return -1;
+  res->loop_cpu_s = tc1.loop - tc0.loop;
+  res->dec_cpu_s = tc1.dec - tc0.dec;
+  res->rest_cpu_s = tc1.rest - tc0.rest;
   res->lag_max_s = lag.max_seconds;
   res->objects = SYNC_ADDS;
   kc_informer_close(inf);
@@ -604,8 +661,9 @@ static void sync_table(const long *sizes, int nsizes) {
                               ? (unsigned)atoi(getenv("BENCH_DECODE_THREADS"))
                               : kc_decode_pool_default_threads();
   printf("\ninitial sync, decode pool vs inline (issue 9); yajl alone = one core, same bytes\n");
-  printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %10s\n", "pods", "source", "threads", "MB",
-         "wall s", "CPU s", "CPU/wall", "x yajl", "lag max ms");
+  printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %10s %7s %7s %7s %-6s\n", "pods", "source",
+         "threads", "MB", "wall s", "CPU s", "CPU/wall", "x yajl", "lag max ms", "loop s",
+         "dec s", "rest s", "busiest");
   static const char *const names[] = {"kube-apisim streaming", "replay paged LIST"};
   for (int i = 0; i < nsizes; i++)
     for (int src = 0; src < 2; src++)
@@ -630,9 +688,15 @@ static void sync_table(const long *sizes, int nsizes) {
           printf("%-8ld %-22s %7u failed\n", sizes[i], names[src], th);
           continue;
         }
-        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f%s\n", sizes[i], names[src],
-               r.threads, r.mb, r.wall_s, r.cpu_s, r.cpu_s / r.wall_s, r.wall_s / r.yajl_s,
-               r.lag_max_s * 1e3, r.objects == sizes[i] ? "" : " (object count wrong)");
+        /* The busiest thread: the decode threads' CPU is per thread (the
+         * pool spreads streams, one stream decodes on one thread at a time). */
+        double dec1 = r.threads ? r.dec_cpu_s / r.threads : 0;
+        const char *busiest = r.loop_cpu_s >= dec1 ? "loop" : "decode";
+        double share = (r.loop_cpu_s >= dec1 ? r.loop_cpu_s : dec1) / r.wall_s;
+        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f %7.2f %7.2f %7.2f %s %.0f%%%s\n",
+               sizes[i], names[src], r.threads, r.mb, r.wall_s, r.cpu_s, r.cpu_s / r.wall_s,
+               r.wall_s / r.yajl_s, r.lag_max_s * 1e3, r.loop_cpu_s, r.dec_cpu_s, r.rest_cpu_s,
+               busiest, share * 100, r.objects == sizes[i] ? "" : " (object count wrong)");
         fflush(stdout);
       }
   printf("columns: threads = decode pool threads (0: inline on the loop); MB = bytes parsed (the "
@@ -640,7 +704,11 @@ static void sync_table(const long *sizes, int nsizes) {
          "pages); wall s = kc_informer_start to synced; CPU s = utime+stime of the process (loop, "
          "curl and decode threads) over that time; x yajl = wall / yajl alone (best of 3, one "
          "core, no callbacks) over the same bytes; lag max = largest looplag.h sample during the "
-         "sync\n");
+         "sync; loop s / dec s / rest s = CPU s of the loop thread, of the decode threads "
+         "(together) and of the other threads (curl resolver, libuv pool) over the sync, from "
+         "/proc/self/task/*/stat (clock ticks); busiest = the thread with the most CPU (a "
+         "decode thread: dec s / threads) and its CPU as a share of wall: near 100%% it is "
+         "the bottleneck\n");
 }
 
 int main(int argc, char **argv) {
