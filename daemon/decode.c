@@ -71,13 +71,11 @@ struct kc_decoder {
   kc_list_meta meta;
 
   /* input accounting: the current unit (event or list item) */
-  uint64_t fed;
+  uint64_t fed; /* bytes fed (and lexed: every byte goes to the lexer once) */
   uint64_t unit_seq;
   bool unit_active;
   uint64_t unit_bytes;
 
-  uint64_t received; /* bytes passed to kc_decoder_feed */
-  uint64_t lexed;    /* bytes handed to the lexer (each once) */
   /* Rejected objects (decode.h): LIST items skipped, and the reason of the
    * current event's object while the event is being read. */
   uint64_t nrejected;
@@ -644,7 +642,6 @@ static int parse_piece(kc_decoder *d, const char *buf, size_t len) {
   if (len == 0) return 0;
   uint64_t seq0 = d->unit_seq;
   bool active0 = d->unit_active;
-  d->lexed += len;
   kc_obj_builder_input(d->b, d->lx, buf, len);
   if (kc_jsonlex_feed(d->lx, buf, len)) {
     kc_obj_builder_input_end(d->b);
@@ -677,7 +674,6 @@ static int parse_piece(kc_decoder *d, const char *buf, size_t len) {
 int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len) {
   if (d->err) return d->err;
   if (len == 0) return 0;
-  d->received += len;
   if (!d->any_input)
     for (size_t i = 0; i < len && !d->any_input; i++)
       d->any_input = !(buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t');
@@ -711,9 +707,9 @@ uint64_t kc_decoder_count(const kc_decoder *d) {
 
 uint64_t kc_decoder_rejected(const kc_decoder *d) { return d->nrejected; }
 
-uint64_t kc_decoder_offset(const kc_decoder *d) { return d->received; }
+uint64_t kc_decoder_offset(const kc_decoder *d) { return d->fed; }
 
-uint64_t kc_decoder_lexed_bytes(const kc_decoder *d) { return d->lexed; }
+uint64_t kc_decoder_lexed_bytes(const kc_decoder *d) { return kc_jsonlex_offset(d->lx); }
 
 /* --- kc_obj_parse: yajl straight into a builder ----------------------------- */
 
