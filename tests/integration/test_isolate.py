@@ -135,9 +135,10 @@ def failure_costs_only_its_key(kind):
             # Every dead child was reaped (the one of a failure in flight may
             # not be yet: bounded poll).
             wait_for(lambda: not zombies(k.proc.pid), what="no zombie child of kctrld", timeout=10)
-            snap = k.scrape()
-            panics = k.metric(snap, "controller_runtime_reconcile_panics_total", 'controller="iso"')
-            assert panics >= 3, panics
+            # /metrics is a snapshot up to 100 ms old: poll for the third panic.
+            snap = wait_for(lambda: (lambda s: s if k.metric(s, "controller_runtime_reconcile_panics_total",
+                                                              'controller="iso"') >= 3 else None)(k.scrape()),
+                            what="three panics of controller iso in /metrics", timeout=10)
             assert k.metric(snap, "controller_runtime_reconcile_panics_total", 'controller="other"') == 0
             assert k.metric(snap, "workqueue_retries_total", 'controller="iso"') >= 2
             log = k.log()
