@@ -144,19 +144,6 @@ struct kc_daemon {
 
 /* --- registry (any thread) -------------------------------------------------- */
 
-kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const char *kind) {
-  kc_informer *found = NULL;
-  pthread_rwlock_rdlock(&d->registry_lock);
-  for (size_t i = 0; i < d->nkinds && !found; i++) {
-    const kind_slot *k = d->kinds[i];
-    if (strcmp(k->spec->api_version, api_version) == 0 && strcmp(k->spec->kind, kind) == 0 &&
-        atomic_load(&k->resolved))
-      found = k->informer;
-  }
-  pthread_rwlock_unlock(&d->registry_lock);
-  return found;
-}
-
 int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
                        kc_resource_ref *out) {
   int rc = -ENOENT;

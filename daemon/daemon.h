@@ -61,11 +61,6 @@ int kc_daemon_run(const kc_daemon_options *opts);
  * the number of reloads. For tests. */
 unsigned kc_daemon_configs_alive(void);
 
-/* The informer that caches apiVersion+kind (the first one declared for that
- * kind), or NULL. Any thread. The plugins' cache reads span every informer
- * of the kind (daemon.c, cacheview.h). */
-kc_informer *kc_daemon_informer_for(kc_daemon *d, const char *api_version, const char *kind);
-
 /* Where objects of apiVersion+kind live: fills *out with borrowed strings
  * (api_path, plural, namespaced). Returns 0, or -ENOENT when discovery does
  * not know the kind. Any thread. */

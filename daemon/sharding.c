@@ -971,10 +971,6 @@ size_t kc_sharding_held_ranges(const kc_sharding *sh, kc_shard_range *out, size_
   return k;
 }
 
-const kc_sharding_spec *kc_sharding_spec_get(const kc_sharding *sh) {
-  return &sh->spec;
-}
-
 void kc_sharding_get_stats(const kc_sharding *sh, kc_sharding_stats *out) {
   *out = (kc_sharding_stats){.shards = sh->n,
                              .members = sh->last_members,

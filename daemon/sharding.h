@@ -220,7 +220,6 @@ size_t kc_sharding_owned_ranges(const kc_sharding *sh, kc_shard_range *out, size
 /* The ranges whose objects must stay cached (for a shardSelector): owned
  * and draining (in-flight reconciles still read them). */
 size_t kc_sharding_held_ranges(const kc_sharding *sh, kc_shard_range *out, size_t cap);
-const kc_sharding_spec *kc_sharding_spec_get(const kc_sharding *sh);
 void kc_sharding_get_stats(const kc_sharding *sh, kc_sharding_stats *out);
 /* Appends the /debug/shards JSON object of this controller: ranges (index,
  * start, end, state, holder, own, keys queued/cached), members, target. */
