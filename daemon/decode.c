@@ -450,7 +450,13 @@ static int d_end_map(void *c) {
   }
   switch (d->ctx) {
   case C_EVENT: return event_done(d);
-  case C_LMETA: d->ctx = C_LIST; return 1;
+  case C_LMETA:
+    d->ctx = C_LIST;
+    if (d->cbs.list_meta) {
+      int r = d->cbs.list_meta(d->ud, &d->meta);
+      if (r < 0) return failf(d, r, "list_meta callback failed (%d)", r);
+    }
+    return 1;
   case C_SHARDINFO: d->ctx = C_LMETA; return 1;
   case C_LIST: return item_done(d);
   default: return failf(d, -EBADMSG, "unbalanced object");

@@ -15,7 +15,8 @@
  * the values of the transform's field capture, kbuild.h; one malloc per
  * finished object) and handed over as soon as it closes:
  *   LIST:  every element of `items` -> callbacks.item, then the list's
- *          metadata (resourceVersion, continue, ...) -> callbacks.list_end.
+ *          metadata (resourceVersion, continue, ...) -> callbacks.list_end;
+ *          callbacks.list_meta as soon as the metadata object closed.
  *          Items get kind and apiVersion (kbuild.h "Object type"): from the
  *          transform's kind/api_version when given (the reflector passes
  *          them: the list's own fields may come after the items), else
@@ -113,6 +114,12 @@ typedef struct kc_decoder_callbacks {
   int (*list_end)(void *ud, const kc_list_meta *meta);    /* LIST, once */
   int (*event)(void *ud, const kc_watch_event *ev);       /* WATCH */
   int (*reject)(void *ud, const kc_decode_reject *rj);    /* both; strings borrowed */
+  /* LIST: the list's metadata object closed (resourceVersion, continue, ...
+   * are known; kind/apiVersion only if they came before it), in body order:
+   * before the items after it. The API server sends metadata before items,
+   * so a continue token is known early (the reflector requests the next
+   * page then, reflector.h "Pipelined pages"). */
+  int (*list_meta)(void *ud, const kc_list_meta *meta);
 } kc_decoder_callbacks;
 
 typedef struct kc_decoder kc_decoder;

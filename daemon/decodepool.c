@@ -42,6 +42,7 @@ typedef struct dout {
   kc_status *status;    /* KC_WATCH_ERROR (malloc) */
   char *reason;         /* a rejected object: why (malloc); NULL otherwise */
   uint64_t offset;      /* a rejected object: where it ended */
+  char *cont;           /* LIST metadata decoded: its continue token (malloc, "" = none) */
   size_t bytes;         /* counted in inflight */
 } dout;
 
@@ -84,6 +85,9 @@ struct kc_dstream {
   bool scheduled;
   bool cancel;
   bool paused;
+
+  /* loop only: held (kc_dstream_set_held): input is queued, not scheduled */
+  bool held;
 
   /* under the pool's mu */
   bool on_ready;
@@ -243,6 +247,7 @@ static void free_outs(dout *o) {
     free(o->type_name);
     free(o->status);
     free(o->reason);
+    free(o->cont);
     free(o);
     o = n;
   }
@@ -310,6 +315,20 @@ static int dec_reject(void *ud, const kc_decode_reject *rj) {
   return o->reason ? 0 : (s->batch_rc = -ENOMEM);
 }
 
+/* The list's metadata closed: its continue token goes to the loop in order
+ * with the items (a copy: the decoder goes on with its own strings). */
+static int dec_list_meta(void *ud, const kc_list_meta *m) {
+  kc_dstream *s = ud;
+  const char *cont = m->continue_token ? m->continue_token : "";
+  if (!s->pool) return s->cbs.list_continue ? s->cbs.list_continue(s->ud, cont) : 0;
+  if (!s->cbs.list_continue) return 0;
+  int rc = batch_add(s, NULL, NULL);
+  if (rc) return rc;
+  dout *o = s->batch_tail;
+  o->cont = strdup(cont);
+  return o->cont ? 0 : (s->batch_rc = -ENOMEM);
+}
+
 static int dec_item(void *ud, kc_obj *obj) {
   kc_dstream *s = ud;
   if (!s->pool) return s->cbs.item ? s->cbs.item(s->ud, obj) : 0;
@@ -333,7 +352,7 @@ kc_dstream *kc_dstream_new(kc_decode_pool *p, enum kc_decode_mode mode, const kc
   s->budget = budget ? budget : KC_DSTREAM_DEFAULT_BUDGET;
   atomic_init(&s->refs, 1);
   static const kc_decoder_callbacks dcbs = {.item = dec_item, .event = dec_event,
-                                            .reject = dec_reject};
+                                            .reject = dec_reject, .list_meta = dec_list_meta};
   s->dec = kc_decoder_new(mode, t, &dcbs, s);
   if (!s->dec) {
     int e = errno;
@@ -486,12 +505,12 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
   }
   s->inflight += len;
   s->unscheduled += len;
-  bool need = !s->scheduled && s->unscheduled >= CHUNK_MIN;
+  bool need = !s->held && !s->scheduled && s->unscheduled >= CHUNK_MIN;
   if (need) {
     s->scheduled = true;
     s->unscheduled = 0;
   }
-  bool defer = !s->scheduled && !need;
+  bool defer = !s->held && !s->scheduled && !need;
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
   else if (defer && !s->deferred) {
@@ -531,8 +550,8 @@ void kc_dstream_finish(kc_dstream *s, bool complete) {
   pthread_mutex_lock(&s->mu);
   s->input_ended = true;
   s->complete = complete;
-  bool need = !s->scheduled;
-  s->scheduled = true;
+  bool need = !s->held && !s->scheduled;
+  if (need) s->scheduled = true;
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
 }
@@ -564,7 +583,10 @@ static void deliver(kc_dstream *s) {
   for (; o && !s->closed && !s->done_called; o = o->next) {
     bytes += o->bytes;
     int rc = 0;
-    if (o->reason) {
+    if (o->cont) {
+      if (s->cbs.list_continue) rc = s->cbs.list_continue(s->ud, o->cont);
+      s->delivered--; /* not an object */
+    } else if (o->reason) {
       kc_decode_reject rj = {.obj = o->obj, .reason = o->reason, .index = o->index,
                              .offset = o->offset,
                              .event_type = s->mode == KC_DECODE_WATCH ? kc_watch_type_name(o->type) : NULL};
@@ -587,7 +609,7 @@ static void deliver(kc_dstream *s) {
     if (rc < 0) {
       char msg[64];
       snprintf(msg, sizeof msg, "%s callback failed (%d)",
-               s->mode == KC_DECODE_LIST ? "item" : "event", rc);
+               o->cont ? "list_continue" : s->mode == KC_DECODE_LIST ? "item" : "event", rc);
       set_error(s, rc, msg);
       call_done(s, rc);
     }
@@ -626,7 +648,7 @@ static void on_prepare(uv_prepare_t *h) {
     list = s->next_deferred;
     s->deferred = false;
     pthread_mutex_lock(&s->mu);
-    bool need = !s->cancel && !s->scheduled && s->in_head;
+    bool need = !s->cancel && !s->held && !s->scheduled && s->in_head;
     if (need) {
       s->scheduled = true;
       s->unscheduled = 0;
@@ -656,6 +678,37 @@ static void on_async(uv_async_t *a) {
     deliver(s);
     stream_release(s); /* the ready list's reference */
   }
+}
+
+int kc_dstream_set_held(kc_dstream *s, bool held) {
+  if (!s->pool) return -EINVAL;
+  if (s->held == held) return 0;
+  s->held = held;
+  if (held) return 0;
+  /* Released: what was queued (and the end, if it came) is decoded now. */
+  pthread_mutex_lock(&s->mu);
+  bool need = !s->cancel && !s->scheduled && (s->in_head || s->input_ended);
+  if (need) {
+    s->scheduled = true;
+    s->unscheduled = 0;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (need) schedule(s);
+  return 0;
+}
+
+void kc_dstream_set_budget(kc_dstream *s, size_t budget) {
+  if (!budget) budget = KC_DSTREAM_DEFAULT_BUDGET;
+  if (!s->pool) {
+    s->budget = budget;
+    return;
+  }
+  pthread_mutex_lock(&s->mu);
+  s->budget = budget;
+  bool resume = s->paused && s->inflight < budget / 2;
+  if (resume) s->paused = false;
+  pthread_mutex_unlock(&s->mu);
+  if (resume && !s->closed && !s->done_called && s->cbs.resume) s->cbs.resume(s->ud);
 }
 
 const char *kc_dstream_error(const kc_dstream *s) { return s->errbuf; }

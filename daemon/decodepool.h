@@ -18,6 +18,22 @@
  * transfer (the socket is no longer read) and calls feed again after the
  * resume callback, which runs once the stream has drained below half.
  *
+ * Held streams (pipelined LIST pages, reflector.h "Pipelined pages"): a
+ * stream set held accepts and budgets input (and its end) like any other,
+ * but no pool thread decodes it and nothing is delivered until it is
+ * released; then it decodes what was queued, in order. So the next page's
+ * bytes can arrive while the page before is still decoded, and its objects
+ * still come after all of that page's. The byte budget of a held stream is
+ * its own: the caller splits its budget between the two streams
+ * (kc_dstream_set_budget) so that both together stay within it. Only pooled
+ * streams can be held.
+ *
+ * LIST metadata: when the list's metadata object has been decoded (the API
+ * server sends it before the items), list_continue runs on the loop with
+ * its continue token, in stream order with the items (after the items
+ * before it, before the items after it), through the same hand-off as the
+ * objects. No second scan of the bytes on the loop.
+ *
  * A pool of 0 threads (or a NULL pool) decodes inline, inside feed, on the
  * calling thread: the callbacks then run from within kc_dstream_feed and
  * kc_dstream_finish (tests, --decode-threads 0).
@@ -70,6 +86,10 @@ typedef struct kc_dstream_callbacks {
    * may still call kc_dstream_finish, which then does nothing). Not called
    * after kc_dstream_close. The stream may be closed inside. */
   void (*done)(void *ud, int rc);
+  /* LIST: the list's metadata was decoded; `continue_token` is its
+   * metadata.continue ("" on the last page; borrowed for the call). Once per
+   * metadata object, in stream order. May be NULL. */
+  int (*list_continue)(void *ud, const char *continue_token);
 } kc_dstream_callbacks;
 
 #define KC_DSTREAM_DEFAULT_BUDGET (8u << 20)
@@ -92,6 +112,16 @@ void kc_dstream_finish(kc_dstream *s, bool complete);
 /* Drops the stream: no callback runs afterwards; queued work is discarded.
  * Safe inside the stream's own callbacks. NULL is a no-op. */
 void kc_dstream_close(kc_dstream *s);
+
+/* Held (true): input is queued and counted against the budget but not
+ * decoded; kc_dstream_finish is remembered. Released (false): decoding of
+ * what is queued starts (done() may follow later, never inside this call).
+ * Set it right after kc_dstream_new, before the first feed. -EINVAL for an
+ * inline stream (no pool threads): it cannot queue. */
+int kc_dstream_set_held(kc_dstream *s, bool held);
+/* Changes the byte budget (0: the default). A paused stream that is now
+ * below half of it is resumed: its resume callback runs inside this call. */
+void kc_dstream_set_budget(kc_dstream *s, size_t budget);
 
 /* Valid in done() and afterwards (until close): "" while no error. */
 const char *kc_dstream_error(const kc_dstream *s);

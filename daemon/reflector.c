@@ -68,6 +68,19 @@ struct kc_reflector {
   char rv[64];           /* last seen resourceVersion: where a watch resumes, a relist starts */
   char continue_token[1024];
   char list_rv[64];      /* RV the current list was requested at ("" = consistent) */
+  /* Pipelined pages (reflector.h): the request for the next page, sent as
+   * soon as the current page's metadata.continue was decoded. Its stream is
+   * held until the current page finished; then it becomes the current
+   * response (promote_ahead). */
+  struct {
+    bool active;          /* sent, not yet taken up or cancelled */
+    kc_api_call *req;     /* NULL once its response ended */
+    kc_dstream *stream;   /* held; NULL until the response's headers came */
+    bool http_done;       /* `result` holds the response's outcome */
+    kc_api_result result;
+    bool shard_sent;
+    char cont[1024];      /* the continue token it carries */
+  } ahead;
   kc_obj **pending;
   size_t npending, cap_pending;
   bool incremental;      /* this first list goes to sink.upsert as it arrives */
@@ -244,6 +257,20 @@ int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const ch
 
 /* --- shared response plumbing -------------------------------------------- */
 
+static size_t list_budget(const kc_reflector *r) {
+  return r->decode_budget ? r->decode_budget : KC_DSTREAM_DEFAULT_BUDGET;
+}
+
+/* Drops the early request for the next page (the page before failed, or
+ * the list is abandoned); the current stream gets its whole budget back. */
+static void cancel_ahead(kc_reflector *r) {
+  if (!r->ahead.active) return;
+  kc_api_cancel(r->ahead.req);
+  kc_dstream_close(r->ahead.stream);
+  memset(&r->ahead, 0, sizeof r->ahead);
+  if (r->stream) kc_dstream_set_budget(r->stream, list_budget(r));
+}
+
 static void reset_response(kc_reflector *r) {
   kc_dstream_close(r->stream);
   r->stream = NULL;
@@ -354,11 +381,29 @@ static int reject_object(void *ud, const kc_decode_reject *rj) {
 
 static void on_stream_resume(void *ud) {
   kc_reflector *r = ud;
+  /* Only the current response's stream decodes (a held one never drains). */
   kc_api_call_resume(r->req);
+}
+
+static void send_ahead(kc_reflector *r, const char *cont);
+
+/* The current page's metadata was decoded (list_continue, decodepool.h):
+ * with a continue token, the next page is requested now (reflector.h
+ * "Pipelined pages"). At most one page ahead. */
+static int list_continue(void *ud, const char *cont) {
+  kc_reflector *r = ud;
+  if (r->phase != PHASE_LIST || !cont[0] || r->ahead.active || !r->stream) return 0;
+  /* The page that probes shardSelector support decides whether the next
+   * one carries it: that one is requested after it, as before. */
+  if (r->shard_sent && r->shard_support == KC_SHARD_SUPPORT_UNKNOWN) return 0;
+  if (strlen(cont) >= sizeof r->ahead.cont) return 0; /* list_finished reports it as today */
+  send_ahead(r, cont);
+  return 0;
 }
 
 static int watch_event(void *ud, const kc_watch_event *ev);
 static void list_finished(kc_reflector *r, const kc_api_result *res);
+static void list_request_opts(kc_reflector *r, const char *url, kc_api_request_opts *o);
 static void watch_finished(kc_reflector *r, const kc_api_result *res);
 
 /* The stream is done: after the response ended (its result waits), or
@@ -384,33 +429,58 @@ static void on_stream_done(void *ud, int rc) {
     watch_finished(r, &res);
 }
 
-static int start_stream_decode(kc_reflector *r, enum kc_decode_mode mode) {
+/* Pages are pipelined only when a pool thread decodes: an inline stream
+ * cannot hold a page back. */
+static bool pipelining(const kc_reflector *r) { return kc_decode_pool_threads(r->pool) > 0; }
+
+static kc_dstream *new_stream(kc_reflector *r, enum kc_decode_mode mode, size_t budget) {
   kc_dstream_callbacks cbs = {.reject = reject_object, .resume = on_stream_resume,
                               .done = on_stream_done};
-  if (mode == KC_DECODE_LIST) cbs.item = list_item;
-  else cbs.event = watch_event;
-  r->stream = kc_dstream_new(r->pool, mode, &r->transform, &cbs, r, r->decode_budget);
+  if (mode == KC_DECODE_LIST) {
+    cbs.item = list_item;
+    if (pipelining(r)) cbs.list_continue = list_continue;
+  } else {
+    cbs.event = watch_event;
+  }
+  return kc_dstream_new(r->pool, mode, &r->transform, &cbs, r, budget);
+}
+
+static int start_stream_decode(kc_reflector *r, enum kc_decode_mode mode) {
+  r->stream = new_stream(r, mode, r->decode_budget);
   r->decode_rc = 0;
   r->http_done = false;
   return r->stream ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
 }
 
 static int on_list_response(kc_api_call *call, long status, void *ud) {
-  return start_stream_decode(ud, KC_DECODE_LIST);
+  kc_reflector *r = ud;
+  if (r->ahead.active && call == r->ahead.req) {
+    /* The next page: held until the current one finished; half the budget
+     * each while both are in flight. */
+    r->ahead.stream = new_stream(r, KC_DECODE_LIST, list_budget(r) / 2);
+    if (!r->ahead.stream) return KC_HTTP_ABORT;
+    if (kc_dstream_set_held(r->ahead.stream, true) < 0) return KC_HTTP_ABORT;
+    return KC_HTTP_CONTINUE;
+  }
+  return start_stream_decode(r, KC_DECODE_LIST);
 }
 
 /* Body bytes of a list or watch response go to that response's stream. A
  * full stream pauses the transfer until it has drained (on_stream_resume). */
 static int on_body_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
   kc_reflector *r = ud;
-  if (!r->stream) return KC_HTTP_ABORT;
-  int rc = kc_dstream_feed(r->stream, buf, len);
+  bool ahead = r->ahead.active && call == r->ahead.req;
+  kc_dstream *s = ahead ? r->ahead.stream : r->stream;
+  if (!s) return KC_HTTP_ABORT;
+  int rc = kc_dstream_feed(s, buf, len);
   if (rc == KC_DSTREAM_FULL) {
     r->stats.decode_pauses++;
     return KC_HTTP_PAUSE;
   }
   if (rc < 0) {
-    r->decode_rc = rc;
+    /* A held stream only queues: this is -ENOMEM, and the aborted
+     * response is the page's failure once it is taken up. */
+    if (!ahead) r->decode_rc = rc;
     return KC_HTTP_ABORT;
   }
   return KC_HTTP_CONTINUE;
@@ -470,7 +540,63 @@ static void list_complete(kc_reflector *r, const char *rv) {
 }
 
 static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) {
-  response_done(ud, res, true);
+  kc_reflector *r = ud;
+  if (r->ahead.active && call == r->ahead.req) {
+    /* The next page ended before the current one: its outcome waits. */
+    r->ahead.req = NULL;
+    r->ahead.result = *res;
+    r->ahead.http_done = true;
+    if (r->ahead.stream)
+      kc_dstream_finish(r->ahead.stream, res->error == 0 && is_2xx(&res->status));
+    return;
+  }
+  response_done(r, res, true);
+}
+
+/* The current page finished well and its continue token is the one the
+ * early request carries: that request becomes the current response. Its
+ * page counts as a LIST now (one per page, as without pipelining). */
+static void promote_ahead(kc_reflector *r) {
+  r->stats.lists++;
+  r->req = r->ahead.req;
+  r->stream = r->ahead.stream;
+  r->http_done = r->ahead.http_done;
+  r->result = r->ahead.result;
+  r->decode_rc = 0;
+  r->shard_sent = r->ahead.shard_sent;
+  memset(&r->ahead, 0, sizeof r->ahead);
+  kc_debug("reflector", "%s: list: next page (requested early) taken up%s", r->describe,
+           r->http_done ? ", already received" : "");
+  if (r->stream) {
+    kc_dstream_set_budget(r->stream, list_budget(r));
+    kc_dstream_set_held(r->stream, false); /* done() follows, as for any response */
+    return;
+  }
+  if (r->http_done) {
+    /* Ended without a body (an error status, a refused connection). */
+    kc_api_result res = r->result;
+    list_finished(r, &res);
+  }
+  /* else: its headers are still to come (on_list_response, now current). */
+}
+
+/* Sends the request for the next page early (see list_continue). One that
+ * cannot start is simply not there: list_finished requests the page as
+ * before. */
+static void send_ahead(kc_reflector *r, const char *cont) {
+  char url[4096];
+  if (kc_reflector_url(r, false, r->list_rv, cont, true, 0, url, sizeof url) < 0) return;
+  kc_api_request_opts o;
+  list_request_opts(r, url, &o);
+  kc_debug("reflector", "%s: list: next page requested early: GET %s", r->describe, url);
+  kc_api_call *call = NULL;
+  if (kc_api_request(r->api, &o, &call) < 0 || !call) return;
+  r->ahead.active = true;
+  r->ahead.req = call;
+  r->ahead.shard_sent = sends_shard_selector(r);
+  snprintf(r->ahead.cont, sizeof r->ahead.cont, "%s", cont);
+  /* Both pages together within the reflector's budget. */
+  kc_dstream_set_budget(r->stream, list_budget(r) / 2);
 }
 
 static void list_finished(kc_reflector *r, const kc_api_result *res) {
@@ -487,13 +613,21 @@ static void list_finished(kc_reflector *r, const kc_api_result *res) {
       r->paginated_before = true;
       r->page_continue = true;
       memcpy(r->continue_token, cont, sizeof cont);
+      if (r->ahead.active && strcmp(r->ahead.cont, cont) == 0) {
+        promote_ahead(r);
+        return;
+      }
+      cancel_ahead(r);
       start_list(r, r->list_mode);
       return;
     }
+    cancel_ahead(r);
     r->page_continue = false;
     list_complete(r, rv);
     return;
   }
+  /* This page failed: the next one, if requested early, goes too. */
+  cancel_ahead(r);
   bool was_continue = r->page_continue;
   r->page_continue = false;
   r->continue_token[0] = 0;
@@ -549,6 +683,22 @@ static void send_get(kc_reflector *r, const char *what, kc_api_request_opts *o, 
   backoff_then(r, next, 0);
 }
 
+static void list_request_opts(kc_reflector *r, const char *url, kc_api_request_opts *o) {
+  *o = (kc_api_request_opts){
+      .method = "GET",
+      .ud = r,
+      .path = url,
+      .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadataList;"
+                                             "g=meta.k8s.io;v=v1,application/json;q=0.9"
+                                           : "application/json",
+      .timeout_ms = 0, /* large lists stream for a while; the idle timer guards them */
+      .idle_timeout_ms = 60000,
+      .on_response = on_list_response,
+      .on_data = on_body_data,
+      .on_done = on_list_done,
+  };
+}
+
 static void start_list(kc_reflector *r, enum list_mode mode) {
   if (r->phase == PHASE_CLOSED) return;
   /* A streaming list tells nothing of shardSelector support: LIST until known. */
@@ -586,17 +736,8 @@ static void start_list(kc_reflector *r, enum list_mode mode) {
     backoff_then(r, NEXT_LIST, 0);
     return;
   }
-  kc_api_request_opts o = {
-      .path = url,
-      .accept = r->transform.metadata_only ? "application/json;as=PartialObjectMetadataList;"
-                                             "g=meta.k8s.io;v=v1,application/json;q=0.9"
-                                           : "application/json",
-      .timeout_ms = 0, /* large lists stream for a while; the idle timer guards them */
-      .idle_timeout_ms = 60000,
-      .on_response = on_list_response,
-      .on_data = on_body_data,
-      .on_done = on_list_done,
-  };
+  kc_api_request_opts o;
+  list_request_opts(r, url, &o);
   r->stats.lists++;
   r->shard_sent = sends_shard_selector(r);
   send_get(r, "list", &o, NEXT_LIST);
@@ -1231,6 +1372,7 @@ static void free_reflector(uv_handle_t *h) {
 
 /* Drops whatever request, response, list collection and timer is running. */
 static void stop_current(kc_reflector *r) {
+  cancel_ahead(r);
   if (r->req) kc_api_cancel(r->req);
   r->req = NULL;
   reset_response(r);

@@ -59,6 +59,31 @@
  * to the loop in stream order, so sink callbacks still run on the loop. A
  * response's end is handled once its stream has delivered everything.
  *
+ * Pipelined pages: with a decode pool of at least one thread, the request
+ * for page k+1 of a paginated LIST goes out as soon as page k's
+ * metadata.continue has been decoded (decodepool.h list_continue, delivered
+ * on the loop in stream order), not after page k ended. Rules:
+ *   - at most one page ahead: two LIST requests in flight per reflector;
+ *   - page k+1's stream is held (decodepool.h): its bytes are queued and
+ *     budgeted but nothing is decoded or delivered until page k's stream
+ *     finished successfully; it then becomes the current response, so items
+ *     reach the sink in list order (incremental first list and relist
+ *     replace alike);
+ *   - while both are in flight each stream has half of decode_budget (the
+ *     held page's transfer pauses when its half is full), so the budget
+ *     covers both;
+ *   - page k fails (HTTP error, decode error, connection drop): the early
+ *     request is cancelled, then the failure handling of a failing page
+ *     runs unchanged; page k+1 fails (410 expired continue, 5xx, ...): its
+ *     outcome is handled after page k was applied, as for any page;
+ *   - stats.lists counts a page when it is taken up (one per page; an early
+ *     request cancelled with its predecessor counts none);
+ *   - not pipelined: inline decoding, a metadata without continue (last
+ *     page), the page that probes shardSelector support (its answer decides
+ *     whether the next page carries the selector), streaming lists. When
+ *     the metadata comes after the items the token is known at the end of
+ *     the page only, and the next page is requested then, as before.
+ *
  * Context: loop thread only. Errors: 0 or a negative errno.
  * Ownership: the spec's strings are copied. Objects handed to the sink are
  * borrowed for the call (the sink takes kc_obj_ref to keep one); the array
@@ -130,7 +155,8 @@ typedef struct kc_reflector_spec {
 } kc_reflector_spec;
 
 typedef struct kc_reflector_stats {
-  uint64_t lists;        /* LIST requests sent (pages count one each) */
+  uint64_t lists;        /* LIST requests sent (pages count one each; a page requested
+                            early counts when it is taken up, see "Pipelined pages") */
   uint64_t watches;      /* WATCH requests sent */
   uint64_t relists;      /* complete lists after the first */
   uint64_t events;       /* ADDED/MODIFIED/DELETED applied */

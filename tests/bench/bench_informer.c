@@ -9,6 +9,11 @@
  *                             managedFields), 1 prometheus, 2 sidecar, mix
  *   BENCH_EVENTS=M            watch events replayed (default 20000)
  *   BENCH_DUMP_LIST=FILE      write the list body of the last scenario to FILE
+ *   BENCH_PAGE_DELAY_MS=D     replay paged LIST: the server waits D ms before
+ *                             answering each page (what an API server spends
+ *                             reading and encoding it; default 0: instant), so
+ *                             that requesting the next page early (reflector.h
+ *                             "Pipelined pages") shows
  *
  * Each scenario runs in its own process (clean peak RSS); the server runs
  * in a child of that process and builds its bodies after the fork, so none
@@ -94,6 +99,7 @@ static long PAGE_SIZE;
 static growbuf *PAGES;
 static long NPAGES;
 static atomic_int watches_served;
+static long PAGE_DELAY_MS; /* BENCH_PAGE_DELAY_MS */
 
 struct rd {
   const growbuf *b;
@@ -130,6 +136,7 @@ static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *u
     const char *cont = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue");
     long k = cont ? atol(cont) : 0;
     if (k < 0 || k >= NPAGES) k = 0;
+    if (PAGE_DELAY_MS > 0) usleep((useconds_t)PAGE_DELAY_MS * 1000); /* this connection's thread */
     resp = MHD_create_response_from_buffer(PAGES[k].n, PAGES[k].p, MHD_RESPMEM_PERSISTENT);
   } else {
     resp = MHD_create_response_from_buffer(LIST_BODY.n, LIST_BODY.p, MHD_RESPMEM_PERSISTENT);
@@ -190,6 +197,7 @@ static void pod_spec_for(long i, long gen, podspec *p, char *bufs, size_t cap) {
 static void serve(long n, long events, int wfd) {
   podgen pg;
   if (podgen_init(&pg) != 0) _exit(2);
+  PAGE_DELAY_MS = getenv("BENCH_PAGE_DELAY_MS") ? atol(getenv("BENCH_PAGE_DELAY_MS")) : 0;
   const char *t = getenv("BENCH_TEMPLATE");
   const char *head = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1000\"},\"items\":[";
   gb_put(&LIST_BODY, head, strlen(head));

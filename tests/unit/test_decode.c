@@ -98,7 +98,7 @@ static int on_list_end(void *ud, const kc_list_meta *m) {
   return 0;
 }
 
-static const kc_decoder_callbacks cbs = {on_item, on_list_end, on_event, NULL};
+static const kc_decoder_callbacks cbs = {on_item, on_list_end, on_event, NULL, NULL};
 
 /* Decodes `text` fed in pieces: at `split` (two pieces) when chunk == 0,
  * else in chunks of `chunk` bytes. Returns the final rc; err gets the text. */

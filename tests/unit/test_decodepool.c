@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <cmocka.h>
@@ -370,6 +371,161 @@ static void test_rejects_in_order(void **state) {
   close_pool(&loop, p);
 }
 
+
+/* ---- held streams and list metadata (pipelined LIST pages) ---- */
+
+static int on_list_continue(void *ud, const char *cont) {
+  sink *k = ud;
+  if (!pthread_equal(pthread_self(), k->loop_thread)) k->on_loop = false;
+  size_t n = strlen(cont) + 4;
+  if (k->len + n + 1 > k->cap) {
+    k->cap = k->cap ? k->cap * 2 + n : 4096;
+    k->log = realloc(k->log, k->cap);
+    assert_non_null(k->log);
+  }
+  k->len += (size_t)snprintf(k->log + k->len, k->cap - k->len, "C %s;", cont);
+  return 0;
+}
+
+static const kc_dstream_callbacks list_cbs = {.item = on_item, .reject = on_reject,
+                                              .resume = on_resume, .done = on_done,
+                                              .list_continue = on_list_continue};
+
+/* A LIST body of n items (payload bytes each); metadata before or after. */
+static char *list_body(size_t n, size_t payload, bool meta_first, size_t *len) {
+  size_t cap = n * (payload + 200) + 400;
+  char *b = malloc(cap);
+  assert_non_null(b);
+  const char *meta = "\"metadata\":{\"resourceVersion\":\"5\",\"continue\":\"tok\"}";
+  size_t off = (size_t)snprintf(b, cap, "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",%s%s\"items\":[",
+                                meta_first ? meta : "", meta_first ? "," : "");
+  for (size_t i = 0; i < n; i++) {
+    off += (size_t)snprintf(b + off, cap - off,
+                            "%s{\"metadata\":{\"name\":\"p%zu\",\"namespace\":\"d\","
+                            "\"resourceVersion\":\"%zu\"},\"data\":\"",
+                            i ? "," : "", i, i + 1);
+    memset(b + off, 'x', payload);
+    off += payload;
+    off += (size_t)snprintf(b + off, cap - off, "\"}");
+  }
+  off += (size_t)snprintf(b + off, cap - off, "]%s%s}", meta_first ? "" : ",",
+                          meta_first ? "" : meta);
+  *len = off;
+  return b;
+}
+
+static char *expected_log(size_t n, bool meta_first) {
+  size_t cap = n * 32 + 32, off = 0;
+  char *e = malloc(cap);
+  assert_non_null(e);
+  e[0] = 0;
+  if (meta_first) off += (size_t)snprintf(e + off, cap - off, "C tok;");
+  for (size_t i = 0; i < n; i++) off += (size_t)snprintf(e + off, cap - off, "p%zu@%zu;", i, i + 1);
+  if (!meta_first) snprintf(e + off, cap - off, "C tok;");
+  return e;
+}
+
+/* The continue token comes to the loop in stream order: before the items
+ * when the metadata comes first, after them otherwise; inline the same. */
+static void test_list_continue_in_order(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 2);
+  for (int mf = 0; mf < 2; mf++) {
+    size_t len;
+    char *body = list_body(200, 300, mf, &len);
+    char *want = expected_log(200, mf);
+    for (int pooled = 0; pooled < 2; pooled++) {
+      sink k;
+      sink_init(&k);
+      kc_dstream *s = kc_dstream_new(pooled ? p : NULL, KC_DECODE_LIST, NULL, &list_cbs, &k, 0);
+      assert_non_null(s);
+      pump(&loop, s, &k, body, len, 777, true, NULL, 0);
+      assert_int_equal(k.done_rc, 0);
+      assert_true(k.on_loop);
+      assert_string_equal(k.log, want);
+      assert_int_equal(kc_dstream_count(s), 200);
+      assert_string_equal(kc_dstream_list_meta(s)->continue_token, "tok");
+      kc_dstream_close(s);
+      free(k.log);
+    }
+    free(want);
+    free(body);
+  }
+  close_pool(&loop, p);
+}
+
+/* A held stream takes bytes up to its budget and then refuses them, but
+ * decodes and delivers nothing; its end is remembered. A larger budget
+ * resumes it at once; released, it delivers everything in order. */
+static void test_held_stream(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 2);
+  size_t len;
+  char *body = list_body(300, 400, true, &len);
+  char *want = expected_log(300, true);
+  sink k;
+  sink_init(&k);
+  size_t budget = 16 * 1024;
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_LIST, NULL, &list_cbs, &k, budget);
+  assert_non_null(s);
+  assert_int_equal(kc_dstream_set_held(s, true), 0);
+  size_t off = 0;
+  int rc = 0;
+  while (off < len && (rc = kc_dstream_feed(s, body + off, 1000)) == 0) {
+    off += 1000;
+    uv_run(&loop, UV_RUN_NOWAIT);
+  }
+  assert_int_equal(rc, KC_DSTREAM_FULL);
+  assert_true(kc_dstream_inflight(s) >= budget);
+  assert_true(kc_dstream_inflight(s) < budget + 1000);
+  /* Nothing decodes: the input stays queued whatever the loop does. */
+  for (int i = 0; i < 20; i++) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    usleep(1000);
+  }
+  assert_int_equal(k.n, 0);
+  assert_int_equal(k.len, 0);
+  assert_int_equal(kc_dstream_inflight(s), off);
+  /* Twice the budget: below half of it, so resumed inside the call. */
+  kc_dstream_set_budget(s, 2 * budget + 2 * off);
+  assert_int_equal(k.resumes, 1);
+  while (off < len && (rc = kc_dstream_feed(s, body + off, len - off < 1000 ? len - off : 1000)) == 0)
+    off += len - off < 1000 ? len - off : 1000;
+  if (off == len) kc_dstream_finish(s, true); /* remembered while held */
+  kc_dstream_set_budget(s, budget);
+  for (int i = 0; i < 20; i++) uv_run(&loop, UV_RUN_NOWAIT);
+  assert_int_equal(k.n, 0);
+  assert_int_equal(k.done_calls, 0);
+  assert_int_equal(kc_dstream_set_held(s, false), 0);
+  if (off < len) pump(&loop, s, &k, body + off, len - off, 1000, true, NULL, 0);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, 0);
+  assert_int_equal(k.done_calls, 1);
+  assert_true(k.on_loop);
+  assert_string_equal(k.log, want);
+  kc_dstream_close(s);
+  /* An inline stream cannot be held. */
+  kc_dstream *in = kc_dstream_new(NULL, KC_DECODE_LIST, NULL, &list_cbs, &k, 0);
+  assert_non_null(in);
+  assert_int_equal(kc_dstream_set_held(in, true), -EINVAL);
+  kc_dstream_close(in);
+  /* A held stream closed before its release: nothing runs, nothing leaks. */
+  kc_dstream *h = kc_dstream_new(p, KC_DECODE_LIST, NULL, &list_cbs, &k, 0);
+  assert_non_null(h);
+  assert_int_equal(kc_dstream_set_held(h, true), 0);
+  assert_int_equal(kc_dstream_feed(h, body, 5000), 0);
+  kc_dstream_finish(h, true);
+  kc_dstream_close(h);
+  free(k.log);
+  free(want);
+  free(body);
+  close_pool(&loop, p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_and_thread),
@@ -377,6 +533,8 @@ int main(void) {
       cmocka_unit_test(test_decode_error_early),
       cmocka_unit_test(test_close_anytime_many_streams),
       cmocka_unit_test(test_rejects_in_order),
+      cmocka_unit_test(test_list_continue_in_order),
+      cmocka_unit_test(test_held_stream),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

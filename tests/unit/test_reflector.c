@@ -1321,10 +1321,132 @@ static void test_history_changed_witness_gone(void **state) {
   reset_then_check("404", status_body(404, "NotFound", "pods \"b\" not found"));
 }
 
+
+/* ---- pipelined pages (reflector.h "Pipelined pages"; pool runs only) ---- */
+
+/* Page 1 split after its metadata and first item; the rest is held back by
+ * the server for HOLD_MS. */
+#define HOLD_MS 4000
+static void paged_head_tail(const char *cont, const char *head_item, const char *tail_items,
+                            bool malformed_tail) {
+  const char *full = list_body("100", cont, head_item);
+  /* full ends with "]}": cut there and append the tail items. */
+  size_t n = strlen(full) - 2;
+  step *s = add_step(200);
+  chunk(s, fmt("%.*s", (int)n, full), 0);
+  if (malformed_tail) {
+    chunk(s, ",{\"metadata\":{\"name\":]}", HOLD_MS);
+    return;
+  }
+  const char *t = list_body("100", NULL, tail_items);
+  const char *items = strstr(t, "\"items\":[") + strlen("\"items\":[");
+  chunk(s, fmt(",%s", items), HOLD_MS);
+}
+
+/* Page 2 is requested while page 1 is still held back by the server (on
+ * main it is requested only after page 1 ended, HOLD_MS later), and its
+ * items, received in full long before, are applied after all of page 1's. */
+static void test_pipelined_next_page_early_in_order(void **state) {
+  if (!use_pool) skip();
+  paged_head_tail("tok1", "a@90", "b@91", false);
+  add_body(200, list_body("100", NULL, "c@92 d@93"));
+  add_watch(event("ADDED", "e", "101"), NULL)->hang_ms = 3000;
+  kc_reflector_spec sp = spec_default();
+  incremental_sink = true;
+  start(&sp);
+  incremental_sink = false;
+  run_until_requests(2, HOLD_MS - 1500);
+  /* Page 1 is not complete: nothing after its first item was applied. */
+  assert_true(strstr(K.log, "U b@91") == NULL);
+  assert_true(strstr(K.log, "U c@92") == NULL);
+  run_until_requests(3, HOLD_MS + 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "U e@101") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?continue=tok1&limit=500",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds=T&watch=true");
+  assert_string_equal(K.log, "U a@90;U b@91;U c@92;U d@93;S;U e@101;");
+  assert_int_equal(kc_reflector_stats_get(F.r)->lists, 2); /* one per page */
+}
+
+/* Page 1 fails (malformed) after page 2 was requested: page 2 is dropped,
+ * the list is retried after the backoff as before, and it counts as one
+ * LIST only (page 2 was never taken up). */
+static void test_pipelined_failure_cancels_next_page(void **state) {
+  if (!use_pool) skip();
+  paged_head_tail("tok1", "a@90", NULL, true);
+  add_step(200)->body = list_body("100", NULL, "z@99"); /* page 2: must never apply */
+  S.steps[S.nsteps - 1].hang_ms = 500;
+  add_body(200, list_body("120", NULL, "a@90 c@96"));
+  add_watch(event("ADDED", "e", "121"), NULL)->hang_ms = 3000;
+  kc_reflector_spec sp = spec_default();
+  start(&sp);
+  run_until_requests(2, HOLD_MS - 1500);
+  run_until_requests(4, HOLD_MS + 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "U e@121") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?continue=tok1&limit=500",
+                  BASE "?limit=500&resourceVersion=0",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=120&timeoutSeconds=T&watch=true");
+  assert_string_equal(K.log, "R a@90,c@96;U e@121;");
+  const kc_reflector_stats *st = kc_reflector_stats_get(F.r);
+  assert_int_equal(st->lists, 2); /* page 1 twice; the cancelled page 2 is none */
+  assert_true(strstr(st->last_error, "malformed") != NULL);
+}
+
+/* 410 (expired continue) on the early page 2: handled once page 1 was
+ * applied, exactly as without pipelining: one full list without limit. */
+static void test_pipelined_next_page_410(void **state) {
+  if (!use_pool) skip();
+  paged_head_tail("tok", "a@150", "b@151", false);
+  step *s = add_step(410);
+  s->body = fmt("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+                "\"status\":\"Failure\",\"message\":\"The provided continue parameter is too old "
+                "to display a consistent list result.\",\"reason\":\"Expired\",\"code\":410}");
+  add_body(200, list_body("205", NULL, "a@150 b@201 c@204"));
+  add_watch(event("ADDED", "e", "206"), NULL)->hang_ms = 3000;
+  kc_reflector_spec sp = spec_default();
+  start(&sp);
+  run_until_requests(2, HOLD_MS - 1500);
+  assert_int_equal(K.replaces, 0);
+  run_until_requests(4, HOLD_MS + 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "U e@206") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?continue=tok&limit=500",
+                  BASE "?resourceVersion=0",
+                  BASE "?allowWatchBookmarks=true&resourceVersion=205&timeoutSeconds=T&watch=true");
+  assert_string_equal(K.log, "R a@150,b@201,c@204;U e@206;");
+}
+
+/* Page 2 is large and arrives in full while page 1 is held: its held
+ * stream pauses its transfer at half the reflector's budget (the other half
+ * is page 1's), and everything still arrives, in order. */
+static void test_pipelined_budget_pauses_held_page(void **state) {
+  if (!use_pool) skip();
+  paged_head_tail("tok1", "a@90", "b@91", false);
+  add_body(200, list_body("100", NULL, "c@92 d@93 e@94 f@95 g@96 h@97"));
+  add_watch(event("ADDED", "x", "101"), NULL)->hang_ms = 3000;
+  kc_reflector_spec sp = spec_default(); /* budget 2048: a Pod is larger */
+  incremental_sink = true;
+  start(&sp);
+  incremental_sink = false;
+  run_until_requests(2, HOLD_MS - 1500);
+  run_for(300);
+  uint64_t pauses = kc_reflector_stats_get(F.r)->decode_pauses;
+  assert_true(pauses >= 1); /* the held page 2, before page 1 ended */
+  run_until_requests(3, HOLD_MS + 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!strstr(K.log, "U x@101") && mono_ms() < deadline) uv_run(&F.loop, UV_RUN_ONCE);
+  assert_string_equal(K.log, "U a@90;U b@91;U c@92;U d@93;U e@94;U f@95;U g@96;U h@97;S;U x@101;");
+}
+
 int main(void) {
   kc_log_set_level(KC_LOG_WARN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_url_building, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pipelined_next_page_early_in_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pipelined_failure_cancels_next_page, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pipelined_next_page_410, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pipelined_budget_pauses_held_page, setup, teardown),
       cmocka_unit_test_setup_teardown(test_paged_list_watch_bookmark_resume, setup, teardown),
       cmocka_unit_test_setup_teardown(test_first_list_incremental, setup, teardown),
       cmocka_unit_test_setup_teardown(test_first_list_failed_half_way_replaces, setup, teardown),
