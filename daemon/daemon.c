@@ -554,6 +554,7 @@ static void start_deferred(kc_daemon *d, size_t i) {
 static void on_tick(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->stopping) return;
+  kc_isolate_reap_idle(); /* isolated plugins' children that died between reconciles */
   for (size_t i = 0; i < d->nkinds; i++) {
     kind_slot *k = d->kinds[i];
     if (!atomic_load(&k->resolved)) {

@@ -56,22 +56,31 @@ typedef struct isolated {
   kc_buf init;       /* the init message (settings as YAML text) */
   uint64_t timeout_ms;
   struct slot *slots;
+  struct isolated *next; /* in g_instances (g_inst_mu) */
 } isolated;
 
 static const struct kctrld_host_api *H(void) {
   return kc_hostapi_table();
 }
 
-/* ---- process-wide: the child program, the panics counters ------------------ */
+/* ---- process-wide: the child program, the counters, the instances ---------- */
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *g_program;
+/* One per controller name: its panics and the deaths of idle children. */
 struct panics {
   struct panics *next;
   uint64_t n;
+  uint64_t idle_exits;
   char controller[];
 };
 static struct panics *g_panics;
+/* The instances between init and fini, for kc_isolate_reap_idle. Lock
+ * order: g_inst_mu, then an instance's base.mu, then g_mu. Held across a
+ * reap pass, so that fini (which unlinks first) never frees an instance
+ * the pass is looking at. */
+static pthread_mutex_t g_inst_mu = PTHREAD_MUTEX_INITIALIZER;
+static isolated *g_instances;
 
 int kc_isolate_set_program(const char *path) {
   char *p = path ? strdup(path) : NULL;
@@ -92,7 +101,17 @@ uint64_t kc_isolate_panics(const char *controller) {
   return n;
 }
 
-static void count_panic(const char *controller) {
+uint64_t kc_isolate_idle_exits(const char *controller) {
+  uint64_t n = 0;
+  pthread_mutex_lock(&g_mu);
+  for (struct panics *p = g_panics; p; p = p->next)
+    if (strcmp(p->controller, controller) == 0) n = p->idle_exits;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+/* Counts a panic (idle false) or an idle child's death (idle true). */
+static void count(const char *controller, bool idle) {
   pthread_mutex_lock(&g_mu);
   struct panics *p = g_panics;
   while (p && strcmp(p->controller, controller) != 0)
@@ -102,11 +121,13 @@ static void count_panic(const char *controller) {
     if ((p = malloc(sizeof *p + len))) {
       memcpy(p->controller, controller, len);
       p->n = 0;
+      p->idle_exits = 0;
       p->next = g_panics;
       g_panics = p;
     }
   }
-  if (p) p->n++;
+  if (p && idle) p->idle_exits++;
+  else if (p) p->n++;
   pthread_mutex_unlock(&g_mu);
 }
 
@@ -453,7 +474,7 @@ static void lose_child(isolated *x, struct slot *s, int rc, const char *key, cha
   uint64_t delay = restart_delay_ns(s);
   s->restart_at_ns = kc_hook_now_ns() + delay;
   snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
-  if (key) count_panic(x->base.controller);
+  if (key) count(x->base.controller, false);
   H()->log(KCTRLD_LOG_ERROR, "%s %s%s; %s", why, key ? "reconciling " : "in init", key ? key : "",
            delay ? "restarting with backoff" : "restarted for the next key");
 }
@@ -468,18 +489,19 @@ static bool child_exited(const kc_hook_child *c) {
          si.si_pid != 0;
 }
 
-/* s's child died while idle, between reconciles (a thread of the plugin
- * crashed it, something killed it): reap and log it, not charging the key
- * about to be reconciled (no error result, no panic); it gets a new child. */
-static void lose_idle_child(isolated *x, struct slot *s) {
-  pid_t pid = kc_hook_child_pid(s->child);
+/* A child that died while idle, between reconciles (a thread of the plugin
+ * crashed it, something killed it), taken off its slot: reap, count and log
+ * it, not charging any key (no error result, no panic); the slot's next
+ * reconcile starts a new child. how: who found it, for the log. */
+static void lose_idle_child(isolated *x, kc_hook_child *c, const char *how) {
+  pid_t pid = kc_hook_child_pid(c);
   int status = 0;
-  kc_hook_child_kill(s->child, &status, stderr_line, x);
-  s->child = NULL;
+  kc_hook_child_kill(c, &status, stderr_line, x);
+  count(x->base.controller, true);
   char st[128];
   kc_hook_describe_status(status, st, sizeof st);
-  H()->log(KCTRLD_LOG_ERROR, "plugin child pid=%d (%s) %s while idle (between reconciles); "
-                             "starting a new one", (int)pid, x->path, st);
+  H()->log(KCTRLD_LOG_ERROR, "plugin child pid=%d (%s) %s while idle (between reconciles); %s",
+           (int)pid, x->path, st, how);
 }
 
 /* Starts s's child and runs the plugin's init in it. 0, or the error
@@ -600,6 +622,10 @@ static int isolated_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
   }
   H()->log(KCTRLD_LOG_INFO, "plugin %s isolation=process workers=%zu timeout=%llums", x->path,
            x->base.nslots, (unsigned long long)x->timeout_ms);
+  pthread_mutex_lock(&g_inst_mu);
+  x->next = g_instances;
+  g_instances = x;
+  pthread_mutex_unlock(&g_inst_mu);
   *instance = x;
   return 0;
 }
@@ -607,6 +633,13 @@ static int isolated_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
 static void isolated_fini(void *instance) {
   isolated *x = instance;
   if (!x) return;
+  pthread_mutex_lock(&g_inst_mu); /* waits for a reap pass looking at x */
+  for (isolated **pp = &g_instances; *pp; pp = &(*pp)->next)
+    if (*pp == x) {
+      *pp = x->next;
+      break;
+    }
+  pthread_mutex_unlock(&g_inst_mu);
   stop_children(x);
   isolated_free(x);
 }
@@ -625,6 +658,33 @@ static struct slot *take_slot(isolated *x, uint64_t now) {
   if (s) s->busy = true;
   pthread_mutex_unlock(&x->base.mu);
   return s;
+}
+
+/* The idle slots' children that died, taken off their slots under the lock
+ * the workers pick slots with: a busy slot's child is its worker's. One
+ * waitid (WNOHANG|WNOWAIT, on that child's own pid) per idle child; the lock
+ * is held only for it, and the slot is not marked busy, so a worker asking
+ * meanwhile finds it free and starts a new child. */
+unsigned kc_isolate_reap_idle(void) {
+  unsigned n = 0;
+  pthread_mutex_lock(&g_inst_mu);
+  for (isolated *x = g_instances; x; x = x->next) {
+    for (size_t i = 0; i < x->base.nslots; i++) {
+      kc_hook_child *dead = NULL;
+      pthread_mutex_lock(&x->base.mu);
+      struct slot *s = &x->slots[i];
+      if (!s->busy && s->child && child_exited(s->child)) {
+        dead = s->child;
+        s->child = NULL;
+      }
+      pthread_mutex_unlock(&x->base.mu);
+      if (!dead) continue;
+      lose_idle_child(x, dead, "reaped; its worker's next reconcile starts a new one");
+      n++;
+    }
+  }
+  pthread_mutex_unlock(&g_inst_mu);
+  return n;
 }
 
 static void release_slot(isolated *x, struct slot *s, bool good) {
@@ -661,7 +721,11 @@ static int isolated_reconcile(void *instance, kctrld_ctx *ctx, const char *key) 
   char why[768];
   int res = KCTRLD_RESULT_ERROR;
   bool good = false;
-  if (s->child && child_exited(s->child)) lose_idle_child(x, s);
+  if (s->child && child_exited(s->child)) {
+    kc_hook_child *dead = s->child;
+    s->child = NULL;
+    lose_idle_child(x, dead, "starting a new one");
+  }
   if (!s->child) {
     if (now < s->restart_at_ns) {
       res = h->result_error(ctx, "plugin child restarting in %.1fs (last failure: %s)",

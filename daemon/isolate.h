@@ -77,6 +77,19 @@ int kc_isolate_set_program(const char *path);
  * whose child crashed, hung or broke the protocol. Any thread. */
 uint64_t kc_isolate_panics(const char *controller);
 
+/* The children of idle slots that died (between reconciles) since the last
+ * look: reaped, logged at error level (pid, signal or status, "while
+ * idle") and counted (kc_isolate_idle_exits), no key charged; the slot's
+ * next reconcile starts a new child. Only the instances' own pids are
+ * waited for (never waitpid(-1): other children are not touched). A few
+ * syscalls per idle slot. Any thread; the daemon calls it on its 1 s loop
+ * tick. Returns how many were reaped. */
+unsigned kc_isolate_reap_idle(void);
+
+/* Children of a controller that died while idle (found by
+ * kc_isolate_reap_idle or when their slot was next used). Any thread. */
+uint64_t kc_isolate_idle_exits(const char *controller);
+
 /* Appends node as YAML block text that kc_yaml_load_buffer reads back as the
  * same tree (types, plain or quoted scalars); how settings reach the child. */
 void kc_isolate_yaml_write(kc_buf *b, const kc_yaml_node *node);

@@ -166,5 +166,50 @@ for _kind in KINDS:
     globals()["test_%s_costs_only_its_key" % _kind] = (lambda kind: lambda: failure_costs_only_its_key(kind))(_kind)
 
 
+def children(pid):
+    """The pids of pid's children, from /proc/*/stat."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+            out.append(int(d))
+    return out
+
+
+def test_idle_child_death_reaped():
+    """A child SIGKILLed between reconciles is reaped and logged within the
+    daemon's 1 s tick, with no reconcile, and the next key still works."""
+    tmp = tempfile.mkdtemp(prefix="kctrld-isolate-idle-")
+    so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "isolated.c"), tmp)
+    with Apisim() as sim:
+        cm(sim, "default", "ok1")
+        with taplib.Kctrld(CONFIG % {"so": so, "timeout": ""}, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
+            wait_for(lambda: label(sim, "default", "ok1") == "hello", what="default/ok1 labelled", timeout=30)
+            wait_for(lambda: label(sim, "default", "ok1", "other") == "there", what="ok1 labelled by other",
+                     timeout=30)
+            kids = wait_for(lambda: [c for c in children(k.proc.pid) if c not in zombies(k.proc.pid)] or None,
+                            what="a plugin child of kctrld", timeout=10)
+            victim = kids[0]
+            os.kill(victim, 9)
+            wait_for(lambda: re.search(r"plugin child pid=%d \(%s\) was killed by signal 9 [^\n]*while idle "
+                                       r"\(between reconciles\); reaped" % (victim, re.escape(so)), k.log()),
+                     what="the idle death of pid %d logged" % victim, timeout=10)
+            wait_for(lambda: not zombies(k.proc.pid), what="no zombie child of kctrld", timeout=10)
+            assert victim not in children(k.proc.pid)
+            cm(sim, "default", "ok2")
+            wait_for(lambda: label(sim, "default", "ok2") == "hello", what="default/ok2 labelled", timeout=30)
+            wait_for(lambda: label(sim, "default", "ok2", "other") == "there", what="ok2 labelled by other",
+                     timeout=30)
+            assert not re.search(r"reconciling default/ok\d", k.log()), k.log()[-3000:]
+            assert k.alive(), k.log()[-3000:]
+        assert k.code == 0, (k.code, k.log()[-3000:])
+
+
 if __name__ == "__main__":
     run_tests(globals())

@@ -469,6 +469,60 @@ static void test_idle_death_not_charged(void **state) {
   stop();
 }
 
+/* kc_isolate_reap_idle (the daemon's 1 s tick): a child killed between
+ * reconciles is reaped, logged and counted without any reconcile; a live
+ * child and another process's exit are left alone; the next key gets a new
+ * child, no panic. */
+static void test_idle_death_reaped(void **state) {
+  (void)state;
+  char err[1024];
+  add_cm("a");
+  add_cm("b");
+  tu_stderr_begin();
+  int rc = start("", "10s", err, sizeof err);
+  char *log = tu_stderr_end();
+  assert_int_equal(rc, 0);
+  const char *p = strstr(log, "plugin child started pid=");
+  assert_non_null(p);
+  pid_t pid = (pid_t)atoi(p + strlen("plugin child started pid="));
+  free(log);
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  assert_int_equal(kc_isolate_reap_idle(), 0); /* alive: untouched */
+  pid_t other = fork();
+  assert_true(other >= 0);
+  if (other == 0) _exit(7);
+  uint64_t panics = kc_isolate_panics("iso"), idle = kc_isolate_idle_exits("iso");
+  unsigned unreaped = kc_hook_children_unreaped();
+  assert_int_equal(kill(pid, SIGKILL), 0);
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0); /* dead, not reaped */
+  memset(&si, 0, sizeof si);
+  assert_int_equal(waitid(P_PID, (id_t)other, &si, WEXITED | WNOWAIT), 0);
+  tu_stderr_begin();
+  unsigned n = kc_isolate_reap_idle();
+  log = tu_stderr_end();
+  assert_int_equal(n, 1);
+  char want[384];
+  snprintf(want, sizeof want, "plugin child pid=%d (%s) was killed by signal 9", (int)pid, so);
+  if (!strstr(log, want) || !strstr(log, "while idle (between reconciles); reaped"))
+    fail_msg("no \"%s ... while idle ... reaped\" in:\n%s", want, log);
+  free(log);
+  assert_int_equal(kc_hook_children_unreaped(), unreaped - 1);
+  assert_int_equal(kc_isolate_idle_exits("iso"), idle + 1);
+  int st = 0;
+  assert_int_equal(waitpid(other, &st, 0), other); /* not stolen */
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+  tu_stderr_begin();
+  kc_reconcile_result r = run("ns/b");
+  log = tu_stderr_end();
+  if (r.kind != KC_RESULT_DONE) fail_msg("ns/b: %s\n%s", r.message, log);
+  assert_non_null(strstr(log, "reconciled n=1 key=ns/b")); /* a new child */
+  free(log);
+  assert_int_equal(kc_isolate_panics("iso"), panics);
+  stop();
+}
+
 static void test_init_failure(void **state) {
   (void)state;
   char err[1024];
@@ -530,6 +584,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_crash_hang_garbage, setup, teardown),
       cmocka_unit_test_setup_teardown(test_printf_goes_to_log, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_death_not_charged, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_idle_death_reaped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_init_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rebuild_noticed, setup, teardown),
   };
