@@ -17,7 +17,7 @@
 struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
       *wq_retries;
-  kc_metric_family *rec_total, *rec_errors, *rec_panics, *rec_time, *rec_max, *rec_active;
+  kc_metric_family *rec_total, *rec_errors, *rec_panics, *child_idle_exits, *rec_time, *rec_max, *rec_active;
   kc_metric_family *ctl_ready, *ctl_init_failures;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
@@ -80,6 +80,10 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
       {&f->rec_panics, "controller_runtime_reconcile_panics_total",
        "Total number of reconciliation panics per controller (isolation: process: the plugin child "
        "crashed, hung or broke the protocol)",
+       KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
+      {&f->child_idle_exits, "kctrld_plugin_child_idle_exits_total",
+       "Plugin children (isolation: process) found dead while idle, between reconciles, and reaped; "
+       "not a reconcile panic",
        KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
       {&f->rec_time, "controller_runtime_reconcile_time_seconds",
        "Length of time per reconciliation per controller", KC_METRIC_HISTOGRAM, ctl_labels, 1,
@@ -274,6 +278,7 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     }
     SET(f->rec_errors, cl, st.error);
     SET(f->rec_panics, cl, kc_isolate_panics(name));
+    SET(f->child_idle_exits, cl, kc_isolate_idle_exits(name));
     SET(f->rec_max, cl, st.workers);
     SET(f->rec_active, cl, st.active_workers);
     const kc_reconcile_histogram *h = v->reconcile_histograms ? v->reconcile_histograms[c] : NULL;

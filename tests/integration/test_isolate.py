@@ -202,6 +202,11 @@ def test_idle_child_death_reaped():
                      what="the idle death of pid %d logged" % victim, timeout=10)
             wait_for(lambda: not zombies(k.proc.pid), what="no zombie child of kctrld", timeout=10)
             assert victim not in children(k.proc.pid)
+            # Counted as an idle exit, not as a panic (/metrics: a snapshot up to 100 ms old).
+            snap = wait_for(lambda: (lambda s: s if k.metric(s, "kctrld_plugin_child_idle_exits_total") >= 1
+                                     else None)(k.scrape()), what="the idle exit in /metrics", timeout=10)
+            assert k.metric(snap, "kctrld_plugin_child_idle_exits_total") == 1, snap
+            assert k.metric(snap, "controller_runtime_reconcile_panics_total") == 0, snap
             cm(sim, "default", "ok2")
             wait_for(lambda: label(sim, "default", "ok2") == "hello", what="default/ok2 labelled", timeout=30)
             wait_for(lambda: label(sim, "default", "ok2", "other") == "there", what="ok2 labelled by other",
