@@ -263,6 +263,25 @@ class Apisim:
         return False
 
 
+def children(pid):
+    """(pid, state, cmdline) of the processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == pid:
+            out.append((int(d), rest[0], cmd))
+    return out
+
+
 def wait_for(pred, timeout=20.0, interval=0.05, what="condition"):
     """Polls pred() until it returns a true value; raises AssertionError on timeout."""
     deadline = time.monotonic() + timeout

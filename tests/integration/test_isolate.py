@@ -167,19 +167,8 @@ for _kind in KINDS:
 
 
 def children(pid):
-    """The pids of pid's children, from /proc/*/stat."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        if int(st[st.rindex(")") + 2:].split()[1]) == pid:
-            out.append(int(d))
-    return out
+    """The pids of pid's children (taplib.children)."""
+    return [c[0] for c in taplib.children(pid)]
 
 
 def test_idle_child_death_reaped():

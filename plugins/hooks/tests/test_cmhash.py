@@ -37,25 +37,6 @@ def config(timeout="10s", apply=False):
                                              "apply": "1" if apply else "0"})
 
 
-def children(pid):
-    """(pid, state, cmdline) of the processes whose parent is pid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        rest = st[st.rindex(")") + 2:].split()
-        if int(rest[1]) == pid:
-            out.append((int(d), rest[0], cmd))
-    return out
-
-
 def assert_gone(pids):
     alive = [p for p in pids if os.path.exists("/proc/%d" % p)
              and b"cmhash.py" in open("/proc/%d/cmdline" % p, "rb").read()]
@@ -63,7 +44,7 @@ def assert_gone(pids):
 
 
 def hook_children(k):
-    return [c for c in children(k.proc.pid) if "cmhash.py" in c[2] or c[1] == "Z"]
+    return [c for c in taplib.children(k.proc.pid) if "cmhash.py" in c[2] or c[1] == "Z"]
 
 
 def test_cmhash_labels_configmaps():
@@ -97,7 +78,7 @@ def test_cmhash_labels_configmaps():
             wait_for(lambda: readyz(k) == 200, timeout=10, what="/readyz 200: %s" % readyz(k), kctrld=k)
             # running children at the stop: SIGTERM (stdin closed), reaped, none outlives kctrld
             kids = [ch[0] for ch in hook_children(k)]
-            assert kids, children(k.proc.pid)
+            assert kids, taplib.children(k.proc.pid)
             assert k.stop() == 0, k.log()
             assert_gone(kids)
 
@@ -167,8 +148,8 @@ def test_cmhash_bad_children_cost_only_their_key():
             assert len(re.findall(r"hook child started .*pid=\d+", log())) >= started + 2, log()
             # no zombie left behind (a child that died a moment ago may not
             # be reaped yet: a zombie that stays is the failure)
-            wait_for(lambda: not [ch for ch in children(k.proc.pid) if ch[1] == "Z"], timeout=10,
-                     what="no zombie children: %s" % (children(k.proc.pid),), kctrld=k)
+            wait_for(lambda: not [ch for ch in taplib.children(k.proc.pid) if ch[1] == "Z"], timeout=10,
+                     what="no zombie children: %s" % (taplib.children(k.proc.pid),), kctrld=k)
             pids = [int(p) for p in re.findall(r"hook child started .*?pid=(\d+)", log())]
             assert k.stop() == 0, k.log()
             assert_gone(pids)
@@ -182,7 +163,7 @@ def test_cmhash_reload_replaces_children():
         with Kctrld(config(), sim.kubeconfig) as k:
             wait_for(lambda: labelled(c, "r"), what="r labelled", kctrld=k)
             old = [ch[0] for ch in hook_children(k)]
-            assert old, children(k.proc.pid)
+            assert old, taplib.children(k.proc.pid)
 
             def reload(text, done="reload applied"):
                 n = k.log().count(done)
@@ -194,14 +175,14 @@ def test_cmhash_reload_replaces_children():
             reload(config(), "config unchanged")  # the same children keep serving
             c.merge_patch(CMS + "/r", {"data": {"k": "2"}})
             wait_for(lambda: labelled(c, "r"), what="r relabelled", kctrld=k)
-            assert set(old) <= {ch[0] for ch in hook_children(k)}, (old, children(k.proc.pid))
+            assert set(old) <= {ch[0] for ch in hook_children(k)}, (old, taplib.children(k.proc.pid))
             reload(config().replace("timeout: 10s", "timeout: 9s"))  # the hook changed: restarted
             assert "~cmhash(hook)" in k.log(), k.log()
             c.merge_patch(CMS + "/r", {"data": {"k": "3"}})
             wait_for(lambda: labelled(c, "r"), what="r relabelled by the new children", kctrld=k)
             wait_for(lambda: not [p for p in old if os.path.exists("/proc/%d" % p)],
                      what="the old children gone and reaped", kctrld=k)
-            assert not [ch for ch in children(k.proc.pid) if ch[1] == "Z"], children(k.proc.pid)
+            assert not [ch for ch in taplib.children(k.proc.pid) if ch[1] == "Z"], taplib.children(k.proc.pid)
             new = [ch[0] for ch in hook_children(k)]
             assert new and not set(new) & set(old), (old, new)
             assert k.stop() == 0, k.log()
