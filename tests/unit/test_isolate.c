@@ -431,12 +431,9 @@ static void test_printf_goes_to_log(void **state) {
   stop();
 }
 
-/* A child that dies between reconciles (here killed by the test, its
- * parent too, and waited for without reaping) is not charged to the next
- * key: that key gets a new child and its result, no panic is counted, and
- * the log says the child died idle. */
-static void test_idle_death_not_charged(void **state) {
-  (void)state;
+/* Adds ns/a and ns/b, starts the isolated controller and returns its
+ * plugin child's pid (from the "plugin child started" log line). */
+static pid_t start_two_keys_child(void) {
   char err[1024];
   add_cm("a");
   add_cm("b");
@@ -448,6 +445,17 @@ static void test_idle_death_not_charged(void **state) {
   assert_non_null(p);
   pid_t pid = (pid_t)atoi(p + strlen("plugin child started pid="));
   free(log);
+  return pid;
+}
+
+/* A child that dies between reconciles (here killed by the test, its
+ * parent too, and waited for without reaping) is not charged to the next
+ * key: that key gets a new child and its result, no panic is counted, and
+ * the log says the child died idle. */
+static void test_idle_death_not_charged(void **state) {
+  (void)state;
+  pid_t pid = start_two_keys_child();
+  char *log;
   assert_true(pid > 0);
   assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
   uint64_t panics = kc_isolate_panics("iso");
@@ -475,17 +483,8 @@ static void test_idle_death_not_charged(void **state) {
  * child, no panic. */
 static void test_idle_death_reaped(void **state) {
   (void)state;
-  char err[1024];
-  add_cm("a");
-  add_cm("b");
-  tu_stderr_begin();
-  int rc = start("", "10s", err, sizeof err);
-  char *log = tu_stderr_end();
-  assert_int_equal(rc, 0);
-  const char *p = strstr(log, "plugin child started pid=");
-  assert_non_null(p);
-  pid_t pid = (pid_t)atoi(p + strlen("plugin child started pid="));
-  free(log);
+  pid_t pid = start_two_keys_child();
+  char *log;
   assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
   assert_int_equal(kc_isolate_reap_idle(), 0); /* alive: untouched */
   pid_t other = fork();
