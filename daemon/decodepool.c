@@ -583,15 +583,18 @@ static void deliver(kc_dstream *s) {
   for (; o && !s->closed && !s->done_called; o = o->next) {
     bytes += o->bytes;
     int rc = 0;
+    /* What kc_dstream_count counts, as kc_decoder_count: items, or events
+     * (a rejected one included); not a list's metadata. */
+    bool counted = true;
     if (o->cont) {
       if (s->cbs.list_continue) rc = s->cbs.list_continue(s->ud, o->cont);
-      s->delivered--; /* not an object */
+      counted = false;
     } else if (o->reason) {
       kc_decode_reject rj = {.obj = o->obj, .reason = o->reason, .index = o->index,
                              .offset = o->offset,
                              .event_type = s->mode == KC_DECODE_WATCH ? kc_watch_type_name(o->type) : NULL};
       if (s->cbs.reject) rc = s->cbs.reject(s->ud, &rj);
-      if (s->mode == KC_DECODE_LIST) s->delivered--; /* as kc_decoder_count: events count */
+      counted = s->mode == KC_DECODE_WATCH;
     } else if (s->mode == KC_DECODE_LIST) {
       if (s->cbs.item) rc = s->cbs.item(s->ud, o->obj);
     } else if (s->cbs.event) {
@@ -605,7 +608,7 @@ static void deliver(kc_dstream *s) {
       };
       rc = s->cbs.event(s->ud, &ev);
     }
-    s->delivered++;
+    if (counted) s->delivered++;
     if (rc < 0) {
       char msg[64];
       snprintf(msg, sizeof msg, "%s callback failed (%d)",
