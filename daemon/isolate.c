@@ -68,13 +68,13 @@ static const struct kctrld_host_api *H(void) {
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *g_program;
 /* One per controller name: its panics and the deaths of idle children. */
-struct panics {
-  struct panics *next;
-  uint64_t n;
+struct ctl_counts {
+  struct ctl_counts *next;
+  uint64_t panics;
   uint64_t idle_exits;
   char controller[];
 };
-static struct panics *g_panics;
+static struct ctl_counts *g_counts;
 /* The instances between init and fini, for kc_isolate_reap_idle. Lock
  * order: g_inst_mu, then an instance's base.mu, then g_mu. Held across a
  * reap pass, so that fini (which unlinks first) never frees an instance
@@ -92,20 +92,26 @@ int kc_isolate_set_program(const char *path) {
   return 0;
 }
 
+/* controller's counters, or NULL when it has none yet; call with g_mu held. */
+static struct ctl_counts *find_counts(const char *controller) {
+  struct ctl_counts *c = g_counts;
+  while (c && strcmp(c->controller, controller) != 0)
+    c = c->next;
+  return c;
+}
+
 uint64_t kc_isolate_panics(const char *controller) {
-  uint64_t n = 0;
   pthread_mutex_lock(&g_mu);
-  for (struct panics *p = g_panics; p; p = p->next)
-    if (strcmp(p->controller, controller) == 0) n = p->n;
+  const struct ctl_counts *c = find_counts(controller);
+  uint64_t n = c ? c->panics : 0;
   pthread_mutex_unlock(&g_mu);
   return n;
 }
 
 uint64_t kc_isolate_idle_exits(const char *controller) {
-  uint64_t n = 0;
   pthread_mutex_lock(&g_mu);
-  for (struct panics *p = g_panics; p; p = p->next)
-    if (strcmp(p->controller, controller) == 0) n = p->idle_exits;
+  const struct ctl_counts *c = find_counts(controller);
+  uint64_t n = c ? c->idle_exits : 0;
   pthread_mutex_unlock(&g_mu);
   return n;
 }
@@ -113,21 +119,19 @@ uint64_t kc_isolate_idle_exits(const char *controller) {
 /* Counts a panic (idle false) or an idle child's death (idle true). */
 static void count(const char *controller, bool idle) {
   pthread_mutex_lock(&g_mu);
-  struct panics *p = g_panics;
-  while (p && strcmp(p->controller, controller) != 0)
-    p = p->next;
-  if (!p) {
+  struct ctl_counts *c = find_counts(controller);
+  if (!c) {
     size_t len = strlen(controller) + 1;
-    if ((p = malloc(sizeof *p + len))) {
-      memcpy(p->controller, controller, len);
-      p->n = 0;
-      p->idle_exits = 0;
-      p->next = g_panics;
-      g_panics = p;
+    if ((c = malloc(sizeof *c + len))) {
+      memcpy(c->controller, controller, len);
+      c->panics = 0;
+      c->idle_exits = 0;
+      c->next = g_counts;
+      g_counts = c;
     }
   }
-  if (p && idle) p->idle_exits++;
-  else if (p) p->n++;
+  if (c && idle) c->idle_exits++;
+  else if (c) c->panics++;
   pthread_mutex_unlock(&g_mu);
 }
 
