@@ -574,6 +574,10 @@ void kc_decoder_set_max_bytes(kc_decoder *d, size_t max_bytes) {
   kc_jsonlex_set_max_token(d->lx, d->max_bytes);
 }
 
+void kc_decoder_set_share_min(kc_decoder *d, size_t min_bytes) {
+  kc_obj_builder_set_share_min(d->b, min_bytes);
+}
+
 void kc_decoder_free(kc_decoder *d) {
   if (!d) return;
   kc_jsonlex_free(d->lx);

@@ -130,6 +130,10 @@ kc_decoder *kc_decoder_new(enum kc_decode_mode mode, const kc_transform *t,
                            const kc_decoder_callbacks *cbs, void *ud);
 /* Lowers the per-event/per-item byte limit (tests); 0 restores the default. */
 void kc_decoder_set_max_bytes(kc_decoder *d, size_t max_bytes);
+/* Changes the size from which managedFields[].fieldsV1 values are shared
+ * (kbuild.h "Shared values"; 0 turns sharing off): for tests and fuzz
+ * targets that compare objects built both ways. */
+void kc_decoder_set_share_min(kc_decoder *d, size_t min_bytes);
 /* Feeds the next len bytes of the body. */
 int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len);
 /* End of body. WATCH: an event cut off by the end is an error (-EBADMSG,

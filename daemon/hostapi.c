@@ -463,7 +463,9 @@ static kctrld_str svc_object_creation_timestamp(const kctrld_object *o) {
 static int64_t svc_object_generation(const kctrld_object *o) { return o ? O(o)->generation : 0; }
 static bool svc_object_deleting(const kctrld_object *o) { return o && O(o)->deleting; }
 static kctrld_str svc_object_json(const kctrld_object *o) {
-  return o ? (kctrld_str){O(o)->json, O(o)->json_len} : S(absent);
+  if (!o) return S(absent);
+  kc_str t = kc_obj_text(O(o)); /* a copy kept with the object when it has shared pieces */
+  return t.ptr ? (kctrld_str){t.ptr, t.len} : S(absent);
 }
 
 static kctrld_str svc_object_label(const kctrld_object *o, const char *key) {

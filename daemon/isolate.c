@@ -219,7 +219,7 @@ static void ret_begin(kc_buf *out, int64_t rc) {
 
 static void put_vec(kc_buf *out, const kc_obj_vec *v) {
   for (size_t i = 0; i < v->n; i++)
-    kc_iso_put(out, v->v[i]->json, v->v[i]->json_len);
+    kc_iso_put_obj(out, v->v[i]);
 }
 
 static int serve_get(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
@@ -231,7 +231,7 @@ static int serve_get(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   int rc = ENVOP(cache_get)(ctx->env->ud, ARG(0).ptr, ARG(1).ptr, ARG(2), ARG(3), &o);
   ret_begin(out, rc);
   if (rc == 0 && o) {
-    kc_iso_put(out, o->json, o->json_len);
+    kc_iso_put_obj(out, o);
     kc_obj_unref(o);
   }
   return 0;

@@ -287,7 +287,7 @@ static bool p_may_write(void *ud) {
 static int p_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
   (void)ud;
   if (!call_begin("event")) return 0; /* best effort, as the recorder's */
-  kc_iso_put(&C.out, o->json, o->json_len);
+  kc_iso_put_obj(&C.out, o);
   kc_iso_puti(&C.out, type);
   kc_iso_puts(&C.out, reason);
   kc_iso_puts(&C.out, message);

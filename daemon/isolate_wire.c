@@ -12,8 +12,8 @@ void kc_iso_begin(kc_buf *b, const char *name) {
   kc_buf_puts(b, name);
 }
 
-void kc_iso_put(kc_buf *b, const char *p, size_t len) {
-  kc_buf_putc(b, '\t');
+/* The body of a field: p escaped, no separator. */
+static void put_body(kc_buf *b, const char *p, size_t len) {
   size_t start = 0;
   for (size_t i = 0; p && i < len; i++) {
     char e = p[i] == '\\' ? '\\' : p[i] == '\t' ? 't' : p[i] == '\n' ? 'n' : 0;
@@ -24,6 +24,21 @@ void kc_iso_put(kc_buf *b, const char *p, size_t len) {
     start = i + 1;
   }
   if (p) kc_buf_add(b, p + start, len - start);
+}
+
+void kc_iso_put(kc_buf *b, const char *p, size_t len) {
+  kc_buf_putc(b, '\t');
+  put_body(b, p, len);
+}
+
+static int put_span(void *ud, const char *p, size_t n) {
+  put_body(ud, p, n);
+  return 0;
+}
+
+void kc_iso_put_obj(kc_buf *b, const kc_obj *o) {
+  kc_buf_putc(b, '\t');
+  kc_obj_text_each(o, put_span, b);
 }
 
 void kc_iso_puts(kc_buf *b, const char *s) {

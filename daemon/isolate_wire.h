@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "kobj.h"
 #include "kstr.h"
 
 /* A cache_list answer carries one field per object: a bound on the array. */
@@ -40,6 +41,9 @@ typedef struct kc_iso_msg {
 void kc_iso_begin(kc_buf *b, const char *name);
 /* Appends one field (escaped); NULL is written as an empty field. */
 void kc_iso_put(kc_buf *b, const char *p, size_t len);
+/* One field holding an object's whole JSON text (kobj.h: shared pieces
+ * included, written span by span without a contiguous copy). */
+void kc_iso_put_obj(kc_buf *b, const kc_obj *o);
 void kc_iso_puts(kc_buf *b, const char *s);
 void kc_iso_puti(kc_buf *b, int64_t v);
 /* Ends the message (LF). */

@@ -276,6 +276,15 @@ static const char *next_item(const char *p, const char *end) {
   return p < end && *p == ',' ? ws(p + 1, end) : NULL;
 }
 
+/* Where the value at p really is: a hole's text (kc_json_doc), else p. */
+static const char *deref(const kc_json_doc *d, const char *p, const char **end) {
+  if (!d->hole || p >= *end || *p != KC_JSON_HOLE) return p;
+  kc_str t = d->hole(d->ud, p);
+  if (!t.ptr || !t.len) return NULL;
+  *end = t.ptr + t.len;
+  return t.ptr;
+}
+
 /* Steps from the value at p into the member/element named by s. Returns the
  * start of the child value, or NULL when absent. */
 static const char *step(const char *p, const char *end, const kc_path_seg *s) {
@@ -329,24 +338,31 @@ static int validate_path(const char *path, bool allow_each) {
   return rc;
 }
 
-int kc_json_get(kc_str json, const char *path, kc_json_value *out) {
+int kc_json_doc_get(const kc_json_doc *d, const char *path, kc_json_value *out) {
   int rc = validate_path(path, false);
   if (rc < 0) return rc;
   *out = (kc_json_value){KC_JSON_ABSENT, {NULL, 0}};
-  if (!json.ptr) return 0;
-  const char *end = json.ptr + json.len;
-  const char *p = ws(json.ptr, end);
+  if (!d->text.ptr) return 0;
+  const char *end = d->text.ptr + d->text.len;
+  const char *p = ws(d->text.ptr, end);
   kc_path_seg s;
   bool first = true;
   while (p && p < end && kc_path_next(&path, &s, first, NULL) == 1) {
     first = false;
     p = step(p, end, &s);
+    if (p) p = deref(d, p, &end);
   }
   if (p && p < end) make_value(p, end, out);
   return 0;
 }
 
+int kc_json_get(kc_str json, const char *path, kc_json_value *out) {
+  kc_json_doc d = {json, NULL, NULL};
+  return kc_json_doc_get(&d, path, out);
+}
+
 typedef struct each_ctx {
+  const kc_json_doc *doc;
   bool (*cb)(const kc_json_value *v, void *ud);
   void *ud;
   int count;
@@ -359,6 +375,7 @@ static void each_walk(const char *p, const char *end, const char *path, bool fir
   while (!c->stop) {
     p = ws(p, end);
     if (p >= end) return;
+    if (!(p = deref(c->doc, p, &end))) return;
     if (kc_path_next(&path, &s, first, NULL) != 1) {
       kc_json_value v;
       make_value(p, end, &v);
@@ -384,13 +401,19 @@ static void each_walk(const char *p, const char *end, const char *path, bool fir
   }
 }
 
-int kc_json_get_each(kc_str json, const char *path, bool (*cb)(const kc_json_value *v, void *ud),
-                     void *ud) {
+int kc_json_doc_get_each(const kc_json_doc *d, const char *path,
+                         bool (*cb)(const kc_json_value *v, void *ud), void *ud) {
   int rc = validate_path(path, true);
   if (rc < 0) return rc;
-  each_ctx c = {cb, ud, 0, false};
-  if (json.ptr) each_walk(json.ptr, json.ptr + json.len, path, true, &c);
+  each_ctx c = {d, cb, ud, 0, false};
+  if (d->text.ptr) each_walk(d->text.ptr, d->text.ptr + d->text.len, path, true, &c);
   return c.count;
+}
+
+int kc_json_get_each(kc_str json, const char *path, bool (*cb)(const kc_json_value *v, void *ud),
+                     void *ud) {
+  kc_json_doc d = {json, NULL, NULL};
+  return kc_json_doc_get_each(&d, path, cb, ud);
 }
 
 int kc_json_string(const kc_json_value *v, char *buf, size_t cap) {

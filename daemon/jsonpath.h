@@ -81,6 +81,21 @@ int kc_json_get(kc_str json, const char *path, kc_json_value *out);
 int kc_json_get_each(kc_str json, const char *path, bool (*cb)(const kc_json_value *v, void *ud),
                      void *ud);
 
+/* A text with holes: where a value is the byte KC_JSON_HOLE, its text is
+ * elsewhere and `hole` returns it (kobj.h "Shared pieces": a cached
+ * object's text keeps one byte in place of a value it shares). Skipping
+ * over a hole costs nothing; a lookup that reaches one continues in the
+ * text `hole` returns (which has no holes). ud is passed through. */
+#define KC_JSON_HOLE '\x01'
+typedef struct kc_json_doc {
+  kc_str text;
+  kc_str (*hole)(const void *ud, const char *at); /* NULL: the text has no holes */
+  const void *ud;
+} kc_json_doc;
+int kc_json_doc_get(const kc_json_doc *d, const char *path, kc_json_value *out);
+int kc_json_doc_get_each(const kc_json_doc *d, const char *path,
+                         bool (*cb)(const kc_json_value *v, void *ud), void *ud);
+
 /* Unescapes a KC_JSON_STRING value into buf (NUL-terminated). Returns the
  * decoded length, -ENOSPC if it does not fit, -EINVAL if not a string. */
 int kc_json_string(const kc_json_value *v, char *buf, size_t cap);

@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "jsonlex.h"
 #include "kname.h"
+#include "sharedtext.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -42,6 +43,9 @@ enum role {
   R_ST_MESSAGE,
   R_DETAILS,
   R_RETRY_AFTER,
+  R_MANAGED,   /* metadata.managedFields (raw mode, sharing on) */
+  R_MF_ENTRY,  /* one of its entries */
+  R_FIELDSV1,  /* an entry's fieldsV1: a shared value (kbuild.h "Shared values") */
 };
 
 /* Slices recorded as offsets into the output buffer (it may move). */
@@ -139,6 +143,13 @@ struct kc_obj_builder {
   size_t nlabels, caplabels;
   kc_status status;
   bool iee;
+
+  /* Shared values (kbuild.h): values of at least share_min bytes (0: off)
+   * go to the pool; pend holds this object's pieces until finish. */
+  size_t share_min;
+  size_t share_start; /* out offset of the fieldsV1 value being read */
+  kc_obj_shared *pend;
+  size_t npend, cappend;
   int rc; /* the first error's code */
   char err[200];
   char shape[200]; /* the first shape problem of this object ("" = none) */
@@ -318,6 +329,7 @@ const char *kc_transform_drop_problem(const char *path) {
 kc_obj_builder *kc_obj_builder_new(const kc_transform *t, size_t max_bytes) {
   kc_obj_builder *b = calloc(1, sizeof *b);
   if (!b) return NULL;
+  b->share_min = KC_OBJ_SHARE_MIN;
   kc_obj_builder_set_max_bytes(b, max_bytes);
   kc_buf_set_max(&b->cvals, UINT32_MAX);
   if (t) {
@@ -379,8 +391,19 @@ inval:
   return NULL;
 }
 
+static void release_pending(kc_obj_builder *b) {
+  for (size_t i = 0; i < b->npend; i++) kc_shared_text_put(b->pend[i].text);
+  b->npend = 0;
+}
+
+void kc_obj_builder_set_share_min(kc_obj_builder *b, size_t min_bytes) {
+  b->share_min = min_bytes;
+}
+
 void kc_obj_builder_free(kc_obj_builder *b) {
   if (!b) return;
+  release_pending(b);
+  free(b->pend);
   free(b->paths);
   free(b->pathbuf);
   free(b->cpaths);
@@ -394,7 +417,9 @@ void kc_obj_builder_free(kc_obj_builder *b) {
 }
 
 void kc_obj_builder_reset(kc_obj_builder *b) {
+  release_pending(b);
   kc_buf_reset(&b->out);
+  kc_buf_set_max(&b->out, b->max_bytes + 8); /* shared values lowered it */
   b->depth = 0;
   b->done = false;
   for (int i = 0; i < F_COUNT; i++) b->f[i].off = NO_OFF;
@@ -541,7 +566,8 @@ int kc_obj_builder_input_end(kc_obj_builder *b) {
 
 bool kc_obj_builder_skip_inside(const kc_obj_builder *b) {
   const level *l = &b->st[b->depth];
-  return b->raw && b->depth > 1 && (l->fast || (l->skip && l->role == R_NONE));
+  return b->raw && b->depth > 1 &&
+         (l->fast || (l->skip && l->role == R_NONE) || l->role == R_FIELDSV1);
 }
 
 bool kc_obj_builder_skip_value(const kc_obj_builder *b) {
@@ -569,6 +595,7 @@ static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {
     case 9: return KEY_IS(k, n, "namespace") ? R_NAMESPACE : R_NONE;
     case 10: return KEY_IS(k, n, "generation") ? R_GENERATION : R_NONE;
     case 11: return KEY_IS(k, n, "annotations") ? R_ANNOTATIONS : R_NONE;
+    case 13: return KEY_IS(k, n, "managedFields") ? R_MANAGED : R_NONE;
     case 15: return KEY_IS(k, n, "resourceVersion") ? R_RV : R_NONE;
     case 17:
       if (KEY_IS(k, n, "creationTimestamp")) return R_CTS;
@@ -578,6 +605,7 @@ static uint8_t role_for_key(uint8_t parent, const char *k, size_t n) {
   case R_LABELS: return R_LABEL_VALUE;
   case R_ANNOTATIONS: return KEY_IS(k, n, "k8s.io/initial-events-end") ? R_IEE : R_NONE;
   case R_DETAILS: return KEY_IS(k, n, "retryAfterSeconds") ? R_RETRY_AFTER : R_NONE;
+  case R_MF_ENTRY: return KEY_IS(k, n, "fieldsV1") ? R_FIELDSV1 : R_NONE;
   default: return R_NONE;
   }
 }
@@ -607,7 +635,7 @@ static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t
     *cap = b->v_cap;
     return 0;
   }
-  *role = R_NONE;
+  *role = pl->role == R_MANAGED ? R_MF_ENTRY : R_NONE;
   *skip = pl->skip;
   *drop = 0;
   *cap = 0;
@@ -671,6 +699,9 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   if (b->metadata_only && b->depth == 1 && role != R_KIND && role != R_APIVERSION &&
       role != R_METADATA)
     skip = 1;
+  /* Sharing: raw mode only, never a dropped member; a fieldsV1 with a drop
+   * or capture path inside is kept in the text where those work. */
+  if (role == R_MANAGED && (!b->raw || !b->share_min || skip)) role = R_NONE;
   /* Capture paths take the first member of this name that is kept (the
    * stored text's first occurrence, which is what kc_obj_get finds). */
   uint64_t cap = 0;
@@ -683,6 +714,7 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
     }
     pl->cap_seen |= cap;
   }
+  if (role == R_FIELDSV1 && (skip || drop || cap)) role = R_NONE;
   b->v_role = role;
   b->v_skip = skip;
   b->v_drop = drop;
@@ -906,9 +938,17 @@ static int start_container(kc_obj_builder *b, bool is_array) {
       b->copy_from = p ? p - 1 : 0; /* the '{' just read */
     }
   } else if (!skip && put_ch(b, is_array ? '[' : '{')) return b->rc;
-  if (is_array || (role != R_ROOT && role != R_METADATA && role != R_LABELS &&
-                   role != R_ANNOTATIONS && role != R_DETAILS))
+  if (is_array ? role != R_MANAGED
+               : (role != R_ROOT && role != R_METADATA && role != R_LABELS &&
+                  role != R_ANNOTATIONS && role != R_DETAILS && role != R_MF_ENTRY &&
+                  role != R_FIELDSV1))
     role = R_NONE;
+  if (role == R_FIELDSV1) {
+    /* The value's text starts at the '{' just read (copied by the flush). */
+    if (flush(b, pos(b))) return b->rc;
+    if (b->out.len && b->out.p[b->out.len - 1] == '{') b->share_start = b->out.len - 1;
+    else role = R_NONE;
+  }
   if (role == R_LABELS && !skip) b->nlabels = 0; /* a repeated labels map replaces */
   /* Paths ending at a container record nothing (not a scalar). */
   if (cap) cap &= ~cap_ends(b, cap);
@@ -927,6 +967,24 @@ static int start_container(kc_obj_builder *b, bool is_array) {
   return 0;
 }
 
+/* A fieldsV1 value just closed (raw mode): its text, out[share_start..],
+ * goes to the pool and one KC_JSON_HOLE byte takes its place. When the
+ * pool or the table cannot take it the value simply stays in the text. */
+static int share_value(kc_obj_builder *b) {
+  if (flush(b, pos(b))) return b->rc;
+  size_t n = b->out.len - b->share_start;
+  if (n < b->share_min || n < 2 || b->out.p[b->out.len - 1] != '}' || b->npend >= UINT16_MAX)
+    return 0;
+  if (KC_ARRAY_ROOM(b->pend, b->cappend, b->npend, 4) < 0) return 0;
+  kc_shared_text *t = kc_shared_text_get(b->out.p + b->share_start, n);
+  if (!t) return 0;
+  b->pend[b->npend++] = (kc_obj_shared){t, (uint32_t)b->share_start, 0};
+  b->out.len = b->share_start;
+  /* The size limit is the whole text's: what went to the pool counts. */
+  kc_buf_set_max(&b->out, b->out.max - (n - 1));
+  return put_ch(b, KC_JSON_HOLE);
+}
+
 static int end_container(kc_obj_builder *b, bool is_array) {
   level *fl = &b->st[b->depth];
   if (fl->fast && fl->is_array == is_array) {
@@ -937,6 +995,7 @@ static int end_container(kc_obj_builder *b, bool is_array) {
   if (b->depth == 0 || b->st[b->depth].is_array != is_array)
     return fail(b, -EBADMSG, "unbalanced container");
   level *l = &b->st[b->depth--];
+  if (l->role == R_FIELDSV1 && share_value(b)) return b->rc;
   if (b->raw) {
     if (b->in_drop && b->depth == b->drop_depth) raw_drop_end(b);
     else if (b->depth == 0 && flush(b, pos(b))) return b->rc;
@@ -1052,8 +1111,8 @@ static void plan_type(const kc_obj_builder *b, tplan *p) {
  * (whole record), then per group u32 count and count x (u32 len, bytes). */
 #define CAP_HDR 16u
 
-static size_t capture_offset(size_t json_len) {
-  return (offsetof(kc_obj, json) + json_len + 1 + 7) & ~(size_t)7;
+static size_t capture_offset(size_t json_len, unsigned nshared) {
+  return kc_obj_tail_offset(json_len) + kc_obj_shared_table_size(nshared);
 }
 
 static size_t capture_size(const kc_obj_builder *b) {
@@ -1087,7 +1146,8 @@ static void capture_write(const kc_obj_builder *b, unsigned char *w, size_t size
 
 bool kc_obj_capture_open(const kc_obj *obj, uint64_t tag, kc_capture_cursor *c) {
   if (!obj || !obj->captured || !tag) return false;
-  const unsigned char *p = (const unsigned char *)obj + capture_offset(obj->json_len);
+  const unsigned char *p =
+      (const unsigned char *)obj + capture_offset(obj->json_len, obj->nshared);
   uint64_t t;
   uint32_t size;
   memcpy(&t, p, 8);
@@ -1126,7 +1186,7 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   plan_type(b, &plan);
   size_t len = b->out.len + plan.grow;
   size_t hdr = offsetof(kc_obj, json);
-  size_t capoff = capture_offset(len);
+  size_t capoff = capture_offset(len, (unsigned)b->npend);
   size_t capsize = b->ctag ? capture_size(b) : 0;
   size_t laboff = capoff + ((capsize + 7) & ~(size_t)7);
   size_t total = laboff + b->nlabels * sizeof(kc_obj_lrec);
@@ -1170,6 +1230,14 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
     o->field[KC_OBJ_API_VERSION] = (kc_obj_sref){plan.apiv_off, b->apiv_len};
   o->generation = b->generation;
   o->deleting = b->deleting;
+  if (b->npend) {
+    kc_obj_shared_table *t = (kc_obj_shared_table *)(void *)((char *)o + kc_obj_tail_offset(len));
+    atomic_init(&t->flat, NULL);
+    for (size_t i = 0; i < b->npend; i++)
+      t->hole[i] = (kc_obj_shared){b->pend[i].text, remap(&plan, b->pend[i].at), 0};
+    o->nshared = (uint16_t)b->npend;
+    b->npend = 0; /* the object holds the references now */
+  }
   if (b->nlabels) {
     kc_obj_lrec *l = (kc_obj_lrec *)(void *)((char *)o + laboff);
     size_t n = b->nlabels;

@@ -182,6 +182,16 @@ bool kc_obj_builder_skip_inside(const kc_obj_builder *b);
  * answers KC_JSONLEX_SKIP from map_key and the builder is told nothing of
  * that value, scalar or container (its text is copied all the same). */
 bool kc_obj_builder_skip_value(const kc_obj_builder *b);
+/* Shared values (raw mode): the value of every
+ * metadata.managedFields[].fieldsV1 object of at least min_bytes bytes
+ * that no drop or capture path reaches is kept once in the pool
+ * (sharedtext.h) and the object holds a reference instead of the bytes
+ * (kobj.h "Shared pieces"). Every Pod of one ReplicaSet, DaemonSet or Job
+ * carries the same fieldsV1 from its controller, and these are a third to
+ * a half of such an object's bytes. Default KC_OBJ_SHARE_MIN; 0 turns it
+ * off. Below that size the table entry would cost more than it saves. */
+#define KC_OBJ_SHARE_MIN 128
+void kc_obj_builder_set_share_min(kc_obj_builder *b, size_t min_bytes);
 /* True once the root object has closed. */
 bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */

@@ -15,6 +15,19 @@
  * instead of a parsed tree (3-5x). Any other field is read with a
  * path lookup that scans the text without allocating (kc_obj_get).
  *
+ * Shared pieces: a value that many objects carry byte for byte (the
+ * streaming decoder shares metadata.managedFields[].fieldsV1, kbuild.h
+ * "Shared values") is kept once, in the process-wide pool (sharedtext.h):
+ * the object's json[] holds the single byte KC_JSON_HOLE where the value
+ * was, and a table after the text says which piece each hole stands for.
+ * json[] is then not the whole text: read the whole text with kc_obj_text
+ * (contiguous: made once on first use and kept with the object),
+ * kc_obj_text_each (span by span, no copy) or kc_obj_text_len; path
+ * lookups (kc_obj_get) follow the holes themselves. Identity fields,
+ * labels and captured values are never inside a piece. An object without
+ * pieces (nshared 0, every object kc_obj_parse builds) has its whole text
+ * in json[], as before.
+ *
  * Threads: built by one thread at a time (the decoder's: a decode pool
  * thread, decodepool.h, or the loop; kc_obj_parse: any). Once built, and
  * handed over through a mutex, every function here may be called from any
@@ -89,11 +102,36 @@ typedef struct kc_obj {
   int64_t generation;   /* 0 when absent */
   bool deleting;        /* metadata.deletionTimestamp is set */
   bool captured;        /* built with a field capture (kbuild.h kc_obj_capture_open) */
+  uint16_t nshared;     /* holes in json[] ("Shared pieces"); table: kc_obj_shared_at */
   uint32_t nlabels;
   const kc_obj_lrec *labels; /* sorted by key (bytewise), inside this allocation;
                                 read through kc_obj_label_key/_value/_at */
   char json[];          /* JSON text of the object as stored (see above) */
 } kc_obj;
+
+/* Where the object's allocation continues after json[] and its NUL (8-byte
+ * aligned): the shared-piece table when nshared > 0, then the capture
+ * record, then the labels. Layout known to kbuild.c (which writes it) and
+ * kobj.c (which reads the table). */
+static inline size_t kc_obj_tail_offset(size_t json_len) {
+  return (offsetof(kc_obj, json) + json_len + 1 + 7) & ~(size_t)7;
+}
+struct kc_shared_text;
+/* One hole of json[]: the byte at offset `at` stands for `text`'s bytes. */
+typedef struct kc_obj_shared {
+  struct kc_shared_text *text;
+  uint32_t at;
+  uint32_t reserved;
+} kc_obj_shared;
+/* The table: the contiguous copy's slot (kc_obj_text) and the holes in
+ * text order. */
+typedef struct kc_obj_shared_table {
+  _Atomic(char *) flat;
+  kc_obj_shared hole[];
+} kc_obj_shared_table;
+static inline size_t kc_obj_shared_table_size(unsigned nshared) {
+  return nshared ? sizeof(kc_obj_shared_table) + nshared * sizeof(kc_obj_shared) : 0;
+}
 
 /* An identity field as a slice of the object's text (valid as long as the
  * object), {NULL, 0} when the object has none; "" (non-NULL, length 0)
@@ -124,6 +162,20 @@ static inline kc_str kc_obj_creation_timestamp(const kc_obj *obj) {
   return kc_obj_field(obj, KC_OBJ_CREATION_TIMESTAMP);
 }
 
+/* The object's whole JSON text, contiguous and NUL-terminated, valid as
+ * long as the object. json[] itself when the object has no shared pieces;
+ * otherwise a copy made on the first call and kept until the object is
+ * freed (one allocation of the text's size: readers that can take the
+ * text in spans use kc_obj_text_each instead). {NULL, 0} when that copy
+ * cannot be made (ENOMEM). */
+kc_str kc_obj_text(const kc_obj *obj);
+/* Bytes of the whole text (json_len when there are no pieces). */
+size_t kc_obj_text_len(const kc_obj *obj);
+/* Calls cb with the whole text span by span, in order (json[] runs and
+ * pieces; no copy). Stops at cb's first non-zero return and returns it;
+ * else 0. */
+int kc_obj_text_each(const kc_obj *obj, int (*cb)(void *ud, const char *p, size_t n), void *ud);
+
 /* Ownership: ref returns its argument; unref frees on the last reference.
  * kc_obj_unref(NULL) is a no-op. */
 kc_obj *kc_obj_ref(kc_obj *obj);
@@ -153,9 +205,11 @@ static inline kc_label kc_obj_label_at(const kc_obj *obj, uint32_t i) {
   return (kc_label){kc_obj_label_key(obj, i), kc_obj_label_value(obj, i)};
 }
 
-/* Looks up a path (jsonpath.h syntax, without "[]") in the object's text:
- * kc_json_get on it. Returns 0 and fills *out (type KC_JSON_ABSENT when the path does not
- * exist), or -EINVAL for a malformed path. No allocation. With a duplicated
+/* Looks up a path (jsonpath.h syntax, without "[]") in the object's whole
+ * text (shared pieces included): kc_json_doc_get on it. Returns 0 and fills *out (type KC_JSON_ABSENT when the path does not
+ * exist), -EINVAL for a malformed path, or -ENOMEM. No allocation, but
+ * for a container value that encloses shared pieces ("metadata",
+ * "metadata.managedFields"): that value is a slice of kc_obj_text's copy. With a duplicated
  * JSON key the first occurrence is found. */
 int kc_obj_get(const kc_obj *obj, const char *path, kc_json_value *out);
 

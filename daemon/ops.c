@@ -11,6 +11,7 @@
 #include "isolate.h"
 #include "log.h"
 #include "sharding.h"
+#include "sharedtext.h"
 
 /* --- families ----------------------------------------------------------------- */
 
@@ -24,6 +25,7 @@ struct kc_ops_families {
   kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors, *rf_rejected;
   kc_metric_family *rf_stream_lists, *rf_stream_attempts, *rf_stream_fallbacks, *rf_pauses;
   kc_metric_family *loop_lag, *loop_lag_max;
+  kc_metric_family *shared_pieces, *shared_bytes, *shared_refs;
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
   kc_metric_family *rf_hist_checks, *rf_hist_changes, *inf_cons_checks, *inf_cons_diffs;
   kc_metric_family *sh_owned, *sh_handoffs, *sh_keys, *sh_cached, *sh_members;
@@ -139,6 +141,13 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
        KC_METRIC_HISTOGRAM, NULL, 0, kc_looplag_bounds, KC_LOOPLAG_BUCKETS},
       {&f->loop_lag_max, "kctrld_loop_lag_max_seconds", "The largest kctrld_loop_lag_seconds sample so far",
        KC_METRIC_GAUGE, NULL, 0, NULL, 0},
+      {&f->shared_pieces, "kctrld_shared_text_pieces",
+       "Distinct pieces of object text kept once for all cached objects that contain them "
+       "(managedFields[].fieldsV1)", KC_METRIC_GAUGE, NULL, 0, NULL, 0},
+      {&f->shared_bytes, "kctrld_shared_text_bytes",
+       "Bytes of those pieces (not in kctrld_informer_bytes)", KC_METRIC_GAUGE, NULL, 0, NULL, 0},
+      {&f->shared_refs, "kctrld_shared_text_references",
+       "Places cached objects use a shared piece", KC_METRIC_GAUGE, NULL, 0, NULL, 0},
       {&f->rf_rejected, "kctrld_objects_rejected_total",
        "Objects from LIST or WATCH responses skipped for a shape the API server never sends (labels "
        "not an object, a non-string label value, a name with '/')",
@@ -346,6 +355,10 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     if (r < 0 && rc == 0) rc = r;
     SET(f->loop_lag_max, NULL, v->loop_lag->max_seconds);
   }
+  kc_shared_text_stats sts = kc_shared_text_stats_now();
+  SET(f->shared_pieces, NULL, sts.pieces);
+  SET(f->shared_bytes, NULL, sts.bytes);
+  SET(f->shared_refs, NULL, sts.refs);
   uint64_t *backlog = compute_backlog(v);
   if (!backlog) return -ENOMEM;
   for (size_t i = 0; i < v->ninformers; i++) {

@@ -878,7 +878,7 @@ bool kc_field_selector_matches(const kc_field_selector *sel, const kc_obj *obj) 
     int n = kc_field_value_text(obj, r->field.ptr, buf, cap);
     if (n == -ENOSPC) {
       /* Unescaped text is never longer than the object's JSON. */
-      cap = (size_t)obj->json_len + 1;
+      cap = kc_obj_text_len(obj) + 1;
       heap = malloc(cap);
       n = heap ? kc_field_value_text(obj, r->field.ptr, heap, cap) : -ENOMEM;
       buf = heap;

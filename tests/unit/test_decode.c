@@ -33,12 +33,12 @@ typedef struct rec {
 static void rec_add(rec *r, const char *type, kc_obj *o) {
   char key[256] = "";
   if (o) kc_obj_key(o, key, sizeof key);
-  size_t len = (o ? o->json_len : 0) + 600;
+  size_t len = (o ? kc_obj_text_len(o) : 0) + 600;
   char *line = malloc(len);
   assert_non_null(line);
   snprintf(line, len, "%s %s %.*s %s", type, key, o ? (int)kc_obj_resource_version(o).len : 0,
            o && kc_obj_resource_version(o).ptr ? kc_obj_resource_version(o).ptr : "",
-           o ? o->json : "-");
+           o ? kc_obj_text(o).ptr : "-");
   if (r->n == r->cap) {
     r->cap = r->cap ? r->cap * 2 : 16;
     r->lines = realloc(r->lines, r->cap * sizeof *r->lines);
@@ -157,8 +157,8 @@ static void assert_slices(const kc_obj *o) {
     assert_int_equal(kc_obj_label_key(o, i).ptr[kc_obj_label_key(o, i).len], '"');
   }
   char err[256];
-  kc_obj *re = kc_obj_parse(o->json, o->json_len, NULL, err, sizeof err);
-  if (!re) fail_msg("not valid JSON: %s: %s", err, o->json);
+  kc_obj *re = kc_obj_parse(kc_obj_text(o).ptr, kc_obj_text_len(o), NULL, err, sizeof err);
+  if (!re) fail_msg("not valid JSON: %s: %s", err, kc_obj_text(o).ptr);
   assert_true(kc_str_eq(kc_obj_kind(re), kc_obj_kind(o)));
   assert_true(kc_str_eq(kc_obj_api_version(re), kc_obj_api_version(o)));
   assert_int_equal(re->nlabels, o->nlabels);
@@ -192,7 +192,7 @@ static void test_watch_initial_events(void **state) {
     char want[128];
     snprintf(want, sizeof want, "ADDED kube-system/%s %s {", names[i], rvs[i]);
     assert_true(strncmp(ref.lines[i], want, strlen(want)) == 0);
-    assert_int_equal(ref.objs[i]->json_len, lens[i]);
+    assert_int_equal(kc_obj_text_len(ref.objs[i]), lens[i]);
     assert_int_equal(ref.objs[i]->refs, 1); /* the decoder let go of its reference */
   }
   assert_true(strncmp(ref.lines[8], "BOOKMARK  605 {", 15) == 0);
@@ -204,8 +204,8 @@ static void test_watch_initial_events(void **state) {
   char err[256];
   kc_obj *fo = kc_obj_parse(ftext, flen, NULL, err, sizeof err);
   assert_non_null(fo);
-  assert_int_equal(fo->json_len, ref.objs[0]->json_len);
-  assert_memory_equal(fo->json, ref.objs[0]->json, fo->json_len);
+  assert_int_equal(kc_obj_text_len(fo), kc_obj_text_len(ref.objs[0]));
+  assert_memory_equal(kc_obj_text(fo).ptr, kc_obj_text(ref.objs[0]).ptr, kc_obj_text_len(fo));
   kc_obj_unref(fo);
   free(ftext);
 
@@ -297,15 +297,15 @@ static void test_watch_transform(void **state) {
   rec r = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, &t, text, len, 0, 16384, &r, NULL, 0), 0);
   assert_int_equal(r.n, 9);
-  for (size_t i = 0; i < r.n; i++) assert_null(strstr(r.objs[i]->json, "managedFields"));
-  assert_int_equal(r.objs[0]->json_len, 4288); /* as kc_obj_parse with the same transform */
+  for (size_t i = 0; i < r.n; i++) assert_null(strstr(kc_obj_text(r.objs[i]).ptr, "managedFields"));
+  assert_int_equal(kc_obj_text_len(r.objs[0]), 4288); /* as kc_obj_parse with the same transform */
   rec_free(&r);
   /* metadata-only: the bookmark annotation survives. */
   kc_transform mo = {.drop = NULL, .ndrop = 0, .metadata_only = true};
   rec m = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, &mo, text, len, 0, 4096, &m, NULL, 0), 0);
   assert_int_equal(m.n, 9);
-  for (size_t i = 0; i < m.n; i++) assert_null(strstr(m.objs[i]->json, "\"spec\""));
+  for (size_t i = 0; i < m.n; i++) assert_null(strstr(kc_obj_text(m.objs[i]).ptr, "\"spec\""));
   assert_true(m.iee);
   rec_free(&m);
   /* Dropping the annotations does not hide the end-of-initial-events mark. */
@@ -339,14 +339,14 @@ static void test_watch_raw_cuts(void **state) {
   char err[256];
   kc_obj *want = kc_obj_parse(obj, flen, &t, err, sizeof err);
   assert_non_null(want);
-  assert_null(strstr(want->json, "\"status\""));
+  assert_null(strstr(kc_obj_text(want).ptr, "\"status\""));
   rec ref = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, &t, text, len, len, 0, &ref, err, sizeof err), 0);
   assert_int_equal(ref.n, 1);
   kc_obj *got = ref.objs[0];
-  kc_obj *min = kc_obj_parse(got->json, got->json_len, NULL, err, sizeof err);
-  if (!min) fail_msg("raw text is not JSON (%s): %s", err, got->json);
-  assert_string_equal(min->json, want->json);
+  kc_obj *min = kc_obj_parse(kc_obj_text(got).ptr, kc_obj_text_len(got), NULL, err, sizeof err);
+  if (!min) fail_msg("raw text is not JSON (%s): %s", err, kc_obj_text(got).ptr);
+  assert_string_equal(kc_obj_text(min).ptr, kc_obj_text(want).ptr);
   assert_true(kc_str_eq(kc_obj_name(got), kc_obj_name(want)));
   assert_null(kc_obj_uid(got).ptr);
   assert_null(kc_obj_kind(got).ptr);
@@ -366,14 +366,14 @@ static void test_watch_raw_cuts(void **state) {
   rec r2 = {.keep = true};
   assert_int_equal(run(KC_DECODE_WATCH, &tt, t2, strlen(t2), 0, 1, &r2, err, sizeof err), 0);
   assert_int_equal(r2.n, 2);
-  assert_string_equal(r2.objs[0]->json, "{}");
-  assert_string_equal(r2.objs[1]->json, "{}");
+  assert_string_equal(kc_obj_text(r2.objs[0]).ptr, "{}");
+  assert_string_equal(kc_obj_text(r2.objs[1]).ptr, "{}");
   rec_free(&r2);
   /* yajl also takes \v and \f as whitespace (found by fuzzing). */
   r2.keep = true;
   const char *t3 = "{\"type\":\"ADDED\",\"object\":{\"a\":1,\v\f\"status\"\f:\v2\v,\f\"b\":\v3}}";
   assert_int_equal(run(KC_DECODE_WATCH, &tt, t3, strlen(t3), 0, 1, &r2, err, sizeof err), 0);
-  assert_string_equal(r2.objs[0]->json, "{\"a\":1\v,\f\"b\":\v3}");
+  assert_string_equal(kc_obj_text(r2.objs[0]).ptr, "{\"a\":1\v,\f\"b\":\v3}");
   kc_json_value v;
   assert_int_equal(kc_obj_get(r2.objs[0], "b", &v), 0);
   assert_int_equal(v.type, KC_JSON_NUMBER);
@@ -583,7 +583,7 @@ static void test_list_fixtures(void **state) {
    * list's own kind, which comes first here. */
   assert_true(kc_str_eq_c(kc_obj_kind(ref.objs[0]), "Deployment"));
   assert_true(kc_str_eq_c(kc_obj_api_version(ref.objs[0]), "apps/v1"));
-  assert_int_equal(ref.objs[0]->json_len, 5902 + 43); /* "kind":"Deployment","apiVersion":"apps/v1", */
+  assert_int_equal(kc_obj_text_len(ref.objs[0]), 5902 + 43); /* "kind":"Deployment","apiVersion":"apps/v1", */
   assert_slices(ref.objs[0]);
   assert_int_equal(ref.objs[0]->generation, 1);
   for (size_t c = 1; c <= 3; c++) {
@@ -609,8 +609,8 @@ static void test_list_fixtures(void **state) {
   assert_string_equal(cr.meta_kind, "FooBarList");
   assert_string_equal(cr.meta_rv, "556");
   assert_true(kc_str_eq_c(kc_obj_kind(cr.objs[0]), "FooBar")); /* CR items carry kind */
-  assert_int_equal(cr.objs[0]->json_len, 598);
-  assert_int_equal(cr.objs[1]->json_len, 629);
+  assert_int_equal(kc_obj_text_len(cr.objs[0]), 598);
+  assert_int_equal(kc_obj_text_len(cr.objs[1]), 629);
   rec_free(&cr);
   free(text);
 }
@@ -717,9 +717,9 @@ static rec run_all_splits(enum kc_decode_mode mode, const kc_transform *t, const
 /* The JSON text of object i after the type prefix: the item as sent. */
 static void assert_stamped(const kc_obj *o, const char *prefix, const char *rest, size_t rest_len) {
   size_t pl = strlen(prefix);
-  assert_int_equal(o->json_len, pl + rest_len);
-  assert_memory_equal(o->json, prefix, pl);
-  assert_memory_equal(o->json + pl, rest, rest_len);
+  assert_int_equal(kc_obj_text_len(o), pl + rest_len);
+  assert_memory_equal(kc_obj_text(o).ptr, prefix, pl);
+  assert_memory_equal(kc_obj_text(o).ptr + pl, rest, rest_len);
 }
 
 static void test_list_type(void **state) {
@@ -765,7 +765,7 @@ static void test_list_type(void **state) {
   rec_free(&a);
   a = run_all_splits(KC_DECODE_LIST, NULL, late, n);
   assert_null(kc_obj_kind(a.objs[0]).ptr); /* as sent: nothing to derive it from in time */
-  assert_int_equal(a.objs[0]->json_len, item_len);
+  assert_int_equal(kc_obj_text_len(a.objs[0]), item_len);
   rec_free(&a);
   free(late);
   free(text);
@@ -792,12 +792,12 @@ static void test_list_type(void **state) {
   kc_transform mo = {.metadata_only = true, .kind = "Pod", .api_version = "v1"};
   a = run_all_splits(KC_DECODE_LIST, &mo, pl, strlen(pl));
   assert_int_equal(a.n, 2);
-  assert_string_equal(a.objs[0]->json,
+  assert_string_equal(kc_obj_text(a.objs[0]).ptr,
                       "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
                       "\"namespace\":\"ns\",\"resourceVersion\":\"4700\",\"labels\":{\"x\":\"y\","
                       "\"a\":\"b\"}}}");
   assert_true(kc_str_eq_c(kc_obj_label(a.objs[0], kc_str_c("x")), "y"));
-  assert_string_equal(a.objs[1]->json,
+  assert_string_equal(kc_obj_text(a.objs[1]).ptr,
                       "{\"metadata\":{\"name\":\"b\"},\"apiVersion\":\"v1\",\"kind\":\"Pod\"}");
   rec_free(&a);
   a = run_all_splits(KC_DECODE_LIST, NULL, pl, strlen(pl));
@@ -826,7 +826,7 @@ static void test_list_type(void **state) {
   };
   a = run_all_splits(KC_DECODE_LIST, NULL, sh, strlen(sh));
   assert_int_equal(a.n, 6);
-  for (size_t i = 0; i < 6; i++) assert_string_equal(a.objs[i]->json, want[i]);
+  for (size_t i = 0; i < 6; i++) assert_string_equal(kc_obj_text(a.objs[i]).ptr, want[i]);
   assert_true(kc_str_eq_c(kc_obj_kind(a.objs[3]), "Other"));
   assert_true(kc_str_eq_c(kc_obj_kind(a.objs[4]), "Lease"));
   assert_true(kc_str_eq_c(kc_obj_label(a.objs[5], kc_str_c("k")), "w"));
@@ -834,11 +834,11 @@ static void test_list_type(void **state) {
   /* A list kind without the List suffix (or a bad one): nothing derived. */
   const char *odd = "{\"kind\":\"Lease\",\"apiVersion\":\"v1\",\"items\":[{}]}";
   a = run_all_splits(KC_DECODE_LIST, NULL, odd, strlen(odd));
-  assert_string_equal(a.objs[0]->json, "{}");
+  assert_string_equal(kc_obj_text(a.objs[0]).ptr, "{}");
   rec_free(&a);
   const char *odd2 = "{\"kind\":\"A\\\"List\",\"apiVersion\":\"v1\",\"items\":[{}]}";
   a = run_all_splits(KC_DECODE_LIST, NULL, odd2, strlen(odd2));
-  assert_string_equal(a.objs[0]->json, "{}");
+  assert_string_equal(kc_obj_text(a.objs[0]).ptr, "{}");
   rec_free(&a);
 
   /* Bad types are refused when the decoder is made. */
@@ -883,11 +883,11 @@ static void test_watch_type(void **state) {
   kc_transform mo = {.metadata_only = true, .kind = "Pod", .api_version = "v1"};
   rec a = run_all_splits(KC_DECODE_WATCH, &mo, w, strlen(w));
   assert_int_equal(a.n, 4);
-  assert_string_equal(a.objs[0]->json,
+  assert_string_equal(kc_obj_text(a.objs[0]).ptr,
                       "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
                       "\"namespace\":\"ns\",\"uid\":\"u1\",\"resourceVersion\":\"10\",\"labels\":"
                       "{\"app\":\"x\"}}}");
-  assert_string_equal(a.objs[1]->json,
+  assert_string_equal(kc_obj_text(a.objs[1]).ptr,
                       "{\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
                       "\"resourceVersion\":\"11\"},\"kind\":\"Pod\"}");
   assert_true(kc_str_eq_c(kc_obj_kind(a.objs[2]), "Pod"));
@@ -1323,22 +1323,23 @@ static void test_raw_skip_fast_levels(void **state) {
       assert_true(kc_obj_builder_done(r.b));
       kc_obj *o = kc_obj_builder_finish(r.b);
       assert_non_null(o);
-      /* spec, status and managedFields (kept or dropped) went by unseen:
+      /* spec, status and the insides of managedFields went by unseen:
        * a value nobody looks at is skipped at its key, a container that
        * matters as a whole (status: the Status fields' level; a dropped
-       * member, to know where it ends) at its start */
+       * member, to know where it ends; a fieldsV1, which may be shared,
+       * kbuild.h "Shared values") at its start */
       assert_string_equal(r.seen, dropping ? "{ kind Pod apiVersion v1 metadata { name a namespace n labels { x y } "
                                              "managedFields [ ~ ] } spec ~ status { ~ } } "
                                            : "{ kind Pod apiVersion v1 metadata { name a namespace n labels { x y } "
-                                             "managedFields ~ } spec ~ status { ~ } } ");
+                                             "managedFields [ { manager ~ fieldsV1 { ~ } } ] } spec ~ status { ~ } } ");
       if (dropping) {
-        assert_string_equal(o->json,
+        assert_string_equal(kc_obj_text(o).ptr,
                             "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
                             "\"namespace\":\"n\",\"labels\":{\"x\":\"y\"}},\"spec\":{\"containers\":"
                             "[{\"name\":\"c\",\"image\":\"i\",\"ports\":[1,2]}],\"x\":null},"
                             "\"status\":{\"phase\":\"Running\",\"ok\":true}}");
       } else {
-        assert_string_equal(o->json, pod);
+        assert_string_equal(kc_obj_text(o).ptr, pod);
       }
       assert_int_equal(o->nlabels, 1);
       assert_true(kc_str_eq_c(kc_obj_name(o), "a"));
