@@ -683,6 +683,14 @@ int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
     b->v_cap = 0;
     return 0;
   }
+  if (pl->role == R_MF_ENTRY && (pl->drop | pl->cap | pl->skip) == 0) {
+    /* A managedFields entry's keys: only fieldsV1 matters (shared). */
+    b->v_role = KEY_IS(k, n, "fieldsV1") ? R_FIELDSV1 : R_NONE;
+    b->v_skip = 0;
+    b->v_drop = 0;
+    b->v_cap = 0;
+    return 0;
+  }
   uint8_t skip = pl->skip;
   uint64_t drop = 0;
   unsigned segi = b->depth - 1;

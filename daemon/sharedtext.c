@@ -14,20 +14,32 @@ static kc_shared_text **buckets; /* nbuckets entries, a power of two */
 static size_t nbuckets, npieces;
 static uint64_t nbytes, nrefs;
 
-/* 8 bytes per step: the pieces are kilobytes, looked up once per object
- * built, so the hash must cost far less than copying them would. */
+/* Four independent 8-byte lanes per step: the pieces are kilobytes,
+ * hashed once per object built, so the hash must cost far less than
+ * copying them would (a single lane waits on each multiply). */
 static uint64_t text_hash(const char *s, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+  const uint64_t k = 0xff51afd7ed558ccdULL;
+  uint64_t h[4] = {0x9e3779b97f4a7c15ULL ^ n, 0xc2b2ae3d27d4eb4fULL, 0x165667b19e3779f9ULL,
+                   0x27d4eb2f165667c5ULL};
   size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    memcpy(w, s + i, 32);
+    for (int j = 0; j < 4; j++) {
+      h[j] = (h[j] ^ w[j]) * k;
+      h[j] ^= h[j] >> 29;
+    }
+  }
+  uint64_t r = h[0] ^ kc_mix64(h[1]) ^ kc_mix64(h[2] + 1) ^ kc_mix64(h[3] + 2);
   for (; i + 8 <= n; i += 8) {
     uint64_t w;
     memcpy(&w, s + i, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 29;
+    r = (r ^ w) * k;
+    r ^= r >> 29;
   }
   uint64_t w = 0;
   memcpy(&w, s + i, n - i);
-  return kc_mix64(h ^ w);
+  return kc_mix64(r ^ w);
 }
 
 /* Doubles the table (at one piece per bucket); a failure only leaves the

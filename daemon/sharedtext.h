@@ -10,7 +10,7 @@
  * holds a reference instead of the bytes (kobj.h "Shared pieces").
  *
  * Threads: any. The pool is one mutex-protected table; a lookup costs one
- * hash over the bytes (8 bytes per step) and one memcmp on a hit, the
+ * hash over the bytes (32 bytes per step) and one memcmp on a hit, the
  * release one lock. Pieces are immutable and freed with their last
  * reference, so the pool holds only pieces some object still uses.
  * Errors: NULL with errno ENOMEM (or EINVAL for an empty or oversized text).
