@@ -73,7 +73,7 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
     return rc;
   }
   kctrld_list **lists = kinds->nowns ? calloc(kinds->nowns, sizeof *lists) : NULL;
-  kc_str *owned = NULL;
+  const kc_obj **owned = NULL;
   size_t nowned = 0, cap = 0;
   if (kinds->nowns && !lists) {
     rc = -ENOMEM;
@@ -99,7 +99,7 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
         continue;
       if (nowned == cap) {
         size_t ncap = cap ? cap * 2 : 16;
-        kc_str *nv = realloc(owned, ncap * sizeof *nv);
+        const kc_obj **nv = realloc(owned, ncap * sizeof *nv);
         if (!nv) {
           rc = -ENOMEM;
           goto out;
@@ -107,16 +107,18 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
         owned = nv;
         cap = ncap;
       }
-      kctrld_str j = h->object_json(o);
-      owned[nowned++] = (kc_str){j.ptr, j.len};
+      /* The cached object itself (the daemon's table hands out kc_obj):
+       * its text goes into the request span by span, where object_json
+       * would keep a contiguous copy with every object ever sent. */
+      owned[nowned++] = kc_hostapi_obj(o);
     }
   }
-  kctrld_str oj = obj ? h->object_json(obj) : (kctrld_str){NULL, 0};
+
   const kc_hook_request req = {
       .controller = h->ctx_controller(ctx),
       .key = key,
       .attempt = attempt,
-      .object = {oj.ptr, oj.len},
+      .object = obj ? kc_hostapi_obj(obj) : NULL,
       .owned = owned,
       .nowned = nowned,
       .expectations_satisfied = h->expectations_satisfied(ctx, key),

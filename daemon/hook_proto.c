@@ -39,18 +39,21 @@ const char *kc_hook_action_name(enum kc_hook_action_type t) {
 
 /* ---- request ---------------------------------------------------------------- */
 
-/* Raw JSON from the cache, with line breaks (only possible as whitespace
- * outside strings) turned into spaces: one request is one line. */
-static void put_raw(kc_buf *b, kc_str s) {
-  if (!s.ptr) {
-    kc_buf_puts(b, "null");
-    return;
-  }
+/* A span of an object's text as cached, with line breaks (only possible as
+ * whitespace outside strings) turned into spaces: one request is one line. */
+static int put_span(void *ud, const char *p, size_t n) {
+  kc_buf *b = ud;
   size_t start = b->len;
-  kc_buf_add(b, s.ptr, s.len);
-  if (b->err) return;
+  kc_buf_add(b, p, n);
+  if (b->err) return b->err;
   for (size_t i = start; i < b->len; i++)
     if (b->p[i] == '\n' || b->p[i] == '\r') b->p[i] = ' ';
+  return 0;
+}
+
+static void put_raw(kc_buf *b, const kc_obj *o) {
+  if (!o) kc_buf_puts(b, "null");
+  else kc_obj_text_each(o, put_span, b);
 }
 
 void kc_hook_request_write(kc_buf *b, const kc_hook_request *req) {

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "kobj.h"
 #include "kstr.h"
 
 #define KC_HOOK_API_VERSION "kctrld.io/hook/v1"
@@ -107,14 +108,15 @@ void kc_hook_response_free(kc_hook_response *r);
 /* Names for logs and errors ("create", "updateStatus", ...). */
 const char *kc_hook_action_name(enum kc_hook_action_type t);
 
-/* The request of one reconcile, as kc_hook_request_write writes it. JSON
- * texts are raw (from the cache); object {NULL, 0} writes null. */
+/* The request of one reconcile, as kc_hook_request_write writes it. The
+ * objects' texts are written as cached (kc_obj_text_each: shared pieces
+ * included, without a contiguous copy); object NULL writes null. */
 typedef struct kc_hook_request {
   const char *controller;
   const char *key;
   uint64_t attempt;    /* 1 for the first try of a key, counting failures since its last success */
-  kc_str object;       /* the object from the cache; {NULL,0}: deleted (null) */
-  const kc_str *owned; /* the owned objects from the cache */
+  const kc_obj *object;              /* the object from the cache; NULL: deleted (null) */
+  const kc_obj *const *owned;        /* the owned objects from the cache */
   size_t nowned;
   bool expectations_satisfied;
 } kc_hook_request;

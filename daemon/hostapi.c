@@ -29,7 +29,7 @@ _Static_assert((int)KCTRLD_JSON_ARRAY == (int)KC_JSON_ARRAY, "json types");
 _Static_assert((int)KCTRLD_JSON_STRING == (int)KC_JSON_STRING, "json types");
 
 static inline kctrld_str S(kc_str s) { return (kctrld_str){s.ptr, s.len}; }
-static inline const kc_obj *O(const kctrld_object *o) { return (const kc_obj *)o; }
+static inline const kc_obj *O(const kctrld_object *o) { return kc_hostapi_obj(o); }
 
 /* ---- per-thread state: the last parsed label selector ---- */
 

@@ -51,6 +51,7 @@
 #include "apiclient.h"
 #include "expectations.h"
 #include "hostenv.h"
+#include "kobj.h"
 #include "kctrld/plugin.h"
 #include "workers.h"
 #include "yamltree.h"
@@ -97,6 +98,9 @@ void kc_hostapi_leave(kctrld_ctx *previous);
 
 /* The host table handed to plugins (static storage, complete). */
 const struct kctrld_host_api *kc_hostapi_table(void);
+
+/* The cached object behind a kctrld_object of this table (see "Mapping"). */
+static inline const kc_obj *kc_hostapi_obj(const kctrld_object *o) { return (const kc_obj *)o; }
 
 /* The settings handle of a controller's `settings:` node (may be NULL). */
 static inline const kctrld_settings *kc_hostapi_settings(const kc_yaml_node *node) {

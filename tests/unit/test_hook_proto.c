@@ -7,11 +7,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "decode.h"
 #include "hook_proto.h"
 #include "jsontree.h"
 #include "kctrld/plugin.h"
@@ -233,14 +235,42 @@ static void test_size_limit(void **state) {
   free(deep);
 }
 
+static int keep_first(void *ud, const kc_watch_event *ev) {
+  kc_obj **o = ud;
+  if (!*o) *o = kc_obj_ref(ev->obj);
+  return 0;
+}
+
+/* An object as the informers cache it: the streaming decoder's (text as
+ * received, managedFields[].fieldsV1 shared). */
+static kc_obj *decode_one(const char *json) {
+  kc_buf ev = {0};
+  kc_buf_printf(&ev, "{\"type\":\"ADDED\",\"object\":%s}\n", json);
+  kc_obj *o = NULL;
+  kc_decoder_callbacks cbs = {.event = keep_first};
+  kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &o);
+  assert_non_null(d);
+  assert_int_equal(kc_decoder_feed(d, ev.p, ev.len), 0);
+  assert_int_equal(kc_decoder_finish(d), 0);
+  kc_decoder_free(d);
+  kc_buf_free(&ev);
+  return o;
+}
+
 static void test_request(void **state) {
   (void)state;
   kc_buf b = {0};
-  const kc_str owned[] = {kc_str_c("{\"a\":1}"), kc_str_c("{\"b\":\n2}")};
+  /* kc_obj_parse minifies; a raw-mode object keeps the text as received,
+   * line breaks included: build that one with the streaming decoder. */
+  kc_obj *o1 = decode_one("{\"b\":\n2}");
+  kc_obj *o0 = kc_obj_parse("{\"a\":1}", 7, NULL, NULL, 0);
+  kc_obj *obj = kc_obj_parse("{\"metadata\":{\"name\":\"n\"}}", 25, NULL, NULL, 0);
+  assert_true(o0 && o1 && obj);
+  const kc_obj *owned[] = {o0, o1};
   kc_hook_request req = {.controller = "c\"1",
                          .key = "ns/n",
                          .attempt = 3,
-                         .object = kc_str_c("{\"metadata\":{\"name\":\"n\"}}"),
+                         .object = obj,
                          .owned = owned,
                          .nowned = 2,
                          .expectations_satisfied = true};
@@ -253,7 +283,7 @@ static void test_request(void **state) {
       "\"owned\":[{\"a\":1},{\"b\": 2}]}");
   /* A deleted object is null. */
   kc_buf_reset(&b);
-  req.object = (kc_str){NULL, 0};
+  req.object = NULL;
   req.nowned = 0;
   kc_hook_request_write(&b, &req);
   yajl_val v = NULL;
@@ -261,6 +291,23 @@ static void test_request(void **state) {
   const char *path[] = {"object", NULL};
   assert_true(YAJL_IS_NULL(yajl_tree_get(v, path, yajl_t_any)));
   yajl_tree_free(v);
+  /* An object whose fieldsV1 is a shared piece goes out whole. */
+  char big[600];
+  int n = snprintf(big, sizeof big, "{\"metadata\":{\"name\":\"p\",\"managedFields\":[{\"manager\":\"m\","
+                   "\"fieldsV1\":{\"f:spec\":{");
+  for (int i = 0; i < 20; i++) n += snprintf(big + n, sizeof big - (size_t)n, "%s\"f:field%02d\":{}", i ? "," : "", i);
+  snprintf(big + n, sizeof big - (size_t)n, "}}}]}}");
+  kc_obj *shared = decode_one(big);
+  assert_int_equal(shared->nshared, 1);
+  kc_buf_reset(&b);
+  req.object = shared;
+  kc_hook_request_write(&b, &req);
+  assert_int_equal(b.err, 0);
+  assert_non_null(strstr(b.p, big));
+  kc_obj_unref(shared);
+  kc_obj_unref(o0);
+  kc_obj_unref(o1);
+  kc_obj_unref(obj);
   kc_buf_free(&b);
 }
 
