@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "decode.h"
+#include "hostapi.h"
 #include "isolate_wire.h"
 #include "kbuild.h"
 #include "sharedtext.h"
@@ -318,6 +319,11 @@ static void test_decoder_shares_fieldsv1(void **state) {
       assert_string_equal(got.p, want.p);
       kc_buf_free(&got);
       kc_buf_free(&want);
+      /* A plugin's object_json: the whole text, the same copy every time. */
+      const struct kctrld_host_api *h = kc_hostapi_table();
+      kctrld_str pj = h->object_json((const kctrld_object *)o);
+      assert_true(pj.ptr && pj.len == strlen(pods[i]) && !memcmp(pj.ptr, pods[i], pj.len));
+      assert_ptr_equal(h->object_json((const kctrld_object *)o).ptr, pj.ptr);
       /* The process-isolation wire writes the whole text. */
       kc_buf w1 = {0}, w2 = {0};
       kc_iso_put_obj(&w1, o);
