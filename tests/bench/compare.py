@@ -624,7 +624,9 @@ class Bench:
         k0 = r.k.metric(r.k.scrape(), "kctrld_reflector_relists_total") if r.k is not None else 0
         u0 = r.updates()
         t0 = time.monotonic()
-        sim.control("POST", "lose-events", {"resource": "pods", "count": n})
+        # The simulator rewrites every Pod before it answers: about 30 s for
+        # 100k on two busy cores, past the default 30 s of a control call.
+        sim.control("POST", "lose-events", {"resource": "pods", "count": n}, timeout=self.a.sync_timeout)
         sim.control("POST", "compact")
         sim.control("POST", "drop-watches")
         if r.k is not None:

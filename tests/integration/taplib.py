@@ -201,10 +201,10 @@ class Apisim:
         conn.close()
         return r.status, hd, data
 
-    def json(self, method, path, body=None, headers=None, expect=None):
+    def json(self, method, path, body=None, headers=None, expect=None, timeout=30):
         """Like request() but decodes the JSON answer; checks the status if expect is set."""
         import json as _json
-        st, hd, data = self.request(method, path, body, headers)
+        st, hd, data = self.request(method, path, body, headers, timeout=timeout)
         try:
             doc = _json.loads(data) if data else None
         except ValueError:
@@ -213,9 +213,10 @@ class Apisim:
             raise AssertionError("%s %s: expected %d, got %d: %s" % (method, path, expect, st, data[:500]))
         return st, doc
 
-    def control(self, method, call, body=None):
-        """Calls the /_apisim/ control endpoint and returns the decoded answer."""
-        st, doc = self.json(method, "/_apisim/" + call, body)
+    def control(self, method, call, body=None, timeout=30):
+        """Calls the /_apisim/ control endpoint and returns the decoded answer
+        (timeout: seconds for the answer; changing 100k objects takes longer)."""
+        st, doc = self.json(method, "/_apisim/" + call, body, timeout=timeout)
         if st >= 300:
             raise AssertionError("control %s %s: %d %s" % (method, call, st, doc))
         return doc
