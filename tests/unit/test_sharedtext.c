@@ -162,12 +162,18 @@ static int on_event(void *ud, const kc_watch_event *ev) {
   return 0;
 }
 
-/* Decodes the events of `body` fed in pieces of `piece` bytes. */
-static void decode_watch(const char *body, size_t len, size_t piece, const kc_transform *t,
-                         objs *out) {
+/* A watch decoder that keeps the objects of its events in *out. */
+static kc_decoder *watch_decoder(const kc_transform *t, objs *out) {
   kc_decoder_callbacks cbs = {.event = on_event};
   kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, t, &cbs, out);
   assert_non_null(d);
+  return d;
+}
+
+/* Decodes the events of `body` fed in pieces of `piece` bytes. */
+static void decode_watch(const char *body, size_t len, size_t piece, const kc_transform *t,
+                         objs *out) {
+  kc_decoder *d = watch_decoder(t, out);
   for (size_t off = 0; off < len; off += piece)
     assert_int_equal(kc_decoder_feed(d, body + off, len - off < piece ? len - off : piece), 0);
   assert_int_equal(kc_decoder_finish(d), 0);
@@ -403,9 +409,7 @@ static void test_limit_counts_shared_bytes(void **state) {
   char *body = three_pods(pods, &len);
   kc_shared_text_stats st0 = kc_shared_text_stats_now();
   objs v = {0};
-  kc_decoder_callbacks cbs = {.event = on_event};
-  kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cbs, &v);
-  assert_non_null(d);
+  kc_decoder *d = watch_decoder(NULL, &v);
   kc_decoder_set_max_bytes(d, strlen(pods[0]) - 10); /* the own text would fit */
   assert_int_equal(kc_decoder_feed(d, body, len), -E2BIG);
   assert_non_null(strstr(kc_decoder_error(d), "object larger than the limit"));
