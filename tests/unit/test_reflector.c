@@ -1066,9 +1066,12 @@ static void test_idle_watch_restarted(void **state) {
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds=T&watch=true",
                   BASE "?allowWatchBookmarks=true&resourceVersion=140&timeoutSeconds=T&watch=true");
-  /* Restarted by the idle timer (>= 300 ms), not by the server ending the
-   * hang at 4000 ms: the bound is the hang, not a speed requirement. */
-  assert_true(gap(2) >= 300 && gap(2) < 3900);
+  /* Restarted by the idle timer (300 ms), not by the server ending the
+   * hang at 4000 ms: the bound is the hang, not a speed requirement. The
+   * lower bound has slack: libuv starts a timer from the loop's cached
+   * time, which can be a few ms before the server saw the request (CI once
+   * measured 299 ms). */
+  assert_true(gap(2) >= 250 && gap(2) < 3900);
   assert_string_equal(K.log, "R a@90;");
   assert_int_equal(kc_reflector_stats_get(F.r)->bookmarks, 1);
   assert_string_equal(S.accept[0], "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;"
