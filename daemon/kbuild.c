@@ -1239,7 +1239,7 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b) {
   o->generation = b->generation;
   o->deleting = b->deleting;
   if (b->npend) {
-    kc_obj_shared_table *t = (kc_obj_shared_table *)(void *)((char *)o + kc_obj_tail_offset(len));
+    kc_obj_shared_table *t = kc_obj_shared_table_at(o, len);
     atomic_init(&t->flat, NULL);
     for (size_t i = 0; i < b->npend; i++)
       t->hole[i] = (kc_obj_shared){b->pend[i].text, remap(&plan, b->pend[i].at), 0};

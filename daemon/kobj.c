@@ -19,7 +19,7 @@ kc_obj *kc_obj_ref(kc_obj *obj) {
 }
 
 static kc_obj_shared_table *shared_table(const kc_obj *obj) {
-  return (kc_obj_shared_table *)(void *)((char *)obj + kc_obj_tail_offset(obj->json_len));
+  return kc_obj_shared_table_at(obj, obj->json_len);
 }
 
 void kc_obj_unref(kc_obj *obj) {

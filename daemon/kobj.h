@@ -132,6 +132,11 @@ typedef struct kc_obj_shared_table {
 static inline size_t kc_obj_shared_table_size(unsigned nshared) {
   return nshared ? sizeof(kc_obj_shared_table) + nshared * sizeof(kc_obj_shared) : 0;
 }
+/* The table of an object whose text is json_len bytes (meaningful when
+ * nshared > 0; the builder calls it before nshared is set). */
+static inline kc_obj_shared_table *kc_obj_shared_table_at(const kc_obj *obj, size_t json_len) {
+  return (kc_obj_shared_table *)(void *)((char *)obj + kc_obj_tail_offset(json_len));
+}
 
 /* An identity field as a slice of the object's text (valid as long as the
  * object), {NULL, 0} when the object has none; "" (non-NULL, length 0)

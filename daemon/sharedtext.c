@@ -60,6 +60,14 @@ static void grow(void) {
   nbuckets = ncap;
 }
 
+/* The piece with these bytes in its bucket, or NULL. Under the lock. */
+static kc_shared_text *find(uint64_t h, const char *s, size_t len) {
+  if (!nbuckets) return NULL;
+  for (kc_shared_text *t = buckets[h & (nbuckets - 1)]; t; t = t->next)
+    if (t->hash == h && t->len == len && memcmp(t->text, s, len) == 0) return t;
+  return NULL;
+}
+
 kc_shared_text *kc_shared_text_get(const char *s, size_t len) {
   if (!s || len == 0 || len >= UINT32_MAX) {
     errno = EINVAL;
@@ -68,11 +76,7 @@ kc_shared_text *kc_shared_text_get(const char *s, size_t len) {
   uint64_t h = text_hash(s, len);
   pthread_mutex_lock(&pool_lock);
   if (npieces >= nbuckets) grow();
-  kc_shared_text *t = NULL;
-  if (nbuckets) {
-    for (t = buckets[h & (nbuckets - 1)]; t; t = t->next)
-      if (t->hash == h && t->len == len && memcmp(t->text, s, len) == 0) break;
-  }
+  kc_shared_text *t = find(h, s, len);
   if (t) {
     t->refs++;
     nrefs++;
@@ -100,16 +104,14 @@ kc_shared_text *kc_shared_text_get(const char *s, size_t len) {
     errno = ENOMEM;
     return NULL;
   }
-  kc_shared_text **slot = &buckets[h & (nbuckets - 1)];
-  for (t = *slot; t; t = t->next)
-    if (t->hash == h && t->len == len && memcmp(t->text, s, len) == 0) break;
-  if (t) {
+  if ((t = find(h, s, len))) {
     t->refs++;
     nrefs++;
     pthread_mutex_unlock(&pool_lock);
     free(n);
     return t;
   }
+  kc_shared_text **slot = &buckets[h & (nbuckets - 1)];
   n->next = *slot;
   *slot = n;
   npieces++;

@@ -247,11 +247,11 @@ static void test_decoder_shares_fieldsv1(void **state) {
     /* Two holes each (the controller's and the kubelet's); the small one stays. */
     for (int i = 0; i < 3; i++) assert_int_equal(v.o[i]->nshared, 2);
     const kc_obj_shared_table *ta =
-        (const void *)((const char *)v.o[0] + kc_obj_tail_offset(v.o[0]->json_len));
+        kc_obj_shared_table_at(v.o[0], v.o[0]->json_len);
     const kc_obj_shared_table *tb =
-        (const void *)((const char *)v.o[1] + kc_obj_tail_offset(v.o[1]->json_len));
+        kc_obj_shared_table_at(v.o[1], v.o[1]->json_len);
     const kc_obj_shared_table *tc =
-        (const void *)((const char *)v.o[2] + kc_obj_tail_offset(v.o[2]->json_len));
+        kc_obj_shared_table_at(v.o[2], v.o[2]->json_len);
     assert_ptr_equal(ta->hole[0].text, tb->hole[0].text);  /* one ReplicaSet: one copy */
     assert_ptr_not_equal(ta->hole[0].text, tc->hole[0].text);
     assert_ptr_not_equal(ta->hole[1].text, tb->hole[1].text); /* per-Pod fields */
@@ -272,7 +272,7 @@ static void test_decoder_shares_fieldsv1(void **state) {
       assert_string_equal(s.b.p, pods[i]);
       kc_buf_free(&s.b);
       /* json[] keeps one byte per hole. */
-      const kc_obj_shared_table *to = (const void *)((const char *)o + kc_obj_tail_offset(o->json_len));
+      const kc_obj_shared_table *to = kc_obj_shared_table_at(o, o->json_len);
       assert_int_equal(o->json_len, strlen(pods[i]) - to->hole[0].text->len - to->hole[1].text->len + 2);
       assert_int_equal(to->hole[1].text->len, kubelet_fields_len(pods[i]));
       assert_null(strstr(o->json, "f:restartPolicy"));
