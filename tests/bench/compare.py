@@ -37,7 +37,9 @@ is the median and the min-max of the runs. Scenarios:
   floor       yajl alone (build/bench/bench_yajl, best of 3) over the same
               list bytes and the same event stream, and the simulator's own
               ceilings: list MB/s to curl, events/s to a socket that parses
-              nothing (written and drained, like the clients).
+              nothing (written and drained, like the clients); yajl again
+              over the same bytes right after each kctrld sync and drained
+              watch run, for the paired kctrld/floor ratios of the CPU rows.
 
 Prints one table and replaces the marked section of docs/benchmarks.md
 (unless --no-doc). Every wait is bounded; every process is stopped at the end.
@@ -144,12 +146,22 @@ def fmt_cell(s):
     return "%s (%s-%s)" % (fmt_num(med), fmt_num(lo), fmt_num(hi))
 
 
+def fmt_ratio(r):
+    return ("%.2fx" % r) if r < 10 else ("%.1fx" % r)
+
+
 def ratio(a, b):
     """a / b of two summaries' medians, formatted like 0.12x; '-' when missing."""
     if a is None or b is None or not b[0]:
         return "-"
-    r = a[0] / b[0]
-    return ("%.2fx" % r) if r < 10 else ("%.1fx" % r)
+    return fmt_ratio(a[0] / b[0])
+
+
+# kctrld's CPU rows also hold, under key + PAIRED, each run's CPU over the
+# floor measured right after that run on the same bytes (Bench.paired_floor):
+# this VM's speed drifts by up to 2x over minutes, so a floor measured once
+# at the start of the run is not what kctrld's run was up against.
+PAIRED = ".x_paired_floor"
 
 
 def latencies_in_order(sent_ns, seen_unix):
@@ -296,7 +308,11 @@ def render_table(results, sizes, clients, notes=()):
             continue
         row = [scen, metric] + [fmt_cell(cells[c]) for c in clients] + [fmt_cell(fs)]
         row += [ratio(cells.get("kctrld"), cells[p]) for p in peers]
-        row.append(ratio(cells.get("kctrld"), fs) if fkey and key else "-")
+        paired = summary(results.get("kctrld", {}).get(key + PAIRED, [])) if key else None
+        if paired:
+            row.append(fmt_ratio(paired[0]) + " (paired)")
+        else:
+            row.append(ratio(cells.get("kctrld"), fs) if fkey and key else "-")
         out.append("| " + " | ".join(row) + " |")
     return "\n".join(out) + "\n" + "".join("\n" + n for n in notes)
 
@@ -452,6 +468,8 @@ class Bench:
         self.plugins = bench_controller.build_plugins(tmp)
         self.results = {c: {} for c in CLIENTS + ("floor",)}
         self.seq = 0
+        self.floor_files = {}  # "list<N>" / "events": bytes the floors parsed, kept in tmp
+        self.floor_events = 0
         self.failures = []
         self.timings = []  # (scenario run, wall s), printed as it goes
 
@@ -569,6 +587,8 @@ class Bench:
                 if jpo:
                     self.add(client, "sync%d.rss_x" % n, per / jpo)
             self.add(client, "sync%d.hwm" % n, hwm / 1024.0)
+            if client == "kctrld":  # idle now: its worker drained the keys
+                self.paired_floor("sync%d.cpu" % n, s[1], "list%d.yajl_s" % n, "list%d" % n)
             if watch:
                 self.watch(r, watch[0], sim)
             if relist:
@@ -608,6 +628,9 @@ class Bench:
         t, cpu, got = r.wait_updates(base, m, self.a.watch_timeout)
         self.add(c, "watch.drain.eps", got / (t - t0) if t > t0 else None)
         self.add(c, "watch.drain.us", (cpu - cpu0) * 1e6 / got if got else None)
+        if c == "kctrld" and got and self.floor_events:
+            self.paired_floor("watch.drain.us", (cpu - cpu0) * 1e6 / got, "watch.yajl_us", "events",
+                              per=self.floor_events / 1e6)
         if got < m:
             print("# %s: drained %d of %d events within %d s" % (c, got, m, self.a.watch_timeout), flush=True)
 
@@ -732,7 +755,22 @@ class Bench:
         self.add("floor", "list%d.mbs" % n, size / 1e6 / secs)
         self.add("floor", "list%d.json_per_obj" % n, size / n)
         self.add("floor", "list%d.yajl_s" % n, yajl_seconds(self.a.build, path))
-        os.unlink(path)
+        old = self.floor_files.get("list%d" % n)
+        if old and old != path:
+            os.unlink(old)
+        self.floor_files["list%d" % n] = path  # for paired_floor; in the temp dir
+
+    def paired_floor(self, key, value, floor_key, what, per=1):
+        """kctrld's `value` of row `key` over yajl alone on the same bytes
+        (floor file `what`), measured now: recorded as key + PAIRED, and the
+        yajl figure (over `per`) as one more sample of the floor's row."""
+        path = self.floor_files.get(what)
+        if value is None or not path:
+            return
+        ys = yajl_seconds(self.a.build, path) / per
+        self.add("floor", floor_key, ys)
+        if ys > 0:
+            self.add("kctrld", key + PAIRED, value / ys)
 
     def floor_watch(self, m):
         """The simulator's event ceilings and yajl over the same event stream:
@@ -765,7 +803,8 @@ class Bench:
             f.write(dechunk(b"".join(chunks)))
         ys = yajl_seconds(self.a.build, path)
         self.add("floor", "watch.yajl_us", ys * 1e6 / count if count else None)
-        os.unlink(path)
+        self.floor_files["events"] = path if count else None  # for paired_floor
+        self.floor_events = count
 
     # -- the whole run -----------------------------------------------------
 

@@ -123,6 +123,29 @@ def test_render_table_ratios_and_floors():
     assert lines[-1] == "- a note"
 
 
+def test_paired_floor_ratio():
+    """A CPU row whose kctrld runs carry paired floors shows the median of the
+    per-run ratios, not the ratio of the two medians; other rows are as before."""
+    results = {
+        "kctrld": {"sync10000.cpu": [0.20, 0.40, 0.30],
+                   "sync10000.cpu" + compare.PAIRED: [1.25, 1.50, 1.10],
+                   "watch.drain.us": [30.0]},
+        "floor": {"list10000.yajl_s": [0.10, 0.16, 0.32, 0.20], "watch.yajl_us": [20.0]},
+    }
+    lines = compare.render_table(results, [10000], ["kctrld"]).splitlines()
+    cpu = [ln for ln in lines if "| CPU s |" in ln][0]
+    assert cpu.endswith("| 1.25x (paired) |")  # median of 1.10, 1.25, 1.50; 0.30 / 0.18 would be 1.67x
+    drain = [ln for ln in lines if "| CPU us/event |" in ln][-1]
+    assert drain.endswith("| 1.50x |")
+
+    class A:
+        build = "build"
+    b = compare.Bench.__new__(compare.Bench)
+    b.a, b.results, b.floor_files = A(), {"kctrld": {}, "floor": {}}, {}
+    b.paired_floor("sync10000.cpu", 0.3, "list10000.yajl_s", "list10000")  # no file: nothing
+    assert b.results == {"kctrld": {}, "floor": {}}
+
+
 def test_relist_rows_and_watch_counts():
     results = {"kctrld": {"relist10000.before": [96.0], "relist10000.after": [97.0],
                           "relist10000.growth": [102.4]},
