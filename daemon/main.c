@@ -29,6 +29,7 @@
 #include "http.h"
 #include "isolate_child.h"
 #include "log.h"
+#include "memtrim.h"
 #include "plugin_host.h"
 #include "rbac.h"
 
@@ -71,6 +72,8 @@ static int parse_leader_elect(const char *arg, int *out) {
 }
 
 int main(int argc, char **argv) {
+  /* Whether the heap's growth is ours to set while lists decode (memtrim.h). */
+  kc_mem_init(getenv("GLIBC_TUNABLES"));
   /* Hidden: a plugin child of `isolation: process` (isolate_child.h). */
   if (argc == 2 && strcmp(argv[1], KC_ISOLATE_CHILD_FLAG) == 0) return kc_isolate_child_main();
   /* `kctrld rbac ...`: a subcommand with its own flags (rbac.h). */

@@ -65,6 +65,7 @@ struct kc_reflector {
   bool last_list_limit;  /* whether the list last sent (first page) carried limit */
   bool rv_unavailable;   /* a list at the last RV got 410/too large: list at "" until one works */
   bool synced;           /* the first complete list has been delivered */
+  bool listing;          /* a list is in progress: kc_mem_list_begin (memtrim.h) */
   char rv[64];           /* last seen resourceVersion: where a watch resumes, a relist starts */
   char continue_token[1024];
   char list_rv[64];      /* RV the current list was requested at ("" = consistent) */
@@ -526,6 +527,7 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
   /* The decode stream's input copies (up to its budget, freed on the loop's
    * heap as the decoder caught up) and, after a relist, the objects the
    * replace dropped, which lie below the new ones: one trim per list. */
+  kc_mem_list_end(&r->listing);
   kc_mem_give_back();
 }
 
@@ -701,6 +703,8 @@ static void list_request_opts(kc_reflector *r, const char *url, kc_api_request_o
 
 static void start_list(kc_reflector *r, enum list_mode mode) {
   if (r->phase == PHASE_CLOSED) return;
+  /* until deliver_list: retries after a failed attempt are still this list */
+  kc_mem_list_begin(&r->listing);
   /* A streaming list tells nothing of shardSelector support: LIST until known. */
   bool shard_probe = r->shard_selector && r->shard_support == KC_SHARD_SUPPORT_UNKNOWN;
   if (r->streaming != KC_REFLECTOR_STREAM_OFF && !r->page_continue && !shard_probe) {
@@ -1385,6 +1389,7 @@ void kc_reflector_close(kc_reflector *r) {
   if (!r || r->phase == PHASE_CLOSED) return;
   r->phase = PHASE_CLOSED;
   stop_current(r);
+  kc_mem_list_end(&r->listing);
   uv_close((uv_handle_t *)&r->timer, free_reflector);
 }
 

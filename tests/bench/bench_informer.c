@@ -56,6 +56,7 @@
 #include "informer.h"
 #include "log.h"
 #include "looplag.h"
+#include "memtrim.h"
 #include "selector.h"
 
 static double now_s(void) {
@@ -720,6 +721,7 @@ static void sync_table(const long *sizes, int nsizes) {
 }
 
 int main(int argc, char **argv) {
+  kc_mem_init(getenv("GLIBC_TUNABLES")); /* as daemon/main.c does */
   long sizes[8] = {10000, 100000};
   int nsizes = 2;
   if (argc > 1) {

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "mini_server.h"
 #include "decodepool.h"
+#include "memtrim.h"
 #include "reflector.h"
 #include "store_podgen.h"
 #include "testutil.h"
@@ -668,6 +669,7 @@ static void test_paged_list_watch_bookmark_resume(void **state) {
   assert_int_equal(st->events, 3);
   assert_int_equal(st->bookmarks, 1);
   assert_string_equal(st->resource_version, "160");
+  assert_int_equal(kc_mem_lists(), 0); /* both lists delivered: the default heap pad */
 }
 
 /* A sink with synced(): the first list (two pages) reaches the sink object
@@ -1081,6 +1083,23 @@ static void test_idle_watch_restarted(void **state) {
 }
 
 /* Close while a watch is streaming: no sink call afterwards, no leak (ASan). */
+/* A list counts as in progress for the heap's pad (memtrim.h) through its
+ * failed attempts and backoff, and no longer once the reflector is closed. */
+static void test_list_in_progress_until_closed(void **state) {
+  add_body(500, status_body(500, "InternalError", "boom"));
+  kc_reflector_spec sp = spec_default();
+  sp.backoff_initial_ms = 60000;
+  unsigned before = kc_mem_lists();
+  start(&sp);
+  run_until_requests(1, 5000);
+  run_for(50);
+  assert_int_equal(kc_mem_lists(), before + 1); /* waiting to retry the list */
+  kc_reflector_close(F.r);
+  F.r = NULL;
+  assert_int_equal(kc_mem_lists(), before);
+  run_for(50);
+}
+
 static void test_close_mid_watch(void **state) {
   add_body(200, list_body("100", NULL, "a@90"));
   step *s = add_watch(event("ADDED", "b", "101"), NULL);
@@ -1466,6 +1485,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_malformed_event_relists, setup, teardown),
       cmocka_unit_test_setup_teardown(test_short_and_quiet_watches, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_watch_restarted, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_in_progress_until_closed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_close_mid_watch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_connection_reset_midstream, setup, teardown),
       cmocka_unit_test_setup_teardown(test_history_changed_other_uid, setup, teardown),
