@@ -101,6 +101,11 @@ def test_replace_marked_section():
     assert compare.replace_section(new, "new table\n") == new
     appended = compare.replace_section("# Benchmarks\n", "t\n")
     assert appended == "# Benchmarks\n\n%s\nt\n%s\n" % (compare.BEGIN, compare.END)
+    # a quick run has its own section: the full run's table stays
+    both = compare.replace_section(new, "quick table\n", quick=True)
+    assert "new table" in both and both.endswith(compare.END_QUICK + "\n")
+    again = compare.replace_section(both, "quick 2\n", quick=True)
+    assert "quick table" not in again and "quick 2" in again and "new table" in again
 
 
 def test_render_table_ratios_and_floors():
