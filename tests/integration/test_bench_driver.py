@@ -83,6 +83,13 @@ def test_rss_curve():
     assert compare.flat_verdict([12000], [89.3], compare.DECODE_BUDGET_KIB) == "NOT flat"
 
 
+def test_events_counted_across_reads():
+    stream = b'{"type":"MODIFIED"}\n{"type":"MODIFIED"}\n{"type":"MODIFIED"}\n'
+    for cut in range(len(stream) + 1):
+        a, b = stream[:cut], stream[cut:]
+        assert compare.events_ended(b"", a) + compare.events_ended(a, b) == 3, cut
+
+
 def test_dechunk_watch_stream():
     body = b'{"type":"MODIFIED"}\n{"type":"MODIFIED"}\n'
     raw = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
