@@ -96,7 +96,11 @@ struct kc_dstream {
   /* pool thread only, while scheduled */
   dout *batch_head, *batch_tail;
   size_t batch_bytes;
-  int batch_rc; /* out of memory while batching */
+  int batch_rc;     /* out of memory while batching */
+  bool bulk;        /* kc_dstream_set_bulk; cleared at the initial events' end */
+  unsigned unwoken; /* results published since the loop was last woken */
+  bool urgent;      /* a continue token is among them: wake at once */
+  uint64_t wakes;   /* under mu: times it woke the loop (kc_dstream_wakes) */
 
   /* loop only */
   kc_dstream *next_deliver;
@@ -280,6 +284,7 @@ static int batch_add(kc_dstream *s, kc_obj *obj, const kc_watch_event *ev) {
     o->type = ev->type;
     o->index = ev->index;
     o->iee = ev->initial_events_end;
+    if (o->iee) s->bulk = false; /* the watch goes on event by event */
     if (ev->type == KC_WATCH_UNKNOWN) o->type_name = strdup(ev->type_name ? ev->type_name : "");
     if (ev->status) {
       o->status = malloc(sizeof *o->status);
@@ -296,6 +301,7 @@ static int batch_add(kc_dstream *s, kc_obj *obj, const kc_watch_event *ev) {
   else s->batch_head = o;
   s->batch_tail = o;
   s->batch_bytes += o->bytes;
+  s->unwoken++;
   return 0;
 }
 
@@ -326,6 +332,7 @@ static int dec_list_meta(void *ud, const kc_list_meta *m) {
   if (rc) return rc;
   dout *o = s->batch_tail;
   o->cont = strdup(cont);
+  s->urgent = true; /* the reflector may ask for the next page with it */
   return o->cont ? 0 : (s->batch_rc = -ENOMEM);
 }
 
@@ -371,8 +378,19 @@ kc_dstream *kc_dstream_new(kc_decode_pool *p, enum kc_decode_mode mode, const kc
   return s;
 }
 
-/* Pool thread: hands the batch (and the consumed input bytes) to the loop. */
-static void publish(kc_dstream *s, size_t consumed, bool final, int rc) {
+/* A bulk stream (a list) with more received input queued behind this chunk
+ * wakes the loop once per this many results rather than once per chunk: a
+ * sync woke it about once per three objects, each an eventfd write, read and
+ * epoll_wait (docs/benchmarks.md "Where the sync's system time goes"). Not
+ * for a watch: there the loop hands each key to a worker and back, and
+ * bursts of 64 made that a ping-pong per key (more CPU per drained event). */
+#define WAKE_EVERY 64
+
+/* Pool thread: hands the batch (and the consumed input bytes) to the loop;
+ * `more`: another chunk of the one taken from the queue follows (chunks the
+ * loop queued since count too). Whatever is held is woken for by the
+ * publish of the last chunk, which this thread always reaches. */
+static void publish(kc_dstream *s, size_t consumed, bool final, int rc, bool more) {
   kc_decode_pool *p = s->pool;
   pthread_mutex_lock(&s->mu);
   if (s->batch_head) {
@@ -387,8 +405,10 @@ static void publish(kc_dstream *s, size_t consumed, bool final, int rc) {
     s->decoded_all = true;
     s->dec_rc = rc;
   }
-  bool wake = s->out_head || final || (s->paused && s->inflight < s->budget / 2);
+  bool hold = s->bulk && (more || s->in_head) && !s->urgent && s->unwoken < WAKE_EVERY;
+  bool wake = (s->out_head && !hold) || final || (s->paused && s->inflight < s->budget / 2);
   bool cancelled = s->cancel;
+  if (wake) s->unwoken = 0, s->urgent = false, s->wakes++;
   pthread_mutex_unlock(&s->mu);
   if (!wake || cancelled) return;
   pthread_mutex_lock(&p->mu);
@@ -430,10 +450,10 @@ static void decode_scheduled(kc_dstream *s) {
       if (rc) {
         free_chunks(c);
         c = NULL;
-        publish(s, len, true, rc);
+        publish(s, len, true, rc, false);
         break;
       }
-      publish(s, len, false, 0);
+      publish(s, len, false, 0, c != NULL);
     }
     if (rc) {
       /* Failed: what else comes is dropped (cancel or finish follows). */
@@ -453,7 +473,7 @@ static void decode_scheduled(kc_dstream *s) {
       if (more) continue;
       rc = complete ? kc_decoder_finish(s->dec) : 0;
       if (rc == 0 && s->batch_rc) rc = s->batch_rc;
-      publish(s, 0, true, rc);
+      publish(s, 0, true, rc, false);
     }
   }
 }
@@ -730,5 +750,14 @@ size_t kc_dstream_inflight(const kc_dstream *s) {
   pthread_mutex_lock(&m->mu);
   size_t n = m->inflight;
   pthread_mutex_unlock(&m->mu);
+  return n;
+}
+
+void kc_dstream_set_bulk(kc_dstream *s) { s->bulk = s->pool != NULL; }
+
+uint64_t kc_dstream_wakes(kc_dstream *s) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = s->wakes;
+  pthread_mutex_unlock(&s->mu);
   return n;
 }

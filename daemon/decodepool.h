@@ -7,7 +7,11 @@
  * order, one thread at a time per stream (different streams decode in
  * parallel); the finished objects and events come back to the loop through
  * one uv_async and are delivered there, in stream order, to the stream's
- * callbacks. So the store is still written only by the loop, a relist's
+ * callbacks. For a bulk stream (kc_dstream_set_bulk: a list) the pool thread
+ * wakes the loop once per 64 results (at once for a continue token) while
+ * more received input is queued, rather than once per chunk; the last queued
+ * chunk's results are never held. So the
+ * store is still written only by the loop, a relist's
  * replace stays atomic (the reflector collects items as before), and a slow
  * decode (a 3 MiB object in 1-byte chunks) never delays Lease renewal, other
  * watches, timers or /metrics.
@@ -131,5 +135,14 @@ const kc_list_meta *kc_dstream_list_meta(const kc_dstream *s);
 uint64_t kc_dstream_count(const kc_dstream *s);
 /* Bytes in flight now (input queued + objects not yet delivered). */
 size_t kc_dstream_inflight(const kc_dstream *s);
+
+/* Marks a new stream, before its first feed, as a list (LIST pages or a
+ * streaming list's initial events): its results may reach the loop in
+ * batches of up to 64 while more input is queued (above). An event that
+ * ends the initial events ends that: the watch after it goes event by event. */
+void kc_dstream_set_bulk(kc_dstream *s);
+
+/* Times a pool thread woke the loop for this stream's results (test seam). */
+uint64_t kc_dstream_wakes(kc_dstream *s);
 
 #endif

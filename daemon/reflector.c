@@ -443,7 +443,9 @@ static kc_dstream *new_stream(kc_reflector *r, enum kc_decode_mode mode, size_t 
   } else {
     cbs.event = watch_event;
   }
-  return kc_dstream_new(r->pool, mode, &r->transform, &cbs, r, budget);
+  kc_dstream *s = kc_dstream_new(r->pool, mode, &r->transform, &cbs, r, budget);
+  if (s && (mode == KC_DECODE_LIST || r->initial_phase)) kc_dstream_set_bulk(s);
+  return s;
 }
 
 static int start_stream_decode(kc_reflector *r, enum kc_decode_mode mode) {

@@ -459,6 +459,91 @@ static void test_list_continue_in_order(void **state) {
 /* A held stream takes bytes up to its budget and then refuses them, but
  * decodes and delivers nothing; its end is remembered. A larger budget
  * resumes it at once; released, it delivers everything in order. */
+/* A bulk stream with more input queued wakes the loop once per 64 results,
+ * another once per chunk; a lone event (the last chunk queued) is delivered
+ * without waiting for more input. */
+static void test_wakes_batched_while_input_queued(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 1);
+  enum { N = 200 };
+  size_t len;
+  char *body = watch_body(N, 20000, &len); /* one event per queued chunk */
+  size_t end[N], n = 0;                     /* where each event's line ends */
+  for (size_t i = 0; i < len; i++)
+    if (body[i] == '\n') end[n++] = i + 1;
+  assert_int_equal(n, N);
+  sink k;
+  sink_init(&k);
+  for (int bulk = 1; bulk >= 0; bulk--) {
+    sink_init(&k);
+    kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 64u << 20);
+    assert_non_null(s);
+    if (bulk) kc_dstream_set_bulk(s);
+    /* queued whole before any decoding: one run of the pool thread */
+    assert_int_equal(kc_dstream_set_held(s, true), 0);
+    for (size_t i = 0, at = 0; i < N; at = end[i++])
+      assert_int_equal(kc_dstream_feed(s, body + at, end[i] - at), 0);
+    kc_dstream_finish(s, true);
+    assert_int_equal(kc_dstream_set_held(s, false), 0);
+    while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(k.done_rc, 0);
+    assert_int_equal(k.n, N);
+    assert_true(k.on_loop);
+    if (bulk)
+      assert_true(kc_dstream_wakes(s) <= N / 64 + 2);
+    else
+      assert_true(kc_dstream_wakes(s) >= N); /* one per chunk */
+    kc_dstream_close(s);
+    free(k.log);
+  }
+
+  /* The initial events' end ends the batching: the rest goes per chunk. */
+  static const char iee[] =
+      "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"500\","
+      "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n";
+  sink_init(&k);
+  kc_dstream *b = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 64u << 20);
+  assert_non_null(b);
+  kc_dstream_set_bulk(b);
+  assert_int_equal(kc_dstream_set_held(b, true), 0);
+  for (size_t i = 0, at = 0; i < N; at = end[i++]) {
+    if (i == N / 2) assert_int_equal(kc_dstream_feed(b, iee, sizeof iee - 1), 0);
+    assert_int_equal(kc_dstream_feed(b, body + at, end[i] - at), 0);
+  }
+  kc_dstream_finish(b, true);
+  assert_int_equal(kc_dstream_set_held(b, false), 0);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, 0);
+  assert_int_equal(k.n, N + 1);
+  uint64_t w = kc_dstream_wakes(b);
+  assert_true(w >= N / 2 && w <= N / 2 + N / 128 + 4);
+  kc_dstream_close(b);
+  free(k.log);
+
+  /* One event at a time: each arrives without a next one coming. */
+  sink_init(&k);
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 0);
+  assert_non_null(s);
+  kc_dstream_set_bulk(s);
+  for (size_t i = 0, at = 0; i < 5; at = end[i++]) {
+    assert_int_equal(kc_dstream_feed(s, body + at, end[i] - at), 0);
+    for (int t = 0; k.n < i + 1 && t < 10000; t++) { /* up to 10 s */
+      uv_run(&loop, UV_RUN_NOWAIT);
+      if (k.n < i + 1) usleep(1000);
+    }
+    assert_int_equal(k.n, i + 1);
+  }
+  assert_int_equal(kc_dstream_wakes(s), 5);
+  kc_dstream_finish(s, true);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  kc_dstream_close(s);
+  free(k.log);
+  free(body);
+  close_pool(&loop, p);
+}
+
 static void test_held_stream(void **state) {
   (void)state;
   uv_loop_t loop;
@@ -534,6 +619,7 @@ int main(void) {
       cmocka_unit_test(test_close_anytime_many_streams),
       cmocka_unit_test(test_rejects_in_order),
       cmocka_unit_test(test_list_continue_in_order),
+      cmocka_unit_test(test_wakes_batched_while_input_queued),
       cmocka_unit_test(test_held_stream),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
