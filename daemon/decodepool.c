@@ -97,7 +97,7 @@ struct kc_dstream {
   dout *batch_head, *batch_tail;
   size_t batch_bytes;
   int batch_rc;     /* out of memory while batching */
-  bool bulk;        /* kc_dstream_set_bulk; cleared at the initial events' end */
+  bool bulk;        /* loop: before the first feed; off at the initial events' end */
   unsigned unwoken; /* results published since the loop was last woken */
   bool urgent;      /* a continue token is among them: wake at once */
   uint64_t wakes;   /* under mu: times it woke the loop (kc_dstream_wakes) */

@@ -10,11 +10,10 @@
  * callbacks. For a bulk stream (kc_dstream_set_bulk: a list) the pool thread
  * wakes the loop once per 64 results (at once for a continue token) while
  * more received input is queued, rather than once per chunk; the last queued
- * chunk's results are never held. So the
- * store is still written only by the loop, a relist's
- * replace stays atomic (the reflector collects items as before), and a slow
- * decode (a 3 MiB object in 1-byte chunks) never delays Lease renewal, other
- * watches, timers or /metrics.
+ * chunk's results are never held. So the store is still written only by the
+ * loop, a relist's replace stays atomic (the reflector collects items as
+ * before), and a slow decode (a 3 MiB object in 1-byte chunks) never delays
+ * Lease renewal, other watches, timers or /metrics.
  *
  * Memory in flight is bounded per stream: input bytes queued plus the bytes
  * of decoded objects not yet delivered. When they reach the budget,

@@ -23,8 +23,9 @@
  * heap returns memory as before.
  *
  * Threads: kc_mem_init on the main thread before any other starts;
- * kc_mem_list_begin/_end on the loop thread; kc_mem_give_back any
- * (malloc_trim locks each arena); the counters are atomic.
+ * kc_mem_list_begin/_end and kc_mem_lists on the loop thread (mallopt takes
+ * glibc's own lock); kc_mem_give_back any (malloc_trim locks each arena; its
+ * counter is atomic).
  * Errors: none (best effort). Ownership: nothing.
  */
 #ifndef KC_MEMTRIM_H

@@ -74,6 +74,11 @@ SYSCALLS = ("mprotect", "mmap", "munmap", "brk", "madvise", "recvfrom", "sendto"
 
 
 def perf_start(pid):
+    # perf stat -p counts the threads that exist when it attaches: wait for
+    # the decode pool's (started before the first list; at most 2 s)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and not any(n.startswith("kctrld-dec") for n in snap(pid)):
+        time.sleep(0.001)
     ev = ",".join("syscalls:sys_enter_" + c for c in SYSCALLS) + ",page-faults,context-switches"
     return subprocess.Popen(["perf", "stat", "-x,", "-e", ev, "-p", str(pid)], stderr=subprocess.PIPE,
                             text=True)
