@@ -767,9 +767,6 @@ class Bench:
         self.add("floor", "list%d.mbs" % n, size / 1e6 / secs)
         self.add("floor", "list%d.json_per_obj" % n, size / n)
         self.add("floor", "list%d.yajl_s" % n, yajl_seconds(self.a.build, path))
-        old = self.floor_files.get("list%d" % n)
-        if old and old != path:
-            os.unlink(old)
         self.floor_files["list%d" % n] = path  # for paired_floor; in the temp dir
 
     def paired_floor(self, key, value, floor_key, what, per=1):
