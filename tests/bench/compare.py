@@ -168,12 +168,22 @@ def ratio(a, b):
 PAIRED = ".x_paired_floor"
 
 
-def latencies_in_order(sent_ns, seen_unix):
+# A peer whose DONE times come from a coarser clock: client-node prints
+# Date.now(), whole milliseconds, truncated. Against a send time in ns an
+# update seen 0.3 ms after its patch would read up to 0.7 ms early (the
+# QUICK table once showed a p50 of -0.033 ms), so the send time is truncated
+# to the same millisecond grid: never negative, resolution 1 ms.
+CLOCK_RESOLUTION_NS = {"client-node": 1_000_000}
+
+
+def latencies_in_order(sent_ns, seen_unix, resolution_ns=1):
     """Pairs the n-th patch (send time, ns since the epoch) with the n-th update
-    seen (unix seconds); returns the latencies in ms, sorted. Extra entries on
-    either side are ignored."""
+    seen (unix seconds, read from a clock that counts in resolution_ns steps);
+    returns the latencies in ms, sorted. Extra entries on either side are
+    ignored."""
     n = min(len(sent_ns), len(seen_unix))
-    return sorted((seen_unix[i] - sent_ns[i] / 1e9) * 1e3 for i in range(n))
+    return sorted((seen_unix[i] - (sent_ns[i] - sent_ns[i] % resolution_ns) / 1e9) * 1e3
+                  for i in range(n))
 
 
 def first_latency_per_patch(lines, t_first_ns):
@@ -703,7 +713,7 @@ class Bench:
                 rate = n / (time.monotonic() - t0)
                 time.sleep(0.5)
                 if client != "kctrld":
-                    lats = latencies_in_order(sent, r.done_times())
+                    lats = latencies_in_order(sent, r.done_times(), CLOCK_RESOLUTION_NS.get(client, 1))
             finally:
                 r.stop()
             if client == "kctrld":

@@ -65,6 +65,12 @@ def test_latency_pairing():
     seen = [1.0015, 1.0030, 1.0021, 9.0]  # unix s; the extra DONE is ignored
     lat = compare.latencies_in_order(sent, seen)
     assert [round(x, 3) for x in lat] == [0.1, 1.5, 2.0]
+    # a millisecond clock (client-node's Date.now()): the update seen in the
+    # same millisecond as its patch reads 0, not negative
+    sent = [1_000_400_000, 1_001_900_000]
+    seen = [1.000, 1.003]
+    assert [round(x, 3) for x in compare.latencies_in_order(sent, seen)] == [-0.4, 1.1]
+    assert [round(x, 3) for x in compare.latencies_in_order(sent, seen, 1_000_000)] == [0.0, 2.0]
     lines = ["100 5000000\n", "100 7000000\n", "200 1000000\n", "50 1\n", "garbage\n"]
     # the first reconcile of each patch counts; patches sent before t_first are old
     assert compare.first_latency_per_patch(lines, 100) == [1.0, 5.0]
