@@ -32,7 +32,10 @@
  * wall / yajl alone and the largest loop lag (looplag.h probe) during the
  * sync, and the CPU s of the loop thread, of the decode threads and of the
  * rest over the sync (/proc/self/task/TID/stat), with the busiest thread's
- * CPU as a share of wall: the thread that bounds the sync.
+ * CPU as a share of wall: the thread that bounds the sync, and the minor page
+ * faults of the loop and decode threads (first touches of fresh memory).
+ * BENCH_SYNC_SOURCE=streaming|paged and BENCH_SYNC_THREADS=pool|inline run
+ * one row of it alone (to profile that row under perf).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -430,6 +433,7 @@ enum source { SRC_APISIM_STREAM, SRC_REPLAY_PAGED };
 typedef struct sync_result {
   double wall_s, cpu_s, yajl_s, mb, lag_max_s;
   double loop_cpu_s, dec_cpu_s, rest_cpu_s; /* per-thread CPU over the sync */
+  unsigned long loop_flt, dec_flt;           /* and minor page faults */
   unsigned threads;
   long objects;
 } sync_result;
@@ -448,6 +452,7 @@ static double cpu_now(void) {
  * that ended between two samples is missing from the later one. */
 typedef struct thread_cpu {
   double loop, dec, rest;
+  unsigned long loop_flt, dec_flt; /* minor page faults: first touches of fresh memory */
 } thread_cpu;
 
 static int thread_cpu_now(thread_cpu *out) {
@@ -470,18 +475,21 @@ static int thread_cpu_now(thread_cpu *out) {
     /* pid (comm) state ... : comm may hold spaces and ')' : split at the last ')'. */
     char *open = strchr(buf, '('), *close = strrchr(buf, ')');
     if (!open || !close || close < open) continue;
-    unsigned long ut = 0, st = 0;
-    /* Fields after ')': 3 state, ..., 14 utime, 15 stime. */
-    if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    unsigned long flt = 0, ut = 0, st = 0;
+    /* Fields after ')': 3 state, ..., 10 minflt, ..., 14 utime, 15 stime. */
+    if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %lu %*u %*u %*u %lu %lu", &flt, &ut,
+               &st) != 3)
       continue;
     double secs = (double)(ut + st) / (double)tick;
     *close = 0;
     const char *comm = open + 1;
-    if (atol(e->d_name) == (long)self)
+    if (atol(e->d_name) == (long)self) {
       out->loop += secs;
-    else if (strncmp(comm, "kctrld-dec", 10) == 0)
+      out->loop_flt += flt;
+    } else if (strncmp(comm, "kctrld-dec", 10) == 0) {
       out->dec += secs;
-    else
+      out->dec_flt += flt;
+    } else
       out->rest += secs;
   }
   closedir(d);
@@ -651,6 +659,8 @@ static int scenario_sync(enum source src, long n, unsigned threads, sync_result 
   res->loop_cpu_s = tc1.loop - tc0.loop;
   res->dec_cpu_s = tc1.dec - tc0.dec;
   res->rest_cpu_s = tc1.rest - tc0.rest;
+  res->loop_flt = tc1.loop_flt - tc0.loop_flt;
+  res->dec_flt = tc1.dec_flt - tc0.dec_flt;
   res->lag_max_s = lag.max_seconds;
   res->objects = SYNC_ADDS;
   kc_informer_close(inf);
@@ -670,13 +680,18 @@ static void sync_table(const long *sizes, int nsizes) {
                               ? (unsigned)atoi(getenv("BENCH_DECODE_THREADS"))
                               : kc_decode_pool_default_threads();
   printf("\ninitial sync, decode pool vs inline (issue 9); yajl alone = one core, same bytes\n");
-  printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %10s %7s %7s %7s %-6s\n", "pods", "source",
+  printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %10s %7s %7s %7s %8s %8s %-6s\n", "pods", "source",
          "threads", "MB", "wall s", "CPU s", "CPU/wall", "x yajl", "lag max ms", "loop s",
-         "dec s", "rest s", "busiest");
+         "dec s", "rest s", "loop flt", "dec flt", "busiest");
   static const char *const names[] = {"kube-apisim streaming", "replay paged LIST"};
+  /* BENCH_SYNC_SOURCE=streaming|paged and BENCH_SYNC_THREADS=pool|inline pick
+   * one row, e.g. to profile it alone. */
+  const char *only_src = getenv("BENCH_SYNC_SOURCE"), *only_th = getenv("BENCH_SYNC_THREADS");
   for (int i = 0; i < nsizes; i++)
     for (int src = 0; src < 2; src++)
       for (int inl = 0; inl < 2; inl++) {
+        if (only_src && strcmp(only_src, src ? "paged" : "streaming") != 0) continue;
+        if (only_th && strcmp(only_th, inl ? "inline" : "pool") != 0) continue;
         unsigned th = inl ? 0 : pool_threads;
         int pfd[2];
         if (pipe(pfd) != 0) return;
@@ -702,10 +717,11 @@ static void sync_table(const long *sizes, int nsizes) {
         double dec1 = r.threads ? r.dec_cpu_s / r.threads : 0;
         const char *busiest = r.loop_cpu_s >= dec1 ? "loop" : "decode";
         double share = (r.loop_cpu_s >= dec1 ? r.loop_cpu_s : dec1) / r.wall_s;
-        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f %7.2f %7.2f %7.2f %s %.0f%%%s\n",
+        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f %7.2f %7.2f %7.2f %8lu %8lu %s "
+               "%.0f%%%s\n",
                sizes[i], names[src], r.threads, r.mb, r.wall_s, r.cpu_s, r.cpu_s / r.wall_s,
                r.wall_s / r.yajl_s, r.lag_max_s * 1e3, r.loop_cpu_s, r.dec_cpu_s, r.rest_cpu_s,
-               busiest, share * 100, r.objects == sizes[i] ? "" : " (object count wrong)");
+               r.loop_flt, r.dec_flt, busiest, share * 100, r.objects == sizes[i] ? "" : " (object count wrong)");
         fflush(stdout);
       }
   printf("columns: threads = decode pool threads (0: inline on the loop); MB = bytes parsed (the "
@@ -715,7 +731,7 @@ static void sync_table(const long *sizes, int nsizes) {
          "core, no callbacks) over the same bytes; lag max = largest looplag.h sample during the "
          "sync; loop s / dec s / rest s = CPU s of the loop thread, of the decode threads "
          "(together) and of the other threads (curl resolver, libuv pool) over the sync, from "
-         "/proc/self/task/*/stat (clock ticks); busiest = the thread with the most CPU (a "
+         "/proc/self/task/*/stat (clock ticks); loop flt / dec flt = minor page faults of the loop and decode threads over the sync (each a first touch of fresh memory, which the kernel zeroes); busiest = the thread with the most CPU (a "
          "decode thread: dec s / threads) and its CPU as a share of wall: near 100%% it is "
          "the bottleneck\n");
 }
