@@ -684,8 +684,7 @@ static void sync_table(const long *sizes, int nsizes) {
          "threads", "MB", "wall s", "CPU s", "CPU/wall", "x yajl", "lag max ms", "loop s",
          "dec s", "rest s", "loop flt", "dec flt", "busiest");
   static const char *const names[] = {"kube-apisim streaming", "replay paged LIST"};
-  /* BENCH_SYNC_SOURCE=streaming|paged and BENCH_SYNC_THREADS=pool|inline pick
-   * one row, e.g. to profile it alone. */
+  /* One row alone, when asked (header comment). */
   const char *only_src = getenv("BENCH_SYNC_SOURCE"), *only_th = getenv("BENCH_SYNC_THREADS");
   for (int i = 0; i < nsizes; i++)
     for (int src = 0; src < 2; src++)
@@ -717,11 +716,12 @@ static void sync_table(const long *sizes, int nsizes) {
         double dec1 = r.threads ? r.dec_cpu_s / r.threads : 0;
         const char *busiest = r.loop_cpu_s >= dec1 ? "loop" : "decode";
         double share = (r.loop_cpu_s >= dec1 ? r.loop_cpu_s : dec1) / r.wall_s;
-        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f %7.2f %7.2f %7.2f %8lu %8lu %s "
-               "%.0f%%%s\n",
+        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f %7.2f %7.2f %7.2f "
+               "%8lu %8lu %s %.0f%%%s\n",
                sizes[i], names[src], r.threads, r.mb, r.wall_s, r.cpu_s, r.cpu_s / r.wall_s,
                r.wall_s / r.yajl_s, r.lag_max_s * 1e3, r.loop_cpu_s, r.dec_cpu_s, r.rest_cpu_s,
-               r.loop_flt, r.dec_flt, busiest, share * 100, r.objects == sizes[i] ? "" : " (object count wrong)");
+               r.loop_flt, r.dec_flt, busiest, share * 100,
+               r.objects == sizes[i] ? "" : " (object count wrong)");
         fflush(stdout);
       }
   printf("columns: threads = decode pool threads (0: inline on the loop); MB = bytes parsed (the "
@@ -731,7 +731,9 @@ static void sync_table(const long *sizes, int nsizes) {
          "core, no callbacks) over the same bytes; lag max = largest looplag.h sample during the "
          "sync; loop s / dec s / rest s = CPU s of the loop thread, of the decode threads "
          "(together) and of the other threads (curl resolver, libuv pool) over the sync, from "
-         "/proc/self/task/*/stat (clock ticks); loop flt / dec flt = minor page faults of the loop and decode threads over the sync (each a first touch of fresh memory, which the kernel zeroes); busiest = the thread with the most CPU (a "
+         "/proc/self/task/*/stat (clock ticks); loop flt / dec flt = minor page faults of the "
+         "loop and decode threads over the sync (each a first touch of fresh memory, which the "
+         "kernel zeroes); busiest = the thread with the most CPU (a "
          "decode thread: dec s / threads) and its CPU as a share of wall: near 100%% it is "
          "the bottleneck\n");
 }
