@@ -15,6 +15,11 @@
  * before), and a slow decode (a 3 MiB object in 1-byte chunks) never delays
  * Lease renewal, other watches, timers or /metrics.
  *
+ * Feeds of less than 16 KiB are gathered on the loop into 16 KiB pieces
+ * before a pool thread sees them (at the latest at the end of the loop
+ * iteration), so the decoder's cost does not depend on how the server cut
+ * the body, and a 1-byte feed costs the loop a memcpy.
+ *
  * Memory in flight is bounded per stream: input bytes queued plus the bytes
  * of decoded objects not yet delivered. When they reach the budget,
  * kc_dstream_feed refuses the chunk (KC_DSTREAM_FULL): the caller pauses the
@@ -143,5 +148,8 @@ void kc_dstream_set_bulk(kc_dstream *s);
 
 /* Times a pool thread woke the loop for this stream's results (test seam). */
 uint64_t kc_dstream_wakes(kc_dstream *s);
+/* CPU seconds pool threads spent in this stream's decoder (0 inline); read
+ * it once done() ran (bench seam: bench_chunking's decode column). */
+double kc_dstream_decode_seconds(const kc_dstream *s);
 
 #endif
