@@ -660,7 +660,8 @@ static int run(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t i) {
     case '\r':
     case '\v':
     case '\f': i++; continue;
-    case '"': {
+    case '"':
+    string_token: {
       bool key = lx->cur == M_FIRST || lx->cur == M_KEY;
       if (key || lx->valpos[lx->cur]) {
         /* The common case inline: a string without escapes or UTF-8,
@@ -678,18 +679,32 @@ static int run(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t i) {
               rr = lx->cb.map_key(lx->ud, sv, sn);
               if (rr == KC_JSONLEX_SKIP) lx->skip_val = true;
             }
-            if (i < n && p[i] == ':') { /* compact JSON: the colon right after */
+            if (rr == KC_JSONLEX_STOP) return cancelled(lx);
+            /* Compact JSON: the colon right after, often a string value
+             * after it. Taken here, not through the switch: its indirect
+             * jump, mispredicted a token at a time, was a fifth of the
+             * lexer's time on a Pod list. */
+            if (i < n && p[i] == ':') {
               lx->cur = M_VALUE;
               i++;
+              if (i < n && p[i] == '"') goto string_token;
             }
-          } else {
-            if (!quiet(lx) && lx->cb.string) {
-              lx->pos = i;
-              rr = lx->cb.string(lx->ud, sv, sn);
-            }
-            value_end(lx);
+            continue;
           }
+          if (!quiet(lx) && lx->cb.string) {
+            lx->pos = i;
+            rr = lx->cb.string(lx->ud, sv, sn);
+          }
+          value_end(lx);
           if (rr == KC_JSONLEX_STOP) return cancelled(lx);
+        after_value:
+          /* The same after a value: a comma and the next key (or string
+           * element). */
+          if (i + 1 < n && p[i] == ',' && p[i + 1] == '"' && (lx->cur == M_NEXT || lx->cur == A_NEXT)) {
+            lx->cur = lx->cur == M_NEXT ? M_KEY : A_VALUE;
+            i++;
+            goto string_token;
+          }
           continue;
         }
         r = string_start(lx, p, n, i, key, &i);
@@ -716,17 +731,21 @@ static int run(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t i) {
       if (!lx->valpos[lx->cur]) return unexpected(lx, i);
       i++;
       r = open_container(lx, c == '[', i);
-      break;
+      if (r) return r;
+      if (i < n && p[i] == '"') goto string_token; /* '{"': the first key */
+      continue;
     case '}':
       if (lx->cur != M_FIRST && lx->cur != M_NEXT) return unexpected(lx, i);
       i++;
       r = close_container(lx, false, i);
-      break;
+      if (r) return r;
+      goto after_value;
     case ']':
       if (lx->cur != A_FIRST && lx->cur != A_NEXT) return unexpected(lx, i);
       i++;
       r = close_container(lx, true, i);
-      break;
+      if (r) return r;
+      goto after_value;
     case '-':
     case '0':
     case '1':
