@@ -19,7 +19,12 @@
  *       decodes the SIZE-byte object TIMES (default 5) times in PIECE-byte
  *       pieces and nothing else: the form to count instructions with
  *       valgrind --tool=callgrind (PIECE 0: one piece)
+ *   build/bench/bench_chunking --one-stream SIZE PIECE [TIMES]
+ *       the same through a decode stream (one pool thread), as the daemon
+ *       feeds it: --toggle-collect=kc_decoder_feed counts the pool
+ *       thread's decoding, which sees 16 KiB pieces whatever PIECE is
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,12 +141,25 @@ static double yajl_once(const char *text, size_t len) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 4 && strcmp(argv[1], "--one") == 0) {
+  bool one_stream = argc >= 4 && strcmp(argv[1], "--one-stream") == 0;
+  if (argc >= 4 && (one_stream || strcmp(argv[1], "--one") == 0)) {
     size_t size = (size_t)strtoull(argv[2], NULL, 10), piece = (size_t)strtoull(argv[3], NULL, 10);
     int times = argc > 4 ? atoi(argv[4]) : 5;
     size_t len;
     char *text = make_event(size, &len);
-    for (int i = 0; i < times; i++) decode_once(text, len, piece ? piece : len);
+    uv_loop_t loop;
+    kc_decode_pool *pool = NULL;
+    if (one_stream && (uv_loop_init(&loop) || kc_decode_pool_new(&loop, 1, &pool))) exit(1);
+    for (int i = 0; i < times; i++) {
+      double l, d;
+      if (one_stream) stream_once(&loop, pool, text, len, piece ? piece : len, &l, &d);
+      else decode_once(text, len, piece ? piece : len);
+    }
+    if (one_stream) {
+      kc_decode_pool_free(pool);
+      uv_run(&loop, UV_RUN_DEFAULT);
+      uv_loop_close(&loop);
+    }
     free(text);
     return 0;
   }
