@@ -15,10 +15,13 @@
  * before), and a slow decode (a 3 MiB object in 1-byte chunks) never delays
  * Lease renewal, other watches, timers or /metrics.
  *
- * Feeds of less than 16 KiB are gathered on the loop into 16 KiB pieces
- * before a pool thread sees them (at the latest at the end of the loop
- * iteration), so the decoder's cost does not depend on how the server cut
- * the body, and a 1-byte feed costs the loop a memcpy.
+ * Feeds of less than 16 KiB are gathered on the loop into pieces of up to
+ * 16 KiB before a pool thread sees them: a piece is queued when full, at the
+ * end of a loop iteration in which a newline came (a watch event may have
+ * ended) and otherwise at most 5 ms after that iteration. So neither the
+ * decoder's cost nor the pool's wake-ups depend on how the server cut the
+ * body, a 1-byte feed costs the loop a memcpy, and an event ended by a
+ * newline is not delayed.
  *
  * Memory in flight is bounded per stream: input bytes queued plus the bytes
  * of decoded objects not yet delivered. When they reach the budget,
@@ -151,5 +154,8 @@ uint64_t kc_dstream_wakes(kc_dstream *s);
 /* CPU seconds pool threads spent in this stream's decoder (0 inline); read
  * it once done() ran (bench seam: bench_chunking's decode column). */
 double kc_dstream_decode_seconds(const kc_dstream *s);
+/* Pieces pool threads handed to this stream's decoder (0 inline); read it
+ * once done() ran (test seam). */
+uint64_t kc_dstream_decode_feeds(const kc_dstream *s);
 
 #endif

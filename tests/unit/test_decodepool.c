@@ -611,6 +611,80 @@ static void test_held_stream(void **state) {
   close_pool(&loop, p);
 }
 
+/* A big event trickling in (a 1-byte HTTP chunk per loop iteration, as
+ * libcurl delivers a server's 1-byte chunks) reaches the decoder in a few
+ * large pieces, not one per iteration; the event is complete and comes
+ * once its newline is in. */
+static void test_trickle_gathered(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 1);
+  size_t len;
+  char *body = watch_body(1, 64 * 1024, &len);
+  sink k;
+  sink_init(&k);
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 0);
+  assert_non_null(s);
+  for (size_t off = 0; off < len; off++) {
+    assert_int_equal(kc_dstream_feed(s, body + off, 1), 0);
+    uv_run(&loop, UV_RUN_NOWAIT); /* one iteration per byte */
+  }
+  /* Delivered without the end of the body: the newline was enough. */
+  while (k.n < 1) uv_run(&loop, UV_RUN_ONCE);
+  kc_dstream_finish(s, true);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, 0);
+  assert_string_equal(k.log, "p0@1;");
+  /* 65 KiB in 1-byte feeds, an iteration each: 5 pieces of 16 KiB plus
+   * one per 5 ms the trickle took (one per iteration would be 65,600). */
+  uint64_t feeds = kc_dstream_decode_feeds(s);
+  print_message("# %zu bytes in 1-byte feeds: %llu decoder feeds\n", len, (unsigned long long)feeds);
+  assert_true(feeds >= 5);
+  assert_true(feeds <= len / 64);
+  kc_dstream_close(s);
+  free(k.log);
+  free(body);
+  close_pool(&loop, p);
+}
+
+static void on_guard(uv_timer_t *t) { *(bool *)t->data = true; }
+
+/* An event without a newline after it (a server that writes none) is still
+ * delivered while the body goes on: the staged bytes are queued at the
+ * latest by the stage timer, without more input or the body's end. */
+static void test_event_without_newline_delivered(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 1);
+  size_t len;
+  char *body = watch_body(2, 10, &len);
+  assert_true(body[len - 1] == '\n');
+  sink k;
+  sink_init(&k);
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 0);
+  assert_non_null(s);
+  assert_int_equal(kc_dstream_feed(s, body, len - 1), 0); /* both, the last newline left out */
+  bool expired = false;
+  uv_timer_t guard;
+  assert_int_equal(uv_timer_init(&loop, &guard), 0);
+  guard.data = &expired;
+  assert_int_equal(uv_timer_start(&guard, on_guard, 10000, 0), 0);
+  while (k.n < 2 && !expired) uv_run(&loop, UV_RUN_ONCE);
+  assert_false(expired);
+  assert_string_equal(k.log, "p0@1;p1@2;");
+  assert_int_equal(k.done_calls, 0);
+  uv_close((uv_handle_t *)&guard, NULL);
+  kc_dstream_finish(s, true);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, 0);
+  kc_dstream_close(s);
+  free(k.log);
+  free(body);
+  close_pool(&loop, p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_and_thread),
@@ -621,6 +695,8 @@ int main(void) {
       cmocka_unit_test(test_list_continue_in_order),
       cmocka_unit_test(test_wakes_batched_while_input_queued),
       cmocka_unit_test(test_held_stream),
+      cmocka_unit_test(test_trickle_gathered),
+      cmocka_unit_test(test_event_without_newline_delivered),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
