@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kstr.h"
 
@@ -205,12 +206,32 @@ bool kc_idset_has(const kc_idset *s, uint32_t id) {
 
 /* ---- kc_iddict ----------------------------------------------------------- */
 
-kc_iddict_ent *kc_iddict_find(const kc_iddict *d, const char *a, size_t alen, const char *b,
-                              size_t blen, uint32_t h) {
-  if (!d->cap) return NULL;
-  uint32_t mask = d->cap - 1;
+/* Tables of more than this many bytes are mapped on their own: their pages
+ * are zeroed when first written (spread over the adds that fill them), not
+ * all at once by calloc, whose memory may come from the heap's top and be
+ * cleared there in one go. */
+#define MAPPED_TABLE_BYTES ((size_t)1 << 20)
+
+static kc_iddict_ent *table_new(uint32_t cap) {
+  size_t bytes = (size_t)cap * sizeof(kc_iddict_ent);
+  if (bytes < MAPPED_TABLE_BYTES) return calloc(cap, sizeof(kc_iddict_ent));
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void table_free(kc_iddict_ent *t, uint32_t cap) {
+  size_t bytes = (size_t)cap * sizeof(kc_iddict_ent);
+  if (!t) return;
+  if (bytes < MAPPED_TABLE_BYTES) free(t);
+  else munmap(t, bytes);
+}
+
+static kc_iddict_ent *table_find(kc_iddict_ent *tab, uint32_t cap, const char *a, size_t alen,
+                                 const char *b, size_t blen, uint32_t h) {
+  if (!cap) return NULL;
+  uint32_t mask = cap - 1;
   for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-    kc_iddict_ent *e = &d->tab[i];
+    kc_iddict_ent *e = &tab[i];
     if (e->set.n == 0) return NULL;
     if (e->hash == h && kc_str_eq((kc_str){e->a, e->alen}, (kc_str){a, alen}) &&
         kc_str_eq((kc_str){e->b, e->blen}, (kc_str){b, blen}))
@@ -218,38 +239,103 @@ kc_iddict_ent *kc_iddict_find(const kc_iddict *d, const char *a, size_t alen, co
   }
 }
 
-static int resize(kc_iddict *d, uint32_t cap) {
-  kc_iddict_ent *nt = calloc(cap, sizeof *nt);
-  if (!nt) return -ENOMEM;
-  uint32_t mask = cap - 1;
-  for (uint32_t i = 0; i < d->cap; i++) {
-    if (d->tab[i].set.n == 0) continue;
-    uint32_t j = d->tab[i].hash & mask;
-    while (nt[j].set.n) j = (j + 1) & mask;
-    nt[j] = d->tab[i];
+kc_iddict_ent *kc_iddict_find(const kc_iddict *d, const char *a, size_t alen, const char *b,
+                              size_t blen, uint32_t h) {
+  kc_iddict_ent *e = table_find(d->tab, d->cap, a, alen, b, blen, h);
+  if (!e && d->old) e = table_find(d->old, d->oldcap, a, alen, b, blen, h);
+  return e;
+}
+
+static kc_iddict_ent *table_put(kc_iddict_ent *tab, uint32_t cap, const kc_iddict_ent *e) {
+  uint32_t mask = cap - 1, i = e->hash & mask;
+  while (tab[i].set.n) i = (i + 1) & mask;
+  tab[i] = *e;
+  return &tab[i];
+}
+
+/* Empties slot i: the entries after it shift back (no tombstones). */
+static void table_delete(kc_iddict_ent *tab, uint32_t cap, uint32_t i) {
+  uint32_t mask = cap - 1, j = i;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (tab[j].set.n == 0) break;
+    if (kc_probe_shifts(i, j, tab[j].hash & mask)) {
+      tab[i] = tab[j];
+      i = j;
+    }
   }
-  free(d->tab);
+  memset(&tab[i], 0, sizeof tab[i]);
+}
+
+/* Moves up to `moves` entries of the old table into the new one (all of
+ * them for UINT32_MAX); frees the old table once it is empty. The cursor
+ * stays on a slot until it is empty, because the backward shift may pull a
+ * later entry into it; it wraps, since a shift may also carry an entry of
+ * the first slots back across the end. */
+static void move_some(kc_iddict *d, uint32_t moves) {
+  uint32_t mask = d->oldcap - 1, empties = moves == UINT32_MAX ? UINT32_MAX : 8 * moves;
+  while (d->oldn && moves && empties) {
+    kc_iddict_ent *e = &d->old[d->cursor];
+    if (e->set.n == 0) {
+      d->cursor = (d->cursor + 1) & mask;
+      if (empties != UINT32_MAX) empties--;
+      continue;
+    }
+    table_put(d->tab, d->cap, e);
+    table_delete(d->old, d->oldcap, d->cursor);
+    d->oldn--;
+    moves--;
+  }
+  if (d->oldn == 0) {
+    table_free(d->old, d->oldcap);
+    d->old = NULL;
+    d->oldcap = d->cursor = 0;
+  }
+}
+
+/* A new table of `cap` slots takes over; the current one's entries follow
+ * it all at once (small tables) or a few per add and remove. A resize under
+ * way is finished first. Fails with nothing changed. */
+static int resize(kc_iddict *d, uint32_t cap) {
+  kc_iddict_ent *nt = table_new(cap);
+  if (!nt) return -ENOMEM;
+  if (d->old) move_some(d, UINT32_MAX);
+  d->old = d->tab;
+  d->oldcap = d->cap;
+  d->oldn = d->n;
+  d->cursor = 0;
   d->tab = nt;
   d->cap = cap;
+  if (!d->old) d->oldcap = d->oldn = 0;
+  else if (d->oldcap <= KC_IDDICT_INCREMENTAL_MIN || d->oldn == 0) move_some(d, UINT32_MAX);
   return 0;
 }
 
-void kc_iddict_free(kc_iddict *d) {
-  for (uint32_t i = 0; i < d->cap; i++) {
-    if (d->tab[i].set.n == 0) continue;
-    kc_idset_free(&d->tab[i].set);
-    if (d->tab[i].owned) free((char *)d->tab[i].a);
+kc_iddict_ent *kc_iddict_next(const kc_iddict *d, uint32_t *pos) {
+  while (*pos < d->cap + d->oldcap) {
+    uint32_t i = (*pos)++;
+    kc_iddict_ent *e = i < d->cap ? &d->tab[i] : &d->old[i - d->cap];
+    if (e->set.n) return e;
   }
-  free(d->tab);
-  d->tab = NULL;
-  d->cap = d->n = 0;
+  return NULL;
+}
+
+void kc_iddict_free(kc_iddict *d) {
+  uint32_t pos = 0;
+  for (kc_iddict_ent *e; (e = kc_iddict_next(d, &pos));) {
+    kc_idset_free(&e->set);
+    if (e->owned) free((char *)e->a);
+  }
+  table_free(d->tab, d->cap);
+  table_free(d->old, d->oldcap);
+  bool copy_a = d->copy_a;
+  *d = (kc_iddict){.copy_a = copy_a};
 }
 
 size_t kc_iddict_bytes(const kc_iddict *d) {
-  size_t b = (size_t)d->cap * sizeof(kc_iddict_ent);
-  for (uint32_t i = 0; i < d->cap; i++) {
-    const kc_iddict_ent *e = &d->tab[i];
-    if (e->set.n == 0) continue;
+  size_t b = ((size_t)d->cap + d->oldcap) * sizeof(kc_iddict_ent);
+  uint32_t pos = 0;
+  for (const kc_iddict_ent *e; (e = kc_iddict_next(d, &pos));) {
     b += kc_idset_bytes(&e->set);
     if (e->owned) b += e->alen + 1;
   }
@@ -260,6 +346,8 @@ int kc_iddict_add(kc_iddict *d, const char *a, size_t alen, const char *b, size_
                   uint32_t h, uint32_t id) {
   kc_iddict_ent *e = kc_iddict_find(d, a, alen, b, blen, h);
   if (e) return kc_idset_add(&e->set, id);
+  /* The new table's load counts every entry, moved or not: it never fills
+   * before the old one is empty. */
   if ((d->n + 1) * 4 > d->cap * 3 && resize(d, d->cap ? d->cap * 2 : 8) < 0) return -ENOMEM;
   const char *acopy = a;
   if (d->copy_a) {
@@ -269,11 +357,10 @@ int kc_iddict_add(kc_iddict *d, const char *a, size_t alen, const char *b, size_
     c[alen] = '\0';
     acopy = c;
   }
-  uint32_t mask = d->cap - 1, i = h & mask;
-  while (d->tab[i].set.n) i = (i + 1) & mask;
-  e = &d->tab[i];
-  *e = (kc_iddict_ent){.a = acopy, .b = b, .alen = (uint32_t)alen, .blen = (uint32_t)blen,
-                       .hash = h, .owned = d->copy_a, .set = {.n = 1, .u.inl = {id, 0}}};
+  if (d->old) move_some(d, KC_IDDICT_MOVES);
+  table_put(d->tab, d->cap,
+            &(kc_iddict_ent){.a = acopy, .b = b, .alen = (uint32_t)alen, .blen = (uint32_t)blen,
+                             .hash = h, .owned = d->copy_a, .set = {.n = 1, .u.inl = {id, 0}}});
   d->n++;
   return 0;
 }
@@ -281,24 +368,20 @@ int kc_iddict_add(kc_iddict *d, const char *a, size_t alen, const char *b, size_
 void kc_iddict_remove(kc_iddict *d, kc_iddict_ent *e) {
   kc_idset_free(&e->set);
   if (e->owned) free((char *)e->a);
-  uint32_t i = (uint32_t)(e - d->tab);
-  uint32_t mask = d->cap - 1, j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (d->tab[j].set.n == 0) break;
-    uint32_t k = d->tab[j].hash & mask;
-    if (kc_probe_shifts(i, j, k)) {
-      d->tab[i] = d->tab[j];
-      i = j;
-    }
+  if (d->old && e >= d->old && e < d->old + d->oldcap) {
+    table_delete(d->old, d->oldcap, (uint32_t)(e - d->old));
+    d->oldn--;
+  } else {
+    table_delete(d->tab, d->cap, (uint32_t)(e - d->tab));
   }
-  memset(&d->tab[i], 0, sizeof d->tab[i]);
   d->n--;
-  if (d->cap > 16 && d->n * 8 < d->cap) (void)resize(d, d->cap / 2);
+  if (d->old) move_some(d, KC_IDDICT_MOVES);
+  else if (d->cap > 16 && d->n * 8 < d->cap) (void)resize(d, d->cap / 2);
 }
 
 size_t kc_iddict_members(const kc_iddict *d) {
   size_t n = 0;
-  for (uint32_t i = 0; i < d->cap; i++) n += d->tab[i].set.n;
+  uint32_t pos = 0;
+  for (const kc_iddict_ent *e; (e = kc_iddict_next(d, &pos));) n += e->set.n;
   return n;
 }

@@ -134,9 +134,20 @@ typedef struct kc_iddict_ent {
   kc_idset set;   /* n == 0 marks an empty table slot */
 } kc_iddict_ent;
 
+/* A large table is resized a little at a time: the new table takes every
+ * new entry, and each add or remove moves a few entries over from the old
+ * one (KC_IDDICT_MOVES), so no single call rehashes 100k entries on the
+ * loop (a 12 MiB table took 25-40 ms there, zeroing and faulting in pages
+ * included). Lookups meanwhile try both tables. Tables of
+ * KC_IDDICT_INCREMENTAL_MIN slots or fewer are rebuilt at once. */
+#define KC_IDDICT_INCREMENTAL_MIN 4096u
+#define KC_IDDICT_MOVES 8u
+
 typedef struct kc_iddict {
   kc_iddict_ent *tab;
-  uint32_t cap, n;
+  uint32_t cap, n; /* n: entries in both tables */
+  kc_iddict_ent *old; /* being emptied into tab; NULL when no resize is under way */
+  uint32_t oldcap, oldn, cursor; /* oldn: its entries; cursor: where moving resumes */
   bool copy_a; /* new entries copy a (else they point at the caller's bytes) */
 } kc_iddict;
 
@@ -150,6 +161,9 @@ int kc_iddict_add(kc_iddict *d, const char *a, size_t alen, const char *b, size_
 /* Deletes entry e (from kc_iddict_find) with its set and copy. */
 void kc_iddict_remove(kc_iddict *d, kc_iddict_ent *e);
 void kc_iddict_free(kc_iddict *d);
+/* Every entry, both tables: start with *pos = 0; NULL at the end. The
+ * dictionary must not change meanwhile. */
+kc_iddict_ent *kc_iddict_next(const kc_iddict *d, uint32_t *pos);
 /* Table, sets and copies. */
 size_t kc_iddict_bytes(const kc_iddict *d);
 /* Sum of the sets' sizes. */

@@ -1052,9 +1052,9 @@ size_t kc_store_index_bytes(kc_store *s) {
   } while (0)
 
 static int verify_entry_strings(const kc_store *s, const kc_iddict *d, char *msg, size_t cap) {
-  for (uint32_t i = 0; i < d->cap; i++) {
-    const kc_iddict_ent *e = &d->tab[i];
-    if (e->set.n == 0 || e->owned) continue;
+  uint32_t pos = 0;
+  for (const kc_iddict_ent *e; (e = kc_iddict_next(d, &pos));) {
+    if (e->owned) continue;
     bool ok = e->a == NULL && e->alen == 0;
     kc_iditer it = kc_iditer_start(&e->set);
     uint32_t id;

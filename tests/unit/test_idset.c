@@ -3,7 +3,9 @@
  * (inline, array, hash table, bitmap) and back, checked against a plain bitmap
  * after every operation; kc_iddict with colliding hashes (backward-shift
  * deletion must keep every other entry reachable), borrowed and copied
- * keys, pairs with and without a second string. */
+ * keys, pairs with and without a second string, and a large dictionary
+ * that grows and shrinks a few entries per call, checked against the keys
+ * it must hold. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,6 +235,100 @@ static void test_iddict_copies_and_growth(void **state) {
   kc_iddict_free(&d); /* frees the remaining copies (ASan checks) */
 }
 
+/* Large dictionaries resize a few entries per call (idset.h): while a
+ * resize is under way every key stays reachable in one of the two tables,
+ * removals reach entries in either, no call moves more than
+ * KC_IDDICT_MOVES entries, and growth and shrinking both finish. Every
+ * 16th key hashes to the table's last slots, so clusters wrap around its
+ * end. */
+#define BIG 20000u
+
+static uint32_t big_hash(uint32_t i) {
+  return i % 16 ? (uint32_t)kc_mix64(i) : UINT32_MAX - i % 13;
+}
+
+static int big_key(char *buf, uint32_t i) { return snprintf(buf, 16, "k%u", i); }
+
+static void big_check(const kc_iddict *d, const bool *in, uint32_t upto) {
+  char buf[16];
+  size_t want = 0;
+  for (uint32_t i = 0; i < upto; i++) {
+    int n = big_key(buf, i);
+    kc_iddict_ent *e = kc_iddict_find(d, buf, (size_t)n, NULL, 0, big_hash(i));
+    assert_true((e != NULL) == in[i]);
+    if (e) {
+      assert_int_equal(e->set.n, 1);
+      assert_true(kc_idset_has(&e->set, i));
+      want++;
+    }
+  }
+  assert_int_equal(d->n, want);
+  assert_int_equal(kc_iddict_members(d), want);
+}
+
+static void test_iddict_incremental_resize(void **state) {
+  (void)state;
+  static bool in[BIG];
+  memset(in, 0, sizeof in);
+  kc_iddict d = {.copy_a = true};
+  char buf[16];
+  bool saw_old = false, removed_from_old = false;
+  uint64_t rng = 42;
+  for (uint32_t i = 0; i < BIG; i++) {
+    uint32_t before = d.oldn;
+    bool was = d.old != NULL;
+    int n = big_key(buf, i);
+    assert_int_equal(kc_iddict_add(&d, buf, (size_t)n, NULL, 0, big_hash(i), i), 0);
+    in[i] = true;
+    if (was && d.old) assert_true(before - d.oldn <= KC_IDDICT_MOVES);
+    if (d.old) {
+      saw_old = true;
+      assert_true(d.oldcap > KC_IDDICT_INCREMENTAL_MIN);
+      /* a removal while the resize is under way, of an entry still in the
+       * old table when one is found there */
+      rng = kc_mix64(rng);
+      uint32_t j = (uint32_t)(rng % (i + 1));
+      if (in[j]) {
+        n = big_key(buf, j);
+        kc_iddict_ent *e = kc_iddict_find(&d, buf, (size_t)n, NULL, 0, big_hash(j));
+        assert_non_null(e);
+        if (e >= d.old && e < d.old + d.oldcap) removed_from_old = true;
+        before = d.oldn;
+        kc_iddict_remove(&d, e);
+        in[j] = false;
+        if (d.old) assert_true(before - d.oldn <= KC_IDDICT_MOVES + 1);
+      }
+    }
+    if (i % 4999 == 0 || (d.old && i % 1009 == 0)) big_check(&d, in, i + 1);
+  }
+  assert_true(saw_old);
+  assert_true(removed_from_old);
+  big_check(&d, in, BIG);
+  /* Remove nearly all: the table shrinks step by step to a small one. */
+  size_t peak = kc_iddict_bytes(&d);
+  bool shrank_incrementally = false;
+  for (uint32_t i = 0; i < BIG; i++) {
+    if (!in[i] || i % 1000 == 0) continue;
+    int n = big_key(buf, i);
+    uint32_t before = d.oldn;
+    bool was = d.old != NULL;
+    kc_iddict_remove(&d, kc_iddict_find(&d, buf, (size_t)n, NULL, 0, big_hash(i)));
+    in[i] = false;
+    if (was && d.old) {
+      shrank_incrementally = true;
+      assert_true(before - d.oldn <= KC_IDDICT_MOVES + 1);
+    }
+    if (i % 3001 == 0) big_check(&d, in, BIG);
+  }
+  assert_true(shrank_incrementally);
+  big_check(&d, in, BIG);
+  assert_true(kc_iddict_bytes(&d) < peak / 64);
+  kc_iddict_free(&d); /* both tables and every copy (ASan checks) */
+  assert_null(d.tab);
+  assert_null(d.old);
+  assert_true(d.copy_a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_idset_representations),
@@ -240,6 +336,7 @@ int main(void) {
       cmocka_unit_test(test_idset_bitmap),
       cmocka_unit_test(test_iddict_collisions),
       cmocka_unit_test(test_iddict_copies_and_growth),
+      cmocka_unit_test(test_iddict_incremental_resize),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
