@@ -41,6 +41,13 @@ typedef struct chunk {
  * HTTP chunks cost the decode thread 1.2 s of CPU that way). */
 #define CHUNK_MIN 16384
 #define STAGE_WAIT_MS 5
+/* Queued input without a newline (one large object arriving, or a LIST page)
+ * wakes a pool thread once this much has gathered, not per chunk: a thread
+ * woken for each 16 KiB piece decoded it on a cold core, at 1.7-2.2x the
+ * one-piece cost per MB (docs/benchmarks.md "Decode cost by chunk size").
+ * Nothing waits for it: without a newline no watch event can have ended, and
+ * the stage timer bounds the wait for a LIST item. */
+#define WAKE_BYTES (256u << 10)
 
 /* A decoded object or event on its way to the loop. */
 typedef struct dout {
@@ -109,8 +116,10 @@ struct kc_dstream {
   kc_dstream *next_run, *next_ready;
 
   /* pool thread only, while scheduled; read by the loop once done() ran */
-  uint64_t decode_ns; /* thread CPU time spent in the decoder */
+  uint64_t decode_ns; /* under mu: thread CPU time of its scheduled runs (decode and hand-off) */
+  uint64_t run_ns;    /* thread CPU time when the current run started, or was last counted */
   uint64_t decode_feeds; /* pieces handed to the decoder */
+  uint64_t decode_runs;  /* times a pool thread took it up */
   dout *batch_head, *batch_tail;
   size_t batch_bytes;
   int batch_rc;     /* out of memory while batching */
@@ -124,6 +133,7 @@ struct kc_dstream {
   kc_dstream *next_deferred;
   bool deferred;
   size_t unscheduled; /* input bytes queued since the stream was last scheduled */
+  bool unscheduled_nl; /* a newline is among them */
   chunk *stage;       /* received bytes not yet queued (not in inflight) */
   size_t stage_room;  /* stage->len may grow to this: CHUNK_MIN or the budget left */
   bool stage_nl;      /* a newline is among them */
@@ -424,6 +434,23 @@ kc_dstream *kc_dstream_new(kc_decode_pool *p, enum kc_decode_mode mode, const kc
  * bursts of 64 made that a ping-pong per key (more CPU per drained event). */
 #define WAKE_EVERY 64
 
+/* CPU time of the calling thread. */
+static uint64_t thread_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Pool thread, under s->mu: the current run's CPU time so far joins
+ * decode_ns (once per run and at the final publish, not per chunk: the clock
+ * is a system call). After the final publish the loop may read it. */
+static void count_run(kc_dstream *s) {
+  if (s->decoded_all) return;
+  uint64_t now = thread_ns();
+  s->decode_ns += now - s->run_ns;
+  s->run_ns = now;
+}
+
 /* Pool thread: hands the batch (and the consumed input bytes) to the loop;
  * `more`: another chunk of the one taken from the queue follows (chunks the
  * loop queued since count too). Whatever is held is woken for by the
@@ -440,6 +467,7 @@ static void publish(kc_dstream *s, size_t consumed, bool final, int rc, bool mor
   s->inflight = s->inflight - consumed + s->batch_bytes;
   s->batch_bytes = 0;
   if (final) {
+    count_run(s);
     s->decoded_all = true;
     s->dec_rc = rc;
   }
@@ -461,15 +489,10 @@ static void publish(kc_dstream *s, size_t consumed, bool final, int rc, bool mor
   if (added) uv_async_send(&p->async);
 }
 
-/* CPU time of the calling thread (a vDSO call where the kernel has it). */
-static uint64_t thread_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Pool thread: decodes what is queued until the queue is empty. */
 static void decode_scheduled(kc_dstream *s) {
+  s->run_ns = thread_ns();
+  s->decode_runs++;
   for (;;) {
     pthread_mutex_lock(&s->mu);
     chunk *c = s->in_head;
@@ -477,6 +500,7 @@ static void decode_scheduled(kc_dstream *s) {
     bool ended = s->input_ended, complete = s->complete, done = s->decoded_all;
     bool cancel = s->cancel;
     if (cancel || (!c && (!ended || done))) {
+      count_run(s); /* before it is unscheduled: another thread may take it next */
       s->scheduled = false;
       pthread_mutex_unlock(&s->mu);
       free_chunks(c);
@@ -489,9 +513,7 @@ static void decode_scheduled(kc_dstream *s) {
       chunk *n = c->next;
       size_t len = c->len;
       if (rc == 0) {
-        uint64_t t0 = thread_ns();
         rc = kc_decoder_feed(s->dec, c->data, len);
-        s->decode_ns += thread_ns() - t0;
         s->decode_feeds++;
       }
       if (rc == 0 && s->batch_rc) rc = s->batch_rc;
@@ -521,9 +543,7 @@ static void decode_scheduled(kc_dstream *s) {
       bool more = s->in_head != NULL;
       pthread_mutex_unlock(&s->mu);
       if (more) continue;
-      uint64_t t0 = thread_ns();
       rc = complete ? kc_decoder_finish(s->dec) : 0;
-      s->decode_ns += thread_ns() - t0;
       if (rc == 0 && s->batch_rc) rc = s->batch_rc;
       publish(s, 0, true, rc, false);
     }
@@ -552,6 +572,7 @@ static void queue_stage(kc_dstream *s) {
   chunk *c = s->stage;
   if (!c) return;
   s->stage = NULL;
+  s->unscheduled_nl |= s->stage_nl;
   s->stage_nl = false;
   if (s->decoded_all || s->cancel) {
     free(c);
@@ -624,13 +645,18 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
     s->in_tail = c;
     s->inflight += len;
     s->unscheduled += len;
+    /* from the end: in a watch stream the last newline is near it */
+    s->unscheduled_nl |= memrchr(buf, '\n', len) != NULL;
   }
-  /* A full chunk is worth waking a thread for; a few bytes wait for the
-   * iteration's end (a futex call per 1-byte HTTP chunk would cost more). */
-  bool need = !s->held && !s->scheduled && s->unscheduled >= CHUNK_MIN / 2;
+  /* A full chunk that may end an event is worth waking a thread for, and so
+   * is WAKE_BYTES of one object; a few bytes wait for the iteration's end (a
+   * futex call per 1-byte HTTP chunk would cost more). */
+  bool need = !s->held && !s->scheduled &&
+              (s->unscheduled >= WAKE_BYTES || (s->unscheduled_nl && s->unscheduled >= CHUNK_MIN / 2));
   if (need) {
     s->scheduled = true;
     s->unscheduled = 0;
+    s->unscheduled_nl = false;
   }
   bool later = s->stage || (!s->held && !s->scheduled && s->in_head);
   pthread_mutex_unlock(&s->mu);
@@ -767,6 +793,7 @@ static void queue_and_schedule(kc_dstream *s, bool stage) {
   if (need) {
     s->scheduled = true;
     s->unscheduled = 0;
+    s->unscheduled_nl = false;
   }
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
@@ -794,9 +821,11 @@ static void on_prepare(uv_prepare_t *h) {
     kc_dstream *s = list;
     list = s->next_deferred;
     s->deferred = false;
-    /* Mid-event (no newline staged): the staging chunk waits for more, a
-     * newline or the timer; what is queued already is scheduled. */
-    bool wait = s->stage && !s->stage_nl && !s->closed;
+    /* Mid-object (no newline received since the stream was last scheduled,
+     * less than WAKE_BYTES): the input waits for more, a newline or the
+     * timer. */
+    bool wait = !s->closed && !s->stage_nl && !s->unscheduled_nl &&
+                (s->stage || s->unscheduled) && s->unscheduled < WAKE_BYTES;
     if (wait && !s->waiting) {
       s->waiting = true;
       atomic_fetch_add(&s->refs, 1);
@@ -805,7 +834,7 @@ static void on_prepare(uv_prepare_t *h) {
       if (!uv_is_active((uv_handle_t *)&p->stage_timer))
         uv_timer_start(&p->stage_timer, on_stage_timer, STAGE_WAIT_MS, 0);
     }
-    queue_and_schedule(s, !wait);
+    if (!wait) queue_and_schedule(s, true);
     stream_release(s); /* the deferred list's reference */
   }
 }
@@ -842,6 +871,7 @@ int kc_dstream_set_held(kc_dstream *s, bool held) {
   if (need) {
     s->scheduled = true;
     s->unscheduled = 0;
+    s->unscheduled_nl = false;
   }
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
@@ -891,7 +921,14 @@ uint64_t kc_dstream_wakes(kc_dstream *s) {
 }
 
 double kc_dstream_decode_seconds(const kc_dstream *s) {
-  return s->pool ? (double)s->decode_ns / 1e9 : 0;
+  if (!s->pool) return 0;
+  kc_dstream *m = (kc_dstream *)s;
+  pthread_mutex_lock(&m->mu);
+  uint64_t ns = m->decode_ns;
+  pthread_mutex_unlock(&m->mu);
+  return (double)ns / 1e9;
 }
 
 uint64_t kc_dstream_decode_feeds(const kc_dstream *s) { return s->pool ? s->decode_feeds : 0; }
+
+uint64_t kc_dstream_decode_runs(const kc_dstream *s) { return s->pool ? s->decode_runs : 0; }

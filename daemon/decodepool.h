@@ -18,10 +18,12 @@
  * Feeds of less than 16 KiB are gathered on the loop into pieces of up to
  * 16 KiB before a pool thread sees them: a piece is queued when full, at the
  * end of a loop iteration in which a newline came (a watch event may have
- * ended) and otherwise at most 5 ms after that iteration. So neither the
- * decoder's cost nor the pool's wake-ups depend on how the server cut the
- * body, a 1-byte feed costs the loop a memcpy, and an event ended by a
- * newline is not delayed.
+ * ended) and otherwise at most 5 ms after that iteration. A pool thread is
+ * woken for queued input that may end an event (a newline), for 256 KiB of
+ * one object without one, or by that 5 ms timer. So neither the decoder's
+ * cost nor the pool's wake-ups depend on how the server cut the body, a
+ * 1-byte feed costs the loop a memcpy, and an event ended by a newline is
+ * not delayed.
  *
  * Memory in flight is bounded per stream: input bytes queued plus the bytes
  * of decoded objects not yet delivered. When they reach the budget,
@@ -151,11 +153,15 @@ void kc_dstream_set_bulk(kc_dstream *s);
 
 /* Times a pool thread woke the loop for this stream's results (test seam). */
 uint64_t kc_dstream_wakes(kc_dstream *s);
-/* CPU seconds pool threads spent in this stream's decoder (0 inline); read
- * it once done() ran (bench seam: bench_chunking's decode column). */
+/* CPU seconds pool threads spent on this stream (decoding it and handing
+ * its results over; 0 inline), complete once done() ran (bench seam:
+ * bench_chunking's decode column). */
 double kc_dstream_decode_seconds(const kc_dstream *s);
 /* Pieces pool threads handed to this stream's decoder (0 inline); read it
  * once done() ran (test seam). */
 uint64_t kc_dstream_decode_feeds(const kc_dstream *s);
+/* Times a pool thread took the stream up to decode what was queued (0
+ * inline); read it once done() ran (test seam). */
+uint64_t kc_dstream_decode_runs(const kc_dstream *s);
 
 #endif

@@ -9,12 +9,12 @@
  * Two ways to feed: "direct" hands each piece to the decoder (decode.h), as
  * --decode-threads 0 does; the cost per call shows at small pieces. "stream"
  * feeds the pieces through a decode stream (decodepool.h, one pool thread),
- * as the daemon does: "decode" is the pool thread's CPU time in the decoder
+ * as the daemon does: "decode" is the pool thread's CPU time for the stream
  * (the loop gathers small pieces into 16 KiB ones first), "loop" the loop's
  * time in kc_dstream_feed (a memcpy per piece; libcurl spends more than that
  * on each HTTP chunk it parses before it calls us).
  *
- *   build/bench/bench_chunking [REPEAT]      default REPEAT 3 (best of)
+ *   build/bench/bench_chunking [REPEAT]      default REPEAT 9 (median of)
  *   build/bench/bench_chunking --one SIZE PIECE [TIMES]
  *       decodes the SIZE-byte object TIMES (default 5) times in PIECE-byte
  *       pieces and nothing else: the form to count instructions with
@@ -126,6 +126,21 @@ static void stream_once(uv_loop_t *loop, kc_decode_pool *p, const char *text, si
   kc_dstream_close(s);
 }
 
+#define MAX_REPEAT 101
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts a copy). */
+static double median(const double *v, int n) {
+  double c[MAX_REPEAT];
+  memcpy(c, v, (size_t)n * sizeof *c);
+  qsort(c, (size_t)n, sizeof *c, cmp_double);
+  return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+}
+
 static double yajl_once(const char *text, size_t len) {
   static const yajl_callbacks none = {0};
   yajl_handle h = yajl_alloc(&none, NULL, NULL);
@@ -163,11 +178,13 @@ int main(int argc, char **argv) {
     free(text);
     return 0;
   }
-  int repeat = argc > 1 ? atoi(argv[1]) : 3;
+  int repeat = argc > 1 ? atoi(argv[1]) : 9;
   if (repeat < 1) repeat = 1;
+  if (repeat > MAX_REPEAT) repeat = MAX_REPEAT;
   static const size_t sizes[] = {256u << 10, 1536u << 10, 3u << 20};
   static const size_t chunks[] = {1, 7, 64, 16384, 0};
-  printf("decode cost per MB of one large watch event, by chunk size (best of %d)\n", repeat);
+  printf("decode cost per MB of one large watch event, by chunk size (median of %d paired runs)\n",
+         repeat);
   uv_loop_t loop;
   kc_decode_pool *pool;
   if (uv_loop_init(&loop) || kc_decode_pool_new(&loop, 1, &pool)) exit(1);
@@ -178,32 +195,36 @@ int main(int argc, char **argv) {
     size_t len;
     char *text = make_event(sizes[s], &len);
     double mb = (double)len / (1 << 20);
-    double one = 1e9, floor = 1e9;
+    double one[MAX_REPEAT], floor[MAX_REPEAT];
     for (int r = 0; r < repeat; r++) {
-      double t = decode_once(text, len, len);
-      if (t < one) one = t;
-      t = yajl_once(text, len);
-      if (t < floor) floor = t;
+      one[r] = decode_once(text, len, len);
+      floor[r] = yajl_once(text, len);
     }
     char label[32];
     snprintf(label, sizeof label, "%.2f MiB", mb);
+    double floor_ms = median(floor, repeat) * 1e3 / mb;
     printf("%-9s %-10s %10.2f %10s   (ms/MB; floor: yajl alone %.2f ms/MB, x yajl: stream decode)\n",
-           label, "one piece", one * 1e3 / mb, "1.00", floor * 1e3 / mb);
+           label, "one piece", median(one, repeat) * 1e3 / mb, "1.00", floor_ms);
     for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
-      double best = 1e9, dec = 1e9, feed = 1e9;
+      /* Each run decodes the object in one piece right before it is decoded
+       * in pieces, directly and through the stream: this VM's speed drifts
+       * between runs, so the ratios are taken per run, then their median. */
+      double direct[MAX_REPEAT], dratio[MAX_REPEAT], dec[MAX_REPEAT], sratio[MAX_REPEAT],
+          feed[MAX_REPEAT];
       for (int r = 0; r < repeat; r++) {
-        double t = decode_once(text, len, chunks[c]);
-        if (t < best) best = t;
-        double l, d;
-        stream_once(&loop, pool, text, len, chunks[c], &l, &d);
-        if (d < dec) dec = d;
-        if (l < feed) feed = l;
+        double base = decode_once(text, len, len);
+        direct[r] = decode_once(text, len, chunks[c]);
+        stream_once(&loop, pool, text, len, chunks[c], &feed[r], &dec[r]);
+        dratio[r] = direct[r] / base;
+        sratio[r] = dec[r] / base;
       }
       char cl[32];
       if (chunks[c]) snprintf(cl, sizeof cl, "%zu B", chunks[c]);
       else snprintf(cl, sizeof cl, "rand 1-64");
-      printf("%-9s %-10s %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", "", cl, best * 1e3 / mb,
-             best / one, dec * 1e3 / mb, dec / one, feed * 1e3 / mb, dec / floor);
+      double dec_ms = median(dec, repeat) * 1e3 / mb;
+      printf("%-9s %-10s %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", "", cl,
+             median(direct, repeat) * 1e3 / mb, median(dratio, repeat), dec_ms,
+             median(sratio, repeat), median(feed, repeat) * 1e3 / mb, dec_ms / floor_ms);
     }
     free(text);
   }

@@ -648,6 +648,40 @@ static void test_trickle_gathered(void **state) {
   close_pool(&loop, p);
 }
 
+/* One large object without a newline before its end (a 1 MiB ConfigMap
+ * arriving in 1-byte pieces faster than the loop iterates, as libcurl hands
+ * over a burst of small HTTP chunks) wakes a pool thread once per 256 KiB
+ * gathered, not once per 16 KiB piece: each wake of an idle core costs more
+ * than the decoding of a piece (docs/benchmarks.md "Decode cost by chunk
+ * size"). The decoder still sees every byte once, in 16 KiB pieces. */
+static void test_large_object_wakes_per_256k(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 1);
+  size_t len;
+  char *body = watch_body(1, 1 << 20, &len);
+  sink k;
+  sink_init(&k);
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &cbs, &k, 4u << 20);
+  assert_non_null(s);
+  for (size_t off = 0; off < len; off++) assert_int_equal(kc_dstream_feed(s, body + off, 1), 0);
+  kc_dstream_finish(s, true);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, 0);
+  assert_string_equal(k.log, "p0@1;");
+  uint64_t runs = kc_dstream_decode_runs(s), feeds = kc_dstream_decode_feeds(s);
+  print_message("# %zu bytes in 1-byte feeds: %llu runs, %llu decoder feeds\n", len,
+                (unsigned long long)runs, (unsigned long long)feeds);
+  assert_true(runs >= 1);
+  assert_true(runs <= len / (256 << 10) + 2); /* one per 16 KiB piece would be 65 */
+  assert_true(feeds >= len / 16384 && feeds <= len / 16384 + 2);
+  kc_dstream_close(s);
+  free(k.log);
+  free(body);
+  close_pool(&loop, p);
+}
+
 static void on_guard(uv_timer_t *t) { *(bool *)t->data = true; }
 
 /* An event without a newline after it (a server that writes none) is still
@@ -696,6 +730,7 @@ int main(void) {
       cmocka_unit_test(test_wakes_batched_while_input_queued),
       cmocka_unit_test(test_held_stream),
       cmocka_unit_test(test_trickle_gathered),
+      cmocka_unit_test(test_large_object_wakes_per_256k),
       cmocka_unit_test(test_event_without_newline_delivered),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
