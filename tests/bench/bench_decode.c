@@ -3,7 +3,7 @@
  * cached object against its JSON size (issue 4 targets: decode within 1.5x
  * of yajl parsing the same bytes; memory per object at most 1.5x its JSON).
  *
- * Bodies are built from the real Pod fixtures (../shared/fixtures: three
+ * Bodies are built from the real Pod fixtures (read from FIX, below: three
  * object fixtures and the eight Pods of the sendInitialEvents watch stream,
  * all with their managedFields where the source had them), with unique
  * names, uids and a varying label per item. Every run feeds 16 KiB chunks.

@@ -8,7 +8,8 @@
  * owner references and nodeName.
  *
  * Usage: build/bench/bench_store [N ...]     (default: 10000 100000)
- * Run from the repository root (fixtures at ../shared/fixtures). */
+ * Run from the repository root: the fixtures are read from PODGEN_FIX
+ * (tests/unit/store_podgen.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
