@@ -561,6 +561,14 @@ static void schedule(kc_dstream *s) {
   pthread_mutex_unlock(&p->mu);
 }
 
+/* Loop: how much input without a newline wakes a pool thread: WAKE_BYTES,
+ * or a quarter of a smaller budget (a stream must drain long before it is
+ * full, not once per stage timer). */
+static size_t wake_bytes(const kc_dstream *s) {
+  size_t quarter = s->budget / 4 ? s->budget / 4 : 1;
+  return quarter < WAKE_BYTES ? quarter : WAKE_BYTES;
+}
+
 static inline bool has_newline(const char *buf, size_t len) {
   if (len == 1) return buf[0] == '\n'; /* the 1-byte HTTP chunk: no call */
   return memchr(buf, '\n', len) != NULL;
@@ -619,8 +627,16 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
   pthread_mutex_lock(&s->mu);
   if (s->inflight + (st ? st->len : 0) >= s->budget) {
     s->paused = true;
+    /* Full: what is queued must drain, newline or not. */
+    bool drain = !s->held && !s->scheduled && !s->cancel && s->in_head;
+    if (drain) {
+      s->scheduled = true;
+      s->unscheduled = 0;
+      s->unscheduled_nl = false;
+    }
     pthread_mutex_unlock(&s->mu);
     free(c);
+    if (drain) schedule(s);
     return KC_DSTREAM_FULL; /* the staging chunk stays: on_prepare queues it */
   }
   if (s->decoded_all) { /* failed: the rest is dropped */
@@ -652,7 +668,7 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
    * is WAKE_BYTES of one object; a few bytes wait for the iteration's end (a
    * futex call per 1-byte HTTP chunk would cost more). */
   bool need = !s->held && !s->scheduled &&
-              (s->unscheduled >= WAKE_BYTES || (s->unscheduled_nl && s->unscheduled >= CHUNK_MIN / 2));
+              (s->unscheduled >= wake_bytes(s) || (s->unscheduled_nl && s->unscheduled >= CHUNK_MIN / 2));
   if (need) {
     s->scheduled = true;
     s->unscheduled = 0;
@@ -822,10 +838,11 @@ static void on_prepare(uv_prepare_t *h) {
     list = s->next_deferred;
     s->deferred = false;
     /* Mid-object (no newline received since the stream was last scheduled,
-     * less than WAKE_BYTES): the input waits for more, a newline or the
-     * timer. */
-    bool wait = !s->closed && !s->stage_nl && !s->unscheduled_nl &&
-                (s->stage || s->unscheduled) && s->unscheduled < WAKE_BYTES;
+     * less than wake_bytes, not full): the input waits for more, a newline
+     * or the timer. */
+    size_t pending = s->unscheduled + (s->stage ? s->stage->len : 0);
+    bool wait = !s->closed && !s->paused && !s->stage_nl && !s->unscheduled_nl && pending &&
+                pending < wake_bytes(s);
     if (wait && !s->waiting) {
       s->waiting = true;
       atomic_fetch_add(&s->refs, 1);

@@ -20,7 +20,8 @@
  * end of a loop iteration in which a newline came (a watch event may have
  * ended) and otherwise at most 5 ms after that iteration. A pool thread is
  * woken for queued input that may end an event (a newline), for 256 KiB of
- * one object without one, or by that 5 ms timer. So neither the decoder's
+ * one object without one (a quarter of a smaller budget), when the stream is
+ * full, or by that 5 ms timer. So neither the decoder's
  * cost nor the pool's wake-ups depend on how the server cut the body, a
  * 1-byte feed costs the loop a memcpy, and an event ended by a newline is
  * not delayed.

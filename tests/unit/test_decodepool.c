@@ -682,6 +682,41 @@ static void test_large_object_wakes_per_256k(void **state) {
   close_pool(&loop, p);
 }
 
+/* A stream with a small budget that fills with input without a newline (a
+ * LIST page) is decoded at once, not after the stage timer: it must drain
+ * long before it is full, or a small decodeBudget would cap the transfer at
+ * one budget per 5 ms. Nothing here runs the loop, so only a pool thread
+ * scheduled by the feeds themselves can publish. */
+static void test_small_budget_drains_without_newline(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 1);
+  size_t len;
+  char *body = list_body(400, 600, true, &len);
+  assert_null(memchr(body, '\n', len));
+  sink k;
+  sink_init(&k);
+  size_t budget = 64 * 1024;
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_LIST, NULL, &list_cbs, &k, budget);
+  assert_non_null(s);
+  size_t off = 0;
+  int rc = 0;
+  while (off < len && (rc = kc_dstream_feed(s, body + off, 16384)) == 0) off += 16384;
+  assert_int_equal(rc, KC_DSTREAM_FULL);
+  /* A pool thread publishes (and wakes the loop) without the loop's help. */
+  for (int i = 0; i < 10000 && kc_dstream_wakes(s) == 0; i++) usleep(1000);
+  assert_true(kc_dstream_wakes(s) >= 1);
+  assert_int_equal(k.n, 0); /* delivered only by the loop */
+  pump(&loop, s, &k, body + off, len - off, 16384, true, NULL, budget);
+  assert_int_equal(k.done_rc, 0);
+  assert_int_equal(k.n, 400);
+  kc_dstream_close(s);
+  free(k.log);
+  free(body);
+  close_pool(&loop, p);
+}
+
 static void on_guard(uv_timer_t *t) { *(bool *)t->data = true; }
 
 /* An event without a newline after it (a server that writes none) is still
@@ -731,6 +766,7 @@ int main(void) {
       cmocka_unit_test(test_held_stream),
       cmocka_unit_test(test_trickle_gathered),
       cmocka_unit_test(test_large_object_wakes_per_256k),
+      cmocka_unit_test(test_small_budget_drains_without_newline),
       cmocka_unit_test(test_event_without_newline_delivered),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
