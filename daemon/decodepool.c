@@ -42,11 +42,11 @@ typedef struct chunk {
 #define CHUNK_MIN 16384
 #define STAGE_WAIT_MS 5
 /* Queued input without a newline (one large object arriving, or a LIST page)
- * wakes a pool thread once this much has gathered, not per chunk: a thread
- * woken for each 16 KiB piece decoded it on a cold core, at 1.7-2.2x the
- * one-piece cost per MB (docs/benchmarks.md "Decode cost by chunk size").
- * Nothing waits for it: without a newline no watch event can have ended, and
- * the stage timer bounds the wait for a LIST item. */
+ * wakes a pool thread once this much has gathered, not per chunk: a 1 MiB
+ * object arriving in small pieces took 50-65 wake-ups and runs of a pool
+ * thread, now 4 (docs/benchmarks.md "One wake per 256 KiB"). Nothing waits
+ * for it: without a newline no watch event can have ended, and the stage
+ * timer bounds the wait for a LIST item. */
 #define WAKE_BYTES (256u << 10)
 
 /* A decoded object or event on its way to the loop. */
