@@ -63,10 +63,9 @@ static const struct kctrld_host_api *H(void) {
   return kc_hostapi_table();
 }
 
-/* ---- process-wide: the child program, the counters, the instances ---------- */
+/* ---- process-wide: the counters, the instances ----------------------------- */
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *g_program;
 /* One per controller name: its panics and the deaths of idle children. */
 struct ctl_counts {
   struct ctl_counts *next;
@@ -81,16 +80,6 @@ static struct ctl_counts *g_counts;
  * the pass is looking at. */
 static pthread_mutex_t g_inst_mu = PTHREAD_MUTEX_INITIALIZER;
 static isolated *g_instances;
-
-int kc_isolate_set_program(const char *path) {
-  char *p = path ? strdup(path) : NULL;
-  if (path && !p) return -ENOMEM;
-  pthread_mutex_lock(&g_mu);
-  free(g_program);
-  g_program = p;
-  pthread_mutex_unlock(&g_mu);
-  return 0;
-}
 
 /* controller's counters, or NULL when it has none yet; call with g_mu held. */
 static struct ctl_counts *find_counts(const char *controller) {
@@ -511,18 +500,11 @@ static void lose_idle_child(isolated *x, kc_hook_child *c, const char *how) {
 /* Starts s's child and runs the plugin's init in it. 0, or the error
  * (message in err). */
 static int start_child(isolated *x, kctrld_ctx *ctx, struct slot *s, char *err, size_t errlen) {
-  char *prog = NULL;
-  pthread_mutex_lock(&g_mu);
-  prog = strdup(g_program ? g_program : "/proc/self/exe");
-  pthread_mutex_unlock(&g_mu);
-  if (!prog) {
-    kc_errf(err, errlen, "out of memory");
-    return -ENOMEM;
-  }
-  const char *argv[] = {prog, KC_ISOLATE_CHILD_FLAG, NULL};
+  /* This very binary: main (and a test's or bench's own main) hands the
+   * flag to kc_isolate_child_main. */
+  const char *argv[] = {"/proc/self/exe", KC_ISOLATE_CHILD_FLAG, NULL};
   int rc = kc_hook_child_spawn(x->base.controller, argv, (const char *const *)environ, &s->child,
                                err, errlen);
-  free(prog);
   if (rc < 0) return rc;
   kc_buf out = {0}, resp = {0};
   kc_iso_msg m = {0};

@@ -43,8 +43,8 @@
  *
  * Owns (per instance): the shared hook base (hook_host.h), copies of the
  * plugin path and of the settings as YAML text, the slots and their
- * children. Process-wide: the panics counters per controller name and the
- * child program (kc_isolate_set_program).
+ * children. Process-wide: the panics counters per controller name. The
+ * child is this same binary (/proc/self/exe) with --plugin-child.
  * Threads: init/fini as plugin.h; reconcile on worker threads, concurrently
  * for different keys (one mutex, held only to pick a slot). The counters:
  * any thread.
@@ -67,11 +67,6 @@
 
 /* The built-in plugin table ("isolated"); static storage. */
 const struct kctrld_plugin *kc_isolate_plugin(void);
-
-/* The program started as the child with the argument --plugin-child
- * (copied; NULL: /proc/self/exe, this binary). Tests and benchmarks set
- * their own binary, which calls kc_isolate_child_main. Before any init. */
-int kc_isolate_set_program(const char *path);
 
 /* controller_runtime_reconcile_panics_total of a controller: the reconciles
  * whose child crashed, hung or broke the protocol. Any thread. */
