@@ -162,6 +162,7 @@ static void on_async(uv_async_t *a);
 static void on_prepare(uv_prepare_t *h);
 static void on_stage_timer(uv_timer_t *t);
 static void on_pool_closed(uv_handle_t *h);
+static void queue_and_schedule(kc_dstream *s, bool stage);
 
 static void *pool_thread(void *arg) {
   kc_decode_pool *p = arg;
@@ -550,8 +551,12 @@ static void decode_scheduled(kc_dstream *s) {
   }
 }
 
+/* Loop, after setting s->scheduled under s->mu: the stream goes on the run
+ * queue, and what counted as unscheduled input starts again from nothing. */
 static void schedule(kc_dstream *s) {
   kc_decode_pool *p = s->pool;
+  s->unscheduled = 0;
+  s->unscheduled_nl = false;
   atomic_fetch_add(&s->refs, 1);
   pthread_mutex_lock(&p->mu);
   if (p->run_tail) p->run_tail->next_run = s;
@@ -627,16 +632,9 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
   pthread_mutex_lock(&s->mu);
   if (s->inflight + (st ? st->len : 0) >= s->budget) {
     s->paused = true;
-    /* Full: what is queued must drain, newline or not. */
-    bool drain = !s->held && !s->scheduled && !s->cancel && s->in_head;
-    if (drain) {
-      s->scheduled = true;
-      s->unscheduled = 0;
-      s->unscheduled_nl = false;
-    }
     pthread_mutex_unlock(&s->mu);
     free(c);
-    if (drain) schedule(s);
+    queue_and_schedule(s, false); /* full: what is queued must drain, newline or not */
     return KC_DSTREAM_FULL; /* the staging chunk stays: on_prepare queues it */
   }
   if (s->decoded_all) { /* failed: the rest is dropped */
@@ -669,11 +667,7 @@ int kc_dstream_feed(kc_dstream *s, const char *buf, size_t len) {
    * futex call per 1-byte HTTP chunk would cost more). */
   bool need = !s->held && !s->scheduled &&
               (s->unscheduled >= wake_bytes(s) || (s->unscheduled_nl && s->unscheduled >= CHUNK_MIN / 2));
-  if (need) {
-    s->scheduled = true;
-    s->unscheduled = 0;
-    s->unscheduled_nl = false;
-  }
+  if (need) s->scheduled = true;
   bool later = s->stage || (!s->held && !s->scheduled && s->in_head);
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
@@ -806,11 +800,7 @@ static void queue_and_schedule(kc_dstream *s, bool stage) {
   pthread_mutex_lock(&s->mu);
   if (stage) queue_stage(s);
   bool need = !s->cancel && !s->held && !s->scheduled && s->in_head;
-  if (need) {
-    s->scheduled = true;
-    s->unscheduled = 0;
-    s->unscheduled_nl = false;
-  }
+  if (need) s->scheduled = true;
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
 }
@@ -885,11 +875,7 @@ int kc_dstream_set_held(kc_dstream *s, bool held) {
   /* Released: what was queued (and the end, if it came) is decoded now. */
   pthread_mutex_lock(&s->mu);
   bool need = !s->cancel && !s->scheduled && (s->in_head || s->input_ended);
-  if (need) {
-    s->scheduled = true;
-    s->unscheduled = 0;
-    s->unscheduled_nl = false;
-  }
+  if (need) s->scheduled = true;
   pthread_mutex_unlock(&s->mu);
   if (need) schedule(s);
   return 0;
