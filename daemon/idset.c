@@ -212,18 +212,24 @@ bool kc_idset_has(const kc_idset *s, uint32_t id) {
  * cleared there in one go. */
 #define MAPPED_TABLE_BYTES ((size_t)1 << 20)
 
-static kc_iddict_ent *table_new(uint32_t cap) {
-  size_t bytes = (size_t)cap * sizeof(kc_iddict_ent);
-  if (bytes < MAPPED_TABLE_BYTES) return calloc(cap, sizeof(kc_iddict_ent));
+/* A zeroed table of n elements of `size` bytes. */
+static void *zeroed_table(size_t n, size_t size) {
+  size_t bytes = n * size;
+  if (bytes < MAPPED_TABLE_BYTES) return calloc(n, size);
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
-static void table_free(kc_iddict_ent *t, uint32_t cap) {
-  size_t bytes = (size_t)cap * sizeof(kc_iddict_ent);
+static void zeroed_table_free(void *t, size_t n, size_t size) {
   if (!t) return;
-  if (bytes < MAPPED_TABLE_BYTES) free(t);
-  else munmap(t, bytes);
+  if (n * size < MAPPED_TABLE_BYTES) free(t);
+  else munmap(t, n * size);
+}
+
+static kc_iddict_ent *table_new(uint32_t cap) { return zeroed_table(cap, sizeof(kc_iddict_ent)); }
+
+static void table_free(kc_iddict_ent *t, uint32_t cap) {
+  zeroed_table_free(t, cap, sizeof(kc_iddict_ent));
 }
 
 static kc_iddict_ent *table_find(kc_iddict_ent *tab, uint32_t cap, const char *a, size_t alen,
@@ -307,7 +313,7 @@ static int resize(kc_iddict *d, uint32_t cap) {
   d->tab = nt;
   d->cap = cap;
   if (!d->old) d->oldcap = d->oldn = 0;
-  else if (d->oldcap <= KC_IDDICT_INCREMENTAL_MIN || d->oldn == 0) move_some(d, UINT32_MAX);
+  else if (d->oldcap <= KC_IDTABLE_INCREMENTAL_MIN || d->oldn == 0) move_some(d, UINT32_MAX);
   return 0;
 }
 
@@ -357,7 +363,7 @@ int kc_iddict_add(kc_iddict *d, const char *a, size_t alen, const char *b, size_
     c[alen] = '\0';
     acopy = c;
   }
-  if (d->old) move_some(d, KC_IDDICT_MOVES);
+  if (d->old) move_some(d, KC_IDTABLE_MOVES);
   table_put(d->tab, d->cap,
             &(kc_iddict_ent){.a = acopy, .b = b, .alen = (uint32_t)alen, .blen = (uint32_t)blen,
                              .hash = h, .owned = d->copy_a, .set = {.n = 1, .u.inl = {id, 0}}});
@@ -375,7 +381,7 @@ void kc_iddict_remove(kc_iddict *d, kc_iddict_ent *e) {
     table_delete(d->tab, d->cap, (uint32_t)(e - d->tab));
   }
   d->n--;
-  if (d->old) move_some(d, KC_IDDICT_MOVES);
+  if (d->old) move_some(d, KC_IDTABLE_MOVES);
   else if (d->cap > 16 && d->n * 8 < d->cap) (void)resize(d, d->cap / 2);
 }
 
@@ -384,4 +390,111 @@ size_t kc_iddict_members(const kc_iddict *d) {
   uint32_t pos = 0;
   for (const kc_iddict_ent *e; (e = kc_iddict_next(d, &pos));) n += e->set.n;
   return n;
+}
+
+/* ---- kc_idmap ------------------------------------------------------------ */
+
+static void idmap_put_in(uint32_t *tab, uint32_t cap, const uint32_t *homes, uint32_t id) {
+  uint32_t mask = cap - 1, i = homes[id] & mask;
+  while (tab[i]) i = (i + 1) & mask;
+  tab[i] = id + 1;
+}
+
+/* Frees slot i; the entries after it shift back. */
+static void idmap_delete_at(uint32_t *tab, uint32_t cap, const uint32_t *homes, uint32_t i) {
+  uint32_t mask = cap - 1, j = i;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (!tab[j]) break;
+    if (kc_probe_shifts(i, j, homes[tab[j] - 1] & mask)) {
+      tab[i] = tab[j];
+      i = j;
+    }
+  }
+  tab[i] = 0;
+}
+
+/* The slot holding id, or UINT32_MAX. */
+static uint32_t idmap_slot_of(const uint32_t *tab, uint32_t cap, const uint32_t *homes,
+                              uint32_t id) {
+  if (!cap) return UINT32_MAX;
+  uint32_t mask = cap - 1;
+  for (uint32_t i = homes[id] & mask; tab[i]; i = (i + 1) & mask)
+    if (tab[i] == id + 1) return i;
+  return UINT32_MAX;
+}
+
+/* As kc_iddict's move_some: the cursor stays on a slot until it is empty
+ * (a backward shift may pull a later entry into it) and wraps. */
+static void idmap_move_some(kc_idmap *m, const uint32_t *homes, uint32_t moves) {
+  uint32_t mask = m->oldcap - 1;
+  uint64_t empties = 8ull * moves;
+  while (m->oldn && moves && empties) {
+    uint32_t v = m->old[m->cursor];
+    if (!v) {
+      m->cursor = (m->cursor + 1) & mask;
+      empties--;
+      continue;
+    }
+    idmap_put_in(m->tab, m->cap, homes, v - 1);
+    idmap_delete_at(m->old, m->oldcap, homes, m->cursor);
+    m->oldn--;
+    moves--;
+  }
+  if (m->oldn == 0) {
+    zeroed_table_free(m->old, m->oldcap, sizeof(uint32_t));
+    m->old = NULL;
+    m->oldcap = m->cursor = 0;
+  }
+}
+
+int kc_idmap_reserve(kc_idmap *m, const uint32_t *homes, uint32_t total) {
+  uint32_t cap = m->cap ? m->cap : 16;
+  while ((uint64_t)total * 4 > (uint64_t)cap * 3) {
+    if (cap > UINT32_MAX / 2) return -ENOMEM;
+    cap *= 2;
+  }
+  if (cap == m->cap) return 0;
+  uint32_t *nt = zeroed_table(cap, sizeof(uint32_t));
+  if (!nt) return -ENOMEM;
+  if (m->old) idmap_move_some(m, homes, UINT32_MAX);
+  m->old = m->tab;
+  m->oldcap = m->cap;
+  m->oldn = m->n;
+  m->cursor = 0;
+  m->tab = nt;
+  m->cap = cap;
+  if (m->old && (m->oldcap <= KC_IDTABLE_INCREMENTAL_MIN || m->oldn == 0))
+    idmap_move_some(m, homes, UINT32_MAX);
+  return 0;
+}
+
+void kc_idmap_put(kc_idmap *m, const uint32_t *homes, uint32_t id) {
+  if (m->old) idmap_move_some(m, homes, KC_IDTABLE_MOVES);
+  idmap_put_in(m->tab, m->cap, homes, id);
+  m->n++;
+}
+
+void kc_idmap_remove(kc_idmap *m, const uint32_t *homes, uint32_t id) {
+  uint32_t i = idmap_slot_of(m->tab, m->cap, homes, id);
+  if (i != UINT32_MAX) {
+    idmap_delete_at(m->tab, m->cap, homes, i);
+  } else {
+    i = idmap_slot_of(m->old, m->oldcap, homes, id);
+    if (i == UINT32_MAX) return; /* not in the map: the caller's bug, nothing to undo */
+    idmap_delete_at(m->old, m->oldcap, homes, i);
+    m->oldn--;
+  }
+  m->n--;
+  if (m->old) idmap_move_some(m, homes, KC_IDTABLE_MOVES);
+}
+
+size_t kc_idmap_bytes(const kc_idmap *m) {
+  return ((size_t)m->cap + m->oldcap) * sizeof(uint32_t);
+}
+
+void kc_idmap_free(kc_idmap *m) {
+  zeroed_table_free(m->tab, m->cap, sizeof(uint32_t));
+  zeroed_table_free(m->old, m->oldcap, sizeof(uint32_t));
+  *m = (kc_idmap){0};
 }

@@ -10,7 +10,9 @@
  *    when it would cost more than 32 bytes per member, so iterating it
  *    stays O(members);
  *  - kc_iddict, a dictionary from a string pair (a, b) (b may be absent:
- *    NULL, 0) to a non-empty kc_idset, with the hash chosen by the caller.
+ *    NULL, 0) to a non-empty kc_idset, with the hash chosen by the caller;
+ *  - kc_idmap, a table of ids whose hashes the owner keeps (store.c's
+ *    object map).
  * Both use linear probing with backward-shift deletion (no tombstones), so
  * lookups stay short under churn; both shrink as they empty (best effort).
  *
@@ -134,15 +136,59 @@ typedef struct kc_iddict_ent {
   kc_idset set;   /* n == 0 marks an empty table slot */
 } kc_iddict_ent;
 
-/* A large table is resized a little at a time: the new table takes every
- * new entry, and each add or remove moves a few entries over from the old
- * one (KC_IDDICT_MOVES), so no single call rehashes 100k entries on the
- * loop (a 12 MiB table took 25-40 ms there, zeroing and faulting in pages
+/* kc_idmap and kc_iddict: a large table is resized a little at a time:
+ * the new table takes every new entry, and each add or remove moves a few
+ * entries over from the old one (KC_IDTABLE_MOVES), so no single call
+ * rehashes 100k entries on the loop (a 12 MiB table took 25-40 ms there, zeroing and faulting in pages
  * included). Lookups meanwhile try both tables. Tables of
- * KC_IDDICT_INCREMENTAL_MIN slots or fewer are rebuilt at once. */
-#define KC_IDDICT_INCREMENTAL_MIN 4096u
-#define KC_IDDICT_MOVES 8u
+ * KC_IDTABLE_INCREMENTAL_MIN slots or fewer are rebuilt at once. */
+#define KC_IDTABLE_INCREMENTAL_MIN 4096u
+#define KC_IDTABLE_MOVES 8u
 
+/* kc_idmap: a table of ids keyed by the owner's hashes (homes[id]):
+ * store.c's object map, "namespace/name" -> slot. Slots hold id + 1 (0:
+ * free), so a new table is zero pages, written as it fills. The owner
+ * keeps homes[id] unchanged while id is in the map. */
+typedef struct kc_idmap {
+  uint32_t *tab;
+  uint32_t cap, n; /* n: entries in both tables */
+  uint32_t *old;   /* being emptied into tab; NULL when no resize is under way */
+  uint32_t oldcap, oldn, cursor;
+} kc_idmap;
+
+/* Room for `total` entries in all (a resize starts when the table would
+ * pass 3/4 full). Fails with nothing changed. */
+int kc_idmap_reserve(kc_idmap *m, const uint32_t *homes, uint32_t total);
+/* Adds id (not in the map; room reserved). */
+void kc_idmap_put(kc_idmap *m, const uint32_t *homes, uint32_t id);
+/* Removes id, which is in the map. */
+void kc_idmap_remove(kc_idmap *m, const uint32_t *homes, uint32_t id);
+/* The id with hash h for which same(id, ud) holds, or KC_IDSET_NONE. Reads
+ * only: callers may share a map between readers while nobody writes.
+ * Inline, so that `same` is inlined into the owner's lookup. */
+static inline uint32_t kc_idmap_find_in(const uint32_t *tab, uint32_t cap, const uint32_t *homes,
+                                        uint32_t h, bool (*same)(uint32_t, const void *),
+                                        const void *ud) {
+  if (!cap) return KC_IDSET_NONE;
+  uint32_t mask = cap - 1;
+  for (uint32_t i = h & mask; tab[i]; i = (i + 1) & mask) {
+    uint32_t id = tab[i] - 1;
+    if (homes[id] == h && same(id, ud)) return id;
+  }
+  return KC_IDSET_NONE;
+}
+
+static inline uint32_t kc_idmap_find(const kc_idmap *m, const uint32_t *homes, uint32_t h,
+                                     bool (*same)(uint32_t id, const void *ud), const void *ud) {
+  uint32_t id = kc_idmap_find_in(m->tab, m->cap, homes, h, same, ud);
+  if (id == KC_IDSET_NONE && m->old) id = kc_idmap_find_in(m->old, m->oldcap, homes, h, same, ud);
+  return id;
+}
+size_t kc_idmap_bytes(const kc_idmap *m);
+void kc_idmap_free(kc_idmap *m);
+
+/* kc_iddict: as kc_idmap above, a large table is resized a little at a
+ * time. */
 typedef struct kc_iddict {
   kc_iddict_ent *tab;
   uint32_t cap, n; /* n: entries in both tables */

@@ -6,7 +6,8 @@
  *                 32-bit number, so index sets hold 4 bytes per member
  *   ohash[slot]   hash of the slot's "namespace/name"; of a free slot, the
  *                 next free slot (the free list costs no array of its own)
- *   map           open-addressing table of slot numbers keyed by ohash
+ *   map           kc_idmap (idset.h) of slot numbers keyed by ohash: a
+ *                 large one grows a few entries per insert and remove
  *   ns, lkey, lkv kc_iddict (idset.h) of slot sets: namespace, label key,
  *                 label key+value; their strings point into the text of
  *                 one current member object (re-pointed when it leaves)
@@ -95,8 +96,7 @@ struct kc_store {
   uint32_t nslots, capslots;
   uint32_t free_head; /* first free slot below nslots (valid when nfree > 0) */
   uint32_t nfree;
-  uint32_t *map;
-  uint32_t mapcap;
+  kc_idmap map;
   uint32_t count;
   size_t bytes;
   kc_iddict ns, lkey, lkv;
@@ -123,49 +123,32 @@ static uint32_t obj_hash(const kc_obj *o) {
                    kc_obj_name(o).len);
 }
 
+typedef struct map_key {
+  const kc_store *s;
+  kc_str ns, name;
+} map_key;
+
+static bool map_same(uint32_t slot, const void *ud) {
+  const map_key *k = ud;
+  return kc_str_eq(kc_obj_namespace(k->s->objs[slot]), k->ns) &&
+         kc_str_eq(kc_obj_name(k->s->objs[slot]), k->name);
+}
+
 static uint32_t map_find(const kc_store *s, uint32_t h, kc_str ns, kc_str name) {
-  if (!s->mapcap) return NONE;
-  uint32_t mask = s->mapcap - 1;
-  for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-    uint32_t slot = s->map[i];
-    if (slot == NONE) return NONE;
-    if (s->ohash[slot] == h && kc_str_eq(kc_obj_namespace(s->objs[slot]), ns) &&
-        kc_str_eq(kc_obj_name(s->objs[slot]), name))
-      return slot;
-  }
+  map_key k = {s, ns, name};
+  return kc_idmap_find(&s->map, s->ohash, h, map_same, &k);
 }
 
-static int map_resize(kc_store *s, uint32_t cap) {
-  uint32_t *nm = malloc((size_t)cap * sizeof *nm);
-  if (!nm) return -ENOMEM;
-  memset(nm, 0xff, (size_t)cap * sizeof *nm);
-  uint32_t mask = cap - 1;
-  for (uint32_t i = 0; i < s->mapcap; i++)
-    if (s->map[i] != NONE) kc_idtab_put(nm, mask, s->ohash, s->map[i]);
-  free(s->map);
-  s->map = nm;
-  s->mapcap = cap;
-  return 0;
-}
+static void map_insert(kc_store *s, uint32_t slot) { kc_idmap_put(&s->map, s->ohash, slot); }
 
-static void map_insert(kc_store *s, uint32_t slot) {
-  kc_idtab_put(s->map, s->mapcap - 1, s->ohash, slot);
-}
-
-static void map_remove(kc_store *s, uint32_t slot) {
-  uint32_t mask = s->mapcap - 1, i = s->ohash[slot] & mask;
-  while (s->map[i] != slot) i = (i + 1) & mask;
-  kc_idtab_delete(s->map, mask, s->ohash, i);
-}
+static void map_remove(kc_store *s, uint32_t slot) { kc_idmap_remove(&s->map, s->ohash, slot); }
 
 /* Makes room for `extra` more objects: map capacity and free slots. Called
  * with the write lock held (the arrays move). */
 static int reserve(kc_store *s, uint32_t extra) {
   uint64_t want = (uint64_t)s->count + extra;
   if (want > UINT32_MAX / 2) return -ENOMEM;
-  uint32_t cap = s->mapcap ? s->mapcap : 16;
-  while (want * 4 > (uint64_t)cap * 3) cap *= 2;
-  if (cap != s->mapcap && map_resize(s, cap) < 0) return -ENOMEM;
+  if (kc_idmap_reserve(&s->map, s->ohash, (uint32_t)want) < 0) return -ENOMEM;
   uint32_t avail = s->nfree + (s->capslots - s->nslots);
   if (avail < extra) {
     /* 1.5x: on average 1.2x the objects' slots, not 1.4x (8 + 4 bytes each) */
@@ -645,7 +628,7 @@ void kc_store_free(kc_store *s) {
   for (uint32_t i = 0; i < s->nslots; i++) kc_obj_unref(s->objs ? s->objs[i] : NULL);
   free(s->objs);
   free(s->ohash);
-  free(s->map);
+  kc_idmap_free(&s->map);
   kc_iddict_free(&s->ns);
   kc_iddict_free(&s->lkey);
   kc_iddict_free(&s->lkv);
@@ -1036,7 +1019,7 @@ size_t kc_store_bytes(kc_store *s) {
 size_t kc_store_index_bytes(kc_store *s) {
   pthread_rwlock_rdlock(&s->lock);
   size_t b = (size_t)s->capslots * (sizeof(kc_obj *) + sizeof(uint32_t)) +
-             (size_t)s->mapcap * sizeof(uint32_t) + kc_iddict_bytes(&s->ns) +
+             kc_idmap_bytes(&s->map) + kc_iddict_bytes(&s->ns) +
              kc_iddict_bytes(&s->lkey) + kc_iddict_bytes(&s->lkv);
   for (size_t i = 0; i < s->nidx; i++) b += kc_iddict_bytes(&s->idx[i].d) + sizeof(fidx);
   pthread_rwlock_unlock(&s->lock);
@@ -1120,6 +1103,7 @@ int kc_store_verify(kc_store *s, char *msg, size_t cap) {
     }
   }
   if (nobj != s->count) VFAIL("count %u but %zu objects", s->count, nobj);
+  if (s->map.n != nobj) VFAIL("map holds %u entries for %zu objects", s->map.n, nobj);
   /* Same totals means no stale members anywhere. */
   if (kc_iddict_members(&s->ns) != nobj) VFAIL("namespace index has stale members");
   if (kc_iddict_members(&s->lkey) != nl || kc_iddict_members(&s->lkv) != nl)

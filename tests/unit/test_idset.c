@@ -238,7 +238,7 @@ static void test_iddict_copies_and_growth(void **state) {
 /* Large dictionaries resize a few entries per call (idset.h): while a
  * resize is under way every key stays reachable in one of the two tables,
  * removals reach entries in either, no call moves more than
- * KC_IDDICT_MOVES entries, and growth and shrinking both finish. Every
+ * KC_IDTABLE_MOVES entries, and growth and shrinking both finish. Every
  * 16th key hashes to the table's last slots, so clusters wrap around its
  * end. */
 #define BIG 20000u
@@ -280,10 +280,10 @@ static void test_iddict_incremental_resize(void **state) {
     int n = big_key(buf, i);
     assert_int_equal(kc_iddict_add(&d, buf, (size_t)n, NULL, 0, big_hash(i), i), 0);
     in[i] = true;
-    if (was && d.old) assert_true(before - d.oldn <= KC_IDDICT_MOVES);
+    if (was && d.old) assert_true(before - d.oldn <= KC_IDTABLE_MOVES);
     if (d.old) {
       saw_old = true;
-      assert_true(d.oldcap > KC_IDDICT_INCREMENTAL_MIN);
+      assert_true(d.oldcap > KC_IDTABLE_INCREMENTAL_MIN);
       /* a removal while the resize is under way, of an entry still in the
        * old table when one is found there */
       rng = kc_mix64(rng);
@@ -296,7 +296,7 @@ static void test_iddict_incremental_resize(void **state) {
         before = d.oldn;
         kc_iddict_remove(&d, e);
         in[j] = false;
-        if (d.old) assert_true(before - d.oldn <= KC_IDDICT_MOVES + 1);
+        if (d.old) assert_true(before - d.oldn <= KC_IDTABLE_MOVES + 1);
       }
     }
     if (i % 4999 == 0 || (d.old && i % 1009 == 0)) big_check(&d, in, i + 1);
@@ -316,7 +316,7 @@ static void test_iddict_incremental_resize(void **state) {
     in[i] = false;
     if (was && d.old) {
       shrank_incrementally = true;
-      assert_true(before - d.oldn <= KC_IDDICT_MOVES + 1);
+      assert_true(before - d.oldn <= KC_IDTABLE_MOVES + 1);
     }
     if (i % 3001 == 0) big_check(&d, in, BIG);
   }
@@ -329,6 +329,74 @@ static void test_iddict_incremental_resize(void **state) {
   assert_true(d.copy_a);
 }
 
+/* kc_idmap: ids keyed by hashes the owner keeps (store.c's object map). */
+#define MAPN 300000u /* the table passes 1 MiB: its mapped path is taken too */
+
+static bool map_same(uint32_t id, const void *ud) { return id == *(const uint32_t *)ud; }
+
+static void map_check(const kc_idmap *m, const uint32_t *homes, const bool *in, uint32_t upto) {
+  uint32_t want = 0;
+  for (uint32_t i = 0; i < upto; i++) {
+    uint32_t got = kc_idmap_find(m, homes, homes[i], map_same, &i);
+    assert_true(got == (in[i] ? i : KC_IDSET_NONE));
+    want += in[i];
+  }
+  assert_int_equal(m->n, want);
+}
+
+static bool in_old(const kc_idmap *m, uint32_t id) {
+  for (uint32_t i = 0; m->old && i < m->oldcap; i++)
+    if (m->old[i] == id + 1) return true;
+  return false;
+}
+
+static void test_idmap_incremental_resize(void **state) {
+  (void)state;
+  static bool in[MAPN];
+  static uint32_t homes[MAPN];
+  memset(in, 0, sizeof in);
+  kc_idmap m = {0};
+  bool saw_old = false, removed_from_old = false;
+  uint64_t rng = 7;
+  for (uint32_t i = 0; i < MAPN; i++) {
+    homes[i] = big_hash(i); /* clusters at the table's end: probes wrap */
+    uint32_t before = m.oldn;
+    bool was = m.old != NULL;
+    assert_int_equal(kc_idmap_reserve(&m, homes, m.n + 1), 0);
+    kc_idmap_put(&m, homes, i);
+    in[i] = true;
+    if (was && m.old) assert_true(before - m.oldn <= KC_IDTABLE_MOVES);
+    if (m.old) {
+      saw_old = true;
+      assert_true(m.oldcap > KC_IDTABLE_INCREMENTAL_MIN);
+      rng = kc_mix64(rng);
+      uint32_t j = (uint32_t)(rng % (i + 1));
+      if (in[j] && (i % 64 == 0 || i < BIG)) {
+        if (!removed_from_old && in_old(&m, j)) removed_from_old = true;
+        before = m.oldn;
+        kc_idmap_remove(&m, homes, j);
+        in[j] = false;
+        if (m.old) assert_true(before - m.oldn <= KC_IDTABLE_MOVES + 1);
+      }
+    }
+    if (i % 49999 == 0 || (i < BIG && m.old && i % 1009 == 0)) map_check(&m, homes, in, i + 1);
+  }
+  assert_true(saw_old);
+  assert_true(removed_from_old);
+  map_check(&m, homes, in, MAPN);
+  assert_true(kc_idmap_bytes(&m) >= (size_t)1 << 20);
+  /* Empty it: every remove finds its id, wherever it is. */
+  for (uint32_t i = 0; i < MAPN; i++)
+    if (in[i]) {
+      kc_idmap_remove(&m, homes, i);
+      in[i] = false;
+    }
+  map_check(&m, homes, in, MAPN);
+  kc_idmap_free(&m); /* both tables (ASan checks) */
+  assert_null(m.tab);
+  assert_null(m.old);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_idset_representations),
@@ -337,6 +405,7 @@ int main(void) {
       cmocka_unit_test(test_iddict_collisions),
       cmocka_unit_test(test_iddict_copies_and_growth),
       cmocka_unit_test(test_iddict_incremental_resize),
+      cmocka_unit_test(test_idmap_incremental_resize),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -532,6 +532,49 @@ static void test_randomized(void **state) {
   kc_store_free(s);
 }
 
+/* Past 6144 objects the key map grows a few entries per upsert and delete
+ * (kc_idmap): every key stays findable while half of them sit in the old
+ * table, deletes included. */
+static void test_map_grows_incrementally(void **state) {
+  (void)state;
+  enum { N = 9000 }; /* about 7,700 stored: the map passes 8192 slots */
+  kc_store *s = kc_store_new(SPECS, NSPECS);
+  assert_non_null(s);
+  static bool in[N];
+  memset(in, 0, sizeof in);
+  char name[32];
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "pod-%d", i);
+    podspec p = {.tmpl = 2, .ns = NSS[i % NNS], .name = name, .uid = "u", .rv = "1",
+                 .node = "n"};
+    kc_obj *o = podgen_make(&PG, &p);
+    assert_non_null(o);
+    assert_int_equal(kc_store_upsert(s, o, NULL), 0);
+    kc_obj_unref(o);
+    in[i] = true;
+    if (i % 7 == 3) { /* a delete of an earlier key, maybe still in the old table */
+      int j = (i * 31) % (i + 1);
+      if (in[j]) {
+        snprintf(name, sizeof name, "pod-%d", j);
+        kc_obj *old = NULL;
+        assert_int_equal(kc_store_delete(s, kc_str_c(NSS[j % NNS]), kc_str_c(name), &old), 0);
+        kc_obj_unref(old);
+        in[j] = false;
+      }
+    }
+    if (i % 250 == 249) {
+      verify(s);
+      for (int k = 0; k <= i; k++) {
+        snprintf(name, sizeof name, "pod-%d", k);
+        kc_obj *g = kc_store_get(s, kc_str_c(NSS[k % NNS]), kc_str_c(name));
+        assert_true((g != NULL) == in[k]);
+        kc_obj_unref(g);
+      }
+    }
+  }
+  kc_store_free(s);
+}
+
 static void test_bad_specs(void **state) {
   (void)state;
   kc_store_index_spec dup[] = {{.name = "a", .path = "spec.nodeName"}, {.name = "a", .path = "spec.x"}};
@@ -620,6 +663,7 @@ int main(void) {
       cmocka_unit_test(test_multi_path_moves),
       cmocka_unit_test(test_replace),
       cmocka_unit_test(test_randomized),
+      cmocka_unit_test(test_map_grows_incrementally),
       cmocka_unit_test(test_bad_specs),
       cmocka_unit_test(test_index_bytes_per_object),
   };
