@@ -3,6 +3,7 @@
 #include "workqueue.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,11 +41,20 @@ struct kc_workqueue {
   kc_ratelimit rl;
   bool shutting_down;
 
-  struct rec **buckets; /* power of two */
+  struct rec **buckets; /* power of two; takes every new record */
   size_t nbuckets;
+  /* A growing table: the previous buckets, emptied into `buckets` a few
+   * chains per new key from rehash_pos on (NULL when no growth is under
+   * way), so no add relinks every record at once. */
+  struct rec **old;
+  size_t nold, rehash_pos;
   size_t nrec;
   size_t nidle;
   size_t rec_bytes;
+  /* The sweep of idle records under way (maybe_sweep): the next bucket of
+   * buckets then old, as one range. */
+  bool sweeping;
+  size_t sweep_pos;
 
   struct rec *qhead, *qtail;
   size_t qlen;
@@ -65,6 +75,13 @@ struct kc_workqueue {
 
 #define MIN_BUCKETS 64
 #define SWEEP_MIN_IDLE 1024
+/* Chains moved per new key while the table grows (and at most ten times as
+ * many empty buckets stepped over). */
+#define REHASH_CHAINS 4
+/* Buckets swept per call while a sweep is under way: a 256th of the table,
+ * at least 64, so a pass ends within 256 calls at any size. */
+#define SWEEP_MIN_BUCKETS 64
+#define SWEEP_SHARE 256
 
 static uint64_t mono_now(void *ud) {
   (void)ud;
@@ -132,10 +149,19 @@ kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl,
   return wq;
 }
 
+/* Bucket i of the two tables as one range: buckets, then old. */
+static struct rec **bucket_at(kc_workqueue *wq, size_t i) {
+  return i < wq->nbuckets ? &wq->buckets[i] : &wq->old[i - wq->nbuckets];
+}
+
+static size_t all_buckets(const kc_workqueue *wq) {
+  return wq->nbuckets + (wq->old ? wq->nold : 0);
+}
+
 void kc_workqueue_free(kc_workqueue *wq) {
   if (!wq) return;
-  for (size_t i = 0; i < wq->nbuckets; i++) {
-    struct rec *r = wq->buckets[i];
+  for (size_t i = 0; i < all_buckets(wq); i++) {
+    struct rec *r = *bucket_at(wq, i);
     while (r) {
       struct rec *n = r->hnext;
       free(r);
@@ -143,16 +169,23 @@ void kc_workqueue_free(kc_workqueue *wq) {
     }
   }
   free(wq->buckets);
+  free(wq->old);
   free(wq->heap);
   free(wq->name);
   free(wq);
 }
 
 
-static struct rec *lookup(const kc_workqueue *wq, const char *key, size_t len, uint32_t h) {
-  for (struct rec *r = wq->buckets[h & (wq->nbuckets - 1)]; r; r = r->hnext)
+static struct rec *chain_lookup(struct rec *r, const char *key, size_t len, uint32_t h) {
+  for (; r; r = r->hnext)
     if (r->hash == h && r->keylen == len && memcmp(r->key, key, len) == 0) return r;
   return NULL;
+}
+
+static struct rec *lookup(const kc_workqueue *wq, const char *key, size_t len, uint32_t h) {
+  struct rec *r = chain_lookup(wq->buckets[h & (wq->nbuckets - 1)], key, len, h);
+  if (!r && wq->old) r = chain_lookup(wq->old[h & (wq->nold - 1)], key, len, h);
+  return r;
 }
 
 static struct rec *find(const kc_workqueue *wq, const char *key) {
@@ -161,20 +194,46 @@ static struct rec *find(const kc_workqueue *wq, const char *key) {
   return lookup(wq, key, len, hash_key(key, len));
 }
 
+/* Moves up to `chains` chains of the old table into the new one; frees
+ * the old table once it is empty. */
+static void rehash_some(kc_workqueue *wq, size_t chains) {
+  size_t empties = chains > SIZE_MAX / 10 ? SIZE_MAX : chains * 10, mask = wq->nbuckets - 1;
+  while (wq->rehash_pos < wq->nold && chains && empties) {
+    struct rec *r = wq->old[wq->rehash_pos];
+    if (!r) {
+      wq->rehash_pos++;
+      empties--;
+      continue;
+    }
+    while (r) {
+      struct rec *next = r->hnext;
+      r->hnext = wq->buckets[r->hash & mask];
+      wq->buckets[r->hash & mask] = r;
+      r = next;
+    }
+    wq->old[wq->rehash_pos++] = NULL;
+    chains--;
+  }
+  if (wq->rehash_pos >= wq->nold) {
+    free(wq->old);
+    wq->old = NULL;
+    wq->nold = wq->rehash_pos = 0;
+  }
+}
+
+/* Twice the buckets: new keys go to the new table at once, the old one's
+ * chains follow a few per new key (rehash_some). */
 static void grow(kc_workqueue *wq) {
   size_t n = wq->nbuckets * 2;
   struct rec **b = calloc(n, sizeof *b);
   if (!b) return; /* keep the longer chains; still correct */
-  for (size_t i = 0; i < wq->nbuckets; i++) {
-    struct rec *r = wq->buckets[i];
-    while (r) {
-      struct rec *next = r->hnext;
-      r->hnext = b[r->hash & (n - 1)];
-      b[r->hash & (n - 1)] = r;
-      r = next;
-    }
-  }
-  free(wq->buckets);
+  /* An unfinished growth is finished first. Not reached in practice: the
+   * next growth takes as many new keys as the old table had buckets, and
+   * each moves REHASH_CHAINS chains. */
+  if (wq->old) rehash_some(wq, SIZE_MAX);
+  wq->old = wq->buckets;
+  wq->nold = wq->nbuckets;
+  wq->rehash_pos = 0;
   wq->buckets = b;
   wq->nbuckets = n;
 }
@@ -200,7 +259,8 @@ static struct rec *intern(kc_workqueue *wq, const char *key, size_t len) {
   wq->nrec++;
   wq->nidle++;
   wq->rec_bytes += sizeof *r + len + 1;
-  if (wq->nrec > wq->nbuckets) grow(wq);
+  if (wq->old) rehash_some(wq, REHASH_CHAINS);
+  else if (wq->nrec > wq->nbuckets) grow(wq);
   return r;
 }
 
@@ -217,11 +277,20 @@ static void settle(kc_workqueue *wq, struct rec *r) {
 }
 
 /* Frees idle records once they outnumber live ones: amortised O(1) per
- * add, and memory stays within twice the live keys (plus a floor). */
+ * add, and memory stays within twice the live keys (plus a floor). A sweep
+ * goes through a 256th of the buckets per call (every add, forget, done and
+ * tick), so freeing 100k records is spread over 256 calls instead of
+ * holding the loop in one (12 ms at 100k keys, 160 ms at 1M). */
 static void maybe_sweep(kc_workqueue *wq) {
-  if (wq->nidle < SWEEP_MIN_IDLE || wq->nidle <= wq->nrec - wq->nidle) return;
-  for (size_t i = 0; i < wq->nbuckets; i++) {
-    struct rec **pp = &wq->buckets[i];
+  if (!wq->sweeping) {
+    if (wq->nidle < SWEEP_MIN_IDLE || wq->nidle <= wq->nrec - wq->nidle) return;
+    wq->sweeping = true;
+    wq->sweep_pos = 0;
+  }
+  size_t step = all_buckets(wq) / SWEEP_SHARE;
+  if (step < SWEEP_MIN_BUCKETS) step = SWEEP_MIN_BUCKETS;
+  for (; step && wq->sweep_pos < all_buckets(wq); step--, wq->sweep_pos++) {
+    struct rec **pp = bucket_at(wq, wq->sweep_pos);
     while (*pp) {
       struct rec *r = *pp;
       if (r->flags & F_IDLE) {
@@ -235,6 +304,7 @@ static void maybe_sweep(kc_workqueue *wq) {
       }
     }
   }
+  if (wq->sweep_pos >= all_buckets(wq)) wq->sweeping = false;
 }
 
 static void fifo_push(kc_workqueue *wq, struct rec *r) {
@@ -474,7 +544,7 @@ size_t kc_workqueue_waiting(const kc_workqueue *wq) { return wq->nheap; }
 size_t kc_workqueue_keys(const kc_workqueue *wq) { return wq->nrec; }
 
 size_t kc_workqueue_mem_bytes(const kc_workqueue *wq) {
-  return sizeof *wq + wq->rec_bytes + wq->nbuckets * sizeof *wq->buckets +
+  return sizeof *wq + wq->rec_bytes + all_buckets(wq) * sizeof *wq->buckets +
          wq->heapcap * sizeof *wq->heap;
 }
 
