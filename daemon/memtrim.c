@@ -12,19 +12,29 @@
 
 static _Atomic uint64_t give_backs;
 static bool pad_ours = true;  /* kc_mem_init: no operator top_pad */
+static bool fastbins_off;     /* kc_mem_init turned glibc's fastbins off */
 static unsigned lists;        /* lists in progress (loop thread) */
 static size_t pad_now;        /* what was last asked of mallopt */
 
-int kc_mem_init(const char *tunables) {
-  /* GLIBC_TUNABLES is "name=value:name=value" */
-  for (const char *p = tunables; p && (p = strstr(p, "glibc.malloc.top_pad=")) != NULL; p++)
-    if (p == tunables || p[-1] == ':') return pad_ours = false, 0;
-#ifdef __GLIBC__
-  return pad_ours = true, 1;
-#else
-  return pad_ours = false, 0;
-#endif
+/* Does `tunables` ("name=value:name=value", may be NULL) set `name`? */
+static bool tunable_set(const char *tunables, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = tunables; p && (p = strstr(p, name)) != NULL; p++)
+    if ((p == tunables || p[-1] == ':') && p[n] == '=') return true;
+  return false;
 }
+
+int kc_mem_init(const char *tunables) {
+#ifdef __GLIBC__
+  fastbins_off = !tunable_set(tunables, "glibc.malloc.mxfast") && mallopt(M_MXFAST, 0) == 1;
+  pad_ours = !tunable_set(tunables, "glibc.malloc.top_pad");
+#else
+  pad_ours = false;
+#endif
+  return pad_ours ? 1 : 0;
+}
+
+bool kc_mem_fastbins_off(void) { return fastbins_off; }
 
 static void set_pad(size_t pad) {
   if (!pad_ours) return;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_workqueue: adds/s with deduplication, and memory of 10k keys under
- * 1M adds (must stay flat: bounded by keys, not by events).
+ * 1M adds (must stay flat: bounded by keys, not by events). Then a burst of
+ * 100k and 1M distinct keys (an initial sync's adds, then every key got and
+ * done): the longest single add and Done, which hold the loop that long
+ * (the table's growth, the sweep of idle records, the trim after the drain),
+ * with the allocator set up as daemon/main.c does (memtrim.h).
  *
  *   build/bench/bench_workqueue [adds] [keys]
  */
@@ -9,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "memtrim.h"
 #include "workqueue.h"
 
 static double now_s(void) {
@@ -26,7 +31,33 @@ static long rss_kib(void) {
   return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* One burst of n distinct keys: the longest add and Done, in ms. */
+static int burst(long n, double *add_ms, double *done_ms) {
+  kc_workqueue *wq = kc_workqueue_new("burst", NULL, NULL, NULL);
+  if (!wq) return -1;
+  char key[64];
+  *add_ms = *done_ms = 0;
+  for (long i = 0; i < n; i++) {
+    snprintf(key, sizeof key, "namespace-%03ld/object-name-%07ld", i % 100, i);
+    double t = now_s();
+    if (kc_workqueue_add(wq, key) != 0) return -1;
+    t = (now_s() - t) * 1e3;
+    if (t > *add_ms) *add_ms = t;
+  }
+  const char *k;
+  while (kc_workqueue_get(wq, &k) == KC_WQ_KEY) {
+    snprintf(key, sizeof key, "%s", k);
+    double t = now_s();
+    kc_workqueue_done(wq, key);
+    t = (now_s() - t) * 1e3;
+    if (t > *done_ms) *done_ms = t;
+  }
+  kc_workqueue_free(wq);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  kc_mem_init(getenv("GLIBC_TUNABLES")); /* as daemon/main.c does */
   long adds = argc > 1 ? atol(argv[1]) : 1000000;
   long nkeys = argc > 2 ? atol(argv[2]) : 10000;
   if (adds <= 0 || nkeys <= 0) return 2;
@@ -80,5 +111,13 @@ int main(int argc, char **argv) {
   printf("bytes per key: %.1f\n", (double)kc_workqueue_mem_bytes(wq) / (double)kc_workqueue_keys(wq));
   kc_workqueue_free(wq);
   free(keys);
+
+  /* 3. Bursts of distinct keys. */
+  printf("\n%-10s %14s %14s\n", "burst keys", "max add ms", "max done ms");
+  for (long n = 100000; n <= 1000000; n *= 10) {
+    double a, d;
+    if (burst(n, &a, &d) != 0) return 1;
+    printf("%-10ld %14.2f %14.2f\n", n, a, d);
+  }
   return 0;
 }

@@ -112,6 +112,34 @@ static void test_heap_writable_whole_while_listing(void **state) {
 }
 #endif
 
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+/* Bytes in glibc's fastbins after 2000 small chunks were freed (beyond the
+ * few the thread's tcache keeps). */
+static size_t fastbin_bytes_after_frees(void) {
+  enum { N = 2000 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) assert_non_null(p[i] = malloc(40));
+  for (int i = 0; i < N; i++) free(p[i]);
+  return mallinfo2().fsmblks;
+}
+
+/* kc_mem_init turns the fastbins off (so a trim has no pile of small
+ * chunks to merge), unless the operator set glibc.malloc.mxfast. */
+static void test_fastbins_off_unless_operator(void **state) {
+  (void)state;
+  assert_int_equal(mallopt(M_MXFAST, 128), 1); /* glibc's default on 64-bit */
+  kc_mem_init("glibc.malloc.arena_max=2:glibc.malloc.mxfast=128");
+  assert_false(kc_mem_fastbins_off());
+  assert_true(fastbin_bytes_after_frees() > 0); /* the operator's setting stands */
+  kc_mem_init(NULL);
+  assert_true(kc_mem_fastbins_off());
+  malloc_trim(0); /* empties the fastbins filled above */
+  assert_int_equal(fastbin_bytes_after_frees(), 0);
+  kc_mem_init("x.glibc.malloc.mxfast=1"); /* not the tunable */
+  assert_true(kc_mem_fastbins_off());
+}
+#endif
+
 static void test_give_back_counts(void **state) {
   (void)state;
   uint64_t n = kc_mem_give_backs();
@@ -126,6 +154,9 @@ int main(void) {
       cmocka_unit_test(test_pad_while_lists_run),
 #ifdef __GLIBC__
       cmocka_unit_test(test_heap_writable_whole_while_listing),
+#endif
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+      cmocka_unit_test(test_fastbins_off_unless_operator),
 #endif
       cmocka_unit_test(test_give_back_counts),
   };
