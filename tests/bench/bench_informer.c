@@ -25,9 +25,15 @@
  * overrides) and inline (0 threads), from two sources: kube-apisim
  * (--generate pods=N, the build's own, next to this binary) with the
  * streaming list, and the replay server serving prepared pages of 500
- * (paginated LIST). Each row also measures yajl alone over the same bytes
- * (the streaming watch's initial events captured by a plain GET in a
- * child, or the page bodies) and prints wall s, CPU s of the process
+ * (paginated LIST). Each row is BENCH_SYNC_RUNS (default 3) paired runs
+ * against one server: yajl alone once over the same bytes (the streaming
+ * watch's initial events captured by a plain GET in a child, or the page
+ * bodies, timed in the process holding them), then one sync in a fresh
+ * child process. A pair's ratio compares two measurements taken seconds
+ * apart, so a VM whose speed drifts between runs moves both; the row shown
+ * is the pair with the median ratio, with the lowest and highest beside it
+ * (BENCH_DEBUG=1 prints every pair on stderr).
+ * It prints wall s, CPU s of the process
  * (utime + stime, all threads; the servers are other processes), CPU/wall,
  * wall / yajl alone and the largest loop lag (looplag.h probe) during the
  * sync, and the CPU s of the loop thread, of the decode threads and of the
@@ -198,6 +204,46 @@ static void pod_spec_for(long i, long gen, podspec *p, char *bufs, size_t cap) {
                  .nlabels = 3};
 }
 
+/* Timing on request, for paired runs (sync_table): the process holding the
+ * bytes reads a byte from req, times yajl alone once and writes the
+ * seconds (a double) to resp; it returns when req is closed. */
+typedef struct yajl_pipes {
+  int req, resp;
+} yajl_pipes;
+static yajl_pipes YAJL_REQ = {-1, -1}; /* the replay server's, when asked */
+
+static void yajl_answer(const yajl_pipes *yp, double (*once)(void)) {
+  char c;
+  while (read(yp->req, &c, 1) == 1) {
+    double dt = once();
+    if (write(yp->resp, &dt, sizeof dt) != sizeof dt) break;
+  }
+}
+
+/* The parent's side: one timing, or -1. */
+static double yajl_request(const yajl_pipes *yp) {
+  double dt;
+  if (write(yp->req, "t", 1) != 1 || read(yp->resp, &dt, sizeof dt) != sizeof dt) return -1;
+  return dt;
+}
+
+/* Both ends of a request pipe pair: mine (req write end, resp read end) and
+ * the server's (req read end, resp write end). */
+static int yajl_pipes_open(yajl_pipes *mine, yajl_pipes *theirs) {
+  int a[2], b[2];
+  if (pipe(a) != 0) return -1;
+  if (pipe(b) != 0) {
+    close(a[0]);
+    close(a[1]);
+    return -1;
+  }
+  *theirs = (yajl_pipes){a[0], b[1]};
+  *mine = (yajl_pipes){a[1], b[0]};
+  return 0;
+}
+
+static double served_yajl_once(void);
+
 static void serve(long n, long events, int wfd) {
   podgen pg;
   if (podgen_init(&pg) != 0) _exit(2);
@@ -270,19 +316,15 @@ static void serve(long n, long events, int wfd) {
     FILE *f = fopen(dump, "w");
     if (!f || fwrite(LIST_BODY.p, 1, LIST_BODY.n, f) != LIST_BODY.n || fclose(f) != 0) _exit(6);
   }
-  /* Baseline: yajl alone over the same bytes (what json_verify does). */
+  /* Baseline: yajl alone over the same bytes (what json_verify does); best
+   * of 3 here, or one run per request on YAJL_REQ (below). */
   double best = 1e9, served = (double)LIST_BODY.n;
-  for (int k = 0; k < 3; k++) {
-    double dt = 0;
-    if (PAGE_SIZE > 0) {
-      served = 0;
-      for (long j = 0; j < NPAGES; j++) {
-        dt += yajl_alone(PAGES[j].p, PAGES[j].n, false);
-        served += (double)PAGES[j].n;
-      }
-    } else {
-      dt = yajl_alone(LIST_BODY.p, LIST_BODY.n, false);
-    }
+  if (PAGE_SIZE > 0) {
+    served = 0;
+    for (long j = 0; j < NPAGES; j++) served += (double)PAGES[j].n;
+  }
+  for (int k = 0; k < 3 && YAJL_REQ.req < 0; k++) {
+    double dt = served_yajl_once();
     if (dt < 0) _exit(3);
     if (dt < best) best = dt;
   }
@@ -296,8 +338,22 @@ static void serve(long n, long events, int wfd) {
                     events ? (double)WATCH_BODY.n / (double)events : 0};
   if (write(wfd, &si, sizeof si) != sizeof si) _exit(5);
   close(wfd);
+  if (YAJL_REQ.req >= 0) yajl_answer(&YAJL_REQ, served_yajl_once); /* MHD serves meanwhile */
   pause(); /* until the parent kills us */
   _exit(0);
+}
+
+/* yajl alone once over what the replay server serves: the page bodies
+ * (paginated mode) or the list body. */
+static double served_yajl_once(void) {
+  if (PAGE_SIZE <= 0) return yajl_alone(LIST_BODY.p, LIST_BODY.n, false);
+  double dt = 0;
+  for (long j = 0; j < NPAGES; j++) {
+    double one = yajl_alone(PAGES[j].p, PAGES[j].n, false);
+    if (one < 0) return -1;
+    dt += one;
+  }
+  return dt;
 }
 
 /* ---- the measured side ------------------------------------------------------ */
@@ -552,78 +608,55 @@ static size_t on_capture(char *data, size_t size, size_t nmemb, void *ud) {
   return len;
 }
 
-/* In a child (its memory is not the bench's): GETs the streaming watch and
- * times yajl alone over the initial events. */
-static int apisim_yajl_alone(const char *url, double *secs, double *bytes) {
-  int pfd[2];
-  if (pipe(pfd) != 0) return -1;
+/* The capture child's bytes, timed on request. */
+static capture CAPTURED;
+static double captured_yajl_once(void) { return yajl_alone(CAPTURED.b.p, CAPTURED.end, true); }
+
+/* In a child (its memory is not the bench's): GETs the streaming watch,
+ * writes the byte count of its initial events to mine->resp, then times
+ * yajl alone over them once per request (yajl_request) until mine->req is
+ * closed. Returns the child's pid, or -1. */
+static pid_t apisim_yajl_start(const char *url, yajl_pipes *mine, double *bytes) {
+  yajl_pipes theirs;
+  if (yajl_pipes_open(mine, &theirs) != 0) return -1;
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    close(pfd[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(mine->req);
+    close(mine->resp);
     char full[512];
     snprintf(full, sizeof full, "%s/api/v1/pods?allowWatchBookmarks=true&resourceVersion=&"
              "resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", url);
-    capture c = {0};
     CURL *h = curl_easy_init();
     if (!h) _exit(2);
     curl_easy_setopt(h, CURLOPT_URL, full);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_capture);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &CAPTURED);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 600L);
     curl_easy_perform(h);
     curl_easy_cleanup(h);
-    if (!c.end) _exit(3);
-    double r[2] = {1e9, (double)c.end};
-    for (int k = 0; k < 3; k++) {
-      double dt = yajl_alone(c.b.p, c.end, true);
-      if (dt < 0) _exit(4);
-      if (dt < r[0]) r[0] = dt;
-    }
-    if (write(pfd[1], r, sizeof r) != sizeof r) _exit(5);
+    if (!CAPTURED.end || captured_yajl_once() < 0) _exit(3); /* also warms the bytes */
+    double n = (double)CAPTURED.end;
+    if (write(theirs.resp, &n, sizeof n) != sizeof n) _exit(5);
+    yajl_answer(&theirs, captured_yajl_once);
     _exit(0);
   }
-  close(pfd[1]);
-  double r[2];
-  ssize_t got = read(pfd[0], r, sizeof r);
-  close(pfd[0]);
-  waitpid(pid, NULL, 0);
-  if (got != sizeof r) return -1;
-  *secs = r[0];
-  *bytes = r[1];
-  return 0;
+  close(theirs.req);
+  close(theirs.resp);
+  if (read(mine->resp, bytes, sizeof *bytes) != sizeof *bytes) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+  }
+  return pid;
 }
 
 static long SYNC_ADDS;
 static void h_add_count(void *ud, kc_informer *inf, kc_obj *o) { SYNC_ADDS++; }
 
-static int scenario_sync(enum source src, long n, unsigned threads, sync_result *res) {
-  char url[160];
-  pid_t srv;
-  if (src == SRC_APISIM_STREAM) {
-    srv = apisim_start(n, url, sizeof url);
-    if (srv < 0) return -1;
-    double bytes = 0;
-    if (apisim_yajl_alone(url, &res->yajl_s, &bytes) != 0) return -1;
-    res->mb = bytes / 1e6;
-  } else {
-    int pfd[2];
-    if (pipe(pfd) != 0) return -1;
-    srv = fork();
-    if (srv == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      close(pfd[0]);
-      PAGE_SIZE = 500;
-      serve(n, 0, pfd[1]);
-    }
-    close(pfd[1]);
-    server_info si;
-    if (read(pfd[0], &si, sizeof si) != sizeof si) return -1;
-    close(pfd[0]);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", si.port);
-    res->yajl_s = si.yajl_s;
-    res->mb = si.list_bytes / 1e6;
-  }
+/* One initial sync from url, in this process: what a row's run measures. */
+static int sync_once(char *url, enum source src, unsigned threads, sync_result *res) {
   uv_loop_t loop;
   if (uv_loop_init(&loop) != 0) return -1;
   kc_kube_creds cr = {.server = url, .token = "t"};
@@ -670,19 +703,116 @@ static int scenario_sync(enum source src, long n, unsigned threads, sync_result 
   kc_decode_pool_free(pool);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
-  kill(srv, SIGKILL);
-  waitpid(srv, NULL, 0);
   return 0;
 }
+
+/* sync_once in a fresh child, so that every run starts, as a daemon does,
+ * with no freed memory of an earlier sync to reuse. */
+static int sync_in_child(char *url, enum source src, unsigned threads, sync_result *res) {
+  int pfd[2];
+  if (pipe(pfd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(pfd[0]);
+    sync_result r = {0};
+    int rc = sync_once(url, src, threads, &r);
+    if (rc == 0 && write(pfd[1], &r, sizeof r) != sizeof r) rc = -1;
+    _exit(rc ? 1 : 0);
+  }
+  close(pfd[1]);
+  ssize_t got = read(pfd[0], res, sizeof *res);
+  close(pfd[0]);
+  waitpid(pid, NULL, 0);
+  return got == sizeof *res ? 0 : -1;
+}
+
+static int by_ratio(const void *a, const void *b) {
+  const sync_result *x = a, *y = b;
+  double rx = x->wall_s / x->yajl_s, ry = y->wall_s / y->yajl_s;
+  return rx < ry ? -1 : rx > ry;
+}
+
+/* One row: the server started once, then `runs` pairs back to back, each
+ * yajl alone once over the bytes and one sync in a fresh child. *res is
+ * the pair with the median wall / yajl ratio; lo and hi the range. */
+static int scenario_sync(enum source src, long n, unsigned threads, int runs, sync_result *res,
+                         double *lo, double *hi) {
+  char url[160];
+  pid_t srv, timer;
+  yajl_pipes yp;
+  double bytes = 0;
+  if (src == SRC_APISIM_STREAM) {
+    srv = apisim_start(n, url, sizeof url);
+    if (srv < 0) return -1;
+    timer = apisim_yajl_start(url, &yp, &bytes);
+    if (timer < 0) return -1;
+  } else {
+    int pfd[2];
+    yajl_pipes theirs;
+    if (pipe(pfd) != 0 || yajl_pipes_open(&yp, &theirs) != 0) return -1;
+    srv = fork();
+    if (srv == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      close(pfd[0]);
+      close(yp.req);
+      close(yp.resp);
+      PAGE_SIZE = 500;
+      YAJL_REQ = theirs;
+      serve(n, 0, pfd[1]);
+    }
+    close(pfd[1]);
+    close(theirs.req);
+    close(theirs.resp);
+    server_info si;
+    if (read(pfd[0], &si, sizeof si) != sizeof si) return -1;
+    close(pfd[0]);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", si.port);
+    bytes = si.list_bytes;
+    timer = srv;
+  }
+  sync_result all[16];
+  if (runs > 16) runs = 16;
+  int rc = 0;
+  for (int k = 0; k < runs && rc == 0; k++) {
+    double y = yajl_request(&yp);
+    if (y <= 0 || sync_in_child(url, src, threads, &all[k]) != 0) rc = -1;
+    all[k].yajl_s = y;
+    all[k].mb = bytes / 1e6;
+    if (rc == 0 && getenv("BENCH_DEBUG"))
+      fprintf(stderr, "run %d: yajl alone %.2f s, sync %.2f s (loop %.2f s, decode %.2f s)\n", k,
+              y, all[k].wall_s, all[k].loop_cpu_s, all[k].dec_cpu_s);
+  }
+  close(yp.req);
+  close(yp.resp);
+  if (timer != srv) waitpid(timer, NULL, 0);
+  kill(srv, SIGKILL);
+  waitpid(srv, NULL, 0);
+  if (rc) return -1;
+  qsort(all, (size_t)runs, sizeof all[0], by_ratio);
+  *res = all[runs / 2];
+  *lo = all[0].wall_s / all[0].yajl_s;
+  *hi = all[runs - 1].wall_s / all[runs - 1].yajl_s;
+  return 0;
+}
+
+/* What a row's process hands back. */
+struct row_out {
+  sync_result r;
+  double lo, hi;
+};
 
 static void sync_table(const long *sizes, int nsizes) {
   unsigned pool_threads = getenv("BENCH_DECODE_THREADS")
                               ? (unsigned)atoi(getenv("BENCH_DECODE_THREADS"))
                               : kc_decode_pool_default_threads();
-  printf("\ninitial sync, decode pool vs inline (issue 9); yajl alone = one core, same bytes\n");
-  printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %10s %7s %7s %7s %8s %8s %-6s\n", "pods", "source",
-         "threads", "MB", "wall s", "CPU s", "CPU/wall", "x yajl", "lag max ms", "loop s",
-         "dec s", "rest s", "loop flt", "dec flt", "busiest");
+  int runs = getenv("BENCH_SYNC_RUNS") ? atoi(getenv("BENCH_SYNC_RUNS")) : 3;
+  if (runs < 1) runs = 1;
+  printf("\ninitial sync, decode pool vs inline (issue 9); yajl alone = one core, same bytes; "
+         "median of %d paired runs\n", runs > 16 ? 16 : runs);
+  printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %11s %10s %7s %7s %7s %8s %8s %-6s\n", "pods",
+         "source", "threads", "MB", "wall s", "CPU s", "CPU/wall", "x yajl", "x range",
+         "lag max ms", "loop s", "dec s", "rest s", "loop flt", "dec flt", "busiest");
   static const char *const names[] = {"kube-apisim streaming", "replay paged LIST"};
   /* One row alone, when asked (header comment). */
   const char *only_src = getenv("BENCH_SYNC_SOURCE"), *only_th = getenv("BENCH_SYNC_THREADS");
@@ -697,17 +827,18 @@ static void sync_table(const long *sizes, int nsizes) {
         pid_t pid = fork();
         if (pid == 0) {
           close(pfd[0]);
-          sync_result r = {0};
-          int rc = scenario_sync((enum source)src, sizes[i], th, &r);
-          if (rc == 0 && write(pfd[1], &r, sizeof r) != sizeof r) rc = -1;
+          struct row_out ro = {0};
+          int rc = scenario_sync((enum source)src, sizes[i], th, runs, &ro.r, &ro.lo, &ro.hi);
+          if (rc == 0 && write(pfd[1], &ro, sizeof ro) != sizeof ro) rc = -1;
           _exit(rc ? 1 : 0);
         }
         close(pfd[1]);
-        sync_result r;
-        ssize_t got = read(pfd[0], &r, sizeof r);
+        struct row_out ro;
+        ssize_t got = read(pfd[0], &ro, sizeof ro);
+        sync_result r = ro.r;
         close(pfd[0]);
         waitpid(pid, NULL, 0);
-        if (got != sizeof r) {
+        if (got != sizeof ro) {
           printf("%-8ld %-22s %7u failed\n", sizes[i], names[src], th);
           continue;
         }
@@ -716,10 +847,12 @@ static void sync_table(const long *sizes, int nsizes) {
         double dec1 = r.threads ? r.dec_cpu_s / r.threads : 0;
         const char *busiest = r.loop_cpu_s >= dec1 ? "loop" : "decode";
         double share = (r.loop_cpu_s >= dec1 ? r.loop_cpu_s : dec1) / r.wall_s;
-        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %10.1f %7.2f %7.2f %7.2f "
+        char range[32];
+        snprintf(range, sizeof range, "%.2f-%.2f", ro.lo, ro.hi);
+        printf("%-8ld %-22s %7u %8.1f %8.2f %8.2f %8.2f %8.2f %11s %10.1f %7.2f %7.2f %7.2f "
                "%8lu %8lu %s %.0f%%%s\n",
                sizes[i], names[src], r.threads, r.mb, r.wall_s, r.cpu_s, r.cpu_s / r.wall_s,
-               r.wall_s / r.yajl_s, r.lag_max_s * 1e3, r.loop_cpu_s, r.dec_cpu_s, r.rest_cpu_s,
+               r.wall_s / r.yajl_s, range, r.lag_max_s * 1e3, r.loop_cpu_s, r.dec_cpu_s, r.rest_cpu_s,
                r.loop_flt, r.dec_flt, busiest, share * 100,
                r.objects == sizes[i] ? "" : " (object count wrong)");
         fflush(stdout);
@@ -727,9 +860,10 @@ static void sync_table(const long *sizes, int nsizes) {
   printf("columns: threads = decode pool threads (0: inline on the loop); MB = bytes parsed (the "
          "streaming watch's initial events up to the initial-events-end bookmark, or all LIST "
          "pages); wall s = kc_informer_start to synced; CPU s = utime+stime of the process (loop, "
-         "curl and decode threads) over that time; x yajl = wall / yajl alone (best of 3, one "
-         "core, no callbacks) over the same bytes; lag max = largest looplag.h sample during the "
-         "sync; loop s / dec s / rest s = CPU s of the loop thread, of the decode threads "
+         "curl and decode threads) over that time; x yajl = wall / yajl alone (one run, one "
+         "core, no callbacks) over the same bytes, timed right before the run; the row is the run "
+         "with the median x yajl, x range the lowest and highest of the runs (BENCH_SYNC_RUNS, "
+         "each sync in a fresh process); lag max = largest looplag.h sample during the sync; loop s / dec s / rest s = CPU s of the loop thread, of the decode threads "
          "(together) and of the other threads (curl resolver, libuv pool) over the sync, from "
          "/proc/self/task/*/stat (clock ticks); loop flt / dec flt = minor page faults of the "
          "loop and decode threads over the sync (each a first touch of fresh memory, which the "
