@@ -590,16 +590,21 @@ static pid_t apisim_start(long n, char *url, size_t cap) {
 /* The streaming list's initial events as a plain client gets them. */
 typedef struct capture {
   growbuf b;
-  size_t end; /* > 0: the bytes up to the initial-events-end bookmark's newline */
+  size_t mark; /* > 0: 1 + where the initial-events-end annotation starts */
+  size_t end;  /* > 0: the bytes up to the initial-events-end bookmark's newline */
 } capture;
 
 static size_t on_capture(char *data, size_t size, size_t nmemb, void *ud) {
   capture *c = ud;
   size_t len = size * nmemb, from = c->b.n > 64 ? c->b.n - 64 : 0;
   gb_put(&c->b, data, len);
-  char *mark = memmem(c->b.p + from, c->b.n - from, "k8s.io/initial-events-end", 25);
-  if (mark) {
-    char *nl = memchr(mark, '\n', (size_t)(c->b.p + c->b.n - mark));
+  if (!c->mark) {
+    char *m = memmem(c->b.p + from, c->b.n - from, "k8s.io/initial-events-end", 25);
+    if (m) c->mark = (size_t)(m - c->b.p) + 1;
+  }
+  /* The bookmark's newline may come in a later piece than the annotation. */
+  if (c->mark) {
+    char *m = c->b.p + c->mark - 1, *nl = memchr(m, '\n', (size_t)(c->b.p + c->b.n - m));
     if (nl) {
       c->end = (size_t)(nl + 1 - c->b.p);
       return 0; /* enough: stop the transfer */
