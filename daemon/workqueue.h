@@ -10,8 +10,11 @@
  * bits, failure count, heap slot, metric timestamps). Memory is bounded by the
  * number of distinct keys, never by the number of events: repeated adds of a
  * key cost no allocation. Records of keys that are idle (not queued, not
- * processing, not waiting, no failure history) are reclaimed in batches once
- * they outnumber the live ones, so churning object names do not leak.
+ * processing, not waiting, no failure history) are reclaimed once they
+ * outnumber the live ones, so churning object names do not leak; the sweep
+ * that frees them, like the key table's growth, is spread over calls (a
+ * 256th of the table per call), so no single call holds the loop for a
+ * walk over every record.
  *
  * Non-blocking by design: the loop owns the queue, so Get returns a key or
  * "nothing now" instead of blocking, and the owner arms one uv_timer from
