@@ -17,7 +17,7 @@ static int rehash(kc_idset *s, uint32_t cap) {
   if (!nt) return -ENOMEM;
   memset(nt, 0xff, (size_t)cap * sizeof *nt);
   kc_iditer it = kc_iditer_start(s);
-  for (uint32_t id; kc_iditer_next(&it, &id);) kc_idtab_put(nt, cap - 1, NULL, id);
+  for (uint32_t id; kc_iditer_next(&it, &id);) kc_idtab_put(nt, cap - 1, id);
   if (s->cap) free(s->u.tab);
   s->u.tab = nt;
   s->cap = cap;
@@ -69,7 +69,7 @@ static int bitmap_add(kc_idset *s, uint32_t id) {
     if (need > most) {
       /* too sparse: a table */
       if (rehash(s, table_cap(s->n + 1)) < 0) return -ENOMEM;
-      kc_idtab_put(s->u.tab, s->cap - 1, NULL, id);
+      kc_idtab_put(s->u.tab, s->cap - 1, id);
       s->n++;
       return 0;
     }
@@ -122,7 +122,7 @@ int kc_idset_add(kc_idset *s, uint32_t id) {
     if (grow(s, id, s->cap * 2) < 0) return -ENOMEM;
     if (is_bitmap(s)) return bitmap_add(s, id);
   }
-  kc_idtab_put(s->u.tab, s->cap - 1, NULL, id);
+  kc_idtab_put(s->u.tab, s->cap - 1, id);
   s->n++;
   return 0;
 }
@@ -167,13 +167,13 @@ bool kc_idset_remove(kc_idset *s, uint32_t id) {
     }
     return true;
   }
-  uint32_t mask = s->cap - 1, i = kc_idtab_home(NULL, id) & mask;
+  uint32_t mask = s->cap - 1, i = kc_idtab_home(id) & mask;
   uint32_t *t = s->u.tab;
   while (t[i] != id) {
     if (t[i] == KC_IDSET_NONE) return false;
     i = (i + 1) & mask;
   }
-  kc_idtab_delete(t, mask, NULL, i);
+  kc_idtab_delete(t, mask, i);
   s->n--;
   if (s->n <= KC_IDSET_SMALL / 2) {
     to_array(s);
@@ -192,7 +192,7 @@ bool kc_idset_has(const kc_idset *s, uint32_t id) {
   if (is_bitmap(s))
     return id / 64 < bitmap_words(s) && (s->u.bits[id / 64] >> (id % 64) & 1);
   if (s->cap > KC_IDSET_SMALL) {
-    uint32_t mask = s->cap - 1, i = kc_idtab_home(NULL, id) & mask;
+    uint32_t mask = s->cap - 1, i = kc_idtab_home(id) & mask;
     for (; s->u.tab[i] != KC_IDSET_NONE; i = (i + 1) & mask)
       if (s->u.tab[i] == id) return true;
     return false;

@@ -13,8 +13,9 @@
  *    NULL, 0) to a non-empty kc_idset, with the hash chosen by the caller;
  *  - kc_idmap, a table of ids whose hashes the owner keeps (store.c's
  *    object map).
- * Both use linear probing with backward-shift deletion (no tombstones), so
- * lookups stay short under churn; both shrink as they empty (best effort).
+ * All three use linear probing with backward-shift deletion (no
+ * tombstones), so lookups stay short under churn; sets and dictionaries
+ * shrink as they empty (best effort), the map keeps its size.
  *
  * Owns: a set its table; a dictionary its table, every entry's set, and the
  * copies of `a` when copy_a is set. Otherwise a and b are borrowed: the
@@ -103,24 +104,21 @@ static inline bool kc_probe_shifts(uint32_t i, uint32_t j, uint32_t k) {
   return (j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j));
 }
 
-/* Tables of ids (power of two, KC_IDSET_NONE = free): kc_idset's and
- * store.c's object map. An id's home slot is homes[id] & mask, or with
- * homes NULL a hash of the id itself. */
-static inline uint32_t kc_idtab_home(const uint32_t *homes, uint32_t id) {
-  return homes ? homes[id] : id * 0x9e3779b1u;
-}
+/* kc_idset's hash tables (power of two, KC_IDSET_NONE = free). An id's
+ * home slot is a hash of the id itself. (kc_idmap below keeps its ids as
+ * id + 1, so that a new table is zero pages.) */
+static inline uint32_t kc_idtab_home(uint32_t id) { return id * 0x9e3779b1u; }
 
-static inline void kc_idtab_put(uint32_t *tab, uint32_t mask, const uint32_t *homes, uint32_t id) {
-  uint32_t i = kc_idtab_home(homes, id) & mask;
+static inline void kc_idtab_put(uint32_t *tab, uint32_t mask, uint32_t id) {
+  uint32_t i = kc_idtab_home(id) & mask;
   while (tab[i] != KC_IDSET_NONE) i = (i + 1) & mask;
   tab[i] = id;
 }
 
 /* Frees slot i; the entries after it shift back. */
-static inline void kc_idtab_delete(uint32_t *tab, uint32_t mask, const uint32_t *homes,
-                                   uint32_t i) {
+static inline void kc_idtab_delete(uint32_t *tab, uint32_t mask, uint32_t i) {
   for (uint32_t j = (i + 1) & mask; tab[j] != KC_IDSET_NONE; j = (j + 1) & mask) {
-    if (kc_probe_shifts(i, j, kc_idtab_home(homes, tab[j]) & mask)) {
+    if (kc_probe_shifts(i, j, kc_idtab_home(tab[j]) & mask)) {
       tab[i] = tab[j];
       i = j;
     }
@@ -139,8 +137,9 @@ typedef struct kc_iddict_ent {
 /* kc_idmap and kc_iddict: a large table is resized a little at a time:
  * the new table takes every new entry, and each add or remove moves a few
  * entries over from the old one (KC_IDTABLE_MOVES), so no single call
- * rehashes 100k entries on the loop (a 12 MiB table took 25-40 ms there, zeroing and faulting in pages
- * included). Lookups meanwhile try both tables. Tables of
+ * rehashes 100k entries on the loop (a 12 MiB table took 25-40 ms there,
+ * zeroing and faulting in pages included). Lookups meanwhile try both
+ * tables. Tables of
  * KC_IDTABLE_INCREMENTAL_MIN slots or fewer are rebuilt at once. */
 #define KC_IDTABLE_INCREMENTAL_MIN 4096u
 #define KC_IDTABLE_MOVES 8u
