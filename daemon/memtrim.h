@@ -11,10 +11,12 @@
  * Cost: one walk over the free chunks of every arena (about 0.3 ms after a
  * 10k-Pod sync), never over live objects; callers rate-limit it. Small
  * chunks freed into glibc's fastbins are only merged by that walk: after a
- * workqueue of 100k keys drained, 100k freed records made it 13 ms (1M:
- * 160-190 ms) on the loop. kc_mem_init therefore turns fastbins off
- * (M_MXFAST 0: a small free merges at once, the per-thread tcache still
- * serves the hot sizes), and the same trim takes 1.4 ms (1M: 11 ms).
+ * workqueue of 100k keys drained, its 100k freed records made the Done that
+ * trims take 7-9 ms on the loop (1M: 150-170 ms). kc_mem_init therefore
+ * turns fastbins off (M_MXFAST 0: a small free merges at once, the
+ * per-thread tcache still serves the hot sizes), and that Done takes 1.3 ms
+ * (1M: 12-13 ms; build/bench/bench_workqueue, docs/benchmarks.md "Loop
+ * stalls at a million keys").
  *
  * It also sets how the heap grows while lists are decoded: glibc grows a
  * thread's heap (the decode thread's holds the cached objects) by exactly

@@ -315,7 +315,7 @@ static void test_memory_bounded(void **state) {
 /* A queue of 20k keys grows its table and frees its idle records a few
  * per call: re-adds during the growth find their record (no duplicate),
  * and no Done frees more than a sixteenth of the keys (one call used to
- * free half of them: 12 ms on the loop at 100k keys, 160 ms at 1M). */
+ * free half of them). */
 static void test_large_queue_grows_and_sweeps_in_steps(void **state) {
   (void)state;
   enum { N = 20000 };
