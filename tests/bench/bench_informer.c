@@ -204,18 +204,21 @@ static void pod_spec_for(long i, long gen, podspec *p, char *bufs, size_t cap) {
                  .nlabels = 3};
 }
 
-/* Timing on request, for paired runs (sync_table): the process holding the
- * bytes reads a byte from req, times yajl alone once and writes the
- * seconds (a double) to resp; it returns when req is closed. */
+/* Timing on request, for paired runs (sync_table): the replay server,
+ * which holds the page bodies, reads a byte from req, times yajl alone once
+ * and writes the seconds (a double) to resp; it returns when req is
+ * closed. */
 typedef struct yajl_pipes {
   int req, resp;
 } yajl_pipes;
 static yajl_pipes YAJL_REQ = {-1, -1}; /* the replay server's, when asked */
 
-static void yajl_answer(const yajl_pipes *yp, double (*once)(void)) {
+static double served_yajl_once(void);
+
+static void yajl_answer(const yajl_pipes *yp) {
   char c;
   while (read(yp->req, &c, 1) == 1) {
-    double dt = once();
+    double dt = served_yajl_once();
     if (write(yp->resp, &dt, sizeof dt) != sizeof dt) break;
   }
 }
@@ -241,8 +244,6 @@ static int yajl_pipes_open(yajl_pipes *mine, yajl_pipes *theirs) {
   *mine = (yajl_pipes){a[1], b[0]};
   return 0;
 }
-
-static double served_yajl_once(void);
 
 static void serve(long n, long events, int wfd) {
   podgen pg;
@@ -338,7 +339,7 @@ static void serve(long n, long events, int wfd) {
                     events ? (double)WATCH_BODY.n / (double)events : 0};
   if (write(wfd, &si, sizeof si) != sizeof si) _exit(5);
   close(wfd);
-  if (YAJL_REQ.req >= 0) yajl_answer(&YAJL_REQ, served_yajl_once); /* MHD serves meanwhile */
+  if (YAJL_REQ.req >= 0) yajl_answer(&YAJL_REQ); /* MHD serves meanwhile */
   pause(); /* until the parent kills us */
   _exit(0);
 }
@@ -613,48 +614,46 @@ static size_t on_capture(char *data, size_t size, size_t nmemb, void *ud) {
   return len;
 }
 
-/* The capture child's bytes, timed on request. */
-static capture CAPTURED;
-static double captured_yajl_once(void) { return yajl_alone(CAPTURED.b.p, CAPTURED.end, true); }
-
-/* In a child (its memory is not the bench's): GETs the streaming watch,
- * writes the byte count of its initial events to mine->resp, then times
- * yajl alone over them once per request (yajl_request) until mine->req is
- * closed. Returns the child's pid, or -1. */
-static pid_t apisim_yajl_start(const char *url, yajl_pipes *mine, double *bytes) {
-  yajl_pipes theirs;
-  if (yajl_pipes_open(mine, &theirs) != 0) return -1;
+/* yajl alone once over the streaming list's initial events, in a child
+ * (its memory is not the bench's) that GETs them, times yajl (after one
+ * untimed pass that warms the bytes) and exits before the sync starts.
+ * Kept alive during the sync, its 758 MB made the sync's fresh pages cold
+ * on this VM (the decode thread's clear_page_erms samples rose from 85 to
+ * 1,438 with the same 122k faults), which measures the hypervisor.
+ * Returns the seconds (bytes in *bytes), or -1. */
+static double apisim_yajl_once(const char *url, double *bytes) {
+  int pfd[2];
+  if (pipe(pfd) != 0) return -1;
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    close(mine->req);
-    close(mine->resp);
+    close(pfd[0]);
     char full[512];
     snprintf(full, sizeof full, "%s/api/v1/pods?allowWatchBookmarks=true&resourceVersion=&"
              "resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", url);
+    capture c = {0};
     CURL *h = curl_easy_init();
     if (!h) _exit(2);
     curl_easy_setopt(h, CURLOPT_URL, full);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_capture);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &CAPTURED);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 600L);
     curl_easy_perform(h);
     curl_easy_cleanup(h);
-    if (!CAPTURED.end || captured_yajl_once() < 0) _exit(3); /* also warms the bytes */
-    double n = (double)CAPTURED.end;
-    if (write(theirs.resp, &n, sizeof n) != sizeof n) _exit(5);
-    yajl_answer(&theirs, captured_yajl_once);
+    if (!c.end || yajl_alone(c.b.p, c.end, true) < 0) _exit(3);
+    double r[2] = {yajl_alone(c.b.p, c.end, true), (double)c.end};
+    if (write(pfd[1], r, sizeof r) != sizeof r) _exit(5);
     _exit(0);
   }
-  close(theirs.req);
-  close(theirs.resp);
-  if (read(mine->resp, bytes, sizeof *bytes) != sizeof *bytes) {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-  }
-  return pid;
+  close(pfd[1]);
+  double r[2];
+  ssize_t got = read(pfd[0], r, sizeof r);
+  close(pfd[0]);
+  waitpid(pid, NULL, 0);
+  if (got != sizeof r) return -1;
+  *bytes = r[1];
+  return r[0];
 }
 
 static long SYNC_ADDS;
@@ -736,22 +735,6 @@ static int by_ratio(const void *a, const void *b) {
   const sync_result *x = a, *y = b;
   double rx = x->wall_s / x->yajl_s, ry = y->wall_s / y->yajl_s;
   return rx < ry ? -1 : rx > ry;
-}
-
-/* yajl alone once over the streaming list's initial events: a capture
- * child GETs them, times yajl and exits before the sync starts. Kept
- * alive during the sync, its 758 MB made the sync's fresh pages cold on
- * this VM (the decode thread's clear_page_erms samples rose from 85 to
- * 1,438 with the same 122k faults), which measures the hypervisor. */
-static double apisim_yajl_once(const char *url, double *bytes) {
-  yajl_pipes yp;
-  pid_t pid = apisim_yajl_start(url, &yp, bytes);
-  if (pid < 0) return -1;
-  double y = yajl_request(&yp);
-  close(yp.req);
-  close(yp.resp);
-  waitpid(pid, NULL, 0);
-  return y;
 }
 
 /* One row: the server started once, then `runs` pairs back to back, each
