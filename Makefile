@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # kctrld: plain GNU Makefile. Sources are discovered by directory so that a new
 # component is one new .c/.h pair and no Makefile edit:
-#   daemon/*.c (minus main.c)  -> $(B)/libkctrld.a, linked into kctrld and tests
+#   daemon/*.c, daemon/LAYER/*.c (minus main.c) -> $(B)/libkctrld.a, linked into kctrld and tests
 #   daemon/main.c              -> $(B)/kctrld
 #   tests/apisim/*.c           -> $(B)/kube-apisim (independent of daemon/, see docs/api-contract.md 15.4)
 #   plugins/NAME/*.c           -> $(B)/plugins/NAME.so
@@ -48,7 +48,7 @@ CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -fstack-protector-s
 LDFLAGS   += $(SANFLAGS) -Wl,-z,relro,-z,now
 LDLIBS    := $(PKG_LIBS) -lpthread -ldl -lm
 
-DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o)
 APISIM_SRC := $(wildcard tests/apisim/*.c)
 APISIM_OBJ := $(APISIM_SRC:%.c=$(B)/obj/%.o)
@@ -270,7 +270,10 @@ FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
 	clang-format -i $(FORMAT_SRC)
 
+# `make lint`: the layering check (daemon/LAYERS, tests/lint/check_layers.py),
+# then cppcheck, which fails fast on the bugs it knows.
 lint:
+	python3 tests/lint/check_layers.py
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	  --suppress=missingIncludeSystem -D__GNUC__ -Idaemon -Iinclude daemon tests/apisim plugins
 

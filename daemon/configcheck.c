@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "discovery.h"
-#include "hook_exec.h"
-#include "hook_webhook.h"
-#include "plugin_host.h"
+#include "client/discovery.h"
+#include "hooks/hook_exec.h"
+#include "hooks/hook_webhook.h"
+#include "host/plugin_host.h"
 
 struct report {
   char *err;

@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
 int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen);
 

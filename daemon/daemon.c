@@ -34,24 +34,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "cacheview.h"
-#include "config.h"
-#include "controller.h"
-#include "decodepool.h"
-#include "discovery.h"
-#include "hash.h"
-#include "hook_child.h"
-#include "hook_exec.h"
-#include "hook_webhook.h"
-#include "isolate.h"
-#include "hostenv.h"
-#include "kubeconfig.h"
-#include "leader.h"
-#include "sharding.h"
-#include "ops.h"
-#include "plugin_host.h"
-#include "ratelimit.h"
+#include "base/buf.h"
+#include "cache/cacheview.h"
+#include "config/config.h"
+#include "runtime/controller.h"
+#include "watch/decodepool.h"
+#include "client/discovery.h"
+#include "base/hash.h"
+#include "hooks/hook_child.h"
+#include "hooks/hook_exec.h"
+#include "hooks/hook_webhook.h"
+#include "hooks/isolate.h"
+#include "host/hostenv.h"
+#include "client/kubeconfig.h"
+#include "lease/leader.h"
+#include "lease/sharding.h"
+#include "ops/ops.h"
+#include "host/plugin_host.h"
+#include "base/ratelimit.h"
 
 typedef struct kind_slot {
   kc_daemon *d;
@@ -129,7 +129,7 @@ struct kc_daemon {
   char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
-  /* Metrics, health endpoints and sd_notify (daemon/ops.h); the arrays are
+  /* Metrics, health endpoints and sd_notify (daemon/ops/ops.h); the arrays are
    * scratch space for the view, rebuilt on each request. */
   kc_ops *ops;
   const kc_informer_spec **ops_specs;
@@ -941,7 +941,7 @@ static int reload(kc_daemon *d, bool *pending) {
   return 0;
 }
 
-/* --- leader election (daemon/leader.h) ----------------------------------------- */
+/* --- leader election (daemon/lease/leader.h) ----------------------------------------- */
 
 static void on_started_leading(void *ud) {
   kc_daemon *d = ud;

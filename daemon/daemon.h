@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "apiclient.h"
-#include "informer.h"
-#include "log.h"
+#include "client/apiclient.h"
+#include "cache/informer.h"
+#include "base/log.h"
 
 typedef struct kc_daemon kc_daemon;
 

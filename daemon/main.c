@@ -21,16 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "configcheck.h"
-#include "crashreport.h"
+#include "base/crashreport.h"
 #include "daemon.h"
-#include "fileperm.h"
-#include "http.h"
-#include "isolate_child.h"
-#include "log.h"
-#include "memtrim.h"
-#include "plugin_host.h"
+#include "base/fileperm.h"
+#include "client/http.h"
+#include "hooks/isolate_child.h"
+#include "base/log.h"
+#include "base/memtrim.h"
+#include "host/plugin_host.h"
 #include "rbac.h"
 
 static void usage(FILE *out) {

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kname.h"
-#include "log.h"
-#include "plugin_host.h"
+#include "kube/kname.h"
+#include "base/log.h"
+#include "host/plugin_host.h"
 
 /* Alphabetical: a rule's verbs are printed in bit order. */
 static const char *const verb_names[] = {"create", "delete", "deletecollection", "get",
@@ -359,7 +359,7 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
       rc = add_rule(&rs, ROLE_LEADER, le->namespace_, "coordination.k8s.io", "leases", le->name,
                     V_GET | V_UPDATE);
   }
-  /* Sharding (daemon/sharding.h): range and membership Leases are listed,
+  /* Sharding (daemon/lease/sharding.h): range and membership Leases are listed,
    * created and renewed in leaseNamespace; membership names depend on the
    * identity, so no resourceNames. */
   for (size_t i = 0; i < cfg->ncontrollers && !rc; i++) {

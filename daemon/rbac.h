@@ -38,8 +38,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "buf.h"
-#include "config.h"
+#include "base/buf.h"
+#include "config/config.h"
 #include "kctrld/plugin.h"
 
 #define KC_RBAC_DEFAULT_NAMESPACE "kctrld"

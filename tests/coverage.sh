@@ -3,7 +3,7 @@
 # `make coverage`: builds the tree with --coverage -O0 into build-cov/
 # (`make SAN=coverage`), resets the counters, runs the unit and integration
 # tests of that build (tests/run-tests --build build-cov) and prints per-file
-# line and branch coverage of daemon/*.c and plugins/*/*.c with Debian's gcov.
+# line and branch coverage of daemon/**/*.c and plugins/*/*.c with Debian's gcov.
 # Annotated sources (*.gcov, "#####" marks a line never run) are left in
 # build-cov/gcov/ for finding untested paths.
 #
@@ -63,6 +63,10 @@ report() { # OBJDIR SOURCES...
 }
 {
   report "$B/obj/daemon" daemon/*.c
+  for d in daemon/*/; do
+    d=${d%/}
+    report "$B/obj/$d" "$d"/*.c
+  done
   for d in plugins/*/; do
     d=${d%/}
     ls "$d"/*.c >/dev/null 2>&1 && report "$B/pic/$d" "$d"/*.c

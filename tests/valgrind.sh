@@ -66,7 +66,7 @@ vg_problems() {
   grep -E '(definitely|indirectly) lost: [1-9]' "$log"
   # valgrind prints "Open <what> N: ..." then either "<inherited from parent>"
   # or the stack that created it; std fds are not listed. The memfd copies of
-  # loaded plugins stay open on purpose (daemon/plugin_host.c load_copy, the
+  # loaded plugins stay open on purpose (daemon/host/plugin_host.c load_copy, the
   # only memfd_create).
   awk '/== Open (file descriptor|AF_|Unix|pipe|socket)/ { o = $0; getline;
          if ($0 !~ /inherited from parent/ && $0 !~ /memfd_create/) print "leaked fd: " o }' "$log"

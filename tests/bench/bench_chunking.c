@@ -35,8 +35,8 @@
 #include <time.h>
 #include <yajl/yajl_parse.h>
 
-#include "decode.h"
-#include "decodepool.h"
+#include "watch/decode.h"
+#include "watch/decodepool.h"
 
 static double now(void) {
   struct timespec ts;

@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <yajl/yajl_parse.h>
 
-#include "decode.h"
-#include "store.h"
+#include "watch/decode.h"
+#include "cache/store.h"
 
 #define FIX "../shared/fixtures/"
 #define CHUNK 16384

@@ -19,9 +19,9 @@
 
 #include <yajl/yajl_parse.h>
 
-#include "decode.h"
+#include "watch/decode.h"
 #ifndef BENCH_NO_JSONLEX
-#include "jsonlex.h"
+#include "json/jsonlex.h"
 #endif
 
 static double clock_s(clockid_t id) {

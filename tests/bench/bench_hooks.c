@@ -31,17 +31,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "decode.h"
-#include "hook_child.h"
-#include "hook_exec.h"
-#include "hook_webhook.h"
-#include "http.h"
-#include "isolate.h"
-#include "isolate_child.h"
-#include "hostapi.h"
-#include "plugin_host.h"
-#include "store.h"
+#include "config/config.h"
+#include "watch/decode.h"
+#include "hooks/hook_child.h"
+#include "hooks/hook_exec.h"
+#include "hooks/hook_webhook.h"
+#include "client/http.h"
+#include "hooks/isolate.h"
+#include "hooks/isolate_child.h"
+#include "host/hostapi.h"
+#include "host/plugin_host.h"
+#include "cache/store.h"
 
 static kc_store *cms;
 

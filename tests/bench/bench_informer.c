@@ -60,13 +60,13 @@
 #include <yajl/yajl_parse.h>
 
 #include "../unit/store_podgen.h"
-#include "apiclient.h"
-#include "decodepool.h"
-#include "informer.h"
-#include "log.h"
-#include "looplag.h"
-#include "memtrim.h"
-#include "selector.h"
+#include "client/apiclient.h"
+#include "watch/decodepool.h"
+#include "cache/informer.h"
+#include "base/log.h"
+#include "ops/looplag.h"
+#include "base/memtrim.h"
+#include "kube/selector.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Benchmark for daemon/store.c: label-selector list latency at 10k and 100k
+/* Benchmark for daemon/cache/store.c: label-selector list latency at 10k and 100k
  * objects (a selective selector should cost the same at both sizes), the
  * same query done as a full scan (what an informer without a label index
  * does), upsert throughput with the namespace, label and two field indexes,
@@ -17,8 +17,8 @@
 #include <time.h>
 
 #include "../unit/store_podgen.h"
-#include "selector.h"
-#include "store.h"
+#include "kube/selector.h"
+#include "cache/store.h"
 
 static double now(void) {
   struct timespec ts;

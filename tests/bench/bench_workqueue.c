@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memtrim.h"
-#include "workqueue.h"
+#include "base/memtrim.h"
+#include "runtime/workqueue.h"
 
 static double now_s(void) {
   struct timespec ts;

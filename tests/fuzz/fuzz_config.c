@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for daemon/config.c: parse arbitrary bytes as a kctrld
+/* libFuzzer target for daemon/config/config.c: parse arbitrary bytes as a kctrld
  * config; when it is valid, diff it against itself (must be empty) and
  * against a fixed valid config, and render the summary. */
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "watch/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for daemon/discovery.c's APIResourceList parser
+/* libFuzzer target for daemon/client/discovery.c's APIResourceList parser
  * (kc_discovery_parse) and the jsontree.h pre-scan under it. Input = the
  * body. Besides crashes it checks the pre-scan against yajl: with a small
  * limit taken from the input, every tree yajl builds from text the scan let
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
-#include "discovery.h"
-#include "jsontree.h"
+#include "client/discovery.h"
+#include "json/jsontree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for daemon/execcred.c: parse arbitrary bytes as an exec
+/* libFuzzer target for daemon/client/execcred.c: parse arbitrary bytes as an exec
  * plugin's stdout (ExecCredential JSON of either apiVersion, RFC 3339
  * expiry), and run the stderr redaction over them as one line. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "execcred.h"
+#include "client/execcred.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
-#include "store.h"
+#include "watch/decode.h"
+#include "cache/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for the hook response parser (daemon/hook_proto.c,
+/* libFuzzer target for the hook response parser (daemon/hooks/hook_proto.c,
  * kc_hook_response_parse): any bytes either parse into a response whose
  * slices lie inside the input and whose strings are terminated, or are
  * refused with a one-line reason; never a crash, a leak or a read past the
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook_proto.h"
+#include "hooks/hook_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the parser of what a plugin child writes
- * (daemon/isolate_wire.c, kc_iso_parse and kc_iso_int): any line either
+ * (daemon/hooks/isolate_wire.c, kc_iso_parse and kc_iso_int): any line either
  * splits into fields that lie inside the line, each NUL-terminated and no
  * longer than what it was parsed from, or is refused with -EPROTO/-E2BIG;
  * a parsed message written back with kc_iso_put parses to the same fields.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "isolate_wire.h"
+#include "hooks/isolate_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

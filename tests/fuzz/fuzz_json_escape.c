@@ -15,7 +15,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

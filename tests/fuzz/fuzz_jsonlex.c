@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for daemon/jsonlex.c, differential against the installed
+/* libFuzzer target for daemon/json/jsonlex.c, differential against the installed
  * yajl 2.1 with the options the streaming decoder used (UTF-8 validated, no
  * comments, multiple values or not). Input: the first byte picks the mode
  * (bit 0: KC_JSONLEX_MULTIPLE) and seeds the splits; the rest is the text.
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "buf.h"
-#include "jsonlex.h"
+#include "base/buf.h"
+#include "json/jsonlex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

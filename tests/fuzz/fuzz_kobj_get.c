@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "decode.h"
+#include "base/buf.h"
+#include "watch/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for daemon/kubeconfig.c: parse arbitrary bytes as a
+/* libFuzzer target for daemon/client/kubeconfig.c: parse arbitrary bytes as a
  * kubeconfig (YAML walking, merge tables, base64 data fields, path joins and
  * every positioned error), with and without an explicit context. */
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kubeconfig.h"
+#include "client/kubeconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

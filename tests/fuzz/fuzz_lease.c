@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for the Lease reading of daemon/leader.c
+/* libFuzzer target for the Lease reading of daemon/lease/leader.c
  * (kc_leader_parse_lease: the parse every answer goes through, then the
  * election record from spec). Input = the body. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "leader.h"
+#include "lease/leader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

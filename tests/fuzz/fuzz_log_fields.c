@@ -13,7 +13,7 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
-#include "log.h"
+#include "base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

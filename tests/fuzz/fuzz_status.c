@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiclient.h"
-#include "decode.h"
+#include "client/apiclient.h"
+#include "watch/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook_webhook.h"
+#include "hooks/hook_webhook.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for daemon/yamltree.c: load arbitrary bytes, then walk the
+/* libFuzzer target for daemon/json/yamltree.c: load arbitrary bytes, then walk the
  * tree and run every typed getter on every node, so the getters' parsing and
  * error formatting are fuzzed along with the loader. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "yamltree.h"
+#include "json/yamltree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

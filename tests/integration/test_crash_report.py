@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""A plugin that crashes a reconcile is named (daemon/crashreport.c).
+"""A plugin that crashes a reconcile is named (daemon/base/crashreport.c).
 
 tests/integration/plugins/segv.c dereferences NULL on one key while another
 worker is busy with a slow key. kctrld must die by SIGSEGV itself (so systemd
@@ -62,7 +62,7 @@ def test_segfault_in_reconcile_names_the_culprit():
     assert re.search(r"^kctrld: also reconciling at the time: controller=crashy plugin=%s key=%s/slow "
                      % (re.escape(so), NS), log, re.M), log[-3000:]
     assert "kctrld: backtrace:\n" in log, log[-3000:]
-    # The plugin runs from a private copy (daemon/plugin_host.h): its frames
+    # The plugin runs from a private copy (daemon/host/plugin_host.h): its frames
     # read /proc/self/fd/N(+offset), the offset being the one in segv.so.
     assert re.search(r"^(\S*segv\.so|/proc/self/fd/\d+)\(\+0x[0-9a-f]+\)", log, re.M), \
         "no frame of the plugin in the backtrace:\n" + log[-3000:]

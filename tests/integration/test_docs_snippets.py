@@ -228,10 +228,11 @@ def defined_in(name, text):
 def test_design_route_names_exist():
     sources = []
     for d in ("daemon", os.path.join("include", "kctrld")):
-        for f in sorted(os.listdir(os.path.join(ROOT, d))):
-            if f.endswith((".c", ".h")):
-                with open(os.path.join(ROOT, d, f)) as fh:
-                    sources.append(fh.read())
+        for top, _, files in sorted(os.walk(os.path.join(ROOT, d))):
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    with open(os.path.join(top, f)) as fh:
+                        sources.append(fh.read())
     text = "\n".join(sources)
     with open(os.path.join(ROOT, "docs", "design.md")) as f:
         doc = f.read()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""`isolation: process` (daemon/isolate.h, docs/plugins.md "Process
+"""`isolation: process` (daemon/hooks/isolate.h, docs/plugins.md "Process
 isolation") against kube-apisim: a plugin that crashes, aborts, hangs or
 breaks the protocol on one key leaves the daemon serving.
 
@@ -20,7 +20,7 @@ no zombie child left, controller_runtime_reconcile_panics_total
 {controller="iso"} must count the failures, and the log must name the cause
 (signal / "hung past reconcileTimeout" / "broke the protocol"), the plugin
 and the key (for the SIGSEGV also in the child's own crash report with a
-backtrace, daemon/crashreport.h, relayed from its stderr). The printf line
+backtrace, daemon/base/crashreport.h, relayed from its stderr). The printf line
 must reach the log (the child points its fd 1 at stderr) without breaking
 the protocol.
 """

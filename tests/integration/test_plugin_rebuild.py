@@ -2,7 +2,7 @@
 """A plugin rebuilt at the same path runs its new code after SIGHUP, with the
 config file unchanged (glibc alone would hand back the object it loaded for
 that pathname), in-process and with `isolation: process` (whose children load
-the file: the daemon never does, daemon/isolate.h). The stamp plugin
+the file: the daemon never does, daemon/hooks/isolate.h). The stamp plugin
 (tests/integration/plugins/stamp.c) is built with -DSTAMP_SUFFIX="@v1", then
 rebuilt as "@v2" at the same path: after SIGHUP the ConfigMap's stamp ends in
 "@v2" and the log says the file changed.

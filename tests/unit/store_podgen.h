@@ -14,8 +14,8 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "decode.h"
-#include "hash.h"
+#include "watch/decode.h"
+#include "base/hash.h"
 
 #define PODGEN_FIX "../shared/fixtures/objects/"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/apiclient.c: headers, Status parsing and classification,
+/* Tests for daemon/client/apiclient.c: headers, Status parsing and classification,
  * token re-read on 401, synchronous worker requests, TLS with a CA generated
  * by openssl at test time. */
 #include <errno.h>
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
-#include "log.h"
+#include "client/apiclient.h"
+#include "base/log.h"
 #include "mini_server.h"
 #include "testutil.h"
 
@@ -418,7 +418,7 @@ static void test_token_not_logged_at_debug(void **state) {
   assert_int_equal(a.res.status.code, 200);
   assert_int_equal(b.res.status.code, 403);
   /* The server put the header in its message; the host API logs that message
-   * (daemon/hostapi.c "failed code= reason= message="). */
+   * (daemon/host/hostapi.c "failed code= reason= message="). */
   assert_non_null(strstr(b.res.status.message, "Bearer sekrit-static-token"));
   kc_warn("hostapi", "GET /open/forbidden failed code=%d reason=%s message=\"%s\"", b.res.status.code,
           b.res.status.reason, b.res.status.message);

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <yajl/yajl_parse.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 static void test_append_grow(void **state) {
   (void)state;

@@ -25,11 +25,11 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
-#include "cacheview.h"
+#include "client/apiclient.h"
+#include "cache/cacheview.h"
 #include "fakeapi.h"
-#include "informer.h"
-#include "log.h"
+#include "cache/informer.h"
+#include "base/log.h"
 
 #define WAIT_MS 8000
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/config.c: schema, defaults, every validation error
+/* Unit tests for daemon/config/config.c: schema, defaults, every validation error
  * with its exact `file:line:col: message`, lease timing rules, informer
  * deduplication and binding, and the reload diff. */
 #include <errno.h>
@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "fileperm.h"
+#include "config/config.h"
+#include "base/fileperm.h"
 #include "testutil.h"
 
 static char err[8192];

@@ -20,7 +20,7 @@
 
 #include "apisim_child.h"
 #include "configcheck.h"
-#include "plugin_host.h"
+#include "host/plugin_host.h"
 
 static kc_config *load(const char *text) {
   kc_config *cfg = NULL;

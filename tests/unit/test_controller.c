@@ -44,15 +44,15 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
+#include "client/apiclient.h"
 #include "apisim_child.h"
-#include "controller.h"
+#include "runtime/controller.h"
 #include "fakeapi.h"
-#include "informer.h"
-#include "log.h"
-#include "plugin_host.h"
-#include "sharding.h"
-#include "shardsel.h"
+#include "cache/informer.h"
+#include "base/log.h"
+#include "host/plugin_host.h"
+#include "lease/sharding.h"
+#include "lease/shardsel.h"
 
 #define WAIT_MS 8000
 #define MAXCTL 4

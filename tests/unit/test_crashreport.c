@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "crashreport.h"
+#include "base/crashreport.h"
 
 static int crash_sig;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/decode.c: LIST and WATCH bodies from the shared real
+/* Unit tests for daemon/watch/decode.c: LIST and WATCH bodies from the shared real
  * fixtures, replayed with every split, plus malformed input and limits. */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "decode.h"
-#include "jsonlex.h"
+#include "watch/decode.h"
+#include "json/jsonlex.h"
 #include "testutil.h"
 
 /* What the callbacks saw: one line per event/item, "TYPE key rv json". */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/decodepool.c: bodies decoded on pool threads come
+/* Unit tests for daemon/watch/decodepool.c: bodies decoded on pool threads come
  * back to the loop thread complete and in stream order; the byte budget
  * refuses chunks (the caller pauses) and resumes after draining; errors
  * from the decoder and from callbacks end the stream early; close at any
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "decodepool.h"
+#include "watch/decodepool.h"
 #include "testutil.h"
 
 typedef struct sink {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/discovery.c against mini_server. */
+/* Tests for daemon/client/discovery.c against mini_server. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "discovery.h"
+#include "client/discovery.h"
 #include "mini_server.h"
 
 static mini_server *srv;

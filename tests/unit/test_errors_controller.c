@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Error paths of controllers (daemon/controller.c, workers.c, hostapi.c)
+/* Error paths of controllers (daemon/runtime/controller.c, workers.c, hostapi.c)
  * with a misbehaving plugin, tests/unit/plugins/faulty.c, run by a real
  * daemon (kc_daemon_run in-process) against kube-apisim:
  *  - reconcile results: an error with a message, an invalid result (42),
@@ -52,9 +52,9 @@
 
 #include "apisim_child.h"
 #include "daemon.h"
-#include "http.h"
+#include "client/http.h"
 #include "testutil.h"
-#include "workers.h"
+#include "runtime/workers.h"
 
 #define STEP_MS 90000
 

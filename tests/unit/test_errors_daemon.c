@@ -50,8 +50,8 @@
 
 #include "apisim_child.h"
 #include "daemon.h"
-#include "http.h"
-#include "log.h"
+#include "client/http.h"
+#include "base/log.h"
 #include "mini_server.h"
 #include "testutil.h"
 

@@ -20,7 +20,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "apisim_child.h"
-#include "events.h"
+#include "client/events.h"
 #include "testutil.h"
 
 #define SEC 1000000000ull

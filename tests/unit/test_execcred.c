@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/execcred.c: the ExecCredential parser, RFC 3339 times,
+/* Tests for daemon/client/execcred.c: the ExecCredential parser, RFC 3339 times,
  * stderr redaction, and the refresh thread running small sh plugins (token,
  * environment and KUBERNETES_EXEC_INFO, once-per-401 re-runs, expiry,
  * failing, hanging, malformed and missing commands). Waits are bounded
@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "execcred.h"
-#include "kubeconfig.h"
+#include "client/execcred.h"
+#include "client/kubeconfig.h"
 #include "testutil.h"
 
 static char dir[256];

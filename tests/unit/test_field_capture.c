@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "decode.h"
-#include "decode.h"
-#include "store.h"
+#include "watch/decode.h"
+#include "watch/decode.h"
+#include "cache/store.h"
 #include "testutil.h"
 
 #define FIX "../shared/fixtures/objects/"

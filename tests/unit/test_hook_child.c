@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/hook_child.c: spawning (own process group, default
+/* Tests for daemon/hooks/hook_child.c: spawning (own process group, default
  * signal dispositions although the test ignores SIGPIPE like kctrld, only
  * fds 0-2), line and EOF exchanges, stderr line forwarding, every failure
  * of an exchange (exit, timeout, garbage after the line, too large), kill
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "hook_child.h"
+#include "hooks/hook_child.h"
 
 extern char **environ;
 

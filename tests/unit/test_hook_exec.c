@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for exec hooks (daemon/hook_exec.c with hook_host.c): the built-in
+/* Tests for exec hooks (daemon/hooks/hook_exec.c with hook_host.c): the built-in
  * plugin instantiated through plugin_host like a .so, on a fake host
  * environment (in-memory stores for the `for` and `owns` kinds, an
  * in-memory API that records requests and answers as told). Shell scripts
@@ -28,15 +28,15 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "hook_child.h"
-#include "hook_exec.h"
-#include "hook_host.h"
-#include "hostapi.h"
-#include "decode.h"
-#include "kobj.h"
-#include "plugin_host.h"
-#include "store.h"
+#include "config/config.h"
+#include "hooks/hook_child.h"
+#include "hooks/hook_exec.h"
+#include "hooks/hook_host.h"
+#include "host/hostapi.h"
+#include "watch/decode.h"
+#include "kube/kobj.h"
+#include "host/plugin_host.h"
+#include "cache/store.h"
 #include "testutil.h"
 
 /* ---- the fake environment ---- */

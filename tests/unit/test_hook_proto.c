@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/hook_proto.c: the kctrld.io/hook/v1 request writer and
+/* Tests for daemon/hooks/hook_proto.c: the kctrld.io/hook/v1 request writer and
  * the response parser (results, every action, the errors naming the field,
  * the size limit). */
 #include <errno.h>
@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "decode.h"
-#include "hook_proto.h"
-#include "jsontree.h"
+#include "watch/decode.h"
+#include "hooks/hook_proto.h"
+#include "json/jsontree.h"
 #include "kctrld/plugin.h"
 
 static int parse(const char *s, kc_hook_response *r, char *err, size_t errlen) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for webhook hooks (daemon/hook_webhook.c with hook_host.c): the
+/* Tests for webhook hooks (daemon/hooks/hook_webhook.c with hook_host.c): the
  * built-in plugin instantiated through plugin_host like a .so, on a fake
  * host environment (an in-memory ConfigMap store, an in-memory API that
  * records writes and answers as told), against tests/unit/mini_server as
@@ -27,14 +27,14 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "hook_webhook.h"
-#include "hostapi.h"
-#include "http.h"
-#include "kobj.h"
+#include "config/config.h"
+#include "hooks/hook_webhook.h"
+#include "host/hostapi.h"
+#include "client/http.h"
+#include "kube/kobj.h"
 #include "mini_server.h"
-#include "plugin_host.h"
-#include "store.h"
+#include "host/plugin_host.h"
+#include "cache/store.h"
 #include "testutil.h"
 
 /* ---- the fake host environment ---- */

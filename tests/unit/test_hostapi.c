@@ -18,9 +18,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "events.h"
-#include "hostapi.h"
-#include "hostenv.h"
+#include "client/events.h"
+#include "host/hostapi.h"
+#include "host/hostenv.h"
 #include "apisim_child.h"
 #include "mini_server.h"
 #include "testutil.h"
@@ -712,7 +712,7 @@ static void test_not_leader(void **state) {
   atomic_store(&F.may_write, true);
 }
 
-/* The event service hands events to the recorder (daemon/events.h) on a
+/* The event service hands events to the recorder (daemon/client/events.h) on a
  * loop of its own here; flush_loop runs that loop until the queue is empty
  * and the write answered. */
 static void on_flushed(void *ud) { uv_stop(ud); }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/http.c against tests/unit/mini_server.c. */
+/* Tests for daemon/client/http.c against tests/unit/mini_server.c. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "http.h"
+#include "client/http.h"
 #include "mini_server.h"
 #include "testutil.h"
 

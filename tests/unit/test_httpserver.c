@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "httpserver.h"
+#include "ops/httpserver.h"
 
 typedef struct fixture {
   uv_loop_t loop;

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "idset.h"
+#include "base/hash.h"
+#include "cache/idset.h"
 
 #define UNIVERSE 2048
 

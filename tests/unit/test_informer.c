@@ -27,10 +27,10 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
+#include "client/apiclient.h"
 #include "fakeapi.h"
-#include "informer.h"
-#include "log.h"
+#include "cache/informer.h"
+#include "base/log.h"
 
 #define WAIT_MS 8000
 

@@ -28,14 +28,14 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
+#include "client/apiclient.h"
 #include "apisim_child.h"
-#include "decodepool.h"
-#include "informer.h"
-#include "log.h"
-#include "ops.h"
-#include "selector.h"
-#include "shardsel.h"
+#include "watch/decodepool.h"
+#include "cache/informer.h"
+#include "base/log.h"
+#include "ops/ops.h"
+#include "kube/selector.h"
+#include "lease/shardsel.h"
 
 static char apisim_path[4200];
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for `isolation: process`: the line format (daemon/isolate_wire.c),
+/* Tests for `isolation: process`: the line format (daemon/hooks/isolate_wire.c),
  * the settings as YAML text (kc_isolate_yaml_write) and the supervised
- * plugin child (daemon/isolate.c, daemon/isolate_child.c) running
+ * plugin child (daemon/hooks/isolate.c, daemon/hooks/isolate_child.c) running
  * tests/integration/plugins/isolated.c. This binary is its own plugin child:
  * main dispatches --plugin-child to kc_isolate_child_main, and the daemon
  * side starts /proc/self/exe. The host environment is a fake (one
@@ -31,19 +31,19 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "decode.h"
-#include "hook_child.h"
-#include "hostapi.h"
-#include "isolate.h"
-#include "isolate_child.h"
-#include "isolate_wire.h"
-#include "kobj.h"
-#include "log.h"
-#include "plugin_host.h"
-#include "store.h"
+#include "config/config.h"
+#include "watch/decode.h"
+#include "hooks/hook_child.h"
+#include "host/hostapi.h"
+#include "hooks/isolate.h"
+#include "hooks/isolate_child.h"
+#include "hooks/isolate_wire.h"
+#include "kube/kobj.h"
+#include "base/log.h"
+#include "host/plugin_host.h"
+#include "cache/store.h"
 #include "testutil.h"
-#include "yamltree.h"
+#include "json/yamltree.h"
 
 /* ASan's SIGSEGV handler makes the child exit 1 instead of dying by the
  * signal (elsewhere the child's crash report, crashreport.h, re-raises it). */

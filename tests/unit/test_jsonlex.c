@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/jsonlex.c: yajl 2.1's grammar edge cases (accepted
+/* Unit tests for daemon/json/jsonlex.c: yajl 2.1's grammar edge cases (accepted
  * and refused, with the callbacks delivered), every error message, every
  * split of small documents (two feeds at each offset, and 1-byte feeds),
  * the skip protocol, positions, limits and the consumer's stop. */
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "jsonlex.h"
+#include "json/jsonlex.h"
 
 /* The callbacks as text: "{ k:a [ #1 s:x T F n ] }", strings with their
  * bytes (a NUL as \0); "@N" after a token when positions are logged. */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jsonpath.h"
+#include "json/jsonpath.h"
 
 static void test_parse(void **state) {
   (void)state;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/jsontree.c: the nesting pre-scan (limit, strings,
+/* Tests for daemon/json/jsontree.c: the nesting pre-scan (limit, strings,
  * escapes, NUL, comments) and the parse behind it. */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "jsontree.h"
+#include "json/jsontree.h"
 
 static int check(const char *s, unsigned max, char *err, size_t errlen) {
   return kc_jsontree_check(s, strlen(s), max, err, errlen);

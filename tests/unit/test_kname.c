@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kname.h"
+#include "kube/kname.h"
 
 static char *rep(char *buf, char c, size_t n) {
   memset(buf, c, n);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/kobj.c against the shared real fixtures. */
+/* Unit tests for daemon/kube/kobj.c against the shared real fixtures. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "decode.h"
+#include "watch/decode.h"
 #include "testutil.h"
 
 static void assert_str(kc_str s, const char *want) {

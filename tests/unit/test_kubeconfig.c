@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/kubeconfig.c: merge order, relative paths, data fields,
+/* Tests for daemon/client/kubeconfig.c: merge order, relative paths, data fields,
  * errors with positions, in-cluster, resolution order. */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "fileperm.h"
-#include "kubeconfig.h"
+#include "base/fileperm.h"
+#include "client/kubeconfig.h"
 #include "testutil.h"
 
 static char dir[256];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/leader.c against a small Lease emulation served by
+/* Tests for daemon/lease/leader.c against a small Lease emulation served by
  * mini_server: GET/POST/PUT of one Lease with resourceVersion conflicts,
  * 422 for a PUT without resourceVersion, create on PUT, MicroTime
  * validation (exactly six fraction digits, else 400), and injected faults
@@ -23,10 +23,10 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
-#include "decode.h"
-#include "leader.h"
-#include "log.h"
+#include "client/apiclient.h"
+#include "watch/decode.h"
+#include "lease/leader.h"
+#include "base/log.h"
 #include "mini_server.h"
 
 #define LD_MS 1000

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <yajl/yajl_tree.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "testutil.h"
 
 static int setup(void **state) {

@@ -41,13 +41,13 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "apiclient.h"
+#include "client/apiclient.h"
 #include "apisim_child.h"
-#include "decodepool.h"
-#include "informer.h"
-#include "leader.h"
-#include "log.h"
-#include "looplag.h"
+#include "watch/decodepool.h"
+#include "cache/informer.h"
+#include "lease/leader.h"
+#include "base/log.h"
+#include "ops/looplag.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1

@@ -23,7 +23,7 @@
 #include <malloc.h>
 #endif
 
-#include "memtrim.h"
+#include "base/memtrim.h"
 
 static void test_operator_top_pad_wins(void **state) {
   (void)state;

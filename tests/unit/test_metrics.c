@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "metrics.h"
-#include "workqueue.h"
+#include "base/metrics.h"
+#include "runtime/workqueue.h"
 
 static void fmt_is(double v, const char *want) {
   char buf[64];

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "notify.h"
+#include "ops/notify.h"
 
 typedef struct sock {
   int fd;

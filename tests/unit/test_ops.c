@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ops (daemon/ops.c) without a daemon: readiness, the systemd start-up
+/* ops (daemon/ops/ops.c) without a daemon: readiness, the systemd start-up
  * condition, the STATUS= summary and the controller start-up metrics from
  * hand-built views:
  *  - a controller whose plugin fails to load or init makes /readyz fail
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 static const kc_ops_controller_state failing[] = {
     {.name = "healthy", .running = true},

@@ -15,11 +15,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "decode.h"
-#include "log.h"
-#include "plugin_host.h"
+#include "watch/decode.h"
+#include "base/log.h"
+#include "host/plugin_host.h"
 #include "testutil.h"
-#include "yamltree.h"
+#include "json/yamltree.h"
 
 static char dir[64];
 static const char *src = "tests/unit/plugins/sample.c";

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "decode.h"
+#include "watch/decode.h"
 #include "testutil.h"
 #include "../../plugins/podset/podset.c"
 

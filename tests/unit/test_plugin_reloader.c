@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "hostapi.h"
-#include "plugin_host.h"
+#include "host/hostapi.h"
+#include "host/plugin_host.h"
 #include "testutil.h"
 #include "../../plugins/reloader/reloader.c"
 

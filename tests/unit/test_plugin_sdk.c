@@ -19,10 +19,10 @@
 #include <cmocka.h>
 
 #include "kctrld/plugin_util.h"
-#include "decode.h"
-#include "log.h"
-#include "plugin_host.h"
-#include "store.h"
+#include "watch/decode.h"
+#include "base/log.h"
+#include "host/plugin_host.h"
+#include "cache/store.h"
 #include "testutil.h"
 
 #ifndef KC_TEST_PLUGIN_DIR

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "ratelimit.h"
+#include "base/ratelimit.h"
 
 #define MS KC_NS_PER_MS
 #define SEC KC_NS_PER_SEC

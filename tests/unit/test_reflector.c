@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/reflector.c: a kc_reflector with a real kc_api
+/* Unit tests for daemon/watch/reflector.c: a kc_reflector with a real kc_api
  * against a scripted HTTP server (mini_server.h). Each test scripts the
  * server's replies in order and checks the exact request sequence (query
  * parameters and their order, as client-go sends them, docs/api-contract.md
@@ -28,12 +28,12 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
-#include "log.h"
+#include "client/apiclient.h"
+#include "base/log.h"
 #include "mini_server.h"
-#include "decodepool.h"
-#include "memtrim.h"
-#include "reflector.h"
+#include "watch/decodepool.h"
+#include "base/memtrim.h"
+#include "watch/reflector.h"
 #include "store_podgen.h"
 #include "testutil.h"
 

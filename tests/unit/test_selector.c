@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/selector.c: label selector grammar, error texts and
+/* Unit tests for daemon/kube/selector.c: label selector grammar, error texts and
  * positions as kube-apiserver prints them, matching semantics, canonical
  * strings; field selector splitting, escapes, errors, matching on the real
  * fixtures and the supported-field check. */
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "kobj.h"
-#include "selector.h"
+#include "kube/kobj.h"
+#include "kube/selector.h"
 #include "testutil.h"
 
 /* ---- label selector: valid inputs and their canonical form --------------- */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/sharding.c's claim logic: the observation clock
+/* Tests for daemon/lease/sharding.c's claim logic: the observation clock
  * (kc_shard_observe & co), the planner (kc_shard_plan) case by case, and a
  * simulation of several replicas on a fake clock and a fake Lease store
  * that plays the electors of leader.c (acquire a free or, on our clock,
@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
-#include "apiclient.h"
+#include "client/apiclient.h"
 #include "apisim_child.h"
-#include "sharding.h"
+#include "lease/sharding.h"
 
 #define LD_MS 15000
 #define RD_MS 10000

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "shardsel.h"
+#include "lease/shardsel.h"
 
 static void test_hash_vectors(void **state) {
   (void)state;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for shared pieces of object text: the pool (daemon/sharedtext.c),
- * the builder sharing metadata.managedFields[].fieldsV1 (daemon/kbuild.c
+/* Unit tests for shared pieces of object text: the pool (daemon/base/sharedtext.c),
+ * the builder sharing metadata.managedFields[].fieldsV1 (daemon/kube/kbuild.c
  * "Shared values") and every way of reading an object that has holes
- * (daemon/kobj.c: kc_obj_text, kc_obj_text_each, kc_obj_get, kc_obj_get_each;
- * daemon/isolate_wire.c kc_iso_put_obj). */
+ * (daemon/kube/kobj.c: kc_obj_text, kc_obj_text_each, kc_obj_get, kc_obj_get_each;
+ * daemon/hooks/isolate_wire.c kc_iso_put_obj). */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -16,12 +16,12 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
-#include "decode.h"
-#include "hostapi.h"
-#include "isolate_wire.h"
-#include "kbuild.h"
-#include "sharedtext.h"
+#include "base/buf.h"
+#include "watch/decode.h"
+#include "host/hostapi.h"
+#include "hooks/isolate_wire.h"
+#include "kube/kbuild.h"
+#include "base/sharedtext.h"
 
 /* ---- the pool ---- */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/store.c: get/list/delete, indexes kept exact when
+/* Unit tests for daemon/cache/store.c: get/list/delete, indexes kept exact when
  * updates move objects between index values, relist replace diff, and
  * list-by-namespace+selector and by-index equal to a brute-force scan of a
  * shadow model on randomized Pods built from the shared fixtures. */
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "selector.h"
-#include "store.h"
+#include "kube/selector.h"
+#include "cache/store.h"
 #include "store_podgen.h"
 
 static podgen PG;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Concurrency test for daemon/store.c: one writer thread (the loop's role)
+/* Concurrency test for daemon/cache/store.c: one writer thread (the loop's role)
  * upserts, deletes and relists while reader threads (workers) get, list by
  * namespace + selector, query a field index and read fields of the objects
  * they received. Every result must be consistent with its query. Meant to
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "selector.h"
-#include "store.h"
+#include "kube/selector.h"
+#include "cache/store.h"
 #include "store_podgen.h"
 
 #define NNS 3

@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "controller.h"
-#include "log.h"
+#include "runtime/controller.h"
+#include "base/log.h"
 #include "testutil.h"
-#include "workers.h"
+#include "runtime/workers.h"
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

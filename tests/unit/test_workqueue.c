@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "memtrim.h"
-#include "workqueue.h"
+#include "base/memtrim.h"
+#include "runtime/workqueue.h"
 
 #define MS KC_NS_PER_MS
 #define SEC KC_NS_PER_SEC

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/yamltree.c: loading, positions, rejection rules,
+/* Unit tests for daemon/json/yamltree.c: loading, positions, rejection rules,
  * typed getters with their exact `file:line:col: message` errors. */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "yamltree.h"
+#include "json/yamltree.h"
 
 static char err[512];
 

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "decode.h"
+#include "watch/decode.h"
 
 /* Where the tests find the shared fixtures, relative to the repository root. */
 #define TU_FIXTURES "../shared/fixtures/"
@@ -39,7 +39,7 @@ kc_obj *tu_parse(const char *json, size_t len);
 void tu_str_at(const kc_obj *o, const char *path, const char *want);
 void tu_true_at(const kc_obj *o, const char *path);
 
-/* Captures what is written to stderr (fd 2, e.g. daemon/log.h lines)
+/* Captures what is written to stderr (fd 2, e.g. daemon/base/log.h lines)
  * between tu_stderr_begin and tu_stderr_end, which returns it (malloc'ed,
  * NUL-terminated) and restores stderr. Not nested. */
 void tu_stderr_begin(void);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A plugin for `isolation: process` (daemon/isolate.h), built by its tests
+/* A plugin for `isolation: process` (daemon/hooks/isolate.h), built by its tests
  * like an out-of-tree plugin (cc -shared -fPIC -fvisibility=hidden
  * -Iinclude): tests/unit/test_isolate.c and tests/integration/test_isolate.py.
  * Unless the setting safe is true, what reconcile does depends on the

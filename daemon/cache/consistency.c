@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* consistency: see consistency.h. States:
+ *
+ *   IDLE --period--> LIST (pages) --complete--> WAIT (reflector RV >= list RV)
+ *     ^                 |                          |
+ *     |              error/relist              COMPARE (slices) --> IDLE
+ *     +-----------------+--------------------------+  (relist on differences)
+ */
+#include "cache/consistency.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "watch/decodepool.h"
+#include "base/hash.h"
+#include "base/log.h"
+
+enum cstate { C_IDLE, C_LIST, C_WAIT, C_COMPARE_LISTED, C_COMPARE_CACHED, C_CLOSED };
+
+#define WAIT_POLL_MS 250
+#define WAIT_MAX_MS (2 * 60 * 1000)
+
+struct kc_consistency {
+  uv_loop_t *loop;
+  uv_timer_t timer; /* period, wait polls and comparison slices; data = this */
+  kc_api *api;
+  kc_reflector *r;
+  kc_store *store;
+  uint64_t period_ms;
+  uint64_t rng;
+  enum cstate state;
+  kc_api_call *req;
+  kc_decode_pool *pool; /* NULL: decode inline */
+  kc_dstream *stream;   /* the page's decoding */
+  kc_api_result result; /* the page's answer, kept until the stream is done */
+  bool http_done;
+  char continue_token[1024];
+  char list_rv[64];
+  uint64_t list_rvn;
+  uint64_t wait_started_ms;
+  bool warned_rv;
+  /* the server's side: items (metadata, trimmed) and a set over them */
+  kc_obj **items;
+  size_t nitems, cap_items;
+  uint32_t *set; /* open addressing: index + 1 into items, 0 = empty */
+  size_t set_cap;
+  /* keys deleted while the check runs ("ns/name" copies) */
+  char **deleted;
+  size_t ndeleted, cap_deleted;
+  /* the cache's side and the comparison */
+  kc_obj_vec cached;
+  size_t pos;
+  uint64_t ndiff;
+  char examples[KC_CONSISTENCY_EXAMPLES][400];
+  kc_consistency_stats stats;
+};
+
+static const char *const TRIM[] = {"metadata.managedFields", "metadata.annotations",
+                                   "metadata.labels", "metadata.ownerReferences",
+                                   "metadata.finalizers"};
+
+static void schedule(kc_consistency *c);
+static void on_timer(uv_timer_t *t);
+
+static uint64_t rv_number(kc_str s) {
+  uint64_t v = 0;
+  if (!s.ptr || s.len == 0 || s.len > 19) return 0;
+  for (size_t i = 0; i < s.len; i++) {
+    if (s.ptr[i] < '0' || s.ptr[i] > '9') return 0;
+    v = v * 10 + (uint64_t)(s.ptr[i] - '0');
+  }
+  return v;
+}
+
+static uint64_t key_hash(kc_str ns, kc_str name) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a, then mixed */
+  for (size_t i = 0; i < ns.len; i++) h = (h ^ (unsigned char)ns.ptr[i]) * 1099511628211ULL;
+  h = (h ^ '/') * 1099511628211ULL;
+  for (size_t i = 0; i < name.len; i++) h = (h ^ (unsigned char)name.ptr[i]) * 1099511628211ULL;
+  return kc_mix64(h);
+}
+
+static bool str_eq(kc_str a, kc_str b) {
+  return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+static void reset_check(kc_consistency *c) {
+  if (c->req) kc_api_cancel(c->req);
+  c->req = NULL;
+  kc_dstream_close(c->stream);
+  c->stream = NULL;
+  for (size_t i = 0; i < c->nitems; i++) kc_obj_unref(c->items[i]);
+  c->nitems = 0;
+  free(c->set);
+  c->set = NULL;
+  c->set_cap = 0;
+  for (size_t i = 0; i < c->ndeleted; i++) free(c->deleted[i]);
+  c->ndeleted = 0;
+  kc_obj_vec_clear(&c->cached);
+  c->pos = 0;
+  c->ndiff = 0;
+  c->continue_token[0] = 0;
+}
+
+static void give_up(kc_consistency *c, const char *why) {
+  kc_warn("consistency", "%s: consistency check skipped: %s", kc_reflector_describe(c->r), why);
+  c->stats.skipped++;
+  reset_check(c);
+  c->state = C_IDLE;
+  schedule(c);
+}
+
+/* --- the LIST --------------------------------------------------------------- */
+
+static int on_item(void *ud, kc_obj *obj) {
+  kc_consistency *c = ud;
+  if (c->nitems == c->cap_items) {
+    size_t nc = c->cap_items ? c->cap_items * 2 : 1024;
+    kc_obj **np = realloc(c->items, nc * sizeof *np);
+    if (!np) return -ENOMEM;
+    c->items = np;
+    c->cap_items = nc;
+  }
+  c->items[c->nitems++] = kc_obj_ref(obj);
+  return 0;
+}
+
+static void page_done(kc_consistency *c, const kc_api_result *res, int rc);
+
+/* The stream delivered everything (or failed). */
+static void on_stream_done(void *ud, int rc) {
+  kc_consistency *c = ud;
+  if (!c->http_done) { /* decoding failed while the response runs */
+    kc_api_cancel(c->req);
+    c->req = NULL;
+    memset(&c->result, 0, sizeof c->result);
+    c->result.error = -ECANCELED;
+    c->http_done = true;
+  }
+  kc_api_result res = c->result;
+  page_done(c, &res, rc);
+}
+
+static void on_stream_resume(void *ud) {
+  kc_consistency *c = ud;
+  kc_api_call_resume(c->req);
+}
+
+static int on_response(kc_api_call *call, long status, void *ud) {
+  kc_consistency *c = ud;
+  static const kc_dstream_callbacks cbs = {.item = on_item, .resume = on_stream_resume,
+                                           .done = on_stream_done};
+  static const kc_transform t = {.drop = TRIM, .ndrop = sizeof TRIM / sizeof TRIM[0],
+                                 .metadata_only = true};
+  c->stream = kc_dstream_new(c->pool, KC_DECODE_LIST, &t, &cbs, c, 0);
+  c->http_done = false;
+  return c->stream ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
+}
+
+static int on_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
+  kc_consistency *c = ud;
+  if (!c->stream) return KC_HTTP_ABORT;
+  int rc = kc_dstream_feed(c->stream, buf, len);
+  if (rc == KC_DSTREAM_FULL) return KC_HTTP_PAUSE;
+  return rc < 0 ? KC_HTTP_ABORT : KC_HTTP_CONTINUE;
+}
+
+static void start_page(kc_consistency *c);
+static void start_compare(kc_consistency *c);
+
+static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
+  kc_consistency *c = ud;
+  c->req = NULL;
+  c->result = *res;
+  c->http_done = true;
+  if (c->stream) {
+    kc_dstream_finish(c->stream, res->error == 0 && res->status.code >= 200 &&
+                                     res->status.code < 300);
+    return; /* on_stream_done follows */
+  }
+  page_done(c, res, -EIO);
+}
+
+static void page_done(kc_consistency *c, const kc_api_result *res, int rc) {
+  char why[800];
+  if (res->error || res->status.code < 200 || res->status.code >= 300 || !c->stream || rc < 0) {
+    if (c->stream && kc_dstream_error(c->stream)[0])
+      snprintf(why, sizeof why, "list: malformed response: %s", kc_dstream_error(c->stream));
+    else if (res->error)
+      snprintf(why, sizeof why, "list: %s",
+               res->status.message[0] ? res->status.message : strerror(-res->error));
+    else
+      snprintf(why, sizeof why, "list: HTTP %d %s: %s", res->status.code,
+               res->status.reason[0] ? res->status.reason : "(no reason)", res->status.message);
+    give_up(c, why);
+    return;
+  }
+  const kc_list_meta *m = kc_dstream_list_meta(c->stream);
+  if (!c->list_rv[0]) snprintf(c->list_rv, sizeof c->list_rv, "%s", m->resource_version ? m->resource_version : "");
+  snprintf(c->continue_token, sizeof c->continue_token, "%s", m->continue_token ? m->continue_token : "");
+  kc_dstream_close(c->stream);
+  c->stream = NULL;
+  if (c->continue_token[0]) {
+    start_page(c);
+    return;
+  }
+  c->list_rvn = rv_number(kc_str_c(c->list_rv));
+  if (!c->list_rvn) {
+    if (!c->warned_rv) kc_warn("consistency", "%s: list resourceVersion \"%s\" is not a number",
+                               kc_reflector_describe(c->r), c->list_rv);
+    c->warned_rv = true;
+    give_up(c, "resourceVersions are not numeric: cannot tell later changes from differences");
+    return;
+  }
+  c->state = C_WAIT;
+  c->wait_started_ms = uv_now(c->loop);
+  start_compare(c);
+}
+
+static void start_page(kc_consistency *c) {
+  char url[4096];
+  if (kc_reflector_url(c->r, false, "", c->continue_token[0] ? c->continue_token : NULL, true, 0,
+                       url, sizeof url) < 0) {
+    give_up(c, "list: URL too long");
+    return;
+  }
+  kc_api_request_opts o = {
+      .method = "GET",
+      .path = url,
+      .accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+                "application/json;q=0.9",
+      .idle_timeout_ms = 60000,
+      .on_response = on_response,
+      .on_data = on_data,
+      .on_done = on_done,
+      .ud = c,
+  };
+  kc_debug("consistency", "%s: GET %s", kc_reflector_describe(c->r), url);
+  int rc = kc_api_request(c->api, &o, &c->req);
+  if (rc < 0) {
+    c->req = NULL;
+    give_up(c, "list: cannot start request");
+  }
+}
+
+/* --- the comparison ------------------------------------------------------------ */
+
+static void example(kc_consistency *c, const char *fmt, kc_str ns, kc_str name, const kc_obj *a,
+                    const kc_obj *b) {
+  if (c->ndiff < KC_CONSISTENCY_EXAMPLES) {
+    char key[300];
+    snprintf(key, sizeof key, "%.*s%s%.*s", (int)ns.len, ns.ptr ? ns.ptr : "", ns.len ? "/" : "",
+             (int)name.len, name.ptr ? name.ptr : "");
+    char *e = c->examples[c->ndiff];
+    size_t cap = sizeof c->examples[0];
+    if (a && b)
+      snprintf(e, cap,
+               "%s: cache uid %.*s resourceVersion %.*s, server uid %.*s resourceVersion %.*s", key,
+               (int)kc_obj_uid(a).len, kc_obj_uid(a).ptr ? kc_obj_uid(a).ptr : "",
+               (int)kc_obj_resource_version(a).len,
+               kc_obj_resource_version(a).ptr ? kc_obj_resource_version(a).ptr : "",
+               (int)kc_obj_uid(b).len, kc_obj_uid(b).ptr ? kc_obj_uid(b).ptr : "",
+               (int)kc_obj_resource_version(b).len,
+               kc_obj_resource_version(b).ptr ? kc_obj_resource_version(b).ptr : "");
+    else
+      snprintf(e, cap, "%s: %s", key, fmt);
+  }
+  c->ndiff++;
+}
+
+static bool was_deleted(kc_consistency *c, kc_str ns, kc_str name) {
+  for (size_t i = 0; i < c->ndeleted; i++) {
+    const char *d = c->deleted[i];
+    if (strlen(d) == ns.len + 1 + name.len && (ns.len == 0 || memcmp(d, ns.ptr, ns.len) == 0) &&
+        d[ns.len] == '/' && memcmp(d + ns.len + 1, name.ptr, name.len) == 0)
+      return true;
+  }
+  return false;
+}
+
+static int build_set(kc_consistency *c) {
+  size_t cap = 16;
+  while (cap < c->nitems * 2) cap *= 2;
+  c->set = calloc(cap, sizeof *c->set);
+  if (!c->set) return -ENOMEM;
+  c->set_cap = cap;
+  for (size_t i = 0; i < c->nitems; i++) {
+    size_t h =
+        (size_t)key_hash(kc_obj_namespace(c->items[i]), kc_obj_name(c->items[i])) & (cap - 1);
+    while (c->set[h]) h = (h + 1) & (cap - 1);
+    c->set[h] = (uint32_t)(i + 1);
+  }
+  return 0;
+}
+
+static bool listed(kc_consistency *c, kc_str ns, kc_str name) {
+  size_t h = (size_t)key_hash(ns, name) & (c->set_cap - 1);
+  for (; c->set[h]; h = (h + 1) & (c->set_cap - 1)) {
+    const kc_obj *o = c->items[c->set[h] - 1];
+    if (str_eq(kc_obj_namespace(o), ns) && str_eq(kc_obj_name(o), name)) return true;
+  }
+  return false;
+}
+
+static void finish_compare(kc_consistency *c) {
+  c->stats.checks++;
+  const char *what = kc_reflector_describe(c->r);
+  if (c->ndiff == 0) {
+    kc_debug("consistency", "%s: cache equals the server's %zu objects at resourceVersion %s", what,
+             c->nitems, c->list_rv);
+  } else {
+    char ex[KC_CONSISTENCY_EXAMPLES * 410] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < c->ndiff && i < KC_CONSISTENCY_EXAMPLES; i++) {
+      int w = snprintf(ex + n, sizeof ex - n, "%s%s", i ? "; " : "", c->examples[i]);
+      if (w > 0 && (size_t)w < sizeof ex - n) n += (size_t)w;
+    }
+    kc_warn("consistency",
+            "%s: the cache differs from the server at resourceVersion %s in %llu of %zu keys "
+            "(e.g. %s); relisting",
+            what, c->list_rv, (unsigned long long)c->ndiff, c->nitems, ex);
+    c->stats.diffs += c->ndiff;
+    c->stats.repairs++;
+  }
+  uint64_t nd = c->ndiff;
+  reset_check(c);
+  c->state = C_IDLE;
+  if (nd) {
+    char why[96];
+    snprintf(why, sizeof why, "consistency check found %llu differences", (unsigned long long)nd);
+    kc_reflector_relist(c->r, why);
+  }
+  schedule(c);
+}
+
+/* One slice of the comparison; re-arms the timer for the next. */
+static void compare_slice(kc_consistency *c) {
+  size_t end;
+  if (c->state == C_COMPARE_LISTED) {
+    end = c->pos + KC_CONSISTENCY_SLICE < c->nitems ? c->pos + KC_CONSISTENCY_SLICE : c->nitems;
+    for (; c->pos < end; c->pos++) {
+      const kc_obj *s = c->items[c->pos];
+      kc_obj *o = kc_store_get(c->store, kc_obj_namespace(s), kc_obj_name(s));
+      if (!o) {
+        if (!was_deleted(c, kc_obj_namespace(s), kc_obj_name(s)))
+          example(c, "on the server, missing from the cache", kc_obj_namespace(s), kc_obj_name(s),
+                  NULL, NULL);
+        continue;
+      }
+      bool same = str_eq(kc_obj_uid(o), kc_obj_uid(s)) &&
+                  str_eq(kc_obj_resource_version(o), kc_obj_resource_version(s));
+      if (!same && rv_number(kc_obj_resource_version(o)) <= c->list_rvn)
+        example(c, NULL, kc_obj_namespace(s), kc_obj_name(s), o, s);
+      kc_obj_unref(o);
+    }
+    if (c->pos < c->nitems) goto again;
+    if (build_set(c) < 0 || kc_store_list(c->store, (kc_str){0}, NULL, &c->cached) < 0) {
+      give_up(c, "out of memory");
+      return;
+    }
+    c->state = C_COMPARE_CACHED;
+    c->pos = 0;
+    goto again;
+  }
+  end = c->pos + KC_CONSISTENCY_SLICE < c->cached.n ? c->pos + KC_CONSISTENCY_SLICE : c->cached.n;
+  for (; c->pos < end; c->pos++) {
+    const kc_obj *o = c->cached.v[c->pos];
+    uint64_t n = rv_number(kc_obj_resource_version(o));
+    if (n > c->list_rvn) continue; /* created (or changed) after the list */
+    if (!listed(c, kc_obj_namespace(o), kc_obj_name(o)))
+      example(c, "in the cache, not on the server", kc_obj_namespace(o), kc_obj_name(o), NULL,
+              NULL);
+  }
+  if (c->pos < c->cached.n) goto again;
+  finish_compare(c);
+  return;
+again:
+  uv_timer_start(&c->timer, on_timer, 0, 0);
+}
+
+/* WAIT: until the reflector has seen the list's RV, then compare. */
+static void start_compare(kc_consistency *c) {
+  const kc_reflector_stats *rs = kc_reflector_stats_get(c->r);
+  uint64_t seen = rv_number(kc_str_c(rs->resource_version));
+  if (seen < c->list_rvn) {
+    if (uv_now(c->loop) - c->wait_started_ms > WAIT_MAX_MS) {
+      char why[200];
+      snprintf(why, sizeof why, "the watch did not reach the list's resourceVersion %s in %d s "
+               "(at %s)", c->list_rv, WAIT_MAX_MS / 1000, rs->resource_version);
+      give_up(c, why);
+      return;
+    }
+    uv_timer_start(&c->timer, on_timer, WAIT_POLL_MS, 0);
+    return;
+  }
+  c->state = C_COMPARE_LISTED;
+  c->pos = 0;
+  compare_slice(c);
+}
+
+static void start_check(kc_consistency *c) {
+  const kc_reflector_stats *rs = kc_reflector_stats_get(c->r);
+  if (!rs->synced) {
+    schedule(c); /* not synced yet: nothing to compare */
+    return;
+  }
+  reset_check(c);
+  c->list_rv[0] = 0;
+  c->state = C_LIST;
+  start_page(c);
+}
+
+static void on_timer(uv_timer_t *t) {
+  kc_consistency *c = t->data;
+  switch (c->state) {
+  case C_IDLE: start_check(c); break;
+  case C_WAIT: start_compare(c); break;
+  case C_COMPARE_LISTED:
+  case C_COMPARE_CACHED: compare_slice(c); break;
+  case C_LIST:
+  case C_CLOSED: break;
+  }
+}
+
+static uint64_t next_rand(kc_consistency *c) { return kc_xorshift64s(&c->rng); }
+
+static void schedule(kc_consistency *c) {
+  if (c->state != C_IDLE) return;
+  uv_timer_stop(&c->timer);
+  if (!c->period_ms) return;
+  uint64_t jitter = c->period_ms / 10 ? next_rand(c) % (c->period_ms / 10) : 0;
+  uv_timer_start(&c->timer, on_timer, c->period_ms + jitter, 0);
+}
+
+/* --- API ------------------------------------------------------------------------ */
+
+int kc_consistency_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool, kc_reflector *r,
+                       kc_store *s, uint64_t period_ms, kc_consistency **out) {
+  if (!loop || !api || !r || !s) return -EINVAL;
+  kc_consistency *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+  if (uv_timer_init(loop, &c->timer) != 0) {
+    free(c);
+    return -ENOMEM;
+  }
+  c->timer.data = c;
+  c->loop = loop;
+  c->api = api;
+  c->pool = pool;
+  c->r = r;
+  c->store = s;
+  c->period_ms = period_ms;
+  c->rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)c) | 1;
+  c->state = C_IDLE;
+  schedule(c);
+  *out = c;
+  return 0;
+}
+
+void kc_consistency_set_period(kc_consistency *c, uint64_t period_ms) {
+  if (!c || c->period_ms == period_ms) return;
+  c->period_ms = period_ms;
+  schedule(c);
+}
+
+int kc_consistency_run(kc_consistency *c) {
+  if (c->state != C_IDLE) return -EBUSY;
+  uv_timer_stop(&c->timer);
+  start_check(c);
+  return 0;
+}
+
+void kc_consistency_note_delete(kc_consistency *c, kc_str ns, kc_str name) {
+  if (!c || c->state == C_IDLE || c->state == C_CLOSED) return;
+  if (c->ndeleted == c->cap_deleted) {
+    size_t nc = c->cap_deleted ? c->cap_deleted * 2 : 64;
+    char **nd = realloc(c->deleted, nc * sizeof *nd);
+    if (!nd) {
+      give_up(c, "out of memory");
+      return;
+    }
+    c->deleted = nd;
+    c->cap_deleted = nc;
+  }
+  char *k = malloc(ns.len + name.len + 2);
+  if (!k) {
+    give_up(c, "out of memory");
+    return;
+  }
+  if (ns.len) memcpy(k, ns.ptr, ns.len);
+  k[ns.len] = '/';
+  memcpy(k + ns.len + 1, name.ptr, name.len);
+  k[ns.len + 1 + name.len] = 0;
+  c->deleted[c->ndeleted++] = k;
+}
+
+void kc_consistency_note_relist(kc_consistency *c) {
+  if (!c || c->state == C_IDLE || c->state == C_CLOSED) return;
+  kc_debug("consistency", "%s: relisted during the check; check ended", kc_reflector_describe(c->r));
+  c->stats.skipped++;
+  reset_check(c);
+  c->state = C_IDLE;
+  schedule(c);
+}
+
+static void free_check(uv_handle_t *h) {
+  kc_consistency *c = h->data;
+  free(c->items);
+  free(c->deleted);
+  kc_obj_vec_release(&c->cached);
+  free(c);
+}
+
+void kc_consistency_close(kc_consistency *c) {
+  if (!c || c->state == C_CLOSED) return;
+  reset_check(c);
+  c->state = C_CLOSED;
+  uv_timer_stop(&c->timer);
+  uv_close((uv_handle_t *)&c->timer, free_check);
+}
+
+const kc_consistency_stats *kc_consistency_stats_get(const kc_consistency *c) { return &c->stats; }

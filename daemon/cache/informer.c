@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* informer: see informer.h. */
+#include "cache/informer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/consistency.h"
+#include "base/log.h"
+
+typedef struct part {
+  kc_informer *inf;
+  kc_reflector *reflector;
+  kc_store *store;
+  kc_consistency *check; /* periodic comparison with the server (consistency.h) */
+  char *namespace_; /* own copy (outlives a reloaded config); NULL: all / cluster-scoped */
+} part;
+
+typedef struct handler_slot {
+  int id;
+  kc_informer_handler h;
+} handler_slot;
+
+struct kc_informer {
+  uv_loop_t *loop;
+  kc_api *api;
+  const kc_informer_spec *spec;
+  char *api_path, *resource, *resource_name;
+  bool namespaced;
+  part *parts;
+  size_t nparts;
+  handler_slot *handlers;
+  size_t nhandlers;
+  int next_handler_id;
+  uv_timer_t resync; /* resync.data = this */
+  bool closing;
+  void (*on_synced)(void *ud, kc_informer *inf);
+  void *on_synced_ud;
+  bool synced_told;
+  char *shard_selector; /* kc_informer_set_shard_selector; NULL: none */
+};
+
+static void fan_add(kc_informer *inf, kc_obj *obj) {
+  for (size_t i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].h.on_add) inf->handlers[i].h.on_add(inf->handlers[i].h.ud, inf, obj);
+}
+static void fan_update(kc_informer *inf, kc_obj *old, kc_obj *obj) {
+  for (size_t i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].h.on_update)
+      inf->handlers[i].h.on_update(inf->handlers[i].h.ud, inf, old, obj);
+}
+static void fan_delete(kc_informer *inf, kc_obj *obj) {
+  for (size_t i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].h.on_delete) inf->handlers[i].h.on_delete(inf->handlers[i].h.ud, inf, obj);
+}
+
+static void on_replace_change(void *ud, enum kc_store_event ev, kc_obj *old, kc_obj *new_) {
+  kc_informer *inf = ud;
+  switch (ev) {
+  case KC_STORE_ADDED: fan_add(inf, new_); break;
+  case KC_STORE_MODIFIED: fan_update(inf, old, new_); break;
+  case KC_STORE_DELETED: fan_delete(inf, old); break;
+  case KC_STORE_UNCHANGED: break;
+  }
+}
+
+static void tell_synced(kc_informer *inf) {
+  if (!inf->synced_told && inf->on_synced && kc_informer_synced(inf)) {
+    inf->synced_told = true;
+    inf->on_synced(inf->on_synced_ud, inf);
+  }
+}
+
+static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t n) {
+  part *p = ud;
+  kc_consistency_note_relist(p->check);
+  int rc = kc_store_replace(p->store, objs, n, on_replace_change, p->inf);
+  if (rc < 0)
+    kc_error("informer", "%s: cannot apply list of %zu objects: %s", kc_reflector_describe(r), n,
+             strerror(-rc));
+  tell_synced(p->inf);
+}
+
+/* The first list of this part went to the store object by object. */
+static void sink_synced(void *ud, kc_reflector *r) {
+  part *p = ud;
+  tell_synced(p->inf);
+}
+
+void kc_informer_on_synced(kc_informer *inf, void (*cb)(void *ud, kc_informer *inf), void *ud) {
+  inf->on_synced = cb;
+  inf->on_synced_ud = ud;
+}
+
+static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
+  part *p = ud;
+  kc_obj *old = NULL;
+  int rc = kc_store_upsert(p->store, obj, &old);
+  if (rc < 0) {
+    kc_error("informer", "%s: cannot store %.*s/%.*s: %s", kc_reflector_describe(r),
+             (int)kc_obj_namespace(obj).len,
+             kc_obj_namespace(obj).ptr ? kc_obj_namespace(obj).ptr : "", (int)kc_obj_name(obj).len,
+             kc_obj_name(obj).ptr, strerror(-rc));
+    return;
+  }
+  if (old) {
+    fan_update(p->inf, old, obj);
+    kc_obj_unref(old);
+  } else {
+    fan_add(p->inf, obj);
+  }
+}
+
+static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
+  part *p = ud;
+  kc_obj *old = NULL;
+  kc_consistency_note_delete(p->check, kc_obj_namespace(obj), kc_obj_name(obj));
+  /* A DELETED for an object the store does not hold (e.g. already removed
+   * by a relist) is not news: client-go's DeltaFIFO drops it too. */
+  if (kc_store_delete(p->store, kc_obj_namespace(obj), kc_obj_name(obj), &old) < 0) return;
+  /* Handlers get the state from the DELETED event (the newest we know). */
+  fan_delete(p->inf, obj);
+  kc_obj_unref(old);
+}
+
+static void on_resync(uv_timer_t *t) {
+  kc_informer *inf = t->data;
+  kc_obj_vec all = {0};
+  for (size_t i = 0; i < inf->nparts; i++) {
+    kc_obj_vec_clear(&all);
+    if (kc_store_list(inf->parts[i].store, (kc_str){0}, NULL, &all) < 0) continue;
+    for (size_t j = 0; j < all.n; j++) fan_update(inf, all.v[j], all.v[j]);
+  }
+  kc_obj_vec_release(&all);
+}
+
+int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
+                    const kc_informer_spec *spec, const kc_resource_ref *res, kc_informer **out) {
+  kc_informer *inf = calloc(1, sizeof *inf);
+  if (!inf) return -ENOMEM;
+  inf->loop = loop;
+  inf->api = api;
+  inf->spec = spec;
+  inf->namespaced = res->namespaced;
+  inf->next_handler_id = 1;
+  inf->api_path = strdup(res->api_path);
+  inf->resource = strdup(res->resource);
+  /* "deployments.apps" style name: resource + "." + group (core: plain). */
+  const char *slash = strchr(spec->api_version, '/');
+  size_t glen = slash ? (size_t)(slash - spec->api_version) : 0;
+  inf->resource_name = malloc(strlen(res->resource) + glen + 2);
+  if (inf->resource_name) {
+    if (glen)
+      sprintf(inf->resource_name, "%s.%.*s", res->resource, (int)glen, spec->api_version);
+    else
+      strcpy(inf->resource_name, res->resource);
+  }
+  size_t nparts = (res->namespaced && spec->nnamespaces) ? spec->nnamespaces : 1;
+  inf->parts = calloc(nparts, sizeof *inf->parts);
+  int rc = (!inf->api_path || !inf->resource || !inf->resource_name || !inf->parts) ? -ENOMEM : 0;
+  if (rc == 0) rc = uv_timer_init(loop, &inf->resync) ? -ENOMEM : 0;
+  if (rc < 0) {
+    free(inf->api_path), free(inf->resource), free(inf->resource_name), free(inf->parts);
+    free(inf);
+    return rc;
+  }
+  inf->resync.data = inf;
+  kc_store_index_spec idx[64];
+  size_t nidx = spec->nindexes < 64 ? spec->nindexes : 64;
+  _Static_assert(KC_CONFIG_MAX_INDEX_PATHS <= KC_STORE_MAX_INDEX_PATHS, "index paths");
+  for (size_t i = 0; i < nidx; i++)
+    idx[i] = (kc_store_index_spec){.name = spec->indexes[i].name, .path = spec->indexes[i].path,
+                                   .paths = spec->indexes[i].paths, .npaths = spec->indexes[i].npaths};
+  for (size_t i = 0; i < nparts && rc == 0; i++) {
+    part *p = &inf->parts[i];
+    p->inf = inf;
+    inf->nparts = i + 1; /* from here the close path frees this part */
+    if (res->namespaced && spec->nnamespaces && !(p->namespace_ = strdup(spec->namespaces[i]))) {
+      rc = -ENOMEM;
+      break;
+    }
+    p->store = kc_store_new(idx, nidx);
+    if (!p->store) {
+      rc = -ENOMEM;
+      break;
+    }
+    kc_reflector_spec rs = {
+        .api_path = res->api_path,
+        .resource = res->resource,
+        .namespace_ = p->namespace_,
+        .label_selector = spec->label_selector,
+        .field_selector = spec->field_selector,
+        .transform = {.drop = spec->drop, .ndrop = spec->ndrop, .metadata_only = spec->metadata_only,
+                      .kind = spec->kind, .api_version = spec->api_version,
+                      /* objects carry their index values: no rescan in the store */
+                      .capture = kc_store_capture(p->store)},
+        /* config pageSize 0 = one unpaginated list; watchTimeout is the
+         * base of the jittered timeoutSeconds; watchInactivityTimeout 0 =
+         * never restart a quiet watch. */
+        .page_size = spec->page_size > 0 ? (uint32_t)spec->page_size : 500,
+        .no_limit = spec->page_size == 0,
+        .watch_timeout_s = spec->watch_timeout_ms >= 1000 ? (uint32_t)(spec->watch_timeout_ms / 1000) : 0,
+        .idle_timeout_ms = spec->watch_inactivity_ms > 0 ? (uint64_t)spec->watch_inactivity_ms
+                                                         : KC_REFLECTOR_NO_IDLE_TIMEOUT,
+        .decode_pool = pool,
+        .streaming = spec->streaming_list == KC_STREAMING_ON    ? KC_REFLECTOR_STREAM_ON
+                     : spec->streaming_list == KC_STREAMING_OFF ? KC_REFLECTOR_STREAM_OFF
+                                                                : KC_REFLECTOR_STREAM_AUTO,
+    };
+    kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p, sink_synced};
+    rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
+    if (rc == 0)
+      rc = kc_consistency_new(loop, api, pool, p->reflector, p->store, 0, &p->check);
+  }
+  if (rc < 0) {
+    kc_informer_close(inf);
+    return rc;
+  }
+  *out = inf;
+  return 0;
+}
+
+int kc_informer_start(kc_informer *inf) {
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int rc = kc_reflector_start(inf->parts[i].reflector);
+    if (rc < 0 && rc != -EALREADY) return rc;
+  }
+  if (inf->spec->resync_ms > 0)
+    uv_timer_start(&inf->resync, on_resync, (uint64_t)inf->spec->resync_ms,
+                   (uint64_t)inf->spec->resync_ms);
+  for (size_t i = 0; i < inf->nparts; i++)
+    kc_consistency_set_period(inf->parts[i].check, inf->spec->consistency_check_ms > 0
+                                                       ? (uint64_t)inf->spec->consistency_check_ms
+                                                       : 0);
+  return 0;
+}
+
+static void on_resync_closed(uv_handle_t *h) {
+  kc_informer *inf = h->data;
+  /* Reflector memory is released by their own close callbacks; nothing of
+   * ours is referenced from them once closed, so we can free now. */
+  for (size_t i = 0; i < inf->nparts; i++) {
+    kc_store_free(inf->parts[i].store);
+    free(inf->parts[i].namespace_);
+  }
+  free(inf->parts);
+  free(inf->handlers);
+  free(inf->api_path), free(inf->resource), free(inf->resource_name);
+  free(inf->shard_selector);
+  free(inf);
+}
+
+void kc_informer_close(kc_informer *inf) {
+  if (!inf || inf->closing) return;
+  inf->closing = true;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    kc_consistency_close(inf->parts[i].check);
+    kc_reflector_close(inf->parts[i].reflector);
+  }
+  uv_timer_stop(&inf->resync);
+  uv_close((uv_handle_t *)&inf->resync, on_resync_closed);
+}
+
+int kc_informer_add_handler(kc_informer *inf, const kc_informer_handler *h) {
+  handler_slot *nh = realloc(inf->handlers, (inf->nhandlers + 1) * sizeof *nh);
+  if (!nh) return -ENOMEM;
+  inf->handlers = nh;
+  int id = inf->next_handler_id++;
+  nh[inf->nhandlers++] = (handler_slot){id, *h};
+  /* A late subscriber sees the cache as it is now. */
+  if (h->on_add) {
+    kc_obj_vec all = {0};
+    for (size_t i = 0; i < inf->nparts; i++) {
+      kc_obj_vec_clear(&all);
+      if (kc_store_list(inf->parts[i].store, (kc_str){0}, NULL, &all) < 0) continue;
+      for (size_t j = 0; j < all.n; j++) h->on_add(h->ud, inf, all.v[j]);
+    }
+    kc_obj_vec_release(&all);
+  }
+  return id;
+}
+
+void kc_informer_remove_handler(kc_informer *inf, int id) {
+  for (size_t i = 0; i < inf->nhandlers; i++) {
+    if (inf->handlers[i].id == id) {
+      memmove(&inf->handlers[i], &inf->handlers[i + 1],
+              (inf->nhandlers - i - 1) * sizeof *inf->handlers);
+      inf->nhandlers--;
+      return;
+    }
+  }
+}
+
+void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
+  bool resync_changed = spec->resync_ms != inf->spec->resync_ms;
+  inf->spec = spec;
+  for (size_t i = 0; i < inf->nparts; i++)
+    kc_consistency_set_period(inf->parts[i].check, spec->consistency_check_ms > 0
+                                                       ? (uint64_t)spec->consistency_check_ms
+                                                       : 0);
+  if (!resync_changed) return;
+  uv_timer_stop(&inf->resync);
+  if (spec->resync_ms > 0)
+    uv_timer_start(&inf->resync, on_resync, (uint64_t)spec->resync_ms, (uint64_t)spec->resync_ms);
+}
+
+int kc_informer_set_shard_selector(kc_informer *inf, const char *selector) {
+  if (!inf || inf->closing) return -EINVAL;
+  if (selector && !*selector) selector = NULL;
+  char *copy = NULL;
+  if (selector && !(copy = strdup(selector))) return -ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int r = kc_reflector_set_shard_selector(inf->parts[i].reflector, copy);
+    if (r < 0 && rc == 0) rc = r;
+  }
+  if (rc < 0) {
+    free(copy);
+    return rc;
+  }
+  free(inf->shard_selector);
+  inf->shard_selector = copy;
+  return 0;
+}
+
+const char *kc_informer_shard_selector(const kc_informer *inf) { return inf->shard_selector; }
+
+enum kc_shard_support kc_informer_shard_support(const kc_informer *inf) {
+  size_t server = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    enum kc_shard_support s = kc_reflector_shard_support(inf->parts[i].reflector);
+    if (s == KC_SHARD_SUPPORT_NONE) return KC_SHARD_SUPPORT_NONE;
+    if (s == KC_SHARD_SUPPORT_SERVER) server++;
+  }
+  return inf->nparts && server == inf->nparts ? KC_SHARD_SUPPORT_SERVER : KC_SHARD_SUPPORT_UNKNOWN;
+}
+
+bool kc_informer_synced(const kc_informer *inf) {
+  for (size_t i = 0; i < inf->nparts; i++)
+    if (!kc_reflector_stats_get(inf->parts[i].reflector)->synced) return false;
+  return true;
+}
+
+const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf) { return inf->spec; }
+const char *kc_informer_resource(const kc_informer *inf) { return inf->resource_name; }
+
+/* The part that holds namespace ns, or NULL when ns is absent (= all). */
+static part *part_for(kc_informer *inf, kc_str ns, bool *all) {
+  *all = false;
+  if (inf->nparts == 1) return &inf->parts[0];
+  if (!ns.ptr) {
+    *all = true;
+    return NULL;
+  }
+  for (size_t i = 0; i < inf->nparts; i++)
+    if (kc_str_eq_c(ns, inf->parts[i].namespace_)) return &inf->parts[i];
+  return NULL;
+}
+
+kc_obj *kc_informer_get(kc_informer *inf, kc_str ns, kc_str name) {
+  bool all;
+  part *p = part_for(inf, ns, &all);
+  return p ? kc_store_get(p->store, ns, name) : NULL;
+}
+
+int kc_informer_list(kc_informer *inf, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out) {
+  bool all;
+  part *p = part_for(inf, ns, &all);
+  if (p) return kc_store_list(p->store, ns, sel, out);
+  if (!all) return 0;
+  int total = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int rc = kc_store_list(inf->parts[i].store, ns, sel, out);
+    if (rc < 0) return rc;
+    total += rc;
+  }
+  return total;
+}
+
+int kc_informer_by_index(kc_informer *inf, const char *index, kc_str value, kc_obj_vec *out) {
+  int total = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int rc = kc_store_by_index(inf->parts[i].store, index, value, out);
+    if (rc < 0) return rc;
+    total += rc;
+  }
+  return total;
+}
+
+int kc_informer_check_consistency(kc_informer *inf) {
+  int rc = 0;
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int r = kc_consistency_run(inf->parts[i].check);
+    if (r < 0) rc = r;
+  }
+  return rc;
+}
+
+void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < inf->nparts; i++) {
+    const kc_reflector_stats *rs = kc_reflector_stats_get(inf->parts[i].reflector);
+    out->objects += kc_store_count(inf->parts[i].store);
+    out->bytes += kc_store_bytes(inf->parts[i].store);
+    out->lists += rs->lists;
+    out->watches += rs->watches;
+    out->relists += rs->relists;
+    out->events += rs->events;
+    out->errors += rs->errors;
+    out->history_checks += rs->history_checks;
+    out->history_changes += rs->history_changes;
+    if (inf->parts[i].check) {
+      const kc_consistency_stats *cs = kc_consistency_stats_get(inf->parts[i].check);
+      out->consistency_checks += cs->checks;
+      out->consistency_diffs += cs->diffs;
+      out->consistency_skipped += cs->skipped;
+    }
+    out->streaming_lists += rs->streaming_lists;
+    out->streaming_attempts += rs->streaming_attempts;
+    out->streaming_fallbacks += rs->streaming_fallbacks;
+    out->decode_pauses += rs->decode_pauses;
+    out->rejected += rs->rejected;
+    if (i == 0) memcpy(out->resource_version, rs->resource_version, sizeof out->resource_version);
+  }
+}

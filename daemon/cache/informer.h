@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* informer: a shared, indexed cache of one watched scope, fed by reflectors,
+ * with handler fan-out.
+ *
+ * One informer per distinct scope (kc_informer_spec identity: resource,
+ * namespaces, selectors, transform, metadataOnly) however many controllers
+ * use it. Each namespace in the spec gets its own reflector and store (one
+ * store per reflector, so a relist replaces exactly its own part); an
+ * informer over all namespaces has one of each.
+ *
+ * Each part also runs the periodic consistency check (consistency.h) at
+ * the spec's consistencyCheck period (0 = off).
+ *
+ * Handlers run on the loop, after the store has been written, and must only
+ * turn events into keys (the workqueue deduplicates them): a slow consumer
+ * therefore costs memory per distinct key, never per event.
+ *
+ * Shard selector (KEP-5866): kc_informer_set_shard_selector hands a
+ * `shardSelector` to every part's reflector (reflector.h "Shard selector"):
+ * where the server filters, the cache holds only the selected hash ranges;
+ * where it does not (support NONE), the cache holds the whole scope and the
+ * caller must filter with the same hash (shardsel.h). The caller must not
+ * call it from inside one of this informer's handlers (the reflector would
+ * drop the response it is delivering).
+ *
+ * Context: new/start/close/add_handler/remove_handler, the shard selector
+ * and the stats: loop thread only. get/list/by_index: any thread (store reads are locked
+ * briefly; results are refcounted objects the caller unrefs).
+ * Errors: 0 or a negative errno.
+ */
+#ifndef KC_INFORMER_H
+#define KC_INFORMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "client/apiclient.h"
+#include "config/config.h"
+#include "kube/kobj.h"
+#include "watch/reflector.h"
+#include "kube/selector.h"
+#include "cache/store.h"
+
+typedef struct kc_informer kc_informer;
+
+/* old/new_ are borrowed for the call. A resync delivers on_update(obj, obj). */
+typedef struct kc_informer_handler {
+  void (*on_add)(void *ud, kc_informer *inf, kc_obj *obj);
+  void (*on_update)(void *ud, kc_informer *inf, kc_obj *old, kc_obj *new_);
+  void (*on_delete)(void *ud, kc_informer *inf, kc_obj *obj);
+  void *ud;
+} kc_informer_handler;
+
+/* Where the resource lives, as discovery found it. */
+typedef struct kc_resource_ref {
+  const char *api_path; /* "/api/v1" or "/apis/G/V" */
+  const char *resource; /* plural */
+  bool namespaced;
+} kc_resource_ref;
+
+/* `spec` is borrowed for the informer's lifetime (it lives in the config);
+ * `res` is copied. */
+/* `pool` (may be NULL: decode on the loop) is where the reflectors decode
+ * response bodies (decodepool.h); borrowed, it must outlive the informer. */
+int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
+                    const kc_informer_spec *spec, const kc_resource_ref *res, kc_informer **out);
+/* Called on the loop once, when every part has delivered its first complete
+ * list (kc_informer_synced turned true), so that controllers start at once. */
+void kc_informer_on_synced(kc_informer *inf, void (*cb)(void *ud, kc_informer *inf), void *ud);
+int kc_informer_start(kc_informer *inf);
+/* Stops reflectors and timers; frees the stores once every handle closed. */
+void kc_informer_close(kc_informer *inf);
+
+/* Registers a handler; returns a handle id > 0 or -ENOMEM. Late-subscriber
+ * replay: before it returns, the new handler (only it) gets on_add for every
+ * object cached now, part by part in store order, on the calling (loop)
+ * thread, so h->ud must be ready before the call. Why (client-go's
+ * AddEventHandler does the same): a handler added after the sync (a
+ * controller created at reload, or when its plugin loaded on a retry) would
+ * otherwise hear of an existing object only when it next changes; so it
+ * starts level-triggered like the first ones. Nothing runs in between on the
+ * loop: every later change comes as a normal event, none twice. Before the
+ * sync it gets what is cached so far, the rest of the first list as on_add.
+ * A part whose store cannot be listed (-ENOMEM) is not replayed. */
+int kc_informer_add_handler(kc_informer *inf, const kc_informer_handler *h);
+void kc_informer_remove_handler(kc_informer *inf, int id);
+
+/* Live reload: points the informer at an equivalent spec of a new config
+ * (same identity and indexes) and applies a changed resync period. */
+void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec);
+
+/* loop thread. NULL or "" clears. Copies the string. When it changes, the
+ * informer relists with the new selector (an atomic replace, as a relist is
+ * today) and watches with it. Returns 0 or -errno (-ENOMEM; the old
+ * selector stays on parts not yet switched, which then relist on the next
+ * call). Before start it is only remembered (the first list carries it). */
+int kc_informer_set_shard_selector(kc_informer *inf, const char *selector);
+/* The selector set (NULL: none); borrowed until the next set. */
+const char *kc_informer_shard_selector(const kc_informer *inf);
+/* loop thread: SERVER once a list/streaming-list response echoed shardInfo
+ * (every part's); NONE when the server rejected the parameter (400/422:
+ * then the informer lists and watches without it, caching everything, and
+ * logs once why) or answered a list without shardInfo (ignored it), on any
+ * part; else UNKNOWN (also when no selector was ever sent). */
+enum kc_shard_support kc_informer_shard_support(const kc_informer *inf);
+
+bool kc_informer_synced(const kc_informer *inf);
+const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf);
+const char *kc_informer_resource(const kc_informer *inf); /* "pods", "deployments.apps" */
+
+kc_obj *kc_informer_get(kc_informer *inf, kc_str ns, kc_str name);
+int kc_informer_list(kc_informer *inf, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out);
+int kc_informer_by_index(kc_informer *inf, const char *index, kc_str value, kc_obj_vec *out);
+
+typedef struct kc_informer_stats {
+  size_t objects;
+  size_t bytes;
+  uint64_t lists, watches, relists, events, errors, rejected;
+  uint64_t history_checks, history_changes; /* reflector.h "History check" */
+  uint64_t consistency_checks, consistency_diffs, consistency_skipped; /* consistency.h */
+  uint64_t streaming_lists, streaming_attempts, streaming_fallbacks, decode_pauses;
+  char resource_version[64]; /* last seen (of the first reflector) */
+} kc_informer_stats;
+/* Starts a consistency check of every part now (tests, operators):
+ * 0, or -EBUSY when one already runs. */
+int kc_informer_check_consistency(kc_informer *inf);
+void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);
+
+#endif

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* apiclient: the Kubernetes request layer on top of http.c.
+ *
+ * Owns the connection config (server URL, TLS material, proxy, bearer token,
+ * token file or exec credential plugin (execcred.h)) and applies it to every
+ * request with the headers of contract
+ * Appendix B: Accept (application/json unless given), User-Agent
+ * kctrld/<version>, Authorization: Bearer, Content-Type on writes. Token
+ * files are re-read when the cached copy is older than 50 s (client-go: one
+ * minute, refreshed 10 s early) and after a 401 answered to a request made
+ * with the current copy. An exec plugin's credential is read per request
+ * (never waiting on the loop thread; a worker waits for a running plugin)
+ * and a 401 re-runs the plugin once per credential generation; kc_api_do
+ * retries a request that got a 401 once when the credential changed.
+ *
+ * Errors from the server are parsed into kc_api_status (docs/api-contract.md section 6):
+ * a Status body is used as is; any other body (plain text from APF, HTML
+ * from a proxy, empty) is mapped by HTTP code as client-go does. Retry-After
+ * (integer seconds) fills retry_after_seconds when the body has none.
+ *
+ * Two ways to send:
+ *  - kc_api_request: asynchronous, on the loop (reflectors, discovery,
+ *    lease). Successful (2xx) bodies are streamed to on_data as they arrive;
+ *    error bodies are collected (up to 64 KiB) and parsed for on_done.
+ *  - kc_api_do: synchronous, for worker threads, on a kc_api_worker (one
+ *    reused curl easy handle per worker thread, with a timeout). Workers
+ *    write to the API server without touching the loop.
+ *
+ * Context: kc_api_new / kc_api_close / kc_api_request / kc_api_cancel: loop
+ * thread only (kc_api_new may run before the loop starts). kc_api_worker_*,
+ * kc_api_do and the kc_api_status helpers: any thread; a kc_api_worker is
+ * used by one thread at a time. The kc_api itself is shared read-only
+ * (its token cache is locked).
+ * Errors: 0 or a negative errno. Functions taking callbacks never call them
+ * when they fail.
+ * Ownership: documented per function; strings in results are borrowed.
+ */
+#ifndef KC_APICLIENT_H
+#define KC_APICLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "client/http.h"
+#include "client/kubeconfig.h"
+
+typedef struct kc_api kc_api;
+typedef struct kc_api_call kc_api_call;
+typedef struct kc_api_worker kc_api_worker;
+
+/* A failure as the API server (or the transport) reported it. */
+typedef struct kc_api_status {
+  int code;                 /* HTTP status; 0 when no response was received */
+  char reason[40];          /* StatusReason, e.g. "NotFound"; "" = unknown */
+  char message[512];        /* human text (truncated) */
+  int retry_after_seconds;  /* details.retryAfterSeconds or Retry-After; -1 = none */
+  bool from_body;           /* parsed from a Status body (else synthesized) */
+  bool rv_too_large;        /* a cause has reason ResourceVersionTooLarge */
+} kc_api_status;
+
+/* Classification (client-go rules: the reason first, the code only when the
+ * reason is empty or unknown). */
+bool kc_api_is_not_found(const kc_api_status *st);
+bool kc_api_is_already_exists(const kc_api_status *st);
+bool kc_api_is_conflict(const kc_api_status *st);
+bool kc_api_is_gone(const kc_api_status *st); /* 410 Expired or Gone */
+bool kc_api_is_unauthorized(const kc_api_status *st);
+bool kc_api_is_forbidden(const kc_api_status *st);
+bool kc_api_is_invalid(const kc_api_status *st);
+bool kc_api_is_too_many_requests(const kc_api_status *st);
+/* 429, any 5xx, and reasons ServerTimeout / Timeout / ServiceUnavailable /
+ * TooManyRequests / InternalError. */
+bool kc_api_is_retryable(const kc_api_status *st);
+/* 504 Timeout whose cause is ResourceVersionTooLarge (or whose message says
+ * "Too large resource version"). */
+bool kc_api_is_too_large_rv(const kc_api_status *st);
+
+/* Fills st from an HTTP status, a response body (may be NULL) and the
+ * Retry-After header value (may be NULL). `method` picks AlreadyExists vs
+ * Conflict for a non-Status 409. Context: any thread. */
+void kc_api_status_parse(kc_api_status *st, long code, const char *method, const char *body,
+                         size_t len, const char *retry_after, size_t retry_after_len);
+
+/* Creates a client from resolved credentials (copied). `loop` may be NULL
+ * for a client used only through workers. Returns 0, -ENOMEM, -EIO. */
+int kc_api_new(uv_loop_t *loop, const kc_kube_creds *creds, kc_api **out);
+/* Closes the async side (cancels requests without callbacks); the caller
+ * runs the loop afterwards to let handles close. Every worker must be freed
+ * before. kc_api_close(NULL) is a no-op. */
+void kc_api_close(kc_api *api);
+/* The default namespace of the credentials. Borrowed. */
+const char *kc_api_namespace(const kc_api *api);
+/* The underlying HTTP client (loop only), for metrics. */
+kc_http *kc_api_http(kc_api *api);
+/* With an exec credential plugin (execcred.h): waits up to wait_ms for its
+ * first credential. Blocks: call before the loop runs (daemon startup).
+ * Returns 0, or -EAGAIN when none came in time (requests then go without
+ * until it does). Without a plugin returns 0 at once. */
+int kc_api_prime_credentials(kc_api *api, uint64_t wait_ms);
+
+typedef struct kc_api_result {
+  int error;     /* 0: a response arrived (see status.code); else as kc_http_result */
+  bool idle_timeout;
+  kc_api_status status; /* filled for code >= 300 and transport errors */
+  uint64_t body_bytes;
+} kc_api_result;
+
+typedef struct kc_api_request_opts {
+  const char *method;       /* NULL = GET */
+  const char *path;         /* "/api/v1/pods?limit=500" (path + query, escaped) */
+  const char *accept;       /* NULL = application/json */
+  const char *content_type; /* for bodies; NULL = application/json */
+  const void *body;         /* copied */
+  size_t body_len;
+  uint64_t timeout_ms;      /* 0 = none (watches) */
+  uint64_t idle_timeout_ms; /* 0 = off */
+  /* Called once for a 2xx response; the Content-Type is readable with
+   * kc_api_call_header. Return KC_HTTP_ABORT to stop. May be NULL. */
+  int (*on_response)(kc_api_call *call, long status, void *ud);
+  /* 2xx body bytes as they arrive. May be NULL. */
+  int (*on_data)(kc_api_call *call, const char *buf, size_t len, void *ud);
+  /* Exactly once unless cancelled. The call is freed after it returns. */
+  void (*on_done)(kc_api_call *call, const kc_api_result *res, void *ud);
+  void *ud;
+} kc_api_request_opts;
+
+/* Starts an asynchronous request. Returns 0 and *out (may be NULL), or
+ * -EINVAL / -ENOMEM / -EIO. Context: loop thread. */
+int kc_api_request(kc_api *api, const kc_api_request_opts *opts, kc_api_call **out);
+/* Cancels: no callback runs afterwards; the call is freed. Safe inside the
+ * call's own callbacks (a no-op inside its on_done). NULL is a no-op. */
+void kc_api_cancel(kc_api_call *call);
+/* Resumes a call whose on_data returned KC_HTTP_PAUSE (see kc_http_resume).
+ * Context: loop thread, outside the call's callbacks. NULL is a no-op. */
+void kc_api_call_resume(kc_api_call *call);
+/* Response header of the call (see kc_http_req_header). */
+const char *kc_api_call_header(const kc_api_call *call, const char *name, size_t *len);
+
+/* ---- synchronous requests from worker threads ---- */
+
+typedef struct kc_api_response {
+  int error;          /* 0, or a transport error as in kc_http_result */
+  long code;          /* HTTP status, 0 if none */
+  const char *body;   /* NUL-terminated; borrowed until the next kc_api_do on
+                         this worker or kc_api_worker_free */
+  size_t body_len;
+  kc_api_status status; /* filled for code >= 300 and transport errors */
+} kc_api_response;
+
+/* Creates a worker handle (one per thread). Returns 0, -ENOMEM, -EIO. */
+int kc_api_worker_new(kc_api *api, kc_api_worker **out);
+void kc_api_worker_free(kc_api_worker *w);
+/* Sends one request and waits for the whole response, at most timeout_ms
+ * (0 = 30 s). On a 401 after which the token file holds a different token,
+ * retries once. Returns 0 when a response arrived (whatever its code; see
+ * out->code and out->status), or the negative transport error (also in
+ * out->error). Context: the worker's thread. */
+int kc_api_do(kc_api_worker *w, const char *method, const char *path, const char *content_type,
+              const void *body, size_t body_len, uint64_t timeout_ms, kc_api_response *out);
+
+#endif

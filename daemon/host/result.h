@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* result: what one reconcile returns, shared by everything that runs a
+ * reconcile (the plugin host, hooks, isolated children) and the worker pool
+ * that carries it back to the loop.
+ *
+ * Owns: types only. Threads: any.
+ */
+#ifndef KC_RESULT_H
+#define KC_RESULT_H
+
+#include <stdint.h>
+
+/* Values equal the public KCTRLD_RESULT_* codes (kctrld/plugin.h). */
+enum kc_result_kind {
+  KC_RESULT_DONE = 0,
+  KC_RESULT_REQUEUE = 1,
+  KC_RESULT_REQUEUE_AFTER = 2,
+  KC_RESULT_ERROR = 3,
+};
+
+#define KC_RESULT_MESSAGE_MAX 512
+
+typedef struct kc_reconcile_result {
+  enum kc_result_kind kind;
+  uint64_t after_ms;                     /* KC_RESULT_REQUEUE_AFTER */
+  char message[KC_RESULT_MESSAGE_MAX];   /* KC_RESULT_ERROR, NUL-terminated */
+} kc_reconcile_result;
+
+/* Runs on a worker thread. *res arrives as {KC_RESULT_DONE, 0, ""}.
+ * Ownership: key and res are borrowed for the call. */
+typedef void (*kc_reconcile_fn)(void *ud, const char *key, kc_reconcile_result *res);
+
+#endif

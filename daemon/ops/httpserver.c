@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* httpserver: see httpserver.h. */
+#include "ops/httpserver.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+
+struct kc_httpserver {
+  uv_loop_t *loop;
+  kc_metrics *reg;
+  kc_httpserver_hooks hooks;
+  uint64_t heartbeat_ms, stall_ms, fresh_ms, wait_ms;
+  uint16_t port;
+  unsigned endpoints; /* KC_HTTP_* */
+  struct MHD_Daemon *mhd;
+  uv_timer_t heartbeat;
+  uv_async_t wake;
+  int open_handles;
+
+  /* Loop-owned back buffers, swapped with the front ones under mu. */
+  kc_buf back_metrics, back_json, back_shards;
+
+  /* Shared with the server threads: everything below is guarded by mu,
+   * except last_beat_ms (atomic, read lock-free by /healthz). */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  kc_buf metrics, json, shards;
+  uint64_t generation;     /* snapshots published so far */
+  uint64_t rendered_ms;    /* when the front snapshot was rendered */
+  bool requested;          /* a wake-up is pending on the loop */
+  bool closing;
+  bool ready;
+  char ready_why[1024]; /* every controller failing init, with its error */
+  _Atomic uint64_t last_beat_ms;
+};
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* --- bind address ------------------------------------------------------------- */
+
+int kc_httpserver_parse_bind(const char *bind, char *host, size_t hostcap, uint16_t *port) {
+  if (!bind || !*bind || strcmp(bind, "0") == 0) return 1;
+  const char *colon, *h = bind;
+  size_t hlen;
+  if (bind[0] == '[') {
+    const char *end = strchr(bind, ']');
+    if (!end || end[1] != ':') return -EINVAL;
+    h = bind + 1;
+    hlen = (size_t)(end - h);
+    colon = end + 1;
+  } else {
+    colon = strrchr(bind, ':');
+    if (!colon || memchr(bind, ':', (size_t)(colon - bind))) return -EINVAL; /* bare v6 */
+    hlen = (size_t)(colon - bind);
+  }
+  if (hlen >= hostcap) return -EINVAL;
+  const char *p = colon + 1;
+  if (!*p || strlen(p) > 5) return -EINVAL;
+  unsigned long v = 0;
+  for (; *p; p++) {
+    if (*p < '0' || *p > '9') return -EINVAL;
+    v = v * 10 + (unsigned long)(*p - '0');
+  }
+  if (v > 65535) return -EINVAL;
+  memcpy(host, h, hlen);
+  host[hlen] = '\0';
+  *port = (uint16_t)v;
+  return 0;
+}
+
+static int listen_on(const char *addr, int *fd_out, uint16_t *port_out) {
+  char host[256];
+  uint16_t port;
+  int rc = kc_httpserver_parse_bind(addr, host, sizeof host, &port);
+  if (rc != 0) return rc < 0 ? rc : -EINVAL;
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo *res = NULL;
+  char portstr[8];
+  snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
+  int gai = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &res);
+  if (gai != 0) {
+    kc_error("httpserver", "cannot resolve bind address %s: %s", addr, gai_strerror(gai));
+    return -EINVAL;
+  }
+  int err = -EADDRNOTAVAIL;
+  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = -errno;
+      continue;
+    }
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+      err = -errno;
+      close(fd);
+      continue;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+      err = -errno;
+      close(fd);
+      continue;
+    }
+    *port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+    *fd_out = fd;
+    freeaddrinfo(res);
+    return 0;
+  }
+  freeaddrinfo(res);
+  kc_error("httpserver", "cannot listen on %s: %s", addr, strerror(-err));
+  return err;
+}
+
+/* --- server threads ----------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                             const char *body, size_t len) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+  if (!r) return MHD_NO;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  enum MHD_Result ok = MHD_queue_response(conn, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text) {
+  return reply(conn, status, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+/* Loop age in ms, or 0 while it beats in time. */
+static uint64_t stalled_for(kc_httpserver *s) {
+  uint64_t last = atomic_load(&s->last_beat_ms), now = now_ms();
+  return now > last && now - last > s->stall_ms ? now - last : 0;
+}
+
+/* Waits (bounded) for a snapshot younger than fresh_ms; call with mu held. */
+static void await_snapshot(kc_httpserver *s) {
+  uint64_t now = now_ms();
+  if (s->closing || (s->generation && now - s->rendered_ms <= s->fresh_ms)) return;
+  uint64_t target = s->generation + 1;
+  if (!s->requested) {
+    s->requested = true;
+    uv_async_send(&s->wake);
+  }
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_sec += (time_t)(s->wait_ms / 1000);
+  dl.tv_nsec += (long)(s->wait_ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  while (s->generation < target && !s->closing)
+    if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
+}
+
+enum doc { DOC_METRICS, DOC_INFORMERS, DOC_SHARDS };
+
+static enum MHD_Result serve_snapshot(kc_httpserver *s, struct MHD_Connection *conn, enum doc d) {
+  pthread_mutex_lock(&s->mu);
+  await_snapshot(s);
+  enum MHD_Result ok;
+  bool metrics = d == DOC_METRICS;
+  const kc_buf *b = metrics ? &s->metrics : d == DOC_INFORMERS ? &s->json : &s->shards;
+  if (!s->generation)
+    ok = reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet: the event loop has not answered\n");
+  else
+    ok = reply(conn, MHD_HTTP_OK, metrics ? KC_METRICS_CONTENT_TYPE : "application/json", b->p ? b->p : "",
+               b->len);
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+  kc_httpserver *s = cls;
+  if (*upload_size) { /* no endpoint takes a body: discard it */
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+    return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+  bool metrics = s->endpoints & KC_HTTP_METRICS, probes = s->endpoints & KC_HTTP_PROBES;
+  if (metrics && strcmp(url, "/metrics") == 0) return serve_snapshot(s, conn, DOC_METRICS);
+  if (metrics && strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, DOC_INFORMERS);
+  if (metrics && strcmp(url, "/debug/shards") == 0) return serve_snapshot(s, conn, DOC_SHARDS);
+  if (probes && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)) {
+    bool readyz = url[1] == 'r';
+    char msg[sizeof s->ready_why + 64];
+    uint64_t stall = stalled_for(s);
+    if (stall) {
+      snprintf(msg, sizeof msg, "event loop stalled: no heartbeat for %llu ms\n", (unsigned long long)stall);
+      return reply_text(conn, readyz ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+    }
+    if (!readyz) return reply_text(conn, MHD_HTTP_OK, "ok\n");
+    pthread_mutex_lock(&s->mu);
+    bool ready = s->ready;
+    snprintf(msg, sizeof msg, "%s\n", ready ? "ok" : s->ready_why);
+    pthread_mutex_unlock(&s->mu);
+    return reply_text(conn, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, msg);
+  }
+  return reply_text(conn, MHD_HTTP_NOT_FOUND, "404 page not found\n");
+}
+
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  kc_logv(KC_LOG_WARN, "httpserver", fmt, ap);
+}
+
+/* --- loop side ---------------------------------------------------------------- */
+
+static void check_ready(kc_httpserver *s) {
+  char why[sizeof s->ready_why] = "";
+  bool ready = s->hooks.ready ? s->hooks.ready(s->hooks.ud, why, sizeof why) : true;
+  pthread_mutex_lock(&s->mu);
+  s->ready = ready;
+  snprintf(s->ready_why, sizeof s->ready_why, "%s", why[0] ? why : "not ready");
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void on_heartbeat(uv_timer_t *t) {
+  kc_httpserver *s = t->data;
+  atomic_store(&s->last_beat_ms, now_ms());
+  check_ready(s);
+}
+
+static void on_wake(uv_async_t *a) {
+  kc_httpserver *s = a->data;
+  pthread_mutex_lock(&s->mu);
+  s->requested = false;
+  pthread_mutex_unlock(&s->mu);
+  kc_metrics_reset(s->reg);
+  kc_buf_reset(&s->back_metrics);
+  kc_buf_reset(&s->back_json);
+  kc_buf_reset(&s->back_shards);
+  if (s->hooks.collect) s->hooks.collect(s->hooks.ud, s->reg, &s->back_json);
+  if (s->hooks.collect_shards) s->hooks.collect_shards(s->hooks.ud, &s->back_shards);
+  else kc_buf_puts(&s->back_shards, "[]");
+  if (kc_metrics_render(s->reg, &s->back_metrics) < 0 || s->back_json.err || s->back_shards.err) {
+    kc_error("httpserver", "cannot render the metrics snapshot: out of memory");
+    return; /* the scrape gets the previous snapshot after its wait */
+  }
+  pthread_mutex_lock(&s->mu);
+  kc_buf t = s->metrics;
+  s->metrics = s->back_metrics;
+  s->back_metrics = t;
+  t = s->json;
+  s->json = s->back_json;
+  s->back_json = t;
+  t = s->shards;
+  s->shards = s->back_shards;
+  s->back_shards = t;
+  s->generation++;
+  s->rendered_ms = now_ms();
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void server_free(kc_httpserver *s) {
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  kc_buf_free(&s->metrics);
+  kc_buf_free(&s->json);
+  kc_buf_free(&s->shards);
+  kc_buf_free(&s->back_shards);
+  kc_buf_free(&s->back_metrics);
+  kc_buf_free(&s->back_json);
+  free(s);
+}
+
+static void on_closed(uv_handle_t *h) {
+  kc_httpserver *s = h->data;
+  if (--s->open_handles == 0) server_free(s);
+}
+
+int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_options *opts,
+                        const kc_httpserver_hooks *hooks, kc_httpserver **out) {
+  *out = NULL;
+  char host[256];
+  uint16_t port;
+  int rc = kc_httpserver_parse_bind(opts->bind, host, sizeof host, &port);
+  unsigned endpoints = opts->endpoints ? opts->endpoints : KC_HTTP_METRICS | KC_HTTP_PROBES;
+  const char *what = endpoints == KC_HTTP_PROBES    ? "health probe endpoints"
+                     : endpoints == KC_HTTP_METRICS ? "metrics endpoints"
+                                                    : "metrics and health endpoints";
+  if (rc == 1) {
+    kc_info("httpserver", "%s disabled (bind address \"%s\")", what, opts->bind ? opts->bind : "");
+    return 0;
+  }
+  if (rc < 0) {
+    kc_error("httpserver", "invalid bind address \"%s\": want host:port, [v6]:port or :port",
+             opts->bind);
+    return rc;
+  }
+  kc_httpserver *s = calloc(1, sizeof *s);
+  if (!s) return -ENOMEM;
+  s->loop = loop;
+  s->reg = reg;
+  s->endpoints = endpoints;
+  s->hooks = *hooks;
+  s->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
+  s->stall_ms = s->heartbeat_ms * (opts->stall_factor ? opts->stall_factor : 3);
+  s->fresh_ms = opts->fresh_ms ? opts->fresh_ms : 100;
+  s->wait_ms = opts->scrape_wait_ms ? opts->scrape_wait_ms : 1000;
+  snprintf(s->ready_why, sizeof s->ready_why, "starting");
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0) {
+    free(s);
+    return -ENOMEM;
+  }
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  rc = pthread_cond_init(&s->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (rc != 0) {
+    free(s);
+    return -rc;
+  }
+  if ((rc = pthread_mutex_init(&s->mu, NULL)) != 0) {
+    pthread_cond_destroy(&s->cv);
+    free(s);
+    return -rc;
+  }
+  int fd = -1;
+  rc = listen_on(opts->bind, &fd, &s->port);
+  if (rc < 0) {
+    server_free(s);
+    return rc;
+  }
+  /* Handles first, so the server threads never see an uninitialised async. */
+  if ((rc = uv_async_init(loop, &s->wake, on_wake)) < 0) {
+    close(fd);
+    server_free(s);
+    return rc;
+  }
+  s->wake.data = s;
+  s->open_handles = 1;
+  uv_timer_init(loop, &s->heartbeat);
+  s->heartbeat.data = s;
+  s->open_handles++;
+  atomic_store(&s->last_beat_ms, now_ms());
+  check_ready(s);
+  uv_timer_start(&s->heartbeat, on_heartbeat, s->heartbeat_ms, s->heartbeat_ms);
+  s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                                MHD_USE_ERROR_LOG,
+                            0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, 32u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+  if (!s->mhd) {
+    kc_error("httpserver", "libmicrohttpd refused to start on %s", opts->bind);
+    close(fd);
+    s->mhd = NULL;
+    kc_httpserver_close(s);
+    return -EIO;
+  }
+  /* "serving ... port=N" names the metrics port (tests and docs read it). */
+  if (endpoints == KC_HTTP_PROBES)
+    kc_info("httpserver", "health probes /healthz /readyz listening bind=%s port=%u", opts->bind,
+            (unsigned)s->port);
+  else
+    kc_info("httpserver", "serving /metrics /debug/informers%s bind=%s port=%u",
+            endpoints & KC_HTTP_PROBES ? " /healthz /readyz" : "", opts->bind, (unsigned)s->port);
+  *out = s;
+  return 0;
+}
+
+uint16_t kc_httpserver_port(const kc_httpserver *s) { return s ? s->port : 0; }
+
+void kc_httpserver_close(kc_httpserver *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->closing = true;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  if (s->mhd) MHD_stop_daemon(s->mhd); /* joins every server thread, closes the socket */
+  s->mhd = NULL;
+  uv_timer_stop(&s->heartbeat);
+  uv_close((uv_handle_t *)&s->heartbeat, on_closed);
+  uv_close((uv_handle_t *)&s->wake, on_closed);
+}

@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* controller: see controller.h. */
+#include "runtime/controller.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "lease/sharding.h"
+#include "lease/shardsel.h"
+
+#define KEY_MAX 512
+
+typedef struct subscription {
+  kc_controller *c;
+  kc_informer *inf;
+  int handler_id;
+  enum { SUB_FOR, SUB_OWNS, SUB_WATCHES } role;
+  unsigned predicates;
+  const kc_watch_spec *watch; /* SUB_WATCHES */
+} subscription;
+
+/* What the worker threads call: the plugin instance and, once sharded, the
+ * sharding component whose fence guards each reconcile's writes. Freed by
+ * the pool's release hook (possibly on an abandoned worker's thread). */
+typedef struct reconcile_ctx {
+  kc_plugin_instance *inst;
+  _Atomic(kc_sharding *) sh; /* set before the first dispatch; retained */
+} reconcile_ctx;
+
+struct kc_controller {
+  const kc_controller_spec *spec;
+  kc_informer *for_informer;
+  char for_group[256]; /* API group of the `for` kind ("" = core) */
+  kc_plugin_instance *inst;
+  reconcile_ctx *rctx;
+  bool inst_released_by_pool; /* the worker pool frees rctx (and inst) once no thread can use it */
+  kc_sharding *sh;            /* NULL unless sharded (kc_controller_shard) */
+  bool sh_started;
+  bool sh_select;             /* set the for-informer's shardSelector to our ranges */
+  char *sh_selector;          /* the selector we set last */
+  uv_loop_t *loop;
+  kc_workqueue *wq;
+  kc_workers *pool;
+  uv_timer_t timer; /* delayed keys; timer.data = this */
+  subscription *subs;
+  size_t nsubs;
+  bool active;
+  bool stopping;
+  void (*stopped_cb)(void *ud);
+  void *stopped_ud;
+  kc_controller_stats stats;
+  kc_reconcile_histogram reconcile_time;
+};
+
+static uint64_t loop_clock_ns(void *ud) {
+  (void)ud;
+  return uv_hrtime();
+}
+
+static void group_of(const char *api_version, char *buf, size_t cap) {
+  const char *slash = strchr(api_version, '/');
+  size_t n = slash ? (size_t)(slash - api_version) : 0;
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, api_version, n);
+  buf[n] = 0;
+}
+
+static void on_timer(uv_timer_t *t);
+
+static void arm_timer(kc_controller *c) {
+  uint64_t when;
+  if (c->stopping || !kc_workqueue_next_ready(c->wq, &when)) {
+    uv_timer_stop(&c->timer);
+    return;
+  }
+  uint64_t now = uv_hrtime();
+  uint64_t ms = when > now ? (when - now + 999999) / 1000000 : 0;
+  uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+/* Hands queued keys to idle workers; a key that cannot be handed over
+ * (ENOMEM) goes back rate-limited. */
+static void pump(kc_controller *c) {
+  const char *key;
+  while (c->active && !c->stopping && kc_workers_idle(c->pool) > 0 &&
+         kc_workqueue_get(c->wq, &key) == KC_WQ_KEY) {
+    if (c->sh && !kc_sharding_admit(c->sh, key)) { /* not in an owned range: never run */
+      kc_debug("controller", "%s: %s is not in an owned shard range; dropped", c->spec->name, key);
+      kc_workqueue_forget(c->wq, key);
+      kc_workqueue_done(c->wq, key);
+      continue;
+    }
+    int rc = kc_workers_dispatch(c->pool, key, kc_workqueue_num_requeues(c->wq, key) + 1);
+    if (rc < 0) {
+      if (c->sh) kc_sharding_end(c->sh, key, true);
+      kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key,
+               strerror(-rc));
+      kc_workqueue_add_rate_limited(c->wq, key);
+      kc_workqueue_done(c->wq, key);
+      break;
+    }
+  }
+  arm_timer(c);
+}
+
+static void on_timer(uv_timer_t *t) {
+  kc_controller *c = t->data;
+  kc_workqueue_tick(c->wq);
+  pump(c);
+}
+
+static void enqueue(kc_controller *c, kc_str ns, kc_str name) {
+  char key[KEY_MAX];
+  int n;
+  if (ns.len)
+    n = snprintf(key, sizeof key, "%.*s/%.*s", (int)ns.len, ns.ptr, (int)name.len, name.ptr);
+  else
+    n = snprintf(key, sizeof key, "%.*s", (int)name.len, name.ptr);
+  if (n <= 0 || (size_t)n >= sizeof key) return;
+  if (c->sh && !kc_sharding_owns_key(c->sh, key)) return; /* another replica's */
+  int rc = kc_workqueue_add(c->wq, key);
+  if (rc < 0) kc_error("controller", "%s: cannot queue %s: %s", c->spec->name, key, strerror(-rc));
+  pump(c);
+}
+
+/* --- predicates ------------------------------------------------------------ */
+
+static bool json_equal(const kc_obj *a, const kc_obj *b, const char *path) {
+  kc_json_value va, vb;
+  if (kc_obj_get(a, path, &va) < 0 || kc_obj_get(b, path, &vb) < 0) return true;
+  if (va.type != vb.type) return false;
+  /* absent on both sides: no text (raw.ptr NULL), equal */
+  return va.raw.len == vb.raw.len && (!va.raw.len || memcmp(va.raw.ptr, vb.raw.ptr, va.raw.len) == 0);
+}
+
+static bool labels_equal(const kc_obj *a, const kc_obj *b) {
+  if (a->nlabels != b->nlabels) return false;
+  for (uint32_t i = 0; i < a->nlabels; i++)
+    if (!kc_str_eq(kc_obj_label_key(a, i), kc_obj_label_key(b, i)) ||
+        !kc_str_eq(kc_obj_label_value(a, i), kc_obj_label_value(b, i)))
+      return false;
+  return true;
+}
+
+/* True when an update passes: any selected predicate reports a change (OR,
+ * like controller-runtime's predicate.Or). 0 = every update passes. A
+ * resync (old == new) meets the predicates like any update, as in
+ * controller-runtime: none sees a change, so predicates drop resyncs. */
+static bool update_passes(unsigned preds, const kc_obj *old, const kc_obj *obj) {
+  if (!preds) return true;
+  if ((preds & KC_PRED_GENERATION_CHANGED) && old->generation != obj->generation) return true;
+  if ((preds & KC_PRED_LABELS_CHANGED) && !labels_equal(old, obj)) return true;
+  if ((preds & KC_PRED_ANNOTATIONS_CHANGED) && !json_equal(old, obj, "metadata.annotations"))
+    return true;
+  if ((preds & KC_PRED_RESOURCE_VERSION_CHANGED) &&
+      !kc_str_eq(kc_obj_resource_version(old), kc_obj_resource_version(obj)))
+    return true;
+  if ((preds & KC_PRED_DELETION_STARTED) && !old->deleting && obj->deleting) return true;
+  if ((preds & KC_PRED_OWNER_REFERENCES_CHANGED) &&
+      !json_equal(old, obj, "metadata.ownerReferences"))
+    return true;
+  if ((preds & KC_PRED_FINALIZERS_CHANGED) && !json_equal(old, obj, "metadata.finalizers"))
+    return true;
+  return false;
+}
+
+/* --- mapping events to keys ------------------------------------------------ */
+
+typedef struct owner_scan {
+  kc_controller *c;
+  const kc_obj *obj;
+  int observe; /* 1: an owned object was added, -1: deleted, 0: updated */
+} owner_scan;
+
+static bool on_owner_ref(const kc_json_value *ref, void *ud) {
+  owner_scan *s = ud;
+  kc_json_value controller, kind, api_version, name;
+  if (kc_json_get(ref->raw, "controller", &controller) < 0 || !kc_json_true(&controller))
+    return true;
+  if (kc_json_get(ref->raw, "kind", &kind) < 0 || kc_json_get(ref->raw, "apiVersion", &api_version) < 0 ||
+      kc_json_get(ref->raw, "name", &name) < 0)
+    return true;
+  char buf[256], group[256];
+  if (kc_json_string(&kind, buf, sizeof buf) < 0 || strcmp(buf, s->c->spec->for_.kind) != 0)
+    return true;
+  if (kc_json_string(&api_version, buf, sizeof buf) < 0) return true;
+  group_of(buf, group, sizeof group);
+  if (strcmp(group, s->c->for_group) != 0) return true;
+  char owner[256];
+  int n = kc_json_string(&name, owner, sizeof owner);
+  if (n <= 0) return true;
+  enqueue(s->c, kc_obj_namespace(s->obj), (kc_str){owner, (size_t)n});
+  if (s->observe) { /* expectations of the owner (plugin.h): adds and deletes seen */
+    char key[512];
+    snprintf(key, sizeof key, "%.*s/%.*s", (int)kc_obj_namespace(s->obj).len,
+             kc_obj_namespace(s->obj).ptr, n, owner);
+    kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0, s->observe < 0);
+  }
+  return false; /* at most one controller reference */
+}
+
+typedef struct value_scan {
+  kc_controller *c;
+  const kc_obj *obj;
+} value_scan;
+
+static bool on_mapped_value(const kc_json_value *v, void *ud) {
+  value_scan *s = ud;
+  char buf[512];
+  int n = kc_json_scalar_text(v, buf, sizeof buf);
+  if (n > 0) enqueue(s->c, kc_obj_namespace(s->obj), (kc_str){buf, (size_t)n});
+  return true;
+}
+
+static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const char *text, size_t n) {
+  const char *slash = memchr(text, '/', n);
+  if (slash)
+    enqueue(c, (kc_str){text, (size_t)(slash - text)}, (kc_str){slash + 1, n - (size_t)(slash - text) - 1});
+  else
+    enqueue(c, kc_obj_namespace(obj), (kc_str){text, n});
+}
+
+static void map_event(subscription *s, const kc_obj *obj, int observe) {
+  kc_controller *c = s->c;
+  switch (s->role) {
+  case SUB_FOR:
+    /* a deleted object's key is placed by its last known uid */
+    if (observe < 0 && c->sh && kc_sharding_owns_obj(c->sh, obj) &&
+        kc_sharding_note_deleted(c->sh, obj) < 0)
+      kc_error("controller", "%s: cannot remember the deleted %.*s/%.*s: out of memory",
+               c->spec->name, (int)kc_obj_namespace(obj).len, kc_obj_namespace(obj).ptr,
+               (int)kc_obj_name(obj).len, kc_obj_name(obj).ptr);
+    enqueue(c, kc_obj_namespace(obj), kc_obj_name(obj));
+    return;
+  case SUB_OWNS: {
+    owner_scan scan = {c, obj, observe};
+    kc_obj_get_each(obj, "metadata.ownerReferences[]", on_owner_ref, &scan);
+    return;
+  }
+  case SUB_WATCHES:
+    break;
+  }
+  const kc_watch_spec *w = s->watch;
+  switch (w->mapping) {
+  case KC_MAP_LABEL: {
+    kc_str v = kc_obj_label(obj, kc_str_c(w->key));
+    if (v.ptr && v.len) enqueue(c, kc_obj_namespace(obj), v);
+    return;
+  }
+  case KC_MAP_ANNOTATION: {
+    char path[600], buf[512];
+    snprintf(path, sizeof path, "metadata.annotations[\"%s\"]", w->key);
+    kc_json_value v;
+    if (kc_obj_get(obj, path, &v) == 0 && v.type == KC_JSON_STRING) {
+      int n = kc_json_string(&v, buf, sizeof buf);
+      if (n > 0) enqueue_name_or_nsname(c, obj, buf, (size_t)n);
+    }
+    return;
+  }
+  case KC_MAP_FIELD: {
+    value_scan scan = {c, obj};
+    kc_obj_get_each(obj, w->key, on_mapped_value, &scan);
+    return;
+  }
+  case KC_MAP_INDEX: {
+    /* For-objects whose index holds this object's name (e.g. Deployments
+     * indexed by the ConfigMaps they reference). */
+    kc_obj_vec found = {0};
+    if (kc_informer_by_index(c->for_informer, w->key, kc_obj_name(obj), &found) >= 0) {
+      for (size_t i = 0; i < found.n; i++)
+        if (kc_str_eq(kc_obj_namespace(found.v[i]), kc_obj_namespace(obj)))
+          enqueue(c, kc_obj_namespace(found.v[i]), kc_obj_name(found.v[i]));
+    }
+    kc_obj_vec_release(&found);
+    return;
+  }
+  }
+}
+
+static void on_add(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, 1); }
+
+static void on_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
+  subscription *s = ud;
+  if (!update_passes(s->predicates, old, obj)) return;
+  map_event(s, obj, 0);
+  /* An owned or watched object that changed its owner/mapping must also
+   * wake the former one. */
+  if (s->role != SUB_FOR && old != obj) map_event(s, old, 0);
+}
+
+static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, -1); }
+
+/* --- results ---------------------------------------------------------------- */
+
+static void on_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
+                      uint64_t duration_ns, void *ud) {
+  kc_controller *c = ud;
+  if (c->sh) kc_sharding_end(c->sh, key, res->kind != KC_RESULT_DONE);
+  switch (res->kind) {
+  case KC_RESULT_DONE: c->stats.success++; break;
+  case KC_RESULT_REQUEUE: c->stats.requeue++; break;
+  case KC_RESULT_REQUEUE_AFTER: c->stats.requeue_after++; break;
+  case KC_RESULT_ERROR:
+    c->stats.error++; /* logged by the worker: "Reconciler error" (workers.h) */
+    break;
+  }
+  c->stats.reconcile_count++;
+  c->stats.reconcile_seconds_sum += (double)duration_ns / 1e9;
+  kc_reconcile_histogram_observe(&c->reconcile_time, (double)duration_ns / 1e9);
+  kc_controller_apply_result(c->wq, key, res);
+  pump(c);
+}
+
+int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
+  switch (res->kind) {
+  case KC_RESULT_DONE: kc_workqueue_forget(wq, key); break;
+  case KC_RESULT_REQUEUE_AFTER:
+    kc_workqueue_forget(wq, key);
+    kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
+    break;
+  default: kc_workqueue_add_rate_limited(wq, key); break; /* requeue, error, unknown */
+  }
+  return kc_workqueue_done(wq, key);
+}
+
+static void on_idle(kc_workers *pool, void *ud) { pump(ud); }
+
+static void on_slow(kc_workers *pool, const char *key, uint64_t running_ns, void *ud) {
+  kc_controller *c = ud;
+  c->stats.timeouts++;
+  kc_warn("controller", "%s: reconcile %s still running after %.1f s (timeout %lld ms)",
+          c->spec->name, key, (double)running_ns / 1e9, (long long)c->spec->reconcile_timeout_ms);
+}
+
+/* --- lifetime --------------------------------------------------------------- */
+
+static int subscribe(kc_controller *c, kc_informer *inf, int role, unsigned preds,
+                     const kc_watch_spec *w) {
+  subscription *s = &c->subs[c->nsubs];
+  *s = (subscription){.c = c, .inf = inf, .role = role, .predicates = preds, .watch = w};
+  kc_informer_handler h = {on_add, on_update, on_delete, s};
+  int id = kc_informer_add_handler(inf, &h);
+  if (id < 0) return id;
+  s->handler_id = id;
+  c->nsubs++;
+  return 0;
+}
+
+/* The pool's release hook: runs when no worker can call into the plugin any
+ * more, on a worker thread if a reconcile was abandoned at stop. */
+static void release_instance(void *ud) {
+  reconcile_ctx *rc = ud;
+  kc_plugin_instance_free(rc->inst);
+  kc_sharding *sh = atomic_load(&rc->sh);
+  if (sh) kc_sharding_unref(sh);
+  free(rc);
+}
+
+/* Worker thread: one reconcile, its writes fenced by the key's shard range. */
+static void reconcile_fenced(void *ud, const char *key, kc_reconcile_result *res) {
+  reconcile_ctx *rc = ud;
+  kc_sharding *sh = atomic_load(&rc->sh);
+  if (sh) kc_sharding_fence_enter(sh, key);
+  kc_plugin_reconcile(rc->inst, key, res);
+  if (sh) kc_sharding_fence_leave();
+}
+
+int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
+                      kc_plugin_instance *inst, kc_controller **out) {
+  kc_controller *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+  c->spec = spec;
+  c->inst = inst;
+  c->for_informer = informers[spec->for_.informer];
+  group_of(spec->for_.api_version, c->for_group, sizeof c->for_group);
+  kc_ratelimit_config rl = {
+      .base_delay_ns = (uint64_t)spec->rate_limit.base_delay_ms * 1000000ull,
+      .max_delay_ns = (uint64_t)spec->rate_limit.max_delay_ms * 1000000ull,
+      .qps = spec->rate_limit.qps,
+      .burst = (uint32_t)spec->rate_limit.burst,
+  };
+  c->wq = kc_workqueue_new(spec->name, &rl, loop_clock_ns, NULL);
+  c->subs = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->subs);
+  c->rctx = calloc(1, sizeof *c->rctx);
+  if (!c->wq || !c->subs || !c->rctx || uv_timer_init(loop, &c->timer) != 0) {
+    kc_workqueue_free(c->wq);
+    free(c->subs);
+    free(c->rctx);
+    free(c);
+    return -ENOMEM;
+  }
+  c->rctx->inst = inst;
+  c->loop = loop;
+  c->timer.data = c;
+  kc_workers_config wc = {
+      .name = spec->name,
+      .plugin = spec->plugin,
+      /* As config.c produced them (its defaults and ranges): no second default here. */
+      .nworkers = (unsigned)spec->workers,
+      .timeout_ms = (uint64_t)spec->reconcile_timeout_ms,
+      .reconcile = reconcile_fenced,
+      .reconcile_ud = c->rctx,
+      .release = release_instance,
+      .on_result = on_result,
+      .on_idle = on_idle,
+      .on_timeout = on_slow,
+      .ud = c,
+  };
+  int rc = kc_workers_start(loop, &wc, &c->pool);
+  if (rc == 0) c->inst_released_by_pool = true;
+  if (rc == 0) rc = subscribe(c, c->for_informer, SUB_FOR, spec->predicates, NULL);
+  for (size_t i = 0; rc == 0 && i < spec->nowns; i++)
+    rc = subscribe(c, informers[spec->owns[i].ref.informer], SUB_OWNS, spec->owns[i].predicates, NULL);
+  for (size_t i = 0; rc == 0 && i < spec->nwatches; i++)
+    rc = subscribe(c, informers[spec->watches[i].ref.informer], SUB_WATCHES,
+                   spec->watches[i].predicates, &spec->watches[i]);
+  if (rc < 0) {
+    kc_controller_stop(c, 0, NULL, NULL);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+void kc_controller_rebind(kc_controller *c, const kc_controller_spec *spec) {
+  c->spec = spec;
+  size_t w = 0;
+  for (size_t i = 0; i < c->nsubs; i++) {
+    subscription *s = &c->subs[i];
+    if (s->role == SUB_FOR) s->predicates = spec->predicates;
+    if (s->role == SUB_WATCHES && w < spec->nwatches) {
+      s->watch = &spec->watches[w];
+      s->predicates = spec->watches[w].predicates;
+      w++;
+    }
+  }
+  size_t o = 0;
+  for (size_t i = 0; i < c->nsubs; i++)
+    if (c->subs[i].role == SUB_OWNS && o < spec->nowns) c->subs[i].predicates = spec->owns[o++].predicates;
+}
+
+int kc_controller_shard_start(kc_controller *c) {
+  if (!c->sh || c->stopping) return -EINVAL;
+  if (c->sh_started) return 0;
+  int rc = kc_sharding_start(c->sh);
+  c->sh_started = rc == 0;
+  if (rc < 0) kc_error("controller", "%s: sharding: cannot start: %s", c->spec->name, strerror(-rc));
+  return rc;
+}
+
+void kc_controller_set_active(kc_controller *c, bool active) {
+  if (active && c->sh && !c->sh_started && !c->stopping) kc_controller_shard_start(c);
+  if (c->active == active) return;
+  c->active = active;
+  kc_info("controller", "%s: %s", c->spec->name, active ? "started" : "paused");
+  pump(c);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  kc_controller *c = h->data;
+  void (*cb)(void *) = c->stopped_cb;
+  void *ud = c->stopped_ud;
+  free(c->sh_selector);
+  kc_workqueue_free(c->wq);
+  if (!c->inst_released_by_pool) {
+    kc_plugin_instance_free(c->inst);
+    free(c->rctx);
+  }
+  free(c->subs);
+  free(c);
+  if (cb) cb(ud);
+}
+
+static void on_sharding_down(void *ud) {
+  kc_controller *c = ud;
+  kc_sharding_close(c->sh);
+  c->sh = NULL;
+  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+static void on_pool_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
+  kc_controller *c = ud;
+  if (abandoned)
+    kc_warn("controller", "%s: %u reconciles did not finish in time and were abandoned",
+            c->spec->name, abandoned);
+  c->pool = NULL;
+  /* The workers stopped (or were abandoned: the release fences them), so
+   * the ranges go at once. */
+  if (c->sh && c->sh_started) {
+    kc_sharding_shutdown(c->sh, on_sharding_down, c);
+    return;
+  }
+  kc_sharding_close(c->sh);
+  c->sh = NULL;
+  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *ud), void *ud) {
+  if (c->stopping) return;
+  c->stopping = true;
+  c->stopped_cb = done;
+  c->stopped_ud = ud;
+  for (size_t i = 0; i < c->nsubs; i++)
+    kc_informer_remove_handler(c->subs[i].inf, c->subs[i].handler_id);
+  c->nsubs = 0;
+  kc_workqueue_shutdown(c->wq);
+  uv_timer_stop(&c->timer);
+  if (c->pool)
+    kc_workers_stop(c->pool, bound_ms, on_pool_stopped, c);
+  else
+    on_pool_stopped(NULL, 0, c);
+}
+
+/* --- sharding ------------------------------------------------------------------ */
+
+/* A range was acquired: every cached `for` object of it is queued once
+ * (level-triggered, as at activation). */
+static void on_range_acquired(unsigned index, void *ud) {
+  kc_controller *c = ud;
+  kc_obj_vec all = {0};
+  if (kc_informer_list(c->for_informer, (kc_str){NULL, 0}, NULL, &all) < 0) {
+    kc_error("controller", "%s: shard range %u: cannot list the cache", c->spec->name, index);
+    return;
+  }
+  size_t queued = 0;
+  for (size_t i = 0; i < all.n; i++) {
+    if (kc_sharding_range_of(c->sh, kc_sharding_obj_hash(c->sh, all.v[i])) != index) continue;
+    enqueue(c, kc_obj_namespace(all.v[i]), kc_obj_name(all.v[i]));
+    queued++;
+  }
+  kc_obj_vec_release(&all);
+  kc_info("controller", "%s: shard range %u acquired: %zu cached keys queued", c->spec->name,
+          index, queued);
+}
+
+/* Server-side selection: the for-informer caches only the held ranges. With
+ * none held the last selector stays (the cache keeps what it has; keys are
+ * filtered anyway). Where the server ignores the selector (support NONE)
+ * the informer caches everything and the filter alone decides. */
+static void on_ranges_changed(void *ud) {
+  kc_controller *c = ud;
+  if (!c->sh_select || c->stopping) return;
+  unsigned n = (unsigned)c->spec->sharding.shards;
+  kc_shard_range *r = calloc(n, sizeof *r);
+  if (!r) return;
+  size_t k = kc_sharding_held_ranges(c->sh, r, n);
+  kc_buf b = {0};
+  const char *field =
+      c->spec->sharding.key == KC_SHARD_KEY_NAMESPACE ? "metadata.namespace" : "metadata.uid";
+  if (k && kc_shard_selector_format(field, r, k, &b) == 0 && b.p &&
+      (!c->sh_selector || strcmp(c->sh_selector, b.p) != 0)) {
+    char *copy = strdup(b.p);
+    int rc = copy ? kc_informer_set_shard_selector(c->for_informer, b.p) : -ENOMEM;
+    if (rc < 0) {
+      kc_error("controller", "%s: cannot set the shard selector: %s", c->spec->name, strerror(-rc));
+      free(copy);
+    } else {
+      free(c->sh_selector);
+      c->sh_selector = copy;
+      kc_info("controller", "%s: shard selector of the %s informer: %zu ranges", c->spec->name,
+              c->spec->for_.kind, k);
+    }
+  }
+  kc_buf_free(&b);
+  free(r);
+}
+
+int kc_controller_shard(kc_controller *c, kc_api *api, const char *identity, uint64_t drain_ms,
+                        bool select_on_server) {
+  if (c->sh || c->stopping) return -EALREADY;
+  if (c->spec->sharding.shards <= 0) return -EINVAL;
+  c->sh_select = select_on_server;
+  kc_sharding_callbacks cb = {.on_acquired = on_range_acquired, .on_changed = on_ranges_changed};
+  int rc = kc_sharding_new(c->loop, api, c->spec->name, &c->spec->sharding, identity,
+                           c->for_informer, drain_ms, &cb, c, &c->sh);
+  if (rc < 0) return rc;
+  kc_sharding_retain(c->sh);
+  atomic_store(&c->rctx->sh, c->sh);
+  return 0;
+}
+
+kc_sharding *kc_controller_sharding(kc_controller *c) { return c->sh; }
+
+const char *kc_controller_name(const kc_controller *c) { return c->spec->name; }
+const kc_reconcile_histogram *kc_controller_reconcile_histogram(const kc_controller *c) {
+  return &c->reconcile_time;
+}
+kc_workqueue *kc_controller_queue(kc_controller *c) { return c->wq; }
+const kc_controller_spec *kc_controller_spec_get(const kc_controller *c) { return c->spec; }
+
+void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out) {
+  *out = c->stats;
+  out->workers = c->pool ? kc_workers_size(c->pool) : 0;
+  out->active_workers = c->pool ? kc_workers_active(c->pool) : 0;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reflector: keeps one watched scope (resource + namespace + selectors) in
+ * sync with the API server: paginated LIST, then WATCH from the list's
+ * resourceVersion with bookmarks; resume from the last seen resourceVersion
+ * after a clean end or an idle stream; relist on 410 (HTTP or ERROR event);
+ * exponential backoff with jitter on errors (docs/api-contract.md 4.8 is
+ * the behaviour mirrored).
+ *
+ * Backoff: a Retry-After is the next wait (bounded by backoff_max_ms) and
+ * does not grow the exponential step; the step restarts from the initial
+ * value once a watch delivers an event or bookmark, or a LIST succeeds
+ * after failed LISTs (a list that works between failing watches does not
+ * reset it), and after 2 min without failure.
+ *
+ * History check: after a connection failure of a watch (transport error,
+ * refused, reset; not a clean end, not an idle restart) the watch is not
+ * resumed blindly at the last resourceVersion: an RV is only meaningful in
+ * the history that issued it, and a server restored from an etcd backup
+ * (without --bump-revision --mark-compacted), a simulator restarted with a
+ * fresh store, or a kubeconfig re-pointed at another cluster at the same
+ * address would accept it and stream from there, silently skipping
+ * everything it holds at or below it. The reflector first GETs (metadata
+ * only, one after the other) its witnesses: the cached object with the
+ * highest resourceVersion and a uniform random sample of 4 other cached
+ * objects (a history re-seeded so that its counter ends on the same RV may
+ * hold the newest object unchanged; the sample is what catches it). The
+ * same history still holds each with the same uid and an RV at least the
+ * cached one. Anything else (other uid, older RV, 404, 403, malformed)
+ * relists at resourceVersion "" with a warning; 429/5xx/transport errors
+ * back off and check again. Without a witness (empty scope, all deleted)
+ * it relists. Why this and not the kube-system namespace's uid:
+ * that uid survives an etcd restore of the same cluster (the case that
+ * loses most), and needs a grant on namespaces; the witness read needs the
+ * `get` the reflector's resource normally has, costs one small GET per
+ * reflector per reconnect, and catches both a different cluster and a
+ * rolled-back history (the object we saw last is missing or older).
+ *
+ * Shard selector (KEP-5866, docs/api-contract.md 5.4):
+ * kc_reflector_set_shard_selector makes every LIST, streaming-list WATCH and
+ * resumed WATCH carry `shardSelector`, so that a server with the feature
+ * sends only the objects of those hash ranges. Whether it does is learnt
+ * from LIST answers: metadata.shardInfo in the answer -> SERVER; a list
+ * answered without it (a server without the feature ignores the parameter
+ * and sends everything) -> NONE; a 400/422 to a request that carried it ->
+ * NONE and the same request again at once without it (not a 422 naming
+ * sendInitialEvents: that is a server without WatchList, see streaming). NONE is sticky: from
+ * then on nothing carries the selector and the scope is listed and watched
+ * whole (logged once, with the reason). A streaming list's answer has no
+ * list metadata, so while the support is UNKNOWN the reflector lists with
+ * LIST (streaming lists resume once SERVER is known). A change of the
+ * selector while running relists at once (at the last resourceVersion,
+ * replace() as for any relist); under NONE it is only remembered.
+ *
+ * The reflector does not own a store: it hands decoded objects to a sink
+ * (the informer), which writes its store before notifying anybody.
+ *
+ * Bodies are decoded by a kc_dstream (decodepool.h), on a pool thread when
+ * the spec names a pool: the loop only routes bytes, and objects come back
+ * to the loop in stream order, so sink callbacks still run on the loop. A
+ * response's end is handled once its stream has delivered everything.
+ *
+ * Pipelined pages: with a decode pool of at least one thread, the request
+ * for page k+1 of a paginated LIST goes out as soon as page k's
+ * metadata.continue has been decoded (decodepool.h list_continue, delivered
+ * on the loop in stream order), not after page k ended. Rules:
+ *   - at most one page ahead: two LIST requests in flight per reflector;
+ *   - page k+1's stream is held (decodepool.h): its bytes are queued and
+ *     budgeted but nothing is decoded or delivered until page k's stream
+ *     finished successfully; it then becomes the current response, so items
+ *     reach the sink in list order (incremental first list and relist
+ *     replace alike);
+ *   - while both are in flight each stream has half of decode_budget (the
+ *     held page's transfer pauses when its half is full), so the budget
+ *     covers both;
+ *   - page k fails (HTTP error, decode error, connection drop): the early
+ *     request is cancelled, then the failure handling of a failing page
+ *     runs unchanged; page k+1 fails (410 expired continue, 5xx, ...): its
+ *     outcome is handled after page k was applied, as for any page;
+ *   - stats.lists counts a page when it is taken up (one per page; an early
+ *     request cancelled with its predecessor counts none);
+ *   - not pipelined: inline decoding, a metadata without continue (last
+ *     page), the page that probes shardSelector support (its answer decides
+ *     whether the next page carries the selector), streaming lists. When
+ *     the metadata comes after the items the token is known at the end of
+ *     the page only, and the next page is requested then, as before.
+ *
+ * Context: loop thread only. Errors: 0 or a negative errno.
+ * Ownership: the spec's strings are copied. Objects handed to the sink are
+ * borrowed for the call (the sink takes kc_obj_ref to keep one); the array
+ * given to replace() is borrowed too.
+ */
+#ifndef KC_REFLECTOR_H
+#define KC_REFLECTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "client/apiclient.h"
+#include "kube/kbuild.h"
+
+typedef struct kc_reflector kc_reflector;
+
+/* Does the API server filter by shardSelector? (see "Shard selector") */
+enum kc_shard_support { KC_SHARD_SUPPORT_UNKNOWN = 0, KC_SHARD_SUPPORT_SERVER, KC_SHARD_SUPPORT_NONE };
+
+typedef struct kc_reflector_sink {
+  /* A complete (re)list: the full content of the scope. */
+  void (*replace)(void *ud, kc_reflector *r, kc_obj *const *objs, size_t n);
+  void (*upsert)(void *ud, kc_reflector *r, kc_obj *obj);
+  /* `obj` is the last state as sent in the DELETED event. */
+  void (*remove)(void *ud, kc_reflector *r, kc_obj *obj);
+  void *ud;
+  /* Optional. When set, the FIRST complete list is not handed over in one
+   * replace() at its end (which would hold the loop for all N objects at
+   * once): its objects go to upsert() as they arrive and synced() runs when
+   * the list is complete. Only while nothing was cached yet, and only until a
+   * first attempt failed half-way (its objects may be stale: the next
+   * attempt replaces). Later relists always use replace(). */
+  void (*synced)(void *ud, kc_reflector *r);
+} kc_reflector_sink;
+
+#define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX
+/* Objects read back by a history check: the newest cached one and a random
+ * sample of the others. */
+#define KC_REFLECTOR_WITNESSES 5
+
+typedef struct kc_reflector_spec {
+  const char *api_path;       /* "/api/v1" or "/apis/GROUP/VERSION" */
+  const char *resource;       /* plural, e.g. "pods" */
+  const char *namespace_;     /* NULL or "": all namespaces / cluster-scoped */
+  const char *label_selector; /* NULL or "": none */
+  const char *field_selector;
+  kc_transform transform;     /* drop paths and kind/api_version (the type stamped
+                               * on objects, kbuild.h "Object type") are copied;
+                               * capture (kbuild.h "Field capture") is borrowed and
+                               * must outlive the reflector (the informer passes
+                               * its store's, kc_store_capture) */
+  uint32_t page_size;         /* 0: 500 */
+  bool no_limit;              /* never send limit: lists in one response (config pageSize 0) */
+  uint32_t watch_timeout_s;   /* timeoutSeconds is random in [t, 2t); 0: 300 (client-go) */
+  uint64_t idle_timeout_ms;   /* no byte on a watch for this long: restart it; 0: 5 min;
+                                 KC_REFLECTOR_NO_IDLE_TIMEOUT: never */
+  uint64_t backoff_initial_ms;/* 0: 800 ms (client-go) */
+  uint64_t backoff_max_ms;    /* 0: 30 s */
+  /* Streaming list (WATCH with sendInitialEvents, docs/api-contract.md 4.7) instead of
+   * LIST: OFF (default), AUTO (use it, fall back to LIST+WATCH for good when
+   * the server rejects it or never ends the initial events), ON (require it). */
+  enum { KC_REFLECTOR_STREAM_OFF = 0, KC_REFLECTOR_STREAM_AUTO, KC_REFLECTOR_STREAM_ON } streaming;
+  uint64_t initial_events_timeout_ms; /* no end bookmark after this long: 0 = 60 s */
+  /* Where response bodies are decoded (decodepool.h; borrowed, must outlive
+   * the reflector). NULL: inline, on the loop thread. */
+  struct kc_decode_pool *decode_pool;
+  size_t decode_budget;       /* bytes in flight per response; 0: 8 MiB */
+} kc_reflector_spec;
+
+typedef struct kc_reflector_stats {
+  uint64_t lists;        /* LIST requests sent (pages count one each; a page requested
+                            early counts when it is taken up, see "Pipelined pages") */
+  uint64_t watches;      /* WATCH requests sent */
+  uint64_t relists;      /* complete lists after the first */
+  uint64_t events;       /* ADDED/MODIFIED/DELETED applied */
+  uint64_t bookmarks;
+  uint64_t errors;       /* failed requests and broken streams */
+  uint64_t streaming_lists; /* complete initial-event streams (sendInitialEvents);
+                               each also counts as a watch */
+  uint64_t streaming_attempts; /* WATCH requests with sendInitialEvents sent (counted
+                                  neither as lists nor as watches) */
+  uint64_t streaming_fallbacks; /* AUTO gave up the streaming list for LIST+WATCH */
+  uint64_t decode_pauses; /* the transfer was paused: the decode budget was full */
+  uint64_t rejected;     /* objects of an impossible shape skipped (decode.h) */
+  bool streaming;        /* false once AUTO fell back to LIST+WATCH */
+  bool synced;           /* the first complete list has been delivered */
+  char resource_version[64]; /* last seen */
+  char last_error[256];
+  uint64_t history_checks;  /* history checks done after connection failures */
+  uint64_t history_changes; /* ... that found another history (and relisted) */
+  uint64_t retry_after_waits; /* waits that were a server's Retry-After */
+  uint64_t backoff_ms;      /* current exponential step; 0 after a reset */
+  uint64_t last_wait_ms;    /* the latest wait chosen (Retry-After or backoff) */
+} kc_reflector_stats;
+
+int kc_reflector_new(uv_loop_t *loop, kc_api *api,
+                     const kc_reflector_spec *spec, const kc_reflector_sink *sink,
+                     kc_reflector **out);
+/* Starts listing (at once). */
+int kc_reflector_start(kc_reflector *r);
+/* Cancels any request and timer; the memory is freed once the loop has run
+ * the close callback. No sink callback runs after this returns. */
+void kc_reflector_close(kc_reflector *r);
+
+/* Drops whatever is under way (watch, list, wait) and lists again at
+ * resourceVersion "" (consistent read), e.g. after the consistency check
+ * found the cache different from the server. -EAGAIN before start,
+ * -EINVAL when closed. `why` is logged. */
+int kc_reflector_relist(kc_reflector *r, const char *why);
+
+/* A report, valid until the next call: the counters, and synced, streaming,
+ * resource_version, backoff_ms copied from the reflector's own control
+ * state now (which it never reads back from here). */
+const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r);
+const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */
+
+/* Sets the shardSelector (NULL or "": none; copied) that lists and watches
+ * carry (see "Shard selector"). Before start, or under NONE, or when it is
+ * the same: remembered only. Running: relists now. 0, -ENOMEM, -EINVAL when
+ * closed. */
+int kc_reflector_set_shard_selector(kc_reflector *r, const char *selector);
+const char *kc_reflector_shard_selector(const kc_reflector *r); /* NULL: none */
+enum kc_shard_support kc_reflector_shard_support(const kc_reflector *r);
+const char *kc_shard_support_name(enum kc_shard_support s); /* "unknown" "server" "none" */
+
+/* Exposed for tests: builds the query for a list or watch into buf (with
+ * shardSelector when one is set and the support is not NONE). */
+int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
+                     bool with_limit, uint32_t timeout_s, char *buf, size_t cap);
+
+#endif
