@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """docs/hook-v1.schema.json agrees with the daemon's parser
-(daemon/hook_proto.c): it is a valid JSON Schema (2020-12), the example
+(daemon/hooks/hook_proto.c): it is a valid JSON Schema (2020-12), the example
 responses of the fuzz corpus (tests/fuzz/corpus/fuzz_hook_response, first
 byte = size limit) validate, the malformed one does not, and so do the
 requests and responses of the example hooks. Skipped without the

@@ -4,7 +4,7 @@
 replace a deleted Pod, status through the status subresource, Events, and
 never more creates or deletes than needed (counted from the watch history).
 Every test runs twice: with the plugin in the daemon (isolation: in-process)
-and in a plugin child process (isolation: process, daemon/isolate.h), where
+and in a plugin child process (isolation: process, daemon/hooks/isolate.h), where
 each of its host calls travels to the daemon and back."""
 import os
 import re
