@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* hook_proto: the wire format of hooks, `kctrld.io/hook/v1` (docs/hooks.md,
  * docs/hook-v1.schema.json): the request writer and the response parser.
- * Transport-free: exec hooks (hook_exec.h) use it over pipes; webhook hooks
- * and process isolation (issue 13 items 3 and 4) are meant to use the same
- * two functions over HTTP or a socketpair.
+ * Transport-free: exec hooks (hook_exec.h) use it over pipes, webhook hooks
+ * (hook_webhook.h) over HTTP; process isolation has its own line format
+ * (isolate_wire.h).
  *
  * Owns: the request document (kc_hook_request_write: the object and owned
  * objects are copied in as raw JSON from the cache) and the parsed response

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_chunking: decode cost per MB of one large object as a function of
- * how the bytes arrive (issue 9: no chunking may change the cost). A
+ * how the bytes arrive (no chunking may change the cost). A
  * ConfigMap-like object with one long annotation (256 KiB, 1.5 MiB, 3 MiB)
  * is decoded as a WATCH event fed in pieces of 1, 7, 64 bytes, 16 KiB and
  * random 1-64 bytes, against the same decoder fed the body in one piece, and

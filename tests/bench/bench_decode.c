@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_decode: LIST/WATCH decode cost against yajl alone, and memory per
- * cached object against its JSON size (issue 4 targets: decode within 1.5x
+ * cached object against its JSON size (targets: decode within 1.5x
  * of yajl parsing the same bytes; memory per object at most 1.5x its JSON).
  *
  * Bodies are built from the real Pod fixtures (read from FIX, below: three

@@ -19,7 +19,7 @@
  * in a child of that process and builds its bodies after the fork, so none
  * of its memory is counted. Prints one table.
  *
- * A second table (issue 9, decoding off the loop; BENCH_POOL=0 skips it):
+ * A second table (decoding off the loop; BENCH_POOL=0 skips it):
  * the initial sync of N Pods with a decode pool (decodepool.h) of
  * kc_decode_pool_default_threads() threads (BENCH_DECODE_THREADS=T
  * overrides) and inline (0 threads), from two sources: kube-apisim
@@ -483,7 +483,7 @@ static int scenario(long n, long events, bool drop_mf, result *res) {
   return 0;
 }
 
-/* ---- issue 9: the initial sync with and without the decode pool ---------- */
+/* ---- the initial sync with and without the decode pool ------------------ */
 
 enum source { SRC_APISIM_STREAM, SRC_REPLAY_PAGED };
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_yajl: yajl alone (no callbacks, one buffer, like json_verify) over
- * a file, as the baseline of issue 4's "decode+store within 1.5x of yajl
- * alone". Run it under callgrind next to bench_informer for repeatable
- * instruction counts on a loaded machine:
+ * a file, the floor the decoder is measured against ("decode+store within
+ * 1.5x of yajl alone"). Run it under callgrind next to bench_informer for
+ * repeatable instruction counts on a loaded machine:
  *
  *   BENCH_EVENTS=0 BENCH_DUMP_LIST=/tmp/list10k.json build/bench/bench_informer 10000
  *   valgrind --tool=callgrind build/bench/bench_yajl /tmp/list10k.json

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The fault campaign (issue 10, "keep proving it"): kctrld under churn, one
+"""The fault campaign: kctrld under churn, one
 fault per case, then a key-by-key comparison of the daemon's cache with a
 fresh LIST.
 
@@ -22,7 +22,7 @@ case's deadline:
                   absent.
 
 The case passes when both hold (and, for the 429 storm, when the blind time
-is within 2x of the server's own outage, the target of issue 10 item 6), the
+is within 2x of the server's own outage, docs/reliability.md), the
 daemon is still running and exits 0 on SIGTERM without a sanitizer report.
 "converged" is the time from quiet to the first check that held, "blind" the
 time from the fault's start to it.

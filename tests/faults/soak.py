@@ -37,7 +37,7 @@ from run_faults import CMS, log  # noqa: E402
 MiB = 1024 * 1024
 # After the soak: the reflector's backoff sits at its 30 s cap under faults
 # every few seconds (it resets only after 2 minutes without a failure), so
-# each remaining failed attempt costs 30 s (issue 10 item 6).
+# each remaining failed attempt costs 30 s.
 CONVERGE_S = 300
 
 

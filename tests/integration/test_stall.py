@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """build/kctrld keeps serving while one watch brings a big object in 1-byte
-HTTP chunks (issue 9; the same scenario without the daemon's HTTP server is
+HTTP chunks (the same scenario without the daemon's HTTP server is
 tests/unit/test_loop_stall.c).
 
 kube-apisim cuts every ConfigMap watch into 1-byte HTTP chunks (fault

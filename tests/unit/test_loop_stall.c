@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_loop_stall: a big object in 1-byte chunks does not stall the loop
- * (issue 9, "a loop-lag metric and a stall test").
+/* test_loop_stall: a big object in 1-byte chunks does not stall the loop.
  *
  * One uv loop runs, against the build's kube-apisim (apisim_child.h): a
  * decode pool of one thread (decodepool.h), a ConfigMap informer and a Pod
@@ -283,7 +282,7 @@ static void test_big_object_in_1_byte_chunks(void **state) {
   /* The Lease kept being renewed while the big event streamed. */
   assert_true(R.renewals_at_big >= renewals_before + 2);
   assert_true(kc_leader_is_leader(LE));
-  /* Guard only (the issue's target is 20 ms, see docs/benchmarks.md). */
+  /* Guard only (the target is 20 ms, see docs/benchmarks.md). */
   assert_true(L.lag.max_seconds < 1.0);
   kc_informer_stats st;
   kc_informer_stats_get(L.cms, &st);
