@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Specification of daemon/cacheview.{c,h}: the plugins' read view of a kind
+/* Specification of daemon/cache/cacheview.{c,h}: the plugins' read view of a kind
  * cached by several informers is their union. Real kc_informers on a uv
  * loop, fed by the in-memory API server of tests/unit/fakeapi.h:
  *  - A watches namespace team-a, B team-b (with index byApp), ALL every

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Specification of daemon/controller.{c,h}: real informers on a uv loop fed
+/* Specification of daemon/runtime/controller.{c,h}: real informers on a uv loop fed
  * by the in-memory API server of tests/unit/fakeapi.h, a controller on
  * them running the sample plugin (tests/unit/plugins/sample.c, built at
  * set-up like an out-of-tree plugin), observed through its workqueue. What

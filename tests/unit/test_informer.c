@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Specification of daemon/informer.{c,h}: a real kc_informer (reflectors,
+/* Specification of daemon/cache/informer.{c,h}: a real kc_informer (reflectors,
  * stores) on a uv loop, fed LIST/WATCH by the in-memory API server of
  * tests/unit/fakeapi.h. What it pins down:
  *  - fan-out: every handler sees every event, in registration order, after
