@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "base/buf.h"
+#include "base/spawn.h"
 #include "json/jsontree.h"
 #include "base/log.h"
 
@@ -434,61 +434,27 @@ static void log_stderr(kc_execcred *s, kc_buf *errout, const char *tok1, const c
 /* Runs the plugin once; off the loop thread (the refresh thread). */
 static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token, char *err,
                       size_t errlen) {
-  int outp[2] = {-1, -1}, errp[2] = {-1, -1};
   kc_buf out = {0}, errout = {0};
   kc_buf_set_max(&out, KC_EXEC_STDOUT_MAX);
   kc_buf_set_max(&errout, STDERR_MAX);
-  int rc = 0;
   pid_t pid = -1;
-  if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-    rc = -errno;
-    kc_errf(err, errlen, "cannot create pipes: %s", strerror(errno));
-    goto done;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t at;
-  if (posix_spawn_file_actions_init(&fa) != 0) {
-    rc = -ENOMEM;
-    goto done;
-  }
-  if (posix_spawnattr_init(&at) != 0) {
-    posix_spawn_file_actions_destroy(&fa);
-    rc = -ENOMEM;
-    goto done;
-  }
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  int src = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (!src) src = posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-  if (!src) src = posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-  /* Its own process group (killed whole on timeout), default signal
-   * dispositions (the daemon ignores SIGPIPE), nothing blocked. */
-  if (!src) src = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                     POSIX_SPAWN_SETSIGDEF);
-  if (!src) src = posix_spawnattr_setpgroup(&at, 0);
-  if (!src) src = posix_spawnattr_setsigmask(&at, &none);
-  if (!src) src = posix_spawnattr_setsigdefault(&at, &all);
-  if (!src) {
-    src = strchr(s->argv[0], '/') ? posix_spawn(&pid, s->argv[0], &fa, &at, s->argv, s->envp)
-                                   : posix_spawnp(&pid, s->argv[0], &fa, &at, s->argv, s->envp);
-  }
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&at);
-  close(outp[1]);
-  close(errp[1]);
-  outp[1] = errp[1] = -1;
-  if (src != 0) {
-    pid = -1;
-    rc = -src;
-    if (src == ENOENT && s->cfg->install_hint)
+  /* stdin /dev/null, stdout and stderr on pipes; spawn.h gives it its own
+   * process group (killed whole on timeout) and nothing else of ours. */
+  const int stdio[3] = {KC_SPAWN_NULL, KC_SPAWN_PIPE, KC_SPAWN_PIPE};
+  int ours[3] = {-1, -1, -1};
+  char spawn_err[512];
+  int rc = kc_spawn((const char *const *)s->argv, (const char *const *)s->envp, stdio, ours, &pid,
+                    spawn_err, sizeof spawn_err);
+  if (rc != 0) {
+    if (rc == -ENOENT && s->cfg->install_hint)
       kc_errf(err, errlen, "executable %s not found; %s", s->argv[0], s->cfg->install_hint);
-    else if (src == ENOENT)
+    else if (rc == -ENOENT)
       kc_errf(err, errlen, "executable %s not found", s->argv[0]);
     else
-      kc_errf(err, errlen, "cannot run %s: %s", s->argv[0], strerror(src));
+      kc_errf(err, errlen, "%s", spawn_err);
     goto done;
   }
+  const int out_fd = ours[1], err_fd = ours[2];
   uint64_t deadline = mono_ms() + s->timeout_ms;
   bool out_open = true, err_open = true, timed_out = false, stopped = false, too_big = false;
   int status = 0;
@@ -500,8 +466,8 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
       break;
     }
     struct pollfd pf[3] = {{.fd = s->wake[0], .events = POLLIN},
-                           {.fd = out_open ? outp[0] : -1, .events = POLLIN},
-                           {.fd = err_open ? errp[0] : -1, .events = POLLIN}};
+                           {.fd = out_open ? out_fd : -1, .events = POLLIN},
+                           {.fd = err_open ? err_fd : -1, .events = POLLIN}};
     /* With both pipes closed, wait for the exit in short steps. */
     int wait = (int)(deadline - now);
     if (!out_open && !err_open && wait > 10) wait = 10;
@@ -517,7 +483,7 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
     }
     char chunk[8192];
     if (pr > 0 && pf[1].revents) {
-      ssize_t n = read(outp[0], chunk, sizeof chunk);
+      ssize_t n = read(out_fd, chunk, sizeof chunk);
       if (n > 0) {
         kc_buf_add(&out, chunk, (size_t)n);
         explicit_bzero(chunk, (size_t)n);
@@ -530,7 +496,7 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
       }
     }
     if (pr > 0 && pf[2].revents) {
-      ssize_t n = read(errp[0], chunk, sizeof chunk);
+      ssize_t n = read(err_fd, chunk, sizeof chunk);
       if (n > 0) kc_buf_add(&errout, chunk, (size_t)n); /* past the limit: dropped */
       else if (n == 0 || (errno != EINTR && errno != EAGAIN)) err_open = false;
     }
@@ -592,10 +558,8 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
   }
   log_stderr(s, &errout, old_token, rc == 0 ? fresh->token : NULL);
 done:
-  for (int i = 0; i < 2; i++) {
-    if (outp[i] >= 0) close(outp[i]);
-    if (errp[i] >= 0) close(errp[i]);
-  }
+  for (int i = 1; i < 3; i++)
+    if (ours[i] >= 0) close(ours[i]);
   if (out.p) explicit_bzero(out.p, out.cap);
   kc_buf_free(&out);
   kc_buf_free(&errout);

@@ -3,10 +3,11 @@
  * `users[].user.exec`, client-go's k8s.io/client-go/plugin/pkg/client/auth/exec),
  * kept current for every request of the daemon.
  *
- * Owns: one refresh thread, the plugin process while it runs (its own
- * process group, stdin /dev/null, stdout and stderr on pipes) and the cached
- * credential (a bearer token and/or a PEM client certificate + key, with an
- * optional expiry).
+ * Owns: one refresh thread, the plugin process while it runs (started by
+ * base/spawn.h: its own process group, stdin /dev/null, stdout and stderr on
+ * pipes, no other descriptor of the daemon) and the cached credential (a
+ * bearer token and/or a PEM client certificate + key, with an optional
+ * expiry).
  *
  * Behaviour:
  *  - The plugin runs on the refresh thread only: never on the loop thread.

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -390,6 +391,54 @@ static void test_plugin_cert(void **state) {
   kc_kube_creds_free(creds);
 }
 
+/* A descriptor the daemon holds without close-on-exec (as a library may
+ * leave a socket or file) does not reach the plugin: what the plugin script
+ * runs (ls) has 0-2 and the directory it reads, nothing else. */
+static void test_plugin_descriptors(void **state) {
+  write_script("fds.sh",
+               "cd \"$(dirname \"$0\")\"\nls -l /proc/self/fd > fds\n"
+               "echo '{\"kind\":\"ExecCredential\",\"apiVersion\":"
+               "\"client.authentication.k8s.io/v1\",\"status\":{\"token\":\"fd-token\"}}'\n");
+  int stray = memfd_create("kc-execcred-stray", 0);
+  assert_true(stray > 2);
+  kc_kube_creds *creds = creds_for("fds.sh", NULL);
+  kc_execcred *s = NULL;
+  tu_stderr_begin();
+  assert_int_equal(kc_execcred_new(creds, &s), 0);
+  kc_exec_cred c;
+  uint64_t gen;
+  assert_int_equal(kc_execcred_current(s, 20000, 0, &c, &gen), 0);
+  assert_string_equal(c.token, "fd-token");
+  kc_exec_cred_clear(&c);
+  kc_execcred_free(s);
+  free(tu_stderr_end());
+  kc_kube_creds_free(creds);
+  close(stray);
+  char *fds = tu_read_file(path_in("fds"), NULL);
+  assert_non_null(fds);
+  if (strstr(fds, "kc-execcred-stray"))
+    fail_msg("the daemon's descriptor reached the plugin:\n%s", fds);
+  char *all = strdup(fds);
+  assert_non_null(all);
+  int std = 0;
+  for (char *line = strtok(fds, "\n"); line; line = strtok(NULL, "\n")) {
+    char *arrow = strstr(line, " -> ");
+    if (!arrow) continue; /* "total 0" */
+    char *num = arrow;
+    while (num > line && num[-1] != ' ')
+      num--;
+    int fd = atoi(num);
+    const char *target = arrow + 4;
+    if (fd < 3)
+      std++;
+    else if (strncmp(target, "/proc/", 6) != 0) /* ls's directory */
+      fail_msg("fd %d -> %s reached the plugin:\n%s", fd, target, all);
+  }
+  assert_int_equal(std, 3);
+  free(all);
+  free(fds);
+}
+
 static int setup(void **state) {
   snprintf(dir, sizeof dir, "/tmp/kctrld-execcred.XXXXXX");
   if (!mkdtemp(dir)) return -1;
@@ -411,6 +460,7 @@ int main(void) {
       cmocka_unit_test(test_plugin_expiry),
       cmocka_unit_test(test_plugin_failures),
       cmocka_unit_test(test_plugin_cert),
+      cmocka_unit_test(test_plugin_descriptors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
