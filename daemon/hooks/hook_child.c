@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "base/log.h"
 #include "base/ratelimit.h"
+#include "base/spawn.h"
 
 #define LINE_MAX_BYTES 4096
 #define READ_CHUNK 65536
@@ -65,70 +65,24 @@ static int set_nonblock(int fd) {
 int kc_hook_child_spawn(const char *label, const char *const *argv, const char *const *envp,
                         kc_hook_child **out, char *err, size_t errlen) {
   *out = NULL;
-  int p[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
   kc_hook_child *c = calloc(1, sizeof *c);
   if (!c || !(c->label = strdup(label ? label : ""))) {
     free(c);
     kc_errf(err, errlen, "out of memory");
     return -ENOMEM;
   }
-  int rc = 0;
-  for (int i = 0; i < 3 && !rc; i++)
-    if (pipe2(p[i], O_CLOEXEC) != 0) rc = -errno;
+  const int stdio[3] = {KC_SPAWN_PIPE, KC_SPAWN_PIPE, KC_SPAWN_PIPE};
+  int ours[3];
+  int rc = kc_spawn(argv, envp, stdio, ours, &c->pid, err, errlen);
   if (rc) {
-    kc_errf(err, errlen, "cannot create pipes for %s: %s", argv[0], strerror(-rc));
-    goto fail;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t at;
-  if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
-    rc = -rc;
-    kc_errf(err, errlen, "cannot start %s: %s", argv[0], strerror(-rc));
-    goto fail;
-  }
-  if ((rc = posix_spawnattr_init(&at)) != 0) {
-    posix_spawn_file_actions_destroy(&fa);
-    rc = -rc;
-    kc_errf(err, errlen, "cannot start %s: %s", argv[0], strerror(-rc));
-    goto fail;
-  }
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  int e = posix_spawn_file_actions_adddup2(&fa, p[0][0], 0);
-  if (!e) e = posix_spawn_file_actions_adddup2(&fa, p[1][1], 1);
-  if (!e) e = posix_spawn_file_actions_adddup2(&fa, p[2][1], 2);
-  /* Only 0-2 reach the program: a descriptor some library opened without
-   * O_CLOEXEC (a socket to the API server, a plugin's file) must not. */
-  if (!e) e = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  if (!e)
-    e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                          POSIX_SPAWN_SETSIGDEF);
-  if (!e) e = posix_spawnattr_setpgroup(&at, 0);
-  if (!e) e = posix_spawnattr_setsigmask(&at, &none);
-  if (!e) e = posix_spawnattr_setsigdefault(&at, &all);
-  if (!e) {
-    pid_t pid;
-    char *const *av = (char *const *)argv;
-    char *const *ev = (char *const *)envp;
-    e = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, &at, av, ev)
-                             : posix_spawnp(&pid, argv[0], &fa, &at, av, ev);
-    if (!e) c->pid = pid;
-  }
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&at);
-  if (e) {
-    rc = -e;
-    kc_errf(err, errlen, "cannot start %s: %s", argv[0], strerror(e));
-    goto fail;
+    free(c->label);
+    free(c);
+    return rc;
   }
   atomic_fetch_add(&unreaped, 1);
-  close(p[0][0]);
-  close(p[1][1]);
-  close(p[2][1]);
-  c->in = p[0][1];
-  c->out = p[1][0];
-  c->err = p[2][0];
+  c->in = ours[0];
+  c->out = ours[1];
+  c->err = ours[2];
   if ((rc = set_nonblock(c->in)) || (rc = set_nonblock(c->out)) || (rc = set_nonblock(c->err))) {
     kc_errf(err, errlen, "cannot set up the pipes of %s: %s", argv[0], strerror(-rc));
     kc_hook_child_kill(c, NULL, NULL, NULL);
@@ -136,14 +90,6 @@ int kc_hook_child_spawn(const char *label, const char *const *argv, const char *
   }
   *out = c;
   return 0;
-fail:
-  for (int i = 0; i < 3; i++) {
-    close_fd(&p[i][0]);
-    close_fd(&p[i][1]);
-  }
-  free(c->label);
-  free(c);
-  return rc;
 }
 
 /* ---- stderr ---------------------------------------------------------------- */

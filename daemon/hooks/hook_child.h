@@ -6,13 +6,10 @@
  * SIGTERM to the group, SIGKILL after a grace period) by a stopper thread
  * so that neither the loop nor a worker waits for it.
  *
- * Spawning is posix_spawn(p) (vfork-like, safe from any thread of a
- * threaded process): every pipe is created close-on-exec, so the child gets
- * exactly fds 0, 1 and 2; its signal mask is emptied and every signal has
- * its default action (SIGPIPE is ignored in the daemon, and the worker
- * threads block all signals: neither must leak into a hook). The daemon's
- * ends are non-blocking; a write to a child that closed its stdin is EPIPE
- * (an error of the exchange), never a signal.
+ * Spawning is base/spawn.h's (safe from any thread): the child gets exactly
+ * fds 0, 1 and 2, an empty signal mask and default signal dispositions.
+ * The daemon's ends are non-blocking; a write to a child that closed its
+ * stdin is EPIPE (an error of the exchange), never a signal.
  *
  * Owns: the child's pid (until reaped), the daemon's ends of its pipes, the
  * partial stderr line, and the process-wide count of children not reaped
@@ -45,8 +42,7 @@ typedef void (*kc_hook_line_fn)(void *ud, pid_t pid, const char *line, size_t le
 /* Starts argv[0] (looked up in PATH when it has no '/') with envp; label
  * (copied; the controller name) names it in the log lines of a stop.
  * Returns 0 and *out, or a negative errno with the reason in err
- * (posix_spawn's error: -ENOENT no such program, -EACCES, ...; pipes:
- * -EMFILE ...). */
+ * (kc_spawn's: -ENOENT no such program, -EACCES, ...; pipes: -EMFILE ...). */
 int kc_hook_child_spawn(const char *label, const char *const *argv, const char *const *envp,
                         kc_hook_child **out, char *err, size_t errlen);
 
