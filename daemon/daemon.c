@@ -387,7 +387,7 @@ static void tick_now(kc_daemon *d) {
 /* An informer synced: its controllers become active now. */
 static void on_informer_synced(void *ud, kc_informer *inf) { tick_now(ud); }
 
-static void on_resolved(int err, const kc_resource_info *info, const kc_api_status *status,
+static void on_resolved(int err, const kc_resource_info *info, const kc_status *status,
                         void *ud) {
   kind_slot *k = ud;
   k->discovering = false;

@@ -10,17 +10,15 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <yajl/yajl_tree.h>
 
 #include "base/buf.h"
 #include "client/execcred.h"
-#include "json/jsontree.h"
 #include "base/log.h"
 
 #define COMPONENT "apiclient"
 #define USER_AGENT "User-Agent: kctrld/" KCTRLD_VERSION
 #define TOKEN_MAX_AGE_MS 50000 /* client-go: 1 min, refreshed 10 s early */
-#define ERROR_BODY_MAX (64 * 1024)
+#define ERROR_BODY_MAX KC_STATUS_MAX_BYTES
 
 struct kc_api {
   uv_loop_t *loop;
@@ -83,24 +81,24 @@ static bool reason_known(const char *r) {
 
 /* client-go's reasonAndCodeForError test: the reason when set and known,
  * else the code. */
-static bool is_reason(const kc_api_status *st, const char *reason, int code) {
+static bool is_reason(const kc_status *st, const char *reason, int code) {
   if (strcmp(st->reason, reason) == 0) return true;
   return code && st->code == code && !reason_known(st->reason);
 }
 
-bool kc_api_is_not_found(const kc_api_status *st) { return is_reason(st, "NotFound", 404); }
-bool kc_api_is_already_exists(const kc_api_status *st) { return is_reason(st, "AlreadyExists", 0); }
-bool kc_api_is_conflict(const kc_api_status *st) { return is_reason(st, "Conflict", 409); }
-bool kc_api_is_gone(const kc_api_status *st) {
+bool kc_api_is_not_found(const kc_status *st) { return is_reason(st, "NotFound", 404); }
+bool kc_api_is_already_exists(const kc_status *st) { return is_reason(st, "AlreadyExists", 0); }
+bool kc_api_is_conflict(const kc_status *st) { return is_reason(st, "Conflict", 409); }
+bool kc_api_is_gone(const kc_status *st) {
   return is_reason(st, "Expired", 410) || strcmp(st->reason, "Gone") == 0;
 }
-bool kc_api_is_unauthorized(const kc_api_status *st) { return is_reason(st, "Unauthorized", 401); }
-bool kc_api_is_forbidden(const kc_api_status *st) { return is_reason(st, "Forbidden", 403); }
-bool kc_api_is_invalid(const kc_api_status *st) { return is_reason(st, "Invalid", 422); }
-bool kc_api_is_too_many_requests(const kc_api_status *st) {
+bool kc_api_is_unauthorized(const kc_status *st) { return is_reason(st, "Unauthorized", 401); }
+bool kc_api_is_forbidden(const kc_status *st) { return is_reason(st, "Forbidden", 403); }
+bool kc_api_is_invalid(const kc_status *st) { return is_reason(st, "Invalid", 422); }
+bool kc_api_is_too_many_requests(const kc_status *st) {
   return strcmp(st->reason, "TooManyRequests") == 0 || st->code == 429;
 }
-bool kc_api_is_retryable(const kc_api_status *st) {
+bool kc_api_is_retryable(const kc_status *st) {
   if (st->code == 429 || st->code >= 500) return true;
   static const char *const r[] = {"ServerTimeout", "Timeout", "ServiceUnavailable",
                                   "TooManyRequests", "InternalError"};
@@ -108,7 +106,7 @@ bool kc_api_is_retryable(const kc_api_status *st) {
     if (strcmp(st->reason, r[i]) == 0) return true;
   return false;
 }
-bool kc_api_is_too_large_rv(const kc_api_status *st) {
+bool kc_api_is_too_large_rv(const kc_status *st) {
   if (!is_reason(st, "Timeout", 504)) return false;
   return st->rv_too_large || strstr(st->message, "Too large resource version") != NULL;
 }
@@ -119,65 +117,15 @@ static void copy_str(char *dst, size_t cap, const char *src, size_t len) {
   dst[len] = '\0';
 }
 
-static yajl_val get(yajl_val v, const char *a, const char *b, yajl_type t) {
-  const char *path[3] = {a, b, NULL};
-  return yajl_tree_get(v, path, t);
-}
-
-static const char *str_of(yajl_val v) {
-  const char *s = YAJL_IS_STRING(v) ? v->u.string : NULL;
-  return s ? s : "";
-}
-
-/* False when the body is not a Status; a Status nested too deep to read
- * says so in why (else why stays ""). */
-static bool parse_status_body(kc_api_status *st, const char *body, size_t len, char *why,
-                              size_t whylen) {
-  why[0] = '\0';
-  size_t i = 0;
-  while (i < len && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t')) i++;
-  if (i == len || body[i] != '{' || len > ERROR_BODY_MAX) return false;
-  yajl_val root;
-  if (kc_jsontree_parse(body, len, &root, why, whylen) == -E2BIG) return false;
-  why[0] = '\0';
-  if (!root) return false;
-  yajl_val kind = get(root, "kind", NULL, yajl_t_string);
-  if (!kind || strcmp(str_of(kind), "Status") != 0) {
-    yajl_tree_free(root);
-    return false;
-  }
-  yajl_val v;
-  if ((v = get(root, "code", NULL, yajl_t_number)) && YAJL_IS_INTEGER(v) &&
-      YAJL_GET_INTEGER(v) > 0 && YAJL_GET_INTEGER(v) < 1000)
-    st->code = (int)YAJL_GET_INTEGER(v);
-  if ((v = get(root, "reason", NULL, yajl_t_string)))
-    copy_str(st->reason, sizeof st->reason, str_of(v), strlen(str_of(v)));
-  if ((v = get(root, "message", NULL, yajl_t_string)))
-    copy_str(st->message, sizeof st->message, str_of(v), strlen(str_of(v)));
-  if ((v = get(root, "details", "retryAfterSeconds", yajl_t_number)) && YAJL_IS_INTEGER(v) &&
-      YAJL_GET_INTEGER(v) >= 0 && YAJL_GET_INTEGER(v) < 86400)
-    st->retry_after_seconds = (int)YAJL_GET_INTEGER(v);
-  if ((v = get(root, "details", "causes", yajl_t_array))) {
-    for (size_t k = 0; k < YAJL_GET_ARRAY(v)->len; k++) {
-      yajl_val r = get(YAJL_GET_ARRAY(v)->values[k], "reason", NULL, yajl_t_string);
-      if (r && strcmp(str_of(r), "ResourceVersionTooLarge") == 0) st->rv_too_large = true;
-    }
-  }
-  yajl_tree_free(root);
-  st->from_body = true;
-  return true;
-}
-
-void kc_api_status_parse(kc_api_status *st, long code, const char *method, const char *body,
+void kc_api_status_parse(kc_status *st, long code, const char *method, const char *body,
                          size_t len, const char *retry_after, size_t ra_len) {
-  memset(st, 0, sizeof *st);
-  st->code = (int)code;
-  st->retry_after_seconds = -1;
   char why[120];
   why[0] = '\0';
-  if (body && len && parse_status_body(st, body, len, why, sizeof why)) {
+  if (body && len && kc_status_parse(st, body, len, why, sizeof why) == 0) {
     if (!st->code) st->code = (int)code;
   } else {
+    kc_status_clear(st);
+    st->code = (int)code;
     const char *reason = "", *msg;
     switch (code) {
     case 400: reason = "BadRequest"; msg = "the server rejected our request for an unknown reason"; break;
@@ -221,9 +169,8 @@ void kc_api_status_parse(kc_api_status *st, long code, const char *method, const
   }
 }
 
-static void transport_status(kc_api_status *st, const char *message) {
-  memset(st, 0, sizeof *st);
-  st->retry_after_seconds = -1;
+static void transport_status(kc_status *st, const char *message) {
+  kc_status_clear(st);
   copy_str(st->message, sizeof st->message, message, strlen(message));
 }
 

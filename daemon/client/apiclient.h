@@ -13,8 +13,8 @@
  * and a 401 re-runs the plugin once per credential generation; kc_api_do
  * retries a request that got a 401 once when the credential changed.
  *
- * Errors from the server are parsed into kc_api_status (docs/api-contract.md section 6):
- * a Status body is used as is; any other body (plain text from APF, HTML
+ * Errors from the server are parsed into a kc_status (kstatus.h, docs/api-contract.md
+ * section 6): a Status body is used as is; any other body (plain text from APF, HTML
  * from a proxy, empty) is mapped by HTTP code as client-go does. Retry-After
  * (integer seconds) fills retry_after_seconds when the body has none.
  *
@@ -28,9 +28,9 @@
  *
  * Context: kc_api_new / kc_api_close / kc_api_request / kc_api_cancel: loop
  * thread only (kc_api_new may run before the loop starts). kc_api_worker_*,
- * kc_api_do and the kc_api_status helpers: any thread; a kc_api_worker is
- * used by one thread at a time. The kc_api itself is shared read-only
- * (its token cache is locked).
+ * kc_api_do, kc_api_is_* and kc_api_status_parse: any thread; a
+ * kc_api_worker is used by one thread at a time. The kc_api itself is
+ * shared read-only (its token cache is locked).
  * Errors: 0 or a negative errno. Functions taking callbacks never call them
  * when they fail.
  * Ownership: documented per function; strings in results are borrowed.
@@ -45,42 +45,35 @@
 
 #include "client/http.h"
 #include "client/kubeconfig.h"
+#include "kube/kstatus.h"
 
 typedef struct kc_api kc_api;
 typedef struct kc_api_call kc_api_call;
 typedef struct kc_api_worker kc_api_worker;
 
-/* A failure as the API server (or the transport) reported it. */
-typedef struct kc_api_status {
-  int code;                 /* HTTP status; 0 when no response was received */
-  char reason[40];          /* StatusReason, e.g. "NotFound"; "" = unknown */
-  char message[512];        /* human text (truncated) */
-  int retry_after_seconds;  /* details.retryAfterSeconds or Retry-After; -1 = none */
-  bool from_body;           /* parsed from a Status body (else synthesized) */
-  bool rv_too_large;        /* a cause has reason ResourceVersionTooLarge */
-} kc_api_status;
-
 /* Classification (client-go rules: the reason first, the code only when the
  * reason is empty or unknown). */
-bool kc_api_is_not_found(const kc_api_status *st);
-bool kc_api_is_already_exists(const kc_api_status *st);
-bool kc_api_is_conflict(const kc_api_status *st);
-bool kc_api_is_gone(const kc_api_status *st); /* 410 Expired or Gone */
-bool kc_api_is_unauthorized(const kc_api_status *st);
-bool kc_api_is_forbidden(const kc_api_status *st);
-bool kc_api_is_invalid(const kc_api_status *st);
-bool kc_api_is_too_many_requests(const kc_api_status *st);
+bool kc_api_is_not_found(const kc_status *st);
+bool kc_api_is_already_exists(const kc_status *st);
+bool kc_api_is_conflict(const kc_status *st);
+bool kc_api_is_gone(const kc_status *st); /* 410 Expired or Gone */
+bool kc_api_is_unauthorized(const kc_status *st);
+bool kc_api_is_forbidden(const kc_status *st);
+bool kc_api_is_invalid(const kc_status *st);
+bool kc_api_is_too_many_requests(const kc_status *st);
 /* 429, any 5xx, and reasons ServerTimeout / Timeout / ServiceUnavailable /
  * TooManyRequests / InternalError. */
-bool kc_api_is_retryable(const kc_api_status *st);
+bool kc_api_is_retryable(const kc_status *st);
 /* 504 Timeout whose cause is ResourceVersionTooLarge (or whose message says
  * "Too large resource version"). */
-bool kc_api_is_too_large_rv(const kc_api_status *st);
+bool kc_api_is_too_large_rv(const kc_status *st);
 
 /* Fills st from an HTTP status, a response body (may be NULL) and the
- * Retry-After header value (may be NULL). `method` picks AlreadyExists vs
- * Conflict for a non-Status 409. Context: any thread. */
-void kc_api_status_parse(kc_api_status *st, long code, const char *method, const char *body,
+ * Retry-After header value (may be NULL): a Status body as kc_status_parse
+ * reads it (its code, else the HTTP one), any other body mapped by HTTP code.
+ * `method` picks AlreadyExists vs Conflict for a non-Status 409.
+ * Context: any thread. */
+void kc_api_status_parse(kc_status *st, long code, const char *method, const char *body,
                          size_t len, const char *retry_after, size_t retry_after_len);
 
 /* Creates a client from resolved credentials (copied). `loop` may be NULL
@@ -103,7 +96,7 @@ int kc_api_prime_credentials(kc_api *api, uint64_t wait_ms);
 typedef struct kc_api_result {
   int error;     /* 0: a response arrived (see status.code); else as kc_http_result */
   bool idle_timeout;
-  kc_api_status status; /* filled for code >= 300 and transport errors */
+  kc_status status; /* filled for code >= 300 and transport errors */
   uint64_t body_bytes;
 } kc_api_result;
 
@@ -146,7 +139,7 @@ typedef struct kc_api_response {
   const char *body;   /* NUL-terminated; borrowed until the next kc_api_do on
                          this worker or kc_api_worker_free */
   size_t body_len;
-  kc_api_status status; /* filled for code >= 300 and transport errors */
+  kc_status status; /* filled for code >= 300 and transport errors */
 } kc_api_response;
 
 /* Creates a worker handle (one per thread). Returns 0, -ENOMEM, -EIO. */

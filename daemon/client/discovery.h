@@ -48,7 +48,7 @@ int kc_discovery_lookup(kc_discovery *d, const char *api_version, const char *ki
  * error (-EIO for a non-404 HTTP error; status has the details). info and
  * status are borrowed for the duration of the call. */
 typedef void (*kc_discovery_cb)(int err, const kc_resource_info *info,
-                                const kc_api_status *status, void *ud);
+                                const kc_status *status, void *ud);
 
 /* Refreshes the group/version of api_version and answers for kind. Returns
  * 0, -EINVAL (bad apiVersion), -ENOMEM, or an apiclient error. */

@@ -572,7 +572,7 @@ static int svc_value_int(const kctrld_value *v, int64_t *out) {
 
 /* ---- API requests ---- */
 
-int kc_hostapi_map_status(const kc_api_status *st, bool json_patch) {
+int kc_hostapi_map_status(const kc_status *st, bool json_patch) {
   if (kc_api_is_not_found(st)) return -ENOENT;
   if (kc_api_is_already_exists(st)) return -EEXIST;
   if (kc_api_is_conflict(st)) return -ESTALE;

@@ -109,7 +109,7 @@ static inline const kctrld_settings *kc_hostapi_settings(const kc_yaml_node *nod
 
 /* Maps a failed response onto plugin.h's errno table. json_patch: a 422
  * answering a JSON patch whose "test" op failed is -ESTALE. Any thread. */
-int kc_hostapi_map_status(const kc_api_status *st, bool json_patch);
+int kc_hostapi_map_status(const kc_status *st, bool json_patch);
 
 /* Frees the calling thread's selector cache now. */
 void kc_hostapi_thread_cleanup(void);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jsontree: yajl_tree_parse behind a nesting limit, for the places that read
  * a whole server document as a yajl tree (discovery's APIResourceList,
- * apiclient's Status bodies).
+ * Status bodies, kstatus.h).
  *
  * Why: yajl_tree_parse itself keeps its own stack, but yajl_tree_free (and
  * so any tree it built) recurses once per nesting level, so a document nested

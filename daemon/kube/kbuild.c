@@ -426,10 +426,7 @@ void kc_obj_builder_reset(kc_obj_builder *b) {
   b->generation = 0;
   b->deleting = false;
   b->nlabels = 0;
-  b->status.has_code = false;
-  b->status.code = 0;
-  b->status.status[0] = b->status.reason[0] = b->status.message[0] = '\0';
-  b->status.retry_after_seconds = 0;
+  kc_status_clear(&b->status);
   b->iee = false;
   b->err[0] = '\0';
   b->shape[0] = '\0';
@@ -665,12 +662,6 @@ static int begin_value(kc_obj_builder *b, uint8_t *role, uint8_t *skip, uint64_t
   return 0;
 }
 
-static void copy_cut(char *dst, size_t cap, const char *s, size_t len) {
-  if (len >= cap) len = cap - 1;
-  memcpy(dst, s, len);
-  dst[len] = '\0';
-}
-
 int kc_obj_builder_key(kc_obj_builder *b, const char *k, size_t n) {
   level *pl = &b->st[b->depth];
   if (pl->fast == FAST_MAP) return 0; /* st[0] is never fast */
@@ -857,9 +848,9 @@ int kc_obj_builder_string(kc_obj_builder *b, const char *s, size_t n) {
     }
     break;
   case R_IEE: b->iee = KEY_IS(s, n, "true"); break;
-  case R_ST_STATUS: copy_cut(b->status.status, sizeof b->status.status, s, n); break;
-  case R_ST_REASON: copy_cut(b->status.reason, sizeof b->status.reason, s, n); break;
-  case R_ST_MESSAGE: copy_cut(b->status.message, sizeof b->status.message, s, n); break;
+  case R_ST_STATUS: kc_status_set_string(&b->status, KC_STATUS_STATUS, s, n); break;
+  case R_ST_REASON: kc_status_set_string(&b->status, KC_STATUS_REASON, s, n); break;
+  case R_ST_MESSAGE: kc_status_set_string(&b->status, KC_STATUS_MESSAGE, s, n); break;
   default: break;
   }
   return 0;
@@ -885,15 +876,8 @@ int kc_obj_builder_number(kc_obj_builder *b, const char *s, size_t n) {
   case R_GENERATION:
     if (kc_json_parse_i64(s, n, &v)) b->generation = v;
     break;
-  case R_ST_CODE:
-    if (kc_json_parse_i64(s, n, &v) && v >= 0 && v < 1000) {
-      b->status.code = (int)v;
-      b->status.has_code = true;
-    }
-    break;
-  case R_RETRY_AFTER:
-    if (kc_json_parse_i64(s, n, &v)) b->status.retry_after_seconds = v;
-    break;
+  case R_ST_CODE: kc_status_set_number(&b->status, KC_STATUS_CODE, s, n); break;
+  case R_RETRY_AFTER: kc_status_set_number(&b->status, KC_STATUS_RETRY_AFTER, s, n); break;
   default: break;
   }
   return 0;

@@ -7,8 +7,9 @@
  * building), the builder (event-driven, or in raw mode copying the text as
  * received for the streaming decoder, decode.h), the capture record stored
  * in an object and its reader, the shape checks of the fields it recognizes
- * (names: kname.h), and the Status fields and the initial-events-end
- * annotation it picks up on the way (so decode.c needs no second pass).
+ * (names: kname.h), and the Status members (kstatus.h) and the
+ * initial-events-end annotation it picks up on the way (so decode.c needs
+ * no second pass).
  *
  * Threads: a builder is used by one thread at a time (the decoder's: a
  * decode pool thread, decodepool.h, or the loop); kc_capture_tag and the
@@ -25,6 +26,7 @@
 
 #include "json/jsonlex.h"
 #include "kube/kobj.h"
+#include "kube/kstatus.h"
 
 /* Which paths to leave out when building objects (informer `transform:`).
  * Paths use the syntax of kc_obj_get, e.g. "metadata.managedFields".
@@ -109,18 +111,10 @@ kc_str kc_capture_next_value(kc_capture_cursor *c);
 #define KC_OBJ_MAX_DEPTH KC_JSON_MAX_DEPTH /* nesting of arrays/objects inside one object */
 #define KC_OBJ_MAX_DROP 64           /* paths in one kc_transform */
 
-/* Fields of a Kubernetes Status object (kind: Status), as found at the top
- * level of a built object. The builder captures them even when the transform
- * drops them (metadata_only), so a watch ERROR event is always readable.
- * Strings are unescaped and NUL-terminated, truncated to fit. */
-typedef struct kc_status {
-  bool has_code;
-  int code;                    /* HTTP code, e.g. 410 */
-  char status[16];             /* "Success" | "Failure" | "" */
-  char reason[64];             /* e.g. "Expired"; "" when absent */
-  char message[1024];
-  int64_t retry_after_seconds; /* details.retryAfterSeconds, 0 when absent */
-} kc_status;
+/* The builder reads the Status members (kstatus.h: code, status, reason,
+ * message, details.retryAfterSeconds) found at the top level of every
+ * object it builds, even when the transform drops them (metadata_only), so
+ * that a watch ERROR event is always readable. */
 
 /* Event-driven builder: feed it the JSON events of ONE object (the shape of
  * yajl's callbacks), get one kc_obj with a single allocation. It re-emits the
@@ -208,7 +202,7 @@ const char *kc_obj_builder_error(const kc_obj_builder *b);
  * streaming decoder skips such objects (decode.h "Rejected objects"),
  * kc_obj_parse does not look. Valid until the next reset. */
 const char *kc_obj_builder_shape_error(const kc_obj_builder *b);
-/* Status fields of the last object (has_code false and "" when absent). */
+/* Status members of the last object (kc_status_clear's values when absent). */
 const kc_status *kc_obj_builder_status(const kc_obj_builder *b);
 /* metadata.annotations["k8s.io/initial-events-end"] == "true" in the last object. */
 bool kc_obj_builder_initial_events_end(const kc_obj_builder *b);

@@ -791,16 +791,3 @@ kc_obj *kc_obj_parse(const char *json, size_t len, const kc_transform *t, char *
                      size_t errlen) {
   return kc_obj_parse_status(json, len, t, NULL, err, errlen);
 }
-
-int kc_decode_status(const char *buf, size_t len, kc_status *out) {
-  memset(out, 0, sizeof *out);
-  kc_obj *o = kc_obj_parse_status(buf, len, NULL, out, NULL, 0);
-  if (!o) return -EBADMSG;
-  bool is_status = kc_str_eq_c(kc_obj_kind(o), "Status");
-  kc_obj_unref(o);
-  if (!is_status) {
-    memset(out, 0, sizeof *out);
-    return -EBADMSG;
-  }
-  return 0;
-}

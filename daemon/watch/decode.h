@@ -32,7 +32,7 @@
  *
  * Threads: a decoder is used by one thread at a time (a decode pool thread,
  * decodepool.h, or the loop thread); callbacks run on it, inside
- * kc_decoder_feed/finish. kc_decode_status and kc_obj_parse: any thread.
+ * kc_decoder_feed/finish. kc_obj_parse and kc_obj_parse_status: any thread.
  *
  * Errors: 0 or a negative errno: -EBADMSG malformed JSON or not the expected
  * shape, -E2BIG a limit was hit, -ENOMEM, or the negative value a callback
@@ -164,15 +164,10 @@ uint64_t kc_decoder_lexed_bytes(const kc_decoder *d);
 kc_obj *kc_obj_parse(const char *json, size_t len, const kc_transform *t, char *err,
                      size_t errlen);
 
-/* kc_obj_parse that also fills *st (may be NULL) with the Status fields. */
+/* kc_obj_parse that also fills *st (may be NULL) with the Status members
+ * the builder read (kbuild.h kc_obj_builder_status). */
 kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t, kc_status *st,
                             char *err, size_t errlen);
-
-
-/* Decodes a complete small body (non-2xx response) as a Status. Returns 0,
- * or -EBADMSG when it is not JSON or not kind: Status (e.g. a proxy's HTML
- * or the plain-text 429 body); *out is zeroed first. */
-int kc_decode_status(const char *buf, size_t len, kc_status *out);
 
 /* "ADDED" -> KC_WATCH_ADDED, ...; anything else KC_WATCH_UNKNOWN. */
 enum kc_watch_type kc_watch_type_parse(const char *s, size_t len);

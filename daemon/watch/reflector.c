@@ -279,14 +279,14 @@ static void reset_response(kc_reflector *r) {
   r->decode_rc = 0;
 }
 
-static void describe_status(const kc_api_status *st, char *buf, size_t cap) {
+static void describe_status(const kc_status *st, char *buf, size_t cap) {
   snprintf(buf, cap, "HTTP %d %s: %s", st->code, st->reason[0] ? st->reason : "(no reason)",
            st->message);
 }
 
-static bool is_2xx(const kc_api_status *st) { return st->code >= 200 && st->code < 300; }
+static bool is_2xx(const kc_status *st) { return st->code >= 200 && st->code < 300; }
 
-static uint64_t retry_after_ms(const kc_api_status *st) {
+static uint64_t retry_after_ms(const kc_status *st) {
   return st->retry_after_seconds > 0 ? (uint64_t)st->retry_after_seconds * 1000 : 0;
 }
 
@@ -329,7 +329,7 @@ static void note_list_shard_info(kc_reflector *r, const kc_list_meta *m) {
  * caller then repeats the request without it. A 422 that names
  * sendInitialEvents is a server without WatchList refusing the streaming
  * list, not the selector (stream_fallback handles that). */
-static bool shard_selector_refused(kc_reflector *r, const kc_api_status *st) {
+static bool shard_selector_refused(kc_reflector *r, const kc_status *st) {
   if (!r->shard_sent || (st->code != 400 && st->code != 422)) return false;
   if (st->code == 422 && strstr(st->message, "sendInitialEvents")) return false;
   char why[600];
@@ -604,7 +604,7 @@ static void send_ahead(kc_reflector *r, const char *cont) {
 }
 
 static void list_finished(kc_reflector *r, const kc_api_result *res) {
-  const kc_api_status *st = &res->status;
+  const kc_status *st = &res->status;
   if (res->error == 0 && is_2xx(st) && r->stream && !r->decode_rc) {
     const kc_list_meta *m = kc_dstream_list_meta(r->stream);
     note_list_shard_info(r, m);
@@ -841,7 +841,7 @@ static enum list_mode mode_after_failure(const kc_reflector *r) {
 
 /* A streaming list that ended before its end bookmark. */
 static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
-  const kc_api_status *st = &res->status;
+  const kc_status *st = &res->status;
   uv_timer_stop(&r->timer);
   r->initial_phase = false;
   clear_pending(r);
@@ -891,7 +891,7 @@ static void on_watch_done(kc_api_call *call, const kc_api_result *res, void *ud)
 
 static void watch_finished(kc_reflector *r, const kc_api_result *res) {
   uint64_t lasted = now_ms(r) - r->watch_started_ms;
-  const kc_api_status *st = &res->status;
+  const kc_status *st = &res->status;
   if (r->initial_phase) {
     on_stream_failed(r, res);
     return;
@@ -1117,7 +1117,7 @@ static void verify_witness(kc_reflector *r);
 static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud) {
   kc_reflector *r = ud;
   r->req = NULL;
-  const kc_api_status *st = &res->status;
+  const kc_status *st = &res->status;
   kc_buf *body = &r->verify_body; /* freed before anything else starts */
   const struct witness *w = &r->witness[r->verify_next];
   char why[1400];

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for Status parsing: apiclient.c's kc_api_status_parse
  * (a Status body or whatever else a non-2xx answer carries, plus the
- * Retry-After header) and decode.c's kc_decode_status (a watch ERROR
- * event's object). Input = first byte: HTTP code choice, then the
- * Retry-After value up to the first '\n', then the body. */
+ * Retry-After header) and kstatus.c's kc_status_parse (the body alone).
+ * Input = first byte: HTTP code choice, then the Retry-After value up to
+ * the first '\n', then the body. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/apiclient.h"
-#include "watch/decode.h"
+#include "kube/kstatus.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(ra, rest, ra_len);
   memcpy(b, body, len);
 
-  kc_api_status st;
+  kc_status st;
   kc_api_status_parse(&st, code, method, len ? b : NULL, len, nl ? ra : NULL, ra_len);
   if (strnlen(st.reason, sizeof st.reason) == sizeof st.reason ||
       strnlen(st.message, sizeof st.message) == sizeof st.message)
@@ -45,11 +45,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)kc_api_is_gone(&st);
 
   kc_status ds;
-  if (kc_decode_status(b, len, &ds) == 0) {
+  char why[120];
+  if (kc_status_parse(&ds, b, len, why, sizeof why) == 0) {
     if (strnlen(ds.reason, sizeof ds.reason) == sizeof ds.reason ||
-        strnlen(ds.message, sizeof ds.message) == sizeof ds.message)
+        strnlen(ds.message, sizeof ds.message) == sizeof ds.message || !ds.from_body)
       abort();
-  } else if (ds.has_code) {
+    /* apiclient reads a Status body the same way */
+    if (len && (!st.from_body || strcmp(st.reason, ds.reason) || strcmp(st.message, ds.message)))
+      abort();
+  } else if (ds.code || ds.reason[0] || ds.from_body || ds.retry_after_seconds != -1) {
     abort(); /* a refused body leaves nothing behind */
   }
   free(ra);

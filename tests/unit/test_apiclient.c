@@ -121,7 +121,7 @@ static int teardown(void **state) {
 /* ---- Status parsing, no network ---- */
 
 static void test_status_parse(void **state) {
-  kc_api_status st;
+  kc_status st;
   kc_api_status_parse(&st, 404, "GET", STATUS_404, strlen(STATUS_404), NULL, 0);
   assert_true(st.from_body);
   assert_int_equal(st.code, 404);
@@ -213,7 +213,7 @@ static char *nested_status(size_t levels, size_t *len) {
 struct deep_case {
   const char *body;
   size_t len;
-  kc_api_status st;
+  kc_status st;
 };
 
 static void *parse_deep(void *arg) {

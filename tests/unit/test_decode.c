@@ -408,7 +408,6 @@ static void test_watch_order_unknown_error(void **state) {
   assert_true(strncmp(r.lines[3], "BOOKMARK  12746 {", 17) == 0);
   assert_false(r.iee);
   assert_true(strncmp(r.lines[4], "ERROR  ", 7) == 0);
-  assert_true(r.last_status.has_code);
   assert_int_equal(r.last_status.code, 410);
   assert_string_equal(r.last_status.reason, "Expired");
   assert_string_equal(r.last_status.status, "Failure");
@@ -1032,26 +1031,8 @@ static void test_rejected_shapes(void **state) {
   decode_rejects(KC_DECODE_WATCH, NULL, watch, wobjs, 3, wrej, 3);
 }
 
-static void test_decode_status(void **state) {
+static void test_watch_type_parse(void **state) {
   (void)state;
-  kc_status st;
-  const char *s404 = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
-                     "\"Failure\",\"message\":\"pods \\\"x\\\" not found\",\"reason\":\"NotFound\","
-                     "\"details\":{\"name\":\"x\",\"kind\":\"pods\"},\"code\":404}";
-  assert_int_equal(kc_decode_status(s404, strlen(s404), &st), 0);
-  assert_int_equal(st.code, 404);
-  assert_string_equal(st.reason, "NotFound");
-  assert_string_equal(st.message, "pods \"x\" not found");
-  const char *s500 = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-                     "\"reason\":\"ServerTimeout\",\"details\":{\"retryAfterSeconds\":2},\"code\":500}";
-  assert_int_equal(kc_decode_status(s500, strlen(s500), &st), 0);
-  assert_int_equal(st.retry_after_seconds, 2);
-  const char *txt = "Too many requests, please try again later.\n";
-  assert_int_equal(kc_decode_status(txt, strlen(txt), &st), -EBADMSG);
-  assert_false(st.has_code);
-  const char *pod = "{\"kind\":\"Pod\",\"code\":3}";
-  assert_int_equal(kc_decode_status(pod, strlen(pod), &st), -EBADMSG);
-  assert_false(st.has_code);
   assert_int_equal(kc_watch_type_parse("BOOKMARK", 8), KC_WATCH_BOOKMARK);
   assert_int_equal(kc_watch_type_parse("added", 5), KC_WATCH_UNKNOWN);
   assert_string_equal(kc_watch_type_name(KC_WATCH_UNKNOWN), "UNKNOWN");
@@ -1231,30 +1212,6 @@ static void test_watch_newlines_large_pieces(void **state) {
   free(body);
 }
 
-/* kc_decode_status streams through the object builder, which refuses
- * nesting deeper than KC_OBJ_MAX_DEPTH without recursing: a Status nested a
- * million levels deep (2 MB) is refused, one of 256 levels is read. */
-static void test_decode_status_depth_limit(void **state) {
-  (void)state;
-  static const char head[] = "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\",\"x\":";
-  const size_t sizes[] = {1000000, 255, 256};
-  const int want[] = {-EBADMSG, 0, -EBADMSG};
-  for (size_t k = 0; k < 3; k++) {
-    size_t levels = sizes[k], n = sizeof head - 1 + 2 * levels + 1;
-    char *doc = malloc(n);
-    assert_non_null(doc);
-    memcpy(doc, head, sizeof head - 1);
-    memset(doc + sizeof head - 1, '[', levels);
-    memset(doc + sizeof head - 1 + levels, ']', levels);
-    doc[n - 1] = '}';
-    kc_status st;
-    assert_int_equal(kc_decode_status(doc, n, &st), want[k]);
-    free(doc);
-    assert_int_equal(st.has_code, want[k] == 0);
-    if (want[k] == 0) assert_string_equal(st.reason, "Expired");
-  }
-}
-
 /* Raw mode skips what cannot matter (kbuild.h kc_obj_builder_skip_inside):
  * a builder fed by jsonlex, which skips when the builder says so, sees only
  * the tokens outside fast levels and dropped subtrees, and still builds the
@@ -1363,11 +1320,10 @@ int main(void) {
       cmocka_unit_test(test_list_shard_info),
       cmocka_unit_test(test_list_type),
       cmocka_unit_test(test_watch_type),
-      cmocka_unit_test(test_decode_status),
+      cmocka_unit_test(test_watch_type_parse),
       cmocka_unit_test(test_linear_any_chunking),
       cmocka_unit_test(test_watch_event_not_held_back),
       cmocka_unit_test(test_watch_newlines_large_pieces),
-      cmocka_unit_test(test_decode_status_depth_limit),
       cmocka_unit_test(test_rejected_shapes),
       cmocka_unit_test(test_raw_skip_fast_levels),
   };

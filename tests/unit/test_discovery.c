@@ -105,7 +105,7 @@ struct answer {
   int code;
 };
 
-static void on_resolved(int err, const kc_resource_info *info, const kc_api_status *st,
+static void on_resolved(int err, const kc_resource_info *info, const kc_status *st,
                         void *ud) {
   struct answer *a = ud;
   a->calls++;
