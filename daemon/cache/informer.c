@@ -9,6 +9,7 @@
 
 #include "cache/consistency.h"
 #include "base/log.h"
+#include "kube/kname.h"
 
 typedef struct part {
   kc_informer *inf;
@@ -148,12 +149,12 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
   inf->api_path = strdup(res->api_path);
   inf->resource = strdup(res->resource);
   /* "deployments.apps" style name: resource + "." + group (core: plain). */
-  const char *slash = strchr(spec->api_version, '/');
-  size_t glen = slash ? (size_t)(slash - spec->api_version) : 0;
-  inf->resource_name = malloc(strlen(res->resource) + glen + 2);
+  kc_str group, version;
+  kc_name_split_api_version(spec->api_version, strlen(spec->api_version), &group, &version);
+  inf->resource_name = malloc(strlen(res->resource) + group.len + 2);
   if (inf->resource_name) {
-    if (glen)
-      sprintf(inf->resource_name, "%s.%.*s", res->resource, (int)glen, spec->api_version);
+    if (group.len)
+      sprintf(inf->resource_name, "%s.%.*s", res->resource, (int)group.len, group.ptr);
     else
       strcpy(inf->resource_name, res->resource);
   }

@@ -12,6 +12,7 @@
 #include "json/jsontree.h"
 #include "base/log.h"
 #include "json/yamltree.h"
+#include "kube/kname.h"
 
 #define COMPONENT "discovery"
 #define MAX_BODY (16u << 20)
@@ -49,15 +50,13 @@ struct kc_discovery {
 
 static int split_api_version(const char *av, char *group, size_t gcap, char *version,
                              size_t vcap) {
-  if (!av || !*av) return -EINVAL;
-  const char *slash = strchr(av, '/');
-  size_t glen = slash ? (size_t)(slash - av) : 0;
-  const char *v = slash ? slash + 1 : av;
-  if (glen >= gcap || strlen(v) >= vcap || !*v || strchr(v, '/') || (slash && glen == 0))
+  kc_str g, v;
+  if (!av || !kc_name_split_api_version(av, strlen(av), &g, &v) || g.len >= gcap || v.len >= vcap)
     return -EINVAL;
-  memcpy(group, av, glen);
-  group[glen] = '\0';
-  snprintf(version, vcap, "%s", v);
+  memcpy(group, g.ptr, g.len);
+  group[g.len] = '\0';
+  memcpy(version, v.ptr, v.len);
+  version[v.len] = '\0';
   return 0;
 }
 

@@ -137,12 +137,11 @@ static bool dns_subdomain(const char *s) { return kc_name_is_dns_subdomain(s, st
 
 /* "v1" or "group/version"; group is a DNS subdomain, version [a-z0-9]+. */
 static bool api_version_ok(const char *s) {
-  const char *slash = strchr(s, '/');
-  const char *v = slash ? slash + 1 : s;
-  if (!*v || strchr(v, '/')) return false;
-  for (const char *p = v; *p; p++)
-    if (!is_lower_alnum(*p)) return false;
-  return !slash || kc_name_is_dns_subdomain(s, (size_t)(slash - s));
+  kc_str g, v;
+  if (!kc_name_split_api_version(s, strlen(s), &g, &v)) return false;
+  for (size_t i = 0; i < v.len; i++)
+    if (!is_lower_alnum(v.ptr[i])) return false;
+  return !g.len || kc_name_is_dns_subdomain(g.ptr, g.len);
 }
 
 static bool kind_ok(const char *s) {
@@ -399,11 +398,11 @@ static void informer_defaults(kc_informer_spec *inf) {
 }
 
 static const char *group_of(struct ctx *c, const char *api_version) {
-  const char *slash = strchr(api_version, '/');
-  if (!slash) return "";
-  char *g = xcalloc(c, (size_t)(slash - api_version) + 1, 1);
-  if (g) memcpy(g, api_version, (size_t)(slash - api_version));
-  return g ? g : "";
+  kc_str g, v;
+  if (!kc_name_split_api_version(api_version, strlen(api_version), &g, &v) || !g.len) return "";
+  char *r = xcalloc(c, g.len + 1, 1);
+  if (r) memcpy(r, g.ptr, g.len);
+  return r ? r : "";
 }
 
 /* A YAML string list, kept with the config. Returns false when it is not

@@ -69,6 +69,20 @@ const char *kc_name_path_segment_problem(const char *s, size_t n) {
   return NULL;
 }
 
+bool kc_name_split_api_version(const char *s, size_t n, kc_str *group, kc_str *version) {
+  const char *slash = n ? memchr(s, '/', n) : NULL;
+  size_t gl = slash ? (size_t)(slash - s) : 0;
+  const char *v = slash ? slash + 1 : s;
+  size_t vl = n - (size_t)(v - s);
+  if (vl == 0 || (slash && gl == 0) || memchr(v, '/', vl)) {
+    *group = *version = (kc_str){"", 0};
+    return false;
+  }
+  *group = (kc_str){gl ? s : "", gl};
+  *version = (kc_str){v, vl};
+  return true;
+}
+
 /* ---- messages (k8s.io/apimachinery/pkg/util/validation) ---- */
 
 

@@ -15,8 +15,10 @@
  *   path segment        what every resource's metadata.name/namespace obeys:
  *                       not "." or "..", no '/', '%' (ValidatePathSegmentName),
  *                       and here also no NUL byte
- * Used by config validation (config.c), selector parsing (selector.c) and the
- * object builder's shape checks (kbuild.c).
+ * and the one splitter of an apiVersion into group and version.
+ * Used by config validation (config.c), selector parsing (selector.c), the
+ * object builder's shape checks (kbuild.c), and wherever an apiVersion is
+ * taken apart (config, discovery, informer, controller).
  *
  * Threads: any (no state). Inputs are byte ranges (s, n), not NUL-terminated.
  */
@@ -27,6 +29,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/kstr.h"
 
 bool kc_name_is_dns_label(const char *s, size_t n);
 bool kc_name_is_dns_subdomain(const char *s, size_t n);
@@ -37,6 +40,14 @@ bool kc_name_is_label_value(const char *s, size_t n);
  * before the quoted name: "may not be" (for "." and ".."), "may not contain
  * '/':", "may not contain '%':", "may not contain NUL:". */
 const char *kc_name_path_segment_problem(const char *s, size_t n);
+
+/* Splits an apiVersion: "group/version", or a version alone for the core
+ * group ("v1"). Returns true with slices of s in *group ("" for the core
+ * group) and *version; false, with both empty, when s is not of that shape:
+ * empty, an empty group ("/v1"), an empty version ("apps/"), or a second
+ * '/' ("a/b/v1"). The characters are not checked here (config validation
+ * wants a DNS-1123 subdomain group and a [a-z0-9]+ version). */
+bool kc_name_split_api_version(const char *s, size_t n, kc_str *group, kc_str *version);
 
 /* Append to b the "; "-joined errors apimachinery's IsQualifiedName /
  * IsValidLabelValue report for s, in its words; return how many (0: valid). */

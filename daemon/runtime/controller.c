@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "kube/kname.h"
 #include "lease/sharding.h"
 #include "lease/shardsel.h"
 
@@ -60,12 +61,15 @@ static uint64_t loop_clock_ns(void *ud) {
   return uv_hrtime();
 }
 
-static void group_of(const char *api_version, char *buf, size_t cap) {
-  const char *slash = strchr(api_version, '/');
-  size_t n = slash ? (size_t)(slash - api_version) : 0;
-  if (n >= cap) n = cap - 1;
-  memcpy(buf, api_version, n);
-  buf[n] = 0;
+/* The group of an apiVersion into buf ("" for the core group); false when
+ * api_version is not one (kname.h) or the group does not fit. */
+static bool group_of(const char *api_version, char *buf, size_t cap) {
+  kc_str g, v;
+  if (!kc_name_split_api_version(api_version, strlen(api_version), &g, &v) || g.len >= cap)
+    return false;
+  memcpy(buf, g.ptr, g.len);
+  buf[g.len] = 0;
+  return true;
 }
 
 static void on_timer(uv_timer_t *t);
@@ -187,8 +191,7 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
   if (kc_json_string(&kind, buf, sizeof buf) < 0 || strcmp(buf, s->c->spec->for_.kind) != 0)
     return true;
   if (kc_json_string(&api_version, buf, sizeof buf) < 0) return true;
-  group_of(buf, group, sizeof group);
-  if (strcmp(group, s->c->for_group) != 0) return true;
+  if (!group_of(buf, group, sizeof group) || strcmp(group, s->c->for_group) != 0) return true;
   char owner[256];
   int n = kc_json_string(&name, owner, sizeof owner);
   if (n <= 0) return true;

@@ -3,6 +3,7 @@
  * (lengths, first/last characters, dots, prefixes) and apimachinery's
  * error texts for label keys and values. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -120,11 +121,45 @@ static void test_messages(void **state) {
   assert_non_null(strstr(mem, "a valid label must be an empty string or consist of"));
 }
 
+static void split_av(const char *s, size_t n, bool ok, const char *group, const char *version) {
+  kc_str g = {"x", 1}, v = {"x", 1};
+  assert_int_equal(kc_name_split_api_version(s, n, &g, &v), ok);
+  assert_non_null(g.ptr);
+  assert_non_null(v.ptr);
+  assert_int_equal(g.len, strlen(group));
+  assert_int_equal(v.len, strlen(version));
+  assert_memory_equal(g.ptr, group, g.len);
+  assert_memory_equal(v.ptr, version, v.len);
+}
+#define SPLIT_AV(s, ok, g, v) split_av(s, strlen(s), ok, g, v)
+
+static void test_split_api_version(void **state) {
+  (void)state;
+  SPLIT_AV("v1", true, "", "v1"); /* the core group */
+  SPLIT_AV("apps/v1", true, "apps", "v1");
+  SPLIT_AV("coordination.k8s.io/v1", true, "coordination.k8s.io", "v1");
+  SPLIT_AV("example.com/v1alpha1", true, "example.com", "v1alpha1");
+  /* Only the shape is checked, not the characters. */
+  SPLIT_AV("Apps/V1", true, "Apps", "V1");
+  SPLIT_AV("apps", true, "", "apps");
+  SPLIT_AV("", false, "", "");
+  SPLIT_AV("/", false, "", "");
+  SPLIT_AV("/v1", false, "", "");
+  SPLIT_AV("apps/", false, "", "");
+  SPLIT_AV("a/b/v1", false, "", "");
+  SPLIT_AV("apps//v1", false, "", "");
+  /* A byte range: what follows n is not read. */
+  split_av("apps/v1/extra", 7, true, "apps", "v1");
+  split_av("apps/v1", 4, true, "", "apps");
+  split_av(NULL, 0, false, "", "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dns_label),    cmocka_unit_test(test_dns_subdomain),
       cmocka_unit_test(test_qualified),    cmocka_unit_test(test_label_value),
       cmocka_unit_test(test_path_segment), cmocka_unit_test(test_messages),
+      cmocka_unit_test(test_split_api_version),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
