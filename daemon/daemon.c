@@ -47,6 +47,7 @@
 #include "hooks/isolate.h"
 #include "host/hostenv.h"
 #include "client/kubeconfig.h"
+#include "kube/kurl.h"
 #include "lease/leader.h"
 #include "lease/sharding.h"
 #include "ops/ops.h"
@@ -398,10 +399,8 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_status *
   kc_daemon *d = k->d;
   const kc_informer_spec *s = k->spec;
   if (err == 0) {
-    if (info->group[0])
-      snprintf(k->api_path, sizeof k->api_path, "/apis/%s/%s", info->group, info->version);
-    else
-      snprintf(k->api_path, sizeof k->api_path, "/api/%s", info->version);
+    kc_buf ap = kc_buf_fixed(k->api_path, sizeof k->api_path);
+    kc_url_group_version(&ap, kc_str_c(info->group), kc_str_c(info->version));
     snprintf(k->plural, sizeof k->plural, "%s", info->plural);
     k->namespaced = info->namespaced;
     kc_info("discovery", "%s %s -> %s/%s (%s)", s->api_version, s->kind, k->api_path, k->plural,

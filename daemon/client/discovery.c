@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "json/yamltree.h"
 #include "kube/kname.h"
+#include "kube/kurl.h"
 
 #define COMPONENT "discovery"
 #define MAX_BODY (16u << 20)
@@ -242,8 +243,10 @@ static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
     } else {
       clear_res(&fresh);
       free(fresh.res);
-      kc_error(COMPONENT, "bad APIResourceList from %s%s/%s: %s", g->group[0] ? "/apis/" : "/api",
-               g->group, g->version, why);
+      char path[1024];
+      kc_buf pb = kc_buf_fixed(path, sizeof path);
+      kc_url_group_version(&pb, kc_str_c(g->group), kc_str_c(g->version));
+      kc_error(COMPONENT, "bad APIResourceList from %s: %s", path, why);
       err = rc == -ENOMEM ? -ENOMEM : -EIO;
     }
   }
@@ -276,9 +279,9 @@ int kc_discovery_resolve(kc_discovery *d, const char *api_version, const char *k
   w->cb = cb;
   w->ud = ud;
   if (!g->call) {
-    char path[400];
-    if (group[0]) snprintf(path, sizeof path, "/apis/%s/%s", group, version);
-    else snprintf(path, sizeof path, "/api/%s", version);
+    char path[1024];
+    kc_buf pb = kc_buf_fixed(path, sizeof path);
+    kc_url_group_version(&pb, kc_str_c(group), kc_str_c(version));
     kc_api_request_opts o = {.path = path, .timeout_ms = 30000, .on_data = on_data,
                              .on_done = on_done, .ud = g};
     int rc = kc_api_request(d->api, &o, &g->call);
@@ -290,19 +293,6 @@ int kc_discovery_resolve(kc_discovery *d, const char *api_version, const char *k
   w->next = g->waiters;
   g->waiters = w;
   return 0;
-}
-
-int kc_resource_path(const kc_resource_info *r, const char *ns, const char *name, char *buf,
-                     size_t cap) {
-  int n;
-  char prefix[400];
-  if (r->group[0]) snprintf(prefix, sizeof prefix, "/apis/%s/%s", r->group, r->version);
-  else snprintf(prefix, sizeof prefix, "/api/%s", r->version);
-  bool with_ns = r->namespaced && ns && *ns;
-  n = snprintf(buf, cap, "%s%s%s/%s%s%s", prefix, with_ns ? "/namespaces/" : "",
-               with_ns ? ns : "", r->plural, name ? "/" : "", name ? name : "");
-  if (n < 0 || (size_t)n >= cap) return -ENOSPC;
-  return n;
 }
 
 /* --- "did you mean" ------------------------------------------------------------ */

@@ -75,12 +75,6 @@ const char *kc_discovery_kind_suggest(const char *kind, const char *const *names
  * or the group/version is not (a CRD: only the server knows). */
 int kc_discovery_builtin_check(const char *api_version, const char *kind, char *msg, size_t cap);
 
-/* Builds the URL path of a collection (name NULL) or an item, in namespace
- * ns (NULL or "" = all namespaces / cluster-scoped). Returns the length, or
- * -ENOSPC. */
-int kc_resource_path(const kc_resource_info *r, const char *ns, const char *name, char *buf,
-                     size_t cap);
-
 /* Parses an APIResourceList body (through jsontree.h: nesting deeper than
  * KC_JSONTREE_MAX_DEPTH is refused before a tree is built) and calls cb for
  * every resource that is not a subresource. Returns 0, -EINVAL for a body

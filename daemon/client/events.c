@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "kube/kurl.h"
 
 #define COMPONENT "events"
 #define NIL UINT32_MAX
@@ -423,9 +424,7 @@ static void build_post(kc_events *ev, kc_buf *body, kc_buf *path) {
                    r->type == KC_EVENT_TYPE_WARNING ? "Warning" : "Normal", first, last,
                    o->count);
   kc_buf_add(body, tail, (size_t)n);
-  kc_buf_puts(path, "/api/v1/namespaces/");
-  kc_buf_url(path, ns.ptr, ns.len);
-  kc_buf_puts(path, "/events");
+  kc_url_resource(path, "/api/v1", "events", ns, (kc_str){NULL, 0}, NULL);
 }
 
 static void build_patch(kc_events *ev, kc_buf *body, kc_buf *path) {
@@ -439,11 +438,10 @@ static void build_patch(kc_events *ev, kc_buf *body, kc_buf *path) {
   kc_buf_add(body, head, (size_t)n);
   wb_message(body, r, o->combined);
   kc_buf_puts(body, "}");
-  kc_buf_puts(path, "/api/v1/namespaces/");
-  kc_str ens = event_ns(r);
-  kc_buf_url(path, ens.ptr, ens.len);
-  kc_buf_puts(path, "/events/");
-  wb_event_name(path, r, o->name_suffix);
+  char name[256];
+  kc_buf nb = kc_buf_fixed(name, sizeof name);
+  wb_event_name(&nb, r, o->name_suffix);
+  kc_url_resource(path, "/api/v1", "events", event_ns(r), (kc_str){name, nb.len}, NULL);
 }
 
 /* ---- the write loop ---- */

@@ -17,6 +17,7 @@
 #include "client/events.h"
 #include "json/jsonpath.h"
 #include "kube/kobj.h"
+#include "kube/kurl.h"
 #include "base/log.h"
 #include "kube/selector.h"
 #include "cache/store.h"
@@ -602,29 +603,15 @@ static int object_path(kctrld_ctx *ctx, const char *api_version, const char *kin
     api_error(ctx, "the API server does not serve %s %s", api_version, kind);
     return -ENOTSUP;
   }
-  kc_buf_puts(b, res.api_path);
-  if (res.namespaced) {
-    if (!ns.len) {
-      api_error(ctx, "%s %s is namespaced: a namespace is required", api_version, kind);
-      return -EINVAL;
-    }
-    kc_buf_puts(b, "/namespaces/");
-    kc_buf_url(b, ns.ptr, ns.len);
+  if (res.namespaced && !ns.len) {
+    api_error(ctx, "%s %s is namespaced: a namespace is required", api_version, kind);
+    return -EINVAL;
   }
-  kc_buf_puts(b, "/");
-  kc_buf_puts(b, res.resource);
-  if (name.ptr) {
-    if (!name.len) {
-      api_error(ctx, "a name is required");
-      return -EINVAL;
-    }
-    kc_buf_puts(b, "/");
-    kc_buf_url(b, name.ptr, name.len);
+  if (name.ptr && !name.len) {
+    api_error(ctx, "a name is required");
+    return -EINVAL;
   }
-  if (sub) {
-    kc_buf_puts(b, "/");
-    kc_buf_puts(b, sub);
-  }
+  kc_url_resource(b, res.api_path, res.resource, res.namespaced ? ns : (kc_str){NULL, 0}, name, sub);
   return b->err;
 }
 
@@ -770,9 +757,9 @@ static int svc_api_apply(kctrld_ctx *ctx, const char *json, size_t len, const ch
     rc = -EINVAL;
   }
   if (rc == 0) {
-    kc_buf_puts(&path, "?fieldManager=");
-    kc_buf_url(&path, fm, strlen(fm));
-    if (force) kc_buf_puts(&path, "&force=true");
+    char sep = '?';
+    kc_url_param(&path, &sep, "fieldManager", fm);
+    if (force) kc_url_param(&path, &sep, "force", "true");
     rc = path.err ? -ENOMEM
                   : do_request(ctx, "PATCH", path.p, "application/apply-patch+yaml", json, len,
                                REQ_WRITE | REQ_CREATED_IS_1, out);

@@ -24,6 +24,7 @@
 #include "base/buf.h"
 #include "watch/decode.h"
 #include "base/log.h"
+#include "kube/kurl.h"
 
 #define RESP_MAX (1u << 20) /* a Lease is tiny; anything bigger is not one */
 
@@ -671,11 +672,11 @@ int kc_leader_new(uv_loop_t *loop, kc_api *api, const kc_leader_election *cfg,
   le->identity = strdup(identity);
   le->ns = strdup(cfg->namespace_);
   le->name = strdup(cfg->name);
-  if (asprintf(&le->coll_path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases", cfg->namespace_) < 0)
-    le->coll_path = NULL;
-  if (asprintf(&le->item_path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
-               cfg->namespace_, cfg->name) < 0)
-    le->item_path = NULL;
+  kc_buf coll = {0}, item = {0};
+  kc_url_resource(&coll, KC_LEASE_API_PATH, "leases", kc_str_c(cfg->namespace_), (kc_str){NULL, 0}, NULL);
+  kc_url_resource(&item, KC_LEASE_API_PATH, "leases", kc_str_c(cfg->namespace_), kc_str_c(cfg->name), NULL);
+  le->coll_path = kc_buf_take(&coll);
+  le->item_path = kc_buf_take(&item);
   if (!le->identity || !le->ns || !le->name || !le->coll_path || !le->item_path) {
     free(le->identity), free(le->ns), free(le->name), free(le->coll_path), free(le->item_path);
     free(le);

@@ -58,6 +58,9 @@
 #include "config/config.h"
 #include "kube/kobj.h"
 
+/* Path prefix of the Lease API (coordination.k8s.io/v1), kurl.h's API_PATH. */
+#define KC_LEASE_API_PATH "/apis/coordination.k8s.io/v1"
+
 typedef struct kc_leader kc_leader;
 
 typedef struct kc_leader_callbacks {

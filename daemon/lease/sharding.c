@@ -20,6 +20,7 @@
 #include "cache/idset.h"
 #include "lease/leader.h"
 #include "base/log.h"
+#include "kube/kurl.h"
 
 #define LIST_MAX (8u << 20)
 #define COMPONENT "sharding"
@@ -833,9 +834,10 @@ int kc_sharding_new(uv_loop_t *loop, kc_api *api, const char *controller,
   sh->identity = strdup(identity);
   sh->ns = strdup(spec->lease_namespace);
   sh->prefix = strdup(spec->lease_prefix);
-  if (asprintf(&sh->list_path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
-               spec->lease_namespace) < 0)
-    sh->list_path = NULL;
+  kc_buf list = {0};
+  kc_url_resource(&list, KC_LEASE_API_PATH, "leases", kc_str_c(spec->lease_namespace),
+                  (kc_str){NULL, 0}, NULL);
+  sh->list_path = kc_buf_take(&list);
   sh->slots = calloc(sh->n, sizeof *sh->slots);
   int rc =
       (!sh->controller || !sh->identity || !sh->ns || !sh->prefix || !sh->list_path || !sh->slots)

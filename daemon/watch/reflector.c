@@ -19,6 +19,7 @@
 #include "watch/decodepool.h"
 #include "base/log.h"
 #include "base/memtrim.h"
+#include "kube/kurl.h"
 
 enum list_mode {
   LIST_INITIAL,    /* resourceVersion=0 with limit: any snapshot, served from cache */
@@ -178,19 +179,6 @@ static void set_error(kc_reflector *r, const char *fmt, ...) {
 
 /* --- URL building -------------------------------------------------------- */
 
-static void url_value(kc_buf *u, const char *s) { kc_buf_url(u, s, strlen(s)); }
-
-/* API_PATH[/namespaces/NS]/RESOURCE */
-static void url_collection(kc_buf *u, const kc_reflector *r, const char *ns) {
-  kc_buf_puts(u, r->api_path);
-  if (ns && *ns) {
-    kc_buf_puts(u, "/namespaces/");
-    url_value(u, ns);
-  }
-  kc_buf_puts(u, "/");
-  kc_buf_puts(u, r->resource);
-}
-
 /* Parameters in alphabetical order, as client-go encodes them. `stream`
  * (with watch) asks for a streaming list: sendInitialEvents with
  * resourceVersionMatch=NotOlderThan, at rv ("" = consistent read). */
@@ -199,55 +187,26 @@ static int build_url(const kc_reflector *r, bool watch, bool stream, const char 
                      size_t cap) {
   kc_buf u = kc_buf_fixed(buf, cap);
   char sep = '?';
-#define PARAM(name)                                   \
-  do {                                                \
-    kc_buf_putc(&u, sep);                             \
-    kc_buf_puts(&u, name "=");                        \
-    sep = '&';                                        \
-  } while (0)
-  url_collection(&u, r, r->namespace_);
-  if (watch) {
-    PARAM("allowWatchBookmarks");
-    kc_buf_puts(&u, "true");
-  }
-  if (!watch && continue_token && *continue_token) {
-    PARAM("continue");
-    url_value(&u, continue_token);
-  }
-  if (r->field_selector) {
-    PARAM("fieldSelector");
-    url_value(&u, r->field_selector);
-  }
-  if (r->label_selector) {
-    PARAM("labelSelector");
-    url_value(&u, r->label_selector);
-  }
-  if (!watch && with_limit) {
-    PARAM("limit");
-    kc_buf_printf(&u, "%u", r->page_size);
-  }
+  kc_url_resource(&u, r->api_path, r->resource, kc_str_c(r->namespace_), (kc_str){NULL, 0}, NULL);
+  if (watch) kc_url_param(&u, &sep, "allowWatchBookmarks", "true");
+  if (!watch && continue_token && *continue_token)
+    kc_url_param(&u, &sep, "continue", continue_token);
+  if (r->field_selector) kc_url_param(&u, &sep, "fieldSelector", r->field_selector);
+  if (r->label_selector) kc_url_param(&u, &sep, "labelSelector", r->label_selector);
+  if (!watch && with_limit) kc_url_param_uint(&u, &sep, "limit", r->page_size);
   /* A continue request must not carry a resourceVersion (400). */
-  if ((rv && *rv && !(continue_token && *continue_token)) || stream) {
-    PARAM("resourceVersion");
-    url_value(&u, rv ? rv : "");
-  }
+  if ((rv && *rv && !(continue_token && *continue_token)) || stream)
+    kc_url_param(&u, &sep, "resourceVersion", rv ? rv : "");
   if (stream) {
-    PARAM("resourceVersionMatch");
-    kc_buf_puts(&u, "NotOlderThan");
-    PARAM("sendInitialEvents");
-    kc_buf_puts(&u, "true");
+    kc_url_param(&u, &sep, "resourceVersionMatch", "NotOlderThan");
+    kc_url_param(&u, &sep, "sendInitialEvents", "true");
   }
-  if (r->shard_selector && r->shard_support != KC_SHARD_SUPPORT_NONE) {
-    PARAM("shardSelector");
-    url_value(&u, r->shard_selector);
-  }
+  if (r->shard_selector && r->shard_support != KC_SHARD_SUPPORT_NONE)
+    kc_url_param(&u, &sep, "shardSelector", r->shard_selector);
   if (watch) {
-    PARAM("timeoutSeconds");
-    kc_buf_printf(&u, "%u", timeout_s);
-    PARAM("watch");
-    kc_buf_puts(&u, "true");
+    kc_url_param_uint(&u, &sep, "timeoutSeconds", timeout_s);
+    kc_url_param(&u, &sep, "watch", "true");
   }
-#undef PARAM
   return u.err ? -ENOSPC : (int)u.len;
 }
 
@@ -1198,9 +1157,7 @@ static void verify_witness(kc_reflector *r) {
   const struct witness *w = &r->witness[r->verify_next];
   char url[4096];
   kc_buf u = kc_buf_fixed(url, sizeof url);
-  url_collection(&u, r, w->ns);
-  kc_buf_puts(&u, "/");
-  url_value(&u, w->name);
+  kc_url_resource(&u, r->api_path, r->resource, kc_str_c(w->ns), kc_str_c(w->name), NULL);
   if (u.err) {
     history_changed(r, "history check: URL too long");
     return;

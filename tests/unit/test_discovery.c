@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "client/discovery.h"
+#include "kube/kurl.h"
 #include "mini_server.h"
 
 static mini_server *srv;
@@ -98,6 +99,21 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* The path of a collection (name NULL) or an object of a resource as
+ * discovery describes it, as the daemon builds it (daemon.c keeps the
+ * group/version prefix, hostapi.c adds the rest): ns only for a namespaced
+ * resource. 0, or -ENOSPC. */
+static int info_path(const kc_resource_info *r, const char *ns, const char *name, char *buf,
+                     size_t cap) {
+  char prefix[400];
+  kc_buf pb = kc_buf_fixed(prefix, sizeof prefix);
+  kc_url_group_version(&pb, kc_str_c(r->group), kc_str_c(r->version));
+  kc_buf b = kc_buf_fixed(buf, cap);
+  kc_url_resource(&b, prefix, r->plural, r->namespaced ? kc_str_c(ns) : (kc_str){NULL, 0},
+                  kc_str_c(name), NULL);
+  return pb.err ? pb.err : b.err;
+}
+
 struct answer {
   int calls;
   int err;
@@ -170,16 +186,16 @@ static void test_resolve_and_cache(void **state) {
   assert_int_equal(kc_discovery_suggest(d, "nope.io/v1", "Pod", best, sizeof best), -ENOENT);
 
   char path[256];
-  assert_true(kc_resource_path(&pod.info, "team-a", NULL, path, sizeof path) > 0);
+  assert_int_equal(info_path(&pod.info, "team-a", NULL, path, sizeof path), 0);
   assert_string_equal(path, "/api/v1/namespaces/team-a/pods");
-  kc_resource_path(&pod.info, NULL, NULL, path, sizeof path);
+  info_path(&pod.info, NULL, NULL, path, sizeof path);
   assert_string_equal(path, "/api/v1/pods");
-  kc_resource_path(&ns.info, "ignored", "kube-system", path, sizeof path);
+  info_path(&ns.info, "ignored", "kube-system", path, sizeof path);
   assert_string_equal(path, "/api/v1/namespaces/kube-system");
   kc_discovery_lookup(d, "coordination.k8s.io/v1", "Lease", &info);
-  kc_resource_path(&info, "kctrld-system", "kctrld", path, sizeof path);
+  info_path(&info, "kctrld-system", "kctrld", path, sizeof path);
   assert_string_equal(path, "/apis/coordination.k8s.io/v1/namespaces/kctrld-system/leases/kctrld");
-  assert_int_equal(kc_resource_path(&info, "kctrld-system", "kctrld", path, 10), -ENOSPC);
+  assert_int_equal(info_path(&info, "kctrld-system", "kctrld", path, 10), -ENOSPC);
 
   /* A CRD installed later: not found, then found on the next resolve. */
   struct answer foo = {0};
@@ -196,7 +212,7 @@ static void test_resolve_and_cache(void **state) {
   assert_string_equal(foo.info.plural, "foos");
   assert_int_equal(kc_discovery_lookup(d, "example.com/v1", "Bar", &info), 0);
   assert_false(info.namespaced);
-  kc_resource_path(&foo.info, "ns", "a", path, sizeof path);
+  info_path(&foo.info, "ns", "a", path, sizeof path);
   assert_string_equal(path, "/apis/example.com/v1/namespaces/ns/foos/a");
 
   /* Unknown group: 404 -> -ENOENT; a body that is no APIResourceList: -EIO,
