@@ -10,20 +10,20 @@
 #include "base/hash.h"
 #include "host/hostapi.h"
 #include "json/jsonpath.h"
+#include "kube/kname.h"
 
 #define NS_MAX 64
 #define NAME_MAX_LEN 254
 
-/* "ns/name" or "name" into ns (empty: cluster-scoped) and name. */
+/* "ns/name" or "name" (kname.h) into ns (empty: cluster-scoped) and name. */
 static int split_key(const char *key, char ns[NS_MAX], char name[NAME_MAX_LEN]) {
-  const char *slash = strchr(key, '/');
-  size_t nl = slash ? (size_t)(slash - key) : 0;
-  const char *n = slash ? slash + 1 : key;
-  if (nl >= NS_MAX || strlen(n) >= NAME_MAX_LEN || !*n || strchr(n, '/') || (slash && !nl))
+  kc_str n, m;
+  if (!kc_name_split_key(key, strlen(key), &n, &m) || n.len >= NS_MAX || m.len >= NAME_MAX_LEN)
     return -EINVAL;
-  memcpy(ns, key, nl);
-  ns[nl] = '\0';
-  snprintf(name, NAME_MAX_LEN, "%s", n);
+  memcpy(ns, n.ptr, n.len);
+  ns[n.len] = '\0';
+  memcpy(name, m.ptr, m.len);
+  name[m.len] = '\0';
   return 0;
 }
 
@@ -321,7 +321,8 @@ int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_h
   /* A key without a namespace is a cluster-scoped owner, whose owned-object
    * events controller.c maps to namespace/name keys: nobody would observe
    * its expectations, so none are set (docs/hooks.md). */
-  bool observable = strchr(key, '/') != NULL;
+  kc_str key_ns, key_name;
+  bool observable = kc_name_split_key(key, strlen(key), &key_ns, &key_name) && key_ns.len;
   /* Effects are computed once: an apply's depends on the cache. */
   signed char *eff = r->nactions ? calloc(r->nactions, 1) : NULL;
   if (r->nactions && !eff) return h->result_error(ctx, "hook: out of memory");

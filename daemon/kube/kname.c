@@ -69,18 +69,28 @@ const char *kc_name_path_segment_problem(const char *s, size_t n) {
   return NULL;
 }
 
-bool kc_name_split_api_version(const char *s, size_t n, kc_str *group, kc_str *version) {
+/* "[prefix/]rest": an optional non-empty prefix and one '/', then a
+ * non-empty rest without '/'. The shape of an apiVersion and of a key. */
+static bool split_prefixed(const char *s, size_t n, kc_str *prefix, kc_str *rest) {
   const char *slash = n ? memchr(s, '/', n) : NULL;
-  size_t gl = slash ? (size_t)(slash - s) : 0;
-  const char *v = slash ? slash + 1 : s;
-  size_t vl = n - (size_t)(v - s);
-  if (vl == 0 || (slash && gl == 0) || memchr(v, '/', vl)) {
-    *group = *version = (kc_str){"", 0};
+  size_t pl = slash ? (size_t)(slash - s) : 0;
+  const char *r = slash ? slash + 1 : s;
+  size_t rl = n - (size_t)(r - s);
+  if (rl == 0 || (slash && pl == 0) || memchr(r, '/', rl)) {
+    *prefix = *rest = (kc_str){"", 0};
     return false;
   }
-  *group = (kc_str){gl ? s : "", gl};
-  *version = (kc_str){v, vl};
+  *prefix = (kc_str){pl ? s : "", pl};
+  *rest = (kc_str){r, rl};
   return true;
+}
+
+bool kc_name_split_api_version(const char *s, size_t n, kc_str *group, kc_str *version) {
+  return split_prefixed(s, n, group, version);
+}
+
+bool kc_name_split_key(const char *s, size_t n, kc_str *ns, kc_str *name) {
+  return split_prefixed(s, n, ns, name);
 }
 
 /* ---- messages (k8s.io/apimachinery/pkg/util/validation) ---- */

@@ -15,10 +15,12 @@
  *   path segment        what every resource's metadata.name/namespace obeys:
  *                       not "." or "..", no '/', '%' (ValidatePathSegmentName),
  *                       and here also no NUL byte
- * and the one splitter of an apiVersion into group and version.
+ * and the one splitter of each compound name: an apiVersion into group and
+ * version, an object key into namespace and name.
  * Used by config validation (config.c), selector parsing (selector.c), the
- * object builder's shape checks (kbuild.c), and wherever an apiVersion is
- * taken apart (config, discovery, informer, controller).
+ * object builder's shape checks (kbuild.c), and wherever an apiVersion or a
+ * key is taken apart (config, discovery, informer, controller, sharding,
+ * hooks).
  *
  * Threads: any (no state). Inputs are byte ranges (s, n), not NUL-terminated.
  */
@@ -48,6 +50,16 @@ const char *kc_name_path_segment_problem(const char *s, size_t n);
  * '/' ("a/b/v1"). The characters are not checked here (config validation
  * wants a DNS-1123 subdomain group and a [a-z0-9]+ version). */
 bool kc_name_split_api_version(const char *s, size_t n, kc_str *group, kc_str *version);
+
+/* Splits an object key: "namespace/name", or "name" alone for a
+ * cluster-scoped object (what kc_obj_key writes, kobj.h). Returns true with
+ * slices of s in *ns ("" for a cluster-scoped key) and *name. Accepts
+ * exactly a non-empty name without '/', optionally preceded by a non-empty
+ * namespace and one '/'; anything else returns false with both empty: ""
+ * (no name), "ns/" (an empty name), "/name" (an empty namespace),
+ * "a/b/c" (a name never holds '/': path segment rule above). The
+ * characters are not checked otherwise. */
+bool kc_name_split_key(const char *s, size_t n, kc_str *ns, kc_str *name);
 
 /* Append to b the "; "-joined errors apimachinery's IsQualifiedName /
  * IsValidLabelValue report for s, in its words; return how many (0: valid). */

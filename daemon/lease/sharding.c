@@ -20,6 +20,7 @@
 #include "cache/idset.h"
 #include "lease/leader.h"
 #include "base/log.h"
+#include "kube/kname.h"
 #include "kube/kurl.h"
 
 #define LIST_MAX (8u << 20)
@@ -260,22 +261,10 @@ uint64_t kc_sharding_obj_hash(const kc_sharding *sh, const kc_obj *obj) {
   return kc_shard_hash(s.ptr ? s.ptr : "", s.len);
 }
 
-/* Splits "ns/name" (or "name"). */
-static void split_key(const char *key, kc_str *ns, kc_str *name) {
-  const char *slash = strchr(key, '/');
-  if (slash) {
-    *ns = (kc_str){key, (size_t)(slash - key)};
-    *name = (kc_str){slash + 1, strlen(slash + 1)};
-  } else {
-    *ns = (kc_str){"", 0};
-    *name = (kc_str){key, strlen(key)};
-  }
-}
-
-/* Range of a key, or -ENOENT. */
+/* Range of a key, or -ENOENT (also for a malformed key: kname.h). */
 static int key_range(kc_sharding *sh, const char *key) {
   kc_str ns, name;
-  split_key(key, &ns, &name);
+  if (!kc_name_split_key(key, strlen(key), &ns, &name)) return -ENOENT;
   if (sh->spec.key == KC_SHARD_KEY_NAMESPACE)
     return (int)kc_sharding_range_of(sh, kc_shard_hash(ns.ptr, ns.len));
   kc_obj *o = sh->inf ? kc_informer_get(sh->inf, ns, name) : NULL;

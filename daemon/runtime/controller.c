@@ -218,12 +218,12 @@ static bool on_mapped_value(const kc_json_value *v, void *ud) {
   return true;
 }
 
+/* "namespace/name", or "name" in obj's namespace; nothing for a text that
+ * is no key (kname.h). */
 static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const char *text, size_t n) {
-  const char *slash = memchr(text, '/', n);
-  if (slash)
-    enqueue(c, (kc_str){text, (size_t)(slash - text)}, (kc_str){slash + 1, n - (size_t)(slash - text) - 1});
-  else
-    enqueue(c, kc_obj_namespace(obj), (kc_str){text, n});
+  kc_str ns, name;
+  if (kc_name_split_key(text, n, &ns, &name))
+    enqueue(c, ns.len ? ns : kc_obj_namespace(obj), name);
 }
 
 static void map_event(subscription *s, const kc_obj *obj, int observe) {

@@ -154,12 +154,41 @@ static void test_split_api_version(void **state) {
   split_av(NULL, 0, false, "", "");
 }
 
+static void split_key(const char *s, size_t n, bool ok, const char *ns, const char *name) {
+  kc_str a = {"x", 1}, b = {"x", 1};
+  assert_int_equal(kc_name_split_key(s, n, &a, &b), ok);
+  assert_non_null(a.ptr);
+  assert_non_null(b.ptr);
+  assert_int_equal(a.len, strlen(ns));
+  assert_int_equal(b.len, strlen(name));
+  assert_memory_equal(a.ptr, ns, a.len);
+  assert_memory_equal(b.ptr, name, b.len);
+}
+#define SPLIT_KEY(s, ok, ns, name) split_key(s, strlen(s), ok, ns, name)
+
+static void test_split_key(void **state) {
+  (void)state;
+  SPLIT_KEY("default/web", true, "default", "web");
+  SPLIT_KEY("kube-system/coredns-5d78c9869d-abcde", true, "kube-system", "coredns-5d78c9869d-abcde");
+  SPLIT_KEY("node-1", true, "", "node-1"); /* cluster-scoped: no '/' */
+  SPLIT_KEY("a/b.c:d", true, "a", "b.c:d"); /* characters are not checked */
+  SPLIT_KEY("", false, "", "");
+  SPLIT_KEY("/", false, "", "");
+  SPLIT_KEY("ns/", false, "", "");
+  SPLIT_KEY("/web", false, "", "");
+  SPLIT_KEY("a/b/c", false, "", "");
+  SPLIT_KEY("a//b", false, "", "");
+  split_key("ns/web/more", 6, true, "ns", "web");
+  split_key("ns/web", 2, true, "", "ns");
+  split_key(NULL, 0, false, "", "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dns_label),    cmocka_unit_test(test_dns_subdomain),
       cmocka_unit_test(test_qualified),    cmocka_unit_test(test_label_value),
       cmocka_unit_test(test_path_segment), cmocka_unit_test(test_messages),
-      cmocka_unit_test(test_split_api_version),
+      cmocka_unit_test(test_split_api_version), cmocka_unit_test(test_split_key),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
