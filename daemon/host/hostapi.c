@@ -16,6 +16,7 @@
 #include "watch/decode.h"
 #include "client/events.h"
 #include "json/jsonpath.h"
+#include "kube/kname.h"
 #include "kube/kobj.h"
 #include "kube/kurl.h"
 #include "base/log.h"
@@ -918,13 +919,10 @@ static bool host_object_has_finalizer(const kctrld_object *obj, const char *fina
   return s.index >= 0;
 }
 
-/* A finalizer must be a qualified name; refuse anything needing escapes. */
-static bool finalizer_ok(const char *f) {
-  if (!f || !*f || strlen(f) > 316) return false;
-  for (const char *p = f; *p; p++)
-    if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) return false;
-  return true;
-}
+/* A finalizer must be a qualified name, as the API server validates it
+ * (apimachinery's ValidateFinalizerName: IsQualifiedName, kname.h); the
+ * patches below also rely on that: such a name needs no JSON escapes. */
+static bool finalizer_ok(const char *f) { return f && kc_name_is_qualified(f, strlen(f)); }
 
 struct obj_ref_buf {
   char api_version[256], kind[128], ns[64], name[254];

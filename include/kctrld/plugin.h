@@ -456,7 +456,10 @@ struct kctrld_host_api {
 
   /* finalizer_add: adds finalizer to obj's metadata.finalizers with a JSON
    * patch guarded by obj's resourceVersion; a no-op if already present.
-   * Returns: 0; -ESTALE when obj changed meanwhile (requeue); errors per table.
+   * finalizer must be a qualified name, as the API server requires
+   * ("example.com/cleanup", or a name alone such as "kubernetes").
+   * Returns: 0; -EINVAL finalizer is not a qualified name; -ESTALE when obj
+   * changed meanwhile (requeue); errors per table.
    * Ownership: obj and finalizer borrowed. Context: worker thread with ctx.
    * Errors: as Returns. */
   int (*finalizer_add)(kctrld_ctx *ctx, const kctrld_object *obj, const char *finalizer);

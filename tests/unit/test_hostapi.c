@@ -956,6 +956,35 @@ static void test_finalizers(void **state) {
   assert_int_equal(svc->finalizer_remove(&mctx, obj, "absent.io/x"), 0);
   assert_int_equal(m.requests, before);
   assert_int_equal(svc->finalizer_add(&mctx, obj, "bad\"name"), -EINVAL);
+  /* Finalizers are qualified names, as the API server validates them:
+   * anything else is refused before a request is sent. */
+  char long_name[80];
+  memset(long_name, 'a', 64);
+  long_name[64] = '\0';
+  const char *bad[] = {"",        "demo.kctrld.io/", "/cleanup",   "Demo.io/x",     "a b",
+                       "-x",      "x-",              "a/b/c",      "demo.io/x\\y", "tab\tx",
+                       long_name, NULL};
+  before = m.requests;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(svc->finalizer_add(&mctx, obj, bad[i]), -EINVAL);
+    assert_int_equal(svc->finalizer_remove(&mctx, obj, bad[i]), -EINVAL);
+  }
+  assert_int_equal(m.requests, before);
+  /* Without a prefix (the built-in ones) and at the length limits: a
+   * 253-byte prefix and a 63-byte name. */
+  long_name[63] = '\0';
+  char longest[320];
+  memset(longest, 'p', 253);
+  longest[63] = longest[127] = longest[191] = '.';
+  longest[253] = '/';
+  memcpy(longest + 254, long_name, 64);
+  const char *good[] = {"kubernetes", "foregroundDeletion", "a.b-c/X.y-z_0", long_name, longest};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    assert_int_equal(svc->finalizer_add(&mctx, obj, good[i]), 0);
+  assert_int_equal(m.requests, before + 4); /* foregroundDeletion is present: no-op */
+  assert_non_null(strstr(m.body, longest));
+  longest[0] = '.'; /* an empty label in the prefix */
+  assert_int_equal(svc->finalizer_add(&mctx, obj, longest), -EINVAL);
   kc_obj_unref(o);
 }
 
