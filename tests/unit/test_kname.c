@@ -121,16 +121,20 @@ static void test_messages(void **state) {
   assert_non_null(strstr(mem, "a valid label must be an empty string or consist of"));
 }
 
-static void split_av(const char *s, size_t n, bool ok, const char *group, const char *version) {
-  kc_str g = {"x", 1}, v = {"x", 1};
-  assert_int_equal(kc_name_split_api_version(s, n, &g, &v), ok);
-  assert_non_null(g.ptr);
-  assert_non_null(v.ptr);
-  assert_int_equal(g.len, strlen(group));
-  assert_int_equal(v.len, strlen(version));
-  assert_memory_equal(g.ptr, group, g.len);
-  assert_memory_equal(v.ptr, version, v.len);
+/* Checks one splitter (both share kname.c's "[prefix/]rest" rule). */
+typedef bool (*split_fn)(const char *s, size_t n, kc_str *prefix, kc_str *rest);
+static void split(split_fn fn, const char *s, size_t n, bool ok, const char *prefix,
+                  const char *rest) {
+  kc_str a = {"x", 1}, b = {"x", 1};
+  assert_int_equal(fn(s, n, &a, &b), ok);
+  assert_non_null(a.ptr);
+  assert_non_null(b.ptr);
+  assert_int_equal(a.len, strlen(prefix));
+  assert_int_equal(b.len, strlen(rest));
+  assert_memory_equal(a.ptr, prefix, a.len);
+  assert_memory_equal(b.ptr, rest, b.len);
 }
+#define split_av(s, n, ok, g, v) split(kc_name_split_api_version, s, n, ok, g, v)
 #define SPLIT_AV(s, ok, g, v) split_av(s, strlen(s), ok, g, v)
 
 static void test_split_api_version(void **state) {
@@ -154,16 +158,7 @@ static void test_split_api_version(void **state) {
   split_av(NULL, 0, false, "", "");
 }
 
-static void split_key(const char *s, size_t n, bool ok, const char *ns, const char *name) {
-  kc_str a = {"x", 1}, b = {"x", 1};
-  assert_int_equal(kc_name_split_key(s, n, &a, &b), ok);
-  assert_non_null(a.ptr);
-  assert_non_null(b.ptr);
-  assert_int_equal(a.len, strlen(ns));
-  assert_int_equal(b.len, strlen(name));
-  assert_memory_equal(a.ptr, ns, a.len);
-  assert_memory_equal(b.ptr, name, b.len);
-}
+#define split_key(s, n, ok, ns, name) split(kc_name_split_key, s, n, ok, ns, name)
 #define SPLIT_KEY(s, ok, ns, name) split_key(s, strlen(s), ok, ns, name)
 
 static void test_split_key(void **state) {
