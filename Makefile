@@ -94,6 +94,10 @@ $(B)/tests/plugins/%.so: tests/unit/plugins/%.cpp include/kctrld/plugin.h includ
 	$(CXX) $(CXXFLAGS_PLUGIN) -shared -o $@ $<
 
 $(B)/obj/tests/unit/test_plugin_sdk.o: CFLAGS += -DKC_TEST_PLUGIN_DIR=\"$(B)/tests/plugins\"
+# Unit tests and benches read the fixtures (tests/fixtures/SOURCES.md) from
+# KC_FIXTURES_DIR, an absolute path, so they find them from any directory.
+KC_FIXTURES_DIR := $(CURDIR)/tests/fixtures
+$(B)/obj/tests/unit/%.o $(B)/obj/tests/bench/%.o: CFLAGS += '-DKC_FIXTURES_DIR="$(KC_FIXTURES_DIR)"'
 # Unit tests of kube-apisim components link the simulator objects they test.
 APISIM_PB_OBJ := $(B)/obj/tests/apisim/protobuf.o $(B)/obj/tests/apisim/json.o $(B)/obj/tests/apisim/util.o
 $(B)/tests/test_apisim_protobuf: $(APISIM_PB_OBJ)

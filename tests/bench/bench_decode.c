@@ -3,7 +3,8 @@
  * cached object against its JSON size (targets: decode within 1.5x
  * of yajl parsing the same bytes; memory per object at most 1.5x its JSON).
  *
- * Bodies are built from the real Pod fixtures (read from FIX, below: three
+ * Bodies are built from the real Pod fixtures (read from KC_FIXTURES_DIR,
+ * the absolute path of tests/fixtures the Makefile passes: three
  * object fixtures and the eight Pods of the sendInitialEvents watch stream,
  * all with their managedFields where the source had them), with unique
  * names, uids and a varying label per item. Every run feeds 16 KiB chunks.
@@ -21,7 +22,6 @@
 #include "watch/decode.h"
 #include "cache/store.h"
 
-#define FIX "../shared/fixtures/"
 #define CHUNK 16384
 
 static double now(void) {
@@ -43,7 +43,7 @@ static long rss_kb(void) {
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "bench_decode: cannot open %s (run from the repo root)\n", path);
+    fprintf(stderr, "bench_decode: cannot open %s: %s\n", path, strerror(errno));
     exit(1);
   }
   fseek(f, 0, SEEK_END);
@@ -96,8 +96,8 @@ static void load_templates(void) {
                                 "objects/pod-insights-operator-prometheus.json"};
   char err[256];
   for (size_t i = 0; i < 3; i++) {
-    char path[256];
-    snprintf(path, sizeof path, FIX "%s", files[i]);
+    char path[4096];
+    snprintf(path, sizeof path, KC_FIXTURES_DIR "/%s", files[i]);
     size_t len;
     char *t = read_file(path, &len);
     tpl[ntpl] = kc_obj_parse(t, len, NULL, err, sizeof err);
@@ -109,7 +109,7 @@ static void load_templates(void) {
     free(t);
   }
   size_t len;
-  char *w = read_file(FIX "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
+  char *w = read_file(KC_FIXTURES_DIR "/watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &len);
   kc_decoder_callbacks cb = {.event = keep_event};
   kc_decoder *d = kc_decoder_new(KC_DECODE_WATCH, NULL, &cb, NULL);
   if (!d || kc_decoder_feed(d, w, len) || kc_decoder_finish(d)) exit(1);
@@ -323,8 +323,7 @@ int main(int argc, char **argv) {
   const char *drop[] = {"metadata.managedFields"};
   kc_transform no_mf = {.drop = drop, .ndrop = 1, .metadata_only = false};
 
-  printf("# bench_decode: %zu Pod templates from ../shared/fixtures, 16 KiB feeds, best of 3\n",
-         ntpl);
+  printf("# bench_decode: %zu Pod templates from tests/fixtures, 16 KiB feeds, best of 3\n", ntpl);
   printf("%-8s %9s %8s | %9s %9s %9s %9s | %7s %7s %7s | %8s %8s %6s %8s %6s %8s\n", "pods",
          "body_MB", "json/obj", "yajl_null", "yajl_nop", "decode", "dec+store", "x_null", "x_nop",
          "xs_null", "mem/obj", "mem/json", "", "no_mf", "", "rss/obj");

@@ -2,7 +2,7 @@
 /* bench_informer: the observing path end to end (http -> decode -> store ->
  * informer handlers) against a local HTTP server that replays a generated
  * list body and watch stream, so that the numbers measure kctrld and not a
- * simulator. Pods are built from the shared fixtures (store_podgen.h).
+ * simulator. Pods are built from the fixtures (store_podgen.h).
  *
  *   build/bench/bench_informer [N ...]        (default: 10000 100000)
  *   BENCH_TEMPLATE=0|1|2|mix  fixture: 0 coredns (default, 7.5 KB with

@@ -4,12 +4,10 @@
  * same query done as a full scan (what an informer without a label index
  * does), upsert throughput with the namespace, label and two field indexes,
  * and index memory per object. Objects are realistic Pods built from the
- * shared fixture pod-k8s-openapi-coredns.json with varied identity, labels,
- * owner references and nodeName.
+ * fixture pod-k8s-openapi-coredns.json with varied identity, labels,
+ * owner references and nodeName (tests/unit/store_podgen.h).
  *
- * Usage: build/bench/bench_store [N ...]     (default: 10000 100000)
- * Run from the repository root: the fixtures are read from PODGEN_FIX
- * (tests/unit/store_podgen.h). */
+ * Usage: build/bench/bench_store [N ...]     (default: 10000 100000) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +92,7 @@ int main(int argc, char **argv) {
   }
   podgen pg;
   if (podgen_init(&pg) != 0) {
-    fprintf(stderr, "cannot load fixtures (run from the repository root)\n");
+    fprintf(stderr, "bench_store: cannot load the Pod fixtures\n");
     return 1;
   }
   static const kc_store_index_spec specs[] = {

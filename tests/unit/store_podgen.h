@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper (header-only, static): builds realistic Pods for store tests
- * from the shared Pod fixtures, overriding identity, labels, owner
- * references and spec.nodeName. The rest of each Pod (containers, volumes,
- * status, managedFields) is the fixture's. Used by test_store.c,
+ * from the Pod fixtures in KC_FIXTURES_DIR (tests/fixtures, passed by the
+ * Makefile), overriding identity, labels, owner references and
+ * spec.nodeName. The rest of each Pod (containers, volumes, status,
+ * managedFields) is the fixture's. Used by test_store.c,
  * test_store_threads.c and bench_store.c. */
 #ifndef KC_TEST_STORE_PODGEN_H
 #define KC_TEST_STORE_PODGEN_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,6 @@
 
 #include "watch/decode.h"
 #include "base/hash.h"
-
-#define PODGEN_FIX "../shared/fixtures/objects/"
 
 static const char *const podgen_files[] = {
     "pod-k8s-openapi-coredns.json",
@@ -43,10 +43,13 @@ typedef struct podspec {
 static inline int podgen_init(podgen *pg) {
   memset(pg, 0, sizeof *pg);
   for (int i = 0; i < PODGEN_NTMPL; i++) {
-    char path[256], err[256];
-    snprintf(path, sizeof path, PODGEN_FIX "%s", podgen_files[i]);
+    char path[4096], err[256];
+    snprintf(path, sizeof path, KC_FIXTURES_DIR "/objects/%s", podgen_files[i]);
     FILE *f = fopen(path, "rb");
-    if (!f) return -1;
+    if (!f) {
+      fprintf(stderr, "podgen: cannot read fixture %s: %s\n", path, strerror(errno));
+      return -1;
+    }
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);

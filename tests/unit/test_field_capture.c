@@ -20,8 +20,6 @@
 #include "cache/store.h"
 #include "testutil.h"
 
-#define FIX "../shared/fixtures/objects/"
-
 /* ---- a capture spec: groups of paths ------------------------------------ */
 
 typedef struct group {
@@ -255,10 +253,8 @@ static size_t check_all_modes(const char *const *texts, size_t ntexts, const kc_
 
 static char *fixture(const char *name) {
   char path[256];
-  snprintf(path, sizeof path, FIX "%s", name);
-  char *t = tu_read_file(path, NULL);
-  if (!t) fail_msg("cannot read %s", path);
-  return t;
+  snprintf(path, sizeof path, "objects/%s", name);
+  return tu_fixture(path, NULL);
 }
 
 static const char *const kFixtures[] = {

@@ -19,8 +19,6 @@
 #include "mini_server.h"
 #include "testutil.h"
 
-#define WATCH_FIXTURE TU_FIXTURES "watch/watch-pods-sendinitialevents-k8s-openapi.ndjson"
-
 /* ---- server side ---- */
 
 struct fixture {
@@ -190,8 +188,7 @@ static void close_all(uv_loop_t *loop, kc_http *http) {
 static mini_server *srv;
 
 static int setup(void **state) {
-  fx.watch = tu_read_file(WATCH_FIXTURE, &fx.watch_len);
-  if (!fx.watch) return -1;
+  fx.watch = tu_fixture("watch/watch-pods-sendinitialevents-k8s-openapi.ndjson", &fx.watch_len);
   fx.nchunks = 0;
   char *p = fx.watch, *end = fx.watch + fx.watch_len;
   while (p < end && fx.nchunks < 512) {

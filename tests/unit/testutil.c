@@ -44,11 +44,10 @@ char *tu_read_file(const char *path, size_t *len) {
 }
 
 char *tu_fixture(const char *name, size_t *len) {
-  char path[512];
-  snprintf(path, sizeof path, TU_FIXTURES "%s", name);
+  char path[4096];
+  snprintf(path, sizeof path, KC_FIXTURES_DIR "/%s", name);
   char *text = tu_read_file(path, len);
-  if (!text)
-    fail_msg("fixture %s: %s (run the tests from the repository root)", path, strerror(errno));
+  if (!text) fail_msg("fixture %s: %s", path, strerror(errno));
   return text;
 }
 

@@ -17,18 +17,23 @@
 
 #include "watch/decode.h"
 
-/* Where the tests find the shared fixtures, relative to the repository root. */
-#define TU_FIXTURES "../shared/fixtures/"
+/* The tests' fixtures (real API objects and watch streams, origin in
+ * tests/fixtures/SOURCES.md) are read from KC_FIXTURES_DIR: the absolute
+ * path of tests/fixtures, which the Makefile passes to every unit test and
+ * bench object, so a test finds them from any working directory. */
+#ifndef KC_FIXTURES_DIR
+#error "KC_FIXTURES_DIR (the absolute path of tests/fixtures) is set by the Makefile"
+#endif
 
 /* The whole file at path, NUL-terminated (binary-safe: *len, if not NULL,
  * is its length without the NUL). */
 char *tu_read_file(const char *path, size_t *len);
 
-/* The fixture TU_FIXTURES NAME (e.g. "objects/pod-k9s-sidecar.json"), as
+/* The fixture KC_FIXTURES_DIR "/" NAME (e.g. "objects/pod-k9s-sidecar.json"), as
  * tu_read_file. */
 char *tu_fixture(const char *name, size_t *len);
 
-/* The object fixture TU_FIXTURES "objects/" NAME parsed with transform t
+/* The object fixture KC_FIXTURES_DIR "/objects/" NAME parsed with transform t
  * (NULL: none). */
 kc_obj *tu_fixture_obj(const char *name, const kc_transform *t);
 
