@@ -76,17 +76,14 @@ static void default_fixtures(const char *argv0)
   exe[n] = 0;
   char *slash = strrchr(exe, '/');
   if (slash) *slash = 0;
-  const char *cands[] = {"../../shared/fixtures", "../tests/fixtures", "../../../shared/fixtures"};
-  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
-    char *p = sim_xasprintf("%s/%s/objects", exe, cands[i]);
-    bool ok = access(p, R_OK) == 0;
-    free(p);
-    if (ok) {
-      char *d = sim_xasprintf("%s/%s", exe, cands[i]);
-      sim_set_fixture_dir(d);
-      free(d);
-      return;
-    }
+  /* A build directory (build/kube-apisim) sits beside tests/fixtures. */
+  char *objects = sim_xasprintf("%s/../tests/fixtures/objects", exe);
+  bool found = access(objects, R_OK) == 0;
+  free(objects);
+  if (found) {
+    char *d = sim_xasprintf("%s/../tests/fixtures", exe);
+    sim_set_fixture_dir(d);
+    free(d);
   }
 }
 

@@ -154,26 +154,40 @@ static const struct tmpl tmpls[] = {
   {"leases.coordination.k8s.io", NULL, "{\"spec\":{\"holderIdentity\":\"x\",\"leaseDurationSeconds\":15}}"},
 };
 
-static jv *load_template(const char *resource)
+/* The template of resource: its fixture when a fixture directory is set (a
+ * fixture that cannot be read or parsed is an error, *err says which, so
+ * generated objects are never silently smaller than asked for), else the
+ * built-in minimal object. */
+static jv *load_template(const char *resource, char **err)
 {
   const struct tmpl *t = NULL;
   for (size_t i = 0; i < sizeof tmpls / sizeof tmpls[0]; i++)
     if (strcmp(tmpls[i].resource, resource) == 0) t = &tmpls[i];
-  char err[256];
+  char perr[256];
   if (t && t->file && fixture_dir) {
     char *p = sim_xasprintf("%s/%s", fixture_dir, t->file);
     size_t len;
     char *buf = sim_read_file(p, &len);
-    free(p);
-    if (buf) {
-      jv *d = jv_parse(buf, len, err, sizeof err);
-      free(buf);
-      if (d && d->t == J_OBJ) return d;
-      jv_free(d);
+    if (!buf) {
+      *err = sim_xasprintf("--generate: fixture %s: %s", p, strerror(errno));
+      free(p);
+      return NULL;
     }
+    jv *d = jv_parse(buf, len, perr, sizeof perr);
+    free(buf);
+    if (!d || d->t != J_OBJ) {
+      *err = sim_xasprintf("--generate: fixture %s: %s", p, d ? "not a JSON object" : perr);
+      jv_free(d);
+      free(p);
+      return NULL;
+    }
+    free(p);
+    return d;
   }
   const char *fb = t ? t->fallback : "{\"spec\":{\"size\":3,\"color\":\"blue\"}}";
-  return jv_parse(fb, strlen(fb), err, sizeof err);
+  jv *d = jv_parse(fb, strlen(fb), perr, sizeof perr);
+  if (!d) *err = sim_xasprintf("--generate: built-in template of %s: %s", resource, perr);
+  return d;
 }
 
 int sim_generate(const char *resource, size_t n, char **err)
@@ -189,9 +203,8 @@ int sim_generate(const char *resource, size_t n, char **err)
     *err = sim_xasprintf("--generate: unknown resource %s (use plural[.group])", resource);
     return -EINVAL;
   }
-  jv *tpl = load_template(resource);
+  jv *tpl = load_template(resource, err);
   if (!tpl) {
-    *err = sim_xstrdup("--generate: bad template");
     free(kind); free(gv); free(plural);
     return -EINVAL;
   }
