@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/watch/decode.c: LIST and WATCH bodies from the shared real
+/* Unit tests for daemon/watch/decode.c: LIST and WATCH bodies from the real
  * fixtures, replayed with every split, plus malformed input and limits. */
 #include <errno.h>
 #include <setjmp.h>

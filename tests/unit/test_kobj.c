@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for daemon/kube/kobj.c against the shared real fixtures. */
+/* Unit tests for daemon/kube/kobj.c against the real fixtures (tests/fixtures). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

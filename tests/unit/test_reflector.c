@@ -4,7 +4,7 @@
  * server's replies in order and checks the exact request sequence (query
  * parameters and their order, as client-go sends them, docs/api-contract.md
  * 3.1, 4.1, 4.8 and section 7), what reached the sink, and the waits between requests
- * (backoff, Retry-After). The objects are Pods built from the shared
+ * (backoff, Retry-After). The objects are Pods built from the
  * fixtures (store_podgen.h). One test (connection reset mid-stream) uses a
  * raw socket server, because libmicrohttpd always ends a response cleanly.
  */

@@ -2,7 +2,7 @@
 /* Unit tests for daemon/cache/store.c: get/list/delete, indexes kept exact when
  * updates move objects between index values, relist replace diff, and
  * list-by-namespace+selector and by-index equal to a brute-force scan of a
- * shadow model on randomized Pods built from the shared fixtures. */
+ * shadow model on randomized Pods built from the fixtures. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
