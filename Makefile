@@ -157,16 +157,21 @@ coverage: deps
 	@bash tests/coverage.sh
 
 # `make bench` (QUICK=1: one run, 10k Pods, about three minutes): kctrld side
-# by side with the peer clients (compare.py --peers) on the same kube-apisim load, the
+# by side with the peer clients of tests/bench/peers on the same kube-apisim load, the
 # yajl and simulator floors, table into docs/benchmarks.md (tests/bench/compare.py).
 # bench-deps installs node/npm/python3-kubernetes when missing and client-node
-# once into $(B)/bench/client-node. `make bench-micro`: the bench_* binaries
+# once into $(B)/bench/client-node. The client-go peer is a prebuilt program
+# outside the repository: PEER_CLIENT_GO=DIR (its directory, or the program;
+# default ../shared/peers/client-go when that exists); without it the bench
+# runs the other clients and says so. `make bench-micro`: the bench_* binaries
 # and scripts of tests/bench (tests/bench/run-bench).
 QUICK ?=
+PEER_CLIENT_GO ?=
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bash tests/bench/bench-deps $(B)
-	@python3 tests/bench/compare.py --build $(B) $(if $(QUICK),--quick)
+	@python3 tests/bench/compare.py --build $(B) $(if $(QUICK),--quick) \
+	  $(if $(PEER_CLIENT_GO),--client-go '$(PEER_CLIENT_GO)')
 
 bench-deps:
 	@bash tests/bench/bench-deps $(B)
