@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* daemon: see daemon.h.
+/* daemon: see daemon.h. This file owns the daemon's life: kc_daemon_run
+ * (wiring the config, credentials, API client, decode pool, Event recorder
+ * and plugins together), the start-up tick, plugin loading with its retries,
+ * leader election, signals and shutdown. The plugins' host environment, the
+ * Event fence and the ops view are in daemon_wiring.c; SIGHUP reload is in
+ * daemon_reload.c; their shared state in daemon_int.h. Loop thread, except
+ * the registry functions (any thread).
  *
  * Start-up is level-triggered on one 1 s tick: every tick resolves kinds
  * discovery does not know yet (a CRD may be created after we start),
@@ -24,6 +30,7 @@
  * reload re-instantiates it at once (fixed or removed by the new file).
  */
 #include "daemon.h"
+#include "daemon_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -34,8 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
-#include "cache/cacheview.h"
 #include "config/config.h"
 #include "runtime/controller.h"
 #include "watch/decodepool.h"
@@ -54,39 +59,6 @@
 #include "host/plugin_host.h"
 #include "base/ratelimit.h"
 
-typedef struct kind_slot {
-  kc_daemon *d;
-  const kc_informer_spec *spec; /* in the current config */
-  char api_path[384];
-  char plural[256];
-  bool namespaced;
-  atomic_bool resolved;
-  bool discovering;
-  bool orphaned; /* removed by a reload while discovery was in flight */
-  bool answered;  /* the server answered discovery for it at least once */
-  char miss[768]; /* why it is not resolved ("" while unknown or resolved) */
-  uint64_t last_miss_log_ms;
-  uint32_t misses;          /* consecutive failed resolves: kc_backoff_when's counter */
-  uint64_t next_resolve_ms; /* loop time of the next discovery attempt */
-  kc_informer *informer;
-  /* Created but not started: the `for` informer of a sharded controller
-   * that has it alone waits for the first claimed range, so that its first
-   * list already carries the shardSelector (start_deferred). */
-  bool deferred;
-  uint64_t deferred_since_ms;
-} kind_slot;
-
-typedef struct ctl_slot {
-  const kc_controller_spec *spec;
-  kc_plugin_instance *inst; /* until the controller exists, then owned by it */
-  kc_controller *ctl;
-  /* Plugin load/init failures (no inst, no ctl): retried on d->init_retry. */
-  char init_error[1024];    /* "" once loaded and initialised */
-  uint32_t failed_attempts; /* consecutive: kc_backoff_when's counter */
-  uint64_t retry_at_ms;     /* loop time of the next attempt; 0: none */
-  uint64_t retry_delay_ms;  /* the delay chosen after the last failure */
-  uint64_t init_failures;   /* kctrld_controller_init_failures_total, kept across reloads */
-} ctl_slot;
 
 /* Discovery of a kind not served (yet): 1 s doubling to 16 s. */
 #define KC_RESOLVE_RETRY_BASE_MS 1000ull
@@ -95,53 +67,7 @@ typedef struct ctl_slot {
 #define KC_INIT_RETRY_BASE_MS 1000ull
 #define KC_INIT_RETRY_MAX_MS (5 * 60 * 1000ull)
 
-struct kc_daemon {
-  uv_loop_t loop;
-  kc_daemon_options opts;
-  kc_config *cfg;
-  kc_kube_creds *creds;
-  kc_api *api;
-  kc_events *events; /* the Event recorder behind the `event` host function */
-  struct host_link *link; /* what the plugins' host environments point at */
-  kc_discovery *discovery;
-  kc_decode_pool *decode_pool; /* response bodies are decoded here */
-  /* Guards cfg, kinds and their resolution for worker-thread lookups; the
-   * loop takes it for writing only while swapping a reloaded config. */
-  pthread_rwlock_t registry_lock;
-  kind_slot **kinds; /* one per config informer */
-  size_t nkinds;
-  ctl_slot *ctls;    /* one per config controller */
-  size_t nctls;
-  size_t controllers_alive;
-  /* The running config with a reference count: each plugin instance holds
-   * the config its settings point into, so a config replaced by a reload is
-   * freed when the last instance created from it goes (possibly on an
-   * abandoned worker's thread), not kept until exit. */
-  struct config_hold *hold;
-  kc_config *reload_cfg; /* validated, waiting for controllers to drain */
-  kc_config_diff *reload_diff;
-  size_t reload_waiting;
-  char reload_error[512];
-  uv_signal_t sig_term, sig_int, sig_hup;
-  uv_timer_t tick;
-  uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
-  atomic_bool may_write;
-  kc_leader *leader; /* NULL when leader election is off */
-  char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
-  bool leading;      /* loop view: controllers may be active */
-  bool stopping;
-  /* Metrics, health endpoints and sd_notify (daemon/ops/ops.h); the arrays are
-   * scratch space for the view, rebuilt on each request. */
-  kc_ops *ops;
-  const kc_informer_spec **ops_specs;
-  kc_informer **ops_informers;
-  kc_ops_informer_wait *ops_waits;
-  kc_controller **ops_controllers;
-  const kc_reconcile_histogram **ops_histograms;
-  kc_ops_controller_state *ops_ctl_states;
-  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms, ops_cap_ctl_states, ops_cap_waits;
-  char ops_lease_name[256];
-};
+
 
 /* --- registry (any thread) -------------------------------------------------- */
 
@@ -191,198 +117,14 @@ bool kc_daemon_may_write(const kc_daemon *d) {
   return atomic_load(&d->may_write) && (!d->leader || kc_leader_is_leader(d->leader));
 }
 
-/* --- the plugins' host environment (hostenv.h) -------------------------------- */
-
-/* Every plugin instance's kc_host_env points here (ud), and retains it: an
- * instance freed after the daemon (by an abandoned reconcile) finds a closed
- * link, not freed memory. Once host_link_close ran nothing is cached,
- * nothing may be written, no Event is recorded and requests fail. The lock
- * is held for each lookup (informers, discovery, leadership, the recorder),
- * not across an API request: the daemon closes its API client only after
- * every controller stopped or was abandoned (as kc_controller_stop
- * documents). */
-struct host_link {
-  atomic_uint refs;
-  pthread_rwlock_t lock;
-  kc_daemon *d; /* NULL once closed */
-};
-
-static struct host_link *host_link_new(kc_daemon *d) {
-  struct host_link *l = calloc(1, sizeof *l);
-  if (!l) return NULL;
-  if (pthread_rwlock_init(&l->lock, NULL) != 0) {
-    free(l);
-    return NULL;
-  }
-  atomic_init(&l->refs, 1);
-  l->d = d;
-  return l;
-}
-
-static void link_retain(void *ud) { atomic_fetch_add(&((struct host_link *)ud)->refs, 1); }
-
-static void link_release(void *ud) {
-  struct host_link *l = ud;
-  if (!l || atomic_fetch_sub(&l->refs, 1) != 1) return;
-  pthread_rwlock_destroy(&l->lock);
-  free(l);
-}
-
-/* Loop thread; returns once no host function still uses the daemon. */
-static void host_link_close(kc_daemon *d) {
-  if (!d->link) return;
-  pthread_rwlock_wrlock(&d->link->lock);
-  d->link->d = NULL;
-  pthread_rwlock_unlock(&d->link->lock);
-}
-
-static kc_daemon *link_enter(struct host_link *l) {
-  pthread_rwlock_rdlock(&l->lock);
-  return l->d;
-}
-static void link_leave(struct host_link *l) { pthread_rwlock_unlock(&l->lock); }
-
-/* The plugins' reads of a kind go to the union of its informers
- * (cacheview.h), not only to the first one declared: with one informer per
- * namespace (`name:`, `namespaces:`), a controller bound to the second one
- * must find its objects. The informers are collected and read under the
- * registry lock (a reload swaps them under the write lock). */
-struct kind_view {
-  kc_informer *small[8];
-  kc_informer **v;
-  size_t n;
-};
-
-static bool slot_caches(const kind_slot *k, const char *av, const char *kind) {
-  return k && !strcmp(k->spec->api_version, av) && !strcmp(k->spec->kind, kind);
-}
-
-/* Fills kv with the informers of apiVersion+kind in config order (NULL
- * entries: not started). registry_lock held. 0 or -ENOMEM. */
-static int kind_view_of(kc_daemon *d, const char *av, const char *kind, struct kind_view *kv) {
-  size_t n = 0;
-  for (size_t i = 0; i < d->nkinds; i++)
-    n += slot_caches(d->kinds[i], av, kind);
-  kv->v = n <= sizeof kv->small / sizeof kv->small[0] ? kv->small : calloc(n, sizeof *kv->v);
-  if (!kv->v) return -ENOMEM;
-  kv->n = 0;
-  for (size_t i = 0; i < d->nkinds; i++) {
-    const kind_slot *k = d->kinds[i];
-    if (slot_caches(k, av, kind)) kv->v[kv->n++] = atomic_load(&k->resolved) ? k->informer : NULL;
-  }
-  return 0;
-}
-
-static void kind_view_free(struct kind_view *kv) {
-  if (kv->v != kv->small) free(kv->v);
-}
-
-static int env_cache_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name,
-                         kc_obj **out) {
-  kc_daemon *d = link_enter(ud);
-  int rc = -ENOTSUP;
-  *out = NULL;
-  if (d) {
-    struct kind_view kv;
-    pthread_rwlock_rdlock(&d->registry_lock);
-    if ((rc = kind_view_of(d, av, kind, &kv)) == 0) {
-      rc = kc_cacheview_get(kv.v, kv.n, ns, name, out);
-      kind_view_free(&kv);
-    }
-    pthread_rwlock_unlock(&d->registry_lock);
-  }
-  link_leave(ud);
-  return rc;
-}
-
-static int env_cache_list(void *ud, const char *av, const char *kind, kc_str ns,
-                          const kc_label_selector *sel, kc_obj_vec *out) {
-  kc_daemon *d = link_enter(ud);
-  int rc = -ENOTSUP;
-  if (d) {
-    struct kind_view kv;
-    pthread_rwlock_rdlock(&d->registry_lock);
-    if ((rc = kind_view_of(d, av, kind, &kv)) == 0) {
-      rc = kc_cacheview_list(kv.v, kv.n, ns, sel, out);
-      kind_view_free(&kv);
-    }
-    pthread_rwlock_unlock(&d->registry_lock);
-  }
-  link_leave(ud);
-  return rc;
-}
-
-static int env_cache_by_index(void *ud, const char *av, const char *kind, const char *index,
-                              kc_str value, kc_obj_vec *out) {
-  kc_daemon *d = link_enter(ud);
-  int rc = -ENOTSUP;
-  if (d) {
-    struct kind_view kv;
-    pthread_rwlock_rdlock(&d->registry_lock);
-    if ((rc = kind_view_of(d, av, kind, &kv)) == 0) {
-      rc = kc_cacheview_by_index(kv.v, kv.n, index, value, out);
-      kind_view_free(&kv);
-    }
-    pthread_rwlock_unlock(&d->registry_lock);
-  }
-  link_leave(ud);
-  return rc;
-}
-
-static int env_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
-  kc_daemon *d = link_enter(ud);
-  int rc = d ? kc_daemon_resource(d, av, kind, out) : -ENOENT;
-  link_leave(ud);
-  return rc;
-}
-
-static int env_request(void *ud, const char *method, const char *path, const char *content_type,
-                       const void *body, size_t len, uint64_t timeout_ms, kc_api_response *out) {
-  kc_daemon *d = link_enter(ud);
-  kc_api *api = d ? d->api : NULL;
-  link_leave(ud);
-  if (!api) {
-    *out = (kc_api_response){0};
-    return -ESHUTDOWN;
-  }
-  return kc_host_env_api_request(api, method, path, content_type, body, len, timeout_ms, out);
-}
-
-static bool env_may_write(void *ud) {
-  kc_daemon *d = link_enter(ud);
-  bool ok = d && kc_daemon_may_write(d);
-  link_leave(ud);
-  return ok;
-}
-
-static int env_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
-  kc_daemon *d = link_enter(ud);
-  /* No recorder (shutting down): the event is lost, which plugin.h allows. */
-  int rc = d && d->events ? kc_events_record(d->events, o, type, reason, message) : 0;
-  link_leave(ud);
-  return rc;
-}
-
-static const kc_host_env_ops daemon_env_ops = {
-    .cache_get = env_cache_get,
-    .cache_list = env_cache_list,
-    .cache_by_index = env_cache_by_index,
-    .resource = env_resource,
-    .request = env_request,
-    .may_write = env_may_write,
-    .event = env_event,
-    .retain = link_retain,
-    .release = link_release,
-};
 
 /* --- discovery ---------------------------------------------------------------- */
 
-static void on_tick(uv_timer_t *t);
 
 /* Runs the start-up tick on the loop's next iteration (never from inside
  * the caller), then every second as before. */
 static void tick_now(kc_daemon *d) {
-  if (!d->stopping) uv_timer_start(&d->tick, on_tick, 0, 1000);
+  if (!d->stopping) uv_timer_start(&d->tick, daemon_on_tick, 0, 1000);
 }
 
 /* An informer synced: its controllers become active now. */
@@ -451,7 +193,7 @@ static void on_resolved(int err, const kc_resource_info *info, const kc_status *
   snprintf(k->miss, sizeof k->miss, "%s", why);
 }
 
-static void release_slot(kind_slot *k) {
+void daemon_release_slot(kind_slot *k) {
   if (k->informer) kc_informer_close(k->informer);
   k->informer = NULL;
   if (k->discovering)
@@ -460,7 +202,7 @@ static void release_slot(kind_slot *k) {
     free(k);
 }
 
-static kind_slot *new_slot(kc_daemon *d, const kc_informer_spec *spec) {
+kind_slot *daemon_new_slot(kc_daemon *d, const kc_informer_spec *spec) {
   kind_slot *k = calloc(1, sizeof *k);
   if (!k) return NULL;
   k->d = d;
@@ -550,7 +292,7 @@ static void start_deferred(kc_daemon *d, size_t i) {
           why ? why : "with the selector of the held ranges");
 }
 
-static void on_tick(uv_timer_t *t) {
+void daemon_on_tick(uv_timer_t *t) {
   kc_daemon *d = t->data;
   if (d->stopping) return;
   kc_isolate_reap_idle(); /* isolated plugins' children that died between reconciles */
@@ -626,7 +368,7 @@ static atomic_uint configs_alive;
 
 unsigned kc_daemon_configs_alive(void) { return atomic_load(&configs_alive); }
 
-static struct config_hold *hold_new(kc_config *cfg) {
+struct config_hold *daemon_hold_new(kc_config *cfg) {
   struct config_hold *h = malloc(sizeof *h);
   if (!h) return NULL;
   atomic_fetch_add(&configs_alive, 1);
@@ -636,7 +378,7 @@ static struct config_hold *hold_new(kc_config *cfg) {
 }
 
 /* Any thread (a plugin instance's on_free hook). */
-static void hold_unref(void *arg) {
+void daemon_hold_unref(void *arg) {
   struct config_hold *h = arg;
   if (!h || atomic_fetch_sub(&h->refs, 1) != 1) return;
   kc_config_free(h->cfg);
@@ -647,7 +389,7 @@ static void hold_unref(void *arg) {
 static void on_init_retry(uv_timer_t *t);
 
 /* (Re)arms init_retry for the earliest slot waiting for a retry. */
-static void arm_init_retry(kc_daemon *d) {
+void daemon_arm_init_retry(kc_daemon *d) {
   uint64_t next = 0;
   for (size_t i = 0; i < d->nctls; i++) {
     const ctl_slot *cs = &d->ctls[i];
@@ -680,13 +422,13 @@ static void init_failed(kc_daemon *d, ctl_slot *cs, const char *err, bool retry)
   kc_error("daemon",
            "controller %s: %s; attempt %u failed, retrying in %.1f s (other controllers keep running)",
            cs->spec->name, cs->init_error, (unsigned)cs->failed_attempts, (double)ms / 1000.0);
-  arm_init_retry(d);
+  daemon_arm_init_retry(d);
 }
 
 /* Loads the slot's plugin and runs its init. On failure: logged, counted,
  * and retried with backoff when retry is true (else the caller gives up:
  * --fail-fast at start-up). Returns 0 or a negative errno. */
-static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
+int daemon_instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
   char err[sizeof cs->init_error];
   kc_plugin *p = NULL;
   cs->retry_at_ms = 0;
@@ -717,7 +459,7 @@ static int instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
     return rc;
   }
   atomic_fetch_add(&d->hold->refs, 1);
-  kc_plugin_instance_on_free(cs->inst, hold_unref, d->hold);
+  kc_plugin_instance_on_free(cs->inst, daemon_hold_unref, d->hold);
   if (cs->failed_attempts)
     kc_info("daemon", "controller %s: %s %s loaded after %u failed attempts", cs->spec->name,
             what, which, (unsigned)cs->failed_attempts);
@@ -738,207 +480,12 @@ static void on_init_retry(uv_timer_t *t) {
   for (size_t i = 0; i < d->nctls; i++) {
     ctl_slot *cs = &d->ctls[i];
     if (!cs->ctl && !cs->inst && cs->retry_at_ms && cs->retry_at_ms <= now)
-      loaded |= instantiate(d, cs, true) == 0;
+      loaded |= daemon_instantiate(d, cs, true) == 0;
   }
-  arm_init_retry(d);
-  if (loaded) on_tick(&d->tick); /* start its controller now, not at the next tick */
+  daemon_arm_init_retry(d);
+  if (loaded) daemon_on_tick(&d->tick); /* start its controller now, not at the next tick */
 }
 
-/* --- reload ------------------------------------------------------------------- */
-
-/* One log record per "file:line:col: message" line (log records are single
- * lines, so a multi-line text would run together). */
-static void log_config_errors(const char *err) {
-  for (const char *p = err; *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t n = nl ? (size_t)(nl - p) : strlen(p);
-    if (n) kc_error("config", "%.*s", (int)n, p);
-    p += n + (nl ? 1 : 0);
-  }
-}
-
-static const kc_config_change *find_change(const kc_config_change *v, size_t n, bool by_old,
-                                           size_t index) {
-  for (size_t i = 0; i < n; i++)
-    if ((by_old ? v[i].old_index : v[i].new_index) == (ssize_t)index) return &v[i];
-  return NULL;
-}
-
-/* An old informer is kept when the new config has one with the same scope
- * and the same indexes (a store's indexes are fixed at creation). Returns
- * its index in the new config, or -ENOENT. */
-static ssize_t kept_informer(kc_daemon *d, size_t old_index) {
-  const kc_config_change *ch =
-      find_change(d->reload_diff->informers, d->reload_diff->ninformers, true, old_index);
-  if (ch && (ch->change == KC_CHANGE_REMOVED || (ch->fields & KC_INF_INDEXES))) return -ENOENT;
-  ssize_t j = kc_config_find_informer(d->reload_cfg, d->cfg->informers[old_index].identity);
-  return j < 0 ? -ENOENT : j;
-}
-
-static bool controller_kept(kc_daemon *d, size_t old_index) {
-  const kc_controller_spec *s = &d->cfg->controllers[old_index];
-  if (find_change(d->reload_diff->controllers, d->reload_diff->ncontrollers, true, old_index))
-    return false;
-  if (kc_plugin_file_changed(s->plugin)) return false; /* rebuilt: run the new code */
-  if (kept_informer(d, s->for_.informer) < 0) return false;
-  for (size_t i = 0; i < s->nowns; i++)
-    if (kept_informer(d, s->owns[i].ref.informer) < 0) return false;
-  for (size_t i = 0; i < s->nwatches; i++)
-    if (kept_informer(d, s->watches[i].ref.informer) < 0) return false;
-  return kc_config_find_controller(d->reload_cfg, s->name) >= 0;
-}
-
-static void apply_reload(kc_daemon *d) {
-  kc_config *nc = d->reload_cfg;
-  kind_slot **nk = calloc(nc->ninformers ? nc->ninformers : 1, sizeof *nk);
-  ctl_slot *nctl = calloc(nc->ncontrollers ? nc->ncontrollers : 1, sizeof *nctl);
-  struct config_hold *nh = hold_new(nc);
-  if (!nk || !nctl || !nh) {
-    free(nk), free(nctl), free(nh);
-    kc_error("daemon", "reload: out of memory; keeping the old config");
-    kc_config_free(nc);
-    goto done;
-  }
-  /* Informers: keep equal scopes, close the rest (after the swap below),
-   * new ones start on the tick. Worker threads read the slots under the
-   * registry lock, so no slot is changed or freed before the write lock. */
-  kind_slot **dead = calloc(d->nkinds ? d->nkinds : 1, sizeof *dead);
-  if (!dead) {
-    free(nk), free(nctl), free(nh);
-    kc_error("daemon", "reload: out of memory; keeping the old config");
-    kc_config_free(nc);
-    goto done;
-  }
-  size_t ndead = 0;
-  for (size_t i = 0; i < d->nkinds; i++) {
-    ssize_t j = kept_informer(d, i);
-    if (j >= 0 && !nk[j])
-      nk[j] = d->kinds[i];
-    else
-      dead[ndead++] = d->kinds[i];
-  }
-  for (size_t j = 0; j < nc->ninformers; j++)
-    if (!nk[j] && !(nk[j] = new_slot(d, &nc->informers[j])))
-      kc_error("daemon", "reload: out of memory for informer %zu", j); /* retried below */
-  /* Controllers: kept ones are rebound, the others are new. */
-  for (size_t i = 0; i < d->nctls; i++) {
-    ctl_slot *old = &d->ctls[i];
-    ssize_t j = kc_config_find_controller(nc, old->spec->name);
-    if (j >= 0) nctl[j].init_failures = old->init_failures; /* a counter survives reloads */
-    if (j >= 0 && old->ctl) {
-      nctl[j].ctl = old->ctl;
-      nctl[j].spec = &nc->controllers[j];
-      kc_controller_rebind(old->ctl, nctl[j].spec);
-    } else {
-      kc_plugin_instance_free(old->inst);
-    }
-  }
-  pthread_rwlock_wrlock(&d->registry_lock);
-  for (size_t j = 0; j < nc->ninformers; j++) {
-    if (!nk[j] || nk[j]->spec == &nc->informers[j]) continue;
-    nk[j]->spec = &nc->informers[j]; /* a kept slot (new ones point there already) */
-    if (nk[j]->informer) kc_informer_rebind(nk[j]->informer, nk[j]->spec);
-  }
-  struct config_hold *old_hold = d->hold;
-  free(d->kinds);
-  free(d->ctls);
-  d->kinds = nk;
-  d->nkinds = nc->ninformers;
-  d->ctls = nctl;
-  d->nctls = nc->ncontrollers;
-  d->cfg = nc;
-  d->hold = nh;
-  pthread_rwlock_unlock(&d->registry_lock);
-  for (size_t i = 0; i < ndead; i++) release_slot(dead[i]); /* no thread can reach them now */
-  free(dead);
-  hold_unref(old_hold); /* freed now unless kept controllers' instances still hold it */
-  for (size_t j = 0; j < d->nkinds; j++) {
-    if (!d->kinds[j]) { /* allocation failed above: the daemon cannot go on safely */
-      kc_error("daemon", "reload: out of memory; stopping");
-      raise(SIGTERM);
-      break;
-    }
-  }
-  for (size_t j = 0; j < d->nctls; j++) {
-    if (!d->ctls[j].spec) d->ctls[j].spec = &nc->controllers[j];
-    if (!d->ctls[j].ctl) instantiate(d, &d->ctls[j], true);
-  }
-  kc_log_set_level(d->opts.log_level ? d->opts.log_level : nc->log_level);
-  kc_log_set_format(d->opts.log_format ? d->opts.log_format : nc->log_format);
-  kc_info("daemon", "reload applied");
-  kc_ops_reloaded(d->ops, "reload applied");
-done:
-  kc_config_diff_free(d->reload_diff);
-  d->reload_diff = NULL;
-  d->reload_cfg = NULL;
-  arm_init_retry(d);
-  on_tick(&d->tick);
-}
-
-static void on_reload_controller_stopped(void *ud) {
-  kc_daemon *d = ud;
-  d->controllers_alive--;
-  if (--d->reload_waiting == 0 && !d->stopping) apply_reload(d);
-}
-
-/* Called only while no reload is in progress. Returns 0, setting *pending
- * when the reload was applied or is being applied (apply_reload reports the
- * outcome; unchanged config: not set), or a negative errno when it was
- * rejected (the reason is in d->reload_error). */
-static int reload(kc_daemon *d, bool *pending) {
-  d->reload_error[0] = 0;
-  char err[4096];
-  kc_config *nc = NULL;
-  int rc = kc_config_load_file(d->opts.config_path, &nc, err, sizeof err);
-  if (rc < 0) {
-    kc_error("config", "reload rejected, keeping the running config:");
-    log_config_errors(err);
-    snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: %.400s", err);
-    return rc;
-  }
-  kc_config_diff *diff = NULL;
-  if ((rc = kc_config_compare(d->cfg, nc, &diff)) < 0) {
-    kc_error("daemon", "reload: cannot compare configs (out of memory)");
-    snprintf(d->reload_error, sizeof d->reload_error, "reload rejected: out of memory");
-    kc_config_free(nc);
-    return rc;
-  }
-  char summary[1024];
-  kc_config_diff_summary(diff, d->cfg, nc, summary, sizeof summary);
-  /* A plugin file rebuilt at the same path changes no config text, but its
-   * controllers must be re-instantiated to run the new code. */
-  size_t rebuilt = 0;
-  for (size_t i = 0; i < d->nctls; i++) {
-    const char *path = d->ctls[i].spec->plugin;
-    if (!d->ctls[i].ctl || !kc_plugin_file_changed(path)) continue;
-    size_t len = strlen(summary);
-    snprintf(summary + len, sizeof summary - len, "%s%s", rebuilt++ ? ", " : "; plugin file changed: ", path);
-  }
-  if (kc_config_diff_empty(diff) && !rebuilt) {
-    kc_info("daemon", "SIGHUP: config unchanged");
-    kc_config_diff_free(diff);
-    kc_config_free(nc);
-    return 0;
-  }
-  kc_info("daemon", "SIGHUP: applying %s", summary);
-  if (diff->global & (KC_GLOBAL_KUBECONFIG | KC_GLOBAL_LEADER_ELECTION | KC_GLOBAL_METRICS))
-    kc_warn("daemon", "reload: kubeconfig, leaderElection and metrics changes take effect at the "
-                      "next restart");
-  d->reload_cfg = nc;
-  d->reload_diff = diff;
-  d->reload_waiting = 0;
-  for (size_t i = 0; i < d->nctls; i++) {
-    ctl_slot *cs = &d->ctls[i];
-    if (!cs->ctl || controller_kept(d, i)) continue;
-    d->reload_waiting++;
-    kc_controller_stop(cs->ctl, (uint64_t)d->cfg->shutdown_timeout_ms, on_reload_controller_stopped,
-                       d);
-    cs->ctl = NULL;
-  }
-  *pending = true;
-  if (d->reload_waiting == 0) apply_reload(d);
-  return 0;
-}
 
 /* --- leader election (daemon/lease/leader.h) ----------------------------------------- */
 
@@ -947,7 +494,7 @@ static void on_started_leading(void *ud) {
   if (d->stopping) return;
   d->leading = true;
   atomic_store(&d->may_write, true);
-  on_tick(&d->tick); /* activate synced controllers now, not at the next tick */
+  daemon_on_tick(&d->tick); /* activate synced controllers now, not at the next tick */
 }
 
 static void on_stopped_leading(void *ud) {
@@ -1003,36 +550,11 @@ static void finish_shutdown(kc_daemon *d);
 
 #define KC_DAEMON_EVENTS_FLUSH_MS 2000
 
-static bool events_may_write(void *ud) { return kc_daemon_may_write(ud); }
-
-/* An Event recorded by a sharded reconcile is fenced by its key's range:
- * refused when the range does not admit writes now, and dropped when it is
- * sent after the range was lost (kc_sharding_fence_check). Others follow
- * events_may_write (leadership). Recording thread. */
-static void *events_fence_capture(void *ud, bool *refused) {
-  (void)ud;
-  *refused = false;
-  if (!kc_sharding_fence_active()) return NULL;
-  kc_shard_fence *f = kc_sharding_fence_ok() ? malloc(sizeof *f) : NULL;
-  if (!f || !kc_sharding_fence_capture(f)) {
-    free(f);
-    *refused = true; /* a lost Event (no memory) is allowed: plugin.h */
-    return NULL;
-  }
-  return f;
-}
-
-static bool events_fence_ok(void *token) { return kc_sharding_fence_check(token); }
-
-static void events_fence_free(void *token) {
-  kc_sharding_fence_drop(token);
-  free(token);
-}
 
 /* Close the host link first: abandoned workers may still call the event
  * host function. */
 static void close_events(kc_daemon *d) {
-  host_link_close(d);
+  daemon_host_link_close(d);
   kc_events_close(d->events);
   d->events = NULL;
 }
@@ -1060,7 +582,7 @@ static void on_controller_stopped(void *ud) {
 
 static void finish_shutdown(kc_daemon *d) {
   atomic_store(&d->may_write, false);
-  host_link_close(d); /* before the informers close: abandoned reconciles may read them */
+  daemon_host_link_close(d); /* before the informers close: abandoned reconciles may read them */
   for (size_t i = 0; i < d->nkinds; i++) {
     if (d->kinds[i]->informer) kc_informer_close(d->kinds[i]->informer);
     d->kinds[i]->informer = NULL;
@@ -1128,7 +650,7 @@ static void on_signal(uv_signal_t *s, int signum) {
     }
     kc_ops_reloading(d->ops);
     bool pending = false; /* apply_reload reports the outcome (now or once controllers drained) */
-    if (reload(d, &pending) < 0)
+    if (daemon_reload(d, &pending) < 0)
       kc_ops_reloaded(d->ops, d->reload_error);
     else if (!pending)
       kc_ops_reloaded(d->ops, "config unchanged");
@@ -1137,73 +659,7 @@ static void on_signal(uv_signal_t *s, int signum) {
   begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-/* --- ops: metrics, health endpoints, systemd notifications ------------------------ */
 
-/* Loop thread: what kc_ops reads (see ops.h). Leader election fills
- * lease_name/leading/standby/leader once it exists. */
-static void ops_view(void *ud, kc_ops_view *v) {
-  kc_daemon *d = ud;
-  size_t ci = d->ops_cap_informers;
-  if (KC_ARRAY_RESERVE(d->ops_informers, ci, d->nkinds, 4) < 0 ||
-      KC_ARRAY_RESERVE(d->ops_specs, d->ops_cap_informers, d->nkinds, 4) < 0 ||
-      KC_ARRAY_RESERVE(d->ops_waits, d->ops_cap_waits, d->nkinds, 4) < 0 ||
-      KC_ARRAY_RESERVE(d->ops_histograms, d->ops_cap_histograms, d->nctls, 4) < 0 ||
-      KC_ARRAY_RESERVE(d->ops_controllers, d->ops_cap_controllers, d->nctls, 4) < 0 ||
-      KC_ARRAY_RESERVE(d->ops_ctl_states, d->ops_cap_ctl_states, d->nctls, 4) < 0)
-    return; /* empty view: metrics show nothing rather than garbage */
-  for (size_t i = 0; i < d->nkinds; i++) {
-    d->ops_specs[i] = d->kinds[i] ? d->kinds[i]->spec : &d->cfg->informers[i];
-    d->ops_informers[i] = d->kinds[i] ? d->kinds[i]->informer : NULL;
-    const kind_slot *k = d->kinds[i];
-    d->ops_waits[i] = (kc_ops_informer_wait){
-        .reason = k && k->miss[0] ? k->miss : NULL,
-        .not_served = k && k->answered && !atomic_load(&k->resolved),
-    };
-  }
-  v->informer_waits = d->ops_waits;
-  for (size_t i = 0; i < d->nctls; i++) {
-    d->ops_controllers[i] = d->ctls[i].ctl;
-    d->ops_histograms[i] = d->ctls[i].ctl ? kc_controller_reconcile_histogram(d->ctls[i].ctl) : NULL;
-    const ctl_slot *cs = &d->ctls[i];
-    d->ops_ctl_states[i] = (kc_ops_controller_state){
-        .name = cs->spec->name,
-        .running = cs->ctl != NULL,
-        .init_error = !cs->ctl && !cs->inst && cs->init_error[0] ? cs->init_error : NULL,
-        .failed_attempts = cs->failed_attempts,
-        .retry_delay_ms = cs->retry_delay_ms,
-        .init_failures = cs->init_failures,
-    };
-  }
-  v->controller_states = d->ops_ctl_states;
-  v->ncontroller_states = d->nctls;
-  v->reconcile_histograms = d->ops_histograms;
-  v->specs = d->ops_specs;
-  v->informers = d->ops_informers;
-  v->ninformers = d->nkinds;
-  v->controllers = d->ops_controllers;
-  v->ncontrollers = d->nctls;
-  v->stopping = d->stopping;
-  if (d->events) {
-    v->has_events = true;
-    kc_events_get_stats(d->events, &v->events);
-  }
-  if (d->leader) {
-    snprintf(d->ops_lease_name, sizeof d->ops_lease_name, "%s", d->cfg->leader_election.name);
-    v->lease_name = d->ops_lease_name;
-    v->leading = kc_leader_is_leader(d->leader);
-    const char *holder = kc_leader_holder(d->leader);
-    v->leader = holder && *holder ? holder : NULL;
-    v->standby = !v->leading && v->leader != NULL;
-  }
-}
-
-static int ops_start(kc_daemon *d) {
-  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind,
-                      .probe_bind = d->opts.probe_bind};
-  int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
-  if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
-  return rc;
-}
 
 /* --- run ---------------------------------------------------------------------- */
 
@@ -1222,12 +678,12 @@ static void free_daemon(kc_daemon *d) {
   free(d->ops_ctl_states);
   kc_kube_creds_free(d->creds);
   if (d->hold)
-    hold_unref(d->hold); /* the config itself goes with its last plugin instance */
+    daemon_hold_unref(d->hold); /* the config itself goes with its last plugin instance */
   else
     kc_config_free(d->cfg);
   pthread_rwlock_destroy(&d->registry_lock);
-  host_link_close(d);
-  link_release(d->link); /* plugin instances still running keep it */
+  daemon_host_link_close(d);
+  daemon_link_release(d->link); /* plugin instances still running keep it */
   free(d);
 }
 
@@ -1242,11 +698,11 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   d->opts = *opts;
   char err[4096];
   if ((rc = kc_config_load_file(opts->config_path, &d->cfg, err, sizeof err)) < 0) {
-    log_config_errors(err);
+    daemon_log_config_errors(err);
     free_daemon(d);
     return rc;
   }
-  if (!(d->hold = hold_new(d->cfg))) {
+  if (!(d->hold = daemon_hold_new(d->cfg))) {
     kc_error("daemon", "out of memory");
     free_daemon(d);
     return -ENOMEM;
@@ -1266,7 +722,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   d->kinds = calloc(d->nkinds ? d->nkinds : 1, sizeof *d->kinds);
   d->ctls = calloc(d->nctls ? d->nctls : 1, sizeof *d->ctls);
   bool ok = d->kinds && d->ctls;
-  for (size_t i = 0; ok && i < d->nkinds; i++) ok = (d->kinds[i] = new_slot(d, &d->cfg->informers[i]));
+  for (size_t i = 0; ok && i < d->nkinds; i++) ok = (d->kinds[i] = daemon_new_slot(d, &d->cfg->informers[i]));
   if (!ok) {
     if (!d->kinds) d->nkinds = 0;
     if (!d->ctls) d->nctls = 0;
@@ -1303,22 +759,22 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   kc_info("daemon", "decoding response bodies on %u thread%s%s", decode_threads,
           decode_threads == 1 ? "" : "s", decode_threads ? "" : " (the loop thread)");
   kc_events_options eo = {.api = d->api,
-                          .may_write = events_may_write,
+                          .may_write = daemon_events_may_write,
                           .ud = d,
-                          .fence_capture = events_fence_capture,
-                          .fence_ok = events_fence_ok,
-                          .fence_free = events_fence_free};
+                          .fence_capture = daemon_events_fence_capture,
+                          .fence_ok = daemon_events_fence_ok,
+                          .fence_free = daemon_events_fence_free};
   if ((code = kc_events_new(&d->loop, &eo, &d->events)) < 0) {
     kc_error("daemon", "cannot create the Event recorder");
     goto fail;
   }
-  if (!(d->link = host_link_new(d))) {
+  if (!(d->link = daemon_host_link_new(d))) {
     kc_error("daemon", "out of memory");
     code = -ENOMEM;
     goto fail;
   }
   for (size_t i = 0; i < d->nctls; i++) {
-    if ((code = instantiate(d, &d->ctls[i], !opts->fail_fast)) < 0 && opts->fail_fast) {
+    if ((code = daemon_instantiate(d, &d->ctls[i], !opts->fail_fast)) < 0 && opts->fail_fast) {
       kc_error("daemon", "controller %s cannot start and --fail-fast is set: exiting",
                d->ctls[i].spec->name);
       goto fail;
@@ -1333,12 +789,12 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   uv_signal_start(&d->sig_term, on_signal, SIGTERM);
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
   uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
-  if ((code = ops_start(d)) < 0) {
+  if ((code = daemon_ops_start(d)) < 0) {
     begin_shutdown(d, "startup failed");
     uv_run(&d->loop, UV_RUN_DEFAULT);
     goto out;
   }
-  uv_timer_start(&d->tick, on_tick, 0, 1000);
+  uv_timer_start(&d->tick, daemon_on_tick, 0, 1000);
   if ((code = leader_start(d)) < 0) begin_shutdown(d, "leader election");
   uv_run(&d->loop, UV_RUN_DEFAULT);
   goto out;

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* daemon_int: the state of the running daemon (struct kc_daemon and its
+ * informer and controller slots) and the functions its files call in one
+ * another: daemon.c (start-up tick, plugins, leader election, shutdown,
+ * kc_daemon_run), daemon_wiring.c (the plugins' host environment, the Event
+ * recorder's fence, the ops view) and daemon_reload.c (SIGHUP reload).
+ * Included only by those files; daemon.h is the interface.
+ *
+ * Threads: everything here runs on the loop thread unless its comment says
+ * otherwise. Worker threads reach the slots only through the registry
+ * (kc_daemon_resource) and the host link, under their locks. */
+#ifndef KC_DAEMON_INT_H
+#define KC_DAEMON_INT_H
+
+#include "daemon.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "client/discovery.h"
+#include "client/events.h"
+#include "client/kubeconfig.h"
+#include "config/config.h"
+#include "host/hostenv.h"
+#include "host/plugin_host.h"
+#include "lease/leader.h"
+#include "ops/ops.h"
+#include "runtime/controller.h"
+#include "watch/decodepool.h"
+
+struct host_link;
+struct config_hold;
+
+typedef struct kind_slot {
+  kc_daemon *d;
+  const kc_informer_spec *spec; /* in the current config */
+  char api_path[384];
+  char plural[256];
+  bool namespaced;
+  atomic_bool resolved;
+  bool discovering;
+  bool orphaned; /* removed by a reload while discovery was in flight */
+  bool answered;  /* the server answered discovery for it at least once */
+  char miss[768]; /* why it is not resolved ("" while unknown or resolved) */
+  uint64_t last_miss_log_ms;
+  uint32_t misses;          /* consecutive failed resolves: kc_backoff_when's counter */
+  uint64_t next_resolve_ms; /* loop time of the next discovery attempt */
+  kc_informer *informer;
+  /* Created but not started: the `for` informer of a sharded controller
+   * that has it alone waits for the first claimed range, so that its first
+   * list already carries the shardSelector (start_deferred). */
+  bool deferred;
+  uint64_t deferred_since_ms;
+} kind_slot;
+
+typedef struct ctl_slot {
+  const kc_controller_spec *spec;
+  kc_plugin_instance *inst; /* until the controller exists, then owned by it */
+  kc_controller *ctl;
+  /* Plugin load/init failures (no inst, no ctl): retried on d->init_retry. */
+  char init_error[1024];    /* "" once loaded and initialised */
+  uint32_t failed_attempts; /* consecutive: kc_backoff_when's counter */
+  uint64_t retry_at_ms;     /* loop time of the next attempt; 0: none */
+  uint64_t retry_delay_ms;  /* the delay chosen after the last failure */
+  uint64_t init_failures;   /* kctrld_controller_init_failures_total, kept across reloads */
+} ctl_slot;
+
+struct kc_daemon {
+  uv_loop_t loop;
+  kc_daemon_options opts;
+  kc_config *cfg;
+  kc_kube_creds *creds;
+  kc_api *api;
+  kc_events *events; /* the Event recorder behind the `event` host function */
+  struct host_link *link; /* what the plugins' host environments point at */
+  kc_discovery *discovery;
+  kc_decode_pool *decode_pool; /* response bodies are decoded here */
+  /* Guards cfg, kinds and their resolution for worker-thread lookups; the
+   * loop takes it for writing only while swapping a reloaded config. */
+  pthread_rwlock_t registry_lock;
+  kind_slot **kinds; /* one per config informer */
+  size_t nkinds;
+  ctl_slot *ctls;    /* one per config controller */
+  size_t nctls;
+  size_t controllers_alive;
+  /* The running config with a reference count: each plugin instance holds
+   * the config its settings point into, so a config replaced by a reload is
+   * freed when the last instance created from it goes (possibly on an
+   * abandoned worker's thread), not kept until exit. */
+  struct config_hold *hold;
+  kc_config *reload_cfg; /* validated, waiting for controllers to drain */
+  kc_config_diff *reload_diff;
+  size_t reload_waiting;
+  char reload_error[512];
+  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t tick;
+  uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
+  atomic_bool may_write;
+  kc_leader *leader; /* NULL when leader election is off */
+  char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
+  bool leading;      /* loop view: controllers may be active */
+  bool stopping;
+  /* Metrics, health endpoints and sd_notify (daemon/ops/ops.h); the arrays are
+   * scratch space for the view, rebuilt on each request. */
+  kc_ops *ops;
+  const kc_informer_spec **ops_specs;
+  kc_informer **ops_informers;
+  kc_ops_informer_wait *ops_waits;
+  kc_controller **ops_controllers;
+  const kc_reconcile_histogram **ops_histograms;
+  kc_ops_controller_state *ops_ctl_states;
+  size_t ops_cap_informers, ops_cap_controllers, ops_cap_histograms, ops_cap_ctl_states, ops_cap_waits;
+  char ops_lease_name[256];
+};
+
+/* ---- daemon.c ---------------------------------------------------------------- */
+
+/* The start-up tick (every second; see daemon.c). */
+void daemon_on_tick(uv_timer_t *t);
+/* A slot for informer spec; NULL when out of memory. */
+kind_slot *daemon_new_slot(kc_daemon *d, const kc_informer_spec *spec);
+/* Closes the slot's informer and frees it, or leaves that to the discovery
+ * callback in flight (no other thread may reach it). */
+void daemon_release_slot(kind_slot *k);
+/* The running config with one reference; NULL when out of memory. */
+struct config_hold *daemon_hold_new(kc_config *cfg);
+/* Any thread (a plugin instance's on_free hook). */
+void daemon_hold_unref(void *arg);
+/* (Re)arms init_retry for the earliest slot waiting for a retry. */
+void daemon_arm_init_retry(kc_daemon *d);
+/* Loads the slot's plugin and runs its init. On failure: logged, counted,
+ * and retried with backoff when retry is true. Returns 0 or a negative errno. */
+int daemon_instantiate(kc_daemon *d, ctl_slot *cs, bool retry);
+
+/* ---- daemon_wiring.c ------------------------------------------------------- */
+
+/* What every plugin instance's kc_host_env calls, with a struct host_link as ud. */
+extern const kc_host_env_ops daemon_env_ops;
+/* The link the plugins' host environments point at; NULL when out of memory. */
+struct host_link *daemon_host_link_new(kc_daemon *d);
+/* Any thread: drops one reference to the link (ud); the last one frees it. */
+void daemon_link_release(void *ud);
+/* Cuts the link from the daemon: lookups, writes and Events fail from now. */
+void daemon_host_link_close(kc_daemon *d);
+/* The Event recorder's write gate and fence (events.h); recording thread. */
+bool daemon_events_may_write(void *ud);
+void *daemon_events_fence_capture(void *ud, bool *refused);
+bool daemon_events_fence_ok(void *token);
+void daemon_events_fence_free(void *token);
+/* Starts the metrics and health endpoints over the daemon's view. */
+int daemon_ops_start(kc_daemon *d);
+
+/* ---- daemon_reload.c ------------------------------------------------------- */
+
+/* One log record per "file:line:col: message" line of err. */
+void daemon_log_config_errors(const char *err);
+/* SIGHUP: loads and compares the file; see daemon_reload.c. Called only
+ * while no reload is in progress. */
+int daemon_reload(kc_daemon *d, bool *pending);
+
+#endif
