@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/buf.h"
 #include "watch/decodepool.h"
+#include "watch/history.h"
 #include "base/log.h"
 #include "base/memtrim.h"
 #include "kube/kurl.h"
@@ -109,19 +110,13 @@ struct kc_reflector {
   bool backoff_after_watch; /* the last failure was a watch's (or the history check's) */
   enum { NEXT_LIST, NEXT_WATCH } after_backoff;
 
-  /* history check: the cached object with the highest resourceVersion */
+  /* history check (history.h) */
   bool verify_history;   /* a connection failed: check before resuming the watch */
-  /* History witnesses: [0] the cached object with the highest RV, the
-   * others a uniform sample of the cached objects (reservoir over what the
-   * lists and events delivered), so that a history re-seeded to end on the
-   * same RV is caught too. */
-  struct witness {
-    bool set;
-    char ns[254], name[254], uid[64], rv[64];
-    uint64_t rvn; /* rv as a number; 0: not numeric */
-  } witness[KC_REFLECTOR_WITNESSES];
-  uint64_t witness_seen; /* objects offered to the sample since the last list began */
-  unsigned verify_next;  /* the witness the running history check reads */
+  /* Witnesses: [0] the cached object with the highest RV, the others a
+   * uniform sample of the cached objects (reservoir over what the lists and
+   * events delivered since the last list began), so that a history
+   * re-seeded to end on the same RV is caught too. */
+  kc_history history;
   kc_buf verify_body;    /* the check's response (at most 4 MiB: one object's metadata) */
 
   /* Reporting only, never read to decide: the counters, and the fields
@@ -135,8 +130,6 @@ static void start_stream(kc_reflector *r, enum list_mode mode);
 static void stream_fallback(kc_reflector *r, const char *why);
 static void backoff_then(kc_reflector *r, int next, uint64_t retry_after_ms);
 static void backoff_reset(kc_reflector *r);
-static void note_witness(kc_reflector *r, const kc_obj *obj);
-static void forget_witnesses(kc_reflector *r);
 static void start_verify(kc_reflector *r);
 
 static char *dup_or_null(const char *s) {
@@ -303,8 +296,8 @@ static bool shard_selector_refused(kc_reflector *r, const kc_status *st) {
 static int list_item(void *ud, kc_obj *obj) {
   kc_reflector *r = ud;
   if (r->incremental) {
-    if (!r->napplied) forget_witnesses(r);
-    note_witness(r, obj);
+    if (!r->napplied) kc_history_forget(&r->history);
+    kc_history_note(&r->history, obj, &r->rng);
     r->sink.upsert(r->sink.ud, r, obj);
     r->napplied++;
     return 0;
@@ -478,8 +471,8 @@ static void deliver_list(kc_reflector *r, const char *rv, const char *how) {
     r->napplied = 0;
     r->sink.synced(r->sink.ud, r);
   } else {
-    forget_witnesses(r);
-    for (size_t i = 0; i < r->npending; i++) note_witness(r, r->pending[i]);
+    kc_history_forget(&r->history);
+    for (size_t i = 0; i < r->npending; i++) kc_history_note(&r->history, r->pending[i], &r->rng);
     r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
   }
   kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, n, rv);
@@ -754,13 +747,10 @@ static int watch_event(void *ud, const kc_watch_event *ev) {
       return 0;
     }
     if (ev->type == KC_WATCH_DELETED) {
-      for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++)
-        if (r->witness[i].set && kc_str_eq_c(kc_obj_name(ev->obj), r->witness[i].name) &&
-            kc_str_eq_c(kc_obj_namespace(ev->obj), r->witness[i].ns))
-          r->witness[i].set = false;
+      kc_history_drop(&r->history, ev->obj);
       r->sink.remove(r->sink.ud, r, ev->obj);
     } else {
-      note_witness(r, ev->obj);
+      kc_history_note(&r->history, ev->obj, &r->rng);
       r->sink.upsert(r->sink.ud, r, ev->obj);
     }
     r->stats.events++;
@@ -991,68 +981,7 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
   send_get(r, "watch", &o, stream ? NEXT_LIST : NEXT_WATCH);
 }
 
-/* --- history check ------------------------------------------------------- */
-
-static uint64_t rv_number(const char *s, size_t len) {
-  uint64_t v = 0;
-  if (len == 0 || len > 19) return 0;
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9') return 0;
-    v = v * 10 + (uint64_t)(s[i] - '0');
-  }
-  return v;
-}
-
-static void copy_str(char *dst, size_t cap, kc_str s) {
-  size_t n = s.len < cap - 1 ? s.len : cap - 1;
-  if (n) memcpy(dst, s.ptr, n);
-  dst[n] = 0;
-}
-
-static void forget_witnesses(kc_reflector *r) {
-  for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++) r->witness[i].set = false;
-  r->witness_seen = 0;
-}
-
-static void set_witness(struct witness *w, const kc_obj *obj, uint64_t n) {
-  copy_str(w->ns, sizeof w->ns, kc_obj_namespace(obj));
-  copy_str(w->name, sizeof w->name, kc_obj_name(obj));
-  copy_str(w->uid, sizeof w->uid, kc_obj_uid(obj));
-  copy_str(w->rv, sizeof w->rv, kc_obj_resource_version(obj));
-  w->rvn = n;
-  w->set = true;
-}
-
-/* Witness 0 is the cached object with the highest resourceVersion (the
- * newest we know; a non-numeric RV only replaces a missing one); the others
- * keep a uniform sample (reservoir sampling). An object already sampled
- * gets its newer RV. */
-static void note_witness(kc_reflector *r, const kc_obj *obj) {
-  if (!kc_obj_name(obj).len || kc_obj_name(obj).len >= sizeof r->witness[0].name ||
-      kc_obj_namespace(obj).len >= sizeof r->witness[0].ns ||
-      kc_obj_uid(obj).len >= sizeof r->witness[0].uid ||
-      kc_obj_resource_version(obj).len >= sizeof r->witness[0].rv)
-    return;
-  uint64_t n = rv_number(kc_obj_resource_version(obj).ptr, kc_obj_resource_version(obj).len);
-  struct witness *top = &r->witness[0];
-  if (!top->set || (n != 0 && n > top->rvn)) set_witness(top, obj, n);
-  for (unsigned i = 1; i < KC_REFLECTOR_WITNESSES; i++) {
-    struct witness *w = &r->witness[i];
-    if (w->set && kc_str_eq_c(kc_obj_name(obj), w->name) &&
-        kc_str_eq_c(kc_obj_namespace(obj), w->ns)) {
-      set_witness(w, obj, n);
-      return;
-    }
-  }
-  uint64_t seen = ++r->witness_seen;
-  const unsigned k = KC_REFLECTOR_WITNESSES - 1;
-  if (seen <= k) {
-    set_witness(&r->witness[seen], obj, n);
-    return;
-  }
-  uint64_t j = next_rand(r) % seen;
-  if (j < k) set_witness(&r->witness[1 + j], obj, n);
-}
+/* --- history check (history.h) -------------------------------------------- */
 
 static void history_changed(kc_reflector *r, const char *why) {
   r->stats.history_changes++;
@@ -1078,7 +1007,7 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
   r->req = NULL;
   const kc_status *st = &res->status;
   kc_buf *body = &r->verify_body; /* freed before anything else starts */
-  const struct witness *w = &r->witness[r->verify_next];
+  const kc_history_witness *w = &r->history.witness[r->history.next];
   char why[1400];
   if (res->error) {
     /* Still cut off: check again after the next wait. */
@@ -1104,57 +1033,27 @@ static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud
     history_changed(r, why);
     return;
   }
-  char err[256];
-  static const kc_transform meta = {.metadata_only = true};
-  kc_obj *o = kc_obj_parse(body->p ? body->p : "", body->len, &meta, err, sizeof err);
+  bool same = kc_history_judge(&r->history, body->p, body->len, why, sizeof why);
   kc_buf_free(body);
-  if (!o) {
-    snprintf(why, sizeof why, "GET of %s%s%s: malformed answer: %s", w->ns, w->ns[0] ? "/" : "",
-             w->name, err);
-    history_changed(r, why);
-    return;
-  }
-  uint64_t n = rv_number(kc_obj_resource_version(o).ptr, kc_obj_resource_version(o).len);
-  bool same_uid = kc_str_eq_c(kc_obj_uid(o), w->uid);
-  /* The same history holds the witness at its RV or a later one. */
-  bool older = w->rvn && n && n < w->rvn;
-  if (same_uid && !older) {
-    kc_obj_unref(o);
+  if (same) {
     kc_debug("reflector", "%s: history check: %s%s%s uid %s still there", r->describe, w->ns,
              w->ns[0] ? "/" : "", w->name, w->uid);
-    r->verify_next++;
+    kc_history_passed(&r->history);
     verify_witness(r);
     return;
   }
-  snprintf(why, sizeof why,
-           "%s%s%s: cached uid %s resourceVersion %s, server uid %.*s "
-           "resourceVersion %.*s",
-           w->ns, w->ns[0] ? "/" : "", w->name, w->uid, w->rv, (int)kc_obj_uid(o).len,
-           kc_obj_uid(o).ptr ? kc_obj_uid(o).ptr : "", (int)kc_obj_resource_version(o).len,
-           kc_obj_resource_version(o).ptr ? kc_obj_resource_version(o).ptr : "");
-  kc_obj_unref(o);
   history_changed(r, why);
 }
 
-/* Reads the next witness from verify_next on; all passed: resume. */
-static bool same_witness(const struct witness *a, const struct witness *b) {
-  return strcmp(a->name, b->name) == 0 && strcmp(a->ns, b->ns) == 0;
-}
-
+/* Reads the next witness on; all passed: resume. */
 static void verify_witness(kc_reflector *r) {
-  /* Each object once: a sampled one may be the newest one too. */
-  while (r->verify_next < KC_REFLECTOR_WITNESSES &&
-         (!r->witness[r->verify_next].set ||
-          (r->verify_next > 0 && r->witness[0].set &&
-           same_witness(&r->witness[r->verify_next], &r->witness[0]))))
-    r->verify_next++;
-  if (r->verify_next == KC_REFLECTOR_WITNESSES) {
+  const kc_history_witness *w = kc_history_next(&r->history);
+  if (!w) {
     kc_debug("reflector", "%s: history check passed; resuming the watch", r->describe);
     r->verify_history = false;
     start_watch(r);
     return;
   }
-  const struct witness *w = &r->witness[r->verify_next];
   char url[4096];
   kc_buf u = kc_buf_fixed(url, sizeof url);
   kc_url_resource(&u, r->api_path, r->resource, kc_str_c(w->ns), kc_str_c(w->name), NULL);
@@ -1177,10 +1076,8 @@ static void verify_witness(kc_reflector *r) {
  * was built from? Metadata-only GETs of the witnesses (see reflector.h). */
 static void start_verify(kc_reflector *r) {
   if (r->phase == PHASE_CLOSED) return;
-  bool any = false;
-  for (unsigned i = 0; i < KC_REFLECTOR_WITNESSES; i++) any |= r->witness[i].set;
   r->stats.history_checks++;
-  if (!any) {
+  if (!kc_history_any(&r->history)) {
     /* Nothing to compare (empty scope, or the witnesses were deleted): a
      * list of what is, at worst, a few objects. */
     r->verify_history = false;
@@ -1190,7 +1087,7 @@ static void start_verify(kc_reflector *r) {
     start_list(r, LIST_CONSISTENT);
     return;
   }
-  r->verify_next = 0;
+  kc_history_begin(&r->history);
   verify_witness(r);
 }
 

@@ -28,12 +28,13 @@
  * cached one. Anything else (other uid, older RV, 404, 403, malformed)
  * relists at resourceVersion "" with a warning; 429/5xx/transport errors
  * back off and check again. Without a witness (empty scope, all deleted)
- * it relists. Why this and not the kube-system namespace's uid:
- * that uid survives an etcd restore of the same cluster (the case that
- * loses most), and needs a grant on namespaces; the witness read needs the
- * `get` the reflector's resource normally has, costs one small GET per
- * reflector per reconnect, and catches both a different cluster and a
- * rolled-back history (the object we saw last is missing or older).
+ * it relists. The witnesses and the verdict are watch/history.h's. Why this
+ * and not the kube-system namespace's uid: that uid survives an etcd
+ * restore of the same cluster (the case that loses most), and needs a grant
+ * on namespaces; the witness read needs the `get` the reflector's resource
+ * normally has, costs one small GET per reflector per reconnect, and
+ * catches both a different cluster and a rolled-back history (the object we
+ * saw last is missing or older).
  *
  * Shard selector (KEP-5866, docs/api-contract.md 5.4):
  * kc_reflector_set_shard_selector makes every LIST, streaming-list WATCH and
@@ -121,9 +122,6 @@ typedef struct kc_reflector_sink {
 } kc_reflector_sink;
 
 #define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX
-/* Objects read back by a history check: the newest cached one and a random
- * sample of the others. */
-#define KC_REFLECTOR_WITNESSES 5
 
 typedef struct kc_reflector_spec {
   const char *api_path;       /* "/api/v1" or "/apis/GROUP/VERSION" */

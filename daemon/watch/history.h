@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* history: the witnesses of a reflector's history check (reflector.h,
+ * "History check") and the verdict on what the server answers for each.
+ *
+ * What it owns: KC_HISTORY_WITNESSES copies of the identity of objects the
+ * cache was built from: [0] the one with the highest resourceVersion (a
+ * non-numeric RV only replaces a missing one), the others a uniform sample
+ * (reservoir sampling) of the objects offered since the last forget; and
+ * the progress of one check over them. It does no I/O: the reflector GETs
+ * the witness kc_history_next names and hands a 2xx answer to
+ * kc_history_judge.
+ *
+ * Threads: none of its own and no locking; one kc_history per reflector,
+ * used on that reflector's loop thread.
+ */
+#ifndef KC_HISTORY_H
+#define KC_HISTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kube/kobj.h"
+
+/* Objects read back by a history check: the newest cached one and a random
+ * sample of the others. */
+#define KC_HISTORY_WITNESSES 5
+
+typedef struct kc_history_witness {
+  bool set;
+  char ns[254], name[254], uid[64], rv[64];
+  uint64_t rvn; /* rv as a number; 0: not numeric */
+} kc_history_witness;
+
+/* Zero-initialised: no witness, no check running. */
+typedef struct kc_history {
+  kc_history_witness witness[KC_HISTORY_WITNESSES];
+  uint64_t seen; /* objects offered to the sample since the last forget */
+  unsigned next; /* the witness the running check reads */
+} kc_history;
+
+/* Drops every witness and restarts the sample (a new list began). */
+void kc_history_forget(kc_history *h);
+/* Offers a cached object: it becomes witness 0 when its RV is the highest
+ * yet, a sampled witness gets its newer RV, and otherwise it may replace a
+ * sampled one (rng: the caller's xorshift64 state, base/hash.h). Objects
+ * whose name, namespace, uid or RV do not fit a witness are skipped. */
+void kc_history_note(kc_history *h, const kc_obj *obj, uint64_t *rng);
+/* The object (namespace, name) is gone from the cache: no witness. */
+void kc_history_drop(kc_history *h, const kc_obj *obj);
+/* Whether any witness is set. */
+bool kc_history_any(const kc_history *h);
+
+/* Starts a check at the first witness. */
+void kc_history_begin(kc_history *h);
+/* The witness to read next, skipping unset ones and a sampled one that is
+ * witness 0 as well (each object once); NULL when every witness passed. */
+const kc_history_witness *kc_history_next(kc_history *h);
+/* Judges the server's 2xx answer (a metadata-only object, `len` bytes of
+ * `body`) for the witness kc_history_next returned: true when the server
+ * holds it with the same uid at its RV or a later one (call
+ * kc_history_passed), false with the reason in why otherwise. */
+bool kc_history_judge(const kc_history *h, const char *body, size_t len, char *why, size_t cap);
+/* The current witness passed: kc_history_next moves on. */
+void kc_history_passed(kc_history *h);
+
+#endif
