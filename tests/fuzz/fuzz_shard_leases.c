@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target for daemon/lease/sharding.c's reading of a LeaseList
+/* libFuzzer target for daemon/lease/shardplan.c's reading of a LeaseList
  * (kc_shard_scan_leases: the parse, the range / membership name rules, the
  * record of each item) and its claim planner (kc_shard_plan) on the
  * records read, observed on a fake clock. Input = the LIST body. Checks:
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lease/sharding.h"
+#include "lease/shardplan.h"
 
 #define N 6
 
