@@ -728,39 +728,40 @@ typedef struct rchange {
   kc_obj *old, *new_;
 } rchange;
 
-int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change_cb cb,
-                     void *ud) {
-  int rc = 0;
-  uint8_t *seen = calloc(s->nslots ? s->nslots : 1, 1);
-  rplan *plan = calloc(n ? n : 1, sizeof *plan);
-  rchange *ch = calloc(n + s->count + 1, sizeof *ch);
-  if (!seen || !plan || !ch) {
-    rc = -ENOMEM;
-    goto out;
-  }
-  fv_reset(&s->fv);
-  /* Phase 1, unlocked (the writer reads its own state): classify, and scan
-   * the JSON of changed objects for field-index values. */
-  uint32_t nadd = 0;
-  for (size_t i = 0; i < n; i++) {
-    kc_obj *o = objs[i];
-    if (!o || kc_obj_name(o).len == 0) {
-      rc = -EINVAL;
-      goto out;
-    }
-    rplan *p = &plan[i];
+/* One kc_store_replace call: the plan of every listed object, the stored
+ * objects the list did not mention, and the changes applied, in order. */
+typedef struct replace_job {
+  kc_obj *const *objs;
+  size_t n;
+  uint8_t *seen; /* per slot: mentioned by the list */
+  rplan *plan;   /* per listed object */
+  uint32_t nadd;
+  uint32_t *dels; /* slots to delete, with their field values in delfv */
+  long *delfv;
+  uint32_t ndel;
+  rchange *ch;
+  size_t nch;
+} replace_job;
+
+/* Phase 1, unlocked (the writer reads its own state): classify, and scan
+ * the JSON of changed objects for field-index values. */
+static int replace_classify(kc_store *s, replace_job *j) {
+  for (size_t i = 0; i < j->n; i++) {
+    kc_obj *o = j->objs[i];
+    if (!o || kc_obj_name(o).len == 0) return -EINVAL;
+    rplan *p = &j->plan[i];
     p->obj = o;
     p->h = obj_hash(o);
     p->slot = map_find(s, p->h, kc_obj_namespace(o), kc_obj_name(o));
     p->nb = p->ob = -1;
     if (p->slot == NONE) {
       p->ev = KC_STORE_ADDED;
-      nadd++;
-    } else if (seen[p->slot]) {
+      j->nadd++;
+    } else if (j->seen[p->slot]) {
       p->ev = KC_STORE_MODIFIED; /* duplicate in the list: resolved when applied */
       p->slot = NONE;
     } else {
-      seen[p->slot] = 1;
+      j->seen[p->slot] = 1;
       kc_obj *cur = s->objs[p->slot];
       bool same = kc_str_eq(kc_obj_uid(cur), kc_obj_uid(o)) &&
                   kc_str_eq(kc_obj_resource_version(cur), kc_obj_resource_version(o)) &&
@@ -768,56 +769,43 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
       p->ev = same ? KC_STORE_UNCHANGED : KC_STORE_MODIFIED;
     }
     if (s->nidx && p->ev != KC_STORE_UNCHANGED && p->slot != NONE) {
-      if ((p->nb = fv_extract(s, o)) < 0 || (p->ob = fv_extract(s, s->objs[p->slot])) < 0) {
-        rc = -ENOMEM;
-        goto out;
-      }
+      if ((p->nb = fv_extract(s, o)) < 0 || (p->ob = fv_extract(s, s->objs[p->slot])) < 0)
+        return -ENOMEM;
     } else if (s->nidx && p->ev == KC_STORE_ADDED) {
-      if ((p->nb = fv_extract(s, o)) < 0) {
-        rc = -ENOMEM;
-        goto out;
-      }
+      if ((p->nb = fv_extract(s, o)) < 0) return -ENOMEM;
     }
   }
-  /* Deletions: every stored object the list did not mention. */
-  uint32_t ndel = 0;
-  long *delfv = NULL;
-  uint32_t *dels = NULL;
-  for (uint32_t slot = 0; slot < s->nslots; slot++)
-    if (s->objs[slot] && !seen[slot]) ndel++;
-  if (ndel) {
-    dels = malloc(ndel * sizeof *dels);
-    delfv = malloc(ndel * sizeof *delfv);
-    if (!dels || !delfv) {
-      free(dels);
-      free(delfv);
-      rc = -ENOMEM;
-      goto out;
-    }
-    ndel = 0;
-    for (uint32_t slot = 0; slot < s->nslots; slot++) {
-      if (!s->objs[slot] || seen[slot]) continue;
-      dels[ndel] = slot;
-      delfv[ndel] = 0;
-      if (s->nidx && (delfv[ndel] = fv_extract(s, s->objs[slot])) < 0) {
-        free(dels);
-        free(delfv);
-        rc = -ENOMEM;
-        goto out;
-      }
-      ndel++;
-    }
-  }
+  return 0;
+}
 
-  /* Phase 2, one write lock: apply. Each object is applied atomically; on
-   * -ENOMEM we stop and report what was applied. */
-  size_t nch = 0;
-  pthread_rwlock_wrlock(&s->lock);
-  rc = reserve(s, nadd);
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    rplan *p = &plan[i];
+/* Phase 1, deletions: every stored object the list did not mention, with
+ * its field-index values. */
+static int replace_find_deletions(kc_store *s, replace_job *j) {
+  uint32_t ndel = 0;
+  for (uint32_t slot = 0; slot < s->nslots; slot++)
+    if (s->objs[slot] && !j->seen[slot]) ndel++;
+  if (!ndel) return 0;
+  j->dels = malloc(ndel * sizeof *j->dels);
+  j->delfv = malloc(ndel * sizeof *j->delfv);
+  if (!j->dels || !j->delfv) return -ENOMEM;
+  for (uint32_t slot = 0; slot < s->nslots; slot++) {
+    if (!s->objs[slot] || j->seen[slot]) continue;
+    j->dels[j->ndel] = slot;
+    j->delfv[j->ndel] = 0;
+    if (s->nidx && (j->delfv[j->ndel] = fv_extract(s, s->objs[slot])) < 0) return -ENOMEM;
+    j->ndel++;
+  }
+  return 0;
+}
+
+/* Phase 2, one write lock: apply. Each object is applied atomically; on
+ * -ENOMEM we stop and report what was applied. Caller holds the lock. */
+static int replace_apply_locked(kc_store *s, replace_job *j) {
+  int rc = reserve(s, j->nadd);
+  for (size_t i = 0; rc == 0 && i < j->n; i++) {
+    rplan *p = &j->plan[i];
     if (p->ev == KC_STORE_UNCHANGED) {
-      ch[nch++] = (rchange){KC_STORE_UNCHANGED, s->objs[p->slot], s->objs[p->slot]};
+      j->ch[j->nch++] = (rchange){KC_STORE_UNCHANGED, s->objs[p->slot], s->objs[p->slot]};
       continue;
     }
     uint32_t slot = p->slot;
@@ -841,7 +829,7 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
         kc_obj_unref(p->obj);
         break;
       }
-      ch[nch++] = (rchange){KC_STORE_ADDED, NULL, p->obj};
+      j->ch[j->nch++] = (rchange){KC_STORE_ADDED, NULL, p->obj};
     } else {
       kc_obj *prev = s->objs[slot];
       if ((rc = update_all(s, slot, prev, p->obj, nb, ob)) < 0) {
@@ -849,34 +837,60 @@ int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change
         break;
       }
       s->bytes = s->bytes - kc_obj_mem_size(prev) + kc_obj_mem_size(p->obj);
-      ch[nch++] = (rchange){KC_STORE_MODIFIED, prev, p->obj};
+      j->ch[j->nch++] = (rchange){KC_STORE_MODIFIED, prev, p->obj};
     }
   }
-  for (uint32_t k = 0; rc == 0 && k < ndel; k++) {
-    kc_obj *prev = remove_slot(s, dels[k], delfv[k]);
-    ch[nch++] = (rchange){KC_STORE_DELETED, prev, NULL};
+  for (uint32_t k = 0; rc == 0 && k < j->ndel; k++) {
+    kc_obj *prev = remove_slot(s, j->dels[k], j->delfv[k]);
+    j->ch[j->nch++] = (rchange){KC_STORE_DELETED, prev, NULL};
   }
-  pthread_rwlock_unlock(&s->lock);
-  free(dels);
-  free(delfv);
+  return rc;
+}
 
-  /* Phase 3: notify with the store already updated, then drop the old
-   * versions' references that the store gave up. */
-  for (size_t k = 0; k < nch; k++) {
-    if (cb) cb(ud, ch[k].ev, ch[k].old, ch[k].new_);
-    if (ch[k].ev == KC_STORE_MODIFIED || ch[k].ev == KC_STORE_DELETED) kc_obj_unref(ch[k].old);
+/* Phase 3: notify with the store already updated, then drop the old
+ * versions' references that the store gave up. */
+static void replace_notify(const replace_job *j, kc_store_change_cb cb, void *ud) {
+  for (size_t k = 0; k < j->nch; k++) {
+    const rchange *c = &j->ch[k];
+    if (cb) cb(ud, c->ev, c->old, c->new_);
+    if (c->ev == KC_STORE_MODIFIED || c->ev == KC_STORE_DELETED) kc_obj_unref(c->old);
   }
-out:
-  /* Do not keep a relist-sized scratch around. */
+}
+
+/* Do not keep a relist-sized scratch around. */
+static void fv_trim(kc_store *s) {
   if (s->fv.text.cap > (1u << 20) || s->fv.icap > (1u << 16) || s->fv.scap > (1u << 16)) {
     kc_buf_free(&s->fv.text);
     free(s->fv.items);
     free(s->fv.starts);
     memset(&s->fv, 0, sizeof s->fv);
   }
-  free(seen);
-  free(plan);
-  free(ch);
+}
+
+int kc_store_replace(kc_store *s, kc_obj *const *objs, size_t n, kc_store_change_cb cb,
+                     void *ud) {
+  replace_job j = {.objs = objs, .n = n};
+  int rc = 0;
+  j.seen = calloc(s->nslots ? s->nslots : 1, 1);
+  j.plan = calloc(n ? n : 1, sizeof *j.plan);
+  j.ch = calloc(n + s->count + 1, sizeof *j.ch);
+  if (!j.seen || !j.plan || !j.ch) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  fv_reset(&s->fv);
+  if ((rc = replace_classify(s, &j)) < 0 || (rc = replace_find_deletions(s, &j)) < 0) goto out;
+  pthread_rwlock_wrlock(&s->lock);
+  rc = replace_apply_locked(s, &j);
+  pthread_rwlock_unlock(&s->lock);
+  replace_notify(&j, cb, ud);
+out:
+  fv_trim(s);
+  free(j.dels);
+  free(j.delfv);
+  free(j.seen);
+  free(j.plan);
+  free(j.ch);
   return rc;
 }
 
