@@ -280,9 +280,11 @@ format:
 	clang-format -i $(FORMAT_SRC)
 
 # `make lint`: the layering check (daemon/LAYERS, tests/lint/check_layers.py),
-# then cppcheck, which fails fast on the bugs it knows.
+# the size check (no daemon/ file over 1200 lines, no function over 150:
+# tests/lint/check_sizes.py), then cppcheck, which fails fast on the bugs it knows.
 lint:
 	python3 tests/lint/check_layers.py
+	python3 tests/lint/check_sizes.py
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	  --suppress=missingIncludeSystem -D__GNUC__ -Idaemon -Iinclude daemon tests/apisim plugins
 
