@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for daemon/lease/sharding.c's claim logic: the observation clock
+/* Tests for daemon/lease/shardplan.c's claim logic: the observation clock
  * (kc_shard_observe & co), the planner (kc_shard_plan) case by case, and a
  * simulation of several replicas on a fake clock and a fake Lease store
  * that plays the electors of leader.c (acquire a free or, on our clock,
