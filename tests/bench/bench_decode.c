@@ -371,7 +371,7 @@ int main(int argc, char **argv) {
   }
   printf("# x_null = decode / yajl with no callbacks (json_verify); x_nop = decode / yajl with\n"
          "# empty callbacks; dec+store = decode with the store's field capture + kc_store_replace\n"
-         "# (label index + spec.nodeName index), xs_null = that / yajl_null (issue 4's target);\n"
+         "# (label index + spec.nodeName index), xs_null = that / yajl_null (the target);\n"
          "# mem/obj = kc_obj_mem_size (malloc usable size + header);\n"
          "# no_mf = same with transform drop metadata.managedFields, ratio still vs the full\n"
          "# JSON; rss/obj = RSS growth while decoding and keeping all objects (first run, bytes).\n");

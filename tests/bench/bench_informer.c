@@ -810,7 +810,7 @@ static void sync_table(const long *sizes, int nsizes) {
                               : kc_decode_pool_default_threads();
   int runs = getenv("BENCH_SYNC_RUNS") ? atoi(getenv("BENCH_SYNC_RUNS")) : 3;
   if (runs < 1) runs = 1;
-  printf("\ninitial sync, decode pool vs inline (issue 9); yajl alone = one core, same bytes; "
+  printf("\ninitial sync, decode pool vs inline; yajl alone = one core, same bytes; "
          "median of %d paired runs\n", runs > 16 ? 16 : runs);
   printf("%-8s %-22s %7s %8s %8s %8s %8s %8s %11s %10s %7s %7s %7s %8s %8s %-6s\n", "pods",
          "source", "threads", "MB", "wall s", "CPU s", "CPU/wall", "x yajl", "x range",

@@ -662,7 +662,7 @@ def run_case(case, so, nobj, churn_s, rate, modify_rate, quick):
                 problems.append(e)
         outage = getattr(w, "outage", None)
         if outage and t is not None and res["blind"] > 2 * outage:
-            problems.append("blind %.1fs > 2x the server's %ds outage (issue 10 item 6)"
+            problems.append("blind %.1fs > 2x the server's %ds outage"
                             % (res["blind"], outage))
         code = w.close()
         text = w.kctrld.log()
