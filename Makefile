@@ -67,7 +67,7 @@ CXX       ?= g++
 CXXFLAGS_PLUGIN := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden -Iinclude
 UNIT_CXX_SO := $(patsubst tests/unit/plugins/%.cpp,$(B)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.cpp))
 
-.PHONY: all test check unit demo bench bench-deps bench-micro fuzz fuzz-run install format lint clean deps tsan asan \
+.PHONY: all test check unit demo bench bench-deps bench-micro fuzz fuzz-run fuzz-replay install format lint clean deps tsan asan \
         valgrind coverage faults soak binaries deb deb-deps
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN) $(UNIT_CXX_SO)
 
@@ -194,26 +194,37 @@ soak: deps
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_SECONDS ?= 20
-FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Idaemon -Iinclude $(PKG_CFLAGS) \
-	-fsanitize=fuzzer,address,undefined -DKCTRLD_VERSION=\"$(VERSION)\"
-build-fuzz/%: tests/fuzz/%.c $(DAEMON_SRC)
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
-# Fuzzers of kube-apisim parsers build with the simulator sources instead.
-build-fuzz/fuzz_apisim_protobuf: tests/fuzz/fuzz_apisim_protobuf.c tests/apisim/protobuf.c \
-    tests/apisim/json.c tests/apisim/util.c
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
-build-fuzz/fuzz_apisim_fieldsv1: tests/fuzz/fuzz_apisim_fieldsv1.c tests/apisim/fieldmgr.c \
-    tests/apisim/fieldset.c tests/apisim/json.c tests/apisim/util.c
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
-build-fuzz/fuzz_apisim_shardsel: tests/fuzz/fuzz_apisim_shardsel.c tests/apisim/shardsel.c \
-    tests/apisim/json.c tests/apisim/util.c
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
+# The daemon's sources are compiled once for every fuzzer (instrumented, not
+# linked with libFuzzer's main) into build-fuzz/libkctrld.a; each target is
+# its fuzz_*.c linked against that library.
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -MMD -MP -Idaemon -Iinclude $(PKG_CFLAGS) \
+	-fsanitize=fuzzer-no-link,address,undefined -DKCTRLD_VERSION=\"$(VERSION)\"
+FUZZ_LDFLAGS = -fsanitize=fuzzer,address,undefined
+FUZZ_DAEMON_OBJ := $(DAEMON_SRC:%.c=build-fuzz/obj/%.o)
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "CC $< (fuzz)"; clang $(FUZZ_CFLAGS) -c $< -o $@
+build-fuzz/libkctrld.a: $(FUZZ_DAEMON_OBJ)
+	rm -f $@ && ar rcs $@ $^
+build-fuzz/%: build-fuzz/obj/tests/fuzz/%.o build-fuzz/libkctrld.a
+	clang $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
+# Fuzzers of kube-apisim parsers link the simulator objects instead.
+build-fuzz/fuzz_apisim_protobuf: build-fuzz/obj/tests/fuzz/fuzz_apisim_protobuf.o \
+    build-fuzz/obj/tests/apisim/protobuf.o build-fuzz/obj/tests/apisim/json.o build-fuzz/obj/tests/apisim/util.o
+	clang $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
+build-fuzz/fuzz_apisim_fieldsv1: build-fuzz/obj/tests/fuzz/fuzz_apisim_fieldsv1.o build-fuzz/obj/tests/apisim/fieldmgr.o \
+    build-fuzz/obj/tests/apisim/fieldset.o build-fuzz/obj/tests/apisim/json.o build-fuzz/obj/tests/apisim/util.o
+	clang $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
+build-fuzz/fuzz_apisim_shardsel: build-fuzz/obj/tests/fuzz/fuzz_apisim_shardsel.o build-fuzz/obj/tests/apisim/shardsel.o \
+    build-fuzz/obj/tests/apisim/json.o build-fuzz/obj/tests/apisim/util.o
+	clang $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-run
+# `make fuzz-replay`: every fuzzer built and run once over its checked-in
+# corpus (tests/fuzz/corpus/NAME), no new inputs: a regression check that the
+# targets still build and that no stored input crashes a parser. TAP output.
+fuzz-replay: $(FUZZ_BIN)
+	@bash tests/fuzz/replay $(FUZZ_BIN)
 fuzz-run: $(FUZZ_BIN)
 	@set -e; for f in $(FUZZ_BIN); do \
 	  n=$$(basename $$f); mkdir -p build-fuzz/corpus-$$n; \
@@ -291,4 +302,4 @@ lint:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz build-cov
 
--include $(shell find build build-asan build-tsan build-cov -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
+-include $(shell find build build-asan build-tsan build-cov build-fuzz -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -17,7 +17,7 @@ else
 fi
 missing=""
 if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  files=$(git ls-files | grep -E '\.(c|h|cpp|py|sh)$|(^|/)Makefile$|^tests/run-tests$|^\.ci/(run|install-deps)$|run-bench$' |
+  files=$(git ls-files | grep -E '\.(c|h|cpp|py|sh)$|(^|/)Makefile$|^tests/run-tests$|^\.ci/(run|install-deps)$|run-bench$|^tests/fuzz/replay$' |
     grep -v '^tests/fuzz/corpus/')
 else
   files=$(find daemon include plugins tests -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.py' -o -name '*.sh' \) -not -path 'tests/fuzz/corpus/*')
