@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -115,4 +117,48 @@ int kc_spawn(const char *const *argv, const char *const *envp, const int stdio[3
   if (rc) close_all(mine, 3);
   if (ours) memcpy(ours, mine, sizeof mine);
   return rc;
+}
+
+int kc_spawn_exited(pid_t pid) {
+  siginfo_t info;
+  memset(&info, 0, sizeof info); /* si_pid stays 0 while it runs */
+  int w;
+  do
+    w = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
+  while (w < 0 && errno == EINTR);
+  if (w < 0) return -errno;
+  return info.si_pid != 0;
+}
+
+int kc_spawn_kill_group(pid_t pid, int sig) {
+  if (pid <= 0) return -EINVAL; /* kill(0 or 1, ...) would reach other processes */
+  return kill(-pid, sig) == 0 ? 0 : -errno;
+}
+
+int kc_spawn_reap(pid_t pid, int *status) {
+  *status = 0;
+  if (pid <= 0) return -ECHILD; /* waitpid would take any child */
+  int st;
+  pid_t r;
+  do
+    r = waitpid(pid, &st, 0);
+  while (r < 0 && errno == EINTR);
+  if (r < 0) return -errno;
+  *status = st;
+  return 0;
+}
+
+void kc_spawn_describe_status(int status, char *buf, size_t cap) {
+  if (WIFEXITED(status)) {
+    snprintf(buf, cap, "exited with status %d", WEXITSTATUS(status));
+  } else if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char *abbrev = sigabbrev_np(sig); /* "SEGV" */
+    if (abbrev)
+      snprintf(buf, cap, "was killed by signal %d (SIG%s: %s)", sig, abbrev, strsignal(sig));
+    else
+      snprintf(buf, cap, "was killed by signal %d (%s)", sig, strsignal(sig));
+  } else {
+    snprintf(buf, cap, "stopped (status 0x%x)", (unsigned)status);
+  }
 }

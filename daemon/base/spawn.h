@@ -16,7 +16,7 @@
  *    that no handler of the parent can run before the exec; a program's C
  *    library installs its handlers for them when it uses them;
  *  - its own process group (pgid = its pid), so the daemon can signal the
- *    child together with whatever it started (kill(-pid, ...)).
+ *    child together with whatever it started (kc_spawn_kill_group).
  *
  * Why posix_spawn (glibc 2.36, Debian 12) and not fork + exec: glibc's
  * posix_spawn runs the child on a separate stack in a clone(CLONE_VM |
@@ -34,7 +34,15 @@
  * so a child another thread starts meanwhile does not get them either.
  * Errors: a negative errno with a message naming the program in err.
  * Ownership: argv and envp are borrowed for the call; the returned pipe
- * ends and the pid (to be reaped with waitpid) are the caller's.
+ * ends and the pid (to be reaped with kc_spawn_reap) are the caller's.
+ *
+ * Ending a child: a pid is only safe to signal while it is not reaped (a
+ * reaped pid, and so its group id, may belong to another process by now).
+ * So the order is: kc_spawn_exited (which leaves the child a zombie that
+ * holds its pid), kc_spawn_kill_group for what it left running in its group
+ * (a script's background processes), then kc_spawn_reap. The functions act
+ * on that one pid, never on "any child" (waitpid(-1)): children of other
+ * parts of the daemon, or of a library, are not touched.
  */
 #ifndef KC_SPAWN_H
 #define KC_SPAWN_H
@@ -60,5 +68,25 @@ enum {
  * in err; then nothing is left open and no child exists. */
 int kc_spawn(const char *const *argv, const char *const *envp, const int stdio[3], int ours[3],
              pid_t *pid, char *err, size_t errlen);
+
+/* Whether child pid has exited, without waiting and without reaping it
+ * (waitid WNOWAIT): 1 exited (a zombie until kc_spawn_reap), 0 still
+ * running, or a negative errno (-ECHILD: not our child, or reaped). */
+int kc_spawn_exited(pid_t pid);
+
+/* Sends sig to the process group of child pid (the group spawn.h gives it),
+ * which reaches what the child started too. Only for a pid not reaped yet.
+ * 0 or a negative errno (-ESRCH: the group has no process left). */
+int kc_spawn_kill_group(pid_t pid, int sig);
+
+/* Waits for child pid to exit and reaps it: 0 with its wait status in
+ * *status, or a negative errno (-ECHILD: not our child, or reaped already)
+ * with *status 0. Blocks; call it once the child exited or was killed. */
+int kc_spawn_reap(pid_t pid, int *status);
+
+/* A wait status in words, for a log line or an error after the program's
+ * name: "exited with status 3", "was killed by signal 11 (SIGSEGV:
+ * Segmentation fault)". Truncated to cap, always terminated. */
+void kc_spawn_describe_status(int status, char *buf, size_t cap);
 
 #endif

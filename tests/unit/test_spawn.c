@@ -6,7 +6,10 @@
  * dispositions although the caller blocks and ignores signals, its own
  * process group (a kill of the group reaches a grandchild), and exec
  * failures reported with the program's name, leaving no child and no
- * descriptor behind. */
+ * descriptor behind. Ending a child: whether it exited, seen without
+ * reaping it; its group killed after it exited, reaching what it left
+ * running; reaping it, also one killed by a signal, and a pid that is not
+ * our child; a wait status in words. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -303,6 +306,149 @@ static void test_exec_failure(void **state) {
   assert_no_children();
 }
 
+/* Spawns sh -c script with stdin on a pipe (its write end in *in), stdout
+ * on a pipe (its read end in *out), stderr /dev/null. */
+static pid_t start_sh(const char *script, int *in, int *out) {
+  const int stdio[3] = {KC_SPAWN_PIPE, KC_SPAWN_PIPE, KC_SPAWN_NULL};
+  const char *argv[] = {"sh", "-c", script, NULL};
+  int ours[3];
+  pid_t pid = -1;
+  char err[256];
+  int rc = kc_spawn(argv, NULL, stdio, ours, &pid, err, sizeof err);
+  if (rc) fail_msg("spawn: %s", err);
+  *in = ours[0];
+  *out = ours[1];
+  return pid;
+}
+
+/* Blocks until child pid exited, leaving it unreaped (what
+ * kc_spawn_exited then sees). */
+static void wait_exit_unreaped(pid_t pid) {
+  siginfo_t si;
+  int w;
+  do
+    w = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
+  while (w < 0 && errno == EINTR);
+  assert_int_equal(w, 0);
+}
+
+/* Running, then exited and still unreaped (asked twice), then reaped with
+ * its status; after that the pid is no longer ours. */
+static void test_exited_and_reap(void **state) {
+  (void)state;
+  int in, out;
+  pid_t pid = start_sh("read line; exit 5", &in, &out);
+  assert_int_equal(kc_spawn_exited(pid), 0);
+  close(in); /* read sees EOF: the script exits */
+  wait_exit_unreaped(pid);
+  assert_int_equal(kc_spawn_exited(pid), 1);
+  assert_int_equal(kc_spawn_exited(pid), 1); /* looking does not reap */
+  int status = -1;
+  assert_int_equal(kc_spawn_reap(pid, &status), 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 5);
+  assert_int_equal(kc_spawn_exited(pid), -ECHILD);
+  status = -1;
+  assert_int_equal(kc_spawn_reap(pid, &status), -ECHILD);
+  assert_int_equal(status, 0);
+  close(out);
+  assert_no_children();
+}
+
+/* A child killed by a signal through its group: the status says which,
+ * and in words. */
+static void test_killed_by_signal(void **state) {
+  (void)state;
+  int in, out;
+  pid_t pid = start_sh("echo up; exec sleep 60 >/dev/null", &in, &out);
+  char *line = read_all(out); /* EOF once sleep runs in the child */
+  assert_string_equal(line, "up\n");
+  free(line);
+  assert_int_equal(kc_spawn_exited(pid), 0);
+  assert_int_equal(kc_spawn_kill_group(pid, SIGTERM), 0);
+  int status;
+  assert_int_equal(kc_spawn_reap(pid, &status), 0);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGTERM);
+  char buf[128];
+  kc_spawn_describe_status(status, buf, sizeof buf);
+  assert_string_equal(buf, "was killed by signal 15 (SIGTERM: Terminated)");
+  close(in);
+  assert_no_children();
+}
+
+/* A child that exited and left a process running in its group: while the
+ * exited child is unreaped its pid still names the group, and killing the
+ * group reaches the grandchild. */
+static void test_kill_group_after_exit(void **state) {
+  (void)state;
+  int in, out;
+  pid_t pid = start_sh("sleep 60 >/dev/null & echo $!", &in, &out);
+  char *line = read_all(out); /* EOF: the shell exited, sleep has no stdout of ours */
+  pid_t grandchild = (pid_t)atoi(line);
+  free(line);
+  assert_true(grandchild > 0);
+  wait_exit_unreaped(pid);
+  assert_int_equal(kc_spawn_exited(pid), 1);
+  assert_int_equal(getpgid(grandchild), pid);
+  assert_true(running(grandchild));
+  assert_int_equal(kc_spawn_kill_group(pid, SIGKILL), 0);
+  int status;
+  assert_int_equal(kc_spawn_reap(pid, &status), 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  /* SIGKILL lands asynchronously; the orphan is then init's to reap. */
+  for (int i = 0; i < 500 && running(grandchild); i++) {
+    struct timespec ts = {0, 10 * 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_false(running(grandchild));
+  close(in);
+  assert_no_children();
+}
+
+/* A pid that is not our child: nothing to look at, nothing to reap; no
+ * group is signalled for pid 0 or below. */
+static void test_unknown_pid(void **state) {
+  (void)state;
+  int status = -1;
+  assert_int_equal(kc_spawn_reap(1, &status), -ECHILD);
+  assert_int_equal(status, 0);
+  assert_int_equal(kc_spawn_exited(1), -ECHILD);
+  status = -1;
+  assert_int_equal(kc_spawn_reap(0, &status), -ECHILD);
+  assert_int_equal(status, 0);
+  assert_int_equal(kc_spawn_kill_group(0, 0), -EINVAL);
+}
+
+/* Wait statuses in words: an exit, a signal named by its abbreviation, a
+ * stop; a short buffer gets a terminated prefix. */
+static void test_describe_status(void **state) {
+  (void)state;
+  char buf[128];
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+    _exit(0);
+  }
+  int st = 0;
+  assert_int_equal(kc_spawn_reap(pid, &st), 0);
+  kc_spawn_describe_status(st, buf, sizeof buf);
+  assert_string_equal(buf, "was killed by signal 11 (SIGSEGV: Segmentation fault)");
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(3);
+  assert_int_equal(kc_spawn_reap(pid, &st), 0);
+  kc_spawn_describe_status(st, buf, sizeof buf);
+  assert_string_equal(buf, "exited with status 3");
+  kc_spawn_describe_status(st, buf, 8);
+  assert_string_equal(buf, "exited ");
+  kc_spawn_describe_status(0x137f, buf, sizeof buf); /* stopped by SIGSTOP (WUNTRACED) */
+  assert_string_equal(buf, "stopped (status 0x137f)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_descriptors_not_passed),
@@ -312,6 +458,11 @@ int main(void) {
       cmocka_unit_test(test_signals_reset),
       cmocka_unit_test(test_process_group),
       cmocka_unit_test(test_exec_failure),
+      cmocka_unit_test(test_exited_and_reap),
+      cmocka_unit_test(test_killed_by_signal),
+      cmocka_unit_test(test_kill_group_after_exit),
+      cmocka_unit_test(test_unknown_pid),
+      cmocka_unit_test(test_describe_status),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
