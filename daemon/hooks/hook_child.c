@@ -8,10 +8,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,31 +136,28 @@ static int remaining_ms(uint64_t deadline_ns) {
   return ms > 1000000 ? 1000000 : (int)ms;
 }
 
+/* Records c as reaped with wait status st. */
+static void reaped(kc_hook_child *c, int st) {
+  c->reaped = true;
+  c->status = st;
+  atomic_fetch_sub(&unreaped, 1);
+}
+
 /* Reaps c if it exited. Returns true when reaped. */
 static bool try_reap(kc_hook_child *c) {
   if (c->reaped) return true;
   /* Its group is killed first, while the unreaped zombie still holds the
-   * pid (waitid WNOWAIT): what it left running (a script's background
-   * processes) goes too, and the group id cannot have been reused. */
-  siginfo_t info;
-  memset(&info, 0, sizeof info);
-  int w;
-  do
-    w = waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOHANG | WNOWAIT);
-  while (w < 0 && errno == EINTR);
-  if (w == 0 && info.si_pid == 0) return false; /* still running */
-  if (w == 0) kill(-c->pid, SIGKILL);
-  int st;
-  pid_t r;
-  do
-    r = waitpid(c->pid, &st, w == 0 ? 0 : WNOHANG);
-  while (r < 0 && errno == EINTR);
-  if (r == c->pid || (r < 0 && errno == ECHILD)) {
-    c->reaped = true;
-    c->status = r == c->pid ? st : 0;
-    atomic_fetch_sub(&unreaped, 1);
+   * pid: what it left running (a script's background processes) goes too,
+   * and the group id cannot have been reused. */
+  int exited = kc_spawn_exited(c->pid);
+  if (exited == 0 || (exited < 0 && exited != -ECHILD)) return false; /* still running */
+  int st = 0;
+  if (exited > 0) {
+    kc_spawn_kill_group(c->pid, SIGKILL);
+    kc_spawn_reap(c->pid, &st);
   }
-  return c->reaped;
+  reaped(c, st); /* -ECHILD: not ours to wait for any more, status 0 */
+  return true;
 }
 
 int kc_hook_child_exchange(kc_hook_child *c, const char *req, size_t len, enum kc_hook_read mode,
@@ -269,20 +264,16 @@ static void finish(kc_hook_child *c, kc_hook_line_fn fn, void *ud) {
 }
 
 static void reap_blocking(kc_hook_child *c) {
-  while (!c->reaped) {
-    int st;
-    pid_t r = waitpid(c->pid, &st, 0);
-    if (r < 0 && errno == EINTR) continue;
-    c->reaped = true;
-    c->status = r == c->pid ? st : 0;
-    atomic_fetch_sub(&unreaped, 1);
-  }
+  if (c->reaped) return;
+  int st;
+  kc_spawn_reap(c->pid, &st); /* status 0 when it is not ours any more */
+  reaped(c, st);
 }
 
 void kc_hook_child_kill(kc_hook_child *c, int *status, kc_hook_line_fn fn, void *ud) {
   if (!c) return;
   /* Never signal a reaped pid: it may belong to someone else by now. */
-  if (!try_reap(c)) kill(-c->pid, SIGKILL);
+  if (!try_reap(c)) kc_spawn_kill_group(c->pid, SIGKILL);
   reap_blocking(c);
   if (status) *status = c->status;
   finish(c, fn, ud);
@@ -298,7 +289,7 @@ static void stop_now(struct stop_job *j) {
   for (size_t i = 0; i < j->n; i++) {
     kc_hook_child *c = j->v[i];
     close_fd(&c->in);
-    if (!try_reap(c)) kill(-c->pid, SIGTERM);
+    if (!try_reap(c)) kc_spawn_kill_group(c->pid, SIGTERM);
   }
   uint64_t deadline = kc_hook_now_ns() + j->grace_ms * 1000000ull;
   for (;;) {
@@ -385,19 +376,4 @@ uint64_t kc_hook_restart_delay_ns(bool *answered, uint32_t *failures, uint64_t b
   }
   const kc_backoff b = {base_ms * 1000000ull, max_ms * 1000000ull};
   return kc_backoff_when(&b, failures);
-}
-
-void kc_hook_describe_status(int st, char *buf, size_t cap) {
-  if (WIFEXITED(st)) {
-    snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
-  } else if (WIFSIGNALED(st)) {
-    int sig = WTERMSIG(st);
-    const char *abbrev = sigabbrev_np(sig); /* "SEGV" */
-    if (abbrev)
-      snprintf(buf, cap, "was killed by signal %d (SIG%s: %s)", sig, abbrev, strsignal(sig));
-    else
-      snprintf(buf, cap, "was killed by signal %d (%s)", sig, strsignal(sig));
-  } else {
-    snprintf(buf, cap, "stopped (status 0x%x)", (unsigned)st);
-  }
 }

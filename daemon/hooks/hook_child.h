@@ -99,10 +99,6 @@ unsigned kc_hook_children_unreaped(void);
 uint64_t kc_hook_restart_delay_ns(bool *answered, uint32_t *failures, uint64_t base_ms,
                                   uint64_t max_ms);
 
-/* A wait(2) status in words: "exited with status 3", "was killed by signal
- * 11 (SIGSEGV: Segmentation fault)". */
-void kc_hook_describe_status(int status, char *buf, size_t cap);
-
 /* CLOCK_MONOTONIC in ns (the clock of deadline_ns). */
 uint64_t kc_hook_now_ns(void);
 

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "base/buf.h"
 #include "base/fileperm.h"
+#include "base/spawn.h"
 #include "base/hash.h"
 #include "hooks/hook_child.h"
 #include "hooks/hook_host.h"
@@ -170,7 +170,7 @@ static void stderr_line(void *ud, pid_t pid, const char *line, size_t len) {
 static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool have_status,
                              char *buf, size_t cap) {
   char st[96] = "";
-  if (have_status) kc_hook_describe_status(status, st, sizeof st);
+  if (have_status) kc_spawn_describe_status(status, st, sizeof st);
   switch (rc) {
   case -ETIMEDOUT:
     snprintf(buf, cap, "hook pid=%d timed out after %llums; killed", (int)pid,
@@ -296,7 +296,7 @@ static int run_per_call(hook_exec *x, kctrld_ctx *ctx, const kc_buf *req, kc_buf
   }
   if (status != 0) {
     char st[96];
-    kc_hook_describe_status(status, st, sizeof st);
+    kc_spawn_describe_status(status, st, sizeof st);
     return h->result_error(ctx, "hook pid=%d %s", (int)pid, st);
   }
   return 0;

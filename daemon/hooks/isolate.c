@@ -19,11 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "watch/decode.h"
 #include "base/fileperm.h"
+#include "base/spawn.h"
 #include "hooks/hook_child.h"
 #include "hooks/hook_exec.h"
 #include "hooks/hook_host.h"
@@ -427,7 +427,7 @@ static int converse(isolated *x, kctrld_ctx *ctx, struct slot *s, kc_buf *out, k
 /* Why a conversation failed, with the child's fate, for the log. */
 static void describe_failure(isolated *x, int rc, pid_t pid, int status, char *buf, size_t cap) {
   char st[128];
-  kc_hook_describe_status(status, st, sizeof st);
+  kc_spawn_describe_status(status, st, sizeof st);
   switch (rc) {
   case -ETIMEDOUT:
     snprintf(buf, cap, "plugin child pid=%d (%s) hung past reconcileTimeout (%llums); killed",
@@ -472,14 +472,11 @@ static void lose_child(isolated *x, struct slot *s, int rc, const char *key, cha
            delay ? "restarting with backoff" : "restarted for the next key");
 }
 
-/* The child has exited (or was killed) and is not reaped yet: peeked with
- * WNOWAIT, so kc_hook_child_kill still reaps it. A child the call cannot
- * look at counts as alive (the exchange finds out). */
+/* The child has exited (or was killed) and is not reaped yet: looked at
+ * without reaping it, so kc_hook_child_kill still reaps it. A child the
+ * call cannot look at counts as alive (the exchange finds out). */
 static bool child_exited(const kc_hook_child *c) {
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  return waitid(P_PID, (id_t)kc_hook_child_pid(c), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-         si.si_pid != 0;
+  return kc_spawn_exited(kc_hook_child_pid(c)) > 0;
 }
 
 /* A child that died while idle, between reconciles (a thread of the plugin
@@ -492,7 +489,7 @@ static void lose_idle_child(isolated *x, kc_hook_child *c, const char *how) {
   kc_hook_child_kill(c, &status, stderr_line, x);
   count(x->base.controller, true);
   char st[128];
-  kc_hook_describe_status(status, st, sizeof st);
+  kc_spawn_describe_status(status, st, sizeof st);
   H()->log(KCTRLD_LOG_ERROR, "plugin child pid=%d (%s) %s while idle (between reconciles); %s",
            (int)pid, x->path, st, how);
 }
@@ -648,9 +645,9 @@ static struct slot *take_slot(isolated *x, uint64_t now) {
 
 /* The idle slots' children that died, taken off their slots under the lock
  * the workers pick slots with: a busy slot's child is its worker's. One
- * waitid (WNOHANG|WNOWAIT, on that child's own pid) per idle child; the lock
- * is held only for it, and the slot is not marked busy, so a worker asking
- * meanwhile finds it free and starts a new child. */
+ * non-blocking look (kc_spawn_exited, on that child's own pid) per idle
+ * child; the lock is held only for it, and the slot is not marked busy, so
+ * a worker asking meanwhile finds it free and starts a new child. */
 unsigned kc_isolate_reap_idle(void) {
   unsigned n = 0;
   pthread_mutex_lock(&g_inst_mu);
