@@ -501,23 +501,22 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
       else if (n == 0 || (errno != EINTR && errno != EAGAIN)) err_open = false;
     }
     if (!out_open && !err_open) {
-      /* Not reaped yet (WNOWAIT): the group is killed below while its id
-       * cannot have been reused. */
-      siginfo_t si;
-      memset(&si, 0, sizeof si);
-      int wr = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
-      if (wr == 0 && si.si_pid == pid) {
+      /* Not reaped yet: the group is killed below while its id cannot
+       * have been reused. */
+      int ex = kc_spawn_exited(pid);
+      if (ex > 0) {
         exited = true;
-      } else if (wr < 0 && errno != EINTR) {
-        rc = -errno;
+      } else if (ex < 0) {
+        rc = ex;
         break;
       }
     }
   }
+  /* The whole group: the plugin itself when it did not finish, what it
+   * left behind when it did. */
+  kc_spawn_kill_group(pid, SIGKILL);
+  kc_spawn_reap(pid, &status);
   if (!exited) {
-    kill(-pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
     if (rc == 0) {
       if (stopped) {
         rc = -ECANCELED;
@@ -533,16 +532,11 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
       }
     }
   } else {
-    kill(-pid, SIGKILL); /* children it left behind */
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    if ((WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status)) {
       rc = -EIO;
-      kc_errf(err, errlen, "%s exited with status %d", s->argv[0], WEXITSTATUS(status));
-    } else if (WIFSIGNALED(status)) {
-      rc = -EIO;
-      kc_errf(err, errlen, "%s was killed by signal %d (%s)", s->argv[0], WTERMSIG(status),
-              strsignal(WTERMSIG(status)));
+      char how[128];
+      kc_spawn_describe_status(status, how, sizeof how);
+      kc_errf(err, errlen, "%s %s", s->argv[0], how);
     } else {
       char why[400];
       rc = kc_execcred_parse(out.p ? out.p : "", out.len, s->cfg->api_version, fresh, why,

@@ -324,6 +324,11 @@ static void test_plugin_failures(void **state) {
   expect_log(log, "/kubeconfig user \"u\")");
   free(log);
 
+  write_script("sig.sh", "kill -TERM $$\n");
+  log = failing("sig.sh", NULL);
+  expect_log(log, "sig.sh was killed by signal 15 (SIGTERM: Terminated); retrying in ");
+  free(log);
+
   write_script("bad.sh", "echo 'token: not-json-at-all-but-secret'\n");
   log = failing("bad.sh", NULL);
   expect_log(log, "bad.sh: plugin output is not JSON (");
