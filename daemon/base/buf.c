@@ -87,7 +87,7 @@ void kc_buf_set(kc_buf *b, const char *s, size_t n) {
   kc_buf_add(b, s, n);
 }
 
-void kc_buf_vprintf(kc_buf *b, const char *fmt, va_list ap) {
+static void kc_buf_vprintf(kc_buf *b, const char *fmt, va_list ap) {
   if (b->err) return;
   va_list again;
   va_copy(again, ap);

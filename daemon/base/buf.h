@@ -78,7 +78,6 @@ void kc_buf_add(kc_buf *b, const char *s, size_t n);
 void kc_buf_puts(kc_buf *b, const char *s);
 void kc_buf_putc(kc_buf *b, char c);
 void kc_buf_printf(kc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kc_buf_vprintf(kc_buf *b, const char *fmt, va_list ap);
 /* Replaces the text with s[0..n). */
 void kc_buf_set(kc_buf *b, const char *s, size_t n);
 

@@ -53,8 +53,6 @@
  * operator's choice wins), nor without glibc. Returns 1 when it is ours.
  * Turns glibc's fastbins off unless `tunables` sets glibc.malloc.mxfast. */
 int kc_mem_init(const char *tunables);
-/* kc_mem_init turned the fastbins off (test seam). */
-bool kc_mem_fastbins_off(void);
 
 /* A list is in progress for the caller, who keeps `*listing` (false at
  * first): begin marks it and, for the first list in progress, sets the
@@ -64,17 +62,21 @@ bool kc_mem_fastbins_off(void);
 void kc_mem_list_begin(bool *listing);
 void kc_mem_list_end(bool *listing);
 
-/* Lists in progress (test seam). */
-unsigned kc_mem_lists(void);
-
-/* The pad now asked of the allocator (test seam): KC_MEM_LIST_PAD while a
- * list is in progress, KC_MEM_DEFAULT_PAD otherwise, 0 when not ours. */
-size_t kc_mem_pad(void);
-
 /* Returns free heap memory to the OS and counts the call. */
 void kc_mem_give_back(void);
 
-/* Calls of kc_mem_give_back since the process started (test seam). */
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* kc_mem_init turned the fastbins off. */
+bool kc_mem_fastbins_off(void);
+
+/* Lists in progress. */
+unsigned kc_mem_lists(void);
+
+/* The pad now asked of the allocator: KC_MEM_LIST_PAD while a list is
+ * in progress, KC_MEM_DEFAULT_PAD otherwise, 0 when not ours. */
+size_t kc_mem_pad(void);
+
+/* Calls of kc_mem_give_back since the process started. */
 uint64_t kc_mem_give_backs(void);
 
 #endif
