@@ -126,13 +126,15 @@ int kc_jsonlex_feed(kc_jsonlex *lx, const char *buf, size_t len);
  * is refused ("parse error: premature EOF"). */
 int kc_jsonlex_finish(kc_jsonlex *lx);
 size_t kc_jsonlex_pos(const kc_jsonlex *lx);
-/* Total bytes fed so far. */
-uint64_t kc_jsonlex_offset(const kc_jsonlex *lx);
 /* 0 or the first error. */
 int kc_jsonlex_result(const kc_jsonlex *lx);
 /* "" while there was no error. */
 const char *kc_jsonlex_error(const kc_jsonlex *lx);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
 /* Containers open right now (the innermost one's depth; 0 between values). */
 unsigned kc_jsonlex_depth(const kc_jsonlex *lx);
+/* Total bytes fed so far. */
+uint64_t kc_jsonlex_offset(const kc_jsonlex *lx);
 
 #endif

@@ -410,12 +410,6 @@ int kc_json_doc_get_each(const kc_json_doc *d, const char *path,
   return c.count;
 }
 
-int kc_json_get_each(kc_str json, const char *path, bool (*cb)(const kc_json_value *v, void *ud),
-                     void *ud) {
-  kc_json_doc d = {json, NULL, NULL};
-  return kc_json_doc_get_each(&d, path, cb, ud);
-}
-
 int kc_json_string(const kc_json_value *v, char *buf, size_t cap) {
   if (v->type != KC_JSON_STRING || v->raw.len < 2) return -EINVAL;
   const char *p = v->raw.ptr + 1, *end = v->raw.ptr + v->raw.len - 1;

@@ -74,13 +74,6 @@ typedef struct kc_json_value {
  * malformed path. No allocation. */
 int kc_json_get(kc_str json, const char *path, kc_json_value *out);
 
-/* Like kc_json_get for paths with "[]" (every element of an array), e.g.
- * "metadata.ownerReferences[].uid". Calls cb for every value found (absent
- * values are skipped); cb returns false to stop. Returns the number of
- * values visited, or -EINVAL. */
-int kc_json_get_each(kc_str json, const char *path, bool (*cb)(const kc_json_value *v, void *ud),
-                     void *ud);
-
 /* A text with holes: where a value is the byte KC_JSON_HOLE, its text is
  * elsewhere and `hole` returns it (kobj.h "Shared pieces": a cached
  * object's text keeps one byte in place of a value it shares). Skipping
@@ -93,6 +86,10 @@ typedef struct kc_json_doc {
   const void *ud;
 } kc_json_doc;
 int kc_json_doc_get(const kc_json_doc *d, const char *path, kc_json_value *out);
+/* Like kc_json_doc_get for paths with "[]" (every element of an array), e.g.
+ * "metadata.ownerReferences[].uid". Calls cb for every value found (absent
+ * values are skipped); cb returns false to stop. Returns the number of
+ * values visited, or -EINVAL. */
 int kc_json_doc_get_each(const kc_json_doc *d, const char *path,
                          bool (*cb)(const kc_json_value *v, void *ud), void *ud);
 

@@ -84,7 +84,8 @@ void kc_yaml_free(kc_yaml_doc *doc) {
 const kc_yaml_node *kc_yaml_root(const kc_yaml_doc *doc) { return doc ? doc->root : NULL; }
 const char *kc_yaml_file(const kc_yaml_doc *doc) { return doc ? doc->file : NULL; }
 
-const char *kc_yaml_type_name(enum kc_yaml_type type) {
+/* "scalar", "sequence", "mapping". */
+static const char *kc_yaml_type_name(enum kc_yaml_type type) {
   switch (type) {
   case KC_YAML_SCALAR: return "scalar";
   case KC_YAML_SEQUENCE: return "sequence";

@@ -100,9 +100,6 @@ const char *kc_yaml_file(const kc_yaml_doc *doc);
 /* Zeroes and frees everything. kc_yaml_free(NULL) is a no-op. */
 void kc_yaml_free(kc_yaml_doc *doc);
 
-/* "scalar", "sequence", "mapping". */
-const char *kc_yaml_type_name(enum kc_yaml_type type);
-
 /* True for a plain scalar "", "~", "null", "Null" or "NULL" (YAML's null),
  * and for a NULL pointer (absent). */
 bool kc_yaml_is_null(const kc_yaml_node *node);

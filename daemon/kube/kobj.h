@@ -220,7 +220,7 @@ int kc_obj_get(const kc_obj *obj, const char *path, kc_json_value *out);
 
 /* Like kc_obj_get for paths with "[]" (every element of an array), e.g.
  * "metadata.ownerReferences[].uid", "spec.volumes[].configMap.name"
- * (kc_json_get_each). Calls cb for every value found (absent values are skipped); cb returns
+ * (kc_json_doc_get_each). Calls cb for every value found (absent values are skipped); cb returns
  * false to stop. Returns the number of values visited, or -EINVAL. */
 int kc_obj_get_each(const kc_obj *obj, const char *path,
                     bool (*cb)(const kc_json_value *v, void *ud), void *ud);

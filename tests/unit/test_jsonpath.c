@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/jsonpath's path grammar: kc_path_parse's segments,
  * kc_path_problem's reasons (config.c shows them), and the lookups on a
- * bare JSON text (kc_json_get_each); the scanner itself is exercised
+ * bare JSON text (kc_json_doc_get_each); the scanner itself is exercised
  * through kc_obj_get in test_kobj.c. */
 #include <errno.h>
 #include <setjmp.h>
@@ -82,11 +82,12 @@ static bool count_cb(const kc_json_value *v, void *ud) {
 static void test_each_on_text(void **state) {
   (void)state;
   const char js[] = "{\"a\":[{\"b\":1},{\"c\":2},{\"b\":\"x\"}]}";
+  const kc_json_doc text = {{js, sizeof js - 1}, NULL, NULL}, none = {{NULL, 0}, NULL, NULL};
   int n = 0;
-  assert_int_equal(kc_json_get_each((kc_str){js, sizeof js - 1}, "a[].b", count_cb, &n), 2);
+  assert_int_equal(kc_json_doc_get_each(&text, "a[].b", count_cb, &n), 2);
   assert_int_equal(n, 2);
-  assert_int_equal(kc_json_get_each((kc_str){NULL, 0}, "a[].b", count_cb, &n), 0);
-  assert_int_equal(kc_json_get_each((kc_str){js, sizeof js - 1}, "a..b", count_cb, &n), -EINVAL);
+  assert_int_equal(kc_json_doc_get_each(&none, "a[].b", count_cb, &n), 0);
+  assert_int_equal(kc_json_doc_get_each(&text, "a..b", count_cb, &n), -EINVAL);
   int64_t v;
   assert_true(kc_json_parse_i64("-9223372036854775808", 20, &v));
   assert_true(v == INT64_MIN);
