@@ -186,7 +186,6 @@ bool kc_obj_builder_skip_value(const kc_obj_builder *b);
  * a half of such an object's bytes. Default KC_OBJ_SHARE_MIN; 0 turns it
  * off. Below that size the table entry would cost more than it saves. */
 #define KC_OBJ_SHARE_MIN 128
-void kc_obj_builder_set_share_min(kc_obj_builder *b, size_t min_bytes);
 /* True once the root object has closed. */
 bool kc_obj_builder_done(const kc_obj_builder *b);
 /* The finished object (refs == 1), or NULL (ENOMEM, or not done: EINVAL). */
@@ -206,5 +205,9 @@ const char *kc_obj_builder_shape_error(const kc_obj_builder *b);
 const kc_status *kc_obj_builder_status(const kc_obj_builder *b);
 /* metadata.annotations["k8s.io/initial-events-end"] == "true" in the last object. */
 bool kc_obj_builder_initial_events_end(const kc_obj_builder *b);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Changes min_bytes of "Shared values" above (0: sharing off). */
+void kc_obj_builder_set_share_min(kc_obj_builder *b, size_t min_bytes);
 
 #endif

@@ -36,7 +36,6 @@
 bool kc_name_is_dns_label(const char *s, size_t n);
 bool kc_name_is_dns_subdomain(const char *s, size_t n);
 bool kc_name_is_qualified(const char *s, size_t n);
-bool kc_name_is_label_value(const char *s, size_t n);
 
 /* NULL for a valid path segment name, else apimachinery's phrase to put
  * before the quoted name: "may not be" (for "." and ".."), "may not contain
@@ -65,5 +64,8 @@ bool kc_name_split_key(const char *s, size_t n, kc_str *ns, kc_str *name);
  * IsValidLabelValue report for s, in its words; return how many (0: valid). */
 int kc_name_qualified_errors(kc_buf *b, const char *s, size_t n);
 int kc_name_label_value_errors(kc_buf *b, const char *s, size_t n);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+bool kc_name_is_label_value(const char *s, size_t n);
 
 #endif

@@ -588,7 +588,8 @@ void kc_label_selector_free(kc_label_selector *sel) { free(sel); }
 
 /* ---- label matching ----------------------------------------------------- */
 
-const kc_label *kc_labels_find(const kc_label *labels, size_t nlabels, kc_str key) {
+/* Looks up a key in a sorted label array; returns NULL when absent. */
+static const kc_label *kc_labels_find(const kc_label *labels, size_t nlabels, kc_str key) {
   size_t lo = 0, hi = nlabels;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

@@ -74,16 +74,10 @@ int kc_label_selector_parse(const char *s, size_t len, kc_label_selector **out,
                             kc_sel_error *err);
 void kc_label_selector_free(kc_label_selector *sel);
 
-/* True when every requirement holds for the label set. `labels` must be
- * sorted by key (as kc_obj labels are); nlabels may be 0. `!=` and `notin`
- * match a missing key; `>`/`<` need the key with an int64 value.
+/* True when every requirement holds for the object's labels. `!=` and
+ * `notin` match a missing key; `>`/`<` need the key with an int64 value.
  * sel == NULL matches everything. Context: any thread. */
-bool kc_label_selector_matches(const kc_label_selector *sel, const kc_label *labels,
-                               size_t nlabels);
 bool kc_label_selector_matches_obj(const kc_label_selector *sel, const kc_obj *obj);
-
-/* Looks up a key in a sorted label array; returns NULL when absent. */
-const kc_label *kc_labels_find(const kc_label *labels, size_t nlabels, kc_str key);
 
 /* Renders the canonical form: requirements in their sorted order joined by
  * ",", "=" for equality, "key in (a,b)" with sorted values, "!key" etc.
@@ -123,6 +117,16 @@ int kc_field_selector_parse(const char *s, size_t len, kc_field_selector **out,
                             kc_sel_error *err);
 void kc_field_selector_free(kc_field_selector *sel);
 
+/* Canonical string with values re-escaped (\\, \, and \=); same contract
+ * as kc_label_selector_string. */
+int kc_field_selector_string(const kc_field_selector *sel, char *buf, size_t cap);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* kc_label_selector_matches_obj for a label set: `labels` must be sorted
+ * by key (as kc_obj labels are); nlabels may be 0. */
+bool kc_label_selector_matches(const kc_label_selector *sel, const kc_label *labels,
+                               size_t nlabels);
+
 /* True when every term holds for the object. A field's value is the text
  * the apiserver compares: strings unescaped, numbers and booleans as text,
  * absent as "" (so "spec.nodeName=" selects unscheduled Pods), except that
@@ -136,10 +140,6 @@ bool kc_field_selector_matches(const kc_field_selector *sel, const kc_obj *obj);
 /* Writes the text value a field has for selector purposes (see above)
  * into buf. Returns its length, -ENOSPC if it does not fit. */
 int kc_field_value_text(const kc_obj *obj, const char *field, char *buf, size_t cap);
-
-/* Canonical string with values re-escaped (\\, \, and \=); same contract
- * as kc_label_selector_string. */
-int kc_field_selector_string(const kc_field_selector *sel, char *buf, size_t cap);
 
 /* Whether the apiserver accepts `field` in a field selector for the
  * resource (plural name, e.g. "pods") of API group `group` ("" = core).
