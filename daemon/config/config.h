@@ -285,11 +285,6 @@ typedef struct kc_config {
  * Context: any thread. */
 int kc_config_load_file(const char *path, kc_config **out, char *err, size_t errlen);
 
-/* Same from memory; `name` is used in positions, `dir` (may be NULL = the
- * current directory) resolves relative paths. */
-int kc_config_load_buffer(const char *name, const char *dir, const char *buf, size_t len,
-                          kc_config **out, char *err, size_t errlen);
-
 /* kc_config_free(NULL) is a no-op. Zeroes the YAML tree (kubeconfig paths and
  * plugin settings may be sensitive). */
 void kc_config_free(kc_config *cfg);
@@ -370,5 +365,11 @@ bool kc_config_diff_empty(const kc_config_diff *diff);
  * Returns the length or -ENOSPC (truncated, NUL-terminated). */
 int kc_config_diff_summary(const kc_config_diff *diff, const kc_config *old_cfg,
                            const kc_config *new_cfg, char *buf, size_t cap);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* kc_config_load_file from memory; `name` is used in positions, `dir`
+ * (may be NULL = the current directory) resolves relative paths. */
+int kc_config_load_buffer(const char *name, const char *dir, const char *buf, size_t len,
+                          kc_config **out, char *err, size_t errlen);
 
 #endif
