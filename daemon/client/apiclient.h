@@ -83,10 +83,6 @@ int kc_api_new(uv_loop_t *loop, const kc_kube_creds *creds, kc_api **out);
  * runs the loop afterwards to let handles close. Every worker must be freed
  * before. kc_api_close(NULL) is a no-op. */
 void kc_api_close(kc_api *api);
-/* The default namespace of the credentials. Borrowed. */
-const char *kc_api_namespace(const kc_api *api);
-/* The underlying HTTP client (loop only), for metrics. */
-kc_http *kc_api_http(kc_api *api);
 /* With an exec credential plugin (execcred.h): waits up to wait_ms for its
  * first credential. Blocks: call before the loop runs (daemon startup).
  * Returns 0, or -EAGAIN when none came in time (requests then go without
@@ -128,8 +124,6 @@ void kc_api_cancel(kc_api_call *call);
 /* Resumes a call whose on_data returned KC_HTTP_PAUSE (see kc_http_resume).
  * Context: loop thread, outside the call's callbacks. NULL is a no-op. */
 void kc_api_call_resume(kc_api_call *call);
-/* Response header of the call (see kc_http_req_header). */
-const char *kc_api_call_header(const kc_api_call *call, const char *name, size_t *len);
 
 /* ---- synchronous requests from worker threads ---- */
 
@@ -152,5 +146,15 @@ void kc_api_worker_free(kc_api_worker *w);
  * out->error). Context: the worker's thread. */
 int kc_api_do(kc_api_worker *w, const char *method, const char *path, const char *content_type,
               const void *body, size_t body_len, uint64_t timeout_ms, kc_api_response *out);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* The default namespace of the credentials. Borrowed. */
+const char *kc_api_namespace(const kc_api *api);
+
+/* The underlying HTTP client (loop only). */
+kc_http *kc_api_http(kc_api *api);
+
+/* Response header of the call (see kc_http_req_header). */
+const char *kc_api_call_header(const kc_api_call *call, const char *name, size_t *len);
 
 #endif

@@ -6,8 +6,8 @@
  * group/version; entries whose name contains '/' (subresources) are skipped.
  * kc_discovery_resolve always fetches the group/version again (one fetch in
  * flight per group/version, however many callers wait), which is how a
- * kind that was not found (a CRD installed later) gets picked up; callers
- * first try kc_discovery_lookup, which answers from the cache only.
+ * kind that was not found (a CRD installed later) gets picked up;
+ * kc_discovery_lookup answers from the cache only.
  * coordination.k8s.io/v1 Lease is known statically (leader election needs
  * no discovery).
  *
@@ -38,10 +38,6 @@ typedef struct kc_resource_info {
 int kc_discovery_new(kc_api *api, kc_discovery **out);
 /* Cancels fetches in flight without calling back. NULL is a no-op. */
 void kc_discovery_free(kc_discovery *d);
-
-/* From the cache only: 0 and *out, or -ENOENT (not cached or not there). */
-int kc_discovery_lookup(kc_discovery *d, const char *api_version, const char *kind,
-                        kc_resource_info *out);
 
 /* err: 0 (info valid), -ENOENT (the group/version exists but has no such
  * kind, or the group/version is unknown: 404), or the transport / HTTP
@@ -85,5 +81,10 @@ int kc_discovery_builtin_check(const char *api_version, const char *kind, char *
 int kc_discovery_parse(const char *json, size_t len,
                        void (*cb)(const char *plural, const char *kind, bool namespaced, void *ud),
                        void *ud, char *err, size_t errlen);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* From the cache only: 0 and *out, or -ENOENT (not cached or not there). */
+int kc_discovery_lookup(kc_discovery *d, const char *api_version, const char *kind,
+                        kc_resource_info *out);
 
 #endif

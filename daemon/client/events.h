@@ -96,9 +96,6 @@ void kc_event_correlator_free(kc_event_correlator *c);
  * and the name of a new Event). Always fills *out and returns out->action. */
 kc_event_action kc_event_correlate(kc_event_correlator *c, const kc_event_in *ev, uint64_t mono_ns,
                                    int64_t wall_ns, kc_event_out *out);
-/* Entries held by the spam, aggregation and dedup caches. */
-void kc_event_correlator_sizes(const kc_event_correlator *c, size_t *spam, size_t *agg,
-                               size_t *dedup);
 
 /* ---- recorder ---- */
 
@@ -158,5 +155,10 @@ void kc_events_close(kc_events *ev);
 
 /* Counters so far. Any thread. */
 void kc_events_get_stats(kc_events *ev, kc_events_stats *out);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Entries held by the spam, aggregation and dedup caches. */
+void kc_event_correlator_sizes(const kc_event_correlator *c, size_t *spam, size_t *agg,
+                               size_t *dedup);
 
 #endif

@@ -99,7 +99,9 @@ int kc_execcred_current(kc_execcred *s, uint64_t wait_ms, uint64_t stale_gen, kc
                         uint64_t *gen);
 /* A request made with generation gen got a 401. */
 void kc_execcred_rejected(kc_execcred *s, uint64_t gen);
-/* Number of plugin runs started so far (tests, logs). */
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Number of plugin runs started so far. */
 uint64_t kc_execcred_runs(kc_execcred *s);
 
 #endif

@@ -146,7 +146,8 @@ int kc_http_easy_tls(void *easy, const kc_http_tls *tls);
 /* Maps a CURLcode to the negative errno of kc_http_result.error. */
 int kc_http_map_curl_error(int curl_code);
 
-/* Number of requests in flight (for tests and metrics). */
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Number of requests in flight. */
 size_t kc_http_active(const kc_http *http);
 
 #endif

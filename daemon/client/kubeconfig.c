@@ -843,8 +843,3 @@ int kc_kube_resolve_context(const char *flag_path, const char *config_path, cons
   free(path);
   return -ENOENT;
 }
-
-int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
-                    char *err, size_t errlen) {
-  return kc_kube_resolve_context(flag_path, config_path, NULL, out, err, errlen);
-}

@@ -2,7 +2,7 @@
 /* kubeconfig: finds the credentials the daemon talks to the API server with
  * (docs/api-contract.md section 14).
  *
- * Order (kc_kube_resolve): the --kubeconfig file (that file only, must
+ * Order (kc_kube_resolve_context): the --kubeconfig file (that file only, must
  * exist), else the KUBECONFIG path list (':'-separated, missing files
  * skipped, merged: the first file to define a cluster/user/context name wins
  * whole, the first current-context wins), else the kubeconfig named in the
@@ -98,11 +98,6 @@ void kc_exec_config_free(kc_exec_config *e);
 int kc_kubeconfig_load(const char *const *paths, size_t npaths, bool skip_missing,
                        const char *context, kc_kube_creds **out, char *err, size_t errlen);
 
-/* Same for one kubeconfig held in memory; `name` is used as its file name
- * in messages and relative paths resolve against its directory. */
-int kc_kubeconfig_parse(const char *name, const char *buf, size_t len, const char *context,
-                        kc_kube_creds **out, char *err, size_t errlen);
-
 /* In-cluster service account. sa_dir NULL means
  * /var/run/secrets/kubernetes.io/serviceaccount. Returns 0, -ENOENT when not
  * in a cluster (KUBERNETES_SERVICE_HOST/PORT unset) or the token is missing. */
@@ -113,14 +108,18 @@ int kc_kube_in_cluster(const char *sa_dir, kc_kube_creds **out, char *err, size_
  * NULL = current-context; ignored, with a warning, for in-cluster). */
 int kc_kube_resolve_context(const char *flag_path, const char *config_path, const char *context,
                             kc_kube_creds **out, char *err, size_t errlen);
-/* The same with context NULL. */
-int kc_kube_resolve(const char *flag_path, const char *config_path, kc_kube_creds **out,
-                    char *err, size_t errlen);
 
 void kc_kube_creds_free(kc_kube_creds *c);
 
 /* Decodes standard base64 (padding optional, whitespace skipped) into a
  * malloc'd NUL-terminated buffer. Returns 0, -EINVAL or -ENOMEM. */
 int kc_base64_decode(const char *in, size_t len, char **out, size_t *outlen);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* kc_kubeconfig_load for one kubeconfig held in memory; `name` is used as
+ * its file name in messages and relative paths resolve against its
+ * directory. */
+int kc_kubeconfig_parse(const char *name, const char *buf, size_t len, const char *context,
+                        kc_kube_creds **out, char *err, size_t errlen);
 
 #endif

@@ -500,26 +500,27 @@ static void test_resolve_order(void **state) {
   snprintf(env, sizeof env, "%s:%s", path_of("b.yaml"), path_of("a.yaml"));
   setenv("KUBECONFIG", env, 1);
   /* --kubeconfig wins over KUBECONFIG. */
-  assert_int_equal(kc_kube_resolve(path_of("a.yaml"), NULL, &c, err, sizeof err), 0);
+  assert_int_equal(kc_kube_resolve_context(path_of("a.yaml"), NULL, NULL, &c, err, sizeof err), 0);
   assert_string_equal(c->server, "https://127.0.0.1:6443");
   kc_kube_creds_free(c);
   /* KUBECONFIG (merged, b first) wins over the config file's setting. */
-  assert_int_equal(kc_kube_resolve(NULL, path_of("a.yaml"), &c, err, sizeof err), 0);
+  assert_int_equal(kc_kube_resolve_context(NULL, path_of("a.yaml"), NULL, &c, err, sizeof err), 0);
   assert_string_equal(c->server, "https://c2.example:6443");
   kc_kube_creds_free(c);
   /* KUBECONFIG naming only missing files falls through to the config's. */
   setenv("KUBECONFIG", path_of("none.yaml"), 1);
-  assert_int_equal(kc_kube_resolve(NULL, path_of("a.yaml"), &c, err, sizeof err), 0);
+  assert_int_equal(kc_kube_resolve_context(NULL, path_of("a.yaml"), NULL, &c, err, sizeof err), 0);
   assert_string_equal(c->server, "https://127.0.0.1:6443");
   kc_kube_creds_free(c);
   /* --kubeconfig must exist. */
-  assert_int_equal(kc_kube_resolve(path_of("none.yaml"), NULL, &c, err, sizeof err), -ENOENT);
+  assert_int_equal(kc_kube_resolve_context(path_of("none.yaml"), NULL, NULL, &c, err, sizeof err),
+                   -ENOENT);
   /* Nothing else: in-cluster, which is not available here. */
   unsetenv("KUBECONFIG");
   unsetenv("KUBERNETES_SERVICE_HOST");
   char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
   setenv("HOME", dir, 1);
-  assert_int_equal(kc_kube_resolve(NULL, NULL, &c, err, sizeof err), -ENOENT);
+  assert_int_equal(kc_kube_resolve_context(NULL, NULL, NULL, &c, err, sizeof err), -ENOENT);
   assert_non_null(strstr(err, "not running in a cluster"));
   char want[700];
   snprintf(want, sizeof want, "and no %s/.kube/config", dir);
@@ -529,7 +530,7 @@ static void test_resolve_order(void **state) {
   snprintf(kd, sizeof kd, "%s/.kube", dir);
   assert_true(mkdir(kd, 0700) == 0 || errno == EEXIST);
   write_file(".kube/config", B);
-  assert_int_equal(kc_kube_resolve(NULL, NULL, &c, err, sizeof err), 0);
+  assert_int_equal(kc_kube_resolve_context(NULL, NULL, NULL, &c, err, sizeof err), 0);
   assert_string_equal(c->server, "https://c2.example:6443");
   snprintf(want, sizeof want, "kubeconfig %s/.kube/config (context", dir);
   assert_non_null(strstr(c->source, want));
