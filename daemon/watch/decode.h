@@ -128,12 +128,6 @@ typedef struct kc_decoder kc_decoder;
  * Returns NULL with errno set (ENOMEM, EINVAL bad mode or transform). */
 kc_decoder *kc_decoder_new(enum kc_decode_mode mode, const kc_transform *t,
                            const kc_decoder_callbacks *cbs, void *ud);
-/* Lowers the per-event/per-item byte limit (tests); 0 restores the default. */
-void kc_decoder_set_max_bytes(kc_decoder *d, size_t max_bytes);
-/* Changes the size from which managedFields[].fieldsV1 values are shared
- * (kbuild.h "Shared values"; 0 turns sharing off): for tests and fuzz
- * targets that compare objects built both ways. */
-void kc_decoder_set_share_min(kc_decoder *d, size_t min_bytes);
 /* Feeds the next len bytes of the body. */
 int kc_decoder_feed(kc_decoder *d, const char *buf, size_t len);
 /* End of body. WATCH: an event cut off by the end is an error (-EBADMSG,
@@ -147,15 +141,6 @@ int kc_decoder_result(const kc_decoder *d);
 const char *kc_decoder_error(const kc_decoder *d);
 /* LIST metadata seen so far (complete once list_end has run). */
 const kc_list_meta *kc_decoder_list_meta(const kc_decoder *d);
-/* Events (WATCH) or items (LIST) delivered so far. */
-uint64_t kc_decoder_count(const kc_decoder *d);
-/* Objects rejected so far (see "Rejected objects"). */
-uint64_t kc_decoder_rejected(const kc_decoder *d);
-/* Total bytes fed. */
-uint64_t kc_decoder_offset(const kc_decoder *d);
-/* Bytes handed to the lexer so far. The lexer reads each byte once, so this
- * equals the bytes fed whatever the chunking (tests check it). */
-uint64_t kc_decoder_lexed_bytes(const kc_decoder *d);
 
 /* Builds an object from one complete JSON object text (any whitespace).
  * `t` may be NULL. Returns a new object with refs == 1, or NULL with a
@@ -172,5 +157,22 @@ kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t,
 /* "ADDED" -> KC_WATCH_ADDED, ...; anything else KC_WATCH_UNKNOWN. */
 enum kc_watch_type kc_watch_type_parse(const char *s, size_t len);
 const char *kc_watch_type_name(enum kc_watch_type t);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Lowers the per-event/per-item byte limit; 0 restores the default. */
+void kc_decoder_set_max_bytes(kc_decoder *d, size_t max_bytes);
+/* Changes the size from which managedFields[].fieldsV1 values are shared
+ * (kbuild.h "Shared values"; 0 turns sharing off): for tests and fuzz
+ * targets that compare objects built both ways. */
+void kc_decoder_set_share_min(kc_decoder *d, size_t min_bytes);
+/* Events (WATCH) or items (LIST) delivered so far. */
+uint64_t kc_decoder_count(const kc_decoder *d);
+/* Objects rejected so far (see "Rejected objects"). */
+uint64_t kc_decoder_rejected(const kc_decoder *d);
+/* Total bytes fed. */
+uint64_t kc_decoder_offset(const kc_decoder *d);
+/* Bytes handed to the lexer so far. The lexer reads each byte once, so this
+ * equals the bytes fed whatever the chunking (tests check it). */
+uint64_t kc_decoder_lexed_bytes(const kc_decoder *d);
 
 #endif

@@ -141,10 +141,6 @@ void kc_dstream_set_budget(kc_dstream *s, size_t budget);
 const char *kc_dstream_error(const kc_dstream *s);
 /* LIST metadata; complete in done() with rc == 0. */
 const kc_list_meta *kc_dstream_list_meta(const kc_dstream *s);
-/* Objects or events delivered to the callbacks so far. */
-uint64_t kc_dstream_count(const kc_dstream *s);
-/* Bytes in flight now (input queued + objects not yet delivered). */
-size_t kc_dstream_inflight(const kc_dstream *s);
 
 /* Marks a new stream, before its first feed, as a list (LIST pages or a
  * streaming list's initial events): its results may reach the loop in
@@ -152,17 +148,22 @@ size_t kc_dstream_inflight(const kc_dstream *s);
  * ends the initial events ends that: the watch after it goes event by event. */
 void kc_dstream_set_bulk(kc_dstream *s);
 
-/* Times a pool thread woke the loop for this stream's results (test seam). */
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Objects or events delivered to the callbacks so far. */
+uint64_t kc_dstream_count(const kc_dstream *s);
+/* Bytes in flight now (input queued + objects not yet delivered). */
+size_t kc_dstream_inflight(const kc_dstream *s);
+/* Times a pool thread woke the loop for this stream's results. */
 uint64_t kc_dstream_wakes(kc_dstream *s);
 /* CPU seconds pool threads spent on this stream (decoding it and handing
  * its results over; 0 inline), complete once done() ran (bench seam:
  * bench_chunking's decode column). */
 double kc_dstream_decode_seconds(const kc_dstream *s);
 /* Pieces pool threads handed to this stream's decoder (0 inline); read it
- * once done() ran (test seam). */
+ * once done() ran. */
 uint64_t kc_dstream_decode_feeds(const kc_dstream *s);
 /* Times a pool thread took the stream up to decode what was queued (0
- * inline); read it once done() ran (test seam). */
+ * inline); read it once done() ran. */
 uint64_t kc_dstream_decode_runs(const kc_dstream *s);
 
 #endif

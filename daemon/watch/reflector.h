@@ -204,7 +204,6 @@ const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" *
  * the same: remembered only. Running: relists now. 0, -ENOMEM, -EINVAL when
  * closed. */
 int kc_reflector_set_shard_selector(kc_reflector *r, const char *selector);
-const char *kc_reflector_shard_selector(const kc_reflector *r); /* NULL: none */
 enum kc_shard_support kc_reflector_shard_support(const kc_reflector *r);
 const char *kc_shard_support_name(enum kc_shard_support s); /* "unknown" "server" "none" */
 
@@ -212,5 +211,8 @@ const char *kc_shard_support_name(enum kc_shard_support s); /* "unknown" "server
  * shardSelector when one is set and the support is not NONE). */
 int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
                      bool with_limit, uint32_t timeout_s, char *buf, size_t cap);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+const char *kc_reflector_shard_selector(const kc_reflector *r); /* NULL: none */
 
 #endif
