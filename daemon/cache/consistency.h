@@ -64,13 +64,15 @@ int kc_consistency_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool
                        kc_store *s, uint64_t period_ms, kc_consistency **out);
 /* Changes the period; a running check finishes, the next waits the new one. */
 void kc_consistency_set_period(kc_consistency *c, uint64_t period_ms);
-/* Starts a check now (unless one runs): -EBUSY, or 0. */
-int kc_consistency_run(kc_consistency *c);
 /* The sink tells about deletions and relists (see above). */
 void kc_consistency_note_delete(kc_consistency *c, kc_str ns, kc_str name);
 void kc_consistency_note_relist(kc_consistency *c);
 /* Cancels any request and timer; freed once the loop ran the close callback. */
 void kc_consistency_close(kc_consistency *c);
 const kc_consistency_stats *kc_consistency_stats_get(const kc_consistency *c);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Starts a check now (unless one runs): -EBUSY, or 0. */
+int kc_consistency_run(kc_consistency *c);
 
 #endif

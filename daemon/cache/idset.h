@@ -54,7 +54,6 @@ typedef struct kc_idset {
 int kc_idset_add(kc_idset *s, uint32_t id);
 /* Removes a member; false if id was not one. */
 bool kc_idset_remove(kc_idset *s, uint32_t id);
-bool kc_idset_has(const kc_idset *s, uint32_t id);
 /* Frees the table; the set is empty afterwards. */
 void kc_idset_free(kc_idset *s);
 static inline size_t kc_idset_bytes(const kc_idset *s) {
@@ -183,7 +182,6 @@ static inline uint32_t kc_idmap_find(const kc_idmap *m, const uint32_t *homes, u
   if (id == KC_IDSET_NONE && m->old) id = kc_idmap_find_in(m->old, m->oldcap, homes, h, same, ud);
   return id;
 }
-size_t kc_idmap_bytes(const kc_idmap *m);
 void kc_idmap_free(kc_idmap *m);
 
 /* kc_iddict: as kc_idmap above, a large table is resized a little at a
@@ -209,6 +207,10 @@ void kc_iddict_free(kc_iddict *d);
 /* Every entry, both tables: start with *pos = 0; NULL at the end. The
  * dictionary must not change meanwhile. */
 kc_iddict_ent *kc_iddict_next(const kc_iddict *d, uint32_t *pos);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+bool kc_idset_has(const kc_idset *s, uint32_t id);
+size_t kc_idmap_bytes(const kc_idmap *m);
 /* Table, sets and copies. */
 size_t kc_iddict_bytes(const kc_iddict *d);
 /* Sum of the sets' sizes. */

@@ -122,9 +122,11 @@ typedef struct kc_informer_stats {
   uint64_t streaming_lists, streaming_attempts, streaming_fallbacks, decode_pauses;
   char resource_version[64]; /* last seen (of the first reflector) */
 } kc_informer_stats;
-/* Starts a consistency check of every part now (tests, operators):
+void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Starts a consistency check of every part now:
  * 0, or -EBUSY when one already runs. */
 int kc_informer_check_consistency(kc_informer *inf);
-void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);
 
 #endif

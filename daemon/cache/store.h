@@ -151,11 +151,14 @@ const kc_capture_spec *kc_store_capture(const kc_store *s);
  * Context: any thread. */
 int kc_store_by_index(kc_store *s, const char *index, kc_str value, kc_obj_vec *out);
 
-/* Number of objects; sum of kc_obj_mem_size over them; bytes used by the
- * map and all indexes (tables, sets, copied field values), excluding the
- * objects themselves. Context: any thread. */
+/* Number of objects; sum of kc_obj_mem_size over them. Context: any
+ * thread. */
 size_t kc_store_count(kc_store *s);
 size_t kc_store_bytes(kc_store *s);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Bytes used by the map and all indexes (tables, sets, copied field
+ * values), excluding the objects themselves. Context: any thread. */
 size_t kc_store_index_bytes(kc_store *s);
 
 /* Debug check of every index against a recomputation from the objects
