@@ -106,14 +106,6 @@ typedef struct kc_lease_record {
   int64_t transitions;     /* spec.leaseTransitions */
 } kc_lease_record;
 
-/* Reads a Lease body the way the elector reads every answer of the API
- * server: kc_obj_parse (so its limits: KC_OBJ_MAX_DEPTH nesting, without
- * recursion), then the record from spec. Returns 0, -EBADMSG (not a JSON
- * object, too deep, ...; why in err, may be NULL) or -ENOMEM. For tests and
- * tests/fuzz/fuzz_lease.c. Any thread. */
-int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, char *err,
-                          size_t errlen);
-
 /* The record of a Lease object already parsed (a LIST item), and in raw
  * (may be NULL) the exact JSON text of its spec fields, which changes on
  * every renewal. 0 or -ENOMEM. Any thread. */
@@ -144,12 +136,6 @@ uint64_t kc_leader_now_ms(void);
 bool kc_leader_is_leader(const kc_leader *le);
 /* The holder we observed last ("" = none or unknown). Borrowed. */
 const char *kc_leader_holder(const kc_leader *le);
-/* Our identity. Borrowed for the elector's lifetime. */
-const char *kc_leader_identity(const kc_leader *le);
-/* Health (docs/api-contract.md 9.3): false when leading and the last successful renewal
- * started more than leaseDuration + tolerance_ms ago. */
-bool kc_leader_healthy(const kc_leader *le, uint64_t tolerance_ms);
-void kc_leader_get_stats(const kc_leader *le, kc_leader_stats *out);
 
 /* ReleaseOnCancel: stops the election for good (no further attempts) and,
  * if the Lease holds our identity, GETs it and PUTs holderIdentity "",
@@ -165,5 +151,20 @@ int kc_leader_release(kc_leader *le, void (*done)(int err, void *ud), void *ud);
  * Lease is not released) and frees the elector once its handles closed: run
  * the loop afterwards. NULL is a no-op. */
 void kc_leader_close(kc_leader *le);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Reads a Lease body the way the elector reads every answer of the API
+ * server: kc_obj_parse (so its limits: KC_OBJ_MAX_DEPTH nesting, without
+ * recursion), then the record from spec. Returns 0, -EBADMSG (not a JSON
+ * object, too deep, ...; why in err, may be NULL) or -ENOMEM. Any thread. */
+int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, char *err,
+                          size_t errlen);
+
+/* Our identity. Borrowed for the elector's lifetime. */
+const char *kc_leader_identity(const kc_leader *le);
+/* Health (docs/api-contract.md 9.3): false when leading and the last successful renewal
+ * started more than leaseDuration + tolerance_ms ago. */
+bool kc_leader_healthy(const kc_leader *le, uint64_t tolerance_ms);
+void kc_leader_get_stats(const kc_leader *le, kc_leader_stats *out);
 
 #endif

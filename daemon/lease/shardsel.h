@@ -39,12 +39,6 @@ typedef struct kc_shard_range {
   int end_is_max;
 } kc_shard_range;
 
-/* 1 when start <= h < end, else 0. */
-int kc_shard_range_contains(const kc_shard_range *r, uint64_t h);
-
-/* 1 when one of ranges[0..n) contains h, else 0 (n == 0: 0). */
-int kc_shard_ranges_contain(const kc_shard_range *ranges, size_t n, uint64_t h);
-
 /* Cuts the 2^64 space into `shards` equal ranges (boundaries at
  * floor(i * 2^64 / shards)) and writes range `index`; the last one ends at
  * 2^64. The ranges of 0..shards-1 cover the space without overlap. shards
@@ -55,5 +49,12 @@ void kc_shard_ranges_split(unsigned shards, unsigned index, kc_shard_range *out)
  * field "metadata.uid" or "metadata.namespace" ("object." prefix accepted).
  * Returns 0, -EINVAL (other field, n == 0, an empty range) or out's error. */
 int kc_shard_selector_format(const char *field, const kc_shard_range *ranges, size_t n, kc_buf *out);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* 1 when start <= h < end, else 0. */
+int kc_shard_range_contains(const kc_shard_range *r, uint64_t h);
+
+/* 1 when one of ranges[0..n) contains h, else 0 (n == 0: 0). */
+int kc_shard_ranges_contain(const kc_shard_range *ranges, size_t n, uint64_t h);
 
 #endif
