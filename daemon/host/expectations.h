@@ -42,7 +42,8 @@ bool kc_expectations_satisfied(kc_expectations *e, const char *key, uint64_t now
 /* DeleteExpectations. */
 void kc_expectations_forget(kc_expectations *e, const char *key);
 
-/* Records held (for tests and metrics). */
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* Records held. */
 unsigned kc_expectations_count(kc_expectations *e);
 
 #endif

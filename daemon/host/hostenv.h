@@ -96,6 +96,7 @@ int kc_host_env_api_request(kc_api *api, const char *method, const char *path,
                             const char *content_type, const void *body, size_t len,
                             uint64_t timeout_ms, kc_api_response *out);
 
+/* --- Test seam: for tests only, not called by the daemon --- */
 /* Frees the calling thread's API worker now (it may request again later).
  * Every thread that sent requests must have exited or called this before
  * kc_api_close of that client. */

@@ -87,8 +87,6 @@ int kc_plugin_file_used(const char *path);
  * or -ENOMEM. */
 int kc_plugin_builtin(const struct kctrld_plugin *table, kc_plugin **out, char *err, size_t errlen);
 
-const char *kc_plugin_name(const kc_plugin *p);
-const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
 /* The plugin's declared permissions (kctrld/plugin.h, ABI 1.1), or NULL when
  * it declares none (a 1.0 table, or the member NULL). */
 const kctrld_permission *kc_plugin_permissions(const kc_plugin *p);
@@ -125,7 +123,6 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res);
 
 /* The instance's expectations: the daemon observes owned-object events here. */
 kc_expectations *kc_plugin_instance_expectations(kc_plugin_instance *inst);
-const char *kc_plugin_instance_controller(const kc_plugin_instance *inst);
 
 /* The host table later loads hand to a plugin's entry point (NULL: the
  * daemon's own, kc_hostapi_table()). A plugin child (isolate_child.h) hands
@@ -135,5 +132,10 @@ void kc_plugin_host_set_table(const struct kctrld_host_api *table);
 /* dlcloses every loaded file (code stays mapped: RTLD_NODELETE) and frees
  * the lists. Only after every instance is freed (process shutdown, tests). */
 void kc_plugin_host_unload_all(void);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+const char *kc_plugin_name(const kc_plugin *p);
+const struct kctrld_plugin *kc_plugin_table(const kc_plugin *p);
+const char *kc_plugin_instance_controller(const kc_plugin_instance *inst);
 
 #endif
