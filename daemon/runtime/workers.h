@@ -97,6 +97,7 @@ unsigned kc_workers_size(const kc_workers *pool);   /* max_concurrent_reconciles
 unsigned kc_workers_idle(const kc_workers *pool);
 unsigned kc_workers_active(const kc_workers *pool); /* active_workers */
 
+/* --- Test seam: for tests only, not called by the daemon --- */
 /* Worker threads abandoned by a stop that have not returned yet (any
  * thread; process-wide). Tests wait for 0 before exiting. */
 unsigned kc_workers_abandoned_running(void);

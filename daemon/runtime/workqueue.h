@@ -116,8 +116,6 @@ int kc_workqueue_done(kc_workqueue *wq, const char *key);
 
 #define KC_WQ_TRIM_KEYS 1024u
 #define KC_WQ_TRIM_INTERVAL_NS (10 * KC_NS_PER_SEC)
-/* Trims done by kc_workqueue_done since kc_workqueue_new. */
-uint64_t kc_workqueue_trims(const kc_workqueue *wq);
 
 /* Moves every waiting key whose time has come into the queue. Call it when
  * the timer armed from kc_workqueue_next_ready fires. Returns keys moved. */
@@ -130,18 +128,22 @@ bool kc_workqueue_next_ready(const kc_workqueue *wq, uint64_t *when_ns);
 /* client-go ShutDown: further adds are ignored, waiting (delayed) keys are
  * dropped, queued keys are still handed out by Get, then KC_WQ_SHUTDOWN. */
 void kc_workqueue_shutdown(kc_workqueue *wq);
-bool kc_workqueue_shutting_down(const kc_workqueue *wq);
 
-size_t kc_workqueue_len(const kc_workqueue *wq);        /* queued, not processing */
-size_t kc_workqueue_processing(const kc_workqueue *wq); /* handed out, no Done yet */
-size_t kc_workqueue_waiting(const kc_workqueue *wq);    /* in the delay heap */
-size_t kc_workqueue_keys(const kc_workqueue *wq);       /* interned key records */
-size_t kc_workqueue_mem_bytes(const kc_workqueue *wq);  /* records + tables */
+size_t kc_workqueue_len(const kc_workqueue *wq); /* queued, not processing */
 
 const kc_wq_metrics *kc_workqueue_metrics(const kc_workqueue *wq);
 /* workqueue_unfinished_work_seconds: sum of ages of processing keys (ns). */
 uint64_t kc_workqueue_unfinished_work_ns(const kc_workqueue *wq);
 /* workqueue_longest_running_processor_seconds: age of the oldest (ns). */
 uint64_t kc_workqueue_longest_running_ns(const kc_workqueue *wq);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+bool kc_workqueue_shutting_down(const kc_workqueue *wq);
+size_t kc_workqueue_processing(const kc_workqueue *wq); /* handed out, no Done yet */
+size_t kc_workqueue_waiting(const kc_workqueue *wq);    /* in the delay heap */
+size_t kc_workqueue_keys(const kc_workqueue *wq);       /* interned key records */
+size_t kc_workqueue_mem_bytes(const kc_workqueue *wq);  /* records + tables */
+/* Trims done by kc_workqueue_done since kc_workqueue_new. */
+uint64_t kc_workqueue_trims(const kc_workqueue *wq);
 
 #endif
