@@ -339,7 +339,7 @@ int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_h
 
 /* ---- shared by the transports ---------------------------------------------- */
 
-void kc_hook_kinds_free(kc_hook_kinds *k) {
+static void kc_hook_kinds_free(kc_hook_kinds *k) {
   for (size_t i = 0; k->owns && i < k->nowns; i++) {
     free((char *)k->owns[i].api_version);
     free((char *)k->owns[i].kind);
@@ -350,7 +350,9 @@ void kc_hook_kinds_free(kc_hook_kinds *k) {
   memset(k, 0, sizeof *k);
 }
 
-int kc_hook_kinds_copy(const kc_controller_spec *spec, kc_hook_kinds *out) {
+/* Copies spec's `for` and `owns` kinds into *out (owned strings). 0 or
+ * -ENOMEM (then *out is freed already). */
+static int kc_hook_kinds_copy(const kc_controller_spec *spec, kc_hook_kinds *out) {
   memset(out, 0, sizeof *out);
   out->for_.api_version = strdup(spec->for_.api_version);
   out->for_.kind = strdup(spec->for_.kind);
@@ -384,12 +386,13 @@ static size_t bucket_of(const char *key) {
   return (size_t)(kc_mix64(h) % KC_HOOK_ATTEMPT_BUCKETS);
 }
 
-int kc_hook_attempts_init(kc_hook_attempts *a) {
+/* 0 or -ENOMEM. */
+static int kc_hook_attempts_init(kc_hook_attempts *a) {
   memset(a, 0, sizeof *a);
   return pthread_mutex_init(&a->mu, NULL) == 0 ? 0 : -ENOMEM;
 }
 
-void kc_hook_attempts_free(kc_hook_attempts *a) {
+static void kc_hook_attempts_free(kc_hook_attempts *a) {
   for (size_t b = 0; b < KC_HOOK_ATTEMPT_BUCKETS; b++) {
     while (a->b[b]) {
       struct kc_hook_attempt *x = a->b[b];

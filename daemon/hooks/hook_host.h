@@ -17,7 +17,7 @@
  * Ownership: host, ctx, kinds and the response are borrowed.
  *
  * Shared by the transports too (one copy, not one per transport): the
- * owned copy of a controller's kinds (kc_hook_kinds_copy) and the per-key
+ * owned copy of a controller's kinds (kc_hook_base) and the per-key
  * attempt counters (kc_hook_attempts: any worker thread, under its mutex).
  */
 #ifndef KC_HOOK_HOST_H
@@ -70,11 +70,6 @@ void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in
 int kc_hook_perform(const struct kctrld_host_api *host, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
                     const char *key, const kc_hook_input *in, const kc_hook_response *r);
 
-/* Copies spec's `for` and `owns` kinds into *out (owned strings). 0 or
- * -ENOMEM (then *out is freed already). */
-int kc_hook_kinds_copy(const kc_controller_spec *spec, kc_hook_kinds *out);
-void kc_hook_kinds_free(kc_hook_kinds *k);
-
 /* Failures per key since its last success: the request's `attempt`. */
 #define KC_HOOK_ATTEMPT_BUCKETS 256
 struct kc_hook_attempt;
@@ -83,9 +78,6 @@ typedef struct kc_hook_attempts {
   struct kc_hook_attempt *b[KC_HOOK_ATTEMPT_BUCKETS];
 } kc_hook_attempts;
 
-/* 0 or -ENOMEM. */
-int kc_hook_attempts_init(kc_hook_attempts *a);
-void kc_hook_attempts_free(kc_hook_attempts *a);
 /* 1 + the failures of key since its last success. */
 uint64_t kc_hook_attempt_of(kc_hook_attempts *a, const char *key);
 /* Records the outcome: success forgets the key, failure counts one more
