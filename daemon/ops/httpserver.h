@@ -80,12 +80,13 @@ int kc_httpserver_parse_bind(const char *bind, char *host, size_t hostcap, uint1
 int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_options *opts,
                         const kc_httpserver_hooks *hooks, kc_httpserver **out);
 
-/* The bound TCP port. Any thread. */
-uint16_t kc_httpserver_port(const kc_httpserver *s);
-
 /* Stops serving (joins the server threads; waiting scrapes return at
  * once), closes the loop handles; memory is freed in their close callback.
  * kc_httpserver_close(NULL) is a no-op. */
 void kc_httpserver_close(kc_httpserver *s);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* The bound TCP port. Any thread. */
+uint16_t kc_httpserver_port(const kc_httpserver *s);
 
 #endif

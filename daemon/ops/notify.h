@@ -50,10 +50,11 @@ int kc_notify_reloaded(kc_notify *n, const char *status);
 /* Sends STOPPING=1 (+ STATUS) once; watchdog pings go on until close. */
 int kc_notify_stopping(kc_notify *n, const char *status);
 
-/* The watchdog ping period in us (half of WATCHDOG_USEC), 0 when off. */
-uint64_t kc_notify_watchdog_period_us(const kc_notify *n);
-
 /* Stops the timer; memory is freed in the close callback. NULL is a no-op. */
 void kc_notify_close(kc_notify *n);
+
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* The watchdog ping period in us (half of WATCHDOG_USEC), 0 when off. */
+uint64_t kc_notify_watchdog_period_us(const kc_notify *n);
 
 #endif

@@ -417,7 +417,9 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
 
 /* --- /debug/shards ------------------------------------------------------------------ */
 
-int kc_ops_shards_json(const kc_ops_view *v, kc_buf *out) {
+/* Appends the /debug/shards JSON array: one object per sharded controller
+ * (sharding.h kc_sharding_debug_json). */
+static int kc_ops_shards_json(const kc_ops_view *v, kc_buf *out) {
   kc_buf_puts(out, "[");
   bool first = true;
   int rc = 0;

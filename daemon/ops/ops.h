@@ -106,9 +106,6 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out);
 void kc_ops_families_free(kc_ops_families *f);
 /* Sets every sample from the view (the registry must have been reset). */
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v);
-/* Appends the /debug/shards JSON array: one object per sharded controller
- * (sharding.h kc_sharding_debug_json). */
-int kc_ops_shards_json(const kc_ops_view *v, kc_buf *out);
 /* Appends the /debug/informers JSON array. */
 int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out);
 /* Ready (/readyz) = no controller failing its plugin's load or init, every
