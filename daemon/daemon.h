@@ -8,10 +8,7 @@
  * controller: see kc_daemon_options.fail_fast.
  *
  * Context: kc_daemon_run on the main thread (it runs the loop until
- * SIGTERM/SIGINT). The registry functions below are for host services
- * called from worker threads: they read structures that are immutable
- * while controllers run (informers are created before any controller
- * starts and outlive them).
+ * SIGTERM/SIGINT).
  * Errors: 0 or a negative errno.
  */
 #ifndef KC_DAEMON_H
@@ -55,21 +52,11 @@ typedef struct kc_daemon_options {
  * the exit code 1. */
 int kc_daemon_run(const kc_daemon_options *opts);
 
+/* --- Test seam: for tests only, not called by the daemon --- */
 /* Loaded configs still allocated, in this process (any thread): the running
  * one plus those replaced by a reload whose settings a still-running plugin
  * instance was created from. Bounded by the number of controllers, never by
- * the number of reloads. For tests. */
+ * the number of reloads. */
 unsigned kc_daemon_configs_alive(void);
-
-/* Where objects of apiVersion+kind live: fills *out with borrowed strings
- * (api_path, plural, namespaced). Returns 0, or -ENOENT when discovery does
- * not know the kind. Any thread. */
-int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
-                       kc_resource_ref *out);
-
-/* True while this process may write (leading, or leader election off); on
- * a thread running a sharded reconcile: while its key's range is held, leader
- * or not. Host services refuse writes when false. Any thread. */
-bool kc_daemon_may_write(const kc_daemon *d);
 
 #endif

@@ -119,6 +119,15 @@ struct kc_daemon {
 
 /* ---- daemon.c ---------------------------------------------------------------- */
 
+/* Where objects of apiVersion+kind live: fills *out with borrowed strings
+ * (api_path, plural, namespaced). Returns 0, or -ENOENT when discovery does
+ * not know the kind. Any thread. */
+int kc_daemon_resource(kc_daemon *d, const char *api_version, const char *kind,
+                       kc_resource_ref *out);
+/* True while this process may write (leading, or leader election off); on
+ * a thread running a sharded reconcile: while its key's range is held, leader
+ * or not. Host services refuse writes when false. Any thread. */
+bool kc_daemon_may_write(const kc_daemon *d);
 /* The start-up tick (every second; see daemon.c). */
 void daemon_on_tick(uv_timer_t *t);
 /* A slot for informer spec; NULL when out of memory. */

@@ -417,8 +417,11 @@ out:
 
 /* ---- plugins and the command ---- */
 
-int kc_rbac_plugin_perms(void *ud, const kc_controller_spec *c, const kctrld_permission **out,
-                         char *err, size_t errlen) {
+/* The kc_rbac_perms_fn that loads the controller's plugin (plugin_host.h);
+ * ud NULL: the configured path, else a directory (const char *) in which the
+ * plugin is looked up by its file name. */
+static int kc_rbac_plugin_perms(void *ud, const kc_controller_spec *c,
+                                const kctrld_permission **out, char *err, size_t errlen) {
   const char *dir = ud;
   char path[4096];
   if (c->hook) { /* a hook's writes are what its `permissions:` declare (config.c) */

@@ -70,12 +70,6 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *o, kc_buf *out
 bool kc_rbac_resource_of(const char *group, const char *kind, char *plural, size_t cap,
                          bool *namespaced);
 
-/* The kc_rbac_perms_fn that loads the controller's plugin (plugin_host.h);
- * ud NULL: the configured path, else a directory (const char *) in which the
- * plugin is looked up by its file name. */
-int kc_rbac_plugin_perms(void *ud, const kc_controller_spec *c, const kctrld_permission **out,
-                         char *err, size_t errlen);
-
 /* `kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]`:
  * argv[0] is "rbac". Prints the YAML on stdout; returns the exit code
  * (0, 1 on errors, 2 on usage errors). */
