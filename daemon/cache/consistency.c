@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "watch/decodepool.h"
+#include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
 
@@ -116,13 +117,7 @@ static void give_up(kc_consistency *c, const char *why) {
 
 static int on_item(void *ud, kc_obj *obj) {
   kc_consistency *c = ud;
-  if (c->nitems == c->cap_items) {
-    size_t nc = c->cap_items ? c->cap_items * 2 : 1024;
-    kc_obj **np = realloc(c->items, nc * sizeof *np);
-    if (!np) return -ENOMEM;
-    c->items = np;
-    c->cap_items = nc;
-  }
+  if (KC_ARRAY_ROOM(c->items, c->cap_items, c->nitems, 1024) < 0) return -ENOMEM;
   c->items[c->nitems++] = kc_obj_ref(obj);
   return 0;
 }
@@ -474,15 +469,9 @@ int kc_consistency_run(kc_consistency *c) {
 
 void kc_consistency_note_delete(kc_consistency *c, kc_str ns, kc_str name) {
   if (!c || c->state == C_IDLE || c->state == C_CLOSED) return;
-  if (c->ndeleted == c->cap_deleted) {
-    size_t nc = c->cap_deleted ? c->cap_deleted * 2 : 64;
-    char **nd = realloc(c->deleted, nc * sizeof *nd);
-    if (!nd) {
-      give_up(c, "out of memory");
-      return;
-    }
-    c->deleted = nd;
-    c->cap_deleted = nc;
+  if (KC_ARRAY_ROOM(c->deleted, c->cap_deleted, c->ndeleted, 64) < 0) {
+    give_up(c, "out of memory");
+    return;
   }
   char *k = malloc(ns.len + name.len + 2);
   if (!k) {

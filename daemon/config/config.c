@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "config/config_int.h"
 
+#include "base/buf.h"
 #include "base/fileperm.h"
 
 #include <arpa/inet.h>
@@ -37,16 +38,10 @@ void *cfg_keep(struct ctx *c, void *p) {
     return NULL;
   }
   struct config_priv *pv = c->priv;
-  if (pv->nallocs == pv->cap) {
-    size_t ncap = pv->cap ? pv->cap * 2 : 32;
-    void **n = realloc(pv->allocs, ncap * sizeof *n);
-    if (!n) {
-      free(p);
-      c->oom = true;
-      return NULL;
-    }
-    pv->allocs = n;
-    pv->cap = ncap;
+  if (KC_ARRAY_ROOM(pv->allocs, pv->cap, pv->nallocs, 32) < 0) {
+    free(p);
+    c->oom = true;
+    return NULL;
   }
   pv->allocs[pv->nallocs++] = p;
   return p;

@@ -351,15 +351,9 @@ void cfg_parse_informer(struct ctx *c, const kc_yaml_node *n, size_t idx,
 /* ---- binding kinds to informers ------------------------------------------- */
 
 kc_informer_spec *cfg_infvec_push(struct ctx *c, struct infvec *iv) {
-  if (iv->n == iv->cap) {
-    size_t ncap = iv->cap ? iv->cap * 2 : 8;
-    kc_informer_spec *nv = realloc(iv->v, ncap * sizeof *nv);
-    if (!nv) {
-      c->oom = true;
-      return NULL;
-    }
-    iv->v = nv;
-    iv->cap = ncap;
+  if (KC_ARRAY_ROOM(iv->v, iv->cap, iv->n, 8) < 0) {
+    c->oom = true;
+    return NULL;
   }
   return &iv->v[iv->n++];
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/hash.h"
 #include "host/hostapi.h"
 #include "json/jsonpath.h"
@@ -97,15 +98,9 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
       m.found = false;
       if (h->object_each(o, "metadata.ownerReferences[]", ref_matches, &m) < 0 || !m.found)
         continue;
-      if (nowned == cap) {
-        size_t ncap = cap ? cap * 2 : 16;
-        const kc_obj **nv = realloc(owned, ncap * sizeof *nv);
-        if (!nv) {
-          rc = -ENOMEM;
-          goto out;
-        }
-        owned = nv;
-        cap = ncap;
+      if (KC_ARRAY_ROOM(owned, cap, nowned, 16) < 0) {
+        rc = -ENOMEM;
+        goto out;
       }
       /* The cached object itself (the daemon's table hands out kc_obj):
        * its text goes into the request span by span, where object_json

@@ -61,14 +61,8 @@ void kc_iso_msg_free(kc_iso_msg *m) {
 }
 
 static int push(kc_iso_msg *m, char *p, size_t len) {
-  if (m->n == m->cap) {
-    if (m->cap >= KC_ISO_MAX_FIELDS) return -E2BIG;
-    size_t ncap = m->cap ? m->cap * 2 : 8;
-    kc_str *nf = realloc(m->f, ncap * sizeof *nf);
-    if (!nf) return -ENOMEM;
-    m->f = nf;
-    m->cap = ncap;
-  }
+  if (m->n == m->cap && m->cap >= KC_ISO_MAX_FIELDS) return -E2BIG;
+  if (KC_ARRAY_ROOM(m->f, m->cap, m->n, 8) < 0) return -ENOMEM;
   m->f[m->n++] = (kc_str){p, len};
   return 0;
 }

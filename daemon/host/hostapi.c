@@ -126,15 +126,9 @@ static void settings_mark(const kc_yaml_node *root, const kc_yaml_node *n) {
   if (!u || !n || u->root != root || u->oom) return;
   for (size_t i = 0; i < u->n; i++)
     if (u->nodes[i] == n) return;
-  if (u->n == u->cap) {
-    size_t cap = u->cap ? 2 * u->cap : 16;
-    const kc_yaml_node **v = realloc(u->nodes, cap * sizeof *v);
-    if (!v) {
-      u->oom = true;
-      return;
-    }
-    u->nodes = v;
-    u->cap = cap;
+  if (KC_ARRAY_ROOM(u->nodes, u->cap, u->n, 16) < 0) {
+    u->oom = true;
+    return;
   }
   u->nodes[u->n++] = n;
 }

@@ -18,6 +18,7 @@
 
 #include "cache/idset.h"
 #include "lease/leader.h"
+#include "base/buf.h"
 #include "base/log.h"
 #include "kube/kname.h"
 #include "kube/kurl.h"
@@ -400,13 +401,7 @@ static member *find_member(kc_sharding *sh, const char *name, bool add) {
   for (size_t i = 0; i < sh->nmembers; i++)
     if (strcmp(sh->members[i].name, name) == 0) return &sh->members[i];
   if (!add) return NULL;
-  if (sh->nmembers == sh->capmembers) {
-    size_t nc = sh->capmembers ? sh->capmembers * 2 : 8;
-    member *nm = realloc(sh->members, nc * sizeof *nm);
-    if (!nm) return NULL;
-    sh->members = nm;
-    sh->capmembers = nc;
-  }
+  if (KC_ARRAY_ROOM(sh->members, sh->capmembers, sh->nmembers, 8) < 0) return NULL;
   member *m = &sh->members[sh->nmembers++];
   memset(m, 0, sizeof *m);
   snprintf(m->name, sizeof m->name, "%s", name);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/crashreport.h"
 #include "base/log.h"
 
@@ -349,16 +350,9 @@ static int dispatch(kc_workers *p, const char *key, uint32_t attempt) {
   struct worker *w = &c->w[p->idle[p->nidle - 1]];
   size_t len = strlen(key);
   pthread_mutex_lock(&c->mu);
-  if (len + 1 > w->keycap) {
-    size_t cap = w->keycap;
-    while (cap < len + 1) cap *= 2;
-    char *k = realloc(w->key, cap);
-    if (!k) {
-      pthread_mutex_unlock(&c->mu);
-      return -ENOMEM;
-    }
-    w->key = k;
-    w->keycap = cap;
+  if (KC_ARRAY_RESERVE(w->key, w->keycap, len + 1, 128) < 0) {
+    pthread_mutex_unlock(&c->mu);
+    return -ENOMEM;
   }
   memcpy(w->key, key, len + 1);
   kc_log_new_reconcile_id(w->rid);

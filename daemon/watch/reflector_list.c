@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "base/memtrim.h"
 
@@ -28,13 +29,7 @@ int refl_list_item(void *ud, kc_obj *obj) {
     r->napplied++;
     return 0;
   }
-  if (r->npending == r->cap_pending) {
-    size_t nc = r->cap_pending ? r->cap_pending * 2 : 1024;
-    kc_obj **np = realloc(r->pending, nc * sizeof *np);
-    if (!np) return -ENOMEM;
-    r->pending = np;
-    r->cap_pending = nc;
-  }
+  if (KC_ARRAY_ROOM(r->pending, r->cap_pending, r->npending, 1024) < 0) return -ENOMEM;
   r->pending[r->npending++] = kc_obj_ref(obj);
   return 0;
 }

@@ -243,6 +243,12 @@ static void test_array_room(void **state) {
   assert_int_equal(KC_ARRAY_ROOM(p, huge, huge, 4), -ENOMEM);
   assert_ptr_equal(p, (struct big *)a);
   assert_int_equal(huge, SIZE_MAX / 16);
+  /* A capacity whose doubling would wrap is refused the same way. */
+  char *c = NULL;
+  size_t half = SIZE_MAX / 2 + 1;
+  assert_int_equal(KC_ARRAY_RESERVE(c, half, SIZE_MAX, 1), -ENOMEM);
+  assert_null(c);
+  assert_int_equal(half, SIZE_MAX / 2 + 1);
   /* KC_ARRAY_RESERVE: doubles as often as `need` asks, in one step. */
   assert_int_equal(KC_ARRAY_RESERVE(a, cap, 100, 4), 0);
   assert_int_equal(cap, 128);
