@@ -187,9 +187,6 @@ void refl_response_done(kc_reflector *r, const kc_api_result *res, bool list);
 /* A complete list (LIST pages or a streaming list's initial events): the
  * pending objects replace the scope's content at resourceVersion rv. */
 void refl_deliver_list(kc_reflector *r, const char *rv, const char *how);
-/* The current page finished well and its continue token is the one the
- * early request carries: that request becomes the current response. */
-void refl_promote_ahead(kc_reflector *r);
 /* Starts GET o->path (`what`: the log's name of the request); one that
  * cannot start is an error, then a wait before `next`. */
 void refl_send_get(kc_reflector *r, const char *what, kc_api_request_opts *o, int next);

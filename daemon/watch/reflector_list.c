@@ -231,7 +231,7 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
 /* The current page finished well and its continue token is the one the
  * early request carries: that request becomes the current response. Its
  * page counts as a LIST now (one per page, as without pipelining). */
-void refl_promote_ahead(kc_reflector *r) {
+static void refl_promote_ahead(kc_reflector *r) {
   r->stats.lists++;
   r->req = r->ahead.req;
   r->stream = r->ahead.stream;
