@@ -41,6 +41,14 @@ static const uint8_t got_state[NSTATES] = {
 
 enum { TK_NONE = 0, TK_STR, TK_NUM, TK_LIT };
 
+/* Where the lexing of a string's content is (kept between feeds). */
+typedef struct str_state {
+  uint8_t esc;  /* 1 = after a backslash */
+  uint8_t hex;  /* \u digits still expected */
+  uint8_t utf8; /* UTF-8 continuation bytes still expected */
+  bool has_esc; /* a backslash seen (decode before delivering) */
+} str_state;
+
 /* Number grammar states. */
 enum { N_MINUS = 1, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
 
@@ -64,11 +72,8 @@ struct kc_jsonlex {
   /* The token in progress at the end of the last feed. */
   uint8_t tok;
   bool key;     /* TK_STR: a map key */
-  bool has_esc; /* TK_STR: has escapes (decode before delivering) */
   bool collect; /* its bytes are assembled in tb (it will be delivered) */
-  uint8_t esc;  /* TK_STR: 1 = after a backslash */
-  uint8_t hex;  /* TK_STR: \u digits still expected */
-  uint8_t utf8; /* TK_STR: UTF-8 continuation bytes still expected */
+  str_state ss; /* TK_STR */
   uint8_t num;  /* TK_NUM: N_* */
   uint8_t lit, lit_i; /* TK_LIT: which literal, bytes matched */
   kc_buf tb;          /* the assembled token (max: the token limit) */
@@ -191,7 +196,10 @@ static void tb_done(kc_jsonlex *lx) {
   else kc_buf_reset(&lx->tb);
 }
 
-/* --- Strings --------------------------------------------------------------- */
+/* --- The lexical rules ----------------------------------------------------
+ * Pure functions over bytes: the streaming lexer below runs them on each
+ * feed (their state carried across feeds), the in-place scanners
+ * (kc_json_scan_*, at the end) on a whole text. */
 
 /* The offset of the first byte at or after i that ends a plain run. */
 static inline size_t str_scan(const unsigned char *p, size_t i, size_t n) {
@@ -218,6 +226,121 @@ static inline unsigned utf8_more(unsigned char c) {
   if ((c >> 4) == 0xe) return 2;
   if ((c >> 3) == 0x1e) return 3;
   return 0;
+}
+
+enum { STR_END = 0, STR_MORE = 1, STR_BAD = -1 };
+
+/* The rest of an escape from p[*ip] (the backslash already read). */
+static int str_escape(str_state *s, const unsigned char *p, size_t n, size_t *ip,
+                      const char **why) {
+  size_t i = *ip;
+  unsigned hex = s->hex;
+  if (!hex) {
+    if (i >= n) {
+      s->esc = 1;
+      *ip = i;
+      return STR_MORE;
+    }
+    s->esc = 0;
+    unsigned char c = p[i];
+    if (c != 'u') {
+      if (!esc_ok[c]) {
+        *ip = i;
+        *why = "inside a string, '\\' occurs before a character which it may not.";
+        return STR_BAD;
+      }
+      *ip = i + 1;
+      return STR_END;
+    }
+    i++;
+    hex = 4;
+  }
+  while (hex) {
+    if (i >= n) {
+      s->hex = (uint8_t)hex;
+      *ip = i;
+      return STR_MORE;
+    }
+    if (!hex1[p[i]]) {
+      *ip = i;
+      *why = "invalid (non-hex) character occurs after '\\u' inside string.";
+      return STR_BAD;
+    }
+    i++;
+    hex--;
+  }
+  s->hex = 0;
+  *ip = i;
+  return STR_END;
+}
+
+/* UTF-8 continuation bytes still expected (s->utf8) from p[*ip]. */
+static int str_utf8(str_state *s, const unsigned char *p, size_t n, size_t *ip, const char **why) {
+  size_t i = *ip;
+  unsigned k = s->utf8;
+  while (k) {
+    if (i >= n) {
+      s->utf8 = (uint8_t)k;
+      *ip = i;
+      return STR_MORE;
+    }
+    if ((p[i] & 0xc0) != 0x80) {
+      *ip = i;
+      *why = "invalid bytes in UTF8 string.";
+      return STR_BAD;
+    }
+    i++;
+    k--;
+  }
+  s->utf8 = 0;
+  *ip = i;
+  return STR_END;
+}
+
+/* Lexes a string's content from p[*ip] (state *s: {0} at the first byte
+ * after the opening quote) up to its closing quote. STR_END: *ip is the
+ * closing quote's offset. STR_MORE: the bytes ended inside the string
+ * (*ip = n, *s says where). STR_BAD: *ip is the offending byte, *why says
+ * what is wrong, in yajl's words. */
+/* Inlined in both its callers: the streaming lexer's strings would
+ * otherwise pay a call each. */
+static inline __attribute__((always_inline)) int str_lex(str_state *s, const unsigned char *p,
+                                                         size_t n, size_t *ip, const char **why) {
+  size_t i = *ip;
+  int r = STR_END;
+  if (s->esc || s->hex) r = str_escape(s, p, n, &i, why);
+  else if (s->utf8) r = str_utf8(s, p, n, &i, why);
+  while (r == STR_END) {
+    i = str_scan(p, i, n);
+    if (i >= n) {
+      r = STR_MORE;
+      break;
+    }
+    unsigned char c = p[i];
+    if (c == '"') {
+      *ip = i;
+      return STR_END;
+    }
+    if (c == '\\') {
+      s->has_esc = true;
+      i++;
+      r = str_escape(s, p, n, &i, why);
+    } else if (c < 0x20) {
+      *why = "invalid character inside string.";
+      r = STR_BAD;
+    } else {
+      s->utf8 = (uint8_t)utf8_more(c);
+      if (!s->utf8) {
+        *why = "invalid bytes in UTF8 string.";
+        r = STR_BAD;
+      } else {
+        i++;
+        r = str_utf8(s, p, n, &i, why);
+      }
+    }
+  }
+  *ip = i;
+  return r;
 }
 
 static unsigned hex4(const unsigned char *s) {
@@ -260,55 +383,168 @@ static size_t put_utf8(unsigned char *w, unsigned cp) {
   return 1;
 }
 
-/* Unescapes a lexed string body s[0..n) into db (jsonlex.h "unescaping").
- * The output is never longer than the input. */
-static int unescape(kc_jsonlex *lx, const unsigned char *s, size_t n) {
-  kc_buf_reset(&lx->db);
-  if (kc_buf_reserve(&lx->db, n + 1)) return failv(lx, -ENOMEM, lx->pos, "out of memory");
-  unsigned char *w0 = (unsigned char *)lx->db.p, *w = w0;
-  size_t i = 0;
+/* Decodes the escape whose letter is s[*ip] (the backslash before it) into
+ * w (1 to 4 bytes; jsonlex.h "unescaping"). Returns the byte count, or 0
+ * when the escape is malformed (never on lexed text). */
+static size_t unescape_one(const unsigned char *s, size_t n, size_t *ip, unsigned char *w) {
+  size_t i = *ip;
+  if (i >= n) return 0;
+  unsigned char c = s[i++];
+  switch (c) {
+  case 'r': *w = '\r'; break;
+  case 'n': *w = '\n'; break;
+  case 'f': *w = '\f'; break;
+  case 'b': *w = '\b'; break;
+  case 't': *w = '\t'; break;
+  case '\\':
+  case '/':
+  case '"': *w = c; break;
+  case 'u': {
+    if (!is_hex4(s + i, n - i)) return 0;
+    unsigned cp = hex4(s + i);
+    i += 4;
+    *ip = i;
+    if ((cp & 0xfc00) == 0xd800) {
+      if (i + 1 < n && s[i] == '\\' && s[i + 1] == 'u' && is_hex4(s + i + 2, n - i - 2)) {
+        unsigned lo = hex4(s + i + 2);
+        cp = ((cp & 0x3f) << 10) | ((((cp >> 6) & 0xf) + 1) << 16) | (lo & 0x3ff);
+        *ip = i + 6;
+      } else {
+        *w = '?'; /* a lone high surrogate */
+        return 1;
+      }
+    }
+    return put_utf8(w, cp);
+  }
+  default: return 0;
+  }
+  *ip = i;
+  return 1;
+}
+
+int kc_json_unescape(const char *body, size_t n, char *out, size_t cap, size_t *outlen) {
+  const unsigned char *s = (const unsigned char *)body;
+  size_t i = 0, w = 0;
   while (i < n) {
     const unsigned char *bs = memchr(s + i, '\\', n - i);
     size_t j = bs ? (size_t)(bs - s) : n;
-    memcpy(w, s + i, j - i);
+    if (j - i > cap - w) return -ENOSPC;
+    memcpy(out + w, s + i, j - i);
     w += j - i;
     if (j >= n) break;
     i = j + 1;
-    if (i >= n) break; /* cannot happen on lexed text */
-    unsigned char c = s[i++];
-    switch (c) {
-    case 'r': *w++ = '\r'; break;
-    case 'n': *w++ = '\n'; break;
-    case 'f': *w++ = '\f'; break;
-    case 'b': *w++ = '\b'; break;
-    case 't': *w++ = '\t'; break;
-    case '\\':
-    case '/':
-    case '"': *w++ = c; break;
-    case 'u': {
-      if (!is_hex4(s + i, n - i)) { /* cannot happen on lexed text */
-        *w++ = '?';
-        break;
-      }
-      unsigned cp = hex4(s + i);
-      i += 4;
-      if ((cp & 0xfc00) == 0xd800) {
-        if (i + 1 < n && s[i] == '\\' && s[i + 1] == 'u' && is_hex4(s + i + 2, n - i - 2)) {
-          unsigned lo = hex4(s + i + 2);
-          cp = ((cp & 0x3f) << 10) | ((((cp >> 6) & 0xf) + 1) << 16) | (lo & 0x3ff);
-          i += 6;
-        } else {
-          *w++ = '?'; /* a lone high surrogate */
-          break;
-        }
-      }
-      w += put_utf8(w, cp);
-      break;
-    }
-    default: *w++ = '?'; break; /* cannot happen on lexed text */
+    unsigned char tmp[4];
+    size_t k = unescape_one(s, n, &i, tmp);
+    if (!k) return -EINVAL;
+    if (k > cap - w) return -ENOSPC;
+    memcpy(out + w, tmp, k);
+    w += k;
+  }
+  *outlen = w;
+  return 0;
+}
+
+bool kc_json_unescaped_eq(const char *body, size_t n, const char *b, size_t blen) {
+  const unsigned char *s = (const unsigned char *)body;
+  size_t i = 0, w = 0;
+  while (i < n) {
+    const unsigned char *bs = memchr(s + i, '\\', n - i);
+    size_t j = bs ? (size_t)(bs - s) : n;
+    if (j - i > blen - w || memcmp(b + w, s + i, j - i) != 0) return false;
+    w += j - i;
+    if (j >= n) break;
+    i = j + 1;
+    unsigned char tmp[4];
+    size_t k = unescape_one(s, n, &i, tmp);
+    if (!k || k > blen - w || memcmp(b + w, tmp, k) != 0) return false;
+    w += k;
+  }
+  return w == blen;
+}
+
+static inline bool is_digit(unsigned char c) { return (unsigned)(c - '0') < 10; }
+
+/* Runs the number grammar over p[i..n) from state *st (N_*: the number's
+ * first byte already read). Returns the offset of the first byte that
+ * cannot continue the number, n when the bytes ended (it may go on). */
+static inline __attribute__((always_inline)) size_t num_lex(uint8_t *st, const unsigned char *p,
+                                                            size_t i, size_t n) {
+  unsigned s = *st;
+  for (; i < n; i++) {
+    unsigned char c = p[i];
+    switch (s) {
+    case N_MINUS:
+      if (c == '0') s = N_ZERO;
+      else if (is_digit(c)) s = N_INT;
+      else goto out;
+      continue;
+    case N_INT:
+      while (is_digit(c) && ++i < n) c = p[i];
+      if (i >= n) goto out;
+      __attribute__((fallthrough));
+    case N_ZERO:
+      if (c == '.') s = N_DOT;
+      else if (c == 'e' || c == 'E') s = N_E;
+      else goto out;
+      continue;
+    case N_DOT:
+      if (!is_digit(c)) goto out;
+      s = N_FRAC;
+      continue;
+    case N_FRAC:
+      while (is_digit(c) && ++i < n) c = p[i];
+      if (i >= n) goto out;
+      if (c == 'e' || c == 'E') s = N_E;
+      else goto out;
+      continue;
+    case N_E:
+      if (c == '+' || c == '-') s = N_ESIGN;
+      else if (is_digit(c)) s = N_EXP;
+      else goto out;
+      continue;
+    case N_ESIGN:
+      if (!is_digit(c)) goto out;
+      s = N_EXP;
+      continue;
+    default: /* N_EXP */
+      while (is_digit(c) && ++i < n) c = p[i];
+      goto out;
     }
   }
-  lx->db.len = (size_t)(w - w0);
+out:
+  *st = (uint8_t)s;
+  return i;
+}
+
+/* NULL when a number in state st may end before the next byte, else why
+ * it may not. */
+static const char *num_bad(unsigned st) {
+  switch (st) {
+  case N_MINUS: return "malformed number, a digit is required after the minus sign.";
+  case N_DOT: return "malformed number, a digit is required after the decimal point.";
+  case N_E:
+  case N_ESIGN: return "malformed number, a digit is required after the exponent.";
+  default: return NULL;
+  }
+}
+
+/* The number state after its first byte c ('-' or a digit). */
+static inline uint8_t num_first(unsigned char c) {
+  return c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT;
+}
+
+/* --- Strings --------------------------------------------------------------- */
+
+/* Unescapes a lexed string body s[0..n) into db. The output is never
+ * longer than the input. */
+static int unescape(kc_jsonlex *lx, const unsigned char *s, size_t n) {
+  kc_buf_reset(&lx->db);
+  if (kc_buf_reserve(&lx->db, n + 1)) return failv(lx, -ENOMEM, lx->pos, "out of memory");
+  size_t w = 0;
+  /* Cannot fail on lexed text. */
+  if (kc_json_unescape((const char *)s, n, lx->db.p, n, &w))
+    return failv(lx, -EBADMSG, lx->pos, "lexical error: malformed escape");
+  lx->db.len = w;
   return 0;
 }
 
@@ -320,7 +556,7 @@ static int string_end(kc_jsonlex *lx, const unsigned char *s, size_t n, size_t p
   int r = KC_JSONLEX_GO;
   if (lx->collect) {
     lx->pos = pos;
-    if (lx->has_esc) {
+    if (lx->ss.has_esc) {
       if (unescape(lx, s, n)) return lx->err;
       s = (const unsigned char *)lx->db.p;
       n = lx->db.len;
@@ -341,90 +577,19 @@ static int string_end(kc_jsonlex *lx, const unsigned char *s, size_t n, size_t p
   return 0;
 }
 
-/* Escape letter at p[*ip] (the backslash before it already read). 1: the
- * feed ended inside (state saved), 0: done, < 0 error. */
-static int str_escape(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t *ip) {
-  size_t i = *ip;
-  unsigned hex = lx->hex;
-  if (!hex) {
-    if (i >= n) {
-      lx->esc = 1;
-      return 1;
-    }
-    unsigned char c = p[i];
-    if (c != 'u') {
-      if (!esc_ok[c])
-        return LEX_ERR(i, "inside a string, '\\' occurs before a character which it may not.");
-      *ip = i + 1;
-      return 0;
-    }
-    i++;
-    hex = 4;
-  }
-  while (hex) {
-    if (i >= n) {
-      lx->hex = (uint8_t)hex;
-      *ip = i;
-      return 1;
-    }
-    if (!hex1[p[i]])
-      return LEX_ERR(i, "invalid (non-hex) character occurs after '\\u' inside string.");
-    i++;
-    hex--;
-  }
-  lx->hex = 0;
-  *ip = i;
-  return 0;
-}
-
-/* UTF-8 continuation bytes still expected (lx->utf8) from p[*ip]. */
-static int str_utf8(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t *ip) {
-  size_t i = *ip;
-  unsigned k = lx->utf8;
-  while (k) {
-    if (i >= n) {
-      lx->utf8 = (uint8_t)k;
-      *ip = i;
-      return 1;
-    }
-    if ((p[i] & 0xc0) != 0x80) return LEX_ERR(i, "invalid bytes in UTF8 string.");
-    i++;
-    k--;
-  }
-  lx->utf8 = 0;
-  *ip = i;
-  return 0;
-}
-
-/* Lexes string content from p[i]; the content began at p[start] of this
- * feed (0 when resumed). *ip: where the main loop goes on. */
+/* Lexes string content from p[i] (lx->ss: where it is); the content began
+ * at p[start] of this feed (0 when resumed). *ip: where the main loop goes
+ * on. */
 static int str_body(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t start, size_t i,
                     size_t *ip) {
-  int r;
-  for (;;) {
-    i = str_scan(p, i, n);
-    if (i >= n) break;
-    unsigned char c = p[i];
-    if (c == '"') {
-      *ip = i + 1;
-      if (!lx->tok) return string_end(lx, p + start, i - start, i + 1);
-      if (lx->collect && collect(lx, p + start, i - start, i)) return lx->err;
-      return string_end(lx, (const unsigned char *)lx->tb.p, lx->tb.len, i + 1);
-    }
-    if (c == '\\') {
-      lx->has_esc = true;
-      i++;
-      r = str_escape(lx, p, n, &i);
-    } else if (c < 0x20) {
-      return LEX_ERR(i, "invalid character inside string.");
-    } else {
-      lx->utf8 = (uint8_t)utf8_more(c);
-      if (!lx->utf8) return LEX_ERR(i, "invalid bytes in UTF8 string.");
-      i++;
-      r = str_utf8(lx, p, n, &i);
-    }
-    if (r < 0) return r;
-    if (r > 0) break;
+  const char *why = NULL;
+  int r = str_lex(&lx->ss, p, n, &i, &why);
+  if (r == STR_BAD) return LEX_ERR(i, why);
+  if (r == STR_END) {
+    *ip = i + 1;
+    if (!lx->tok) return string_end(lx, p + start, i - start, i + 1);
+    if (lx->collect && collect(lx, p + start, i - start, i)) return lx->err;
+    return string_end(lx, (const unsigned char *)lx->tb.p, lx->tb.len, i + 1);
   }
   /* The feed ended inside the string. */
   if (!lx->tok) {
@@ -440,8 +605,7 @@ static int str_body(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t sta
 static inline int string_start(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t i,
                                bool key, size_t *ip) {
   lx->key = key;
-  lx->has_esc = false;
-  lx->esc = lx->hex = lx->utf8 = 0;
+  lx->ss = (str_state){0};
   lx->collect = !quiet(lx) && (key ? lx->cb.map_key : lx->cb.string) != NULL &&
                 (lx->cur != TOP_DONE || lx->valpos[TOP_DONE]);
   return str_body(lx, p, n, i + 1, i + 1, ip);
@@ -464,78 +628,22 @@ static int number_end(kc_jsonlex *lx, const unsigned char *s, size_t n, size_t p
   return 0;
 }
 
-/* The number cannot continue with this byte: an error, or 0 (it ended). */
-static int number_stop(kc_jsonlex *lx, size_t at) {
-  switch (lx->num) {
-  case N_MINUS: return LEX_ERR(at, "malformed number, a digit is required after the minus sign.");
-  case N_DOT: return LEX_ERR(at, "malformed number, a digit is required after the decimal point.");
-  case N_E:
-  case N_ESIGN: return LEX_ERR(at, "malformed number, a digit is required after the exponent.");
-  default: return 0;
-  }
-}
-
-static inline bool is_digit(unsigned char c) { return (unsigned)(c - '0') < 10; }
-
 /* Lexes number bytes from p[i] (state lx->num); the number began at
  * p[start] of this feed (0 when resumed). */
 static int num_body(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t start, size_t i,
                     size_t *ip) {
-  unsigned st = lx->num;
-  for (; i < n; i++) {
-    unsigned char c = p[i];
-    switch (st) {
-    case N_MINUS:
-      if (c == '0') st = N_ZERO;
-      else if (is_digit(c)) st = N_INT;
-      else goto stop;
-      continue;
-    case N_INT:
-      while (is_digit(c) && ++i < n) c = p[i];
-      if (i >= n) goto more;
-      __attribute__((fallthrough));
-    case N_ZERO:
-      if (c == '.') st = N_DOT;
-      else if (c == 'e' || c == 'E') st = N_E;
-      else goto stop;
-      continue;
-    case N_DOT:
-      if (!is_digit(c)) goto stop;
-      st = N_FRAC;
-      continue;
-    case N_FRAC:
-      while (is_digit(c) && ++i < n) c = p[i];
-      if (i >= n) goto more;
-      if (c == 'e' || c == 'E') st = N_E;
-      else goto stop;
-      continue;
-    case N_E:
-      if (c == '+' || c == '-') st = N_ESIGN;
-      else if (is_digit(c)) st = N_EXP;
-      else goto stop;
-      continue;
-    case N_ESIGN:
-      if (!is_digit(c)) goto stop;
-      st = N_EXP;
-      continue;
-    default: /* N_EXP */
-      while (is_digit(c) && ++i < n) c = p[i];
-      if (i >= n) goto more;
-      goto stop;
+  i = num_lex(&lx->num, p, i, n);
+  if (i >= n) {
+    if (!lx->tok) {
+      lx->tok = TK_NUM;
+      if (lx->collect) kc_buf_reset(&lx->tb);
     }
+    if (lx->collect && collect(lx, p + start, n - start, n)) return lx->err;
+    *ip = n;
+    return 0;
   }
-more:
-  lx->num = (uint8_t)st;
-  if (!lx->tok) {
-    lx->tok = TK_NUM;
-    if (lx->collect) kc_buf_reset(&lx->tb);
-  }
-  if (lx->collect && collect(lx, p + start, n - start, n)) return lx->err;
-  *ip = n;
-  return 0;
-stop:
-  lx->num = (uint8_t)st;
-  if (number_stop(lx, i)) return lx->err;
+  const char *why = num_bad(lx->num);
+  if (why) return LEX_ERR(i, why);
   *ip = i; /* the byte that ended it is the next token's */
   if (!lx->tok) return number_end(lx, p + start, i - start, i);
   if (lx->collect && collect(lx, p + start, i - start, i)) return lx->err;
@@ -625,25 +733,8 @@ static inline int close_container(kc_jsonlex *lx, bool array, size_t pos) {
 
 /* Finishes the token left unfinished by the previous feed. */
 static int resume(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t *ip) {
-  size_t i = 0;
-  int r;
   switch (lx->tok) {
-  case TK_STR:
-    if (lx->esc || lx->hex) {
-      lx->esc = 0;
-      r = str_escape(lx, p, n, &i);
-    } else if (lx->utf8) {
-      r = str_utf8(lx, p, n, &i);
-    } else {
-      r = 0;
-    }
-    if (r < 0) return r;
-    if (r > 0) { /* still inside: the whole feed belongs to the string */
-      if (lx->collect && collect(lx, p, n, n)) return lx->err;
-      *ip = n;
-      return 0;
-    }
-    return str_body(lx, p, n, 0, i, ip);
+  case TK_STR: return str_body(lx, p, n, 0, 0, ip);
   case TK_NUM: return num_body(lx, p, n, 0, 0, ip);
   default: return lit_body(lx, p, n, 0, ip);
   }
@@ -758,7 +849,7 @@ static int run(kc_jsonlex *lx, const unsigned char *p, size_t n, size_t i) {
     case '8':
     case '9':
       if (!lx->valpos[lx->cur]) return unexpected(lx, i);
-      lx->num = c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT;
+      lx->num = num_first(c);
       lx->collect = !quiet(lx) && lx->cb.number;
       r = num_body(lx, p, n, i, i + 1, &i);
       break;
@@ -818,3 +909,129 @@ int kc_jsonlex_finish(kc_jsonlex *lx) {
   lx->tok = TK_NONE;
   return 0;
 }
+
+/* --- Scanning a text in place (jsonlex.h) ---------------------------------- */
+
+/* White space (kc_json_is_ws) as a table: the scanners test it at every
+ * token. */
+static const uint8_t ws_byte[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, ['\v'] = 1, ['\f'] = 1,
+};
+
+static inline size_t skip_ws(const unsigned char *b, size_t i, size_t n) {
+  while (i < n && ws_byte[b[i]]) i++;
+  return i;
+}
+
+const char *kc_json_skip_ws(const char *p, const char *end) {
+  while (p < end && kc_json_is_ws(*p)) p++;
+  return p;
+}
+
+/* The offset just past the string whose opening quote is b[i], or 0. */
+static size_t scan_string_slow(const unsigned char *b, size_t i, size_t n) {
+  str_state s = {0};
+  const char *why;
+  return str_lex(&s, b, n, &i, &why) == STR_END ? i + 1 : 0;
+}
+
+static inline size_t scan_string(const unsigned char *b, size_t i, size_t n) {
+  /* Most strings have neither escapes nor UTF-8: one str_scan. */
+  size_t j = str_scan(b, i + 1, n);
+  if (j < n && b[j] == '"') return j + 1;
+  return scan_string_slow(b, j, n);
+}
+
+const char *kc_json_scan_string(const char *p, const char *end) {
+  if (p >= end || *p != '"') return NULL;
+  size_t e = scan_string((const unsigned char *)p, 0, (size_t)(end - p));
+  return e ? p + e : NULL;
+}
+
+/* White space where compact JSON has none: one test in the common case. */
+#define WS(i)                                                                                    \
+  do {                                                                                           \
+    if ((i) < n && ws_byte[b[i]]) (i) = skip_ws(b, (i) + 1, n);                                  \
+  } while (0)
+
+const char *kc_json_scan_value(const char *text, const char *end, int hole) {
+  const unsigned char *b = (const unsigned char *)text;
+  size_t n = (size_t)(end - text), i = 0;
+  /* is_array[d]: the container open at level d + 1 is an array. */
+  uint8_t is_array[KC_JSONLEX_MAX_DEPTH];
+  unsigned depth = 0;
+  bool array = false; /* the innermost open container is an array */
+  for (;;) {
+    /* A value starts at b[i]. */
+    if (i >= n) return NULL;
+    unsigned char c = b[i];
+    switch (c) {
+    case '"':
+      if (!(i = scan_string(b, i, n))) return NULL;
+      break;
+    case '{':
+    case '[':
+      if (depth >= KC_JSONLEX_MAX_DEPTH) return NULL;
+      array = c == '[';
+      is_array[depth++] = array;
+      i++;
+      WS(i);
+      if (i < n && b[i] == (array ? ']' : '}')) {
+        i++;
+        goto closed;
+      }
+      if (array) continue;
+      goto key;
+    case 'n':
+    case 't':
+    case 'f': {
+      const char *lit = lit_text[c == 'n' ? 0 : c == 't' ? 1 : 2];
+      size_t len = c == 'f' ? 5 : 4;
+      if (n - i < len || memcmp(b + i, lit, len) != 0) return NULL;
+      i += len;
+      break;
+    }
+    case '-':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9': {
+      uint8_t st = num_first(c);
+      i = num_lex(&st, b, i + 1, n);
+      if (num_bad(st)) return NULL;
+      break;
+    }
+    default:
+      if (hole < 0 || c != (unsigned char)hole) return NULL;
+      i++;
+      break;
+    }
+    /* After a value: the end, the next element or member, or a closing. */
+    for (;;) {
+      if (!depth) return text + i;
+      WS(i);
+      if (i >= n) return NULL;
+      c = b[i++];
+      if (c == ',') break;
+      if (c != (array ? ']' : '}')) return NULL;
+    closed:
+      if (--depth) array = is_array[depth - 1];
+    }
+    WS(i);
+    if (array) continue;
+  key:
+    if (i >= n || b[i] != '"' || !(i = scan_string(b, i, n))) return NULL;
+    WS(i);
+    if (i >= n || b[i] != ':') return NULL;
+    i++;
+    WS(i);
+  }
+}
+
+#undef WS

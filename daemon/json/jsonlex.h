@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jsonlex: a resumable, strict JSON push lexer and parser with callbacks of
- * yajl's shape, and the ability to skip a value without callbacks.
+ * yajl's shape, and the ability to skip a value without callbacks; and the
+ * same rules as in-place scanners over a whole text (kc_json_scan_*).
  *
  * Owns: the grammar and lexical rules of JSON as yajl 2.1 applies them with
  * the options the streaming decoder uses (decode.h): UTF-8 validated,
  * comments refused, optionally several top-level values back to back
  * (KC_JSONLEX_MULTIPLE, watch bodies), else trailing garbage refused; a
- * value cut off by the end is refused at kc_jsonlex_finish.
+ * value cut off by the end is refused at kc_jsonlex_finish. The daemon's
+ * other readers of JSON text build on it: kc_obj_parse (decode.h) and the
+ * streaming decoder feed its callbacks to the object builder, the path
+ * lookups (jsonpath.h) walk a text with the scanners below; only yajl's
+ * tree (jsontree.h) parses on its own, behind this lexer's check.
  *
  * Why not yajl here (docs/dependencies.md): yajl 2.1 lexes an unfinished
  * token again from its first byte on every yajl_parse call, and it cannot
@@ -83,6 +88,7 @@
 #ifndef KC_JSONLEX_H
 #define KC_JSONLEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -130,6 +136,36 @@ size_t kc_jsonlex_pos(const kc_jsonlex *lx);
 int kc_jsonlex_result(const kc_jsonlex *lx);
 /* "" while there was no error. */
 const char *kc_jsonlex_error(const kc_jsonlex *lx);
+
+/* --- Scanning a text in place ---
+ * For readers that walk a complete text held in memory and look at part of
+ * it (jsonpath.h's lookups): the rules above, token by token, without a
+ * handle, allocation or callbacks. p points at the first byte of a token,
+ * end just past the text; a scanner returns the first byte after what it
+ * scanned, or NULL when the text there is not JSON by these rules
+ * (malformed, or cut off by end). Threads: any. */
+
+/* JSON white space as yajl accepts it (it also takes \v and \f). */
+static inline bool kc_json_is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f';
+}
+/* The first byte at or after p that is not white space (end at most). */
+const char *kc_json_skip_ws(const char *p, const char *end);
+/* A string, p at its opening quote. */
+const char *kc_json_scan_string(const char *p, const char *end);
+/* One whole value: a string, a number (it ends at the first byte that
+ * cannot continue it, or at end), a literal, or an array or object with
+ * all it holds (grammar checked, at most KC_JSONLEX_MAX_DEPTH levels).
+ * hole >= 0: that byte, where a value may stand, is taken for a whole
+ * value (the place holder of jsonpath.h's kc_json_doc); -1: no such byte. */
+const char *kc_json_scan_value(const char *p, const char *end, int hole);
+/* Decodes a scanned string's body (the n bytes between its quotes) into
+ * out[0..cap) as the lexer delivers strings ("unescaping" above; no NUL
+ * added). Returns 0 and *outlen (at most n), -ENOSPC when cap is too
+ * small, -EINVAL for a malformed escape (not a scanned string's body). */
+int kc_json_unescape(const char *body, size_t n, char *out, size_t cap, size_t *outlen);
+/* True when a string body (as above) decodes to exactly b[0..blen). */
+bool kc_json_unescaped_eq(const char *body, size_t n, const char *b, size_t blen);
 
 /* --- Test seam: for tests only, not called by the daemon --- */
 /* Containers open right now (the innermost one's depth; 0 between values). */

@@ -115,146 +115,14 @@ bool kc_json_parse_i64(const char *s, size_t len, int64_t *out) {
   return true;
 }
 
-/* ---- scanner: works on any bytes without reading past `end` ---- */
+/* ---- lookups: the text walked with jsonlex's scanners (jsonlex.h) ---- */
 
-static const char *ws(const char *p, const char *end) {
-  while (p < end && kc_json_is_ws(*p)) p++;
-  return p;
-}
+static inline const char *ws(const char *p, const char *end) { return kc_json_skip_ws(p, end); }
 
-/* p at the opening quote; returns just past the closing quote, or NULL. */
-static const char *skip_string(const char *p, const char *end) {
-  p++;
-  while (p < end) {
-    const char *q = memchr(p, '"', (size_t)(end - p));
-    if (!q) return NULL;
-    /* The quote is escaped when preceded by an odd number of backslashes. */
-    size_t bs = 0;
-    for (const char *r = q; r > p && r[-1] == '\\'; r--) bs++;
-    if (bs % 2 == 0) return q + 1;
-    p = q + 1;
-  }
-  return NULL;
-}
-
-static const char *skip_value(const char *p, const char *end) {
-  if (p >= end) return NULL;
-  char c = *p;
-  if (c == '"') return skip_string(p, end);
-  if (c == '{' || c == '[') {
-    size_t depth = 0;
-    while (p < end) {
-      c = *p;
-      if (c == '"') {
-        p = skip_string(p, end);
-        if (!p) return NULL;
-        continue;
-      }
-      if (c == '{' || c == '[') depth++;
-      else if (c == '}' || c == ']') {
-        if (--depth == 0) return p + 1;
-      }
-      p++;
-    }
-    return NULL;
-  }
-  const char *s = p;
-  while (p < end && *p != ',' && *p != '}' && *p != ']' && !kc_json_is_ws(*p)) p++;
-  return p > s ? p : NULL;
-}
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-static int hex4(const char *p, const char *end) {
-  if (end - p < 4) return -1;
-  int v = 0;
-  for (int i = 0; i < 4; i++) {
-    int h = hexval(p[i]);
-    if (h < 0) return -1;
-    v = v * 16 + h;
-  }
-  return v;
-}
-
-/* Decodes one character of a JSON string body at *pp (p < end) into out
- * (up to 4 bytes). Returns the byte count, or -1 on a bad escape. */
-static int decode_char(const char **pp, const char *end, char out[4]) {
-  const char *p = *pp;
-  if (*p != '\\') {
-    out[0] = *p;
-    *pp = p + 1;
-    return 1;
-  }
-  if (++p >= end) return -1;
-  char c = *p++;
-  switch (c) {
-  case '"': case '\\': case '/': out[0] = c; break;
-  case 'b': out[0] = '\b'; break;
-  case 'f': out[0] = '\f'; break;
-  case 'n': out[0] = '\n'; break;
-  case 'r': out[0] = '\r'; break;
-  case 't': out[0] = '\t'; break;
-  case 'u': {
-    int u = hex4(p, end);
-    if (u < 0) return -1;
-    p += 4;
-    uint32_t cp = (uint32_t)u;
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      int lo = (end - p >= 6 && p[0] == '\\' && p[1] == 'u') ? hex4(p + 2, end) : -1;
-      if (lo >= 0xDC00 && lo <= 0xDFFF) {
-        cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
-        p += 6;
-      } else {
-        cp = 0xFFFD; /* lone surrogate, as yajl does */
-      }
-    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-      cp = 0xFFFD;
-    }
-    *pp = p;
-    if (cp < 0x80) {
-      out[0] = (char)cp;
-      return 1;
-    }
-    if (cp < 0x800) {
-      out[0] = (char)(0xC0 | (cp >> 6));
-      out[1] = (char)(0x80 | (cp & 0x3F));
-      return 2;
-    }
-    if (cp < 0x10000) {
-      out[0] = (char)(0xE0 | (cp >> 12));
-      out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-      out[2] = (char)(0x80 | (cp & 0x3F));
-      return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-  }
-  default: return -1;
-  }
-  *pp = p;
-  return 1;
-}
-
-/* Compares a raw JSON string body (between the quotes) with plain bytes. */
-static bool raw_eq(const char *raw, size_t rawlen, const char *s, size_t n) {
-  if (!memchr(raw, '\\', rawlen)) return rawlen == n && memcmp(raw, s, n) == 0;
-  const char *p = raw, *end = raw + rawlen;
-  size_t i = 0;
-  char buf[4];
-  while (p < end) {
-    int k = decode_char(&p, end, buf);
-    if (k < 0 || i + (size_t)k > n || memcmp(s + i, buf, (size_t)k) != 0) return false;
-    i += (size_t)k;
-  }
-  return i == n;
+/* Where the value at p ends, or NULL (not JSON). Place holders of a text
+ * with holes (kc_json_doc) count as values. */
+static inline const char *skip_value(const kc_json_doc *d, const char *p, const char *end) {
+  return kc_json_scan_value(p, end, d->hole ? (unsigned char)KC_JSON_HOLE : -1);
 }
 
 static enum kc_json_type type_of(char c) {
@@ -270,8 +138,8 @@ static enum kc_json_type type_of(char c) {
 
 /* Past the member or element value at p and the ',' after it: the start of
  * the next one, or NULL at the end of the container (or a malformed text). */
-static const char *next_item(const char *p, const char *end) {
-  if (!(p = skip_value(p, end))) return NULL;
+static const char *next_item(const kc_json_doc *d, const char *p, const char *end) {
+  if (!(p = skip_value(d, p, end))) return NULL;
   p = ws(p, end);
   return p < end && *p == ',' ? ws(p + 1, end) : NULL;
 }
@@ -287,22 +155,23 @@ static const char *deref(const kc_json_doc *d, const char *p, const char **end) 
 
 /* Steps from the value at p into the member/element named by s. Returns the
  * start of the child value, or NULL when absent. */
-static const char *step(const char *p, const char *end, const kc_path_seg *s) {
+static const char *step(const kc_json_doc *d, const char *p, const char *end,
+                        const kc_path_seg *s) {
   if (s->type == KC_PATH_KEY) {
     if (*p != '{') return NULL;
     p = ws(p + 1, end);
     if (p < end && *p == '}') return NULL;
     while (p < end && *p == '"') {
       const char *k = p + 1;
-      const char *ke = skip_string(p, end);
+      const char *ke = kc_json_scan_string(p, end);
       if (!ke) return NULL;
-      bool hit = raw_eq(k, (size_t)(ke - 1 - k), s->key, s->len);
+      bool hit = kc_json_unescaped_eq(k, (size_t)(ke - 1 - k), s->key, s->len);
       p = ws(ke, end);
       if (p >= end || *p != ':') return NULL;
       p = ws(p + 1, end);
       if (p >= end) return NULL;
       if (hit) return p;
-      if (!(p = next_item(p, end))) return NULL;
+      if (!(p = next_item(d, p, end))) return NULL;
     }
     return NULL;
   }
@@ -311,13 +180,13 @@ static const char *step(const char *p, const char *end, const kc_path_seg *s) {
   if (p < end && *p == ']') return NULL;
   for (size_t i = 0; p < end; i++) {
     if (i == s->index) return p;
-    if (!(p = next_item(p, end))) return NULL;
+    if (!(p = next_item(d, p, end))) return NULL;
   }
   return NULL;
 }
 
-static void make_value(const char *p, const char *end, kc_json_value *out) {
-  const char *e = skip_value(p, end);
+static void make_value(const kc_json_doc *d, const char *p, const char *end, kc_json_value *out) {
+  const char *e = skip_value(d, p, end);
   if (!e) {
     *out = (kc_json_value){KC_JSON_ABSENT, {NULL, 0}};
     return;
@@ -349,10 +218,10 @@ int kc_json_doc_get(const kc_json_doc *d, const char *path, kc_json_value *out) 
   bool first = true;
   while (p && p < end && kc_path_next(&path, &s, first, NULL) == 1) {
     first = false;
-    p = step(p, end, &s);
+    p = step(d, p, end, &s);
     if (p) p = deref(d, p, &end);
   }
-  if (p && p < end) make_value(p, end, out);
+  if (p && p < end) make_value(d, p, end, out);
   return 0;
 }
 
@@ -378,7 +247,7 @@ static void each_walk(const char *p, const char *end, const char *path, bool fir
     if (!(p = deref(c->doc, p, &end))) return;
     if (kc_path_next(&path, &s, first, NULL) != 1) {
       kc_json_value v;
-      make_value(p, end, &v);
+      make_value(c->doc, p, end, &v);
       if (v.type == KC_JSON_ABSENT) return;
       c->count++;
       if (!c->cb(&v, c->ud)) c->stop = true;
@@ -386,7 +255,7 @@ static void each_walk(const char *p, const char *end, const char *path, bool fir
     }
     first = false;
     if (s.type != KC_PATH_EACH) {
-      p = step(p, end, &s);
+      p = step(c->doc, p, end, &s);
       if (!p) return;
       continue;
     }
@@ -395,7 +264,7 @@ static void each_walk(const char *p, const char *end, const char *path, bool fir
     if (p < end && *p == ']') return;
     while (p < end && !c->stop) {
       each_walk(p, end, path, false, c);
-      if (!(p = next_item(p, end))) return;
+      if (!(p = next_item(c->doc, p, end))) return;
     }
     return;
   }
@@ -412,17 +281,10 @@ int kc_json_doc_get_each(const kc_json_doc *d, const char *path,
 
 int kc_json_string(const kc_json_value *v, char *buf, size_t cap) {
   if (v->type != KC_JSON_STRING || v->raw.len < 2) return -EINVAL;
-  const char *p = v->raw.ptr + 1, *end = v->raw.ptr + v->raw.len - 1;
-  size_t n = 0;
-  char tmp[4];
-  while (p < end) {
-    int k = decode_char(&p, end, tmp);
-    if (k < 0) return -EINVAL;
-    if (n + (size_t)k + 1 > cap) return -ENOSPC;
-    memcpy(buf + n, tmp, (size_t)k);
-    n += (size_t)k;
-  }
   if (cap < 1) return -ENOSPC;
+  size_t n;
+  int rc = kc_json_unescape(v->raw.ptr + 1, v->raw.len - 2, buf, cap - 1, &n);
+  if (rc) return rc;
   if (n > INT32_MAX) return -ENOSPC;
   buf[n] = '\0';
   return (int)n;

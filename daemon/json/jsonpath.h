@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* jsonpath: the daemon's one path grammar and the allocation-free JSON
- * scanner that follows such paths through a JSON text.
+/* jsonpath: the daemon's one path grammar and the allocation-free lookups
+ * that follow such paths through a JSON text.
  *
  * Owns: the path syntax (kc_path_next / kc_path_parse / kc_path_problem),
  * used by object lookups (kc_obj_get, kobj.h), transform drop paths and
  * field capture (kbuild.h), config validation (config.c: indexes, drop
- * paths, watch mappings) and plugin settings (hostapi.c); and the scanner
- * (kc_json_get & co) with the decoding of the values it finds.
+ * paths, watch mappings) and plugin settings (hostapi.c); and the lookups
+ * (kc_json_get & co) with the rendering of the values they find. The
+ * lookups tokenize nothing themselves: they walk the text with jsonlex's
+ * in-place scanners (jsonlex.h), so strings, numbers and escapes are read
+ * by the same rules as everywhere else in the daemon.
  *
  * Path syntax:
  *   spec.nodeName                       dot-separated object keys
@@ -17,8 +20,10 @@
  * A bare key is a non-empty run of bytes other than '.', '[', ']', '"' and
  * NUL; a '.' is followed by a bare key; after ']' comes '.', '[' or the end.
  *
- * The scanner works on any bytes without reading past the end; on text
- * that is not valid JSON it answers "absent" rather than failing. With a
+ * The lookups work on any bytes without reading past the end. The parts of
+ * the text they walk over (the keys and the values before the one found)
+ * must be JSON by jsonlex's rules, else the answer is "absent" rather than
+ * a failure; the value found is whole JSON, else absent too. With a
  * duplicated key the first occurrence is found. Threads: any (no state).
  * Errors: 0 or a negative errno (-EINVAL malformed path or value, -ENOSPC,
  * -ERANGE). Ownership: values point into the caller's text. */
@@ -30,6 +35,7 @@
 #include <stdint.h>
 
 #include "base/kstr.h"
+#include "json/jsonlex.h"
 
 enum kc_path_seg_type { KC_PATH_KEY, KC_PATH_INDEX, KC_PATH_EACH };
 
@@ -93,8 +99,9 @@ int kc_json_doc_get(const kc_json_doc *d, const char *path, kc_json_value *out);
 int kc_json_doc_get_each(const kc_json_doc *d, const char *path,
                          bool (*cb)(const kc_json_value *v, void *ud), void *ud);
 
-/* Unescapes a KC_JSON_STRING value into buf (NUL-terminated). Returns the
- * decoded length, -ENOSPC if it does not fit, -EINVAL if not a string. */
+/* Unescapes a KC_JSON_STRING value into buf (NUL-terminated), as jsonlex
+ * delivers strings (kc_json_unescape). Returns the decoded length, -ENOSPC
+ * if it does not fit, -EINVAL if not a string. */
 int kc_json_string(const kc_json_value *v, char *buf, size_t cap);
 
 /* Parses a KC_JSON_NUMBER that is an integer. Returns 0 or -EINVAL/-ERANGE. */
@@ -111,10 +118,5 @@ bool kc_json_true(const kc_json_value *v);
  * strings unescaped, numbers and booleans as their text, absent/null as "".
  * Returns the length, or -ENOSPC / -EINVAL (objects, arrays). */
 int kc_json_scalar_text(const kc_json_value *v, char *buf, size_t cap);
-
-/* JSON whitespace as yajl accepts it (it also takes \v and \f). */
-static inline bool kc_json_is_ws(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f';
-}
 
 #endif
