@@ -2,7 +2,8 @@
 /* decode: see decode.h. The jsonlex callbacks below handle the envelope
  * (the list object, the watch event object); everything inside one
  * Kubernetes object goes straight to the kobj builder. kc_obj_parse (one
- * complete text, not streamed) still parses with yajl. */
+ * complete text, not streamed) runs the same lexer in one feed, its events
+ * going to a builder in event mode. */
 #include "watch/decode.h"
 
 #include <errno.h>
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 #include "base/buf.h"
 #include "json/jsonlex.h"
@@ -721,28 +721,31 @@ uint64_t kc_decoder_offset(const kc_decoder *d) { return d->fed; }
 
 uint64_t kc_decoder_lexed_bytes(const kc_decoder *d) { return kc_jsonlex_offset(d->lx); }
 
-/* --- kc_obj_parse: yajl straight into a builder ----------------------------- */
+/* --- kc_obj_parse: the lexer's events straight into a builder ------------- */
 
-
+/* The builder in event mode (not raw): the object's text is re-emitted
+ * minified whatever the input's spacing and escapes. The lexer's depth
+ * stays at its maximum so that the builder's limit (KC_OBJ_MAX_DEPTH) and
+ * message apply. */
 static int p_null(void *c) { return kc_obj_builder_null(c) == 0; }
 static int p_bool(void *c, int v) { return kc_obj_builder_bool(c, v != 0) == 0; }
 static int p_number(void *c, const char *s, size_t n) {
   return kc_obj_builder_number(c, s, n) == 0;
 }
-static int p_string(void *c, const unsigned char *s, size_t n) {
-  return kc_obj_builder_string(c, (const char *)s, n) == 0;
+static int p_string(void *c, const char *s, size_t n) {
+  return kc_obj_builder_string(c, s, n) == 0;
 }
-static int p_key(void *c, const unsigned char *s, size_t n) {
-  return kc_obj_builder_key(c, (const char *)s, n) == 0;
-}
+static int p_key(void *c, const char *s, size_t n) { return kc_obj_builder_key(c, s, n) == 0; }
 static int p_start_map(void *c) { return kc_obj_builder_start_map(c) == 0; }
 static int p_end_map(void *c) { return kc_obj_builder_end_map(c) == 0; }
 static int p_start_array(void *c) { return kc_obj_builder_start_array(c) == 0; }
 static int p_end_array(void *c) { return kc_obj_builder_end_array(c) == 0; }
 
-static const yajl_callbacks parse_cbs = {
-    p_null,      p_bool,    NULL,          NULL,          p_number,    p_string,
-    p_start_map, p_key,     p_end_map,     p_start_array, p_end_array};
+static const kc_jsonlex_callbacks parse_cbs = {
+    .null = p_null,           .boolean = p_bool,         .number = p_number,
+    .string = p_string,       .map_key = p_key,          .start_map = p_start_map,
+    .end_map = p_end_map,     .start_array = p_start_array, .end_array = p_end_array,
+};
 
 kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t, kc_status *st,
                             char *err, size_t errlen) {
@@ -752,27 +755,28 @@ kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t,
     kc_errf(err, errlen, "%s", errno == ENOMEM ? "out of memory" : "invalid transform");
     return NULL;
   }
-  yajl_handle h = yajl_alloc(&parse_cbs, NULL, b);
-  if (!h) {
+  kc_jsonlex *lx = kc_jsonlex_new(&parse_cbs, b, 0);
+  if (!lx) {
     kc_obj_builder_free(b);
     kc_errf(err, errlen, "out of memory");
     errno = ENOMEM;
     return NULL;
   }
   kc_obj *o = NULL;
-  yajl_status s = yajl_parse(h, (const unsigned char *)json, len);
-  if (s == yajl_status_ok) s = yajl_complete_parse(h);
-  if (s != yajl_status_ok) {
-    size_t at = yajl_get_bytes_consumed(h);
-    if (kc_obj_builder_error(b)[0]) {
+  /* Where the text failed: the lexer's position in the one feed, or the
+   * end of the text when it failed at the end. */
+  size_t at = len;
+  int rc = kc_jsonlex_feed(lx, json, len);
+  if (rc) at = kc_jsonlex_pos(lx);
+  else rc = kc_jsonlex_finish(lx);
+  if (rc == -ENOMEM) {
+    kc_errf(err, errlen, "out of memory");
+    errno = ENOMEM;
+  } else if (rc) {
+    if (kc_obj_builder_error(b)[0])
       kc_errf(err, errlen, "offset %zu: %s", at, kc_obj_builder_error(b));
-    } else {
-      unsigned char *m = yajl_get_error(h, 0, (const unsigned char *)json, len);
-      size_t ml = m ? strlen((char *)m) : 0;
-      while (ml && (m[ml - 1] == '\n' || m[ml - 1] == ' ')) m[--ml] = '\0';
-      kc_errf(err, errlen, "offset %zu: invalid JSON: %s", at, m ? (char *)m : "?");
-      if (m) yajl_free_error(h, m);
-    }
+    else
+      kc_errf(err, errlen, "offset %zu: invalid JSON: %s", at, kc_jsonlex_error(lx));
     errno = EBADMSG;
   } else if (!kc_obj_builder_done(b)) {
     kc_errf(err, errlen, "not a JSON object");
@@ -782,7 +786,7 @@ kc_obj *kc_obj_parse_status(const char *json, size_t len, const kc_transform *t,
     if (!o) kc_errf(err, errlen, "out of memory");
     else if (st) *st = *kc_obj_builder_status(b);
   }
-  yajl_free(h);
+  kc_jsonlex_free(lx);
   kc_obj_builder_free(b);
   return o;
 }
