@@ -14,29 +14,29 @@
 int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   size_t depth = 0;
-  bool in_str = false;
-  for (size_t i = 0; i < len; i++) {
-    char c = json[i];
-    if (c == '\0') {
-      kc_errf(err, errlen, "offset %zu: NUL byte", i);
-      return -EBADMSG;
-    }
-    if (in_str) {
-      if (c == '\\') {
-        /* The escaped byte cannot end the string; a NUL there is still one. */
-        if (i + 1 < len && json[i + 1] != '\0') i++;
-      } else if (c == '"') {
-        in_str = false;
+  const char *end = json + len;
+  for (const char *p = json; p < end; p++) {
+    switch (*p) {
+    case '\0': kc_errf(err, errlen, "offset %zu: NUL byte", (size_t)(p - json)); return -EBADMSG;
+    case '"': {
+      /* jsonlex's rules, yajl's own: a string they refuse (or that the
+       * end cuts off) is where yajl stops building, so nothing after it
+       * matters but a NUL, which would cut yajl's copy short first. */
+      const char *q = kc_json_scan_string(p, end);
+      if (!q) {
+        const char *nul = memchr(p, '\0', (size_t)(end - p));
+        if (!nul) return 0;
+        kc_errf(err, errlen, "offset %zu: NUL byte", (size_t)(nul - json));
+        return -EBADMSG;
       }
-      continue;
+      p = q - 1;
+      break;
     }
-    switch (c) {
-    case '"': in_str = true; break;
     case '[':
     case '{':
       if (++depth > max_depth) {
-        kc_errf(err, errlen, "offset %zu: nesting deeper than KC_OBJ_MAX_DEPTH (%u) levels", i,
-                max_depth);
+        kc_errf(err, errlen, "offset %zu: nesting deeper than KC_OBJ_MAX_DEPTH (%u) levels",
+                (size_t)(p - json), max_depth);
         return -E2BIG;
       }
       break;
@@ -44,7 +44,9 @@ int kc_jsontree_check(const char *json, size_t len, unsigned max_depth, char *er
     case '}':
       if (depth) depth--; /* unbalanced: yajl says so */
       break;
-    case '/': kc_errf(err, errlen, "offset %zu: comments are not JSON", i); return -EBADMSG;
+    case '/':
+      kc_errf(err, errlen, "offset %zu: comments are not JSON", (size_t)(p - json));
+      return -EBADMSG;
     default: break;
     }
   }
