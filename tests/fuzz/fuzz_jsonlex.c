@@ -12,6 +12,8 @@
  *      and random splits: acceptance must still equal yajl's, the logs of
  *      the two runs must be equal, and the log must be yajl's with the
  *      skipped parts left out (checked by a filter over yajl's log).
+ *   4. without multiple values, the in-place scanner (kc_json_scan_value)
+ *      must accept a text as a whole exactly when yajl does.
  * The known difference (jsonlex.h) is excluded: text nesting deeper than
  * KC_JSONLEX_MAX_DEPTH.
  * Aborts on any difference. */
@@ -173,6 +175,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (y.max_depth >= KC_JSONLEX_MAX_DEPTH) {
     kc_buf_free(&y.b);
     return 0;
+  }
+
+  /* The in-place scanner takes one whole value by the same rules: without
+   * KC_JSONLEX_MULTIPLE it accepts exactly the texts yajl accepts. Left
+   * out: a string after the value, which yajl ignores when the end cuts it
+   * off (jsonlex.h). */
+  if (!multi) {
+    const char *end = s + n, *e = kc_json_scan_value(kc_json_skip_ws(s, end), end, -1);
+    const char *q = e ? kc_json_skip_ws(e, end) : NULL;
+    if (!(q && q < end && *q == '"') && (q == end) != y_ok) abort();
   }
 
   for (unsigned split = 0; split < 4; split++) {
