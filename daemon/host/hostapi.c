@@ -568,7 +568,9 @@ static int svc_value_int(const kctrld_value *v, int64_t *out) {
 
 /* ---- API requests ---- */
 
-int kc_hostapi_map_status(const kc_status *st, bool json_patch) {
+/* Maps a failed response onto plugin.h's errno table. json_patch: a 422
+ * answering a JSON patch whose "test" op failed is -ESTALE. */
+static int map_status(const kc_status *st, bool json_patch) {
   if (kc_api_is_not_found(st)) return -ENOENT;
   if (kc_api_is_already_exists(st)) return -EEXIST;
   if (kc_api_is_conflict(st)) return -ESTALE;
@@ -647,7 +649,7 @@ static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
     *out = (const kctrld_object *)o;
     return ok;
   }
-  int e = kc_hostapi_map_status(&r.status, flags & REQ_JSON_PATCH);
+  int e = map_status(&r.status, flags & REQ_JSON_PATCH);
   api_error(ctx, "%s", r.status.message[0] ? r.status.message : "request failed");
   if (e == -ENOENT || e == -ESTALE || e == -EEXIST)
     kc_debug(COMPONENT, "%s %s: code=%ld reason=%s", method, path, r.code, r.status.reason);

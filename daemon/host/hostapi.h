@@ -29,7 +29,7 @@
  *    env->ops->resource and are sent with env->ops->request (timeout
  *    KC_HOST_ENV_REQUEST_TIMEOUT_MS). When env->ops->may_write is false
  *    nothing is sent and -EAGAIN is returned. Status codes map to the errno
- *    table of plugin.h (kc_hostapi_map_status); the Status message goes to
+ *    table of plugin.h (map_status in hostapi.c); the Status message goes to
  *    ctx_api_error. 404 and 409 are normal outcomes: logged at debug.
  *  - event formats the message and hands it to env->ops->event (the
  *    daemon's recorder aggregates and writes core/v1 Events from the loop).
@@ -106,10 +106,6 @@ static inline const kc_obj *kc_hostapi_obj(const kctrld_object *o) { return (con
 static inline const kctrld_settings *kc_hostapi_settings(const kc_yaml_node *node) {
   return (const kctrld_settings *)node;
 }
-
-/* Maps a failed response onto plugin.h's errno table. json_patch: a 422
- * answering a JSON patch whose "test" op failed is -ESTALE. Any thread. */
-int kc_hostapi_map_status(const kc_status *st, bool json_patch);
 
 /* Frees the calling thread's selector cache now. */
 void kc_hostapi_thread_cleanup(void);
