@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "watch/decodepool.h"
 #include "base/buf.h"
 #include "base/hash.h"
@@ -210,7 +211,7 @@ static void page_done(kc_consistency *c, const kc_api_result *res, int rc) {
     return;
   }
   c->state = C_WAIT;
-  c->wait_started_ms = uv_now(c->loop);
+  c->wait_started_ms = kc_clock_now_ms();
   start_compare(c);
 }
 
@@ -380,7 +381,7 @@ static void start_compare(kc_consistency *c) {
   const kc_reflector_stats *rs = kc_reflector_stats_get(c->r);
   uint64_t seen = rv_number(kc_str_c(rs->resource_version));
   if (seen < c->list_rvn) {
-    if (uv_now(c->loop) - c->wait_started_ms > WAIT_MAX_MS) {
+    if (kc_clock_now_ms() - c->wait_started_ms > WAIT_MAX_MS) {
       char why[200];
       snprintf(why, sizeof why, "the watch did not reach the list's resourceVersion %s in %d s "
                "(at %s)", c->list_rv, WAIT_MAX_MS / 1000, rs->resource_version);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "client/execcred.h"
 #include "base/log.h"
 
@@ -56,12 +57,6 @@ struct kc_api_worker {
   char retry_after[32];
   char errbuf[CURL_ERROR_SIZE];
 };
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* ---- Status ---- */
 
@@ -225,7 +220,7 @@ static int auth_header_ex(kc_api *api, uint64_t wait_ms, char **out, uint64_t *g
   if (!api->creds->token && !api->creds->token_file) return 0;
   pthread_mutex_lock(&api->mu);
   if (!api->creds->token) {
-    uint64_t now = now_ms();
+    uint64_t now = kc_clock_now_ms();
     if (!api->token || api->token_read_ms == 0 || now - api->token_read_ms >= TOKEN_MAX_AGE_MS) {
       char *fresh = NULL;
       int rc = read_token_file(api->creds->token_file, &fresh);

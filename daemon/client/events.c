@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -612,7 +613,7 @@ static void pump(kc_events *ev) {
       const ev_rec *r = ev->cur;
       kc_event_in in = {rf(r, F_AV),   rf(r, F_KIND), rf(r, F_NS),     rf(r, F_NAME),
                         rf(r, F_UID),  r->type,       rf(r, F_REASON), rf(r, F_MSG)};
-      kc_event_action a = kc_event_correlate(ev->corr, &in, uv_hrtime(), r->wall_ns, &ev->cur_out);
+      kc_event_action a = kc_event_correlate(ev->corr, &in, kc_clock_now_ns(), r->wall_ns, &ev->cur_out);
       if (a == KC_EVENT_DROP) {
         atomic_fetch_add(&ev->dropped_spam, 1);
         drop_cur(ev);

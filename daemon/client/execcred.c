@@ -16,6 +16,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/spawn.h"
 #include "json/jsontree.h"
 #include "base/log.h"
@@ -294,12 +295,6 @@ struct kc_execcred {
   uint64_t runs, finished;
 };
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static int64_t real_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -455,12 +450,12 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
     goto done;
   }
   const int out_fd = ours[1], err_fd = ours[2];
-  uint64_t deadline = mono_ms() + s->timeout_ms;
+  uint64_t deadline = kc_clock_now_ms() + s->timeout_ms;
   bool out_open = true, err_open = true, timed_out = false, stopped = false, too_big = false;
   int status = 0;
   bool exited = false;
   while (!exited) {
-    uint64_t now = mono_ms();
+    uint64_t now = kc_clock_now_ms();
     if (now >= deadline) {
       timed_out = true;
       break;
@@ -565,7 +560,7 @@ static void *refresh_main(void *arg) {
   kc_log_set_context("exec-credential");
   pthread_mutex_lock(&s->mu);
   while (!s->stop) {
-    uint64_t now = mono_ms();
+    uint64_t now = kc_clock_now_ms();
     bool due = s->want || (s->have && s->refresh_ms && real_ms() >= s->refresh_ms);
     if (!due) {
       if (s->have && s->refresh_ms) {
@@ -588,9 +583,9 @@ static void *refresh_main(void *arg) {
 
     kc_exec_cred fresh = {0};
     char err[1024] = "";
-    uint64_t t0 = mono_ms();
+    uint64_t t0 = kc_clock_now_ms();
     int rc = run_plugin(s, &fresh, old, err, sizeof err);
-    uint64_t took = mono_ms() - t0;
+    uint64_t took = kc_clock_now_ms() - t0;
 
     pthread_mutex_lock(&s->mu);
     s->running = false;
@@ -603,7 +598,7 @@ static void *refresh_main(void *arg) {
       s->gen++;
       s->want = s->by_401 = false;
       s->backoff_ms = 0;
-      s->next_try = mono_ms() + MIN_INTERVAL_MS;
+      s->next_try = kc_clock_now_ms() + MIN_INTERVAL_MS;
       s->refresh_ms = 0;
       if (s->cur.expiry) {
         int64_t life = s->cur.expiry * 1000 - real_ms();
@@ -626,7 +621,7 @@ static void *refresh_main(void *arg) {
       if (same) kc_exec_cred_clear(&fresh);
       s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : BACKOFF_MIN_MS;
       if (s->backoff_ms > BACKOFF_MAX_MS) s->backoff_ms = BACKOFF_MAX_MS;
-      s->next_try = mono_ms() + s->backoff_ms;
+      s->next_try = kc_clock_now_ms() + s->backoff_ms;
       s->want = true; /* keep trying */
       uint64_t backoff = s->backoff_ms;
       bool stop = s->stop;
@@ -732,9 +727,9 @@ int kc_execcred_current(kc_execcred *s, uint64_t wait_ms, uint64_t stale_gen, kc
   }
   if (wait_ms) {
     /* Until the next run ends (or the one in progress). */
-    uint64_t until = mono_ms() + wait_ms, seen = s->finished;
+    uint64_t until = kc_clock_now_ms() + wait_ms, seen = s->finished;
     while (!s->stop && (!valid_locked(s) || (stale_gen && s->gen == stale_gen)) &&
-           (s->running || s->want) && s->finished == seen && mono_ms() < until)
+           (s->running || s->want) && s->finished == seen && kc_clock_now_ms() < until)
       timed_wait(s, until);
   }
   int rc = -EAGAIN;

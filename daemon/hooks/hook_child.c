@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/ratelimit.h"
 #include "base/spawn.h"
@@ -37,12 +38,6 @@ static unsigned stops_running; /* stop_mu */
 
 unsigned kc_hook_children_unreaped(void) {
   return atomic_load(&unreaped);
-}
-
-uint64_t kc_hook_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 pid_t kc_hook_child_pid(const kc_hook_child *c) {
@@ -130,7 +125,7 @@ static bool read_stderr(kc_hook_child *c, kc_hook_line_fn fn, void *ud) {
 /* ---- exchange ----------------------------------------------------------------- */
 
 static int remaining_ms(uint64_t deadline_ns) {
-  uint64_t now = kc_hook_now_ns();
+  uint64_t now = kc_clock_now_ns();
   if (now >= deadline_ns) return 0;
   uint64_t ms = (deadline_ns - now + 999999) / 1000000;
   return ms > 1000000 ? 1000000 : (int)ms;
@@ -291,14 +286,14 @@ static void stop_now(struct stop_job *j) {
     close_fd(&c->in);
     if (!try_reap(c)) kc_spawn_kill_group(c->pid, SIGTERM);
   }
-  uint64_t deadline = kc_hook_now_ns() + j->grace_ms * 1000000ull;
+  uint64_t deadline = kc_clock_now_ns() + j->grace_ms * 1000000ull;
   for (;;) {
     bool all = true;
     for (size_t i = 0; i < j->n; i++) {
       read_stderr(j->v[i], log_line, j->v[i]);
       all &= try_reap(j->v[i]);
     }
-    if (all || kc_hook_now_ns() >= deadline) break;
+    if (all || kc_clock_now_ns() >= deadline) break;
     struct timespec ts = {0, 5000000};
     nanosleep(&ts, NULL);
   }

@@ -54,7 +54,7 @@ enum kc_hook_read {
 };
 
 /* Writes req[0..len) to the child's stdin and reads its response into out
- * (reset first, at most max bytes), until deadline_ns (CLOCK_MONOTONIC);
+ * (reset first, at most max bytes), until deadline_ns (kc_clock_now_ns);
  * stderr lines go to fn meanwhile. LINE: reads up to the first '\n' (not
  * stored), and bytes after it are an error. EOF: closes stdin after the
  * request, reads stdout until EOF and waits for the exit (status in
@@ -98,8 +98,5 @@ unsigned kc_hook_children_unreaped(void);
  * (base_ms doubling to max_ms per failure in *failures). */
 uint64_t kc_hook_restart_delay_ns(bool *answered, uint32_t *failures, uint64_t base_ms,
                                   uint64_t max_ms);
-
-/* CLOCK_MONOTONIC in ns (the clock of deadline_ns). */
-uint64_t kc_hook_now_ns(void);
 
 #endif

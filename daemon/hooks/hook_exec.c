@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/buf.h"
 #include "base/fileperm.h"
 #include "base/spawn.h"
@@ -208,7 +209,7 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, kc_buf *req, kc_buf *re
                           struct slot **held) {
   const struct kctrld_host_api *h = H();
   struct slot *s = NULL;
-  uint64_t now = kc_hook_now_ns();
+  uint64_t now = kc_clock_now_ns();
   /* A running child first, then one that may be (re)started now: a slot
    * backing off after a failure serves a key only when no other is free. */
   pthread_mutex_lock(&x->base.mu);
@@ -249,7 +250,7 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, kc_buf *req, kc_buf *re
   char why[256];
   describe_failure(x, rc, pid, status, rc == -EPIPE, why, sizeof why);
   uint64_t delay = restart_delay_ns(s);
-  s->restart_at_ns = kc_hook_now_ns() + delay;
+  s->restart_at_ns = kc_clock_now_ns() + delay;
   snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
   if (!delay) return h->result_error(ctx, "%s; restarted for the next key", why);
   return h->result_error(ctx, "%s; restarting in %.1fs", why, (double)delay / 1e9);
@@ -260,7 +261,7 @@ static void kill_slot(hook_exec *x, struct slot *s, const char *why) {
   if (!s || !s->child) return;
   kc_hook_child_kill(s->child, NULL, stderr_line, NULL);
   s->child = NULL;
-  s->restart_at_ns = kc_hook_now_ns() + restart_delay_ns(s);
+  s->restart_at_ns = kc_clock_now_ns() + restart_delay_ns(s);
   snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
 }
 
@@ -286,7 +287,7 @@ static int run_per_call(hook_exec *x, kctrld_ctx *ctx, const kc_buf *req, kc_buf
   pid_t pid = kc_hook_child_pid(c);
   int status = 0;
   rc = kc_hook_child_exchange(c, req->p, req->len, KC_HOOK_READ_EOF,
-                              kc_hook_now_ns() + x->timeout_ms * 1000000ull, x->max_response, resp,
+                              kc_clock_now_ns() + x->timeout_ms * 1000000ull, x->max_response, resp,
                               &status, stderr_line, NULL);
   kc_hook_child_kill(c, rc ? &status : NULL, stderr_line, NULL);
   if (rc < 0) {

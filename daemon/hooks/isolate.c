@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "watch/decode.h"
 #include "base/fileperm.h"
 #include "base/spawn.h"
@@ -465,7 +466,7 @@ static void lose_child(isolated *x, struct slot *s, int rc, const char *key, cha
   s->child = NULL;
   describe_failure(x, rc, pid, status, why, cap);
   uint64_t delay = restart_delay_ns(s);
-  s->restart_at_ns = kc_hook_now_ns() + delay;
+  s->restart_at_ns = kc_clock_now_ns() + delay;
   snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
   if (key) count(x->base.controller, false);
   H()->log(KCTRLD_LOG_ERROR, "%s %s%s; %s", why, key ? "reconciling " : "in init", key ? key : "",
@@ -507,7 +508,7 @@ static int start_child(isolated *x, kctrld_ctx *ctx, struct slot *s, char *err, 
   kc_iso_msg m = {0};
   kc_buf_add(&out, x->init.p, x->init.len);
   uint64_t t = x->timeout_ms < INIT_TIMEOUT_MS ? x->timeout_ms : INIT_TIMEOUT_MS;
-  rc = converse(x, ctx, s, &out, &resp, &m, kc_hook_now_ns() + t * 1000000ull);
+  rc = converse(x, ctx, s, &out, &resp, &m, kc_clock_now_ns() + t * 1000000ull);
   if (rc == 0 && kc_iso_is(&m, 0, "fail")) {
     int64_t e = 0;
     if (kc_iso_int(&m, 1, &e) < 0 || e >= 0 || e < -4095) e = -EPROTO;
@@ -698,7 +699,7 @@ static int map_result(kctrld_ctx *ctx, const kc_iso_msg *m, bool *ok) {
 static int isolated_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   isolated *x = instance;
   const struct kctrld_host_api *h = H();
-  uint64_t now = kc_hook_now_ns();
+  uint64_t now = kc_clock_now_ns();
   struct slot *s = take_slot(x, now);
   if (!s) return h->result_error(ctx, "no free plugin child (more reconciles than workers)");
   char why[768];

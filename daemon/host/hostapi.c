@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "watch/decode.h"
 #include "client/events.h"
 #include "json/jsonpath.h"
@@ -1000,21 +1001,15 @@ __attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
                msg);
 }
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static kc_expectations *exp_of(kctrld_ctx *ctx) { return ctx ? ctx->exp : NULL; }
 
 static int host_expect_creations(kctrld_ctx *ctx, const char *key, int64_t n) {
   kc_expectations *e = exp_of(ctx);
-  return e ? kc_expectations_set(e, key, n, 0, mono_ns()) : -EINVAL;
+  return e ? kc_expectations_set(e, key, n, 0, kc_clock_now_ns()) : -EINVAL;
 }
 static int host_expect_deletions(kctrld_ctx *ctx, const char *key, int64_t n) {
   kc_expectations *e = exp_of(ctx);
-  return e ? kc_expectations_set(e, key, 0, n, mono_ns()) : -EINVAL;
+  return e ? kc_expectations_set(e, key, 0, n, kc_clock_now_ns()) : -EINVAL;
 }
 static void host_creation_observed(kctrld_ctx *ctx, const char *key) {
   kc_expectations *e = exp_of(ctx);
@@ -1026,7 +1021,7 @@ static void host_deletion_observed(kctrld_ctx *ctx, const char *key) {
 }
 static bool host_expectations_satisfied(kctrld_ctx *ctx, const char *key) {
   kc_expectations *e = exp_of(ctx);
-  return e ? kc_expectations_satisfied(e, key, mono_ns()) : true;
+  return e ? kc_expectations_satisfied(e, key, kc_clock_now_ns()) : true;
 }
 static void host_expectations_forget(kctrld_ctx *ctx, const char *key) {
   kc_expectations *e = exp_of(ctx);

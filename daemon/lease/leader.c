@@ -3,7 +3,7 @@
  *
  * One attempt (tryAcquireOrRenew) is a small state machine over at most
  * three requests (fast PUT, GET, PUT or POST); only one request is ever in
- * flight. Time comes from two clocks: the monotonic clock (uv_hrtime) for
+ * flight. Time comes from two clocks: the monotonic clock (base/clock.h) for
  * every decision (observation age, renew deadline), the wall clock only for
  * the acquireTime/renewTime we write, which nobody compares with a clock.
  */
@@ -22,6 +22,7 @@
 
 #include "base/hash.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "watch/decode.h"
 #include "base/log.h"
 #include "kube/kurl.h"
@@ -49,8 +50,8 @@ struct kc_leader {
   int64_t lease_ms, renew_ms, retry_ms, duration_s;
   kc_leader_callbacks cb;
   void *ud;
-  uv_timer_t timer;    /* next attempt; deferred release steps */
-  uv_timer_t deadline; /* renew deadline while leading */
+  kc_timer timer;    /* next attempt; deferred release steps */
+  kc_timer deadline; /* renew deadline while leading */
   int open_handles;
   enum run_state state;
 
@@ -90,8 +91,6 @@ struct kc_leader {
 };
 
 /* --- small helpers ------------------------------------------------------------ */
-
-static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
 
 static int64_t wall_us(void) {
   struct timespec ts;
@@ -301,7 +300,7 @@ static void on_call_done(kc_api_call *call, const kc_api_result *res, void *ud);
 /* Sends one request of the current attempt (body: le->body when with_body).
  * The timeout ends at the attempt's deadline. */
 static int send_req(kc_leader *le, enum phase ph, const char *method, bool with_body) {
-  uint64_t now = now_ms();
+  uint64_t now = kc_clock_now_ms();
   if (now + 1 >= le->attempt_deadline) return -ETIMEDOUT;
   kc_buf_reset(&le->resp);
   le->phase = ph;
@@ -351,7 +350,7 @@ static void lose(kc_leader *le, const char *why) {
   le->leading = false;
   atomic_store(&le->leading_flag, false);
   atomic_store(&le->valid_until, 0);
-  uv_timer_stop(&le->deadline);
+  kc_timer_stop(&le->deadline);
   cancel_call(le);
   atomic_fetch_add(&le->st_losses, 1);
   kc_warn("leader", "lease %s/%s: leadership lost: %s identity=%s", le->ns, le->name, why,
@@ -361,18 +360,18 @@ static void lose(kc_leader *le, const char *why) {
 
 /* True (and leadership ended) when the renew deadline has passed. */
 static bool deadline_passed(kc_leader *le) {
-  if (!le->leading || now_ms() < atomic_load(&le->valid_until)) return false;
+  if (!le->leading || kc_clock_now_ms() < atomic_load(&le->valid_until)) return false;
   lose(le, "renew deadline passed without a successful renewal");
   return true;
 }
 
 static void schedule(kc_leader *le, uint64_t delay_ms) {
-  uv_timer_start(&le->timer, on_timer, delay_ms, 0);
+  kc_timer_start(&le->timer, on_timer, delay_ms, 0);
 }
 
 static void attempt_done(kc_leader *le, bool ok) {
   le->phase = PH_IDLE;
-  uint64_t until = le->attempt_ms + (uint64_t)le->renew_ms, now = now_ms();
+  uint64_t until = le->attempt_ms + (uint64_t)le->renew_ms, now = kc_clock_now_ms();
   if (ok && now >= until) {
     /* The write landed, but so late that the term it buys is already over. */
     kc_warn("leader", "lease %s/%s: write succeeded after the renew deadline; not leading on it",
@@ -383,7 +382,7 @@ static void attempt_done(kc_leader *le, bool ok) {
   if (ok) {
     le->fail_streak = 0;
     atomic_store(&le->valid_until, until);
-    uv_timer_start(&le->deadline, on_deadline, until - now, 0);
+    kc_timer_start(&le->deadline, on_deadline, until - now, 0);
     schedule(le, (uint64_t)le->retry_ms);
     bool started = !le->leading;
     if (started) {
@@ -432,7 +431,7 @@ static void slow_get(kc_leader *le) {
 static void start_attempt(kc_leader *le) {
   if (deadline_passed(le) && le->state != RS_RUNNING) return;
   atomic_fetch_add(&le->st_attempts, 1);
-  uint64_t now = now_ms();
+  uint64_t now = kc_clock_now_ms();
   le->attempt_ms = now;
   le->attempt_deadline = le->leading ? atomic_load(&le->valid_until) : now + (uint64_t)le->renew_ms;
   le->known_lost = false;
@@ -506,7 +505,7 @@ static void release_step(kc_leader *le, const kc_api_result *res, kc_obj *obj) {
   if (ok) {
     set_lease(le, obj);
     rec_copy(&le->observed, &le->desired);
-    le->observed_ms = now_ms();
+    le->observed_ms = kc_clock_now_ms();
     kc_info("leader", "lease %s/%s: released identity=%s", le->ns, le->name, le->identity);
     finish_release(le, 0);
     return;
@@ -567,7 +566,7 @@ static void on_call_done(kc_api_call *call, const kc_api_result *res, void *ud) 
         memcmp(le->observed_raw.p, le->fetched_raw.p, le->fetched_raw.len) != 0) {
       rec_copy(&le->observed, &le->fetched);
       kc_buf_set(&le->observed_raw, le->fetched_raw.p, le->fetched_raw.len);
-      le->observed_ms = now_ms();
+      le->observed_ms = kc_clock_now_ms();
       le->have_observed = true;
     }
     bool mine = is_me(le, &le->fetched);
@@ -627,7 +626,7 @@ static void on_timer(uv_timer_t *t) {
     if (le->state != RS_RELEASING) return;
   }
   if (le->have_observed && is_me(le, &le->observed)) {
-    le->attempt_deadline = now_ms() + (uint64_t)le->renew_ms;
+    le->attempt_deadline = kc_clock_now_ms() + (uint64_t)le->renew_ms;
     release_get(le);
   } else {
     finish_release(le, 0);
@@ -637,9 +636,9 @@ static void on_timer(uv_timer_t *t) {
 static void on_deadline(uv_timer_t *t) {
   kc_leader *le = t->data;
   if (!le->leading) return;
-  uint64_t now = now_ms(), until = atomic_load(&le->valid_until);
+  uint64_t now = kc_clock_now_ms(), until = atomic_load(&le->valid_until);
   if (now < until) { /* the loop's cached time lags: re-arm for the rest */
-    uv_timer_start(&le->deadline, on_deadline, until - now, 0);
+    kc_timer_start(&le->deadline, on_deadline, until - now, 0);
     return;
   }
   deadline_passed(le);
@@ -693,9 +692,9 @@ int kc_leader_new(uv_loop_t *loop, kc_api *api, const kc_leader_election *cfg,
   uint64_t seed = 0;
   if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) seed = uv_hrtime();
   le->rng = seed | 1;
-  uv_timer_init(loop, &le->timer);
-  uv_timer_init(loop, &le->deadline);
-  le->timer.data = le->deadline.data = le;
+  kc_timer_init(loop, &le->timer);
+  kc_timer_init(loop, &le->deadline);
+  le->timer.uv.data = le->deadline.uv.data = le;
   le->open_handles = 2;
   le->state = RS_NEW;
   *out = le;
@@ -714,7 +713,7 @@ int kc_leader_start(kc_leader *le) {
 
 bool kc_leader_is_leader(const kc_leader *le) {
   if (!atomic_load(&le->leading_flag)) return false;
-  return now_ms() < atomic_load(&le->valid_until);
+  return kc_clock_now_ms() < atomic_load(&le->valid_until);
 }
 
 const char *kc_leader_holder(const kc_leader *le) {
@@ -725,7 +724,7 @@ const char *kc_leader_identity(const kc_leader *le) { return le->identity; }
 
 bool kc_leader_healthy(const kc_leader *le, uint64_t tolerance_ms) {
   if (!le->leading) return true;
-  return now_ms() <= le->observed_ms + (uint64_t)le->lease_ms + tolerance_ms;
+  return kc_clock_now_ms() <= le->observed_ms + (uint64_t)le->lease_ms + tolerance_ms;
 }
 
 void kc_leader_get_stats(const kc_leader *le, kc_leader_stats *out) {
@@ -760,14 +759,14 @@ int kc_leader_observe(kc_leader *le, const kc_obj *lease, uint64_t observed_ms) 
   return 0;
 }
 
-uint64_t kc_leader_now_ms(void) { return now_ms(); }
+uint64_t kc_leader_now_ms(void) { return kc_clock_now_ms(); }
 
 int kc_leader_release(kc_leader *le, void (*done)(int err, void *ud), void *ud) {
   if (le->state == RS_RELEASING || le->state == RS_STOPPED || le->state == RS_CLOSED)
     return -EALREADY;
   cancel_call(le);
-  uv_timer_stop(&le->timer);
-  uv_timer_stop(&le->deadline);
+  kc_timer_stop(&le->timer);
+  kc_timer_stop(&le->deadline);
   le->release_notify = le->leading;
   if (le->leading) {
     le->leading = false;
@@ -801,6 +800,6 @@ void kc_leader_close(kc_leader *le) {
   atomic_store(&le->leading_flag, false);
   atomic_store(&le->valid_until, 0);
   le->release_done = NULL;
-  uv_close((uv_handle_t *)&le->timer, on_closed);
-  uv_close((uv_handle_t *)&le->deadline, on_closed);
+  kc_timer_close(&le->timer, on_closed);
+  kc_timer_close(&le->deadline, on_closed);
 }

@@ -130,7 +130,8 @@ int kc_leader_restart(kc_leader *le);
  * after another leaseDuration. Only while not leading and idle: -EBUSY;
  * -ENOMEM. */
 int kc_leader_observe(kc_leader *le, const kc_obj *lease, uint64_t observed_ms);
-/* The monotonic clock of every elector decision, in ms. Any thread. */
+/* The monotonic clock of every elector decision, in ms: kc_clock_now_ms
+ * (base/clock.h), so a test's manual clock drives it too. Any thread. */
 uint64_t kc_leader_now_ms(void);
 /* True while leading and the renew deadline has not passed. Any thread. */
 bool kc_leader_is_leader(const kc_leader *le);

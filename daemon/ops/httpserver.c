@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 
 struct kc_httpserver {
@@ -46,12 +47,6 @@ struct kc_httpserver {
   char ready_why[1024]; /* every controller failing init, with its error */
   _Atomic uint64_t last_beat_ms;
 };
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* --- bind address ------------------------------------------------------------- */
 
@@ -153,13 +148,13 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
 
 /* Loop age in ms, or 0 while it beats in time. */
 static uint64_t stalled_for(kc_httpserver *s) {
-  uint64_t last = atomic_load(&s->last_beat_ms), now = now_ms();
+  uint64_t last = atomic_load(&s->last_beat_ms), now = kc_clock_now_ms();
   return now > last && now - last > s->stall_ms ? now - last : 0;
 }
 
 /* Waits (bounded) for a snapshot younger than fresh_ms; call with mu held. */
 static void await_snapshot(kc_httpserver *s) {
-  uint64_t now = now_ms();
+  uint64_t now = kc_clock_now_ms();
   if (s->closing || (s->generation && now - s->rendered_ms <= s->fresh_ms)) return;
   uint64_t target = s->generation + 1;
   if (!s->requested) {
@@ -244,7 +239,7 @@ static void check_ready(kc_httpserver *s) {
 
 static void on_heartbeat(uv_timer_t *t) {
   kc_httpserver *s = t->data;
-  atomic_store(&s->last_beat_ms, now_ms());
+  atomic_store(&s->last_beat_ms, kc_clock_now_ms());
   check_ready(s);
 }
 
@@ -275,7 +270,7 @@ static void on_wake(uv_async_t *a) {
   s->shards = s->back_shards;
   s->back_shards = t;
   s->generation++;
-  s->rendered_ms = now_ms();
+  s->rendered_ms = kc_clock_now_ms();
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
 }
@@ -361,7 +356,7 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   uv_timer_init(loop, &s->heartbeat);
   s->heartbeat.data = s;
   s->open_handles++;
-  atomic_store(&s->last_beat_ms, now_ms());
+  atomic_store(&s->last_beat_ms, kc_clock_now_ms());
   check_ready(s);
   uv_timer_start(&s->heartbeat, on_heartbeat, s->heartbeat_ms, s->heartbeat_ms);
   s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |

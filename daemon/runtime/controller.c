@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "kube/kname.h"
 #include "lease/sharding.h"
@@ -45,7 +46,7 @@ struct kc_controller {
   uv_loop_t *loop;
   kc_workqueue *wq;
   kc_workers *pool;
-  uv_timer_t timer; /* delayed keys; timer.data = this */
+  kc_timer timer; /* delayed keys; timer.uv.data = this */
   subscription *subs;
   size_t nsubs;
   bool active;
@@ -55,11 +56,6 @@ struct kc_controller {
   kc_controller_stats stats;
   kc_reconcile_histogram reconcile_time;
 };
-
-static uint64_t loop_clock_ns(void *ud) {
-  (void)ud;
-  return uv_hrtime();
-}
 
 /* The group of an apiVersion into buf ("" for the core group); false when
  * api_version is not one (kname.h) or the group does not fit. */
@@ -77,12 +73,12 @@ static void on_timer(uv_timer_t *t);
 static void arm_timer(kc_controller *c) {
   uint64_t when;
   if (c->stopping || !kc_workqueue_next_ready(c->wq, &when)) {
-    uv_timer_stop(&c->timer);
+    kc_timer_stop(&c->timer);
     return;
   }
-  uint64_t now = uv_hrtime();
+  uint64_t now = kc_clock_now_ns();
   uint64_t ms = when > now ? (when - now + 999999) / 1000000 : 0;
-  uv_timer_start(&c->timer, on_timer, ms, 0);
+  kc_timer_start(&c->timer, on_timer, ms, 0);
 }
 
 /* Hands queued keys to idle workers; a key that cannot be handed over
@@ -385,10 +381,10 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
       .qps = spec->rate_limit.qps,
       .burst = (uint32_t)spec->rate_limit.burst,
   };
-  c->wq = kc_workqueue_new(spec->name, &rl, loop_clock_ns, NULL);
+  c->wq = kc_workqueue_new(spec->name, &rl, NULL, NULL);
   c->subs = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->subs);
   c->rctx = calloc(1, sizeof *c->rctx);
-  if (!c->wq || !c->subs || !c->rctx || uv_timer_init(loop, &c->timer) != 0) {
+  if (!c->wq || !c->subs || !c->rctx || kc_timer_init(loop, &c->timer) != 0) {
     kc_workqueue_free(c->wq);
     free(c->subs);
     free(c->rctx);
@@ -397,7 +393,7 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   }
   c->rctx->inst = inst;
   c->loop = loop;
-  c->timer.data = c;
+  c->timer.uv.data = c;
   kc_workers_config wc = {
       .name = spec->name,
       .plugin = spec->plugin,
@@ -481,7 +477,7 @@ static void on_sharding_down(void *ud) {
   kc_controller *c = ud;
   kc_sharding_close(c->sh);
   c->sh = NULL;
-  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+  kc_timer_close(&c->timer, on_timer_closed);
 }
 
 static void on_pool_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
@@ -498,7 +494,7 @@ static void on_pool_stopped(kc_workers *pool, unsigned abandoned, void *ud) {
   }
   kc_sharding_close(c->sh);
   c->sh = NULL;
-  uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+  kc_timer_close(&c->timer, on_timer_closed);
 }
 
 void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *ud), void *ud) {
@@ -510,7 +506,7 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
     kc_informer_remove_handler(c->subs[i].inf, c->subs[i].handler_id);
   c->nsubs = 0;
   kc_workqueue_shutdown(c->wq);
-  uv_timer_stop(&c->timer);
+  kc_timer_stop(&c->timer);
   if (c->pool)
     kc_workers_stop(c->pool, bound_ms, on_pool_stopped, c);
   else

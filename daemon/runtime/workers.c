@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/crashreport.h"
 #include "base/log.h"
 
@@ -133,11 +134,6 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static uint64_t now_ns(kc_workers *p) {
-  (void)p;
-  return uv_hrtime();
-}
-
 static void on_close(uv_handle_t *h) {
   kc_workers *p = h->data;
   if (--p->open_handles > 0) return;
@@ -161,7 +157,7 @@ static void close_all(kc_workers *p) {
     } else {
       kc_warn("workers", "abandoning stuck reconcile controller=%s key=%s running_ms=%llu", c->name,
               w->busy ? w->key : "-",
-              (unsigned long long)((now_ns(p) - w->started_ns) / 1000000u));
+              (unsigned long long)((kc_clock_now_ns() - w->started_ns) / 1000000u));
       pthread_detach(w->thread);
       atomic_fetch_add(&abandoned_running, 1);
       p->abandoned++;
@@ -185,7 +181,7 @@ static void on_async(uv_async_t *h) {
     struct worker *done = c->completed;
     c->completed = NULL;
     pthread_mutex_unlock(&c->mu);
-    uint64_t now = now_ns(p);
+    uint64_t now = kc_clock_now_ns();
     while (done) {
       struct worker *w = done;
       done = w->cnext;
@@ -224,7 +220,7 @@ static void on_async(uv_async_t *h) {
 static void on_tick(uv_timer_t *t) {
   kc_workers *p = t->data;
   struct core *c = p->core;
-  uint64_t now = now_ns(p), limit = p->cfg.timeout_ms * 1000000u;
+  uint64_t now = kc_clock_now_ns(), limit = p->cfg.timeout_ms * 1000000u;
   for (unsigned i = 0; i < c->n; i++) {
     struct worker *w = &c->w[i];
     if (!w->busy || w->timeout_reported || now - w->started_ns <= limit) continue;
@@ -363,7 +359,7 @@ static int dispatch(kc_workers *p, const char *key, uint32_t attempt) {
   p->nidle--;
   w->busy = true;
   w->timeout_reported = false;
-  w->started_ns = now_ns(p);
+  w->started_ns = kc_clock_now_ns();
   return 0;
 }
 

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/memtrim.h"
 
 enum {
@@ -83,11 +83,9 @@ struct kc_workqueue {
 #define SWEEP_MIN_BUCKETS 64
 #define SWEEP_SHARE 256
 
-static uint64_t mono_now(void *ud) {
+static uint64_t clock_now(void *ud) {
   (void)ud;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return kc_clock_now_ns();
 }
 
 static inline uint64_t now_ns(const kc_workqueue *wq) { return wq->clock(wq->clock_ud); }
@@ -144,7 +142,7 @@ kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl,
     return NULL;
   }
   wq->nbuckets = MIN_BUCKETS;
-  wq->clock = clock ? clock : mono_now;
+  wq->clock = clock ? clock : clock_now;
   wq->clock_ud = clock_ud;
   return wq;
 }

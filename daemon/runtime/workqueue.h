@@ -21,7 +21,8 @@
  * kc_workqueue_next_ready() and calls kc_workqueue_tick() when it fires.
  *
  * Clock: injected (kc_workqueue_clock_fn, monotonic ns); NULL means
- * CLOCK_MONOTONIC. Tests pass a fake clock, so every time here is exact.
+ * kc_clock_now_ns (base/clock.h). Tests pass a fake clock, so every time
+ * here is exact.
  *
  * Threads: loop thread only, every function. Worker threads never touch a
  * workqueue (they get a copy of the key from daemon/workers).

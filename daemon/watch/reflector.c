@@ -141,11 +141,6 @@ uint64_t refl_retry_after_ms(const kc_status *st) {
 
 static uint64_t next_rand(kc_reflector *r) { return kc_xorshift64s(&r->rng); }
 
-static uint64_t now_ms(kc_reflector *r) {
-  uv_update_time(r->loop);
-  return uv_now(r->loop);
-}
-
 /* --- shard selector support ---------------------------------------------- */
 
 bool refl_sends_shard_selector(const kc_reflector *r) {
@@ -201,7 +196,7 @@ static int initial_event(kc_reflector *r, const kc_watch_event *ev) {
     return 0;
   case KC_WATCH_BOOKMARK:
     if (!ev->initial_events_end) return 0;
-    uv_timer_stop(&r->timer); /* the initial-events guard */
+    kc_timer_stop(&r->timer); /* the initial-events guard */
     r->initial_phase = false;
     r->stats.streaming_lists++;
     r->stats.watches++; /* the stream goes on as this scope's watch */
@@ -278,7 +273,7 @@ static enum list_mode mode_after_failure(const kc_reflector *r) {
 /* A streaming list that ended before its end bookmark. */
 static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
   const kc_status *st = &res->status;
-  uv_timer_stop(&r->timer);
+  kc_timer_stop(&r->timer);
   r->initial_phase = false;
   refl_clear_pending(r);
   bool expired = r->watch_error_event
@@ -326,7 +321,7 @@ static void on_watch_done(kc_api_call *call, const kc_api_result *res, void *ud)
 }
 
 void refl_watch_finished(kc_reflector *r, const kc_api_result *res) {
-  uint64_t lasted = now_ms(r) - r->watch_started_ms;
+  uint64_t lasted = kc_clock_now_ms() - r->watch_started_ms;
   const kc_status *st = &res->status;
   if (r->initial_phase) {
     on_stream_failed(r, res);
@@ -435,7 +430,7 @@ void refl_start_stream(kc_reflector *r, enum list_mode mode) {
   r->initial_phase = true;
   start_watch_request(r, true, mode == LIST_AT_RV ? r->rv : "");
   if (r->initial_phase && r->phase == PHASE_WATCH)
-    uv_timer_start(&r->timer, on_initial_guard, r->initial_timeout_ms, r->initial_timeout_ms);
+    kc_timer_start(&r->timer, on_initial_guard, r->initial_timeout_ms, r->initial_timeout_ms);
 }
 
 static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
@@ -444,7 +439,7 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
   r->watch_error_event = false;
   memset(&r->watch_status, 0, sizeof r->watch_status);
   r->watch_events = 0;
-  r->watch_started_ms = now_ms(r);
+  r->watch_started_ms = kc_clock_now_ms();
   /* Random in [t, 2t) (client-go: t = 300 s), so watches of many replicas
    * spread out. */
   uint32_t timeout_s = r->watch_timeout_s + (uint32_t)(next_rand(r) % r->watch_timeout_s);
@@ -613,7 +608,7 @@ void refl_backoff_reset(kc_reflector *r) {
  * failure (client-go's backoff manager) or after refl_backoff_reset. */
 void refl_backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
   if (r->phase == PHASE_CLOSED) return;
-  uint64_t now = now_ms(r);
+  uint64_t now = kc_clock_now_ms();
   uint64_t wait;
   if (retry_after > 0) {
     wait = retry_after < r->backoff_max_ms ? retry_after : r->backoff_max_ms;
@@ -632,7 +627,7 @@ void refl_backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
   r->after_backoff = next;
   kc_debug("reflector", "%s: retrying in %llu ms%s", r->describe, (unsigned long long)wait,
            retry_after ? " (Retry-After)" : "");
-  uv_timer_start(&r->timer, on_backoff_timer, wait, 0);
+  kc_timer_start(&r->timer, on_backoff_timer, wait, 0);
 }
 
 /* --- lifetime ------------------------------------------------------------- */
@@ -686,7 +681,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
            r->namespace_ ? " ns=" : "", r->namespace_ ? r->namespace_ : "",
            r->label_selector ? " labels=" : "", r->label_selector ? r->label_selector : "",
            r->field_selector ? " fields=" : "", r->field_selector ? r->field_selector : "");
-  if (oom || uv_timer_init(loop, &r->timer) != 0) {
+  if (oom || kc_timer_init(loop, &r->timer) != 0) {
     r->phase = PHASE_CLOSED;
     for (size_t i = 0; r->drop_paths && i < spec->transform.ndrop; i++) free(r->drop_paths[i]);
     free(r->drop_paths);
@@ -696,7 +691,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
     free(r);
     return -ENOMEM;
   }
-  r->timer.data = r;
+  r->timer.uv.data = r;
   *out = r;
   return 0;
 }
@@ -727,7 +722,7 @@ static void stop_current(kc_reflector *r) {
   refl_reset_response(r);
   refl_clear_pending(r);
   kc_buf_free(&r->verify_body);
-  uv_timer_stop(&r->timer);
+  kc_timer_stop(&r->timer);
 }
 
 void kc_reflector_close(kc_reflector *r) {
@@ -735,7 +730,7 @@ void kc_reflector_close(kc_reflector *r) {
   r->phase = PHASE_CLOSED;
   stop_current(r);
   kc_mem_list_end(&r->listing);
-  uv_close((uv_handle_t *)&r->timer, free_reflector);
+  kc_timer_close(&r->timer, free_reflector);
 }
 
 int kc_reflector_relist(kc_reflector *r, const char *why) {

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "watch/decodepool.h"
 #include "watch/history.h"
 
@@ -33,7 +34,7 @@ enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_VERIFY, P
 
 struct kc_reflector {
   uv_loop_t *loop;
-  uv_timer_t timer; /* backoff; timer.data = this */
+  kc_timer timer; /* backoff; timer.uv.data = this */
   kc_api *api;
   kc_reflector_sink sink;
   char *api_path, *resource, *namespace_, *label_selector, *field_selector;

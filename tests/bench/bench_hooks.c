@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "config/config.h"
 #include "watch/decode.h"
 #include "hooks/hook_child.h"
@@ -137,7 +138,7 @@ struct run {
 };
 
 static uint64_t now_ns(void) {
-  return kc_hook_now_ns();
+  return kc_clock_now_ns();
 }
 
 static void *worker(void *arg) {

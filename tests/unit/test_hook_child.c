@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "hooks/hook_child.h"
 
 extern char **environ;
@@ -45,7 +46,7 @@ static kc_hook_child *sh(const char *script) {
 }
 
 static uint64_t in_ms(uint64_t ms) {
-  return kc_hook_now_ns() + ms * 1000000ull;
+  return kc_clock_now_ns() + ms * 1000000ull;
 }
 
 /* No child of this process is left, reaped or not. */
