@@ -6,7 +6,9 @@
  * uv_hrtime) in production. The wall clock is not here: it is read only for
  * timestamps written out (Lease renewTime, log lines, Events), which nobody
  * compares with this clock. Transport guards that libuv runs on its own loop
- * time (HTTP idle and request timeouts) stay on the loop's clock.
+ * time (HTTP idle and request timeouts) stay on the loop's clock, and what
+ * measures or reports the real clock itself (the loop-lag probe, sd_notify's
+ * MONOTONIC_USEC) reads it directly.
  *
  * kc_timer is a uv timer whose delay counts on this clock: with the real
  * clock it is a plain uv timer started from the current time (the loop time
