@@ -19,6 +19,7 @@ struct mini_server {
   atomic_uint connections;
   atomic_uint requests;
   atomic_bool stopping;
+  atomic_bool released; /* held delays and hangs end */
 };
 
 struct upload {
@@ -34,9 +35,10 @@ struct stream {
   bool delayed;  /* its delay has been slept */
 };
 
-/* Sleeps in small slices so that stopping the server is never slow. */
-static void nap(mini_server *s, unsigned ms) {
-  while (ms > 0 && !atomic_load(&s->stopping)) {
+/* Sleeps in small slices so that stopping the server (or releasing a held
+ * nap) is never slow. */
+static void nap(mini_server *s, unsigned ms, bool held) {
+  while (ms > 0 && !atomic_load(&s->stopping) && !(held && atomic_load(&s->released))) {
     unsigned step = ms < 5 ? ms : 5;
     struct timespec ts = {0, (long)step * 1000000L};
     nanosleep(&ts, NULL);
@@ -50,7 +52,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     const mini_server_chunk *c = &st->r.chunks[st->chunk];
     size_t len = c->len ? c->len : strlen(c->data);
     if (!st->delayed) {
-      nap(st->s, c->delay_ms);
+      nap(st->s, c->delay_ms, c->held);
       st->delayed = true;
     }
     if (atomic_load(&st->s->stopping)) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -70,7 +72,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     st->delayed = false;
   }
   if (st->r.hang_ms) {
-    nap(st->s, st->r.hang_ms);
+    nap(st->s, st->r.hang_ms, st->r.hang_held);
     st->r.hang_ms = 0;
   }
   return MHD_CONTENT_READER_END_OF_STREAM;
@@ -189,6 +191,8 @@ void mini_server_stop(mini_server *s) {
   MHD_stop_daemon(s->d);
   free(s);
 }
+
+void mini_server_release(mini_server *s) { atomic_store(&s->released, true); }
 
 int mini_server_port(const mini_server *s) { return s->port; }
 

@@ -21,6 +21,7 @@ typedef struct mini_server_chunk {
   const char *data;
   size_t len;         /* 0 = strlen(data) */
   unsigned delay_ms;  /* sleep before sending this chunk */
+  bool held;          /* ... or until mini_server_release, whichever comes first */
 } mini_server_chunk;
 
 typedef struct mini_server_reply {
@@ -32,6 +33,7 @@ typedef struct mini_server_reply {
   const mini_server_chunk *chunks; /* if set: chunked body made of these */
   size_t nchunks;
   unsigned hang_ms; /* after the last chunk, stay silent this long */
+  bool hang_held;   /* ... or until mini_server_release, whichever comes first */
 } mini_server_reply;
 
 typedef struct mini_server_request {
@@ -49,6 +51,10 @@ typedef void (*mini_server_handler)(const mini_server_request *rq, mini_server_r
 mini_server *mini_server_start(mini_server_handler h, void *ud, const char *cert_pem,
                                const char *key_pem);
 void mini_server_stop(mini_server *s);
+/* Ends every held delay and hang, now and from now on: a test holds a
+ * response back until it has seen what it waits for, instead of for a fixed
+ * time. Any thread. */
+void mini_server_release(mini_server *s);
 int mini_server_port(const mini_server *s);
 /* Request header / query argument, or NULL. */
 const char *mini_server_header(const mini_server_request *rq, const char *name);

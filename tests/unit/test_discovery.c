@@ -49,7 +49,7 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
   if (strcmp(rq->path, "/api/v1") == 0) {
     atomic_fetch_add(&core_fetches, 1);
     /* Slow enough that concurrent resolves overlap. */
-    static const mini_server_chunk c[] = {{CORE, 0, 100}};
+    static const mini_server_chunk c[] = {{CORE, 0, 100, false}};
     r->chunks = c;
     r->nchunks = 1;
   } else if (strcmp(rq->path, "/apis/example.com/v1") == 0) {

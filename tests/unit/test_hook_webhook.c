@@ -118,7 +118,7 @@ static void handler(const mini_server_request *rq, mini_server_reply *reply, voi
   reply->status = W.status;
   reply->body = W.reply;
   /* hanging: the answer comes after W.hang_ms (a chunk with a delay) */
-  static const mini_server_chunk late = {"{\"result\":\"done\"}", 0, 3000};
+  static const mini_server_chunk late = {"{\"result\":\"done\"}", 0, 3000, false};
   if (W.hang_ms) {
     reply->chunks = &late;
     reply->nchunks = 1;

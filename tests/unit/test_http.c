@@ -36,18 +36,19 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
     r->nchunks = fx.nchunks;
   } else if (strcmp(rq->path, "/slow3") == 0) {
     static const mini_server_chunk c[] = {
-        {"{\"a\":", 0, 0}, {"1}\n", 0, 150}, {"{\"b\":2}\n", 0, 150}};
+        {"{\"a\":", 0, 0, false}, {"1}\n", 0, 150, false}, {"{\"b\":2}\n", 0, 150, false}};
     r->chunks = c;
     r->nchunks = 3;
   } else if (strcmp(rq->path, "/hang") == 0) {
-    static const mini_server_chunk c[] = {{"{\"type\":\"ADDED\"}\n", 0, 0}};
+    static const mini_server_chunk c[] = {{"{\"type\":\"ADDED\"}\n", 0, 0, false}};
     r->chunks = c;
     r->nchunks = 1;
     r->hang_ms = 3000;
   } else if (strcmp(rq->path, "/trickle") == 0) {
     /* Bytes every 100 ms for 600 ms: never idle for 300 ms. */
-    static const mini_server_chunk c[] = {{"a", 0, 100}, {"b", 0, 100}, {"c", 0, 100},
-                                          {"d", 0, 100}, {"e", 0, 100}, {"f", 0, 100}};
+    static const mini_server_chunk c[] = {{"a", 0, 100, false}, {"b", 0, 100, false},
+                                          {"c", 0, 100, false}, {"d", 0, 100, false},
+                                          {"e", 0, 100, false}, {"f", 0, 100, false}};
     r->chunks = c;
     r->nchunks = 6;
   } else if (strcmp(rq->path, "/429") == 0) {
@@ -70,7 +71,7 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
     snprintf(buf, sizeof buf, "%s", rq->path);
     r->body = buf;
   } else if (strcmp(rq->path, "/sleep") == 0) {
-    static const mini_server_chunk c[] = {{"x", 0, 2000}};
+    static const mini_server_chunk c[] = {{"x", 0, 2000, false}};
     r->chunks = c;
     r->nchunks = 1;
   } else {
@@ -194,7 +195,7 @@ static int setup(void **state) {
   while (p < end && fx.nchunks < 512) {
     char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
-    fx.chunks[fx.nchunks++] = (mini_server_chunk){p, n, 20};
+    fx.chunks[fx.nchunks++] = (mini_server_chunk){.data = p, .len = n, .delay_ms = 20};
     p += n;
   }
   srv = mini_server_start(handler, NULL, NULL, NULL);
