@@ -67,7 +67,7 @@ CXX       ?= g++
 CXXFLAGS_PLUGIN := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden -Iinclude
 UNIT_CXX_SO := $(patsubst tests/unit/plugins/%.cpp,$(B)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.cpp))
 
-.PHONY: all test check unit demo bench bench-deps bench-micro fuzz fuzz-run fuzz-replay install format lint clean deps tsan asan \
+.PHONY: all test test-binaries check unit demo bench bench-deps bench-micro fuzz fuzz-run fuzz-replay install format lint clean deps tsan asan \
         valgrind coverage faults soak binaries deb deb-deps
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN) $(UNIT_CXX_SO)
 
@@ -128,15 +128,27 @@ $(B)/pic/%.o: %.c
 deps:
 	@bash .ci/install-deps
 
-# `make test`: normal build, then the ASan+UBSan build, then the TSan build of
-# the thread hand-off tests; tests/run-tests prints the closing tally.
-test: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory SAN=address all
-	@$(MAKE) --no-print-directory SAN=thread all
-	@bash tests/run-tests
+# What the tests run: the daemon, the simulator, the plugins, the unit tests.
+test-binaries: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(UNIT_CXX_SO)
 
-check: test
+# `make test` (CI): the normal build, the ASan+UBSan build of what the tests
+# run, the TSan build of the thread hand-off tests (tests/run-tests
+# --tsan-tests), then tests/run-tests: unit tests in the normal and ASan
+# builds, those under TSan, integration tests once on the ASan build, JOBS
+# at a time; it prints the closing tally.
+# `make check` (the developer loop): incremental normal build, its unit tests
+# and the end-to-end smoke test (tests/run-tests --check).
+JOBS ?= 2
+TSAN_TESTS = $(shell bash tests/run-tests --tsan-tests)
+test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=address test-binaries
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=thread $(addprefix build-tsan/tests/,$(TSAN_TESTS))
+	@bash tests/run-tests -j $(JOBS)
+
+check:
+	@$(MAKE) --no-print-directory -j$(JOBS) test-binaries
+	@bash tests/run-tests --check -j $(JOBS)
 
 unit: all
 	@bash tests/run-tests --unit-only
