@@ -64,9 +64,16 @@ void kc_timer_start(kc_timer *t, uv_timer_cb cb, uint64_t timeout_ms, uint64_t r
   pthread_mutex_lock(&mu);
   unlink_locked(t);
   t->cb = cb;
-  t->due_ns = atomic_load(&manual_ns) + timeout_ms * 1000000u;
   t->repeat_ns = repeat_ms * 1000000u;
-  link_locked(t);
+  uint64_t now = atomic_load(&manual_ns);
+  if (timeout_ms == 0) { /* due now: the loop's next iteration, as uv does */
+    uv_timer_start(&t->uv, cb, 0, 0);
+    t->due_ns = now + t->repeat_ns;
+    if (t->repeat_ns) link_locked(t);
+  } else {
+    t->due_ns = now + timeout_ms * 1000000u;
+    link_locked(t);
+  }
   pthread_mutex_unlock(&mu);
 }
 

@@ -17,9 +17,11 @@
  *
  * Test seam: kc_clock_set_manual(start_ns) stops the clock at start_ns;
  * from then on it moves only by kc_clock_advance, and a kc_timer fires once
- * the clock has been advanced to its due time: kc_clock_advance re-arms
- * each due timer as a 0 ms uv timer, so its callback runs in its loop's next
- * iteration (never inside kc_clock_advance), in due order. A repeating
+ * the clock has reached its due time: a 0 ms timer in the loop's next
+ * iteration, as a uv timer; a later one once kc_clock_advance got there,
+ * which re-arms each due timer as a 0 ms uv timer, so its callback runs in
+ * its loop's next iteration (never inside kc_clock_advance), in due order.
+ * A repeating
  * timer fires once per advance however many periods passed, as uv timers
  * do after a stall. kc_clock_set_real returns to CLOCK_MONOTONIC. Production
  * never calls these three; a test calls kc_clock_set_manual before it

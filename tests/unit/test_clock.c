@@ -119,13 +119,19 @@ static void test_manual_timers_fire_in_due_order(void **state) {
   assert_false(kc_clock_next_due(&due));
   assert_false(kc_timer_active(&a));
 
+  /* Due now: the loop's next iteration, without an advance. */
+  kc_timer_start(&a, on_fire, 0, 0);
+  assert_false(kc_clock_next_due(&due) && due < 300 * MS);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  assert_string_equal(fired, "bca");
+
   /* A timer stopped after its due time passed but before the loop ran it
    * does not fire. */
   kc_timer_start(&a, on_fire, 5, 0);
   kc_clock_advance(5 * MS);
   kc_timer_stop(&a);
   uv_run(&loop, UV_RUN_NOWAIT);
-  assert_string_equal(fired, "bc");
+  assert_string_equal(fired, "bca");
 
   kc_timer_close(&a, NULL);
   kc_timer_close(&b, NULL);

@@ -7,7 +7,11 @@
  * emulated Lease directly.
  *
  * Timings: leaseDuration 1000 ms (leaseDurationSeconds 1), renewDeadline
- * 600 ms, retryPeriod 100 ms.
+ * 600 ms, retryPeriod 100 ms, on the manual clock (base/clock.h): the loop
+ * helpers move it to the elector's next timer whenever no request is in
+ * flight, so the test computes the elector's timing instead of waiting for
+ * it, and every interval it checks is exact. A request in flight holds the
+ * clock still (the server answers in real time).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,7 +27,9 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "client/apiclient.h"
+#include "client/http.h"
 #include "watch/decode.h"
 #include "lease/leader.h"
 #include "base/log.h"
@@ -35,11 +41,14 @@
 #define COLL "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
 #define ITEM COLL "/ctl"
 
-static uint64_t mono_ms(void) {
+#define MS 1000000ull
+/* Real time: only the bound on how long a helper may spin. */
+static uint64_t real_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
+#define REAL_LIMIT_MS 20000
 
 /* --- the Lease emulation (server threads) ------------------------------------ */
 
@@ -52,10 +61,11 @@ static struct {
   char acquire[64], renew[64]; /* "" = null */
   int64_t transitions;
   unsigned gets, puts, posts, conflicts, bad_times, unconditional, writes;
-  uint64_t last_write_ms; /* monotonic ms of the last successful write */
+  uint64_t last_write_ms; /* kc_clock ms of the last successful write */
 } E;
 static atomic_int fault;          /* 0, 429, 500, or 1 = stall */
 static atomic_bool stall_release; /* set to let stalled handlers return */
+static atomic_int stalled;        /* handlers stalled now: their requests never end */
 static mini_server *srv;
 static char server_url[64];
 
@@ -78,7 +88,7 @@ static void emu_write_other(const char *holder, int64_t duration, int64_t transi
   snprintf(E.acquire, sizeof E.acquire, "2001-01-01T00:00:00.000000Z");
   snprintf(E.renew, sizeof E.renew, "2001-01-01T00:00:%02u.000000Z", (unsigned)(E.rv % 60));
   E.transitions = transitions;
-  E.last_write_ms = mono_ms();
+  E.last_write_ms = kc_clock_now_ms();
   pthread_mutex_unlock(&mu);
 }
 
@@ -167,7 +177,7 @@ static bool take_spec_locked(const kc_obj *o, mini_server_reply *r) {
   E.exists = true;
   E.rv++;
   E.writes++;
-  E.last_write_ms = mono_ms();
+  E.last_write_ms = kc_clock_now_ms();
   return true;
 }
 
@@ -175,10 +185,12 @@ static void handler(const mini_server_request *rq, mini_server_reply *r, void *u
   (void)ud;
   int f = atomic_load(&fault);
   if (f == 1) {
+    atomic_fetch_add(&stalled, 1);
     while (!atomic_load(&stall_release)) {
       struct timespec ts = {0, 5000000};
       nanosleep(&ts, NULL);
     }
+    atomic_fetch_sub(&stalled, 1);
     status(r, 500, "InternalError", "stalled");
     return;
   }
@@ -249,13 +261,13 @@ typedef struct events {
 static void on_started(void *ud) {
   events *e = ud;
   e->started++;
-  e->started_ms = mono_ms();
+  e->started_ms = kc_clock_now_ms();
   e->leader_in_started = kc_leader_is_leader(e->le);
 }
 static void on_stopped(void *ud) {
   events *e = ud;
   e->stopped++;
-  e->stopped_ms = mono_ms();
+  e->stopped_ms = kc_clock_now_ms();
   e->leader_in_stopped = kc_leader_is_leader(e->le);
 }
 static void on_new_leader(const char *holder, void *ud) {
@@ -281,6 +293,7 @@ static void on_tick(uv_timer_t *t) { (void)t; }
 
 static void env_init(env *v) {
   emu_reset();
+  kc_clock_set_manual(1000000 * MS);
   assert_int_equal(uv_loop_init(&v->loop), 0);
   uv_timer_init(&v->loop, &v->tick);
   uv_timer_start(&v->tick, on_tick, 5, 5);
@@ -288,12 +301,25 @@ static void env_init(env *v) {
   assert_int_equal(kc_api_new(&v->loop, &cr, &v->api), 0);
 }
 
-static void env_free(env *v) {
+/* Ends the stall fault and waits until every stalled handler returned. */
+static void unstall(void) {
+  atomic_store(&fault, 0);
   atomic_store(&stall_release, true);
+  uint64_t r0 = real_ms();
+  while (atomic_load(&stalled) > 0 && real_ms() - r0 < REAL_LIMIT_MS) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(atomic_load(&stalled), 0);
+}
+
+static void env_free(env *v) {
+  unstall();
   kc_api_close(v->api);
   uv_close((uv_handle_t *)&v->tick, NULL);
   uv_run(&v->loop, UV_RUN_DEFAULT);
   assert_int_equal(uv_loop_close(&v->loop), 0);
+  kc_clock_set_real();
   atomic_store(&stall_release, false);
   atomic_store(&fault, 0);
 }
@@ -310,19 +336,45 @@ static kc_leader *elector(env *v, const char *id, events *e) {
   return le;
 }
 
-/* Runs the loop until *flag >= want or timeout; returns elapsed ms. */
-static uint64_t run_until(env *v, const int *flag, int want, uint64_t timeout_ms) {
-  uint64_t t0 = mono_ms();
-  while (*flag < want) {
-    if (mono_ms() - t0 > timeout_ms) fail_msg("timed out after %llu ms", (unsigned long long)timeout_ms);
-    uv_run(&v->loop, UV_RUN_ONCE);
-  }
-  return mono_ms() - t0;
+/* A request is in flight that the server will answer (a stalled one never
+ * is: time goes on meanwhile, as it would). */
+static bool awaiting_server(env *v) {
+  return kc_http_active(kc_api_http(v->api)) > 0 && atomic_load(&stalled) == 0;
 }
 
+/* One step, never moving the clock past limit_ns: while awaiting the
+ * server, one loop iteration (the tick bounds it); otherwise what is ready
+ * runs, then the clock moves to the next timer (or limit_ns) and what that
+ * made due runs. */
+static void turn(env *v, uint64_t limit_ns) {
+  if (awaiting_server(v)) {
+    uv_run(&v->loop, UV_RUN_ONCE);
+    return;
+  }
+  uv_run(&v->loop, UV_RUN_NOWAIT);
+  if (awaiting_server(v)) return;
+  uint64_t due, now = kc_clock_now_ns(), to = limit_ns;
+  if (kc_clock_next_due(&due) && due < to) to = due;
+  kc_clock_advance(to > now ? to - now : 0);
+  uv_run(&v->loop, UV_RUN_NOWAIT);
+}
+
+/* Runs until *flag >= want or timeout_ms on the elector's clock; returns the
+ * elapsed ms. */
+static uint64_t run_until(env *v, const int *flag, int want, uint64_t timeout_ms) {
+  uint64_t t0 = kc_clock_now_ns(), limit = t0 + timeout_ms * MS, r0 = real_ms();
+  while (*flag < want) {
+    if (kc_clock_now_ns() >= limit || real_ms() - r0 > REAL_LIMIT_MS)
+      fail_msg("timed out after %llu ms", (unsigned long long)timeout_ms);
+    turn(v, limit);
+  }
+  return (kc_clock_now_ns() - t0) / MS;
+}
+
+/* Runs for ms on the elector's clock. */
 static void run_for(env *v, uint64_t ms) {
-  uint64_t t0 = mono_ms();
-  while (mono_ms() - t0 < ms) uv_run(&v->loop, UV_RUN_ONCE);
+  uint64_t end = kc_clock_now_ns() + ms * MS, r0 = real_ms();
+  while (kc_clock_now_ns() < end && real_ms() - r0 < REAL_LIMIT_MS) turn(v, end);
 }
 
 static void snapshot(char *holder, size_t cap, int64_t *trans, char *acq, char *ren, int64_t *dur) {
@@ -520,7 +572,7 @@ static void test_lose_to_other_and_take_over_after_expiry(void **state) {
   run_until(&v, &e.started, 1, 2000);
 
   emu_write_other("node-b_2", 1, 1);
-  uint64_t t_take = mono_ms();
+  uint64_t t_take = kc_clock_now_ms();
   run_until(&v, &e.stopped, 1, 2000);
   assert_false(e.leader_in_stopped);
   assert_false(kc_leader_is_leader(le));
@@ -534,7 +586,7 @@ static void test_lose_to_other_and_take_over_after_expiry(void **state) {
     assert_int_equal(e.started, 1);
     emu_write_other("node-b_2", 1, 1);
   }
-  uint64_t t_last = mono_ms();
+  uint64_t t_last = kc_clock_now_ms();
   run_until(&v, &e.started, 2, 3000);
   uint64_t waited = e.started_ms - t_last;
   assert_true(waited >= LD_MS);
@@ -578,7 +630,7 @@ static void test_release_and_handover(void **state) {
   assert_false(kc_leader_is_leader(la)); /* at once, before any callback */
   assert_int_equal(a.stopped, 0);
   assert_int_equal(kc_leader_release(la, on_released, &a), -EALREADY);
-  uint64_t t_rel = mono_ms();
+  uint64_t t_rel = kc_clock_now_ms();
   run_until(&v, &a.released, 1, 2000);
   assert_int_equal(a.release_err, 0);
   assert_int_equal(a.stopped, 1);
@@ -682,8 +734,7 @@ static void renewal_fault(int f) {
   assert_int_equal(st.master_status, 0);
   assert_int_equal(st.losses, 1);
 
-  atomic_store(&stall_release, true);
-  atomic_store(&fault, 0);
+  unstall();
   run_until(&v, &e.started, 2, 3000);
   char h2[256], acq2[64];
   int64_t tr2;
