@@ -58,7 +58,7 @@
 
 #define STEP_MS 90000
 
-static char plugin_so[PATH_MAX + 16], cfg_path[PATH_MAX], fini_marker[PATH_MAX];
+static char plugin_so[PATH_MAX + 16], cfg_path[PATH_MAX], fini_marker[PATH_MAX], hang_marker[PATH_MAX];
 static char gate_path[256], late_so[256], missing_so[256]; /* in sim_tmp_dir */
 static unsigned metrics_port;
 
@@ -67,6 +67,7 @@ static int setup(void **state) {
   sim_tmp_path(plugin_so, sizeof plugin_so, "faulty.so");
   sim_tmp_path(cfg_path, sizeof cfg_path, "kctrld.yaml");
   sim_tmp_path(fini_marker, sizeof fini_marker, "fini.txt");
+  sim_tmp_path(hang_marker, sizeof hang_marker, "hang-started");
   sim_tmp_path(gate_path, sizeof gate_path, "backend-down");
   sim_tmp_path(late_so, sizeof late_so, "late.so");
   sim_tmp_path(missing_so, sizeof missing_so, "missing.so");
@@ -194,7 +195,7 @@ static void *drive(void *arg) {
   uint64_t end = sim_mono_ms() + STEP_MS;
   bool done = false;
   while (!done && sim_mono_ms() < end && !atomic_load(&daemon_done)) {
-    sim_sleep_ms(300);
+    sim_sleep_ms(50);
     d->success = reconciles("success");
     d->error = reconciles("error");
     d->requeue = reconciles("requeue");
@@ -205,8 +206,12 @@ static void *drive(void *arg) {
     drv_fail(d, "results not as expected: success=%ld error=%ld requeue=%ld requeue_after=%ld", d->success,
              d->error, d->requeue, d->requeue_after);
   /* A reconcile still running at SIGTERM, beyond shutdownTimeout. */
+  unlink(hang_marker);
   create_cm(d, "hang");
-  sim_sleep_ms(1000);
+  end = sim_mono_ms() + STEP_MS;
+  while (access(hang_marker, F_OK) != 0 && sim_mono_ms() < end && !atomic_load(&daemon_done))
+    sim_sleep_ms(10);
+  if (access(hang_marker, F_OK) != 0) drv_fail(d, "the hang reconcile did not start");
   if (!atomic_load(&daemon_done)) kill(getpid(), SIGTERM);
   return NULL;
 }
@@ -229,18 +234,20 @@ static void test_bad_results_and_timeouts(void **state) {
                        "    for: { apiVersion: v1, kind: ConfigMap }\n"
                        "    workers: 3\n"
                        "    reconcileTimeout: 500ms\n"
-                       "    settings: { finiMarker: \"%s\" }\n",
-           metrics_port, plugin_so, fini_marker);
+                       "    settings: { finiMarker: \"%s\", hangMarker: \"%s\" }\n",
+           metrics_port, plugin_so, fini_marker, hang_marker);
   assert_int_equal(sim_write_file(cfg_path, cfg), 0);
 
   char failure[sizeof d->failure];
   int code = run_daemon(drive, d, failure);
   assert_string_equal(failure, "");
   assert_int_equal(code, 0);
-  /* The hang reconcile was abandoned; once it returns into the plugin (4 s
-   * after it started) nothing may crash and the count drops to 0. */
+  /* The hang reconcile was abandoned (SIGTERM came as it started, the
+   * shutdown bound is 1 s); once it returns into the plugin (2.5 s after it
+   * started) nothing may crash and the count drops to 0. */
+  assert_int_equal(kc_workers_abandoned_running(), 1);
   uint64_t end = sim_mono_ms() + 10000;
-  while (kc_workers_abandoned_running() > 0 && sim_mono_ms() < end) sim_sleep_ms(100);
+  while (kc_workers_abandoned_running() > 0 && sim_mono_ms() < end) sim_sleep_ms(10);
   assert_int_equal(kc_workers_abandoned_running(), 0);
   /* fini ran exactly once, after the abandoned reconcile returned. */
   char *marker = NULL;

@@ -10,7 +10,8 @@
  *              JSON patch, GET of a missing object); requeue_after 1 h when
  *              each failed as documented, an error otherwise
  *   slow       runs 1.5 s (longer than the controller's timeout)
- *   hang       runs 4 s (longer than shutdownTimeout: abandoned on stop)
+ *   hang       runs 2.5 s (longer than shutdownTimeout: abandoned on stop),
+ *              after creating the file named by the setting hangMarker
  *   cached     reads its own key from the cache (an error when the cache
  *              has none) and annotates it faulty.kctrld.io/cached=seen
  *              with a merge patch unless the cached copy has it already
@@ -41,6 +42,7 @@ static atomic_int requeues;
 struct faulty {
   atomic_int inflight;
   char marker[512];
+  char hang_marker[512];
 };
 
 static int faulty_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **out) {
@@ -55,6 +57,9 @@ static int faulty_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **
   const char *marker = NULL;
   if (H->settings_string(settings, "finiMarker", &marker) == 0 && marker)
     snprintf(f->marker, sizeof f->marker, "%s", marker);
+  const char *hang = NULL;
+  if (H->settings_string(settings, "hangMarker", &hang) == 0 && hang)
+    snprintf(f->hang_marker, sizeof f->hang_marker, "%s", hang);
   *out = f;
   return 0;
 }
@@ -125,6 +130,11 @@ static int reconcile_key(kctrld_ctx *ctx, const char *key);
 static int faulty_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   struct faulty *f = instance;
   atomic_fetch_add(&f->inflight, 1);
+  const char *slash = strchr(key, '/');
+  if (f->hang_marker[0] && strcmp(slash ? slash + 1 : key, "hang") == 0) {
+    FILE *fp = fopen(f->hang_marker, "w");
+    if (fp) fclose(fp);
+  }
   int rc = reconcile_key(ctx, key);
   atomic_fetch_sub(&f->inflight, 1);
   return rc;
@@ -143,7 +153,7 @@ static int reconcile_key(kctrld_ctx *ctx, const char *key) {
   if (strcmp(name, "cached") == 0) return cached(ctx, ns);
   if (strcmp(name, "evented") == 0) return evented(ctx, ns);
   if (strcmp(name, "slow") == 0) nap_ms(1500);
-  if (strcmp(name, "hang") == 0) nap_ms(4000);
+  if (strcmp(name, "hang") == 0) nap_ms(2500);
   return KCTRLD_RESULT_DONE;
 }
 
