@@ -495,14 +495,18 @@ static void test_injected_failures(void **state) {
    * byte of the answer on a new connection by itself, so the reset may be
    * invisible here; each failure the reflector saw cost one request. */
   assert_true(st.lists == 3 || st.lists == 4);
-  assert_int_equal(st.errors, st.lists - 1);
+  /* Each failed list is one error; the watch's 503 may be one more already:
+   * the watch starts when the list's transfer ends, and under load its
+   * answer can come before the decode pool delivered the list's last
+   * objects (which makes the informer synced). */
+  uint64_t list_errors = st.lists - 1;
+  assert_true(st.errors == list_errors || st.errors == list_errors + 1);
   /* 1 s Retry-After, then backoffs of at least 0.8 s and (when the reset
    * was seen) 1.6 s. */
   uint64_t least = 1000 + 800 + (st.lists == 4 ? 1600 : 0);
   if (took < least) fail_msg("synced after %llu ms, before the backoffs allow (%llu ms, %llu lists)",
                              (unsigned long long)took, (unsigned long long)least,
                              (unsigned long long)st.lists);
-  uint64_t errors_before = st.errors;
   /* The watch 503 -> relist after backoff; then the cache is current. */
   uint64_t end = sim_mono_ms() + 15000;
   do {
@@ -511,7 +515,7 @@ static void test_injected_failures(void **state) {
   } while (st.relists == 0 && sim_mono_ms() < end);
   converge(inf, "/api/v1/pods", NULL, 15000);
   kc_informer_stats_get(inf, &st);
-  assert_int_equal(st.errors, errors_before + 1);
+  assert_int_equal(st.errors, list_errors + 1);
   assert_int_equal(st.relists, 1);
   assert_int_equal(c.adds, 3000);
   close_inf(inf);
