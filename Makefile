@@ -133,8 +133,9 @@ test-binaries: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(UNIT_CXX_
 
 # `make test` (CI): the normal build, the ASan+UBSan build of what the tests
 # run, the TSan build of the thread hand-off tests (tests/run-tests
-# --tsan-tests), then tests/run-tests: unit tests in the normal and ASan
-# builds, those under TSan, integration tests once on the ASan build, JOBS
+# --tsan-tests) and the fuzzers, then tests/run-tests: unit tests in the normal and ASan
+# builds, those under TSan, integration tests once on the ASan build, each
+# fuzzer over its stored corpus, JOBS
 # at a time; it prints the closing tally.
 # `make check` (the developer loop): incremental normal build, its unit tests
 # and the end-to-end smoke test (tests/run-tests --check).
@@ -144,6 +145,7 @@ test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=address test-binaries
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=thread $(addprefix build-tsan/tests/,$(TSAN_TESTS))
+	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_BIN)
 	@bash tests/run-tests -j $(JOBS)
 
 check:
