@@ -175,9 +175,8 @@ coverage: deps
 # yajl and simulator floors, table into docs/benchmarks.md (tests/bench/compare.py).
 # bench-deps installs node/npm/python3-kubernetes when missing and client-node
 # once into $(B)/bench/client-node. The client-go peer is a prebuilt program
-# outside the repository: PEER_CLIENT_GO=DIR (its directory, or the program;
-# default ../shared/peers/client-go when that exists); without it the bench
-# runs the other clients and says so. `make bench-micro`: the bench_* binaries
+# outside the repository: PEER_CLIENT_GO=DIR (its directory, or the program);
+# without it the bench runs the other clients and says so. `make bench-micro`: the bench_* binaries
 # and scripts of tests/bench (tests/bench/run-bench).
 QUICK ?=
 PEER_CLIENT_GO ?=

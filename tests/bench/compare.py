@@ -13,8 +13,7 @@ worker that reads the key back from the cache), and the peer programs of
 tests/bench/peers (README.md there; their stdout protocol is SYNCED/STAT/DONE
 lines, parsed by parse_line). The client-go peer is a prebuilt program kept
 outside the repository: --client-go PATH (its directory or the program),
-default $PEER_CLIENT_GO, else ../shared/peers/client-go beside the repository
-when it exists; without it the run leaves client-go out and says so. Each
+default $PEER_CLIENT_GO; without it the run leaves client-go out and says so. Each
 client runs in a fresh process per scenario run (the watch runs follow the
 10k sync in the process that synced), the clients interleaved in a
 rotating order, `--runs` times (3; --quick: 1 and smaller sizes); every cell
@@ -72,7 +71,6 @@ ROOT = taplib.ROOT
 CLIENTS = ("kctrld", "client-go", "client-node", "python")
 PEER_CLIENTS = CLIENTS[1:]
 PEERS = os.path.join(HERE, "peers")
-CLIENT_GO_DEFAULT = os.path.join(ROOT, "..", "shared", "peers", "client-go")
 
 
 def client_go_program(path):
@@ -982,8 +980,7 @@ def main():
     ap.add_argument("--sync-timeout", type=int, default=300)
     ap.add_argument("--watch-timeout", type=int)
     ap.add_argument("--client-go", default=os.environ.get("PEER_CLIENT_GO") or None,
-                    help="the prebuilt clientgo-peer or its directory (default $PEER_CLIENT_GO, "
-                         "else ../shared/peers/client-go beside the repository when it exists)")
+                    help="the prebuilt clientgo-peer or its directory (default $PEER_CLIENT_GO)")
     ap.add_argument("--node-dir", default=None, help="client-node install dir (default BUILD/bench/client-node)")
     ap.add_argument("--no-doc", action="store_true", help="do not write docs/benchmarks.md")
     a = ap.parse_args()
@@ -998,14 +995,12 @@ def main():
     a.client_go_missing = None
     a.clients = [c for c in (a.clients or ",".join(CLIENTS)).split(",") if c]
     a.node_dir = os.path.abspath(a.node_dir or os.path.join(ROOT, a.build, "bench", "client-node"))
-    if a.client_go is None and os.path.isdir(CLIENT_GO_DEFAULT):
-        a.client_go = CLIENT_GO_DEFAULT
     if "client-go" in a.clients:
         named = a.client_go
         a.client_go = client_go_program(named)
         if not a.client_go:
             why = ("no clientgo-peer program at %s" % named if named else
-                   "PEER_CLIENT_GO is not set and %s does not exist" % os.path.normpath(CLIENT_GO_DEFAULT))
+                   "PEER_CLIENT_GO is not set")
             if asked:
                 sys.exit("client-go peer: %s (set PEER_CLIENT_GO=DIR, the directory of the "
                          "prebuilt clientgo-peer, or --client-go PATH)" % why)
