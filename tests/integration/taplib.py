@@ -283,6 +283,26 @@ def children(pid):
     return out
 
 
+def run_lint(script, daemon_dir):
+    """Runs tests/lint/SCRIPT on daemon_dir; the CompletedProcess (text)."""
+    return subprocess.run([sys.executable, os.path.join(ROOT, "tests", "lint", script), daemon_dir],
+                          capture_output=True, text=True, timeout=60)
+
+
+def lint_copy(script, edit):
+    """Copies daemon/ into a temporary folder, calls edit(copy) and runs
+    tests/lint/SCRIPT on the copy. Returns (CompletedProcess, copy path,
+    what edit returned); the copy is removed before returning."""
+    tmp = tempfile.mkdtemp(prefix="kctrld-lint.")
+    try:
+        dst = os.path.join(tmp, "daemon")
+        shutil.copytree(os.path.join(ROOT, "daemon"), dst)
+        expect = edit(dst)
+        return run_lint(script, dst), dst, expect
+    finally:
+        shutil.rmtree(tmp)
+
+
 def wait_for(pred, timeout=20.0, interval=0.05, what="condition"):
     """Polls pred() until it returns a true value; raises AssertionError on timeout."""
     deadline = time.monotonic() + timeout

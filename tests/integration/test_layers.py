@@ -4,26 +4,12 @@
 passes on the tree as it is, and rejects each kind of include that reaches
 up a layer, in a copy of daemon/ made for the purpose. Prints TAP."""
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from taplib import ROOT, run_tests  # noqa: E402
+from taplib import ROOT, lint_copy, run_lint, run_tests  # noqa: E402
 
-CHECK = os.path.join(ROOT, "tests", "lint", "check_layers.py")
-
-
-def run_check(daemon_dir):
-    return subprocess.run([sys.executable, CHECK, daemon_dir], capture_output=True, text=True, timeout=60)
-
-
-def tree_copy():
-    tmp = tempfile.mkdtemp(prefix="kctrld-layers.")
-    dst = os.path.join(tmp, "daemon")
-    shutil.copytree(os.path.join(ROOT, "daemon"), dst)
-    return tmp, dst
+SCRIPT = "check_layers.py"
 
 
 def append_include(path, line):
@@ -32,18 +18,13 @@ def append_include(path, line):
 
 
 def expect_rejected(edit, needle):
-    tmp, dst = tree_copy()
-    try:
-        edit(dst)
-        r = run_check(dst)
-        assert r.returncode == 1, f"exit {r.returncode}, expected 1:\n{r.stdout}{r.stderr}"
-        assert needle in r.stdout, f"{needle!r} not in:\n{r.stdout}"
-    finally:
-        shutil.rmtree(tmp)
+    r, _, _ = lint_copy(SCRIPT, edit)
+    assert r.returncode == 1, f"exit {r.returncode}, expected 1:\n{r.stdout}{r.stderr}"
+    assert needle in r.stdout, f"{needle!r} not in:\n{r.stdout}"
 
 
 def test_tree_has_no_upward_include():
-    r = run_check(os.path.join(ROOT, "daemon"))
+    r = run_lint(SCRIPT, os.path.join(ROOT, "daemon"))
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -75,13 +56,10 @@ def test_unlisted_folder_rejected():
 
 
 def test_same_and_lower_layers_accepted():
-    tmp, dst = tree_copy()
-    try:
-        append_include(os.path.join(dst, "ops", "ops.c"), '#include "base/buf.h"\n#include "ops/notify.h"')
-        r = run_check(dst)
-        assert r.returncode == 0, r.stdout + r.stderr
-    finally:
-        shutil.rmtree(tmp)
+    def edit(d):
+        append_include(os.path.join(d, "ops", "ops.c"), '#include "base/buf.h"\n#include "ops/notify.h"')
+    r, _, _ = lint_copy(SCRIPT, edit)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 if __name__ == "__main__":

@@ -6,26 +6,12 @@ flags a function over 150 lines and a file over 1200 lines at the line
 where they start, while braces in strings, character literals, comments
 and macros do not count. Prints TAP."""
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from taplib import ROOT, run_tests  # noqa: E402
+from taplib import ROOT, lint_copy, run_lint, run_tests  # noqa: E402
 
-CHECK = os.path.join(ROOT, "tests", "lint", "check_sizes.py")
-
-
-def run_check(daemon_dir):
-    return subprocess.run([sys.executable, CHECK, daemon_dir], capture_output=True, text=True, timeout=60)
-
-
-def tree_copy():
-    tmp = tempfile.mkdtemp(prefix="kctrld-sizes.")
-    dst = os.path.join(tmp, "daemon")
-    shutil.copytree(os.path.join(ROOT, "daemon"), dst)
-    return tmp, dst
+SCRIPT = "check_sizes.py"
 
 
 def function_text(name, body_lines, body="  x += 1;"):
@@ -45,16 +31,11 @@ def append(path, text):
 
 
 def check_copy(edit):
-    tmp, dst = tree_copy()
-    try:
-        expect = edit(dst)
-        return run_check(dst), dst, expect
-    finally:
-        shutil.rmtree(tmp)
+    return lint_copy(SCRIPT, edit)
 
 
 def test_tree_within_limits():
-    r = run_check(os.path.join(ROOT, "daemon"))
+    r = run_lint(SCRIPT, os.path.join(ROOT, "daemon"))
     assert r.returncode == 0, r.stdout + r.stderr
 
 
