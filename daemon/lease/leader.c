@@ -759,8 +759,6 @@ int kc_leader_observe(kc_leader *le, const kc_obj *lease, uint64_t observed_ms) 
   return 0;
 }
 
-uint64_t kc_leader_now_ms(void) { return kc_clock_now_ms(); }
-
 int kc_leader_release(kc_leader *le, void (*done)(int err, void *ud), void *ud) {
   if (le->state == RS_RELEASING || le->state == RS_STOPPED || le->state == RS_CLOSED)
     return -EALREADY;

@@ -73,7 +73,7 @@ typedef struct kc_leader_callbacks {
   /* The observed holder changed ("" = nobody). May be NULL. */
   void (*on_new_leader)(const char *holder, void *ud);
   /* A write of our record succeeded: leadership is valid until
-   * valid_until_ms (kc_leader_now_ms clock). Runs before
+   * valid_until_ms (kc_clock_now_ms, base/clock.h). Runs before
    * on_started_leading on an acquisition. May be NULL. */
   void (*on_renewed)(uint64_t valid_until_ms, void *ud);
 } kc_leader_callbacks;
@@ -125,14 +125,11 @@ int kc_leader_start(kc_leader *le);
  * runs as after kc_leader_start. -EALREADY unless new or released. */
 int kc_leader_restart(kc_leader *le);
 /* Seeds the observation with a Lease read elsewhere (a LIST) whose record
- * content was first seen at observed_ms (kc_leader_now_ms clock), so a
+ * content was first seen at observed_ms (kc_clock_now_ms, base/clock.h), so a
  * record that expired on our clock is taken at the next attempt instead of
  * after another leaseDuration. Only while not leading and idle: -EBUSY;
  * -ENOMEM. */
 int kc_leader_observe(kc_leader *le, const kc_obj *lease, uint64_t observed_ms);
-/* The monotonic clock of every elector decision, in ms: kc_clock_now_ms
- * (base/clock.h), so a test's manual clock drives it too. Any thread. */
-uint64_t kc_leader_now_ms(void);
 /* True while leading and the renew deadline has not passed. Any thread. */
 bool kc_leader_is_leader(const kc_leader *le);
 /* The holder we observed last ("" = none or unknown). Borrowed. */

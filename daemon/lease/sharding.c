@@ -6,6 +6,7 @@
  * threads: the slots' valid_until (atomics), the in-flight key table
  * (mutex), the reference count and `closed`.
  */
+#include "base/clock.h"
 #include "lease/sharding.h"
 
 #include <errno.h>
@@ -36,7 +37,7 @@ typedef struct slot {
   bool given; /* draining because we gave it up (else lost) */
   kc_leader *le;
   char lease_name[256];
-  _Atomic uint64_t valid_until; /* fence: kc_leader_now_ms() must be below */
+  _Atomic uint64_t valid_until; /* fence: kc_clock_now_ms() must be below */
   _Atomic uint64_t epoch;       /* acquisitions of this range (fence tokens) */
   unsigned inflight;
   uint64_t drain_since, claim_since;
@@ -171,7 +172,7 @@ int kc_sharding_note_deleted(kc_sharding *sh, const kc_obj *obj) {
 }
 
 static bool slot_admits(const slot *s) {
-  return s->state == KC_SHARD_OWNED && kc_leader_now_ms() < atomic_load(&s->valid_until);
+  return s->state == KC_SHARD_OWNED && kc_clock_now_ms() < atomic_load(&s->valid_until);
 }
 
 bool kc_sharding_owns_obj(const kc_sharding *sh, const kc_obj *obj) {
@@ -261,7 +262,7 @@ bool kc_sharding_fence_check(const kc_shard_fence *f) {
   kc_sharding *sh = f->sh;
   if (!sh || f->range < 0 || atomic_load(&sh->closed)) return false;
   const slot *s = &sh->slots[f->range];
-  return atomic_load(&s->epoch) == f->epoch && kc_leader_now_ms() < atomic_load(&s->valid_until);
+  return atomic_load(&s->epoch) == f->epoch && kc_clock_now_ms() < atomic_load(&s->valid_until);
 }
 
 void kc_sharding_fence_drop(kc_shard_fence *f) {
@@ -273,7 +274,7 @@ bool kc_sharding_fence_ok(void) {
   kc_sharding *sh = fence.sh;
   if (!sh) return true;
   if (fence.range < 0 || atomic_load(&sh->closed)) return false;
-  return kc_leader_now_ms() < atomic_load(&sh->slots[fence.range].valid_until);
+  return kc_clock_now_ms() < atomic_load(&sh->slots[fence.range].valid_until);
 }
 
 /* ---- hand-off ---------------------------------------------------------------------- */
@@ -314,7 +315,7 @@ static void release_slot(slot *s) {
 static void check_drain(slot *s) {
   if (s->state != KC_SHARD_DRAINING) return;
   kc_sharding *sh = s->sh;
-  uint64_t now = kc_leader_now_ms();
+  uint64_t now = kc_clock_now_ms();
   if (s->inflight && now < s->drain_since + sh->drain_ms) return;
   if (s->inflight)
     kc_warn(COMPONENT,
@@ -328,7 +329,7 @@ static void begin_drain(slot *s, bool given, const char *why) {
   kc_sharding *sh = s->sh;
   s->state = KC_SHARD_DRAINING;
   s->given = given;
-  s->drain_since = kc_leader_now_ms();
+  s->drain_since = kc_clock_now_ms();
   atomic_fetch_add(&sh->handoffs, 1);
   kc_info(COMPONENT, "%s: range %u (lease %s/%s): %s; draining %u in-flight reconciles",
           sh->controller, s->index, sh->ns, s->lease_name, why, s->inflight);
@@ -378,7 +379,7 @@ static void on_slot_holder(const char *holder, void *ud) {
   slot *s = ud;
   kc_sharding *sh = s->sh;
   if (!holder[0] || strcmp(holder, sh->identity) == 0) return;
-  uint64_t now = kc_leader_now_ms();
+  uint64_t now = kc_clock_now_ms();
   kc_shard_observe(&s->obs, holder, (sh->spec.lease_duration_ms + 999) / 1000,
                    kc_shard_hash(holder, strlen(holder)) ^ now, now);
   if (s->state == KC_SHARD_CLAIMING) {
@@ -433,7 +434,7 @@ static void on_lease(const kc_shard_lease_item *it, void *ud) {
 }
 
 static void run_plan(kc_sharding *sh) {
-  uint64_t now = kc_leader_now_ms();
+  uint64_t now = kc_clock_now_ms();
   kc_shard_plan_range *pr = calloc(sh->n, sizeof *pr);
   unsigned *claim = calloc(sh->n, sizeof *claim), *give = calloc(sh->n, sizeof *give);
   const char **mem = calloc(sh->nmembers + 1, sizeof *mem);
@@ -508,7 +509,7 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
   (void)call;
   kc_sharding *sh = ud;
   sh->list_call = NULL;
-  uint64_t now = kc_leader_now_ms();
+  uint64_t now = kc_clock_now_ms();
   sh->next_list = now + (uint64_t)sh->spec.retry_period_ms;
   if (res->error || res->status.code < 200 || res->status.code >= 300) {
     if (res->error)
@@ -551,7 +552,7 @@ static void on_list_done(kc_api_call *call, const kc_api_result *res, void *ud) 
       i++;
   }
   if (!sh->stopping) run_plan(sh);
-  schedule(sh, next_wake(sh, kc_leader_now_ms()));
+  schedule(sh, next_wake(sh, kc_clock_now_ms()));
 }
 
 static void start_list(kc_sharding *sh) {
@@ -565,7 +566,7 @@ static void start_list(kc_sharding *sh) {
   };
   if (kc_api_request(sh->api, &o, &sh->list_call) < 0) {
     sh->list_call = NULL;
-    sh->next_list = kc_leader_now_ms() + (uint64_t)sh->spec.retry_period_ms;
+    sh->next_list = kc_clock_now_ms() + (uint64_t)sh->spec.retry_period_ms;
     schedule(sh, (uint64_t)sh->spec.retry_period_ms);
   }
 }
@@ -580,7 +581,7 @@ static void on_timer(uv_timer_t *t) {
     return;
   }
   if (sh->list_call) return; /* its answer schedules the next wake */
-  uint64_t now = kc_leader_now_ms();
+  uint64_t now = kc_clock_now_ms();
   if (now >= sh->next_list) {
     start_list(sh);
     return;
@@ -809,7 +810,7 @@ int kc_sharding_debug_json(kc_sharding *sh, kc_buf *b) {
   uint64_t *cached = calloc(sh->n, sizeof *cached);
   if (!cached) return -ENOMEM;
   kc_sharding_count_cached(sh, cached, sh->n);
-  uint64_t now = kc_leader_now_ms();
+  uint64_t now = kc_clock_now_ms();
   kc_buf_puts(b, "{\"controller\":");
   kc_buf_json_c(b, sh->controller);
   kc_buf_puts(b, ",\"identity\":");
