@@ -381,7 +381,7 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
       .qps = spec->rate_limit.qps,
       .burst = (uint32_t)spec->rate_limit.burst,
   };
-  c->wq = kc_workqueue_new(spec->name, &rl, NULL, NULL);
+  c->wq = kc_workqueue_new(spec->name, &rl);
   c->subs = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->subs);
   c->rctx = calloc(1, sizeof *c->rctx);
   if (!c->wq || !c->subs || !c->rctx || kc_timer_init(loop, &c->timer) != 0) {

@@ -36,8 +36,6 @@ struct rec {
 
 struct kc_workqueue {
   char *name;
-  kc_workqueue_clock_fn clock;
-  void *clock_ud;
   kc_ratelimit rl;
   bool shutting_down;
 
@@ -83,12 +81,7 @@ struct kc_workqueue {
 #define SWEEP_MIN_BUCKETS 64
 #define SWEEP_SHARE 256
 
-static uint64_t clock_now(void *ud) {
-  (void)ud;
-  return kc_clock_now_ns();
-}
 
-static inline uint64_t now_ns(const kc_workqueue *wq) { return wq->clock(wq->clock_ud); }
 
 /* FNV-1a, 32 bit: keys are short ("namespace/name"). */
 static uint32_t hash_key(const char *s, size_t n) {
@@ -118,8 +111,7 @@ void kc_wq_histogram_observe(kc_wq_histogram *h, uint64_t ns) {
   h->sum_ns += ns;
 }
 
-kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl,
-                               kc_workqueue_clock_fn clock, void *clock_ud) {
+kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl) {
   kc_ratelimit_config def;
   if (!rl) {
     kc_ratelimit_config_default(&def);
@@ -142,8 +134,6 @@ kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl,
     return NULL;
   }
   wq->nbuckets = MIN_BUCKETS;
-  wq->clock = clock ? clock : clock_now;
-  wq->clock_ud = clock_ud;
   return wq;
 }
 
@@ -322,7 +312,7 @@ static void add_rec(kc_workqueue *wq, struct rec *r) {
   wq->m.adds_total++;
   wq->m.depth++;
   if (!(r->flags & F_ADD_TIME)) {
-    r->add_ns = now_ns(wq);
+    r->add_ns = kc_clock_now_ns();
     r->flags |= F_ADD_TIME;
   }
   if (!(r->flags & F_PROC)) fifo_push(wq, r);
@@ -385,7 +375,7 @@ static int add_after_rec(kc_workqueue *wq, struct rec *r, uint64_t delay_ns) {
     add_rec(wq, r);
     return 0;
   }
-  uint64_t now = now_ns(wq);
+  uint64_t now = kc_clock_now_ns();
   uint64_t ready = now + delay_ns < now ? UINT64_MAX : now + delay_ns;
   if (r->heap_idx >= 0) {
     if (ready < r->ready_ns) { /* keep the earlier time */
@@ -422,7 +412,7 @@ int kc_workqueue_add_rate_limited(kc_workqueue *wq, const char *key) {
   wq->m.retries_total++;
   struct rec *r = intern(wq, key, strlen(key));
   if (!r) return -ENOMEM;
-  uint64_t d = kc_ratelimit_when(&wq->rl, &r->failures, now_ns(wq));
+  uint64_t d = kc_ratelimit_when(&wq->rl, &r->failures, kc_clock_now_ns());
   int rc = add_after_rec(wq, r, d);
   settle(wq, r);
   return rc;
@@ -448,7 +438,7 @@ enum kc_wq_get kc_workqueue_get(kc_workqueue *wq, const char **key) {
   if (!wq->qhead) wq->qtail = NULL;
   wq->qlen--;
   r->qnext = NULL;
-  uint64_t now = now_ns(wq);
+  uint64_t now = kc_clock_now_ns();
   r->flags = (r->flags & ~(uint32_t)F_DIRTY) | F_PROC;
   wq->m.depth--;
   if (r->flags & F_ADD_TIME) {
@@ -497,7 +487,7 @@ int kc_workqueue_done(kc_workqueue *wq, const char *key) {
     wq->ptail = r->pprev;
   r->pprev = r->pnext = NULL;
   wq->nproc--;
-  uint64_t now = now_ns(wq);
+  uint64_t now = kc_clock_now_ns();
   kc_wq_histogram_observe(&wq->m.work_duration, now >= r->start_ns ? now - r->start_ns : 0);
   if (r->flags & F_DIRTY) fifo_push(wq, r);
   settle(wq, r);
@@ -508,7 +498,7 @@ int kc_workqueue_done(kc_workqueue *wq, const char *key) {
 
 size_t kc_workqueue_tick(kc_workqueue *wq) {
   if (wq->nheap == 0) return 0;
-  uint64_t now = now_ns(wq);
+  uint64_t now = kc_clock_now_ns();
   size_t moved = 0;
   while (wq->nheap > 0 && wq->heap[0]->ready_ns <= now) {
     struct rec *r = heap_pop(wq);
@@ -548,7 +538,7 @@ const kc_wq_metrics *kc_workqueue_metrics(const kc_workqueue *wq) { return &wq->
 
 uint64_t kc_workqueue_unfinished_work_ns(const kc_workqueue *wq) {
   if (!wq->phead) return 0;
-  uint64_t now = now_ns(wq), sum = 0;
+  uint64_t now = kc_clock_now_ns(), sum = 0;
   for (const struct rec *r = wq->phead; r; r = r->pnext)
     sum += now >= r->start_ns ? now - r->start_ns : 0;
   return sum;
@@ -556,6 +546,6 @@ uint64_t kc_workqueue_unfinished_work_ns(const kc_workqueue *wq) {
 
 uint64_t kc_workqueue_longest_running_ns(const kc_workqueue *wq) {
   if (!wq->phead) return 0;
-  uint64_t now = now_ns(wq);
+  uint64_t now = kc_clock_now_ns();
   return now >= wq->phead->start_ns ? now - wq->phead->start_ns : 0;
 }

@@ -20,9 +20,8 @@
  * "nothing now" instead of blocking, and the owner arms one uv_timer from
  * kc_workqueue_next_ready() and calls kc_workqueue_tick() when it fires.
  *
- * Clock: injected (kc_workqueue_clock_fn, monotonic ns); NULL means
- * kc_clock_now_ns (base/clock.h). Tests pass a fake clock, so every time
- * here is exact.
+ * Clock: kc_clock_now_ns (base/clock.h); tests run it as the manual clock,
+ * so every time here is exact.
  *
  * Threads: loop thread only, every function. Worker threads never touch a
  * workqueue (they get a copy of the key from daemon/workers).
@@ -65,15 +64,12 @@ typedef struct kc_wq_metrics {
   kc_wq_histogram work_duration;  /* Get -> Done */
 } kc_wq_metrics;
 
-typedef uint64_t (*kc_workqueue_clock_fn)(void *ud);
-
 typedef struct kc_workqueue kc_workqueue;
 
 /* Creates a queue. `name` is copied (metrics label). `rl` may be NULL for
- * the defaults (5 ms..1000 s backoff, 10/s burst 100). `clock` may be NULL.
+ * the defaults (5 ms..1000 s backoff, 10/s burst 100).
  * Returns NULL on allocation failure or invalid rate limits (errno set). */
-kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl,
-                               kc_workqueue_clock_fn clock, void *clock_ud);
+kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl);
 /* Frees the queue and every key. kc_workqueue_free(NULL) is a no-op. */
 void kc_workqueue_free(kc_workqueue *wq);
 

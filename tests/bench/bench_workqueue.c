@@ -33,7 +33,7 @@ static long rss_kib(void) {
 
 /* One burst of n distinct keys: the longest add and Done, in ms. */
 static int burst(long n, double *add_ms, double *done_ms) {
-  kc_workqueue *wq = kc_workqueue_new("burst", NULL, NULL, NULL);
+  kc_workqueue *wq = kc_workqueue_new("burst", NULL);
   if (!wq) return -1;
   char key[64];
   *add_ms = *done_ms = 0;
@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
     snprintf(keys[i], sizeof keys[i], "namespace-%03ld/object-name-%06ld", i % 100, i);
 
   /* 1. Pure dedup: nobody consumes, every add after the first per key is a no-op. */
-  kc_workqueue *wq = kc_workqueue_new("bench", NULL, NULL, NULL);
+  kc_workqueue *wq = kc_workqueue_new("bench", NULL);
   if (!wq) return 1;
   double t0 = now_s();
   for (long i = 0; i < adds; i++) kc_workqueue_add(wq, keys[(i * 7919) % nkeys]);
@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
 
   /* 2. Producer + consumer: after every 10 adds one Get/Done (a worker
    * slower than events), the shape of a busy controller. */
-  wq = kc_workqueue_new("bench", NULL, NULL, NULL);
+  wq = kc_workqueue_new("bench", NULL);
   if (!wq) return 1;
   long rss0 = rss_kib();
   printf("\n%-12s %10s %10s %12s %10s %10s\n", "adds", "keys", "queued", "queue bytes", "RSS KiB",

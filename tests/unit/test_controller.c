@@ -44,6 +44,7 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "client/apiclient.h"
 #include "apisim_child.h"
 #include "runtime/controller.h"
@@ -692,17 +693,12 @@ static void test_results_to_queue(void **state) {
  * requeue-after -> Forget + AddAfter (its own delay, no failure); an
  * unknown kind backs off like an error; a key not being processed ->
  * -ENOENT from Done. */
-static uint64_t policy_now;
-static uint64_t policy_clock(void *ud) {
-  (void)ud;
-  return policy_now;
-}
 
 /* Gets `key` (after letting its delay pass), settles it with `kind`, and
  * returns the delay it then waits (0: none, not queued). */
 static uint64_t settle(kc_workqueue *q, const char *key, enum kc_result_kind kind, uint64_t after_ms) {
   uint64_t when;
-  if (kc_workqueue_next_ready(q, &when)) policy_now = when;
+  if (kc_workqueue_next_ready(q, &when)) kc_clock_set_manual(when);
   kc_workqueue_tick(q);
   if (!kc_workqueue_len(q)) assert_int_equal(kc_workqueue_add(q, key), 0);
   const char *got;
@@ -713,14 +709,14 @@ static uint64_t settle(kc_workqueue *q, const char *key, enum kc_result_kind kin
   assert_int_equal(kc_workqueue_processing(q), 0);
   if (!kc_workqueue_next_ready(q, &when)) return 0;
   assert_int_equal(kc_workqueue_waiting(q), 1);
-  return when - policy_now;
+  return when - kc_clock_now_ns();
 }
 
 static void test_apply_result_policy(void **state) {
   (void)state;
   kc_ratelimit_config rl = {.base_delay_ns = KC_NS_PER_SEC, .max_delay_ns = 60 * KC_NS_PER_SEC};
-  policy_now = 1000 * KC_NS_PER_SEC;
-  kc_workqueue *q = kc_workqueue_new("policy", &rl, policy_clock, NULL);
+  kc_clock_set_manual(1000 * KC_NS_PER_SEC);
+  kc_workqueue *q = kc_workqueue_new("policy", &rl);
   assert_non_null(q);
   assert_int_equal(settle(q, "ns/a", KC_RESULT_ERROR, 0), KC_NS_PER_SEC);
   assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 1);
@@ -739,6 +735,7 @@ static void test_apply_result_policy(void **state) {
   kc_reconcile_result done = {KC_RESULT_DONE, 0, ""};
   assert_int_equal(kc_controller_apply_result(q, "ns/idle", &done), -ENOENT);
   kc_workqueue_free(q);
+  kc_clock_set_real();
 }
 
 /* The controller takes workers and reconcileTimeout as config.c produced

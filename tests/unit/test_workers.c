@@ -159,11 +159,6 @@ static void ctl_produce(uv_timer_t *t) {
   if (c->round == ROUNDS) uv_close((uv_handle_t *)t, NULL);
 }
 
-static uint64_t uv_clock(void *ud) {
-  (void)ud;
-  return uv_hrtime();
-}
-
 static void test_controller_loop(void **state) {
   (void)state;
   static struct ctl c;
@@ -171,7 +166,7 @@ static void test_controller_loop(void **state) {
   assert_int_equal(uv_loop_init(&c.loop), 0);
   kc_ratelimit_config rl;
   kc_ratelimit_config_default(&rl);
-  c.wq = kc_workqueue_new("podset", &rl, uv_clock, NULL);
+  c.wq = kc_workqueue_new("podset", &rl);
   assert_non_null(c.wq);
   kc_workers_config cfg = {
       .name = "podset", .nworkers = 4, .timeout_ms = 10000,
@@ -437,7 +432,7 @@ static void test_reconcile_log_fields(void **state) {
   memset(&l, 0, sizeof l);
   assert_int_equal(uv_loop_init(&l.loop), 0);
   kc_ratelimit_config rl = {0}; /* no backoff, no bucket: retried at once */
-  l.wq = kc_workqueue_new("logged", &rl, uv_clock, NULL);
+  l.wq = kc_workqueue_new("logged", &rl);
   assert_non_null(l.wq);
   kc_workers_config cfg = {.name = "logged", .nworkers = 1, .reconcile = logged_reconcile,
                            .on_result = logged_result, .ud = &l};

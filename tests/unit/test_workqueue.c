@@ -11,20 +11,15 @@
 #include <cmocka.h>
 
 #include "base/memtrim.h"
+#include "base/clock.h"
 #include "runtime/workqueue.h"
 
 #define MS KC_NS_PER_MS
 #define SEC KC_NS_PER_SEC
 
-static uint64_t fake_now;
-static uint64_t fake_clock(void *ud) {
-  (void)ud;
-  return fake_now;
-}
-
 static kc_workqueue *new_queue(void) {
-  fake_now = 1000 * SEC;
-  kc_workqueue *wq = kc_workqueue_new("test", NULL, fake_clock, NULL);
+  kc_clock_set_manual(1000 * SEC);
+  kc_workqueue *wq = kc_workqueue_new("test", NULL);
   assert_non_null(wq);
   return wq;
 }
@@ -98,12 +93,12 @@ static void test_rate_limited_backoff_and_forget(void **state) {
     assert_int_equal(kc_workqueue_add_rate_limited(wq, "ns/fail"), 0);
     uint64_t when = 0;
     assert_true(kc_workqueue_next_ready(wq, &when));
-    assert_int_equal(when - fake_now, expect);
+    assert_int_equal(when - kc_clock_now_ns(), expect);
     assert_int_equal(kc_workqueue_num_requeues(wq, "ns/fail"), (uint32_t)i);
-    fake_now += expect - 1;
+    kc_clock_advance(expect - 1);
     assert_int_equal(kc_workqueue_tick(wq), 0);
     expect_empty(wq);
-    fake_now += 1;
+    kc_clock_advance(1);
     assert_int_equal(kc_workqueue_tick(wq), 1);
     expect_get(wq, "ns/fail");
     kc_workqueue_done(wq, "ns/fail");
@@ -115,7 +110,7 @@ static void test_rate_limited_backoff_and_forget(void **state) {
   kc_workqueue_add_rate_limited(wq, "ns/fail");
   uint64_t when = 0;
   assert_true(kc_workqueue_next_ready(wq, &when));
-  assert_int_equal(when - fake_now, 5 * MS);
+  assert_int_equal(when - kc_clock_now_ns(), 5 * MS);
   assert_int_equal(kc_workqueue_num_requeues(wq, "ns/unknown"), 0);
   kc_workqueue_forget(wq, "ns/unknown"); /* no-op */
   kc_workqueue_free(wq);
@@ -130,8 +125,8 @@ static void test_backoff_cap_through_queue(void **state) {
     kc_workqueue_add_rate_limited(wq, "ns/k");
     uint64_t when = 0;
     assert_true(kc_workqueue_next_ready(wq, &when));
-    last = when - fake_now;
-    fake_now = when;
+    last = when - kc_clock_now_ns();
+    kc_clock_set_manual(when);
     assert_int_equal(kc_workqueue_tick(wq), 1);
     expect_get(wq, "ns/k");
     kc_workqueue_done(wq, "ns/k");
@@ -152,16 +147,16 @@ static void test_bucket_spacing_through_queue(void **state) {
   }
   uint64_t when = 0;
   assert_true(kc_workqueue_next_ready(wq, &when));
-  assert_int_equal(when - fake_now, 5 * MS); /* burst: backoff dominates */
+  assert_int_equal(when - kc_clock_now_ns(), 5 * MS); /* burst: backoff dominates */
   kc_workqueue_add_rate_limited(wq, "ns/late1");
   kc_workqueue_add_rate_limited(wq, "ns/late2");
-  fake_now += 5 * MS;
+  kc_clock_advance(5 * MS);
   assert_int_equal(kc_workqueue_tick(wq), 100);
   assert_int_equal(kc_workqueue_next_ready(wq, &when), true);
-  assert_int_equal(when - (fake_now - 5 * MS), 100 * MS);
-  fake_now += 95 * MS;
+  assert_int_equal(when - (kc_clock_now_ns() - 5 * MS), 100 * MS);
+  kc_clock_advance(95 * MS);
   assert_int_equal(kc_workqueue_tick(wq), 1);
-  fake_now += 100 * MS;
+  kc_clock_advance(100 * MS);
   assert_int_equal(kc_workqueue_tick(wq), 1);
   assert_int_equal(kc_workqueue_len(wq), 102);
   kc_workqueue_free(wq);
@@ -172,7 +167,7 @@ static void test_bucket_spacing_through_queue(void **state) {
 static void test_add_after_earlier_wins(void **state) {
   (void)state;
   kc_workqueue *wq = new_queue();
-  uint64_t t0 = fake_now, when = 0;
+  uint64_t t0 = kc_clock_now_ns(), when = 0;
   kc_workqueue_add_after(wq, "ns/a", 10 * SEC);
   kc_workqueue_add_after(wq, "ns/a", 2 * SEC); /* earlier: replaces */
   kc_workqueue_add_after(wq, "ns/a", 5 * SEC); /* later: ignored */
@@ -182,7 +177,7 @@ static void test_add_after_earlier_wins(void **state) {
   assert_int_equal(kc_workqueue_metrics(wq)->retries_total, 5);
   assert_true(kc_workqueue_next_ready(wq, &when));
   assert_int_equal(when, t0 + 1 * SEC);
-  fake_now = t0 + 2 * SEC;
+  kc_clock_set_manual(t0 + 2 * SEC);
   assert_int_equal(kc_workqueue_tick(wq), 2);
   expect_get(wq, "ns/b");
   expect_get(wq, "ns/a");
@@ -202,14 +197,14 @@ static void test_heap_order(void **state) {
   (void)state;
   kc_workqueue *wq = new_queue();
   char key[32];
-  uint64_t t0 = fake_now;
+  uint64_t t0 = kc_clock_now_ns();
   for (int i = 0; i < 1000; i++) {
     int d = (i * 7919) % 1000 + 1; /* a permutation of 1..1000 */
     snprintf(key, sizeof key, "ns/d%04d", d);
     kc_workqueue_add_after(wq, key, (uint64_t)d * MS);
   }
   for (int d = 1; d <= 1000; d++) {
-    fake_now = t0 + (uint64_t)d * MS;
+    kc_clock_set_manual(t0 + (uint64_t)d * MS);
     assert_int_equal(kc_workqueue_tick(wq), 1);
     snprintf(key, sizeof key, "ns/d%04d", d);
     expect_get(wq, key);
@@ -255,17 +250,17 @@ static void test_metrics(void **state) {
   kc_workqueue *wq = new_queue();
   const kc_wq_metrics *m = kc_workqueue_metrics(wq);
   kc_workqueue_add(wq, "ns/a");
-  fake_now += 3 * MS;
+  kc_clock_advance(3 * MS);
   kc_workqueue_add(wq, "ns/a"); /* dedup: the first add time counts */
-  fake_now += 2 * MS;
+  kc_clock_advance(2 * MS);
   expect_get(wq, "ns/a"); /* queued 5 ms */
   assert_int_equal(m->queue_duration.count, 1);
   assert_int_equal(m->queue_duration.sum_ns, 5 * MS);
   assert_int_equal(m->queue_duration.counts[6], 1); /* 1e-3 < 5e-3 <= 1e-2 */
-  fake_now += 1 * SEC;
+  kc_clock_advance(1 * SEC);
   kc_workqueue_add(wq, "ns/b");
   expect_get(wq, "ns/b");
-  fake_now += 1 * SEC;
+  kc_clock_advance(1 * SEC);
   assert_int_equal(kc_workqueue_longest_running_ns(wq), 2 * SEC);
   assert_int_equal(kc_workqueue_unfinished_work_ns(wq), 3 * SEC);
   kc_workqueue_done(wq, "ns/a");
@@ -391,23 +386,23 @@ static void test_trim_after_large_drain(void **state) {
   assert_int_equal(kc_mem_give_backs(), g0 + 1);
   /* A second burst 1 s later: too early, no trim; the mark stays, so the
    * first drain after the interval (one single key) trims. */
-  fake_now += SEC;
+  kc_clock_advance(SEC);
   add_burst(wq, "again", 2 * KC_WQ_TRIM_KEYS);
   while (kc_workqueue_get(wq, &k) == KC_WQ_KEY) kc_workqueue_done(wq, k);
   assert_int_equal(kc_workqueue_trims(wq), 1);
-  fake_now += KC_WQ_TRIM_INTERVAL_NS - SEC - 1;
+  kc_clock_advance(KC_WQ_TRIM_INTERVAL_NS - SEC - 1);
   kc_workqueue_add(wq, "ns/one");
   expect_get(wq, "ns/one");
   kc_workqueue_done(wq, "ns/one");
   assert_int_equal(kc_workqueue_trims(wq), 1);
-  fake_now += 1;
+  kc_clock_advance(1);
   kc_workqueue_add(wq, "ns/one");
   expect_get(wq, "ns/one");
   kc_workqueue_done(wq, "ns/one");
   assert_int_equal(kc_workqueue_trims(wq), 2);
   /* A steady stream of single events, a minute apart: never. */
   for (int i = 0; i < 3000; i++) {
-    fake_now += 60 * SEC;
+    kc_clock_advance(60 * SEC);
     char key[48];
     snprintf(key, sizeof key, "ns/single-%d", i % 7);
     kc_workqueue_add(wq, key);
