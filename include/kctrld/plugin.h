@@ -65,8 +65,8 @@ extern "C" {
 
 #define KCTRLD_EXPORT __attribute__((visibility("default")))
 
-#define KCTRLD__STR2(x) #x
-#define KCTRLD__STR(x) KCTRLD__STR2(x)
+#define KCTRLD__STR2(KCTRLD_x) #KCTRLD_x
+#define KCTRLD__STR(KCTRLD_x) KCTRLD__STR2(KCTRLD_x)
 #if (defined(_FILE_OFFSET_BITS) && _FILE_OFFSET_BITS == 64) || __SIZEOF_LONG__ == 8
 #define KCTRLD__OFF_T "off64"
 #else
@@ -540,10 +540,13 @@ struct kctrld_host_api {
                    bool force, const kctrld_object **out);
 };
 
-/* True when the host table has `member` (added in some 1.x). */
-#define KCTRLD_HOST_HAS(host, member)                                        \
-  ((host)->struct_size >= offsetof(struct kctrld_host_api, member) + sizeof((host)->member) && \
-   (host)->member != NULL)
+/* True when the host table has `member` (added in some 1.x). Macro
+ * parameters here and in kctrld/plugin_util.h carry the KCTRLD_ prefix, so
+ * they can never stand for a name of the plugin's by accident. */
+#define KCTRLD_HOST_HAS(KCTRLD_host, KCTRLD_member)                                 \
+  ((KCTRLD_host)->struct_size >=                                                    \
+       offsetof(struct kctrld_host_api, KCTRLD_member) + sizeof((KCTRLD_host)->KCTRLD_member) && \
+   (KCTRLD_host)->KCTRLD_member != NULL)
 
 /* ------------------------------------------------------------------------ */
 /* Plugin table (the plugin fills it; static storage)                       */
@@ -623,8 +626,9 @@ struct kctrld_plugin {
 
 /* True when the plugin table has `member` (added in some 1.x). The host
  * checks this before reading any member added after 1.0. */
-#define KCTRLD_PLUGIN_HAS(table, member)                                     \
-  ((table)->struct_size >= offsetof(struct kctrld_plugin, member) + sizeof((table)->member))
+#define KCTRLD_PLUGIN_HAS(KCTRLD_table, KCTRLD_member)                              \
+  ((KCTRLD_table)->struct_size >=                                                   \
+   offsetof(struct kctrld_plugin, KCTRLD_member) + sizeof((KCTRLD_table)->KCTRLD_member))
 
 /* The single exported entry point. Called once per loaded file, on the loop
  * thread, before any init.

@@ -38,15 +38,15 @@ typedef struct pu_buf {
 } pu_buf;
 
 #ifdef __cplusplus
-#define PU_CAST(T, x) static_cast<T>(x)
+#define PU_CAST(KCTRLD_T, KCTRLD_x) static_cast<KCTRLD_T>(KCTRLD_x)
 #else
-#define PU_CAST(T, x) (x)
+#define PU_CAST(KCTRLD_T, KCTRLD_x) (KCTRLD_x)
 #endif
 
 #ifdef __cplusplus
-#define PU_UCHARS(s) reinterpret_cast<const unsigned char *>(s)
+#define PU_UCHARS(KCTRLD_s) reinterpret_cast<const unsigned char *>(KCTRLD_s)
 #else
-#define PU_UCHARS(s) ((const unsigned char *)(s))
+#define PU_UCHARS(KCTRLD_s) ((const unsigned char *)(KCTRLD_s))
 #endif
 
 static inline void pu_buf_init(pu_buf *b) { memset(b, 0, sizeof *b); }
@@ -329,33 +329,41 @@ static inline bool pu_copy(kctrld_str s, char *buf, size_t cap) {
 }
 
 /* The plugin table and its entry point, for the plugins that need nothing
- * else from kctrld_plugin_entry: host_var is the plugin's
- * `static const struct kctrld_host_api *` that the entry point sets; fini_
- * may be NULL. Use once, at file scope, after the three functions. The
- * entry point refuses a host of another ABI major (returns NULL).
- * KCTRLD_PLUGIN_DEFINE declares no permissions (kctrld_plugin.permissions
- * NULL); KCTRLD_PLUGIN_DEFINE_PERMS also sets them from perms_, a static
- * `const kctrld_permission[]` ending with KCTRLD_PERMISSIONS_END. */
-#define KCTRLD_PLUGIN_DEFINE(host_var, name_, version_, init_, reconcile_, fini_)           \
-  KCTRLD_PLUGIN_DEFINE_PERMS(host_var, name_, version_, init_, reconcile_, fini_, NULL)
-#define KCTRLD_PLUGIN_DEFINE_PERMS(host_var, name_, version_, init_, reconcile_, fini_, perms_) \
-  KCTRLD_EXPORT const struct kctrld_plugin *kctrld_plugin_entry(                           \
-      const struct kctrld_host_api *host) {                                                \
-    static struct kctrld_plugin table_;                                                    \
-    if (!host || host->abi_major != KCTRLD_ABI_MAJOR) return NULL;                         \
-    host_var = host;                                                                       \
-    table_.abi_major = KCTRLD_ABI_MAJOR;                                                   \
-    table_.abi_minor = KCTRLD_ABI_MINOR;                                                   \
-    table_.struct_size = sizeof(struct kctrld_plugin);                                     \
-    table_.build_signature = KCTRLD_BUILD_SIGNATURE;                                       \
-    table_.name = (name_);                                                                 \
-    table_.version = (version_);                                                           \
-    table_.init = (init_);                                                                 \
-    table_.reconcile = (reconcile_);                                                       \
-    table_.fini = (fini_);                                                                 \
-    table_.permissions = (perms_);                                                         \
-    return &table_;                                                                        \
-  }                                                                                        \
+ * else from kctrld_plugin_entry. The arguments: the plugin's
+ * `static const struct kctrld_host_api *` that the entry point sets (any
+ * name: `host`, `H`, ...), the plugin's name and version, its init,
+ * reconcile and fini (fini may be NULL). Use once, at file scope, after the
+ * three functions. The entry point refuses a host of another ABI major
+ * (returns NULL). KCTRLD_PLUGIN_DEFINE declares no permissions
+ * (kctrld_plugin.permissions NULL); KCTRLD_PLUGIN_DEFINE_PERMS takes them
+ * as one more argument, a static `const kctrld_permission[]` ending with
+ * KCTRLD_PERMISSIONS_END.
+ * Every name these macros declare (the entry point's parameter, the table)
+ * starts with kctrld_, so none can capture or shadow one of the plugin's:
+ * leave the kctrld_ and KCTRLD_ prefixes to the SDK. */
+#define KCTRLD_PLUGIN_DEFINE(KCTRLD_host_var, KCTRLD_name, KCTRLD_version, KCTRLD_init,          \
+                             KCTRLD_reconcile, KCTRLD_fini)                                      \
+  KCTRLD_PLUGIN_DEFINE_PERMS(KCTRLD_host_var, KCTRLD_name, KCTRLD_version, KCTRLD_init,          \
+                             KCTRLD_reconcile, KCTRLD_fini, NULL)
+#define KCTRLD_PLUGIN_DEFINE_PERMS(KCTRLD_host_var, KCTRLD_name, KCTRLD_version, KCTRLD_init,    \
+                                   KCTRLD_reconcile, KCTRLD_fini, KCTRLD_perms)                  \
+  KCTRLD_EXPORT const struct kctrld_plugin *kctrld_plugin_entry(                                 \
+      const struct kctrld_host_api *kctrld_entry_host) {                                         \
+    static struct kctrld_plugin kctrld_entry_table;                                              \
+    if (!kctrld_entry_host || kctrld_entry_host->abi_major != KCTRLD_ABI_MAJOR) return NULL;     \
+    (KCTRLD_host_var) = kctrld_entry_host;                                                       \
+    kctrld_entry_table.abi_major = KCTRLD_ABI_MAJOR;                                             \
+    kctrld_entry_table.abi_minor = KCTRLD_ABI_MINOR;                                             \
+    kctrld_entry_table.struct_size = sizeof(struct kctrld_plugin);                               \
+    kctrld_entry_table.build_signature = KCTRLD_BUILD_SIGNATURE;                                 \
+    kctrld_entry_table.name = (KCTRLD_name);                                                     \
+    kctrld_entry_table.version = (KCTRLD_version);                                               \
+    kctrld_entry_table.init = (KCTRLD_init);                                                     \
+    kctrld_entry_table.reconcile = (KCTRLD_reconcile);                                           \
+    kctrld_entry_table.fini = (KCTRLD_fini);                                                     \
+    kctrld_entry_table.permissions = (KCTRLD_perms);                                             \
+    return &kctrld_entry_table;                                                                  \
+  }                                                                                              \
   extern int kctrld_plugin_define_used_once_ /* swallows the caller's semicolon */
 
 #endif

@@ -8,6 +8,7 @@ order and prints one TAP line per test ("ok N - name", "not ok N - name",
 Helpers start the simulator (build/kube-apisim, or $KCTRLD_BUILD/kube-apisim)
 on a free loopback port and stop it again, so every test gets a fresh cluster.
 """
+import atexit
 import os
 import re
 import shutil
@@ -54,6 +55,51 @@ def build_plugin(src, out_dir, *cflags):
                    + ["-I" + os.path.join(ROOT, "include"), "-o", so, src], check=True, timeout=60)
     os.chmod(so, 0o755)
     return so
+
+
+_STAGED_SDK = {}
+
+
+def staged_sdk():
+    """Runs `make install` of this build once into a scratch DESTDIR (the
+    tree the tests run: $KCTRLD_BUILD) and returns the environment in which
+    `pkg-config --cflags kctrld-plugin` names the installed headers there,
+    as a plugin author's machine does after `make install` (PKG_CONFIG_PATH
+    at the installed .pc file, PKG_CONFIG_SYSROOT_DIR at the DESTDIR).
+    Skips when pkg-config is missing."""
+    if "env" in _STAGED_SDK:
+        return _STAGED_SDK["env"]
+    if not shutil.which("pkg-config"):
+        raise Skip("pkg-config not installed")
+    san = {"build-asan": "address", "build-tsan": "thread", "build-cov": "coverage"}.get(
+        os.path.basename(BUILD), "")
+    dest = tempfile.mkdtemp(prefix="kctrld-sdk-")
+    atexit.register(shutil.rmtree, dest, True)
+    prefix = "/usr/local"
+    r = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "install", "SAN=" + san, "DESTDIR=" + dest,
+                        "PREFIX=" + prefix], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise AssertionError("make install DESTDIR=%s failed:\n%s" % (dest, (r.stdout + r.stderr)[-3000:]))
+    env = dict(os.environ)
+    env["PKG_CONFIG_PATH"] = dest + prefix + "/lib/pkgconfig"
+    env["PKG_CONFIG_SYSROOT_DIR"] = dest
+    _STAGED_SDK["env"] = env
+    _STAGED_SDK["dest"] = dest
+    return env
+
+
+def pkg_cflags(env):
+    """`pkg-config --cflags kctrld-plugin` in env (from staged_sdk()), split."""
+    r = subprocess.run(["pkg-config", "--cflags", "kctrld-plugin"], env=env, capture_output=True, text=True,
+                       timeout=30)
+    if r.returncode != 0:
+        raise AssertionError("pkg-config --cflags kctrld-plugin: %s" % r.stderr.strip())
+    return r.stdout.split()
+
+
+# A log line at level error, in the text format with or without the
+# timestamp (journald mode prefixes "<3>" instead).
+ERROR_LINE = re.compile(r"^(?:<3>|\S+ )?error ", re.M)
 
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
