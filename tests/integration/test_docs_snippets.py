@@ -555,6 +555,8 @@ def test_shell_blocks_run_or_are_marked():
             if proc.returncode != 0:
                 bad.append("%s: runnable block exits %s:\n%s" % (where(f, line), proc.returncode, text_out[-2000:]))
     assert not bad, "\n".join(bad)
+    if not ran:
+        raise taplib.Skip("no block marked run could run here (kubectl not installed?)")
 
 
 def make_targets():
