@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* hash: the 64-bit finalizer (MurmurHash3's fmix64) shared by the hash
- * tables of store.c and the Event correlator's keys in events.c, and the
+ * tables of store.c and the Event correlator's keys in events.c, a string
+ * hash built on it (hook attempt counters, the keys of base/childpool), the
  * xorshift64* generator behind every jitter and sample (reflector, leader,
  * consistency check). Header-only: any thread (each state has one owner). */
 #ifndef KC_HASH_H
@@ -16,6 +17,15 @@ static inline uint64_t kc_mix64(uint64_t h) {
   h *= 0xc4ceb9fe1a85ec53ULL;
   h ^= h >> 33;
   return h;
+}
+
+/* A string's hash for hash tables and for telling keys apart: 64-bit
+ * FNV-1a of its bytes, mixed (kc_mix64). */
+static inline uint64_t kc_hash_str(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    h = (h ^ *p) * 0x100000001b3ULL;
+  return kc_mix64(h);
 }
 
 /* xorshift64*: advances *state (never 0) and returns the next value. For

@@ -15,7 +15,6 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "base/ratelimit.h"
 #include "base/spawn.h"
 
 #define LINE_MAX_BYTES 4096
@@ -360,15 +359,4 @@ int kc_hook_child_drain(uint64_t timeout_ms) {
   if (!stops_running) rc = 0;
   pthread_mutex_unlock(&stop_mu);
   return rc;
-}
-
-uint64_t kc_hook_restart_delay_ns(bool *answered, uint32_t *failures, uint64_t base_ms,
-                                  uint64_t max_ms) {
-  if (*answered) {
-    *answered = false;
-    kc_backoff_forget(failures);
-    return 0;
-  }
-  const kc_backoff b = {base_ms * 1000000ull, max_ms * 1000000ull};
-  return kc_backoff_when(&b, failures);
 }

@@ -89,14 +89,4 @@ int kc_hook_child_drain(uint64_t timeout_ms);
 /* Children spawned and not reaped yet (process-wide; any thread). */
 unsigned kc_hook_children_unreaped(void);
 
-/* The supervision shared by every kind of child (exec hooks, isolated
- * plugins): the wait before a slot's next start after its child failed. A
- * child that had answered well (*answered) was healthy: what killed it was
- * the key, which pays with its own backoff, so the next key gets a new
- * child at once (0; *answered and the failures are reset). A fresh child
- * failing again and again is the program itself: that backs off
- * (base_ms doubling to max_ms per failure in *failures). */
-uint64_t kc_hook_restart_delay_ns(bool *answered, uint32_t *failures, uint64_t base_ms,
-                                  uint64_t max_ms);
-
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/childpool.h"
 #include "base/clock.h"
 #include "base/buf.h"
 #include "base/fileperm.h"
@@ -18,28 +19,18 @@
 #include "hooks/hook_host.h"
 #include "hooks/hook_proto.h"
 #include "host/hostapi.h"
-#include "base/ratelimit.h"
 
 extern char **environ;
 
-struct slot {
-  kc_hook_child *child; /* persistent mode; NULL: not running */
-  bool busy;
-  bool answered;          /* the child gave at least one good response */
-  uint32_t failures;      /* consecutive failures of fresh children: the restart backoff */
-  uint64_t restart_at_ns; /* no start before this */
-  char last_failure[512];
-};
-
 typedef struct hook_exec {
-  kc_hook_base base; /* controller, kinds, nslots, mu (slots[].busy/child/failures), attempts */
+  kc_hook_base base; /* controller, kinds, nslots, attempts */
   char **argv;
   char **envp;
   uint64_t timeout_ms;
   enum kc_hook_exec_mode mode;
   size_t max_response;
   uint64_t grace_ms;
-  struct slot *slots;
+  kc_childpool *pool; /* persistent mode: the children (kc_hook_child), one slot per worker */
 } hook_exec;
 
 static const struct kctrld_host_api *H(void) {
@@ -58,7 +49,7 @@ static void exec_free(hook_exec *x) {
   kc_hook_base_free(&x->base);
   free_strv(x->argv);
   free_strv(x->envp);
-  free(x->slots);
+  kc_childpool_free(x->pool);
   free(x);
 }
 
@@ -123,10 +114,10 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
   x->mode = ex->mode;
   x->max_response = (size_t)ex->max_response_bytes;
   x->grace_ms = (uint64_t)ex->stop_grace_ms;
-  x->slots = calloc(x->base.nslots, sizeof *x->slots);
+  x->pool = kc_childpool_new(x->base.nslots, KC_HOOK_RESTART_BASE_MS, KC_HOOK_RESTART_MAX_MS);
   x->argv = calloc(ex->ncommand + 1, sizeof *x->argv);
   x->envp = build_env(ex);
-  bool ok = x->slots && x->argv && x->envp;
+  bool ok = x->pool && x->argv && x->envp;
   for (size_t i = 0; ok && i < ex->ncommand; i++)
     ok = (x->argv[i] = strdup(ex->command[i])) != NULL;
   if (!ok) {
@@ -146,9 +137,10 @@ static void exec_fini(void *instance) {
   kc_hook_child *v[64];
   size_t n = 0;
   for (size_t i = 0; i < x->base.nslots; i++) {
-    if (!x->slots[i].child) continue;
-    v[n++] = x->slots[i].child;
-    x->slots[i].child = NULL;
+    void **child = kc_childpool_child(x->pool, i);
+    if (!*child) continue;
+    v[n++] = *child;
+    *child = NULL;
     if (n == sizeof v / sizeof v[0]) {
       kc_hook_child_stop(v, n, x->grace_ms);
       n = 0;
@@ -195,85 +187,73 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
   }
 }
 
-/* The wait before the slot's next start, after its child failed
- * (kc_hook_restart_delay_ns: no wait after a child that had answered well,
- * else a backoff). */
-static uint64_t restart_delay_ns(struct slot *s) {
-  return kc_hook_restart_delay_ns(&s->answered, &s->failures, KC_HOOK_RESTART_BASE_MS,
-                                  KC_HOOK_RESTART_MAX_MS);
+/* The child of slot i was lost reconciling key (already killed): the key
+ * pays (its error result); the slot starts a new child for the next key,
+ * unless keys in a row keep losing children (base/childpool.h). Returns the
+ * error result with why and what comes next. */
+static int lose_slot(hook_exec *x, kctrld_ctx *ctx, int i, const char *key, const char *why) {
+  uint64_t backoff = kc_childpool_release(x->pool, (size_t)i, KC_CHILDPOOL_LOST, key, why);
+  if (!backoff) return H()->result_error(ctx, "%s; restarted for the next key", why);
+  return H()->result_error(ctx,
+                           "%s; %d keys in a row lost their hook child: the program backs off, "
+                           "no new child for %.1fs",
+                           why, KC_CHILDPOOL_BREAK_KEYS, (double)backoff / 1e9);
 }
 
 /* Persistent mode: the exchange on a slot's child (started if needed).
- * Returns 0 with the response in resp, or an error result already set. */
-static int run_persistent(hook_exec *x, kctrld_ctx *ctx, kc_buf *req, kc_buf *resp,
-                          struct slot **held) {
+ * Returns 0 with the response in resp and the slot in *slot (released by
+ * the caller), or a result already set: an error (the slot, if it lost its
+ * child, already released: *slot -1), or a hold (*held: the program backs
+ * off as a whole; the key was not run). */
+static int run_persistent(hook_exec *x, kctrld_ctx *ctx, const char *key, kc_buf *req,
+                          kc_buf *resp, int *slot, bool *held) {
   const struct kctrld_host_api *h = H();
-  struct slot *s = NULL;
-  uint64_t now = kc_clock_now_ns();
-  /* A running child first, then one that may be (re)started now: a slot
-   * backing off after a failure serves a key only when no other is free. */
-  pthread_mutex_lock(&x->base.mu);
-  for (size_t i = 0; i < x->base.nslots && !s; i++)
-    if (!x->slots[i].busy && x->slots[i].child) s = &x->slots[i];
-  for (size_t i = 0; i < x->base.nslots && !s; i++)
-    if (!x->slots[i].busy && x->slots[i].restart_at_ns <= now) s = &x->slots[i];
-  for (size_t i = 0; i < x->base.nslots && !s; i++)
-    if (!x->slots[i].busy) s = &x->slots[i];
-  if (s) s->busy = true;
-  pthread_mutex_unlock(&x->base.mu);
-  if (!s) return h->result_error(ctx, "no free hook slot (more reconciles than workers)");
-  *held = s;
-  if (!s->child) {
-    if (now < s->restart_at_ns)
-      return h->result_error(ctx, "hook child restarting in %.1fs (last failure: %s)",
-                             (double)(s->restart_at_ns - now) / 1e9, s->last_failure);
-    char err[256];
-    int rc = kc_hook_child_spawn(x->base.controller, (const char *const *)x->argv,
-                                 (const char *const *)x->envp, &s->child, err, sizeof err);
-    if (rc < 0) {
-      s->restart_at_ns = now + restart_delay_ns(s);
-      snprintf(s->last_failure, sizeof s->last_failure, "%s", err);
-      return h->result_error(ctx, "%s", err);
-    }
-    h->log(KCTRLD_LOG_INFO, "hook child started pid=%d", (int)kc_hook_child_pid(s->child));
+  uint64_t start = kc_clock_now_ns(), hold_ns = 0;
+  char why[512];
+  int i = kc_childpool_take(x->pool, &hold_ns, why, sizeof why);
+  if (i == -EAGAIN) {
+    *held = true;
+    return kc_hook_result_held(h, ctx, hold_ns, why);
   }
+  if (i < 0) return h->result_error(ctx, "no free hook slot (more reconciles than workers)");
+  *slot = i;
+  void **child = kc_childpool_child(x->pool, (size_t)i);
+  if (!*child) {
+    char err[256];
+    kc_hook_child *c = NULL;
+    int rc = kc_hook_child_spawn(x->base.controller, (const char *const *)x->argv,
+                                 (const char *const *)x->envp, &c, err, sizeof err);
+    if (rc < 0) {
+      *slot = -1;
+      return lose_slot(x, ctx, i, key, err);
+    }
+    *child = c;
+    h->log(KCTRLD_LOG_INFO, "hook child started pid=%d", (int)kc_hook_child_pid(c));
+  }
+  kc_hook_child *c = *child;
   kc_buf_putc(req, '\n');
   if (req->err) return h->result_error(ctx, "out of memory building the hook request");
-  pid_t pid = kc_hook_child_pid(s->child);
-  int rc = kc_hook_child_exchange(s->child, req->p, req->len, KC_HOOK_READ_LINE,
-                                  now + x->timeout_ms * 1000000ull, x->max_response, resp, NULL,
+  pid_t pid = kc_hook_child_pid(c);
+  int rc = kc_hook_child_exchange(c, req->p, req->len, KC_HOOK_READ_LINE,
+                                  start + x->timeout_ms * 1000000ull, x->max_response, resp, NULL,
                                   stderr_line, NULL);
   if (rc == 0) return 0;
   int status = 0;
-  kc_hook_child_kill(s->child, &status, stderr_line, NULL);
-  s->child = NULL;
-  char why[256];
+  kc_hook_child_kill(c, &status, stderr_line, NULL);
+  *child = NULL;
   describe_failure(x, rc, pid, status, rc == -EPIPE, why, sizeof why);
-  uint64_t delay = restart_delay_ns(s);
-  s->restart_at_ns = kc_clock_now_ns() + delay;
-  snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
-  if (!delay) return h->result_error(ctx, "%s; restarted for the next key", why);
-  return h->result_error(ctx, "%s; restarting in %.1fs", why, (double)delay / 1e9);
+  *slot = -1;
+  return lose_slot(x, ctx, i, key, why);
 }
 
 /* The response was garbage: the child's stream cannot be trusted. */
-static void kill_slot(hook_exec *x, struct slot *s, const char *why) {
-  if (!s || !s->child) return;
-  kc_hook_child_kill(s->child, NULL, stderr_line, NULL);
-  s->child = NULL;
-  s->restart_at_ns = kc_clock_now_ns() + restart_delay_ns(s);
-  snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
-}
-
-static void release_slot(hook_exec *x, struct slot *s, bool good) {
-  if (!s) return;
-  pthread_mutex_lock(&x->base.mu);
-  if (good && s->child) {
-    s->answered = true;
-    kc_backoff_forget(&s->failures);
-  }
-  s->busy = false;
-  pthread_mutex_unlock(&x->base.mu);
+static int kill_slot(hook_exec *x, kctrld_ctx *ctx, int *slot, const char *key, const char *why) {
+  void **child = kc_childpool_child(x->pool, (size_t)*slot);
+  kc_hook_child_kill(*child, NULL, stderr_line, NULL);
+  *child = NULL;
+  int i = *slot;
+  *slot = -1;
+  return lose_slot(x, ctx, i, key, why);
 }
 
 /* Per-call mode: one run of the command. */
@@ -309,8 +289,8 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   kc_buf req = {0}, resp = {0};
   kc_hook_input in = {0};
   kc_hook_response r = {0};
-  struct slot *s = NULL;
-  bool good = false;
+  int slot = -1;
+  bool good = false, held = false;
   char err[256];
   int res;
   int rc =
@@ -321,22 +301,25 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     goto out;
   }
   res = x->mode == KC_HOOK_MODE_PER_CALL ? run_per_call(x, ctx, &req, &resp)
-                                         : run_persistent(x, ctx, &req, &resp, &s);
+                                         : run_persistent(x, ctx, key, &req, &resp, &slot, &held);
   if (res != 0) goto out;
   rc = kc_hook_response_parse(resp.p ? resp.p : "", resp.len, x->max_response, &r, err, sizeof err);
   if (rc < 0) {
     char why[320];
     snprintf(why, sizeof why, "hook response: %s", err);
-    if (x->mode == KC_HOOK_MODE_PERSISTENT) kill_slot(x, s, why); /* s is ours while busy */
-    res = h->result_error(ctx, "%s", why);
+    res = x->mode == KC_HOOK_MODE_PERSISTENT ? kill_slot(x, ctx, &slot, key, why)
+                                             : h->result_error(ctx, "%s", why);
     goto out;
   }
   good = true;
   res = kc_hook_perform(h, ctx, &x->base.kinds, key, &in, &r);
 out:
-  release_slot(x, s, good);
-  kc_hook_attempt_settle(&x->base.attempts, key,
-                         res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
+  if (slot >= 0)
+    kc_childpool_release(x->pool, (size_t)slot, good ? KC_CHILDPOOL_ANSWERED : KC_CHILDPOOL_UNUSED,
+                         key, NULL);
+  if (!held) /* a held key was not run: nothing to count */
+    kc_hook_attempt_settle(&x->base.attempts, key,
+                           res == KCTRLD_RESULT_DONE || res == KCTRLD_RESULT_REQUEUE_AFTER);
   kc_hook_response_free(&r);
   kc_hook_input_release(h, &in);
   kc_buf_free(&req);

@@ -6,21 +6,24 @@
  * builds the kctrld.io/hook/v1 request from the cache and performs the
  * response's actions through the host table (hook_host.h); in between the
  * request goes to a child process (hook_child.h):
- *   - persistent (default): one long-running child per worker slot, one
- *     JSON line each way; a child that exits, hangs past the timeout or
- *     writes garbage is killed; the next key gets a new child at once when
- *     the dead one had answered well (the key that killed it backs off),
- *     else the slot backs off (KC_HOOK_RESTART_BASE_MS doubling to
- *     KC_HOOK_RESTART_MAX_MS: a program that fails from the start is not
- *     restarted in a loop) and a reconcile finding no slot ready fails at once;
+ *   - persistent (default): one long-running child per worker slot
+ *     (base/childpool.h), one JSON line each way; a child that exits, hangs
+ *     past the timeout or writes garbage is killed, the key it was
+ *     reconciling fails (the workqueue's per-key backoff), and the next key
+ *     gets a new child at once. Only a program that loses its child for
+ *     KC_CHILDPOOL_BREAK_KEYS distinct keys in a row backs off as a whole
+ *     (KC_HOOK_RESTART_BASE_MS doubling to KC_HOOK_RESTART_MAX_MS); a key
+ *     finding no running child meanwhile is held: requeued after the
+ *     backoff without being run or charged (no error, no attempt);
  *   - per-call: the command runs once per reconcile.
- * Every failure is an error result, so the key gets the workqueue's
+ * Every other failure is an error result, so the key gets the workqueue's
  * per-key backoff; stderr goes to the log line by line with controller
  * and key (the host's log).
  *
  * Owns (per instance): copies of the command, environment and kinds; the
- * worker slots with their persistent children; the per-key attempt
- * counters (keys that failed since their last success). fini hands the
+ * worker slots with their persistent children (a kc_childpool); the
+ * per-key attempt counters (keys that failed since their last success; a
+ * held key is not counted). fini hands the
  * children to kc_hook_child_stop (SIGTERM, SIGKILL after stopGracePeriod,
  * reaped); kc_hook_child_drain waits for that.
  *
@@ -31,8 +34,8 @@
  *
  * Threads: init/fini as plugin.h (loop thread, or the last worker of an
  * abandoned reconcile for fini); reconcile on worker threads, concurrently
- * for different keys (the slots and counters are under one mutex, held
- * only to pick a slot or count). Errors: init returns 0, -EINVAL (no hook
+ * for different keys (the slots and the counters each under a mutex, held
+ * only to pick or give back a slot, or to count). Errors: init returns 0, -EINVAL (no hook
  * spec, or the program is not a regular file), -EPERM, -ENOENT (above) or
  * -ENOMEM. Ownership: the spec is borrowed during init only.
  */
@@ -42,6 +45,8 @@
 #include "config/config.h"
 #include "kctrld/plugin.h"
 
+/* The backoff of a program that fails for every key (exec hooks and
+ * isolated plugins; base/childpool.h). */
 #define KC_HOOK_RESTART_BASE_MS 250
 #define KC_HOOK_RESTART_MAX_MS (10 * 1000)
 

@@ -368,6 +368,16 @@ static int kc_hook_kinds_copy(const kc_controller_spec *spec, kc_hook_kinds *out
   return -ENOMEM;
 }
 
+int kc_hook_result_held(const struct kctrld_host_api *host, kctrld_ctx *ctx, uint64_t hold_ns,
+                        const char *why) {
+  uint64_t ms = (hold_ns + 999999) / 1000000;
+  host->log(KCTRLD_LOG_DEBUG, "not run: the program backs off for %llums (last failure: %s)",
+            (unsigned long long)ms, why);
+  int rc = host->result_requeue_after(ctx, ms);
+  if (ctx && ctx->res) ctx->res->held = true;
+  return rc;
+}
+
 struct kc_hook_attempt {
   struct kc_hook_attempt *next;
   uint64_t n;
@@ -375,10 +385,7 @@ struct kc_hook_attempt {
 };
 
 static size_t bucket_of(const char *key) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a, then mixed */
-  for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-    h = (h ^ *p) * 1099511628211ull;
-  return (size_t)(kc_mix64(h) % KC_HOOK_ATTEMPT_BUCKETS);
+  return (size_t)(kc_hash_str(key) % KC_HOOK_ATTEMPT_BUCKETS);
 }
 
 /* 0 or -ENOMEM. */

@@ -70,6 +70,13 @@ void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in
 int kc_hook_perform(const struct kctrld_host_api *host, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
                     const char *key, const kc_hook_input *in, const kc_hook_response *r);
 
+/* The result of a key that was not run because its program backs off as a
+ * whole (base/childpool.h): requeued after hold_ns (rounded up to ms) and
+ * marked held, so the key is charged no attempt and keeps its backoff. The
+ * reason goes to the log at debug level. */
+int kc_hook_result_held(const struct kctrld_host_api *host, kctrld_ctx *ctx, uint64_t hold_ns,
+                        const char *why);
+
 /* Failures per key since its last success: the request's `attempt`. */
 #define KC_HOOK_ATTEMPT_BUCKETS 256
 struct kc_hook_attempt;
@@ -92,7 +99,7 @@ typedef struct kc_hook_base {
   char *controller;
   kc_hook_kinds kinds;
   size_t nslots;      /* the controller's workers (kc_hook_nslots) */
-  pthread_mutex_t mu; /* the transport's slots */
+  pthread_mutex_t mu; /* the transport's own slots (children: a kc_childpool, its own lock) */
   kc_hook_attempts attempts;
 } kc_hook_base;
 

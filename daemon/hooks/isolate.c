@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/childpool.h"
 #include "base/clock.h"
 #include "watch/decode.h"
 #include "base/fileperm.h"
@@ -42,21 +43,12 @@ extern char **environ;
  * reconcileTimeout when shorter: on the loop thread at instance creation. */
 #define INIT_TIMEOUT_MS 10000
 
-struct slot {
-  kc_hook_child *child; /* NULL: not running */
-  bool busy;
-  bool answered;     /* the child answered at least one reconcile */
-  uint32_t failures; /* consecutive failures of fresh children: the restart backoff */
-  uint64_t restart_at_ns;
-  char last_failure[768];
-};
-
 typedef struct isolated {
-  kc_hook_base base; /* controller, kinds (unused), nslots, mu (slots[].busy), attempts (unused) */
+  kc_hook_base base; /* controller, kinds (unused), nslots, attempts (unused) */
   char *path;        /* the plugin file */
   kc_buf init;       /* the init message (settings as YAML text) */
   uint64_t timeout_ms;
-  struct slot *slots;
+  kc_childpool *pool; /* the children (kc_hook_child), one slot per worker */
   struct isolated *next; /* in g_instances (g_inst_mu) */
 } isolated;
 
@@ -76,7 +68,7 @@ struct ctl_counts {
 };
 static struct ctl_counts *g_counts;
 /* The instances between init and fini, for kc_isolate_reap_idle. Lock
- * order: g_inst_mu, then an instance's base.mu, then g_mu. Held across a
+ * order: g_inst_mu, then an instance's pool (inside childpool.c), then g_mu. Held across a
  * reap pass, so that fini (which unlinks first) never frees an instance
  * the pass is looking at. */
 static pthread_mutex_t g_inst_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -408,15 +400,15 @@ static void stderr_line(void *ud, pid_t pid, const char *line, size_t len) {
            line);
 }
 
-/* Sends out (one message) to s's child and serves its calls until it
+/* Sends out (one message) to child c and serves its calls until it
  * answers otherwise; that answer is parsed into m (fields in resp).
  * Returns 0, an exchange error of hook_child.h, or -EPROTO (a line that
  * does not parse, a call that does not fit). */
-static int converse(isolated *x, kctrld_ctx *ctx, struct slot *s, kc_buf *out, kc_buf *resp,
+static int converse(isolated *x, kctrld_ctx *ctx, kc_hook_child *c, kc_buf *out, kc_buf *resp,
                     kc_iso_msg *m, uint64_t deadline_ns) {
   for (;;) {
     if (out->err) return out->err;
-    int rc = kc_hook_child_exchange(s->child, out->p, out->len, KC_HOOK_READ_LINE, deadline_ns,
+    int rc = kc_hook_child_exchange(c, out->p, out->len, KC_HOOK_READ_LINE, deadline_ns,
                                     KC_ISOLATE_MAX_MESSAGE, resp, NULL, stderr_line, x);
     if (rc < 0) return rc;
     if (!resp->p || kc_iso_parse(resp->p, resp->len, m) < 0) return -EPROTO;
@@ -451,32 +443,37 @@ static void describe_failure(isolated *x, int rc, pid_t pid, int status, char *b
   }
 }
 
-static uint64_t restart_delay_ns(struct slot *s) {
-  return kc_hook_restart_delay_ns(&s->answered, &s->failures, KC_HOOK_RESTART_BASE_MS,
-                                  KC_HOOK_RESTART_MAX_MS);
+/* The child *child failed (rc): kill it (*child NULL) and write the
+ * reason into why. */
+static void kill_child(isolated *x, void **child, int rc, char *why, size_t cap) {
+  kc_hook_child *c = *child;
+  pid_t pid = kc_hook_child_pid(c);
+  int status = 0;
+  kc_hook_child_kill(c, &status, stderr_line, x);
+  *child = NULL;
+  describe_failure(x, rc, pid, status, why, cap);
 }
 
-/* The child of s failed (rc): kill it, back off the slot, count and log.
- * key: what it was doing (NULL: init). Writes the reason into why. */
-static void lose_child(isolated *x, struct slot *s, int rc, const char *key, char *why,
-                       size_t cap) {
-  pid_t pid = kc_hook_child_pid(s->child);
-  int status = 0;
-  kc_hook_child_kill(s->child, &status, stderr_line, x);
-  s->child = NULL;
-  describe_failure(x, rc, pid, status, why, cap);
-  uint64_t delay = restart_delay_ns(s);
-  s->restart_at_ns = kc_clock_now_ns() + delay;
-  snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
-  if (key) count(x->base.controller, false);
-  H()->log(KCTRLD_LOG_ERROR, "%s %s%s; %s", why, key ? "reconciling " : "in init", key ? key : "",
-           delay ? "restarting with backoff" : "restarted for the next key");
+/* Slot i lost its child reconciling key (killed already; why: the reason,
+ * in the key's error result): the key pays, the slot starts a new child for
+ * the next key unless keys in a row keep losing children
+ * (base/childpool.h). Logged at error level; panic: counted as one. */
+static void lose_slot(isolated *x, size_t i, const char *key, const char *why, bool panic) {
+  uint64_t backoff = kc_childpool_release(x->pool, i, KC_CHILDPOOL_LOST, key, why);
+  if (panic) count(x->base.controller, false);
+  if (!backoff)
+    H()->log(KCTRLD_LOG_ERROR, "%s reconciling %s; restarted for the next key", why, key);
+  else
+    H()->log(KCTRLD_LOG_ERROR,
+             "%s reconciling %s; %d keys in a row lost their plugin child: the plugin backs off, "
+             "no new child for %.1fs",
+             why, key, KC_CHILDPOOL_BREAK_KEYS, (double)backoff / 1e9);
 }
 
 /* The child has exited (or was killed) and is not reaped yet: looked at
  * without reaping it, so kc_hook_child_kill still reaps it. A child the
  * call cannot look at counts as alive (the exchange finds out). */
-static bool child_exited(const kc_hook_child *c) {
+static bool child_exited(const void *c) {
   return kc_spawn_exited(kc_hook_child_pid(c)) > 0;
 }
 
@@ -495,35 +492,37 @@ static void lose_idle_child(isolated *x, kc_hook_child *c, const char *how) {
            (int)pid, x->path, st, how);
 }
 
-/* Starts s's child and runs the plugin's init in it. 0, or the error
- * (message in err). */
-static int start_child(isolated *x, kctrld_ctx *ctx, struct slot *s, char *err, size_t errlen) {
+/* Starts the child of a slot into *child and runs the plugin's init in it.
+ * 0, or the error for the caller to log (message in err; *child NULL, a
+ * child that failed its init killed). */
+static int start_child(isolated *x, kctrld_ctx *ctx, void **child, char *err, size_t errlen) {
   /* This very binary: main (and a test's or bench's own main) hands the
    * flag to kc_isolate_child_main. */
   const char *argv[] = {"/proc/self/exe", KC_ISOLATE_CHILD_FLAG, NULL};
-  int rc = kc_hook_child_spawn(x->base.controller, argv, (const char *const *)environ, &s->child,
-                               err, errlen);
+  kc_hook_child *c = NULL;
+  int rc =
+      kc_hook_child_spawn(x->base.controller, argv, (const char *const *)environ, &c, err, errlen);
   if (rc < 0) return rc;
+  *child = c;
   kc_buf out = {0}, resp = {0};
   kc_iso_msg m = {0};
   kc_buf_add(&out, x->init.p, x->init.len);
   uint64_t t = x->timeout_ms < INIT_TIMEOUT_MS ? x->timeout_ms : INIT_TIMEOUT_MS;
-  rc = converse(x, ctx, s, &out, &resp, &m, kc_clock_now_ns() + t * 1000000ull);
+  rc = converse(x, ctx, c, &out, &resp, &m, kc_clock_now_ns() + t * 1000000ull);
   if (rc == 0 && kc_iso_is(&m, 0, "fail")) {
     int64_t e = 0;
     if (kc_iso_int(&m, 1, &e) < 0 || e >= 0 || e < -4095) e = -EPROTO;
     kc_errf(err, errlen, "%s", kc_iso_str(&m, 2));
     rc = (int)e;
-    int status = 0;
-    kc_hook_child_kill(s->child, &status, stderr_line, x);
-    s->child = NULL;
+    kc_hook_child_kill(c, NULL, stderr_line, x);
+    *child = NULL;
   } else if (rc == 0 && !kc_iso_is(&m, 0, "ready")) {
     rc = -EPROTO;
   }
-  if (rc < 0 && s->child) lose_child(x, s, rc, NULL, err, errlen);
+  if (rc < 0 && *child) kill_child(x, child, rc, err, errlen);
   if (rc == 0)
-    H()->log(KCTRLD_LOG_INFO, "plugin child started pid=%d plugin=%s",
-             (int)kc_hook_child_pid(s->child), x->path);
+    H()->log(KCTRLD_LOG_INFO, "plugin child started pid=%d plugin=%s", (int)kc_hook_child_pid(c),
+             x->path);
   kc_iso_msg_free(&m);
   kc_buf_free(&out);
   kc_buf_free(&resp);
@@ -536,7 +535,7 @@ static void isolated_free(isolated *x) {
   kc_hook_base_free(&x->base);
   free(x->path);
   kc_buf_free(&x->init);
-  free(x->slots);
+  kc_childpool_free(x->pool);
   free(x);
 }
 
@@ -544,9 +543,10 @@ static void stop_children(isolated *x) {
   kc_hook_child *v[64];
   size_t n = 0;
   for (size_t i = 0; i < x->base.nslots; i++) {
-    if (!x->slots[i].child) continue;
-    v[n++] = x->slots[i].child;
-    x->slots[i].child = NULL;
+    void **child = kc_childpool_child(x->pool, i);
+    if (!*child) continue;
+    v[n++] = *child;
+    *child = NULL;
     if (n == sizeof v / sizeof v[0]) {
       kc_hook_child_stop(v, n, STOP_GRACE_MS);
       n = 0;
@@ -567,7 +567,7 @@ static int isolated_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
   }
   x->timeout_ms = (uint64_t)spec->reconcile_timeout_ms;
   x->path = strdup(spec->plugin);
-  x->slots = calloc(x->base.nslots, sizeof *x->slots);
+  x->pool = kc_childpool_new(x->base.nslots, KC_HOOK_RESTART_BASE_MS, KC_HOOK_RESTART_MAX_MS);
   kc_iso_begin(&x->init, "init");
   kc_iso_puts(&x->init, spec->name);
   kc_iso_puts(&x->init, spec->plugin);
@@ -585,7 +585,7 @@ static int isolated_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
   kc_iso_end(&x->init);
   int yerr = yaml.err;
   kc_buf_free(&yaml);
-  if (!x->path || !x->slots || x->init.err || yerr) {
+  if (!x->path || !x->pool || x->init.err || yerr) {
     isolated_free(x);
     return -ENOMEM;
   }
@@ -597,7 +597,7 @@ static int isolated_init(kctrld_ctx *ctx, const kctrld_settings *settings, void 
     H()->log(KCTRLD_LOG_WARN, "plugin %s: out of memory recording its file; a rebuild at this "
                               "path is not noticed on SIGHUP", x->path);
   char err[512];
-  rc = start_child(x, ctx, &x->slots[0], err, sizeof err);
+  rc = start_child(x, ctx, kc_childpool_child(x->pool, 0), err, sizeof err);
   if (rc < 0) {
     H()->log(KCTRLD_LOG_ERROR, "plugin %s in a child process: %s", x->path, err);
     stop_children(x);
@@ -630,38 +630,18 @@ static void isolated_fini(void *instance) {
 
 /* ---- reconcile ------------------------------------------------------------------ */
 
-static struct slot *take_slot(isolated *x, uint64_t now) {
-  struct slot *s = NULL;
-  pthread_mutex_lock(&x->base.mu);
-  for (size_t i = 0; i < x->base.nslots && !s; i++)
-    if (!x->slots[i].busy && x->slots[i].child) s = &x->slots[i];
-  for (size_t i = 0; i < x->base.nslots && !s; i++)
-    if (!x->slots[i].busy && x->slots[i].restart_at_ns <= now) s = &x->slots[i];
-  for (size_t i = 0; i < x->base.nslots && !s; i++)
-    if (!x->slots[i].busy) s = &x->slots[i];
-  if (s) s->busy = true;
-  pthread_mutex_unlock(&x->base.mu);
-  return s;
-}
-
 /* The idle slots' children that died, taken off their slots under the lock
- * the workers pick slots with: a busy slot's child is its worker's. One
- * non-blocking look (kc_spawn_exited, on that child's own pid) per idle
- * child; the lock is held only for it, and the slot is not marked busy, so
- * a worker asking meanwhile finds it free and starts a new child. */
+ * the workers pick slots with (kc_childpool_take_dead): a busy slot's child
+ * is its worker's. One non-blocking look (kc_spawn_exited, on that child's
+ * own pid) per idle child; the lock is held only for it, and the slot is
+ * not marked busy, so a worker asking meanwhile finds it free and starts a
+ * new child. */
 unsigned kc_isolate_reap_idle(void) {
   unsigned n = 0;
   pthread_mutex_lock(&g_inst_mu);
   for (isolated *x = g_instances; x; x = x->next) {
     for (size_t i = 0; i < x->base.nslots; i++) {
-      kc_hook_child *dead = NULL;
-      pthread_mutex_lock(&x->base.mu);
-      struct slot *s = &x->slots[i];
-      if (!s->busy && s->child && child_exited(s->child)) {
-        dead = s->child;
-        s->child = NULL;
-      }
-      pthread_mutex_unlock(&x->base.mu);
+      kc_hook_child *dead = kc_childpool_take_dead(x->pool, i, child_exited);
       if (!dead) continue;
       lose_idle_child(x, dead, "reaped; its worker's next reconcile starts a new one");
       n++;
@@ -669,16 +649,6 @@ unsigned kc_isolate_reap_idle(void) {
   }
   pthread_mutex_unlock(&g_inst_mu);
   return n;
-}
-
-static void release_slot(isolated *x, struct slot *s, bool good) {
-  pthread_mutex_lock(&x->base.mu);
-  if (good && s->child) {
-    s->answered = true;
-    s->failures = 0;
-  }
-  s->busy = false;
-  pthread_mutex_unlock(&x->base.mu);
 }
 
 /* The child's "res RESULT AFTER_MS MESSAGE" as this reconcile's result. */
@@ -699,50 +669,45 @@ static int map_result(kctrld_ctx *ctx, const kc_iso_msg *m, bool *ok) {
 static int isolated_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
   isolated *x = instance;
   const struct kctrld_host_api *h = H();
-  uint64_t now = kc_clock_now_ns();
-  struct slot *s = take_slot(x, now);
-  if (!s) return h->result_error(ctx, "no free plugin child (more reconciles than workers)");
+  uint64_t now = kc_clock_now_ns(), hold_ns = 0;
   char why[768];
-  int res = KCTRLD_RESULT_ERROR;
-  bool good = false;
-  if (s->child && child_exited(s->child)) {
-    kc_hook_child *dead = s->child;
-    s->child = NULL;
+  int i = kc_childpool_take(x->pool, &hold_ns, why, sizeof why);
+  if (i == -EAGAIN) return kc_hook_result_held(h, ctx, hold_ns, why);
+  if (i < 0) return h->result_error(ctx, "no free plugin child (more reconciles than workers)");
+  void **child = kc_childpool_child(x->pool, (size_t)i);
+  if (*child && child_exited(*child)) {
+    kc_hook_child *dead = *child;
+    *child = NULL;
     lose_idle_child(x, dead, "starting a new one");
   }
-  if (!s->child) {
-    if (now < s->restart_at_ns) {
-      res = h->result_error(ctx, "plugin child restarting in %.1fs (last failure: %s)",
-                            (double)(s->restart_at_ns - now) / 1e9, s->last_failure);
-      release_slot(x, s, false);
-      return res;
-    }
-    int rc = start_child(x, ctx, s, why, sizeof why);
+  if (!*child) {
+    int rc = start_child(x, ctx, child, why, sizeof why);
     if (rc < 0) {
-      if (!s->restart_at_ns || s->restart_at_ns <= now)
-        s->restart_at_ns = now + restart_delay_ns(s);
-      snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
-      res = h->result_error(ctx, "plugin child: %s", why);
-      release_slot(x, s, false);
+      int res = h->result_error(ctx, "plugin child: %s", why);
+      lose_slot(x, (size_t)i, key, why, false);
       return res;
     }
   }
+  int res = KCTRLD_RESULT_ERROR;
+  bool good = false;
   kc_buf out = {0}, resp = {0};
   kc_iso_msg m = {0};
   kc_iso_begin(&out, "rec");
   kc_iso_puts(&out, key);
   kc_iso_end(&out);
-  int rc = converse(x, ctx, s, &out, &resp, &m, now + x->timeout_ms * 1000000ull);
+  int rc = converse(x, ctx, *child, &out, &resp, &m, now + x->timeout_ms * 1000000ull);
   if (rc == 0 && !kc_iso_is(&m, 0, "res")) rc = -EPROTO;
   if (rc == 0) {
     res = map_result(ctx, &m, &good);
     if (!good) rc = -EPROTO;
   }
   if (rc < 0) {
-    lose_child(x, s, rc, key, why, sizeof why);
+    kill_child(x, child, rc, why, sizeof why);
     res = h->result_error(ctx, "%s", why);
+    lose_slot(x, (size_t)i, key, why, true);
+  } else {
+    kc_childpool_release(x->pool, (size_t)i, KC_CHILDPOOL_ANSWERED, key, NULL);
   }
-  release_slot(x, s, good);
   kc_iso_msg_free(&m);
   kc_buf_free(&out);
   kc_buf_free(&resp);

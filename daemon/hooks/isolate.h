@@ -24,8 +24,11 @@
  * gets an error result (the workqueue's per-key backoff), the failure is
  * logged at error level naming the signal, the plugin path and the key, and
  * counted in controller_runtime_reconcile_panics_total{controller}. The next
- * key gets a new child at once when the dead one had answered well, else the
- * slot backs off (KC_HOOK_RESTART_BASE_MS doubling to KC_HOOK_RESTART_MAX_MS).
+ * key gets a new child at once (base/childpool.h); only a plugin that loses
+ * its child for KC_CHILDPOOL_BREAK_KEYS distinct keys in a row backs off as
+ * a whole (KC_HOOK_RESTART_BASE_MS doubling to KC_HOOK_RESTART_MAX_MS), and
+ * a key finding no running child meanwhile is held: requeued after the
+ * backoff, not run, no error, no attempt charged.
  * A child found dead when its slot is taken (it died between reconciles) is
  * reaped and logged, and the key gets a new child: no error, no panic.
  * The child's stderr goes to the log line by line.
@@ -43,10 +46,11 @@
  *
  * Owns (per instance): the shared hook base (hook_host.h), copies of the
  * plugin path and of the settings as YAML text, the slots and their
- * children. Process-wide: the panics counters per controller name. The
+ * children (a kc_childpool). Process-wide: the panics counters per controller name. The
  * child is this same binary (/proc/self/exe) with --plugin-child.
  * Threads: init/fini as plugin.h; reconcile on worker threads, concurrently
- * for different keys (one mutex, held only to pick a slot). The counters:
+ * for different keys (the pool's mutex, held only to pick or give back a
+ * slot). The counters:
  * any thread.
  * Errors: init returns 0, -EINVAL (no spec), -ENOMEM, the child's init or
  * load error, or -EPROTO/-ETIMEDOUT/-EPIPE when the child failed to start it.

@@ -482,6 +482,7 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
   res->kind = KC_RESULT_DONE;
   res->after_ms = 0;
   res->message[0] = '\0';
+  res->held = false;
   kctrld_ctx *saved = kc_hostapi_enter(&ctx);
   const char *saved_log = kc_log_get_context();
   kc_log_set_context(inst->log_ctx);

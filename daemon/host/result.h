@@ -8,6 +8,7 @@
 #ifndef KC_RESULT_H
 #define KC_RESULT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Values equal the public KCTRLD_RESULT_* codes (kctrld/plugin.h). */
@@ -24,9 +25,14 @@ typedef struct kc_reconcile_result {
   enum kc_result_kind kind;
   uint64_t after_ms;                     /* KC_RESULT_REQUEUE_AFTER */
   char message[KC_RESULT_MESSAGE_MAX];   /* KC_RESULT_ERROR, NUL-terminated */
+  /* KC_RESULT_REQUEUE_AFTER only: the key was not run at all (the program
+   * it goes to backs off as a whole, base/childpool.h), so it comes back
+   * after after_ms with its failure count kept: no attempt is charged and
+   * no backoff forgotten. */
+  bool held;
 } kc_reconcile_result;
 
-/* Runs on a worker thread. *res arrives as {KC_RESULT_DONE, 0, ""}.
+/* Runs on a worker thread. *res arrives as {KC_RESULT_DONE, 0, "", false}.
  * Ownership: key and res are borrowed for the call. */
 typedef void (*kc_reconcile_fn)(void *ud, const char *key, kc_reconcile_result *res);
 

@@ -317,7 +317,7 @@ int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_recon
   switch (res->kind) {
   case KC_RESULT_DONE: kc_workqueue_forget(wq, key); break;
   case KC_RESULT_REQUEUE_AFTER:
-    kc_workqueue_forget(wq, key);
+    if (!res->held) kc_workqueue_forget(wq, key); /* held: not run, so nothing to forget */
     kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
     break;
   default: kc_workqueue_add_rate_limited(wq, key); break; /* requeue, error, unknown */

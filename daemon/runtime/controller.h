@@ -76,7 +76,8 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
 
 /* The result-to-queue policy (docs/api-contract.md 10.2) for `key`, handed
  * out by wq, whose reconcile returned res, then Done: done -> Forget (the
- * backoff restarts from zero); requeue-after N ms -> Forget + AddAfter N ms;
+ * backoff restarts from zero); requeue-after N ms -> Forget + AddAfter N ms
+ * (held, the key not run at all: AddAfter only, its failures kept);
  * requeue, error, unknown -> AddRateLimited. Returns Done's result
  * (-ENOENT: key was not being processed). */
 int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);

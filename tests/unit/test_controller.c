@@ -704,7 +704,7 @@ static uint64_t settle(kc_workqueue *q, const char *key, enum kc_result_kind kin
   const char *got;
   assert_int_equal(kc_workqueue_get(q, &got), KC_WQ_KEY);
   assert_string_equal(got, key);
-  kc_reconcile_result res = {kind, after_ms, ""};
+  kc_reconcile_result res = {.kind = kind, .after_ms = after_ms};
   assert_int_equal(kc_controller_apply_result(q, key, &res), 0);
   assert_int_equal(kc_workqueue_processing(q), 0);
   if (!kc_workqueue_next_ready(q, &when)) return 0;
@@ -732,7 +732,20 @@ static void test_apply_result_policy(void **state) {
   assert_int_equal(settle(q, "ns/a", (enum kc_result_kind)7, 0), KC_NS_PER_SEC);
   assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 1);
   assert_int_equal(kc_workqueue_metrics(q)->retries_total, 5);
-  kc_reconcile_result done = {KC_RESULT_DONE, 0, ""};
+  /* Held (not run: its program backs off as a whole): back after the wait
+   * with its failures kept, so the next error goes on doubling. */
+  uint64_t when;
+  if (kc_workqueue_next_ready(q, &when)) kc_clock_set_manual(when);
+  kc_workqueue_tick(q);
+  const char *got;
+  assert_int_equal(kc_workqueue_get(q, &got), KC_WQ_KEY);
+  kc_reconcile_result held = {.kind = KC_RESULT_REQUEUE_AFTER, .after_ms = 300, .held = true};
+  assert_int_equal(kc_controller_apply_result(q, "ns/a", &held), 0);
+  assert_true(kc_workqueue_next_ready(q, &when));
+  assert_int_equal(when - kc_clock_now_ns(), 300 * KC_NS_PER_MS);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 1);
+  assert_int_equal(settle(q, "ns/a", KC_RESULT_ERROR, 0), 2 * KC_NS_PER_SEC);
+  kc_reconcile_result done = {.kind = KC_RESULT_DONE};
   assert_int_equal(kc_controller_apply_result(q, "ns/idle", &done), -ENOENT);
   kc_workqueue_free(q);
   kc_clock_set_real();

@@ -295,23 +295,6 @@ static void test_stop(void **state) {
   assert_int_equal(kc_hook_child_drain(0), 0);
 }
 
-/* The supervision shared by exec hooks and isolated plugins: no wait after
- * a child that had answered well, a doubling backoff for fresh ones. */
-static void test_restart_delay(void **state) {
-  (void)state;
-  bool answered = true;
-  uint32_t failures = 5;
-  assert_int_equal(kc_hook_restart_delay_ns(&answered, &failures, 250, 10000), 0);
-  assert_false(answered);
-  assert_int_equal(failures, 0);
-  uint64_t a = kc_hook_restart_delay_ns(&answered, &failures, 250, 10000);
-  uint64_t b = kc_hook_restart_delay_ns(&answered, &failures, 250, 10000);
-  assert_true(a >= 250000000ull && a <= 10000000000ull);
-  assert_true(b > a && b <= 10000000000ull);
-  for (int i = 0; i < 20; i++)
-    assert_true(kc_hook_restart_delay_ns(&answered, &failures, 250, 10000) <= 10000000000ull);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_line_exchange, setup),
@@ -319,7 +302,6 @@ int main(void) {
       cmocka_unit_test_setup(test_eof_exchange, setup),
       cmocka_unit_test_setup(test_child_environment, setup),
       cmocka_unit_test_setup(test_stop, setup),
-      cmocka_unit_test(test_restart_delay),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,8 +9,10 @@
  * preconditions and 404, event, apply with its expectations, strategic
  * patch), 409 -> requeue, results,
  * malformed responses naming the field, per-call exit status, persistent
- * children reused, restarted with backoff after a crash, killed after a
- * timeout, and fini stopping and reaping every child. */
+ * children reused, restarted at once for the next key after a crash,
+ * killed after a timeout, the program backing off as a whole (and keys
+ * held meanwhile, uncharged) once keys in a row lost their child, and fini
+ * stopping and reaping every child. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -28,6 +30,8 @@
 
 #include <cmocka.h>
 
+#include "base/childpool.h"
+#include "base/clock.h"
 #include "config/config.h"
 #include "hooks/hook_child.h"
 #include "hooks/hook_exec.h"
@@ -432,35 +436,54 @@ static void test_persistent_children(void **state) {
   assert_non_null(
       strstr(res.message, "timed out after 2000ms; killed; restarted for the next key"));
   assert_int_equal(kc_hook_children_unreaped(), 0);
-  /* garbage from fresh children (a program broken from the start): each
-   * slot backs off once its fresh child failed */
+  /* garbage from fresh children: still only the key pays, the next key
+   * gets a new child at once */
   respond("this is not json");
   for (int i = 0; i < 2; i++) {
     res = run("ns/a");
     assert_int_equal(res.kind, KC_RESULT_ERROR);
     assert_non_null(strstr(res.message, "hook response: response is not JSON"));
+    assert_non_null(strstr(res.message, "; restarted for the next key"));
   }
   assert_int_equal(count_lines("pids"), 4);
   assert_int_equal(kc_hook_children_unreaped(), 0);
-  /* Now both slots back off: a reconcile fails at once without a start.
-   * (On a slow machine a backoff may pass before the next call: that
-   * start fails too and doubles the backoff, so this ends within a few.) */
-  int pids = count_lines("pids"), tries = 0;
-  for (;;) {
-    res = run("ns/a");
-    assert_int_equal(res.kind, KC_RESULT_ERROR);
-    if (strstr(res.message, "hook child restarting in")) break;
-    assert_non_null(strstr(res.message, "hook response: response is not JSON"));
-    assert_true(++tries < 10);
-    pids = count_lines("pids");
-  }
-  assert_int_equal(count_lines("pids"), pids); /* nothing started by that one */
-  /* once a backoff passed, it serves again (waits, bounded) */
   respond("{\"result\":\"done\"}");
-  for (tries = 0; run("ns/a").kind != KC_RESULT_DONE; tries++) {
-    assert_true(tries < 300);
-    usleep(100 * 1000);
+  assert_int_equal(run("ns/b").kind, KC_RESULT_DONE);
+  assert_int_equal(count_lines("pids"), 5);
+  /* A program failing for every key: once KC_CHILDPOOL_BREAK_KEYS distinct
+   * keys in a row lost their child, it backs off as a whole (the manual
+   * clock stands still meanwhile: the backoff is exact). */
+  kc_clock_set_manual(kc_clock_now_ns());
+  respond("this is not json");
+  char key[32];
+  for (int k = 0; k < KC_CHILDPOOL_BREAK_KEYS; k++) {
+    snprintf(key, sizeof key, "ns/k%d", k);
+    res = run(key);
+    assert_int_equal(res.kind, KC_RESULT_ERROR);
+    if (k < KC_CHILDPOOL_BREAK_KEYS - 1)
+      assert_non_null(strstr(res.message, "; restarted for the next key"));
+    else if (!strstr(res.message, "keys in a row lost their hook child: the program backs off, "
+                                  "no new child for"))
+      fail_msg("%s", res.message);
   }
+  int pids = count_lines("pids");
+  /* a key meanwhile is held: not run, no child started, no attempt charged */
+  respond("{\"result\":\"done\"}");
+  res = run("ns/fresh");
+  assert_int_equal(res.kind, KC_RESULT_REQUEUE_AFTER);
+  assert_true(res.held);
+  assert_int_equal(res.after_ms, 250);
+  assert_int_equal(count_lines("pids"), pids);
+  kc_clock_advance(100 * 1000000ull);
+  res = run("ns/fresh");
+  assert_true(res.held);
+  assert_int_equal(res.after_ms, 150);
+  /* once it passed, it serves again; the held key is on its first attempt */
+  kc_clock_advance(150 * 1000000ull);
+  assert_int_equal(run("ns/fresh").kind, KC_RESULT_DONE);
+  assert_non_null(strstr(read_file("req"), "\"key\":\"ns/fresh\",\"attempt\":1,"));
+  assert_int_equal(count_lines("pids"), pids + 1);
+  kc_clock_set_real();
   assert_int_equal(kc_hook_children_unreaped(), 1);
   stop(); /* fini: SIGTERM (stdin closed), reaped */
 }
@@ -501,7 +524,8 @@ static void test_concurrent_workers(void **state) {
   pthread_join(ta, NULL);
   pthread_join(tb, NULL);
   assert_int_equal(a.done + a.errors + b.done + b.errors, 80);
-  assert_true(a.done + b.done >= 9); /* a first child answers 9; a crash costs a backoff */
+  /* each crash costs only the key that met it: one error per 10 requests */
+  assert_true(a.done + b.done >= 60);
   assert_true(a.errors + b.errors >= 1);
   assert_true(kc_hook_children_unreaped() <= 2); /* at most one per slot */
   stop();

@@ -12,7 +12,8 @@
  * each costing one error result, one panic and one child, a plugin's
  * printf to stdout reaching the log, not the channel, a child that dies
  * between reconciles not charged to the next key, the restart at
- * once after a healthy child and the backoff after a fresh one, an init
+ * once for the next key after any crash, the plugin backing off as a whole
+ * (and keys held meanwhile) once keys in a row lost their child, an init
  * failure reported with the child's reason, fini reaping every child, and
  * a rebuild of the plugin file noticed for SIGHUP. */
 #include <errno.h>
@@ -31,6 +32,8 @@
 
 #include <cmocka.h>
 
+#include "base/childpool.h"
+#include "base/clock.h"
 #include "config/config.h"
 #include "watch/decode.h"
 #include "hooks/hook_child.h"
@@ -392,12 +395,46 @@ static void test_crash_hang_garbage(void **state) {
   expect_lost("ns/exit", "exited with status 3");
   expect_lost("ns/hang", "hung past reconcileTimeout (1000ms)");
   expect_lost("ns/garbage", "broke the protocol");
-  /* A fresh child that dies before answering anything: the slot backs off. */
+  /* A fresh child that dies before answering anything costs only its key
+   * too: the next key gets a new child at once. */
   assert_int_equal(run("ns/segv").kind, KC_RESULT_ERROR); /* killed a healthy child */
-  assert_int_equal(run("ns/segv").kind, KC_RESULT_ERROR); /* a fresh one: backoff */
+  assert_int_equal(run("ns/segv").kind, KC_RESULT_ERROR); /* and a fresh one */
+  assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
+  /* A plugin failing for every key (here: keys that all exit) backs off as
+   * a whole once KC_CHILDPOOL_BREAK_KEYS distinct keys in a row lost their
+   * child; a key meanwhile is held, not run and not failed. The manual
+   * clock stands still meanwhile: the backoff is exact. */
+  kc_clock_set_manual(kc_clock_now_ns());
+  uint64_t panics = kc_isolate_panics("iso");
+  char key[32];
+  tu_stderr_begin();
+  for (int k = 0; k < KC_CHILDPOOL_BREAK_KEYS; k++) {
+    snprintf(key, sizeof key, "n%d/exit", k);
+    assert_int_equal(run(key).kind, KC_RESULT_ERROR);
+  }
+  char *log = tu_stderr_end();
+  snprintf(key, sizeof key, "n%d/exit", KC_CHILDPOOL_BREAK_KEYS - 1);
+  char want[160];
+  snprintf(want, sizeof want,
+           "reconciling %s; %d keys in a row lost their plugin child: the plugin backs off", key,
+           KC_CHILDPOOL_BREAK_KEYS);
+  if (!strstr(log, want)) fail_msg("no \"%s\" in:\n%s", want, log);
+  free(log);
+  assert_int_equal(kc_isolate_panics("iso"), panics + KC_CHILDPOOL_BREAK_KEYS);
   kc_reconcile_result r = run("ns/a");
-  assert_int_equal(r.kind, KC_RESULT_ERROR);
-  assert_non_null(strstr(r.message, "plugin child restarting in"));
+  assert_int_equal(r.kind, KC_RESULT_REQUEUE_AFTER);
+  assert_true(r.held);
+  assert_int_equal(r.after_ms, 250);
+  assert_int_equal(kc_isolate_panics("iso"), panics + KC_CHILDPOOL_BREAK_KEYS);
+  /* once it passed, a new child serves */
+  kc_clock_advance(250 * 1000000ull);
+  tu_stderr_begin();
+  r = run("ns/a");
+  log = tu_stderr_end();
+  assert_int_equal(r.kind, KC_RESULT_DONE);
+  assert_non_null(strstr(log, "reconciled n=1")); /* a new child */
+  free(log);
+  kc_clock_set_real();
   stop();
 }
 
