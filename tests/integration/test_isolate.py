@@ -166,6 +166,44 @@ for _kind in KINDS:
     globals()["test_%s_costs_only_its_key" % _kind] = (lambda kind: lambda: failure_costs_only_its_key(kind))(_kind)
 
 
+def test_poison_keys_cost_healthy_keys_nothing():
+    """7 ConfigMaps whose reconcile kills the plugin's child and 5 healthy
+    ones, on 2 workers: every healthy key is labelled within 2 s and never
+    failed (no error, no child lost on it); each poison key pays alone."""
+    tmp = tempfile.mkdtemp(prefix="kctrld-isolate-poison-")
+    so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "isolated.c"), tmp)
+    config = CONFIG.split("  - name: other")[0] % {"so": so, "timeout": ""}
+    with Apisim() as sim:
+        cm(sim, "default", "warm")
+        with taplib.Kctrld(config, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
+            wait_for(lambda: label(sim, "default", "warm") == "hello", what="default/warm labelled", timeout=30)
+            poison = ["exit-%d" % i for i in range(7)]
+            healthy = ["ok%d" % i for i in range(5)]
+            for n in poison:  # first: the healthy keys queue behind them
+                cm(sim, "default", n)
+            for n in healthy:
+                cm(sim, "default", n)
+            t0 = time.monotonic()
+            took = {}
+            while len(took) < len(healthy) and time.monotonic() - t0 < 3.0:
+                for n in healthy:
+                    if n not in took and label(sim, "default", n) == "hello":
+                        took[n] = time.monotonic() - t0
+                time.sleep(0.02)
+            print("# healthy keys labelled after %s s" % ", ".join("%.2f" % took.get(n, -1) for n in healthy),
+                  flush=True)
+            assert len(took) == len(healthy) and max(took.values()) <= 2.0, (took, k.log()[-3000:])
+            wait_for(lambda: all(2 in attempts(k.log(), "default/" + n) for n in poison),
+                     what="every poison key failed twice", timeout=30)
+            log = k.log()
+            for n in healthy:
+                assert not attempts(log, "default/" + n), log[-3000:]
+                assert "reconciling default/%s;" % n not in log, log[-3000:]
+            assert "backs off" not in log, log[-3000:]  # 7 poison keys: the plugin works
+            assert k.alive(), log[-3000:]
+        assert k.code == 0, (k.code, k.log()[-3000:])
+
+
 def children(pid):
     """The pids of pid's children (taplib.children)."""
     return [c[0] for c in taplib.children(pid)]

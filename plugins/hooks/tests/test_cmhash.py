@@ -7,7 +7,9 @@ and retried, an error result backs off per key with a growing attempt
 number; and a hook child that crashes, hangs or writes garbage costs only
 its key: the daemon keeps serving (other keys reconcile, /readyz is 200),
 the log names controller and key, the child is restarted and no zombie is
-left behind, at run time or after the stop."""
+left behind, at run time or after the stop. Poison keys never cost healthy
+keys an error, an attempt or more than 2 s; a hook crashing on every key
+backs off as a whole."""
 import os
 import re
 import signal
@@ -156,6 +158,77 @@ def test_cmhash_bad_children_cost_only_their_key():
             pids = [int(p) for p in re.findall(r"hook child started .*?pid=(\d+)", log())]
             assert k.stop() == 0, k.log()
             assert_gone(pids)
+
+
+def labelled_within(c, names, seconds, k):
+    """Polls until every ConfigMap of names is labelled, at most seconds
+    after the last was created; returns {name: seconds it took}."""
+    t0 = time.monotonic()
+    took = {}
+    while len(took) < len(names) and time.monotonic() - t0 < seconds + 1.0:
+        for n in names:
+            if n not in took and labelled(c, n):
+                took[n] = time.monotonic() - t0
+        time.sleep(0.02)
+    assert len(took) == len(names), ("not labelled: %s" % sorted(set(names) - set(took)), k.log()[-3000:])
+    return took
+
+
+def test_cmhash_poison_keys_cost_healthy_keys_nothing():
+    """7 ConfigMaps whose request kills the hook's child and 5 healthy ones,
+    on 2 workers: every healthy key is labelled within 2 s, on its first
+    attempt, never failed; each poison key pays alone (its own backoff)."""
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "warm")
+        with Kctrld(config(), sim.kubeconfig) as k:
+            wait_for(lambda: labelled(c, "warm"), what="warm labelled", kctrld=k)
+            poison = ["p%d" % i for i in range(7)]
+            healthy = ["h%d" % i for i in range(5)]
+            for n in poison:  # first: the healthy keys queue behind them
+                c.create(CMS, cm(n, {"kctrld-test": "crash"}))
+            for n in healthy:
+                c.create(CMS, cm(n, {"k": n}))
+            took = labelled_within(c, healthy, 2.0, k)
+            print("# healthy keys labelled after %s s" % ", ".join("%.2f" % took[n] for n in healthy), flush=True)
+            assert max(took.values()) <= 2.0, (took, k.log()[-3000:])
+            # the poison keys keep crashing children meanwhile, each on its own backoff
+            wait_for(lambda: all(re.search(r"Reconciler error controller=cmhash key=%s/%s .*attempt=2 " % (NS, n),
+                                           k.log()) for n in poison),
+                     what="every poison key failed twice", kctrld=k)
+            log = k.log()
+            for n in healthy:
+                attempts = re.findall(r"reconcile key=%s/%s attempt=(\d+)" % (NS, n), log)
+                assert attempts and set(attempts) == {"1"}, (n, attempts, log[-3000:])
+                assert "Reconciler error controller=cmhash key=%s/%s " % (NS, n) not in log, log[-3000:]
+            assert "backs off" not in log, log[-3000:]  # 7 poison keys: the program works
+            assert k.stop() == 0, k.log()
+
+
+def test_cmhash_hook_failing_every_key_backs_off():
+    """A hook that crashes on every key backs off as a whole once 10
+    distinct keys in a row lost their child: children are then started at
+    most about once per slot per backoff (250 ms doubling), not once per
+    key and retry; the keys meanwhile are held, not failed."""
+    with taplib.Apisim() as sim:
+        c = cluster(sim, "warm")
+        with Kctrld(config(), sim.kubeconfig) as k:
+            wait_for(lambda: labelled(c, "warm"), what="warm labelled", kctrld=k)
+            for i in range(16):
+                c.create(CMS, cm("bad%d" % i, {"kctrld-test": "crash"}))
+            wait_for(lambda: "keys in a row lost their hook child: the program backs off, no new child for 0.2s"
+                     in k.log(), what="the program backing off", kctrld=k)
+            at_break = len(re.findall(r"hook child started", k.log()))
+            wait_for(lambda: "the program backs off, no new child for 2.0s" in k.log(),
+                     what="the backoff doubled to 2 s", kctrld=k)
+            log = k.log()
+            started = len(re.findall(r"hook child started", log)) - at_break
+            # four backoffs (0.25, 0.5, 1, 2 s) passed or began: each lets at
+            # most one new child per slot (2) start
+            assert started <= 8, (started, log[-3000:])
+            errors = len(re.findall(r"Reconciler error controller=cmhash key=%s/bad" % NS, log))
+            assert errors <= 10 + 8, (errors, log[-3000:])
+            assert readyz(k) == 200, readyz(k)
+            assert k.stop() == 0, k.log()
 
 
 def test_cmhash_reload_replaces_children():

@@ -6,7 +6,7 @@
  * object's name (any namespace):
  *   segv     dereferences NULL (SIGSEGV)
  *   abort    calls abort() (SIGABRT)
- *   exit     exits with status 3
+ *   exit     exits with status 3 (so does any name starting with "exit-")
  *   hang     sleeps an hour (past any reconcileTimeout)
  *   garbage  writes a line of its own to the daemon's channel: not fd 1
  *            (the child points that at stderr) but the write-only pipe
@@ -104,7 +104,7 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     *p = 1;
   }
   if (!strcmp(name, "abort")) abort();
-  if (!strcmp(name, "exit")) _exit(3);
+  if (!strcmp(name, "exit") || !strncmp(name, "exit-", 5)) _exit(3);
   if (!strcmp(name, "hang")) sleep(3600);
   if (!strcmp(name, "garbage")) {
     int fd = find_channel();
