@@ -21,8 +21,8 @@ struct kc_childpool {
   size_t nslots;
   struct slot *slots;
   kc_backoff backoff;
-  uint32_t backoffs;  /* since the last good answer: the next backoff's exponent */
-  uint64_t until_ns;  /* no child starts before this (0: none) */
+  uint32_t backoffs; /* since the last good answer: the next backoff's exponent */
+  uint64_t until_ns; /* no child starts before this (0: none) */
   uint64_t lost[KC_CHILDPOOL_BREAK_KEYS]; /* hashes of the keys lost since the last good answer */
   size_t nlost;
   char last_loss[512];

@@ -205,8 +205,8 @@ static int lose_slot(hook_exec *x, kctrld_ctx *ctx, int i, const char *key, cons
  * the caller), or a result already set: an error (the slot, if it lost its
  * child, already released: *slot -1), or a hold (*held: the program backs
  * off as a whole; the key was not run). */
-static int run_persistent(hook_exec *x, kctrld_ctx *ctx, const char *key, kc_buf *req,
-                          kc_buf *resp, int *slot, bool *held) {
+static int run_persistent(hook_exec *x, kctrld_ctx *ctx, const char *key, kc_buf *req, kc_buf *resp,
+                          int *slot, bool *held) {
   const struct kctrld_host_api *h = H();
   uint64_t start = kc_clock_now_ns(), hold_ns = 0;
   char why[512];

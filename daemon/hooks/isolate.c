@@ -48,7 +48,7 @@ typedef struct isolated {
   char *path;        /* the plugin file */
   kc_buf init;       /* the init message (settings as YAML text) */
   uint64_t timeout_ms;
-  kc_childpool *pool; /* the children (kc_hook_child), one slot per worker */
+  kc_childpool *pool;    /* the children (kc_hook_child), one slot per worker */
   struct isolated *next; /* in g_instances (g_inst_mu) */
 } isolated;
 
@@ -68,9 +68,9 @@ struct ctl_counts {
 };
 static struct ctl_counts *g_counts;
 /* The instances between init and fini, for kc_isolate_reap_idle. Lock
- * order: g_inst_mu, then an instance's pool (inside childpool.c), then g_mu. Held across a
- * reap pass, so that fini (which unlinks first) never frees an instance
- * the pass is looking at. */
+ * order: g_inst_mu, then an instance's pool (inside childpool.c), then
+ * g_mu. Held across a reap pass, so that fini (which unlinks first) never
+ * frees an instance the pass is looking at. */
 static pthread_mutex_t g_inst_mu = PTHREAD_MUTEX_INITIALIZER;
 static isolated *g_instances;
 
