@@ -159,7 +159,7 @@ bool cfg_apply_table(struct ctx *c, const kc_yaml_node *map, const char *what,
   if (!cfg_took(c, kc_yaml_expect(map, KC_YAML_MAPPING, what, c->tmp, sizeof c->tmp))) return false;
   const char *keys[32];
   for (size_t i = 0; i < n && i < 32; i++) keys[i] = t[i].key;
-  cfg_took(c, kc_yaml_check_keys(map, keys, n, what, c->tmp, sizeof c->tmp));
+  cfg_check_keys(c, map, keys, n < 32 ? n : 32, what);
   for (size_t i = 0; i < n; i++) {
     const kc_yaml_node *v = kc_yaml_map_get(map, t[i].key);
     char w[200];
@@ -210,6 +210,14 @@ bool cfg_apply_table(struct ctx *c, const kc_yaml_node *map, const char *what,
     }
   }
   return true;
+}
+
+void cfg_check_keys(struct ctx *c, const kc_yaml_node *map, const char *const *allowed,
+                    size_t nallowed, const char *what) {
+  if (!map || map->type != KC_YAML_MAPPING) return;
+  for (size_t i = 0; i < map->u.map.len; i++)
+    cfg_took(c, kc_yaml_check_key(&map->u.map.pairs[i].key, allowed, nallowed, what, c->tmp,
+                                  sizeof c->tmp));
 }
 
 /* Position to blame for a key: its value if present, else the section. */

@@ -92,7 +92,9 @@ static void parse_watch(struct ctx *c, const kc_yaml_node *n, const char *what,
     cfg_fail(c, n, "%s: missing required key \"mapping\"", what);
   } else if (cfg_took(c, kc_yaml_expect(m, KC_YAML_MAPPING, w, c->tmp, sizeof c->tmp))) {
     static const char *const mkeys[] = {"label", "annotation", "field", "index"};
-    if (cfg_took(c, kc_yaml_check_keys(m, mkeys, 4, w, c->tmp, sizeof c->tmp))) {
+    int before = c->nerrors;
+    cfg_check_keys(c, m, mkeys, 4, w);
+    if (c->nerrors == before) {
       if (m->u.map.len != 1) {
         cfg_fail(c, m, "%s: needs exactly one of label, annotation, field, index", w);
       } else {

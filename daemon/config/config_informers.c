@@ -293,8 +293,8 @@ void cfg_parse_informer(struct ctx *c, const kc_yaml_node *n, size_t idx,
   if ((v = kc_yaml_map_get(n, "transform"))) {
     static const char *const tkeys[] = {"drop"};
     snprintf(w, sizeof w, "%s.transform", what);
-    if (cfg_took(c, kc_yaml_expect(v, KC_YAML_MAPPING, w, c->tmp, sizeof c->tmp)) &&
-        cfg_took(c, kc_yaml_check_keys(v, tkeys, 1, w, c->tmp, sizeof c->tmp))) {
+    if (cfg_took(c, kc_yaml_expect(v, KC_YAML_MAPPING, w, c->tmp, sizeof c->tmp))) {
+      cfg_check_keys(c, v, tkeys, 1, w);
       const kc_yaml_node *d = kc_yaml_map_get(v, "drop");
       if (d) {
         snprintf(w, sizeof w, "%s.transform.drop", what);

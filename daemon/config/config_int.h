@@ -107,6 +107,10 @@ const char *cfg_resolve_path(struct ctx *c, const char *p);
  * (the caller then skips the section). */
 bool cfg_apply_table(struct ctx *c, const kc_yaml_node *map, const char *what,
                      const struct field *t, size_t n, void *base);
+/* Reports every key of map that is not in allowed[0..nallowed), each at
+ * its own position (not only the first). */
+void cfg_check_keys(struct ctx *c, const kc_yaml_node *map, const char *const *allowed,
+                    size_t nallowed, const char *what);
 /* Position to blame for a key: its value if present, else the section. */
 const kc_yaml_node *cfg_blame(const kc_yaml_node *map, const char *key);
 /* A YAML string list, kept with the config. Returns false when it is not

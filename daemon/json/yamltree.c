@@ -276,6 +276,19 @@ static int build(struct builder *b, int index, kc_yaml_node *dst, int depth) {
   return kc_yaml_error(b->err, b->errlen, dst, "unsupported YAML node");
 }
 
+/* The byte that starts character `column` (0-based, counted in characters
+ * as libyaml's marks are) of line `line` (0-based) of buf; 0 past the end. */
+static char char_at(const char *buf, size_t len, size_t line, size_t column) {
+  size_t i = 0;
+  for (size_t l = 0; l < line && i < len; i++)
+    if (buf[i] == '\n') l++;
+  for (size_t col = 0; i < len && buf[i] != '\n'; i++) {
+    if (((unsigned char)buf[i] & 0xc0) == 0x80) continue; /* UTF-8 continuation */
+    if (col++ == column) return buf[i];
+  }
+  return 0;
+}
+
 static int parser_error(yaml_parser_t *p, const char *file, const char *buf, size_t len,
                         char *err, size_t errlen) {
   if (p->error == YAML_MEMORY_ERROR) return -ENOMEM;
@@ -297,6 +310,13 @@ static int parser_error(yaml_parser_t *p, const char *file, const char *buf, siz
                        (unsigned)p->problem_value & 0xffu);
     return pos_error(err, errlen, file, line, col, "%s", problem);
   }
+  /* A tab where indentation goes reads as one of two scanner errors. */
+  if (p->error == YAML_SCANNER_ERROR &&
+      (strstr(problem, "cannot start any token") || strstr(problem, "tab character")) &&
+      char_at(buf, len, p->problem_mark.line, p->problem_mark.column) == '\t')
+    return pos_error(err, errlen, file, (uint32_t)p->problem_mark.line + 1,
+                     (uint32_t)p->problem_mark.column + 1,
+                     "tabs are not allowed for indentation in YAML; use spaces");
   if (p->context)
     return pos_error(err, errlen, file, (uint32_t)p->problem_mark.line + 1,
                      (uint32_t)p->problem_mark.column + 1, "%s %s (from line %u column %u)",
@@ -524,31 +544,36 @@ const char *kc_yaml_closest(const char *word, const char *const *candidates, siz
   return best;
 }
 
+int kc_yaml_check_key(const kc_yaml_node *key, const char *const *allowed, size_t nallowed,
+                      const char *what, char *err, size_t errlen) {
+  if (!key || key->type != KC_YAML_SCALAR) return 0;
+  for (size_t j = 0; j < nallowed; j++)
+    if (strlen(allowed[j]) == key->u.scalar.len && strcmp(allowed[j], key->u.scalar.text) == 0)
+      return 0;
+  char vb[64];
+  const char *best = kc_yaml_closest(key->u.scalar.text, allowed, nallowed);
+  if (best)
+    return kc_yaml_error(err, errlen, key, "unknown key %s in %s (did you mean \"%s\"?)",
+                         show(key, vb, sizeof vb), what, best);
+  char list[512];
+  size_t o = 0;
+  list[0] = '\0';
+  for (size_t j = 0; j < nallowed && o + 2 < sizeof list; j++) {
+    int w = snprintf(list + o, sizeof list - o, "%s%s", j ? ", " : "", allowed[j]);
+    if (w < 0) break;
+    o += (size_t)w;
+  }
+  if (o >= sizeof list) o = sizeof list - 1;
+  return kc_yaml_error(err, errlen, key, "unknown key %s in %s (known keys: %s)",
+                       show(key, vb, sizeof vb), what, list);
+}
+
 int kc_yaml_check_keys(const kc_yaml_node *map, const char *const *allowed, size_t nallowed,
                        const char *what, char *err, size_t errlen) {
   if (!map || map->type != KC_YAML_MAPPING) return 0;
   for (size_t i = 0; i < map->u.map.len; i++) {
-    const kc_yaml_node *k = &map->u.map.pairs[i].key;
-    bool ok = false;
-    for (size_t j = 0; j < nallowed && !ok; j++)
-      ok = strlen(allowed[j]) == k->u.scalar.len && strcmp(allowed[j], k->u.scalar.text) == 0;
-    if (ok) continue;
-    char vb[64];
-    const char *best = kc_yaml_closest(k->u.scalar.text, allowed, nallowed);
-    if (best)
-      return kc_yaml_error(err, errlen, k, "unknown key %s in %s (did you mean \"%s\"?)",
-                           show(k, vb, sizeof vb), what, best);
-    char list[512];
-    size_t o = 0;
-    list[0] = '\0';
-    for (size_t j = 0; j < nallowed && o + 2 < sizeof list; j++) {
-      int w = snprintf(list + o, sizeof list - o, "%s%s", j ? ", " : "", allowed[j]);
-      if (w < 0) break;
-      o += (size_t)w;
-    }
-    if (o >= sizeof list) o = sizeof list - 1;
-    return kc_yaml_error(err, errlen, k, "unknown key %s in %s (known keys: %s)",
-                         show(k, vb, sizeof vb), what, list);
+    int rc = kc_yaml_check_key(&map->u.map.pairs[i].key, allowed, nallowed, what, err, errlen);
+    if (rc) return rc;
   }
   return 0;
 }

@@ -125,6 +125,11 @@ int kc_yaml_expect(const kc_yaml_node *node, enum kc_yaml_type type, const char 
  * or "... (known keys: a, b, c)". Returns 0 or -EINVAL. */
 int kc_yaml_check_keys(const kc_yaml_node *map, const char *const *allowed, size_t nallowed,
                        const char *what, char *err, size_t errlen);
+/* One key (a mapping's pairs[i].key) against allowed[0..nallowed), with
+ * kc_yaml_check_keys's message; a caller that reports every unknown key of
+ * a mapping calls it per key. Returns 0 or -EINVAL. */
+int kc_yaml_check_key(const kc_yaml_node *key, const char *const *allowed, size_t nallowed,
+                      const char *what, char *err, size_t errlen);
 
 /* The candidate closest to word for a "did you mean": equal but for case,
  * else the smallest edit distance below 3 (the first of equals). NULL when

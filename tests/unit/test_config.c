@@ -841,6 +841,29 @@ static void test_many_errors(void **state) {
   assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+static void test_every_unknown_key(void **state) {
+  (void)state;
+  /* Two unknown keys of one mapping (and two of a nested one) are all
+   * reported, each at its own key. */
+  const char *text = "informers:\n"
+                     "  - apiVersion: v1\n"
+                     "    kind: Pod\n"
+                     "    bogus: 1\n"
+                     "    nameSpaces: [a]\n"
+                     "    transform: {drop: [metadata.managedFields], x: 1, y: 2}\n";
+  kc_config *c = NULL;
+  assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, strlen(text), &c, err, sizeof err),
+                   -EINVAL);
+  assert_string_equal(
+      err,
+      "c.yaml:4:5: unknown key \"bogus\" in informers[0] (known keys: name, apiVersion, kind, "
+      "namespaces, labelSelector, fieldSelector, transform, metadataOnly, resync, "
+      "consistencyCheck, indexes, pageSize, watchTimeout, watchInactivityTimeout, streamingList)\n"
+      "c.yaml:5:5: unknown key \"nameSpaces\" in informers[0] (did you mean \"namespaces\"?)\n"
+      "c.yaml:6:49: unknown key \"x\" in informers[0].transform (known keys: drop)\n"
+      "c.yaml:6:55: unknown key \"y\" in informers[0].transform (known keys: drop)");
+}
+
 static void test_load_file_errors(void **state) {
   (void)state;
   kc_config *c = NULL;
@@ -1313,7 +1336,8 @@ int main(void) {
       cmocka_unit_test(test_informer_options),
       cmocka_unit_test(test_index_paths),  cmocka_unit_test(test_dedup_and_binding),
       cmocka_unit_test(test_controller_errors), cmocka_unit_test(test_watches),
-      cmocka_unit_test(test_many_errors),       cmocka_unit_test(test_load_file_errors),
+      cmocka_unit_test(test_many_errors),
+      cmocka_unit_test(test_every_unknown_key),       cmocka_unit_test(test_load_file_errors),
       cmocka_unit_test(test_load_file_permissions),
       cmocka_unit_test(test_diff),              cmocka_unit_test(test_diff_controller_fields),
       cmocka_unit_test(test_hook_defaults),

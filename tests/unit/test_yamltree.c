@@ -116,6 +116,14 @@ static void test_load_errors(void **state) {
              "line 1 column 4)");
   load_fails("a: b: c\n", "t.yaml:1:5: mapping values are not allowed in this context");
   load_fails("a: 1\nb: \xff\n", "t.yaml:2:4: invalid leading UTF-8 octet (byte 0xff)");
+  /* A tab where indentation goes: libyaml's "found character that cannot
+   * start any token" gets a hint, at the tab's position. */
+  load_fails("informers:\n\t- apiVersion: v1\n",
+             "t.yaml:2:1: tabs are not allowed for indentation in YAML; use spaces");
+  load_fails("a:\n  b: 1\n  \tc: 2\n",
+             "t.yaml:3:3: tabs are not allowed for indentation in YAML; use spaces");
+  load_fails("a: 1\nb: @x\n", "t.yaml:2:4: found character that cannot start any token while "
+             "scanning for the next token (from line 2 column 4)");
   /* A big mapping takes the sort-based duplicate check. */
   char big[4096];
   size_t o = 0;
