@@ -4,12 +4,16 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/discovery.h"
+#include "client/kubeconfig.h"
 #include "hooks/hook_exec.h"
 #include "hooks/hook_webhook.h"
 #include "host/plugin_host.h"
+#include "kube/selector.h"
 
 struct report {
   char *err;
@@ -36,6 +40,33 @@ static void check_kind(struct report *r, const char *api_version, const char *ki
   char msg[512];
   if (kc_discovery_builtin_check(api_version, kind, msg, sizeof msg) < 0)
     add(r, key_or(at, "kind"), msg);
+}
+
+/* The field selector of an informer of a kind whose selectable fields
+ * selector.h knows in full (v1 Pod and Node): a field the API server would
+ * refuse is reported here, before the daemon's LIST gets a 400. Other
+ * kinds' fields only the server can judge (--online). */
+static void check_field_selector(struct report *r, size_t i, const kc_informer_spec *s) {
+  static const struct {
+    const char *kind, *resource;
+    bool namespaced;
+  } known[] = {{"Pod", "pods", true}, {"Node", "nodes", false}};
+  if (!*s->field_selector || strcmp(s->api_version, "v1") != 0) return;
+  for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+    if (strcmp(s->kind, known[k].kind) != 0) continue;
+    kc_field_selector *sel = NULL;
+    kc_sel_error e;
+    if (kc_field_selector_parse(s->field_selector, strlen(s->field_selector), &sel, &e) < 0)
+      return; /* the loader checked the syntax */
+    if (kc_field_selector_check(sel, "", known[k].resource, known[k].namespaced, &e) < 0) {
+      char msg[1200];
+      snprintf(msg, sizeof msg, "informers[%zu].fieldSelector: %s (the API server refuses it)", i,
+               e.msg);
+      add(r, key_or(s->at, "fieldSelector"), msg);
+    }
+    kc_field_selector_free(sel);
+    return;
+  }
 }
 
 /* A reference bound to an explicit informer was checked with it. */
@@ -65,7 +96,9 @@ int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen) {
   if (errlen) err[0] = '\0';
   for (size_t i = 0; i < cfg->ninformers; i++) {
     const kc_informer_spec *s = &cfg->informers[i];
-    if (!s->implicit) check_kind(&r, s->api_version, s->kind, s->at);
+    if (s->implicit) continue;
+    check_kind(&r, s->api_version, s->kind, s->at);
+    check_field_selector(&r, i, s);
   }
   for (size_t c = 0; c < cfg->ncontrollers; c++) {
     const kc_controller_spec *ct = &cfg->controllers[c];
@@ -77,4 +110,96 @@ int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen) {
       check_ref(&r, cfg, &ct->watches[i].ref);
   }
   return r.n ? -EINVAL : 0;
+}
+
+/* ---- credentials ---------------------------------------------------------- */
+
+/* Appends one line (no position) to the report. */
+static void add_text(struct report *r, const char *line) {
+  if (r->n++ >= KC_CONFIG_MAX_ERRORS || !r->cap || r->len + 1 >= r->cap) return;
+  int w = snprintf(r->err + r->len, r->cap - r->len, "%s%s", r->len ? "\n" : "", line);
+  if (w > 0) r->len += (size_t)w < r->cap - r->len ? (size_t)w : r->cap - r->len - 1;
+}
+
+/* A program an exec credential plugin names: with a '/', that file; else
+ * found in PATH, as the spawn will look it up. */
+static bool program_found(const char *cmd) {
+  if (strchr(cmd, '/')) return access(cmd, X_OK) == 0;
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/bin:/bin";
+  for (const char *p = path; *p;) {
+    const char *end = strchr(p, ':');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    char full[4096];
+    if (snprintf(full, sizeof full, "%.*s/%s", (int)n, n ? p : ".", cmd) < (int)sizeof full &&
+        access(full, X_OK) == 0)
+      return true;
+    p += n;
+    if (*p == ':') p++;
+  }
+  return false;
+}
+
+/* The files and programs the credentials name are there: the user has a
+ * token, token file, client certificate or exec plugin, and every file
+ * among them can be read. */
+static void check_creds(struct report *r, const kc_kube_creds *c) {
+  char line[1400];
+  /* Plain http:// is a local proxy (kubectl proxy) or simulator, which
+   * authenticates for us: no credentials of our own is normal there. */
+  bool plain_http = c->server && strncmp(c->server, "http://", 7) == 0;
+  if (!plain_http && !c->token && !c->token_file && !c->cert_file && !c->cert_data && !c->exec) {
+    snprintf(line, sizeof line,
+             "%s: the user has no credentials (token, tokenFile, client-certificate/client-key "
+             "or exec): every request would be anonymous",
+             c->source);
+    add_text(r, line);
+  }
+  const char *files[] = {c->token_file, c->cert_file, c->key_file, c->ca_file};
+  const char *whats[] = {"token file", "client certificate", "client key", "certificate authority"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    if (!files[i] || access(files[i], R_OK) == 0) continue;
+    snprintf(line, sizeof line, "%s: %s %s: %s", c->source, whats[i], files[i], strerror(errno));
+    add_text(r, line);
+  }
+  if (c->exec && !program_found(c->exec->command)) {
+    snprintf(line, sizeof line, "%s: exec credential plugin \"%s\" not found%s%s%s",
+             c->exec->where ? c->exec->where : c->source, c->exec->command,
+             strchr(c->exec->command, '/') ? "" : " in PATH",
+             c->exec->install_hint ? ": " : "", c->exec->install_hint ? c->exec->install_hint : "");
+    add_text(r, line);
+  }
+}
+
+int kc_configcheck_credentials(const kc_config *cfg, const char *flag_kubeconfig,
+                               const char *context, bool required, kc_kube_creds **out,
+                               char *err, size_t errlen) {
+  struct report r = {err, errlen, 0, 0};
+  if (errlen) err[0] = '\0';
+  *out = NULL;
+  char msg[1024];
+  kc_kube_creds *creds = NULL;
+  int rc = kc_kube_resolve_context(flag_kubeconfig, cfg->kubeconfig, context, &creds, msg,
+                                   sizeof msg);
+  const char *env = getenv("KUBECONFIG");
+  bool named = (flag_kubeconfig && *flag_kubeconfig) || (env && *env) || cfg->kubeconfig;
+  if (rc == -ENOMEM) return -ENOMEM;
+  if (rc == -ENOENT && !named && !required) return 0; /* credentials of where it will run */
+  if (rc < 0) {
+    /* The config's kubeconfig: blame its key too. */
+    const kc_yaml_node *at = kc_yaml_map_get(kc_yaml_root(cfg->doc), "kubeconfig");
+    bool from_config = at && !(flag_kubeconfig && *flag_kubeconfig) && strstr(msg, cfg->kubeconfig);
+    char line[1200];
+    snprintf(line, sizeof line, "%s%s", from_config ? "kubeconfig: " : "", msg);
+    if (from_config) add(&r, at, line);
+    else add_text(&r, line);
+    return -EINVAL;
+  }
+  check_creds(&r, creds);
+  if (r.n) {
+    kc_kube_creds_free(creds);
+    return -EINVAL;
+  }
+  *out = creds;
+  return 0;
 }

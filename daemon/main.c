@@ -4,7 +4,7 @@
  *   kctrld --config FILE [--kubeconfig FILE] [--context NAME] [--metrics-bind-address HOST:PORT]
  *          [--health-probe-bind-address HOST:PORT] [--leader-elect[=true|false]]
  *          [--identity NAME] [--log-level LEVEL] [--log-format text|json] [--fail-fast]
- *   kctrld --check-config FILE
+ *   kctrld --check-config FILE [--online] [--kubeconfig FILE] [--context NAME]
  *   kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]
  *   kctrld --version
  *   kctrld --plugin-child   (hidden: a plugin child of `isolation: process`,
@@ -23,6 +23,7 @@
 
 #include "config/config.h"
 #include "configcheck.h"
+#include "configonline.h"
 #include "base/crashreport.h"
 #include "daemon.h"
 #include "base/fileperm.h"
@@ -36,13 +37,15 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: kctrld --config FILE [flags]\n"
-          "       kctrld --check-config FILE\n"
+          "       kctrld --check-config FILE [--online] [--kubeconfig FILE] [--context NAME]\n"
           "       kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]\n"
           "       kctrld --version | --help\n"
           "\n"
           "flags (they override the config file):\n"
           "  --config FILE                      the configuration (docs/config.md)\n"
           "  --check-config FILE                validate FILE and exit (0 valid, 1 not)\n"
+          "  --online                           with --check-config: also ask the API server\n"
+          "                                     (credentials, kinds, selectors)\n"
           "  --kubeconfig FILE                  kubeconfig; overrides kubeconfig: and $KUBECONFIG\n"
           "  --context NAME                     kubeconfig context instead of current-context\n"
           "  --metrics-bind-address HOST:PORT   /metrics (and the probes, see below);\n"
@@ -81,7 +84,7 @@ int main(int argc, char **argv) {
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
          OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS,
          /* logging and operator flags */
-         OPT_LOGFORMAT, OPT_LEADER_ELECT, OPT_PROBE_BIND, OPT_CONTEXT };
+         OPT_LOGFORMAT, OPT_LEADER_ELECT, OPT_PROBE_BIND, OPT_CONTEXT, OPT_ONLINE };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
@@ -98,10 +101,12 @@ int main(int argc, char **argv) {
       {"log-format", required_argument, NULL, OPT_LOGFORMAT},
       {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
       {"health-probe-bind-address", required_argument, NULL, OPT_PROBE_BIND},
+      {"online", no_argument, NULL, OPT_ONLINE},
       {NULL, 0, NULL, 0},
   };
   kc_daemon_options o = {0};
   const char *check = NULL;
+  bool online = false;
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -142,6 +147,7 @@ int main(int argc, char **argv) {
       }
       break;
     case OPT_PROBE_BIND: o.probe_bind = optarg; break;
+    case OPT_ONLINE: online = true; break;
     default: usage(stderr); return 2;
     }
   }
@@ -150,25 +156,52 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (online && !check) {
+    fprintf(stderr, "kctrld: --online goes with --check-config FILE\n");
+    return 2;
+  }
   if (check) {
-    char err[4096];
+    char err[8192];
     kc_config *cfg = NULL;
     if (kc_config_load_file(check, &cfg, err, sizeof err) < 0) {
       fprintf(stderr, "%s\n", err);
       return 1;
     }
-    /* Beyond the schema: built-in kinds and plugin files, loaded without
-     * running their init (configcheck.h); only warnings are logged. */
+    /* Beyond the schema: built-in kinds, plugin files (loaded without
+     * running their init) and the credentials (configcheck.h); only
+     * warnings are logged. Every check runs and reports. */
     kc_log_set_level(KC_LOG_WARN);
-    int crc = kc_configcheck_run(cfg, err, sizeof err);
+    char offline[8192];
+    int crc = kc_configcheck_run(cfg, offline, sizeof offline);
     kc_plugin_host_unload_all();
-    if (crc < 0) {
-      fprintf(stderr, "%s\n", err);
+    if (crc < 0) fprintf(stderr, "%s\n", offline);
+    kc_kube_creds *creds = NULL;
+    int krc = kc_configcheck_credentials(cfg, o.kubeconfig, o.context, online, &creds, err,
+                                         sizeof err);
+    if (krc < 0) fprintf(stderr, "%s\n", krc == -ENOMEM ? "out of memory" : err);
+    int orc = 0;
+    if (online && creds) {
+      if (kc_http_global_init() < 0) {
+        fprintf(stderr, "kctrld: cannot initialise libcurl\n");
+        orc = -EIO;
+      } else if ((orc = kc_configonline_run(cfg, creds, crc < 0 ? offline : NULL, err,
+                                            sizeof err)) < 0) {
+        fprintf(stderr, "%s\n", orc == -EINVAL ? err : strerror(-orc));
+      }
+    }
+    if (crc < 0 || krc < 0 || orc < 0) {
+      kc_kube_creds_free(creds);
       kc_config_free(cfg);
       return 1;
     }
+    printf("%s: credentials: %s\n", check,
+           creds ? creds->source
+                 : "none here (no --kubeconfig, KUBECONFIG, kubeconfig:, service account or "
+                   "$HOME/.kube/config); where it runs, the in-cluster service account");
+    kc_kube_creds_free(creds);
     kc_rbac_check_plugins(cfg, stderr); /* warnings only: the exit code stays 0 */
-    printf("%s: OK (%zu informers, %zu controllers)\n", check, cfg->ninformers, cfg->ncontrollers);
+    printf("%s: OK%s (%zu informers, %zu controllers)\n", check, online ? " online" : "",
+           cfg->ninformers, cfg->ncontrollers);
     kc_config_free(cfg);
     return 0;
   }

@@ -22,8 +22,8 @@
 /* ---- selectors --------------------------------------------------------------
  * Parsed with daemon/kube/selector.h (the apiserver's grammar and messages) and
  * stored in canonical form, so "app in (b,a)" and "app in (a,b)" are the same
- * scope. Whether a field is supported for the resource needs discovery (the
- * plural name), so kc_field_selector_check is left to the reflector. */
+ * scope. Whether the server supports a field for the resource is not the
+ * loader's to say: --check-config asks (configcheck.h, configonline.h). */
 
 /* Column of byte `pos` of a one-line scalar (quotes add one). Escapes in
  * double-quoted scalars can shift it; good enough to point at the token. */
