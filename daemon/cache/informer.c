@@ -338,6 +338,14 @@ enum kc_shard_support kc_informer_shard_support(const kc_informer *inf) {
   return inf->nparts && server == inf->nparts ? KC_SHARD_SUPPORT_SERVER : KC_SHARD_SUPPORT_UNKNOWN;
 }
 
+const char *kc_informer_config_error(const kc_informer *inf) {
+  for (size_t i = 0; i < inf->nparts; i++) {
+    const char *e = kc_reflector_config_error(inf->parts[i].reflector);
+    if (e) return e;
+  }
+  return NULL;
+}
+
 bool kc_informer_synced(const kc_informer *inf) {
   for (size_t i = 0; i < inf->nparts; i++)
     if (!kc_reflector_stats_get(inf->parts[i].reflector)->synced) return false;

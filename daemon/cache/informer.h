@@ -106,6 +106,11 @@ const char *kc_informer_shard_selector(const kc_informer *inf);
 enum kc_shard_support kc_informer_shard_support(const kc_informer *inf);
 
 bool kc_informer_synced(const kc_informer *inf);
+/* loop thread: the first part's configuration error (reflector.h
+ * "Configuration errors": the server refuses to list the scope, e.g. a
+ * field selector it does not support), or NULL. Borrowed until the loop
+ * runs again. */
+const char *kc_informer_config_error(const kc_informer *inf);
 const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf);
 const char *kc_informer_resource(const kc_informer *inf); /* "pods", "deployments.apps" */
 

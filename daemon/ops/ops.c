@@ -524,6 +524,13 @@ static bool ready_check(const kc_ops_view *v, bool strict, char *why, size_t cap
     const kc_ops_informer_wait *w = !inf && v->informer_waits ? &v->informer_waits[i] : NULL;
     if (inf && (!strict || kc_informer_synced(inf))) continue;
     if (!strict && w && w->not_served) continue;
+    const char *cfg_err = inf ? kc_informer_config_error(inf) : NULL;
+    if (cfg_err) {
+      snprintf(why, cap, "informer of %s %s%s%s: the API server refuses its selector: %s",
+               s ? s->api_version : "?", s ? s->kind : "?", s && s->name ? " " : "",
+               s && s->name ? s->name : "", cfg_err);
+      return false;
+    }
     snprintf(why, cap, "waiting for kind %s %s (%s)", s ? s->api_version : "?", s ? s->kind : "?",
              inf                   ? "cache not synced yet"
              : w && w->not_served  ? "not served"

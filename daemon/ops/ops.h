@@ -111,7 +111,9 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out);
 /* Ready (/readyz) = no controller failing its plugin's load or init, every
  * informer created and synced, leader election off, leading or standby,
  * and not stopping. why gets the reason not to be: every failing
- * controller with its error, else the first other reason. */
+ * controller with its error, else the first other reason (an informer the
+ * server refuses to list names the server's message: informer.h
+ * kc_informer_config_error). */
 bool kc_ops_ready(const kc_ops_view *v, char *why, size_t cap);
 /* What READY=1 to systemd waits for: the daemon serves. Not stopping;
  * every informer created and started (not necessarily synced) or its kind

@@ -67,6 +67,38 @@ void refl_set_error(kc_reflector *r, const char *fmt, ...) {
   kc_warn("reflector", "%s: %s", r->describe, r->stats.last_error);
 }
 
+void refl_config_error(kc_reflector *r, const kc_status *st) {
+  char full[700], what[sizeof r->config_error];
+  refl_describe_status(st, full, sizeof full);
+  snprintf(what, sizeof what, "%.*s", (int)sizeof what - 1, full);
+  snprintf(r->stats.last_error, sizeof r->stats.last_error, "list: %.*s",
+           (int)sizeof r->stats.last_error - 7, what);
+  r->stats.errors++;
+  if (strcmp(what, r->config_error) != 0) {
+    memcpy(r->config_error, what, sizeof what);
+    kc_error("reflector",
+             "%s: the API server refuses to list this scope (a label or field selector it does not "
+             "accept?): %s; fix the informer's selectors in the config; retrying every few "
+             "minutes",
+             r->describe, what);
+  } else {
+    kc_debug("reflector", "%s: list still refused: %s", r->describe, what);
+  }
+  refl_backoff_then(r, NEXT_LIST, 0);
+}
+
+void refl_config_error_clear(kc_reflector *r) {
+  if (!r->config_error[0]) return;
+  kc_info("reflector", "%s: the API server lists this scope now (was: %s)", r->describe,
+          r->config_error);
+  r->config_error[0] = '\0';
+  r->backoff_ms = 0;
+}
+
+const char *kc_reflector_config_error(const kc_reflector *r) {
+  return r->config_error[0] ? r->config_error : NULL;
+}
+
 /* --- URL building -------------------------------------------------------- */
 
 /* Parameters in alphabetical order, as client-go encodes them. `stream`
@@ -303,6 +335,11 @@ static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
   }
   if (!res->error && !r->watch_error_event && refl_shard_selector_refused(r, st)) {
     refl_start_list(r, mode_after_failure(r)); /* the streaming list again, without the selector */
+    return;
+  }
+  if (!res->error && !r->watch_error_event && st->code == 400 &&
+      r->streaming == KC_REFLECTOR_STREAM_ON) {
+    refl_config_error(r, st); /* a selector refused, as for a LIST */
     return;
   }
   bool retriable = res->error || (!refl_is_2xx(st) && (kc_api_is_too_many_requests(st) || kc_api_is_retryable(st)));
@@ -610,7 +647,16 @@ void refl_backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
   if (r->phase == PHASE_CLOSED) return;
   uint64_t now = kc_clock_now_ms();
   uint64_t wait;
-  if (retry_after > 0) {
+  if (r->config_error[0] && next == NEXT_LIST) {
+    /* Refused as configured: slow, from the usual cap up to the config
+     * cap, whatever the time since the last failure. */
+    if (r->backoff_ms < r->backoff_max_ms) r->backoff_ms = r->backoff_max_ms;
+    else if (r->backoff_ms < KC_REFLECTOR_CONFIG_RETRY_MAX_MS)
+      r->backoff_ms = r->backoff_ms * 2 > KC_REFLECTOR_CONFIG_RETRY_MAX_MS
+                          ? KC_REFLECTOR_CONFIG_RETRY_MAX_MS
+                          : r->backoff_ms * 2;
+    wait = r->backoff_ms + next_rand(r) % (r->backoff_ms / 10 + 1);
+  } else if (retry_after > 0) {
     wait = retry_after < r->backoff_max_ms ? retry_after : r->backoff_max_ms;
     r->stats.retry_after_waits++;
   } else {

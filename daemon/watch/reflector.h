@@ -52,6 +52,17 @@
  * selector while running relists at once (at the last resourceVersion,
  * replace() as for any relist); under NONE it is only remembered.
  *
+ * Configuration errors: a 400 (BadRequest) to a LIST is the server
+ * refusing the request as configured, in practice a label or field selector
+ * it does not accept ("field label not supported: metadata.nmae"); no
+ * retry at the usual pace can fix it. It is logged once at error level with
+ * the server's message (again only when the message changes), kept for
+ * kc_reflector_config_error (readiness shows it), and the LIST is retried
+ * slowly: the wait starts at backoff_max_ms and doubles up to
+ * KC_REFLECTOR_CONFIG_RETRY_MAX_MS (+ up to 10 % jitter), logged at debug
+ * (the server may learn the field later: a CRD's selectableFields). The
+ * first LIST answered with 2xx clears it (logged at info).
+ *
  * The reflector does not own a store: it hands decoded objects to a sink
  * (the informer), which writes its store before notifying anybody.
  *
@@ -122,6 +133,8 @@ typedef struct kc_reflector_sink {
 } kc_reflector_sink;
 
 #define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX
+/* The longest wait between LISTs refused as a configuration error. */
+#define KC_REFLECTOR_CONFIG_RETRY_MAX_MS (5 * 60 * 1000)
 
 typedef struct kc_reflector_spec {
   const char *api_path;       /* "/api/v1" or "/apis/GROUP/VERSION" */
@@ -198,6 +211,11 @@ int kc_reflector_relist(kc_reflector *r, const char *why);
  * state now (which it never reads back from here). */
 const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r);
 const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */
+/* The configuration error the server answered the last LIST with ("HTTP
+ * 400 BadRequest: field label not supported: ..."), or NULL when there is
+ * none (see "Configuration errors"). Borrowed until the reflector's next
+ * answer. */
+const char *kc_reflector_config_error(const kc_reflector *r);
 
 /* Sets the shardSelector (NULL or "": none; copied) that lists and watches
  * carry (see "Shard selector"). Before start, or under NONE, or when it is

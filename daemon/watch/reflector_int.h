@@ -120,6 +120,10 @@ struct kc_reflector {
   kc_history history;
   kc_buf verify_body;    /* the check's response (at most 4 MiB: one object's metadata) */
 
+  /* The API server refuses the scope's LIST with 400 (a selector it does
+   * not accept: reflector.h "Configuration errors"); "" when not. */
+  char config_error[512];
+
   /* Reporting only, never read to decide: the counters, and the fields
    * kc_reflector_stats_get copies from the control state above. */
   kc_reflector_stats stats;
@@ -169,6 +173,11 @@ void refl_start_stream(kc_reflector *r, enum list_mode mode);
 /* The failure streak is over: the next failure waits the initial delay
  * again (reflector.c says when). */
 void refl_backoff_reset(kc_reflector *r);
+/* A 400 to a LIST: records st as the reflector's configuration error
+ * (logged at error level when it is new) and waits the slow retry. */
+void refl_config_error(kc_reflector *r, const kc_status *st);
+/* A LIST was answered: any configuration error is over. */
+void refl_config_error_clear(kc_reflector *r);
 /* Waits before `next` (NEXT_LIST or NEXT_WATCH); retry_after: a
  * Retry-After in ms, 0 = none. */
 void refl_backoff_then(kc_reflector *r, int next, uint64_t retry_after);

@@ -277,6 +277,7 @@ static void send_ahead(kc_reflector *r, const char *cont) {
 static void list_finished(kc_reflector *r, const kc_api_result *res) {
   const kc_status *st = &res->status;
   if (res->error == 0 && refl_is_2xx(st) && r->stream && !r->decode_rc) {
+    refl_config_error_clear(r);
     const kc_list_meta *m = kc_dstream_list_meta(r->stream);
     refl_note_list_shard_info(r, m);
     char rv[64], cont[sizeof r->continue_token];
@@ -330,6 +331,10 @@ static void list_finished(kc_reflector *r, const kc_api_result *res) {
   }
   if (refl_shard_selector_refused(r, st)) {
     refl_start_list(r, r->list_mode); /* the same list, now without the selector */
+    return;
+  }
+  if (st->code == 400) {
+    refl_config_error(r, st);
     return;
   }
   refl_set_error(r, "list: %s", what);

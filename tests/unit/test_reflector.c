@@ -977,6 +977,56 @@ static void test_retry_after_storm_then_reset(void **state) {
   free(log);
 }
 
+static bool refused_seen; /* run_refused saw the configuration error mid-way */
+
+static void run_refused(void) {
+  kc_reflector_spec sp = spec_default();
+  sp.backoff_initial_ms = 50;
+  sp.backoff_max_ms = 200;
+  manual_clock();
+  start(&sp);
+  run_until_requests(3, 8000);
+  const char *e = kc_reflector_config_error(F.r);
+  refused_seen = e && strstr(e, "field label not supported: metadata.nmae");
+  run_until_requests(5, 8000);
+}
+
+/* A 400 to a LIST (a field selector the server does not support) is a
+ * configuration error: one error line with the server's message however
+ * often the LIST is retried, no warning per retry, readable from
+ * kc_reflector_config_error, and slow retries: from backoff_max_ms (200)
+ * doubling, never the initial 50 ms. A LIST that works clears it. */
+static void test_list_400_is_config_error(void **state) {
+  for (int i = 0; i < 3; i++)
+    add_body(400, status_body(400, "BadRequest", "field label not supported: metadata.nmae"));
+  add_body(200, list_body("10", NULL, "a@5"));
+  /* request 5, the watch, gets STOP */
+  char *log = with_log(run_refused);
+  assert_true(refused_seen);
+  size_t errors = 0, warns = 0;
+  for (const char *p = log; (p = strstr(p, " error reflector: ")); p++) errors++;
+  for (const char *p = log; (p = strstr(p, "metadata.nmae")); p++) {
+    const char *bol = p;
+    while (bol > log && bol[-1] != '\n') bol--;
+    if (strstr(bol, " warn ") && strstr(bol, " warn ") < p) warns++;
+  }
+  if (errors != 1 || warns != 0) fputs(log, stderr);
+  assert_int_equal(errors, 1);
+  assert_int_equal(warns, 0);
+  assert_non_null(strstr(log, "pods ns=ns1: the API server refuses to list this scope"));
+  assert_non_null(strstr(log, "HTTP 400 BadRequest: field label not supported: metadata.nmae"));
+  assert_non_null(strstr(log, "the API server lists this scope now"));
+  long w[16];
+  size_t n = waits_in(log, w, 16);
+  assert_true(n >= 3);
+  assert_true(w[0] >= 200 && w[0] <= 220);
+  assert_true(w[1] >= 400 && w[1] <= 440);
+  assert_true(w[2] >= 800 && w[2] <= 880);
+  assert_null(kc_reflector_config_error(F.r));
+  assert_int_equal(kc_reflector_stats_get(F.r)->errors >= 3, 1);
+  free(log);
+}
+
 static void run_reset(void) {
   kc_reflector_spec sp = spec_default();
   sp.backoff_initial_ms = 40;
@@ -1528,6 +1578,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_429_retry_after_and_500, setup, teardown),
       cmocka_unit_test_setup_teardown(test_500_backoff_grows, setup, teardown),
       cmocka_unit_test_setup_teardown(test_retry_after_storm_then_reset, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_400_is_config_error, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backoff_reset_by_watch_events, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unknown_event_type_ignored, setup, teardown),
       cmocka_unit_test_setup_teardown(test_malformed_event_relists, setup, teardown),
