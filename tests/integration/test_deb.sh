@@ -79,8 +79,16 @@ run_installed() {
   "$root/usr/bin/kctrld" --version | grep -qx "kctrld $version" || return 1
   # --check-config loads the plugins the config names (/usr/lib/...): check
   # a copy that names them inside the throwaway root.
+  # The check also resolves the credentials: the kubeconfig the shipped
+  # config names (/etc/kctrld/kubeconfig) is the site's; --kubeconfig
+  # stands in for it.
   sed "s|/usr/lib/kctrld/plugins/|$root/usr/lib/kctrld/plugins/|" "$root/etc/kctrld/kctrld.yaml" >"$tmp/kctrld.yaml"
-  "$root/usr/bin/kctrld" --check-config "$tmp/kctrld.yaml" >/dev/null 2>"$tmp/check.err" || { cat "$tmp/check.err"; return 1; }
+  printf '%s\n' 'apiVersion: v1' 'kind: Config' \
+    "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]" \
+    'users: [{name: u, user: {token: t}}]' \
+    'contexts: [{name: c, context: {cluster: c, user: u}}]' 'current-context: c' >"$tmp/kubeconfig"
+  chmod 600 "$tmp/kubeconfig"
+  "$root/usr/bin/kctrld" --check-config "$tmp/kctrld.yaml" --kubeconfig "$tmp/kubeconfig" >/dev/null 2>"$tmp/check.err" || { cat "$tmp/check.err"; return 1; }
   "$root/usr/bin/kube-apisim" --help | grep -q -- '--rbac' || return 1
   # The shipped plugins load into the shipped daemon and declare their permissions.
   "$root/usr/bin/kctrld" rbac --config deploy/base/kctrld.yaml --plugin-dir "$root/usr/lib/kctrld/plugins" >"$tmp/rbac.yaml" 2>"$tmp/rbac.err" || { cat "$tmp/rbac.err"; return 1; }
