@@ -246,8 +246,11 @@ fuzz-run: $(FUZZ_BIN)
 	done
 
 # Plugin paths in the example configs: the build tree's (../build/plugins)
-# and the packaged default (/usr/lib/kctrld/plugins) become the installed one.
-INSTALL_PLUGIN_SED = s|\.\./build/plugins/|$(PREFIX)/lib/kctrld/plugins/|g; s|/usr/lib/kctrld/plugins/|$(PREFIX)/lib/kctrld/plugins/|g
+# and the packaged default (/usr/lib/kctrld/plugins) become the installed one;
+# so does their config schema (yaml-language-server's `$schema=` line).
+INSTALL_PLUGIN_SED = s|\.\./build/plugins/|$(PREFIX)/lib/kctrld/plugins/|g; s|/usr/lib/kctrld/plugins/|$(PREFIX)/lib/kctrld/plugins/|g; \
+  s|\$$schema=\.\./docs/kctrld\.schema\.json|$$schema=$(PREFIX)/share/kctrld/kctrld.schema.json|; \
+  s|\$$schema=/usr/share/kctrld/|$$schema=$(PREFIX)/share/kctrld/|
 
 install: $(B)/kctrld $(PLUGIN_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kctrld \
@@ -263,6 +266,7 @@ install: $(B)/kctrld $(PLUGIN_SO)
 	fi
 	install -m 0755 $(B)/kctrld $(DESTDIR)$(PREFIX)/bin/kctrld
 	install -m 0644 include/kctrld/*.h $(DESTDIR)$(PREFIX)/include/kctrld/
+	install -m 0644 docs/kctrld.schema.json $(DESTDIR)$(PREFIX)/share/kctrld/
 	$(if $(PLUGIN_SO),install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/kctrld/plugins/)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' config/kctrld-plugin.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kctrld-plugin.pc
