@@ -55,7 +55,8 @@ layout() {
            etc/kctrld/kctrld.yaml usr/share/man/man8/kctrld.8.gz usr/share/man/man5/kctrld.yaml.5.gz \
            usr/share/man/man1/kube-apisim.1.gz usr/include/kctrld/plugin.h usr/include/kctrld/plugin_util.h \
            usr/share/pkgconfig/kctrld-plugin.pc usr/share/doc/kctrld/operations.md usr/share/doc/kctrld/deploy.md \
-           usr/share/doc/kctrld/examples/kctrld.example.yaml usr/share/doc/kctrld/copyright; do
+           usr/share/doc/kctrld/examples/kctrld.example.yaml usr/share/doc/kctrld/copyright \
+           usr/share/kctrld/kctrld.schema.json; do
     [ -e "$root/$p" ] || bad="$bad missing:$p"
   done
   [ "$(stat -c %a "$root/usr/bin/kctrld")" = 755 ] || bad="$bad kctrld-mode"
@@ -73,7 +74,7 @@ layout() {
   done
   [ -z "$bad" ] || { echo "$bad"; return 1; }
 }
-check "layout: binaries, plugins, unit, sysusers, root:kctrld 0640 conffile, man pages, headers, pc, docs" layout
+check "layout: binaries, plugins, unit, sysusers, root:kctrld 0640 conffile, man pages, headers, pc, docs, config schema" layout
 
 run_installed() {
   "$root/usr/bin/kctrld" --version | grep -qx "kctrld $version" || return 1
