@@ -21,13 +21,18 @@ struct report {
   unsigned n;
 };
 
-/* Appends "file:line:col: message" (kc_yaml_error's form) as one more line. */
-static void add(struct report *r, const kc_yaml_node *at, const char *msg) {
+/* Appends one line (no position) to the report. */
+static void add_text(struct report *r, const char *line) {
   if (r->n++ >= KC_CONFIG_MAX_ERRORS || !r->cap || r->len + 1 >= r->cap) return;
-  char line[1024];
-  kc_yaml_error(line, sizeof line, at, "%s", msg);
   int w = snprintf(r->err + r->len, r->cap - r->len, "%s%s", r->len ? "\n" : "", line);
   if (w > 0) r->len += (size_t)w < r->cap - r->len ? (size_t)w : r->cap - r->len - 1;
+}
+
+/* Appends "file:line:col: message" (kc_yaml_error's form) as one more line. */
+static void add(struct report *r, const kc_yaml_node *at, const char *msg) {
+  char line[1400];
+  kc_yaml_error(line, sizeof line, at, "%s", msg);
+  add_text(r, line);
 }
 
 static const kc_yaml_node *key_or(const kc_yaml_node *map, const char *key) {
@@ -113,13 +118,6 @@ int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen) {
 }
 
 /* ---- credentials ---------------------------------------------------------- */
-
-/* Appends one line (no position) to the report. */
-static void add_text(struct report *r, const char *line) {
-  if (r->n++ >= KC_CONFIG_MAX_ERRORS || !r->cap || r->len + 1 >= r->cap) return;
-  int w = snprintf(r->err + r->len, r->cap - r->len, "%s%s", r->len ? "\n" : "", line);
-  if (w > 0) r->len += (size_t)w < r->cap - r->len ? (size_t)w : r->cap - r->len - 1;
-}
 
 /* A program an exec credential plugin names: with a '/', that file; else
  * found in PATH, as the spawn will look it up. */
