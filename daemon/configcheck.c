@@ -8,12 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "client/discovery.h"
+#include "client/http.h"
 #include "client/kubeconfig.h"
+#include "configonline.h"
 #include "hooks/hook_exec.h"
 #include "hooks/hook_webhook.h"
 #include "host/plugin_host.h"
 #include "kube/selector.h"
+#include "rbac.h"
 
 struct report {
   char *err;
@@ -200,4 +204,50 @@ int kc_configcheck_credentials(const kc_config *cfg, const char *flag_kubeconfig
   }
   *out = creds;
   return 0;
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+int kc_configcheck_main(const char *path, const char *flag_kubeconfig, const char *context,
+                        bool online) {
+  char err[8192], offline[8192];
+  kc_config *cfg = NULL;
+  if (kc_config_load_file(path, &cfg, err, sizeof err) < 0) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
+  /* Beyond the schema; only warnings are logged. Every check runs and
+   * reports, whatever the others found. */
+  kc_log_set_level(KC_LOG_WARN);
+  int crc = kc_configcheck_run(cfg, offline, sizeof offline);
+  kc_plugin_host_unload_all();
+  if (crc < 0) fprintf(stderr, "%s\n", offline);
+  kc_kube_creds *creds = NULL;
+  int krc = kc_configcheck_credentials(cfg, flag_kubeconfig, context, online, &creds, err,
+                                       sizeof err);
+  if (krc < 0) fprintf(stderr, "%s\n", krc == -ENOMEM ? "out of memory" : err);
+  int orc = 0;
+  if (online && creds) {
+    if (kc_http_global_init() < 0) {
+      fprintf(stderr, "kctrld: cannot initialise libcurl\n");
+      orc = -EIO;
+    } else if ((orc = kc_configonline_run(cfg, creds, crc < 0 ? offline : NULL, err,
+                                          sizeof err)) < 0) {
+      fprintf(stderr, "%s\n", orc == -EINVAL ? err : strerror(-orc));
+    }
+  }
+  int code = 1;
+  if (crc == 0 && krc == 0 && orc == 0) {
+    printf("%s: credentials: %s\n", path,
+           creds ? creds->source
+                 : "none here (no --kubeconfig, KUBECONFIG, kubeconfig:, service account or "
+                   "$HOME/.kube/config); where it runs, the in-cluster service account");
+    kc_rbac_check_plugins(cfg, stderr); /* warnings only: the exit code stays 0 */
+    printf("%s: OK%s (%zu informers, %zu controllers)\n", path, online ? " online" : "",
+           cfg->ninformers, cfg->ncontrollers);
+    code = 0;
+  }
+  kc_kube_creds_free(creds);
+  kc_config_free(cfg);
+  return code;
 }

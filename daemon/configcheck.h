@@ -54,4 +54,14 @@ int kc_configcheck_credentials(const kc_config *cfg, const char *flag_kubeconfig
                                const char *context, bool required, kc_kube_creds **out,
                                char *err, size_t errlen);
 
+/* `kctrld --check-config FILE [--online]`: loads FILE, runs every check
+ * above (and configonline.h's with online), prints every problem on
+ * stderr and, when there is none, the credentials and "FILE: OK (...)" on
+ * stdout. Returns the exit code: 0 or 1. flag_kubeconfig, context:
+ * --kubeconfig and --context (NULL: none). Context: the main thread, before
+ * anything else runs (it sets the log level and unloads the plugins it
+ * loaded). */
+int kc_configcheck_main(const char *path, const char *flag_kubeconfig, const char *context,
+                        bool online);
+
 #endif

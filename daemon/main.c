@@ -23,7 +23,6 @@
 
 #include "config/config.h"
 #include "configcheck.h"
-#include "configonline.h"
 #include "base/crashreport.h"
 #include "daemon.h"
 #include "base/fileperm.h"
@@ -160,51 +159,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kctrld: --online goes with --check-config FILE\n");
     return 2;
   }
-  if (check) {
-    char err[8192];
-    kc_config *cfg = NULL;
-    if (kc_config_load_file(check, &cfg, err, sizeof err) < 0) {
-      fprintf(stderr, "%s\n", err);
-      return 1;
-    }
-    /* Beyond the schema: built-in kinds, plugin files (loaded without
-     * running their init) and the credentials (configcheck.h); only
-     * warnings are logged. Every check runs and reports. */
-    kc_log_set_level(KC_LOG_WARN);
-    char offline[8192];
-    int crc = kc_configcheck_run(cfg, offline, sizeof offline);
-    kc_plugin_host_unload_all();
-    if (crc < 0) fprintf(stderr, "%s\n", offline);
-    kc_kube_creds *creds = NULL;
-    int krc = kc_configcheck_credentials(cfg, o.kubeconfig, o.context, online, &creds, err,
-                                         sizeof err);
-    if (krc < 0) fprintf(stderr, "%s\n", krc == -ENOMEM ? "out of memory" : err);
-    int orc = 0;
-    if (online && creds) {
-      if (kc_http_global_init() < 0) {
-        fprintf(stderr, "kctrld: cannot initialise libcurl\n");
-        orc = -EIO;
-      } else if ((orc = kc_configonline_run(cfg, creds, crc < 0 ? offline : NULL, err,
-                                            sizeof err)) < 0) {
-        fprintf(stderr, "%s\n", orc == -EINVAL ? err : strerror(-orc));
-      }
-    }
-    if (crc < 0 || krc < 0 || orc < 0) {
-      kc_kube_creds_free(creds);
-      kc_config_free(cfg);
-      return 1;
-    }
-    printf("%s: credentials: %s\n", check,
-           creds ? creds->source
-                 : "none here (no --kubeconfig, KUBECONFIG, kubeconfig:, service account or "
-                   "$HOME/.kube/config); where it runs, the in-cluster service account");
-    kc_kube_creds_free(creds);
-    kc_rbac_check_plugins(cfg, stderr); /* warnings only: the exit code stays 0 */
-    printf("%s: OK%s (%zu informers, %zu controllers)\n", check, online ? " online" : "",
-           cfg->ninformers, cfg->ncontrollers);
-    kc_config_free(cfg);
-    return 0;
-  }
+  if (check) return kc_configcheck_main(check, o.kubeconfig, o.context, online);
   if (!o.config_path) {
     usage(stderr);
     return 2;
