@@ -52,6 +52,28 @@ static void test_builtin_kinds(void **state) {
   kc_config_free(cfg);
 }
 
+static void test_pod_and_node_field_selectors(void **state) {
+  /* v1 Pod and Node: a field the API server does not select on is
+   * reported at the selector; other kinds' fields are left to the server. */
+  kc_config *cfg = load("informers:\n"
+                        "  - apiVersion: v1\n"
+                        "    kind: Pod\n"
+                        "    fieldSelector: metadata.nmae=x\n"
+                        "  - { apiVersion: v1, kind: Node, fieldSelector: spec.unschedulable=true }\n"
+                        "  - { apiVersion: v1, kind: Node, namespaces: [a], fieldSelector: metadata.namespace=a }\n"
+                        "  - { apiVersion: v1, kind: Pod, namespaces: [b], fieldSelector: status.phase=Running }\n"
+                        "  - { apiVersion: v1, kind: Secret, fieldSelector: type=Opaque }\n"
+                        "controllers: []\n");
+  char err[2048];
+  assert_int_equal(kc_configcheck_run(cfg, err, sizeof err), -EINVAL);
+  assert_string_equal(err,
+                      "t.yaml:4:20: informers[0].fieldSelector: field label not supported: "
+                      "metadata.nmae (the API server refuses it)\n"
+                      "t.yaml:6:67: informers[2].fieldSelector: field label not supported: "
+                      "metadata.namespace (the API server refuses it)");
+  kc_config_free(cfg);
+}
+
 static void test_plugins(void **state) {
   char ttl[PATH_MAX + 32], junk[PATH_MAX], text[4 * PATH_MAX], err[4096];
   snprintf(ttl, sizeof ttl, "%s/plugins/ttl.so", sim_build_dir);
@@ -144,6 +166,7 @@ static void test_webhooks(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_builtin_kinds),
+      cmocka_unit_test(test_pod_and_node_field_selectors),
       cmocka_unit_test(test_plugins),
       cmocka_unit_test(test_hooks),
       cmocka_unit_test(test_webhooks),
