@@ -26,6 +26,9 @@ void kc_status_set_string(kc_status *st, enum kc_status_member m, const char *s,
   case KC_STATUS_STATUS: copy_cut(st->status, sizeof st->status, s, n); break;
   case KC_STATUS_REASON: copy_cut(st->reason, sizeof st->reason, s, n); break;
   case KC_STATUS_MESSAGE: copy_cut(st->message, sizeof st->message, s, n); break;
+  case KC_STATUS_DETAILS_NAME: copy_cut(st->details_name, sizeof st->details_name, s, n); break;
+  case KC_STATUS_CAUSE_FIELD: copy_cut(st->cause_field, sizeof st->cause_field, s, n); break;
+  case KC_STATUS_CAUSE_MESSAGE: copy_cut(st->cause_message, sizeof st->cause_message, s, n); break;
   case KC_STATUS_CAUSE_REASON:
     if (n == sizeof "ResourceVersionTooLarge" - 1 && memcmp(s, "ResourceVersionTooLarge", n) == 0)
       st->rv_too_large = true;
@@ -79,10 +82,17 @@ int kc_status_parse(kc_status *st, const char *body, size_t len, char *why, size
   take_string(st, KC_STATUS_MESSAGE, member(root, "message", NULL, yajl_t_string));
   take_number(st, KC_STATUS_RETRY_AFTER,
               member(root, "details", "retryAfterSeconds", yajl_t_number));
+  take_string(st, KC_STATUS_DETAILS_NAME, member(root, "details", "name", yajl_t_string));
   yajl_val causes = member(root, "details", "causes", yajl_t_array);
-  for (size_t k = 0; causes && k < YAJL_GET_ARRAY(causes)->len; k++)
-    take_string(st, KC_STATUS_CAUSE_REASON,
-                member(YAJL_GET_ARRAY(causes)->values[k], "reason", NULL, yajl_t_string));
+  for (size_t k = 0; causes && k < YAJL_GET_ARRAY(causes)->len; k++) {
+    yajl_val cause = YAJL_GET_ARRAY(causes)->values[k];
+    take_string(st, KC_STATUS_CAUSE_REASON, member(cause, "reason", NULL, yajl_t_string));
+    yajl_val field = member(cause, "field", NULL, yajl_t_string);
+    if (!st->cause_field[0] && field && field->u.string && field->u.string[0]) {
+      take_string(st, KC_STATUS_CAUSE_FIELD, field);
+      take_string(st, KC_STATUS_CAUSE_MESSAGE, member(cause, "message", NULL, yajl_t_string));
+    }
+  }
   yajl_tree_free(root);
   st->from_body = true;
   return 0;

@@ -33,6 +33,13 @@ typedef struct kc_status {
   int retry_after_seconds; /* details.retryAfterSeconds (0..86399) or Retry-After; -1 = none */
   bool from_body;          /* kc_status_parse read it from a Status body */
   bool rv_too_large;       /* a details.causes[] has reason ResourceVersionTooLarge */
+  /* What a failure is about (read by kc_status_parse only): details.name
+   * ("" when the Status names no object, e.g. a 404 for a path the server
+   * does not route), and the first details.causes[] entry that names a
+   * field (a 422 Invalid: "metadata.labels", "Invalid value: ...") */
+  char details_name[256];
+  char cause_field[256];
+  char cause_message[256];
 } kc_status;
 
 /* The members of a Status the daemon reads. */
@@ -43,6 +50,9 @@ enum kc_status_member {
   KC_STATUS_MESSAGE,      /* "message": string */
   KC_STATUS_RETRY_AFTER,  /* "details"."retryAfterSeconds": number */
   KC_STATUS_CAUSE_REASON, /* "details"."causes"[]."reason": string */
+  KC_STATUS_DETAILS_NAME, /* "details"."name": string */
+  KC_STATUS_CAUSE_FIELD,  /* "details"."causes"[]."field": string */
+  KC_STATUS_CAUSE_MESSAGE,/* "details"."causes"[]."message" of that cause: string */
 };
 
 /* Empties st: no code, "" strings, retry_after_seconds -1, flags false. */

@@ -48,7 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char why[120];
   if (kc_status_parse(&ds, b, len, why, sizeof why) == 0) {
     if (strnlen(ds.reason, sizeof ds.reason) == sizeof ds.reason ||
-        strnlen(ds.message, sizeof ds.message) == sizeof ds.message || !ds.from_body)
+        strnlen(ds.message, sizeof ds.message) == sizeof ds.message || !ds.from_body ||
+        strnlen(ds.details_name, sizeof ds.details_name) == sizeof ds.details_name ||
+        strnlen(ds.cause_field, sizeof ds.cause_field) == sizeof ds.cause_field ||
+        strnlen(ds.cause_message, sizeof ds.cause_message) == sizeof ds.cause_message ||
+        (!ds.cause_field[0] && ds.cause_message[0]))
       abort();
     /* apiclient reads a Status body the same way */
     if (len && (!st.from_body || strcmp(st.reason, ds.reason) || strcmp(st.message, ds.message)))
