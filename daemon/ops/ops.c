@@ -561,6 +561,16 @@ void kc_ops_status_line(const kc_ops_view *v, char *buf, size_t cap) {
     snprintf(buf, cap, "syncing: %s; %s", status, why);
 }
 
+void kc_ops_ready_message(const kc_ops_view *v, char *buf, size_t cap) {
+  char why[1024], status[512];
+  bool ready = kc_ops_ready(v, why, sizeof why);
+  kc_ops_summary(v, status, sizeof status);
+  if (ready)
+    snprintf(buf, cap, "ready: %s", status);
+  else
+    snprintf(buf, cap, "ready: %s; still %s", status, why);
+}
+
 void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap) {
   size_t synced = 0, controllers = 0, failing = 0;
   for (size_t i = 0; i < v->ninformers; i++)
@@ -645,7 +655,9 @@ static void on_state_tick(uv_timer_t *t) {
   bool started = kc_ops_started(&v, why, sizeof why);
   kc_ops_status_line(&v, line, sizeof line);
   if (started && !kc_notify_is_ready(ops->notify)) {
-    kc_info("ops", "ready: %s", line);
+    char msg[1600];
+    kc_ops_ready_message(&v, msg, sizeof msg);
+    kc_info("ops", "%s", msg);
     kc_notify_ready(ops->notify, line);
   } else {
     kc_notify_status(ops->notify, line);

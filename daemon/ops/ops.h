@@ -130,6 +130,10 @@ void kc_ops_summary(const kc_ops_view *v, char *buf, size_t cap);
  * "syncing: SUMMARY; WHY" (e.g. "...; waiting for kind demo.io/v1 Foo (not
  * served)"), "stopping; ..." while stopping. */
 void kc_ops_status_line(const kc_ops_view *v, char *buf, size_t cap);
+/* The line logged once when READY=1 goes out: "ready: SUMMARY", or
+ * "ready: SUMMARY; still WHY" while /readyz would still refuse (e.g. "still
+ * waiting for kind demo.io/v1 Foo (not served)"). */
+void kc_ops_ready_message(const kc_ops_view *v, char *buf, size_t cap);
 
 /* --- the assembled component ------------------------------------------------- */
 

@@ -102,8 +102,15 @@ static void test_not_served_kind_started(void **state) {
   kc_ops_status_line(&v, line, sizeof line);
   assert_string_equal(line, "syncing: active (leader election off); informers 0/1 synced; controllers 0; "
                             "waiting for kind demo.io/v1 Foo (not served)");
+  /* The line logged with READY=1 says "ready:" once, and what /readyz
+   * still waits for. */
+  kc_ops_ready_message(&v, line, sizeof line);
+  assert_string_equal(line, "ready: active (leader election off); informers 0/1 synced; controllers 0; "
+                            "still waiting for kind demo.io/v1 Foo (not served)");
   v.ninformers = 0;
   kc_ops_status_line(&v, line, sizeof line);
+  assert_string_equal(line, "ready: active (leader election off); informers 0/0 synced; controllers 0");
+  kc_ops_ready_message(&v, line, sizeof line);
   assert_string_equal(line, "ready: active (leader election off); informers 0/0 synced; controllers 0");
   v.stopping = true;
   kc_ops_status_line(&v, line, sizeof line);
