@@ -105,9 +105,11 @@ static const kc_host_env_ops op_types;
 /* ---- small helpers ---- */
 
 static void api_error(kctrld_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Records the message ctx_api_error returns (truncated to 255 bytes). */
+/* Records the message ctx_api_error returns (truncated to 511 bytes). A
+ * failure is an ordinary one unless terminal_failure marks it after this. */
 static void api_error(kctrld_ctx *ctx, const char *fmt, ...) {
   if (!ctx) return;
+  ctx->terminal[0] = '\0';
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(ctx->api_error, sizeof ctx->api_error, fmt, ap);
@@ -587,9 +589,18 @@ static int map_status(const kc_status *st, bool json_patch) {
   return -EPROTO;
 }
 
+/* Where a request goes: its URL path, and the resource plural and
+ * subresource it names (for the messages of terminal failures). */
+struct req_target {
+  kc_buf path;
+  char resource[128];
+  const char *sub; /* NULL, or static storage ("status") */
+};
+
 /* Builds the URL path of an object (name may be NULL: the collection). */
 static int object_path(kctrld_ctx *ctx, const char *api_version, const char *kind,
-                       kc_str ns, kc_str name, const char *sub, kc_buf *b) {
+                       kc_str ns, kc_str name, const char *sub, struct req_target *t) {
+  kc_buf *b = &t->path;
   kc_resource_ref res;
   if (!api_version || !*api_version || !kind || !*kind) {
     api_error(ctx, "apiVersion and kind are required");
@@ -609,8 +620,42 @@ static int object_path(kctrld_ctx *ctx, const char *api_version, const char *kin
     api_error(ctx, "a name is required");
     return -EINVAL;
   }
+  snprintf(t->resource, sizeof t->resource, "%s", res.resource);
+  t->sub = sub;
   kc_url_resource(b, res.api_path, res.resource, res.namespaced ? ns : (kc_str){NULL, 0}, name, sub);
   return b->err;
+}
+
+/* Whether an answer is one no retry can fix (plugin.h "Terminal errors"),
+ * and then why, naming the subresource or the field, into why:
+ *  - 404 or 405 on a subresource, when the Status names no object (an
+ *    object that is missing is named in details.name; a route the server
+ *    does not have is not): the kind has no such subresource;
+ *  - 422 Invalid (but not a failed JSON patch "test": e == -ESTALE) and 400
+ *    BadRequest: the request itself is wrong; the first cause that names a
+ *    field names it. */
+static bool terminal_failure(const kc_status *st, int e, const char *method,
+                             const struct req_target *t, char *why, size_t cap) {
+  const char *res = t && t->resource[0] ? t->resource : "the resource";
+  if (t && t->sub && (st->code == 404 || st->code == 405) && !st->details_name[0]) {
+    snprintf(why, cap, "%s has no %s subresource (HTTP %d on %s)", res, t->sub, st->code, method);
+    return true;
+  }
+  if (e != -EINVAL) return false;
+  const char *sub = t && t->sub ? t->sub : NULL;
+  /* Precisions: the server's texts are cut so that the names stay; a
+   * reason longer than cap is cut (n is only looked at to say so). */
+  int n;
+  if (st->cause_field[0])
+    n = snprintf(why, cap, "%s %s%s%s refused (HTTP %d %s): field %.100s: %.200s", method, res,
+             sub ? "/" : "", sub ? sub : "", st->code, st->reason[0] ? st->reason : "Invalid",
+             st->cause_field, st->cause_message[0] ? st->cause_message : st->message);
+  else
+    n = snprintf(why, cap, "%s %s%s%s refused (HTTP %d %s): %.300s", method, res, sub ? "/" : "",
+             sub ? sub : "", st->code, st->reason[0] ? st->reason : "BadRequest",
+             st->message[0] ? st->message : "no message");
+  if (n < 0) snprintf(why, cap, "%s refused (HTTP %d)", method, st->code);
+  return true;
 }
 
 enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2, REQ_CREATED_IS_1 = 4 };
@@ -618,10 +663,11 @@ enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2, REQ_CREATED_IS_1 = 4 };
 /* Sends one request on the thread's worker; parses a 2xx body into *out
  * when out is not NULL. Returns 0 for a 2xx (1 for a 201 with
  * REQ_CREATED_IS_1) or an error from the table in plugin.h. */
-static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
+static int do_request(kctrld_ctx *ctx, const char *method, const struct req_target *t,
                       const char *content_type, const char *body, size_t len, int flags,
                       const kctrld_object **out) {
   if (out) *out = NULL;
+  const char *path = t->path.p;
   ENV_OP_T(request) request = ENV_OP(ctx, request);
   ENV_OP_T(may_write) may_write = ENV_OP(ctx, may_write);
   if (!request) return -ENOSYS;
@@ -651,6 +697,16 @@ static int do_request(kctrld_ctx *ctx, const char *method, const char *path,
     return ok;
   }
   int e = map_status(&r.status, flags & REQ_JSON_PATCH);
+  char why[sizeof ctx->terminal];
+  if (ctx && terminal_failure(&r.status, e, method, t, why, sizeof why)) {
+    /* The reason replaces the Status message: it says what the message
+     * does not (which subresource, which field). */
+    api_error(ctx, "%s", why);
+    snprintf(ctx->terminal, sizeof ctx->terminal, "%s", why);
+    kc_warn(COMPONENT, "%s %s failed code=%ld reason=%s: %s", method, path, r.code,
+            r.status.reason, why);
+    return t->sub && (r.code == 404 || r.code == 405) ? -ENOTSUP : e;
+  }
   api_error(ctx, "%s", r.status.message[0] ? r.status.message : "request failed");
   if (e == -ENOENT || e == -ESTALE || e == -EEXIST)
     kc_debug(COMPONENT, "%s %s: code=%ld reason=%s", method, path, r.code, r.status.reason);
@@ -672,7 +728,7 @@ static bool copy_slice(kc_str s, char *buf, size_t cap) {
  * namespace; its name unless for_create), plus sub. 0, or -EINVAL with
  * ctx's API error set for a body that does not parse or names nothing. */
 static int body_path(kctrld_ctx *ctx, const char *json, size_t len, bool for_create,
-                     const char *sub, kc_buf *path) {
+                     const char *sub, struct req_target *path) {
   if (!json || !len) return -EINVAL;
   char err[160];
   kc_obj *o = kc_obj_parse(json, len, NULL, err, sizeof err);
@@ -700,11 +756,11 @@ static int body_path(kctrld_ctx *ctx, const char *json, size_t len, bool for_cre
 static int write_object(kctrld_ctx *ctx, const char *method, const char *sub, const char *json,
                         size_t len, const kctrld_object **out) {
   if (out) *out = NULL;
-  kc_buf path = {0};
-  int rc = body_path(ctx, json, len, strcmp(method, "POST") == 0, sub, &path);
+  struct req_target t = {0};
+  int rc = body_path(ctx, json, len, strcmp(method, "POST") == 0, sub, &t);
   if (rc == 0)
-    rc = do_request(ctx, method, path.p, "application/json", json, len, REQ_WRITE, out);
-  free(path.p);
+    rc = do_request(ctx, method, &t, "application/json", json, len, REQ_WRITE, out);
+  free(t.path.p);
   return rc;
 }
 
@@ -719,7 +775,7 @@ static int svc_api_update_status(kctrld_ctx *ctx, const char *json, size_t len,
   return write_object(ctx, "PUT", "status", json, len, out);
 }
 
-static int ref_path(kctrld_ctx *ctx, const kctrld_ref *ref, const char *sub, kc_buf *b) {
+static int ref_path(kctrld_ctx *ctx, const kctrld_ref *ref, const char *sub, struct req_target *b) {
   if (!ref || !ref->name) return -EINVAL;
   return object_path(ctx, ref->api_version, ref->kind,
                      kc_str_c(ref->namespace_ ? ref->namespace_ : ""), kc_str_c(ref->name), sub, b);
@@ -733,12 +789,12 @@ static int svc_api_patch(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const
                    : type == KCTRLD_PATCH_STRATEGIC ? "application/strategic-merge-patch+json"
                                                     : NULL;
   if (!ct || !patch || !len) return -EINVAL;
-  kc_buf path = {0};
-  int rc = ref_path(ctx, ref, status ? "status" : NULL, &path);
+  struct req_target t = {0};
+  int rc = ref_path(ctx, ref, status ? "status" : NULL, &t);
   if (rc == 0)
-    rc = do_request(ctx, "PATCH", path.p, ct, patch, len,
+    rc = do_request(ctx, "PATCH", &t, ct, patch, len,
                     REQ_WRITE | (type == KCTRLD_PATCH_JSON ? REQ_JSON_PATCH : 0), out);
-  free(path.p);
+  free(t.path.p);
   return rc;
 }
 
@@ -748,27 +804,28 @@ static int svc_api_apply(kctrld_ctx *ctx, const char *json, size_t len, const ch
                          bool force, const kctrld_object **out) {
   if (out) *out = NULL;
   const char *fm = field_manager && *field_manager ? field_manager : ctx ? ctx->controller : "";
-  kc_buf path = {0};
-  int rc = body_path(ctx, json, len, false, NULL, &path);
+  struct req_target t = {0};
+  int rc = body_path(ctx, json, len, false, NULL, &t);
   if (rc == 0 && !*fm) {
     api_error(ctx, "a field manager is required");
     rc = -EINVAL;
   }
   if (rc == 0) {
     char sep = '?';
-    kc_url_param(&path, &sep, "fieldManager", fm);
-    if (force) kc_url_param(&path, &sep, "force", "true");
-    rc = path.err ? -ENOMEM
-                  : do_request(ctx, "PATCH", path.p, "application/apply-patch+yaml", json, len,
-                               REQ_WRITE | REQ_CREATED_IS_1, out);
+    kc_url_param(&t.path, &sep, "fieldManager", fm);
+    if (force) kc_url_param(&t.path, &sep, "force", "true");
+    rc = t.path.err ? -ENOMEM
+                    : do_request(ctx, "PATCH", &t, "application/apply-patch+yaml", json, len,
+                                 REQ_WRITE | REQ_CREATED_IS_1, out);
   }
-  free(path.p);
+  free(t.path.p);
   return rc;
 }
 
 static int svc_api_delete(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_delete_opts *opts) {
-  kc_buf path = {0}, body = {0};
-  int rc = ref_path(ctx, ref, NULL, &path);
+  struct req_target t = {0};
+  kc_buf body = {0};
+  int rc = ref_path(ctx, ref, NULL, &t);
   if (rc < 0) goto out;
   kc_buf_puts(&body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
   if (opts) {
@@ -809,9 +866,9 @@ static int svc_api_delete(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_d
     rc = -ENOMEM;
     goto out;
   }
-  rc = do_request(ctx, "DELETE", path.p, "application/json", body.p, body.len, REQ_WRITE, NULL);
+  rc = do_request(ctx, "DELETE", &t, "application/json", body.p, body.len, REQ_WRITE, NULL);
 out:
-  free(path.p);
+  free(t.path.p);
   free(body.p);
   return rc;
 }
@@ -819,10 +876,10 @@ out:
 static int svc_api_get(kctrld_ctx *ctx, const kctrld_ref *ref, const kctrld_object **out) {
   if (!out) return -EINVAL;
   *out = NULL;
-  kc_buf path = {0};
-  int rc = ref_path(ctx, ref, NULL, &path);
-  if (rc == 0) rc = do_request(ctx, "GET", path.p, NULL, NULL, 0, 0, out);
-  free(path.p);
+  struct req_target t = {0};
+  int rc = ref_path(ctx, ref, NULL, &t);
+  if (rc == 0) rc = do_request(ctx, "GET", &t, NULL, NULL, 0, 0, out);
+  free(t.path.p);
   return rc;
 }
 
@@ -876,6 +933,17 @@ __attribute__((format(printf, 2, 3))) static int host_result_error(kctrld_ctx *c
     va_end(ap);
   }
   return KCTRLD_RESULT_ERROR;
+}
+
+__attribute__((format(printf, 2, 3))) static int host_result_terminal(kctrld_ctx *ctx,
+                                                                      const char *fmt, ...) {
+  if (ctx && ctx->res && fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->res->message, sizeof ctx->res->message, fmt, ap);
+    va_end(ap);
+  }
+  return KCTRLD_RESULT_TERMINAL;
 }
 
 static const char *host_ctx_controller(const kctrld_ctx *ctx) {
@@ -1046,6 +1114,7 @@ static const struct kctrld_host_api host_api = {
     .log = host_log,
     .result_requeue_after = host_result_requeue_after,
     .result_error = host_result_error,
+    .result_terminal = host_result_terminal,
     .ctx_controller = host_ctx_controller,
     .ctx_api_error = host_ctx_api_error,
     .object_has_finalizer = host_object_has_finalizer,

@@ -30,7 +30,11 @@
  *    KC_HOST_ENV_REQUEST_TIMEOUT_MS). When env->ops->may_write is false
  *    nothing is sent and -EAGAIN is returned. Status codes map to the errno
  *    table of plugin.h (map_status in hostapi.c); the Status message goes to
- *    ctx_api_error. 404 and 409 are normal outcomes: logged at debug.
+ *    ctx_api_error. 404 and 409 are normal outcomes: logged at debug. An
+ *    answer no retry can fix (terminal_failure in hostapi.c: 404/405 on a
+ *    subresource the kind does not have, 400, 422) is logged at warn, its
+ *    reason (naming the subresource or the field) goes to ctx_api_error and
+ *    ctx->terminal, where kc_plugin_reconcile finds it.
  *  - event formats the message and hands it to env->ops->event (the
  *    daemon's recorder aggregates and writes core/v1 Events from the loop).
  *  - finalizer_add/remove are JSON patches through api_patch; the
@@ -66,7 +70,11 @@ struct kctrld_ctx {
   const char *key;          /* NULL in init/fini */
   kc_reconcile_result *res; /* NULL in init/fini */
   bool after_set;           /* result_requeue_after was called */
-  char api_error[256];
+  char api_error[512];
+  /* The reason of the last failed API call when no retry can fix it
+   * (plugin.h "Terminal errors"), "" when the last failure was another one
+   * or none failed: an error result then is terminal (plugin_host.c). */
+  char terminal[512];
   kc_settings_used *used;   /* init only: records what settings_* read (NULL: nothing) */
 };
 

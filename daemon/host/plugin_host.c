@@ -26,6 +26,7 @@ _Static_assert((int)KC_RESULT_DONE == KCTRLD_RESULT_DONE, "result codes");
 _Static_assert((int)KC_RESULT_REQUEUE == KCTRLD_RESULT_REQUEUE, "result codes");
 _Static_assert((int)KC_RESULT_REQUEUE_AFTER == KCTRLD_RESULT_REQUEUE_AFTER, "result codes");
 _Static_assert((int)KC_RESULT_ERROR == KCTRLD_RESULT_ERROR, "result codes");
+_Static_assert((int)KC_RESULT_TERMINAL == KCTRLD_RESULT_TERMINAL, "result codes");
 
 /* Size of the 1.0 plugin table: anything smaller is refused. */
 #define PLUGIN_TABLE_MIN_SIZE (offsetof(struct kctrld_plugin, fini) + sizeof(void (*)(void *)))
@@ -475,6 +476,19 @@ void kc_plugin_instance_on_free(kc_plugin_instance *inst, void (*fn)(void *arg),
   inst->on_free_arg = arg;
 }
 
+/* The message of an error made terminal by a failed call: the plugin's
+ * text, then the host's reason unless the plugin's text carries it already
+ * (it passed ctx_api_error on). */
+static void with_reason(kc_reconcile_result *res, const char *reason) {
+  size_t n = strlen(res->message);
+  if (!n) {
+    snprintf(res->message, sizeof res->message, "%s", reason);
+    return;
+  }
+  if (strstr(res->message, reason)) return;
+  snprintf(res->message + n, sizeof res->message - n, ": %s", reason);
+}
+
 void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
   kc_plugin_instance *inst = ud;
   kctrld_ctx ctx;
@@ -502,7 +516,15 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
     break;
   case KCTRLD_RESULT_ERROR:
     res->kind = KC_RESULT_ERROR;
+    if (ctx.terminal[0]) { /* plugin.h "Terminal errors" */
+      res->kind = KC_RESULT_TERMINAL;
+      with_reason(res, ctx.terminal);
+    }
     if (!res->message[0]) snprintf(res->message, sizeof res->message, "error (no message)");
+    break;
+  case KCTRLD_RESULT_TERMINAL:
+    res->kind = KC_RESULT_TERMINAL;
+    if (!res->message[0]) with_reason(res, ctx.terminal[0] ? ctx.terminal : "terminal error (no message)");
     break;
   default:
     res->kind = KC_RESULT_ERROR;

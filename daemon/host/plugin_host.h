@@ -118,7 +118,9 @@ void kc_plugin_instance_on_free(kc_plugin_instance *inst, void (*fn)(void *arg),
 
 /* kc_reconcile_fn adapter (ud = the instance): runs the plugin's reconcile
  * with a fresh ctx, the log context set to "controller/plugin", and maps its
- * return value into *res (unknown values become KC_RESULT_ERROR). */
+ * return value into *res (unknown values become KC_RESULT_ERROR). An error
+ * returned while the ctx holds a terminal API failure (hostapi.h) becomes
+ * KC_RESULT_TERMINAL, its message followed by the failure's reason. */
 void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res);
 
 /* The instance's expectations: the daemon observes owned-object events here. */

@@ -17,6 +17,10 @@ enum kc_result_kind {
   KC_RESULT_REQUEUE = 1,
   KC_RESULT_REQUEUE_AFTER = 2,
   KC_RESULT_ERROR = 3,
+  /* An error no retry can fix (controller-runtime's TerminalError): logged
+   * and counted like an error, but the key is not requeued; the next event
+   * that queues it runs it again. */
+  KC_RESULT_TERMINAL = 4,
 };
 
 #define KC_RESULT_MESSAGE_MAX 512
@@ -24,7 +28,7 @@ enum kc_result_kind {
 typedef struct kc_reconcile_result {
   enum kc_result_kind kind;
   uint64_t after_ms;                     /* KC_RESULT_REQUEUE_AFTER */
-  char message[KC_RESULT_MESSAGE_MAX];   /* KC_RESULT_ERROR, NUL-terminated */
+  char message[KC_RESULT_MESSAGE_MAX];   /* KC_RESULT_ERROR/TERMINAL, NUL-terminated */
   /* KC_RESULT_REQUEUE_AFTER only: the key was not run at all (the program
    * it goes to backs off as a whole, base/childpool.h), so it comes back
    * after after_ms with its failure count kept: no attempt is charged and

@@ -297,13 +297,18 @@ static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, o
 static void on_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
                       uint64_t duration_ns, void *ud) {
   kc_controller *c = ud;
-  if (c->sh) kc_sharding_end(c->sh, key, res->kind != KC_RESULT_DONE);
+  if (c->sh)
+    kc_sharding_end(c->sh, key, res->kind != KC_RESULT_DONE && res->kind != KC_RESULT_TERMINAL);
   switch (res->kind) {
   case KC_RESULT_DONE: c->stats.success++; break;
   case KC_RESULT_REQUEUE: c->stats.requeue++; break;
   case KC_RESULT_REQUEUE_AFTER: c->stats.requeue_after++; break;
   case KC_RESULT_ERROR:
     c->stats.error++; /* logged by the worker: "Reconciler error" (workers.h) */
+    break;
+  case KC_RESULT_TERMINAL: /* an error too, as controller-runtime counts it */
+    c->stats.error++;
+    c->stats.terminal++;
     break;
   }
   c->stats.reconcile_count++;
@@ -320,6 +325,7 @@ int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_recon
     if (!res->held) kc_workqueue_forget(wq, key); /* held: not run, so nothing to forget */
     kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
     break;
+  case KC_RESULT_TERMINAL: break; /* until the key is queued again */
   default: kc_workqueue_add_rate_limited(wq, key); break; /* requeue, error, unknown */
   }
   return kc_workqueue_done(wq, key);

@@ -36,6 +36,7 @@ typedef struct kc_controller kc_controller;
 
 typedef struct kc_controller_stats {
   uint64_t success, error, requeue, requeue_after; /* controller_runtime_reconcile_total */
+  uint64_t terminal; /* the errors among `error` that were terminal (not requeued) */
   uint64_t timeouts;
   unsigned workers, active_workers;
   double reconcile_seconds_sum;
@@ -78,7 +79,9 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
  * out by wq, whose reconcile returned res, then Done: done -> Forget (the
  * backoff restarts from zero); requeue-after N ms -> Forget + AddAfter N ms
  * (held, the key not run at all: AddAfter only, its failures kept);
- * requeue, error, unknown -> AddRateLimited. Returns Done's result
+ * terminal -> nothing (as controller-runtime: not requeued, the backoff
+ * kept; an add while it ran, or any later event for the key, runs it
+ * again); requeue, error, unknown -> AddRateLimited. Returns Done's result
  * (-ENOENT: key was not being processed). */
 int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);
 

@@ -113,11 +113,14 @@ static void *worker_main(void *arg) {
     c->reconcile(c->reconcile_ud, w->key, &w->res);
     kc_crash_idle();
     w->res.message[KC_RESULT_MESSAGE_MAX - 1] = '\0';
-    if (w->res.kind == KC_RESULT_ERROR && w->attempt) /* controller-runtime's "Reconciler error" */
-      kc_error("controller", "Reconciler error attempt=%u error=%s", (unsigned)w->attempt,
-               w->res.message);
-    else if (w->res.kind == KC_RESULT_ERROR)
-      kc_error("controller", "Reconciler error error=%s", w->res.message);
+    /* controller-runtime's "Reconciler error"; a terminal one is not
+     * retried, so this is its only line */
+    const char *terminal = w->res.kind == KC_RESULT_TERMINAL ? " terminal=true" : "";
+    if ((w->res.kind == KC_RESULT_ERROR || *terminal) && w->attempt)
+      kc_error("controller", "Reconciler error%s attempt=%u error=%s", terminal,
+               (unsigned)w->attempt, w->res.message);
+    else if (w->res.kind == KC_RESULT_ERROR || *terminal)
+      kc_error("controller", "Reconciler error%s error=%s", terminal, w->res.message);
     kc_log_set_reconcile(NULL, NULL, NULL);
     pthread_mutex_lock(&c->mu);
     w->has_job = false;

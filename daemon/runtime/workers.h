@@ -18,7 +18,8 @@
  * result is logged there at error level as controller-runtime does:
  * "Reconciler error attempt=N error=MESSAGE" (attempt = 1 + the key's
  * retries so far, as the controller passes it to kc_workers_dispatch; left
- * out when it passes 0).
+ * out when it passes 0); a terminal result as "Reconciler error
+ * terminal=true attempt=N error=MESSAGE".
  *
  * Crashes: each worker thread registers with crashreport.h and publishes
  * controller, plugin and key around each reconcile (kc_crash_busy/idle).

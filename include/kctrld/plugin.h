@@ -16,6 +16,10 @@
  * 1.1 appended kctrld_plugin.permissions.
  * 1.2 appended kctrld_host_api.api_apply and KCTRLD_PATCH_STRATEGIC (check
  *     KCTRLD_HOST_HAS(host, api_apply) before using either).
+ * 1.3 appended kctrld_host_api.result_terminal and KCTRLD_RESULT_TERMINAL
+ *     (check KCTRLD_HOST_HAS(host, result_terminal) before using either: a
+ *     1.2 host counts KCTRLD_RESULT_TERMINAL as an invalid result, an error
+ *     retried with backoff).
  *
  * Build a plugin out of tree with
  *     cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags kctrld-plugin) \
@@ -42,12 +46,32 @@
  *   -ENOENT     404 NotFound            -EEXIST   409 AlreadyExists
  *   -ESTALE     409 Conflict (stale resourceVersion or failed precondition)
  *   -EINVAL     400 BadRequest / 422 Invalid
+ *   -ENOTSUP    404 / 405 on a subresource the kind does not have (a status
+ *               write to a ConfigMap), or a kind the server does not serve
  *   -EACCES     401 Unauthorized / 403 Forbidden
  *   -ETIMEDOUT  no answer within the write timeout / 504
  *   -EAGAIN     429 TooManyRequests / 5xx (retry later)
  *   -EPROTO     any other failure
  * and the server's message is available with ctx_api_error(). A -ESTALE is
  * normal under optimistic concurrency: return KCTRLD_RESULT_REQUEUE.
+ *
+ * Terminal errors. Some answers no retry can fix: a 404 or 405 on a
+ * subresource the kind does not have (-ENOTSUP), a 400 or 422 (-EINVAL;
+ * not a failed JSON patch "test", which is -ESTALE). The host remembers
+ * such a failure for the rest of the reconcile, with a reason naming the
+ * subresource or the field ("configmaps has no status subresource"), which
+ * ctx_api_error returns. When reconcile then returns KCTRLD_RESULT_ERROR
+ * and the last API call of this reconcile that failed was such a call, the
+ * error is terminal (below); a later call that fails for another reason
+ * makes it an ordinary error again. A plugin can also say so itself with
+ * result_terminal (ABI 1.3).
+ *
+ * A terminal error is logged once at error level ("Reconciler error
+ * terminal=true ...", with the reason), counted in
+ * controller_runtime_reconcile_errors_total and
+ * controller_runtime_terminal_reconcile_errors_total, and the key is not
+ * retried: the next event that queues it (the object or an owned or watched
+ * object changes, a resync) reconciles it again.
  */
 #ifndef KCTRLD_PLUGIN_H
 #define KCTRLD_PLUGIN_H
@@ -61,7 +85,7 @@ extern "C" {
 #endif
 
 #define KCTRLD_ABI_MAJOR 1
-#define KCTRLD_ABI_MINOR 2
+#define KCTRLD_ABI_MINOR 3
 
 #define KCTRLD_EXPORT __attribute__((visibility("default")))
 
@@ -192,6 +216,8 @@ enum kctrld_result {
   KCTRLD_RESULT_REQUEUE = 1,       /* try again with per-key backoff */
   KCTRLD_RESULT_REQUEUE_AFTER = 2, /* use host->result_requeue_after() */
   KCTRLD_RESULT_ERROR = 3,         /* use host->result_error(): logged, backoff */
+  KCTRLD_RESULT_TERMINAL = 4,      /* ABI 1.3: use host->result_terminal(): logged,
+                                    * not retried until the key is queued again */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -433,7 +459,8 @@ struct kctrld_host_api {
    * true) with a merge patch, a JSON patch or (ABI 1.2) a strategic merge
    * patch (type: enum kctrld_patch_type).
    * Returns: 0 or an error from the table (-ENOENT, -ESTALE when a JSON
-   * patch "test" op fails, -EINVAL for a bad patch).
+   * patch "test" op fails, -EINVAL for a bad patch, -ENOTSUP when status is
+   * true and the kind has no status subresource: a terminal failure).
    * Ownership: ref and patch borrowed; *out as api_create.
    * Context: worker thread with its ctx. Errors: as Returns. */
   int (*api_patch)(kctrld_ctx *ctx, const kctrld_ref *ref, int type, const char *patch,
@@ -538,6 +565,18 @@ struct kctrld_host_api {
    * Context: worker thread with its ctx. Errors: as Returns. */
   int (*api_apply)(kctrld_ctx *ctx, const char *json, size_t len, const char *field_manager,
                    bool force, const kctrld_object **out);
+
+  /* --- ABI 1.3 --- */
+
+  /* result_terminal: records an error no retry can fix (controller-runtime's
+   * TerminalError) for this reconcile: the daemon logs it once and counts
+   * it, and does not retry the key until an event queues it again ("Terminal
+   * errors" above). `h->result_terminal(ctx, "%s", h->ctx_api_error(ctx))`
+   * passes on the reason of a failed call.
+   * Returns: KCTRLD_RESULT_TERMINAL, so `return h->result_terminal(ctx, "...");`.
+   * Ownership: fmt/arguments borrowed; the text is copied (up to 511 bytes).
+   * Context: the reconcile's worker thread, with its ctx. Errors: none. */
+  int (*result_terminal)(kctrld_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 };
 
 /* True when the host table has `member` (added in some 1.x). Macro
@@ -605,7 +644,10 @@ struct kctrld_plugin {
    * host->result_error to return the two kinds that carry data.
    * Ownership: key and ctx borrowed for the call.
    * Context: a worker thread; never concurrently for the same key.
-   * Errors: KCTRLD_RESULT_ERROR (with a message) is retried with backoff. */
+   * Errors: KCTRLD_RESULT_ERROR (with a message) is retried with backoff;
+   * KCTRLD_RESULT_TERMINAL (ABI 1.3), and an error right after a terminal
+   * API failure ("Terminal errors" above), only when the key is queued
+   * again. */
   int (*reconcile)(void *instance, kctrld_ctx *ctx, const char *key);
 
   /* fini: frees an instance; called once no reconcile of it is running.

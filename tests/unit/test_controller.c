@@ -686,6 +686,58 @@ static void test_results_to_queue(void **state) {
   assert_int_equal(h, 4);
 }
 
+static bool n_reconciled(void *ud);
+
+/* A terminal error (sample.c: ns/terminal) is counted as an error and as a
+ * terminal one, and not retried: nothing of it waits in the queue while
+ * other keys go on; the next event for the key runs it again. */
+static void test_terminal_not_requeued(void **state) {
+  fakeapi_put(F.srv, "podsets", "ns", "terminal", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", "ns", "ok", NULL, NULL);
+  start_informers();
+  kc_controller_spec sp = controller_spec("terminal");
+  slot *s = new_controller(&sp);
+  kc_workqueue *q = kc_controller_queue(s->c);
+  kc_controller_set_active(s->c, true);
+  unsigned two = 2;
+  void *w2[] = {s->c, &two};
+  run_until(n_reconciled, w2, "two reconciles");
+  kc_controller_stats st;
+  kc_controller_stats_get(s->c, &st);
+  assert_int_equal(st.success, 1);
+  assert_int_equal(st.error, 1); /* reconcile_errors_total, reconcile_total{result="error"} */
+  assert_int_equal(st.terminal, 1);
+  assert_int_equal(kc_workqueue_waiting(q), 0);
+  assert_int_equal(kc_workqueue_len(q), 0);
+  assert_int_equal(kc_workqueue_metrics(q)->retries_total, 0);
+  /* Another key's event goes on; the terminal key stays put. */
+  fakeapi_put(F.srv, "podsets", "ns", "ok", NULL, "\"spec\":{\"replicas\":2}");
+  unsigned three = 3;
+  void *w3[] = {s->c, &three};
+  run_until(n_reconciled, w3, "the other key again");
+  kc_controller_stats_get(s->c, &st);
+  assert_int_equal(st.terminal, 1);
+  assert_int_equal(st.success, 2);
+  /* The object changes: reconciled again (terminal again, sample.c). */
+  fakeapi_put(F.srv, "podsets", "ns", "terminal", NULL, "\"spec\":{\"replicas\":2}");
+  unsigned four = 4;
+  void *w4[] = {s->c, &four};
+  run_until(n_reconciled, w4, "the terminal key after its update");
+  kc_controller_stats_get(s->c, &st);
+  assert_int_equal(st.terminal, 2);
+  assert_int_equal(st.error, 2);
+  assert_int_equal(kc_workqueue_waiting(q), 0);
+}
+
+/* ud: {controller, &n}: n reconciles finished and none running. */
+static bool n_reconciled(void *ud) {
+  void **w = ud;
+  kc_controller_stats st;
+  kc_controller_stats_get(w[0], &st);
+  return st.reconcile_count >= *(unsigned *)w[1] &&
+         kc_workqueue_processing(kc_controller_queue(w[0])) == 0;
+}
+
 /* kc_controller_apply_result alone, on a queue with a hand-set clock and
  * backoff only (1 s doubling, no token bucket), so each queue operation
  * shows in the delay the key waits: error and requeue -> AddRateLimited
@@ -745,6 +797,13 @@ static void test_apply_result_policy(void **state) {
   assert_int_equal(when - kc_clock_now_ns(), 300 * KC_NS_PER_MS);
   assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 1);
   assert_int_equal(settle(q, "ns/a", KC_RESULT_ERROR, 0), 2 * KC_NS_PER_SEC);
+  /* terminal: not queued again, its failures kept (controller-runtime
+   * neither requeues nor forgets it); no retry counted. */
+  uint64_t retries = kc_workqueue_metrics(q)->retries_total;
+  assert_int_equal(settle(q, "ns/a", KC_RESULT_TERMINAL, 0), 0);
+  assert_int_equal(kc_workqueue_len(q), 0);
+  assert_int_equal(kc_workqueue_num_requeues(q, "ns/a"), 2);
+  assert_int_equal(kc_workqueue_metrics(q)->retries_total, retries);
   kc_reconcile_result done = {.kind = KC_RESULT_DONE};
   assert_int_equal(kc_controller_apply_result(q, "ns/idle", &done), -ENOENT);
   kc_workqueue_free(q);
@@ -963,6 +1022,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_resync_meets_predicates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_results_to_queue, setup, teardown),
       cmocka_unit_test(test_apply_result_policy),
+      cmocka_unit_test_setup_teardown(test_terminal_not_requeued, setup, teardown),
       cmocka_unit_test_setup_teardown(test_spec_taken_as_given, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pause_and_activation, setup, teardown),
   };

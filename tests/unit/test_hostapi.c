@@ -67,6 +67,8 @@ static int f_by_index(void *ud, const char *av, const char *kind, const char *in
 }
 static int f_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
   if (!strcmp(av, "v1") && !strcmp(kind, "Pod")) *out = (kc_resource_ref){"/api/v1", "pods", true};
+  else if (!strcmp(av, "v1") && !strcmp(kind, "ConfigMap"))
+    *out = (kc_resource_ref){"/api/v1", "configmaps", true};
   else if (!strcmp(av, "v1") && !strcmp(kind, "Namespace"))
     *out = (kc_resource_ref){"/api/v1", "namespaces", false};
   else if (!strcmp(av, "demo.kctrld.io/v1") && !strcmp(kind, "PodSet"))
@@ -491,6 +493,8 @@ static void test_cache(void **state) {
 
 /* ---- API writes ---- */
 
+static const char cm_json[] = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\","
+                              "\"name\":\"x\"},\"status\":{}}";
 static const char pod_json[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\","
                                "\"name\":\"web-1\",\"resourceVersion\":\"5\"},\"spec\":{}}";
 static const char pod_reply[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns\","
@@ -689,6 +693,76 @@ static void test_error_mapping(void **state) {
   answer(409, cases[0].body);
   assert_int_equal(svc->api_update(ctx, pod_json, strlen(pod_json), NULL), -ESTALE);
   assert_string_equal(CTX.api_error, "the object has been modified");
+}
+
+/* Answers no retry can fix (plugin.h "Terminal errors"): the reason names
+ * the subresource or the field, reaches ctx_api_error and stays on the ctx
+ * (ctx->terminal) until a later call fails for another reason. */
+static void test_terminal_failures(void **state) {
+  kctrld_ref cm = {"v1", "ConfigMap", "ns", "x"};
+  kctrld_ref ps = {"demo.kctrld.io/v1", "PodSet", "ns", "web"};
+  /* A ConfigMap has no status: the server routes no such path (a NotFound
+   * that names no object; kube-apiserver and kube-apisim alike). */
+  answer(404, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+              "\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\","
+              "\"details\":{},\"code\":404}");
+  assert_int_equal(svc->api_patch(ctx, &cm, KCTRLD_PATCH_MERGE, "{}", 2, true, NULL), -ENOTSUP);
+  assert_string_equal(last_path, "/api/v1/namespaces/ns/configmaps/x/status");
+  assert_string_equal(CTX.terminal, "configmaps has no status subresource (HTTP 404 on PATCH)");
+  assert_string_equal(svc->ctx_api_error(ctx), CTX.terminal);
+  answer(404, "404 page not found\n"); /* no Status body at all */
+  assert_int_equal(svc->api_update_status(ctx, cm_json, strlen(cm_json), NULL), -ENOTSUP);
+  assert_string_equal(CTX.terminal, "configmaps has no status subresource (HTTP 404 on PUT)");
+  answer(405, "");
+  assert_int_equal(svc->api_patch(ctx, &cm, KCTRLD_PATCH_MERGE, "{}", 2, true, NULL), -ENOTSUP);
+  assert_string_equal(CTX.terminal, "configmaps has no status subresource (HTTP 405 on PATCH)");
+  /* The object itself is missing: an ordinary -ENOENT, and it ends the
+   * terminal mark (the last failure decides). */
+  answer(404, "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"podsets.demo.kctrld.io "
+              "\\\"web\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"web\","
+              "\"group\":\"demo.kctrld.io\",\"kind\":\"podsets\"},\"code\":404}");
+  assert_int_equal(svc->api_patch(ctx, &ps, KCTRLD_PATCH_MERGE, "{}", 2, true, NULL), -ENOENT);
+  assert_string_equal(CTX.terminal, "");
+  assert_string_equal(CTX.api_error, "podsets.demo.kctrld.io \"web\" not found");
+  /* A 404 of the object's own path is not about a subresource. */
+  answer(404, "404 page not found\n");
+  assert_int_equal(svc->api_patch(ctx, &cm, KCTRLD_PATCH_MERGE, "{}", 2, false, NULL), -ENOENT);
+  assert_string_equal(CTX.terminal, "");
+  /* 422 Invalid: the first cause that names a field names it. */
+  answer(422, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+              "\"message\":\"ConfigMap \\\"x\\\" is invalid: metadata.labels: Invalid value: \\\"a b\\\": "
+              "name part must consist of alphanumeric characters\",\"reason\":\"Invalid\","
+              "\"details\":{\"name\":\"x\",\"kind\":\"ConfigMap\",\"causes\":[{\"reason\":\"FieldValueInvalid\","
+              "\"message\":\"Invalid value: \\\"a b\\\": name part must consist of alphanumeric characters\","
+              "\"field\":\"metadata.labels\"}]},\"code\":422}");
+  assert_int_equal(svc->api_patch(ctx, &cm, KCTRLD_PATCH_MERGE, "{}", 2, false, NULL), -EINVAL);
+  assert_string_equal(CTX.terminal,
+                      "PATCH configmaps refused (HTTP 422 Invalid): field metadata.labels: Invalid value: "
+                      "\"a b\": name part must consist of alphanumeric characters");
+  /* 400 without causes: the server's message. */
+  answer(400, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"BadRequest\",\"code\":400,"
+              "\"message\":\"the body of the request was in an unknown format\"}");
+  assert_int_equal(svc->api_update(ctx, pod_json, strlen(pod_json), NULL), -EINVAL);
+  assert_string_equal(CTX.terminal,
+                      "PUT pods refused (HTTP 400 BadRequest): the body of the request was in an unknown format");
+  /* A failed JSON patch "test" is optimistic concurrency, not terminal;
+   * nor is a conflict or a 500. */
+  static const struct {
+    int status;
+    const char *body;
+  } retryable[] = {
+      {422, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Invalid\",\"code\":422,\"message\":\"testing value /metadata/resourceVersion failed: test failed\"}"},
+      {409, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409,\"message\":\"the object has been modified\"}"},
+      {500, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"InternalError\",\"code\":500,\"message\":\"boom\"}"},
+  };
+  for (size_t i = 0; i < sizeof retryable / sizeof retryable[0]; i++) {
+    answer(405, "");
+    assert_int_equal(svc->api_patch(ctx, &cm, KCTRLD_PATCH_MERGE, "{}", 2, true, NULL), -ENOTSUP);
+    assert_true(CTX.terminal[0] != '\0');
+    answer(retryable[i].status, retryable[i].body);
+    assert_true(svc->api_patch(ctx, &cm, KCTRLD_PATCH_JSON, "[]", 2, true, NULL) < 0);
+    assert_string_equal(CTX.terminal, "");
+  }
 }
 
 static void test_not_leader(void **state) {
@@ -1038,6 +1112,7 @@ int main(void) {
       cmocka_unit_test(test_settings_unread),
       cmocka_unit_test(test_object_fields), cmocka_unit_test(test_cache),
       cmocka_unit_test(test_writes),      cmocka_unit_test(test_apply_request),
+      cmocka_unit_test(test_terminal_failures),
       cmocka_unit_test(test_apply_against_apisim),      cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_not_leader),
       cmocka_unit_test(test_event),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_two_environments), cmocka_unit_test(test_no_environment),

@@ -66,9 +66,31 @@ static int fake_cache_get(void *ud, const char *av, const char *kind, kc_str ns,
 }
 static void fake_retain(void *ud) { retained++; }
 static void fake_release(void *ud) { retained--; }
+static int fake_resource(void *ud, const char *av, const char *kind, kc_resource_ref *out) {
+  if (strcmp(av, "v1") || strcmp(kind, "ConfigMap")) return -ENOENT;
+  *out = (kc_resource_ref){"/api/v1", "configmaps", true};
+  return 0;
+}
+static bool fake_may_write(void *ud) { return true; }
+/* The API server as it answers for ConfigMaps: no status route (a 404
+ * whose Status names no object), and a conflict on the object itself. */
+static int fake_request(void *ud, const char *method, const char *path, const char *ct,
+                        const void *body, size_t len, uint64_t timeout_ms, kc_api_response *out) {
+  *out = (kc_api_response){0};
+  kc_status_clear(&out->status);
+  bool status = strstr(path, "/status") != NULL;
+  out->code = out->status.code = status ? 404 : 409;
+  snprintf(out->status.reason, sizeof out->status.reason, "%s", status ? "NotFound" : "Conflict");
+  snprintf(out->status.message, sizeof out->status.message, "%s",
+           status ? "the server could not find the requested resource" : "the object has been modified");
+  if (!status) snprintf(out->status.details_name, sizeof out->status.details_name, "x");
+  out->body = "";
+  return 0;
+}
 
 static const kc_host_env_ops fake_ops = {
-    .cache_get = fake_cache_get, .retain = fake_retain, .release = fake_release};
+    .cache_get = fake_cache_get, .retain = fake_retain, .release = fake_release,
+    .resource = fake_resource,   .request = fake_request, .may_write = fake_may_write};
 
 static kc_host_env fake_env(void) {
   return (kc_host_env){&fake_ops, NULL, kc_yaml_root(settings_doc)};
@@ -177,8 +199,12 @@ static void test_refuse_not_a_library(void **state) {
 static void test_refuse_bad_tables(void **state) {
   (void)state;
   expect_refusal("no_entry.so", -ENOEXEC, "does not export kctrld_plugin_entry");
-  expect_refusal("null_entry.so", -ECANCELED, "returned NULL (daemon ABI 1.2)");
-  expect_refusal("wrong_abi.so", -ENOTSUP, "built for plugin ABI 2.2 but this daemon has ABI 1.2");
+  char want[160];
+  snprintf(want, sizeof want, "returned NULL (daemon ABI 1.%d)", KCTRLD_ABI_MINOR);
+  expect_refusal("null_entry.so", -ECANCELED, want);
+  snprintf(want, sizeof want, "built for plugin ABI 2.%d but this daemon has ABI 1.%d", KCTRLD_ABI_MINOR,
+           KCTRLD_ABI_MINOR);
+  expect_refusal("wrong_abi.so", -ENOTSUP, want);
   expect_refusal("small_table.so", -ENOTSUP, "plugin table of 16 bytes");
   expect_refusal("bad_signature.so", -ENOTSUP,
                  "build signature \"kctrld-abi-1,ptr4,long4,size4,off32,time32,order4321\" does "
@@ -272,6 +298,23 @@ static void test_reconcile_results(void **state) {
   reconcile(inst, "ns/invalid", &res);
   assert_int_equal(res.kind, KC_RESULT_ERROR);
   assert_string_equal(res.message, "plugin sample returned invalid result 42");
+  /* Terminal errors (plugin.h): said by the plugin, or an error right after
+   * an API answer no retry can fix, the host's reason appended once. */
+  reconcile(inst, "ns/terminal", &res);
+  assert_int_equal(res.kind, KC_RESULT_TERMINAL);
+  assert_string_equal(res.message, "spec.size is not a number");
+  reconcile(inst, "ns/terminal-without-message", &res);
+  assert_int_equal(res.kind, KC_RESULT_TERMINAL);
+  assert_string_equal(res.message, "terminal error (no message)");
+  reconcile(inst, "ns/status", &res);
+  assert_int_equal(res.kind, KC_RESULT_TERMINAL);
+  assert_string_equal(res.message, "patch ns/x: -95: configmaps has no status subresource (HTTP 404 on PATCH)");
+  reconcile(inst, "ns/status-passed-on", &res);
+  assert_int_equal(res.kind, KC_RESULT_TERMINAL);
+  assert_string_equal(res.message, "status of ns/x: configmaps has no status subresource (HTTP 404 on PATCH)");
+  reconcile(inst, "ns/status-then-conflict", &res); /* the last failure decides */
+  assert_int_equal(res.kind, KC_RESULT_ERROR);
+  assert_string_equal(res.message, "patch ns/x: -116");
   /* settings reached init through the services; ctx names the controller */
   reconcile(inst, "ns/greeting", &res);
   assert_string_equal(res.message, "hi from settings from podset-controller");

@@ -70,6 +70,17 @@ __attribute__((unused)) static int sample_reconcile(void *instance, kctrld_ctx *
     if (!H->expectations_satisfied(ctx, key)) return H->result_error(ctx, "not satisfied after 2");
     return KCTRLD_RESULT_DONE;
   }
+  if (strcmp(key, "ns/terminal") == 0) return H->result_terminal(ctx, "spec.size is not a number");
+  if (strcmp(key, "ns/terminal-without-message") == 0) return KCTRLD_RESULT_TERMINAL;
+  if (strncmp(key, "ns/status", 9) == 0) { /* a status patch of a kind without one */
+    kctrld_ref ref = {"v1", "ConfigMap", "ns", "x"};
+    int rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, "{}", 2, true, NULL);
+    if (rc < 0 && strcmp(key, "ns/status-then-conflict") == 0) /* a later, ordinary failure */
+      rc = H->api_patch(ctx, &ref, KCTRLD_PATCH_MERGE, "{}", 2, false, NULL);
+    if (rc < 0 && strcmp(key, "ns/status-passed-on") == 0)
+      return H->result_error(ctx, "status of ns/x: %s", H->ctx_api_error(ctx));
+    return rc < 0 ? H->result_error(ctx, "patch ns/x: %d", rc) : KCTRLD_RESULT_DONE;
+  }
   if (strcmp(key, "ns/cache") == 0) {
     kctrld_ref ref = {"v1", "Pod", "ns", "cache"};
     const kctrld_object *obj = NULL;
