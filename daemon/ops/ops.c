@@ -18,7 +18,7 @@
 struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
       *wq_retries;
-  kc_metric_family *rec_total, *rec_errors, *rec_panics, *child_idle_exits, *rec_time, *rec_max, *rec_active;
+  kc_metric_family *rec_total, *rec_errors, *rec_terminal, *rec_panics, *child_idle_exits, *rec_time, *rec_max, *rec_active;
   kc_metric_family *ctl_ready, *ctl_init_failures;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
@@ -90,6 +90,9 @@ static int register_runtime_families(kc_metrics *reg, kc_ops_families *f) {
        KC_METRIC_COUNTER, result_labels, 2, NULL, 0},
       {&f->rec_errors, "controller_runtime_reconcile_errors_total",
        "Total number of reconciliation errors per controller", KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
+      {&f->rec_terminal, "controller_runtime_terminal_reconcile_errors_total",
+       "Total number of terminal reconciliation errors per controller", KC_METRIC_COUNTER, ctl_labels, 1,
+       NULL, 0},
       {&f->rec_panics, "controller_runtime_reconcile_panics_total",
        "Total number of reconciliation panics per controller (isolation: process: the plugin child "
        "crashed, hung or broke the protocol)",
@@ -307,7 +310,8 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
       const char *rl[] = {name, results[k]};
       SET(f->rec_total, rl, counts[k]);
     }
-    SET(f->rec_errors, cl, st.error);
+    SET(f->rec_errors, cl, st.error); /* terminal ones included, as controller-runtime counts */
+    SET(f->rec_terminal, cl, st.terminal);
     SET(f->rec_panics, cl, kc_isolate_panics(name));
     SET(f->child_idle_exits, cl, kc_isolate_idle_exits(name));
     SET(f->rec_max, cl, st.workers);

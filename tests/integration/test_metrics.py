@@ -153,6 +153,7 @@ REQUIRED = {
     "workqueue_retries_total": ("counter", {"name", "controller"}),
     "controller_runtime_reconcile_total": ("counter", {"controller", "result"}),
     "controller_runtime_reconcile_errors_total": ("counter", {"controller"}),
+    "controller_runtime_terminal_reconcile_errors_total": ("counter", {"controller"}),
     "controller_runtime_reconcile_time_seconds": ("histogram", {"controller"}),
     "controller_runtime_max_concurrent_reconciles": ("gauge", {"controller"}),
     "controller_runtime_active_workers": ("gauge", {"controller"}),
