@@ -360,8 +360,10 @@ static int parse_result(struct pctx *p, yajl_val root, kc_hook_response *out) {
     out->result = KC_HOOK_REQUEUE_AFTER;
   else if (strcmp(res, "error") == 0)
     out->result = KC_HOOK_ERROR;
+  else if (strcmp(res, "terminal") == 0)
+    out->result = KC_HOOK_TERMINAL;
   else
-    return bad(p, "result: must be done, requeue, requeueAfter or error, not \"%s\"", res);
+    return bad(p, "result: must be done, requeue, requeueAfter, error or terminal, not \"%s\"", res);
   if (out->result == KC_HOOK_REQUEUE_AFTER) {
     if (!after) return bad(p, "requeueAfter: required when result is requeueAfter");
     int64_t ns;

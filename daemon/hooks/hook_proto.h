@@ -40,6 +40,7 @@ enum kc_hook_result {
   KC_HOOK_REQUEUE,
   KC_HOOK_REQUEUE_AFTER,
   KC_HOOK_ERROR,
+  KC_HOOK_TERMINAL, /* an error no retry can fix: not requeued (plugin.h) */
 };
 
 enum kc_hook_action_type {

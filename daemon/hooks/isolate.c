@@ -298,6 +298,10 @@ static int serve_request(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   kc_iso_puti(out, r.status.retry_after_seconds);
   kc_iso_puti(out, r.status.from_body);
   kc_iso_puti(out, r.status.rv_too_large);
+  /* what the child's host needs to tell a terminal failure (hostapi.h) */
+  kc_iso_puts(out, r.status.details_name);
+  kc_iso_puts(out, r.status.cause_field);
+  kc_iso_puts(out, r.status.cause_message);
   return 0;
 }
 
@@ -662,6 +666,7 @@ static int map_result(kctrld_ctx *ctx, const kc_iso_msg *m, bool *ok) {
   case KCTRLD_RESULT_REQUEUE: return KCTRLD_RESULT_REQUEUE;
   case KCTRLD_RESULT_REQUEUE_AFTER:
     return after >= 0 ? h->result_requeue_after(ctx, (uint64_t)after) : KCTRLD_RESULT_REQUEUE;
+  case KCTRLD_RESULT_TERMINAL: return h->result_terminal(ctx, "%s", kc_iso_str(m, 3));
   default: return h->result_error(ctx, "%s", kc_iso_str(m, 3));
   }
 }

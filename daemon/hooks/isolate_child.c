@@ -248,7 +248,7 @@ static int p_request(void *ud, const char *method, const char *path, const char 
   int rc = (int)call_end();
   int64_t error, code, scode, retry, from_body, rv;
   if (rc != -EIO &&
-      (C.msg.n != 11 || kc_iso_int(&C.msg, 2, &error) < 0 || kc_iso_int(&C.msg, 3, &code) < 0 ||
+      (C.msg.n != 14 || kc_iso_int(&C.msg, 2, &error) < 0 || kc_iso_int(&C.msg, 3, &code) < 0 ||
        kc_iso_int(&C.msg, 5, &scode) < 0 || kc_iso_int(&C.msg, 8, &retry) < 0 ||
        kc_iso_int(&C.msg, 9, &from_body) < 0 || kc_iso_int(&C.msg, 10, &rv) < 0)) {
     C.broken = true;
@@ -270,6 +270,10 @@ static int p_request(void *ud, const char *method, const char *path, const char 
       out->status.retry_after_seconds = (int)retry;
       out->status.from_body = from_body != 0;
       out->status.rv_too_large = rv != 0;
+      snprintf(out->status.details_name, sizeof out->status.details_name, "%s", kc_iso_str(&C.msg, 11));
+      snprintf(out->status.cause_field, sizeof out->status.cause_field, "%s", kc_iso_str(&C.msg, 12));
+      snprintf(out->status.cause_message, sizeof out->status.cause_message, "%s",
+               kc_iso_str(&C.msg, 13));
     }
   }
   call_done();

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[256];
   int rc = kc_hook_response_parse(b, len, limit, &r, err, sizeof err);
   if (rc == 0) {
-    if (r.result > KC_HOOK_ERROR || !r.message) abort();
+    if (r.result > KC_HOOK_TERMINAL || !r.message) abort();
     for (size_t i = 0; i < r.nactions; i++) {
       const kc_hook_action *a = &r.actions[i];
       if (a->type < KC_HOOK_APPLY || a->type > KC_HOOK_EVENT) abort();

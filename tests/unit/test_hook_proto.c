@@ -51,6 +51,11 @@ static void test_results(void **state) {
   assert_int_equal(r.result, KC_HOOK_ERROR);
   assert_string_equal(r.message, "no quota");
   kc_hook_response_free(&r);
+  assert_int_equal(
+      parse("{\"result\":\"terminal\",\"message\":\"spec.size is not a number\"}", &r, err, sizeof err), 0);
+  assert_int_equal(r.result, KC_HOOK_TERMINAL);
+  assert_string_equal(r.message, "spec.size is not a number");
+  kc_hook_response_free(&r);
 }
 
 static void test_actions(void **state) {
@@ -134,7 +139,7 @@ static void test_errors_name_the_field(void **state) {
       {"[]", "response: expected an object, got an array"},
       {"{}", "result: required"},
       {"{\"result\":1}", "result: expected a string, got a number"},
-      {"{\"result\":\"ok\"}", "result: must be done, requeue, requeueAfter or error, not \"ok\""},
+      {"{\"result\":\"ok\"}", "result: must be done, requeue, requeueAfter, error or terminal, not \"ok\""},
       {"{\"result\":\"done\",\"extra\":1}", "extra: unknown field"},
       {"{\"result\":\"done\",\"result\":\"error\"}", "result: duplicate key"},
       {"{\"apiVersion\":\"kctrld.io/hook/v2\",\"result\":\"done\"}",
