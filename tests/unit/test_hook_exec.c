@@ -372,9 +372,10 @@ static void test_conflicts_errors_attempts(void **state) {
   F.answer_code = 422;
   F.answer_reason = "Invalid";
   kc_reconcile_result res = run("ns/a");
-  assert_int_equal(res.kind, KC_RESULT_ERROR);
-  assert_string_equal(res.message,
-                      "actions[0] patch v1 ConfigMap ns/a: Invalid argument: told to answer 422");
+  /* a 422 no retry can fix: terminal (plugin.h "Terminal errors") */
+  assert_int_equal(res.kind, KC_RESULT_TERMINAL);
+  assert_string_equal(res.message, "actions[0] patch v1 ConfigMap ns/a: Invalid argument: PATCH "
+                                   "configmaps refused (HTTP 422 Invalid): told to answer 422");
   assert_non_null(strstr(read_file("req"), "\"attempt\":2"));
   /* a malformed response is an error naming the field */
   respond("{\"result\":\"done\",\"actions\":[{\"action\":\"event\",\"reason\":\"R\"},{\"action\":"
@@ -389,10 +390,14 @@ static void test_conflicts_errors_attempts(void **state) {
   res = run("ns/a");
   assert_int_equal(res.kind, KC_RESULT_ERROR);
   assert_string_equal(res.message, "hook: not today");
+  respond("{\"result\":\"terminal\",\"message\":\"spec.size is not a number\"}");
+  res = run("ns/a");
+  assert_int_equal(res.kind, KC_RESULT_TERMINAL);
+  assert_string_equal(res.message, "hook: spec.size is not a number");
   /* success forgets the attempts */
   respond("{\"result\":\"done\"}");
   assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
-  assert_non_null(strstr(read_file("req"), "\"attempt\":5"));
+  assert_non_null(strstr(read_file("req"), "\"attempt\":6"));
   assert_int_equal(run("ns/a").kind, KC_RESULT_DONE);
   assert_non_null(strstr(read_file("req"), "\"attempt\":1"));
   stop();
