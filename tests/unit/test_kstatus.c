@@ -41,6 +41,21 @@ static void test_status_bodies(void **state) {
   assert_string_equal(st.message, "pods \"x\" not found");
   assert_int_equal(st.retry_after_seconds, -1);
   assert_false(st.rv_too_large);
+  assert_string_equal(st.details_name, "x"); /* a 404 about an object names it */
+  assert_string_equal(st.cause_field, "");
+
+  /* 422: the first cause that names a field, with its message. */
+  const char *s422 = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Invalid\",\"code\":422,"
+                     "\"details\":{\"name\":\"x\",\"causes\":[{\"reason\":\"FieldValueInvalid\",\"message\":"
+                     "\"no field\"},{\"field\":\"\",\"message\":\"empty field\"},{\"reason\":"
+                     "\"FieldValueInvalid\",\"message\":\"Invalid value: \\\"a b\\\"\",\"field\":"
+                     "\"metadata.labels\"},{\"message\":\"second\",\"field\":\"spec\"}]}}";
+  assert_int_equal(parse(&st, s422), 0);
+  assert_string_equal(st.cause_field, "metadata.labels");
+  assert_string_equal(st.cause_message, "Invalid value: \"a b\"");
+  /* A route the server does not have: a NotFound naming no object. */
+  assert_int_equal(parse(&st, "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"details\":{},\"code\":404}"), 0);
+  assert_string_equal(st.details_name, "");
 
   const char *s500 = " \r\n\t{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
                      "\"Failure\",\"reason\":\"ServerTimeout\",\"details\":{\"retryAfterSeconds\":2,"
