@@ -276,7 +276,8 @@ struct kctrld_host_api {
    * Context: the thread the ctx was passed on. Errors: none. */
   const char *(*ctx_controller)(const kctrld_ctx *ctx);
   /* ctx_api_error: the message of the last failed API call made with ctx
-   * (the Kubernetes Status message, or a transport error).
+   * (the Kubernetes Status message, or a transport error; for a terminal
+   * failure the reason naming the subresource or field, "Terminal errors").
    * Returns: a NUL-terminated message, "" when none failed yet.
    * Ownership: borrowed until the next API call with ctx or the end of the
    * call. Context: as ctx_controller. Errors: none. */

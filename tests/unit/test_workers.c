@@ -393,8 +393,8 @@ static void logged_reconcile(void *ud, const char *key, kc_reconcile_result *res
   static atomic_int calls;
   int n = atomic_fetch_add(&calls, 1);
   kc_error("plugin", "inside call=%d", n);
-  if (n < 2) {
-    res->kind = KC_RESULT_ERROR;
+  if (n < 3) {
+    res->kind = n < 2 ? KC_RESULT_ERROR : KC_RESULT_TERMINAL;
     snprintf(res->message, sizeof res->message, "boom %d", n);
   }
 }
@@ -423,9 +423,10 @@ static void logged_tick(uv_timer_t *t) {
     assert_int_equal(kc_workers_dispatch(l->pool, key, kc_workqueue_num_requeues(l->wq, key) + 1), 0);
 }
 
-/* Two failures then a success: every line of the reconcile carries
+/* Two failures then a terminal one: every line of the reconcile carries
  * controller/key/reconcileID (a new ID each time), the failures are logged
- * at error level as "Reconciler error" with attempt=1 and attempt=2. */
+ * at error level as "Reconciler error" with attempt=1 and attempt=2, the
+ * terminal one with terminal=true attempt=3; it is not retried. */
 static void test_reconcile_log_fields(void **state) {
   (void)state;
   static struct logged l;
@@ -463,18 +464,18 @@ static void test_reconcile_log_fields(void **state) {
     ids[n][36] = '\0';
     assert_int_equal(strncmp(line + 36, " call=", 6), 0);
     assert_int_equal(line[42], '0' + n);
-    if (n < 2) {
+    {
       char failed[256];
       snprintf(failed, sizeof failed,
                "error controller[logged]: Reconciler error controller=logged key=ns/a reconcileID=%s "
-               "attempt=%d error=boom %d\n",
-               ids[n], n + 1, n);
+               "%sattempt=%d error=boom %d\n",
+               ids[n], n == 2 ? "terminal=true " : "", n + 1, n);
       if (!strstr(log, failed)) fail_msg("no line \"%s\" in:\n%s", failed, log);
     }
   }
   assert_string_not_equal(ids[0], ids[1]);
   assert_string_not_equal(ids[1], ids[2]);
-  assert_null(strstr(log, "attempt=3"));
+  assert_null(strstr(log, "attempt=4"));
   free(log);
 }
 
