@@ -648,12 +648,12 @@ static bool terminal_failure(const kc_status *st, int e, const char *method,
   int n;
   if (st->cause_field[0])
     n = snprintf(why, cap, "%s %s%s%s refused (HTTP %d %s): field %.100s: %.200s", method, res,
-             sub ? "/" : "", sub ? sub : "", st->code, st->reason[0] ? st->reason : "Invalid",
-             st->cause_field, st->cause_message[0] ? st->cause_message : st->message);
+                 sub ? "/" : "", sub ? sub : "", st->code, st->reason[0] ? st->reason : "Invalid",
+                 st->cause_field, st->cause_message[0] ? st->cause_message : st->message);
   else
     n = snprintf(why, cap, "%s %s%s%s refused (HTTP %d %s): %.300s", method, res, sub ? "/" : "",
-             sub ? sub : "", st->code, st->reason[0] ? st->reason : "BadRequest",
-             st->message[0] ? st->message : "no message");
+                 sub ? sub : "", st->code, st->reason[0] ? st->reason : "BadRequest",
+                 st->message[0] ? st->message : "no message");
   if (n < 0) snprintf(why, cap, "%s refused (HTTP %d)", method, st->code);
   return true;
 }
