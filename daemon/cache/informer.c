@@ -354,6 +354,7 @@ bool kc_informer_synced(const kc_informer *inf) {
 
 const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf) { return inf->spec; }
 const char *kc_informer_resource(const kc_informer *inf) { return inf->resource_name; }
+bool kc_informer_namespaced(const kc_informer *inf) { return inf->namespaced; }
 
 /* The part that holds namespace ns, or NULL when ns is absent (= all). */
 static part *part_for(kc_informer *inf, kc_str ns, bool *all) {

@@ -113,6 +113,9 @@ bool kc_informer_synced(const kc_informer *inf);
 const char *kc_informer_config_error(const kc_informer *inf);
 const kc_informer_spec *kc_informer_spec_get(const kc_informer *inf);
 const char *kc_informer_resource(const kc_informer *inf); /* "pods", "deployments.apps" */
+/* Whether the resource is namespaced (discovery's answer, kc_resource_ref):
+ * its objects' keys are "namespace/name", else "name". */
+bool kc_informer_namespaced(const kc_informer *inf);
 
 kc_obj *kc_informer_get(kc_informer *inf, kc_str ns, kc_str name);
 int kc_informer_list(kc_informer *inf, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out);

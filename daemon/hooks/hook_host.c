@@ -315,15 +315,10 @@ static int run_actions(const struct kctrld_host_api *h, kctrld_ctx *ctx, const c
 int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
                     const char *key, const kc_hook_input *in, const kc_hook_response *r) {
   int64_t creates = 0, deletes = 0;
-  /* A key without a namespace is a cluster-scoped owner, whose owned-object
-   * events controller.c maps to namespace/name keys: nobody would observe
-   * its expectations, so none are set (docs/hooks.md). */
-  kc_str key_ns, key_name;
-  bool observable = kc_name_split_key(key, strlen(key), &key_ns, &key_name) && key_ns.len;
   /* Effects are computed once: an apply's depends on the cache. */
   signed char *eff = r->nactions ? calloc(r->nactions, 1) : NULL;
   if (r->nactions && !eff) return h->result_error(ctx, "hook: out of memory");
-  for (size_t i = 0; observable && i < r->nactions; i++) {
+  for (size_t i = 0; i < r->nactions; i++) {
     int e = owned_effect(h, ctx, kinds, &r->actions[i]);
     eff[i] = (signed char)e;
     creates += e > 0;

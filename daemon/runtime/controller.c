@@ -36,6 +36,7 @@ struct kc_controller {
   const kc_controller_spec *spec;
   kc_informer *for_informer;
   char for_group[256]; /* API group of the `for` kind ("" = core) */
+  bool for_namespaced; /* the `for` kind's scope (discovery): keys "namespace/name", else "name" */
   kc_plugin_instance *inst;
   reconcile_ctx *rctx;
   bool inst_released_by_pool; /* the worker pool frees rctx (and inst) once no thread can use it */
@@ -112,18 +113,34 @@ static void on_timer(uv_timer_t *t) {
   pump(c);
 }
 
-static void enqueue(kc_controller *c, kc_str ns, kc_str name) {
-  char key[KEY_MAX];
+/* "namespace/name", or "name" without a namespace; false when it does not fit. */
+static bool format_key(char key[KEY_MAX], kc_str ns, kc_str name) {
   int n;
   if (ns.len)
-    n = snprintf(key, sizeof key, "%.*s/%.*s", (int)ns.len, ns.ptr, (int)name.len, name.ptr);
+    n = snprintf(key, KEY_MAX, "%.*s/%.*s", (int)ns.len, ns.ptr, (int)name.len, name.ptr);
   else
-    n = snprintf(key, sizeof key, "%.*s", (int)name.len, name.ptr);
-  if (n <= 0 || (size_t)n >= sizeof key) return;
+    n = snprintf(key, KEY_MAX, "%.*s", (int)name.len, name.ptr);
+  return n > 0 && n < KEY_MAX;
+}
+
+static void enqueue_key(kc_controller *c, const char *key) {
   if (c->sh && !kc_sharding_owns_key(c->sh, key)) return; /* another replica's */
   int rc = kc_workqueue_add(c->wq, key);
   if (rc < 0) kc_error("controller", "%s: cannot queue %s: %s", c->spec->name, key, strerror(-rc));
   pump(c);
+}
+
+static void enqueue(kc_controller *c, kc_str ns, kc_str name) {
+  char key[KEY_MAX];
+  if (format_key(key, ns, name)) enqueue_key(c, key);
+}
+
+/* The namespace of the `for` key that an owned or watched object names: the
+ * object's own when the `for` kind is namespaced (an owner and its
+ * dependents share a namespace), none when it is cluster-scoped (a
+ * Namespace owning ConfigMaps: the key is the Namespace's name). */
+static kc_str owner_namespace(const kc_controller *c, const kc_obj *obj) {
+  return c->for_namespaced ? kc_obj_namespace(obj) : (kc_str){NULL, 0};
 }
 
 /* --- predicates ------------------------------------------------------------ */
@@ -188,16 +205,14 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
     return true;
   if (kc_json_string(&api_version, buf, sizeof buf) < 0) return true;
   if (!group_of(buf, group, sizeof group) || strcmp(group, s->c->for_group) != 0) return true;
-  char owner[256];
+  char owner[256], key[KEY_MAX];
   int n = kc_json_string(&name, owner, sizeof owner);
   if (n <= 0) return true;
-  enqueue(s->c, kc_obj_namespace(s->obj), (kc_str){owner, (size_t)n});
-  if (s->observe) { /* expectations of the owner (plugin.h): adds and deletes seen */
-    char key[512];
-    snprintf(key, sizeof key, "%.*s/%.*s", (int)kc_obj_namespace(s->obj).len,
-             kc_obj_namespace(s->obj).ptr, n, owner);
-    kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0, s->observe < 0);
-  }
+  if (!format_key(key, owner_namespace(s->c, s->obj), (kc_str){owner, (size_t)n})) return false;
+  enqueue_key(s->c, key);
+  if (s->observe) /* expectations of the owner (plugin.h): adds and deletes seen */
+    kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0,
+                            s->observe < 0);
   return false; /* at most one controller reference */
 }
 
@@ -210,16 +225,21 @@ static bool on_mapped_value(const kc_json_value *v, void *ud) {
   value_scan *s = ud;
   char buf[512];
   int n = kc_json_scalar_text(v, buf, sizeof buf);
-  if (n > 0) enqueue(s->c, kc_obj_namespace(s->obj), (kc_str){buf, (size_t)n});
+  if (n > 0) enqueue(s->c, owner_namespace(s->c, s->obj), (kc_str){buf, (size_t)n});
   return true;
 }
 
 /* "namespace/name", or "name" in obj's namespace; nothing for a text that
- * is no key (kname.h). */
+ * is no key (kname.h). For a cluster-scoped `for` kind the text is the
+ * name: a "namespace/name" names no object of it. */
 static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const char *text, size_t n) {
   kc_str ns, name;
-  if (kc_name_split_key(text, n, &ns, &name))
-    enqueue(c, ns.len ? ns : kc_obj_namespace(obj), name);
+  if (!kc_name_split_key(text, n, &ns, &name)) return;
+  if (!c->for_namespaced) {
+    if (!ns.len) enqueue(c, ns, name);
+    return;
+  }
+  enqueue(c, ns.len ? ns : kc_obj_namespace(obj), name);
 }
 
 static void map_event(subscription *s, const kc_obj *obj, int observe) {
@@ -246,7 +266,7 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
   switch (w->mapping) {
   case KC_MAP_LABEL: {
     kc_str v = kc_obj_label(obj, kc_str_c(w->key));
-    if (v.ptr && v.len) enqueue(c, kc_obj_namespace(obj), v);
+    if (v.ptr && v.len) enqueue(c, owner_namespace(c, obj), v);
     return;
   }
   case KC_MAP_ANNOTATION: {
@@ -266,11 +286,12 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
   }
   case KC_MAP_INDEX: {
     /* For-objects whose index holds this object's name (e.g. Deployments
-     * indexed by the ConfigMaps they reference). */
+     * indexed by the ConfigMaps they reference), in its namespace when the
+     * `for` kind has namespaces. */
     kc_obj_vec found = {0};
     if (kc_informer_by_index(c->for_informer, w->key, kc_obj_name(obj), &found) >= 0) {
       for (size_t i = 0; i < found.n; i++)
-        if (kc_str_eq(kc_obj_namespace(found.v[i]), kc_obj_namespace(obj)))
+        if (!c->for_namespaced || kc_str_eq(kc_obj_namespace(found.v[i]), kc_obj_namespace(obj)))
           enqueue(c, kc_obj_namespace(found.v[i]), kc_obj_name(found.v[i]));
     }
     kc_obj_vec_release(&found);
@@ -381,6 +402,7 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   c->inst = inst;
   c->for_informer = informers[spec->for_.informer];
   group_of(spec->for_.api_version, c->for_group, sizeof c->for_group);
+  c->for_namespaced = kc_informer_namespaced(c->for_informer);
   kc_ratelimit_config rl = {
       .base_delay_ns = (uint64_t)spec->rate_limit.base_delay_ms * 1000000ull,
       .max_delay_ns = (uint64_t)spec->rate_limit.max_delay_ms * 1000000ull,

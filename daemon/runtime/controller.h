@@ -3,11 +3,15 @@
  *
  * Owns one workqueue (dedup, backoff, token bucket, delay heap), its timer,
  * and the worker pool that runs the plugin's reconcile. Event mapping:
- *  - `for` kind: the object's own key "namespace/name";
+ *  - `for` kind: the object's own key "namespace/name" ("name" for a
+ *    cluster-scoped kind);
  *  - `owns` kinds: the controller ownerReference whose kind and API group match
- *    the `for` kind (same namespace);
+ *    the `for` kind: "namespace/name" in the owned object's namespace when the
+ *    `for` kind is namespaced, "name" when it is cluster-scoped (discovery's
+ *    scope of the `for` informer; a Namespace owning ConfigMaps); adds and
+ *    deletes are observed in the owner key's expectations;
  *  - `watches` kinds: the mapping of the config (label, annotation, field,
- *    index).
+ *    index), by the same scope rule.
  * Predicates (GenerationChanged, LabelsChanged, ...) filter updates, resyncs
  * included (old == new: dropped by every predicate); adds and deletes always
  * enqueue (docs/config.md "predicates").

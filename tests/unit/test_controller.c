@@ -9,7 +9,8 @@
  *    controller: true whose kind and API group are the `for` kind's (only
  *    that one); an update that changed the owner also wakes the former one;
  *    adds and deletes of owned objects are observed in the owner's
- *    expectations;
+ *    expectations; a cluster-scoped `for` kind (discovery's scope) is named
+ *    "name" by owned and watched objects of any namespace;
  *  - `watches` mappings label, annotation (name or namespace/name), field
  *    (every value at the path) and index (the `for` objects whose index
  *    holds the watched object's name, in its namespace);
@@ -145,6 +146,7 @@ static struct {
   kc_kube_creds creds;
   char url[64];
   kc_informer_spec ispec[NINF];
+  kc_resource_ref refs[NINF]; /* REFS; a test may make PodSets cluster-scoped */
   kc_informer *inf[NINF];
   slot ctl[MAXCTL];
   size_t nctl;
@@ -163,7 +165,7 @@ static int setup(void **state) {
   snprintf(F.url, sizeof F.url, "%s", fakeapi_url(F.srv));
   F.creds = (kc_kube_creds){.server = F.url, .token = "t"};
   if (kc_api_new(&F.loop, &F.creds, &F.api) != 0) return -1;
-  for (int i = 0; i < NINF; i++) F.ispec[i] = informer_spec(i);
+  for (int i = 0; i < NINF; i++) F.ispec[i] = informer_spec(i), F.refs[i] = REFS[i];
   return 0;
 }
 
@@ -206,7 +208,7 @@ static bool all_synced(void *ud) {
  * until they synced. */
 static void start_informers(void) {
   for (int i = 0; i < NINF; i++) {
-    assert_int_equal(kc_informer_new(&F.loop, F.api, NULL, &F.ispec[i], &REFS[i], &F.inf[i]), 0);
+    assert_int_equal(kc_informer_new(&F.loop, F.api, NULL, &F.ispec[i], &F.refs[i], &F.inf[i]), 0);
     assert_int_equal(kc_informer_start(F.inf[i]), 0);
   }
   run_until(all_synced, NULL, "the informers to sync");
@@ -272,16 +274,18 @@ static const char *take(slot *s, const char *marker) {
   return out;
 }
 
-/* Writes a marker on informer `via` that maps to ns/markerN for every
- * controller, waits until every controller queued it and returns the keys
- * queued by controller s before it. */
+/* Writes a marker on informer `via` that maps to ns/markerN (markerN when
+ * PodSets are cluster-scoped) for every controller, waits until every
+ * controller queued it and returns the keys queued by controller s before
+ * it. */
 static const char *settle_on(int via, slot *s) {
   char marker_key[32], name[32], meta[160];
   unsigned n = ++F.marker;
-  snprintf(marker_key, sizeof marker_key, "ns/marker%u", n);
+  bool namespaced = F.refs[INF_PODSETS].namespaced;
+  snprintf(marker_key, sizeof marker_key, "%smarker%u", namespaced ? "ns/" : "", n);
   snprintf(name, sizeof name, "marker%u", n);
   switch (via) {
-  case INF_PODSETS: fakeapi_put(F.srv, "podsets", "ns", name, NULL, NULL); break;
+  case INF_PODSETS: fakeapi_put(F.srv, "podsets", namespaced ? "ns" : "", name, NULL, NULL); break;
   case INF_PODS: {
     char pod[48];
     snprintf(pod, sizeof pod, "%s-pod", name);
@@ -449,6 +453,63 @@ static void test_watches_mappings(void **state) {
   assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/api,ns/web");
   fakeapi_delete(F.srv, "configmaps", "ns", "l1");
   assert_string_equal(settle_on(INF_CONFIGMAPS, s), "ns/api");
+}
+
+/* ---- a cluster-scoped `for` kind -------------------------------------------------------- */
+
+/* When discovery says the `for` kind is cluster-scoped (a Namespace owning
+ * ConfigMaps), owned and watched objects of any namespace name the owner's
+ * key "name", never "namespace/name"; the owner's expectations are observed
+ * under that key; a watched annotation "namespace/name" names nothing; an
+ * index mapping is not limited to the watched object's namespace. */
+static void test_cluster_scoped_owner(void **state) {
+  F.refs[INF_PODSETS].namespaced = false;
+  fakeapi_put(F.srv, "podsets", "", "uses-cfg", NULL, "\"spec\":{\"configMap\":\"cfg\"}");
+  start_informers();
+  assert_false(kc_informer_namespaced(F.inf[INF_PODSETS]));
+  assert_true(kc_informer_namespaced(F.inf[INF_PODS]));
+  kc_controller_spec sp = controller_spec("cluster");
+  sp.owns = OWNS_PODS;
+  sp.nowns = 1;
+  sp.watches = WATCH_CONFIGMAPS;
+  sp.nwatches = 4;
+  slot *s = new_controller(&sp);
+  assert_string_equal(settle_on(INF_PODSETS, s), "uses-cfg");
+
+  /* owns: children in two namespaces, one owner key; creations observed */
+  uint64_t now = 0; /* far within the TTL of records stamped 0 */
+  assert_int_equal(kc_expectations_set(s->exp, "web", 2, 0, now), 0);
+  char meta[512];
+  snprintf(meta, sizeof meta, "\"ownerReferences\":[%s]",
+           OWNER_REF("demo.kctrld.io/v1", "PodSet", "web", CONTROLLER));
+  fakeapi_put(F.srv, "pods", "team-a", "child", meta, NULL);
+  fakeapi_put(F.srv, "pods", "team-b", "child", meta, NULL);
+  assert_string_equal(settle_on(INF_PODS, s), "web");
+  assert_true(kc_expectations_satisfied(s->exp, "web", now));
+  /* an update wakes the owner; deletions are observed under its key */
+  fakeapi_put(F.srv, "pods", "team-a", "child", meta, "\"spec\":{}");
+  assert_string_equal(settle_on(INF_PODS, s), "web");
+  assert_int_equal(kc_expectations_set(s->exp, "web", 0, 2, now), 0);
+  fakeapi_delete(F.srv, "pods", "team-a", "child");
+  assert_string_equal(settle_on(INF_PODS, s), "web");
+  assert_false(kc_expectations_satisfied(s->exp, "web", now));
+  fakeapi_delete(F.srv, "pods", "team-b", "child");
+  assert_string_equal(settle_on(INF_PODS, s), "web");
+  assert_true(kc_expectations_satisfied(s->exp, "web", now));
+  assert_int_equal(kc_expectations_count(s->exp), 0);
+
+  /* watches: label, annotation (a name only), field, index (any namespace) */
+  fakeapi_put(F.srv, "configmaps", "team-a", "l1", "\"labels\":{\"podset\":\"web\"}", NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "web");
+  fakeapi_put(F.srv, "configmaps", "team-a", "a1", "\"annotations\":{\"kctrld.io/podset\":\"db\"}",
+              NULL);
+  fakeapi_put(F.srv, "configmaps", "team-a", "a2",
+              "\"annotations\":{\"kctrld.io/podset\":\"far/away\"}", NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "db");
+  fakeapi_put(F.srv, "configmaps", "team-b", "f1", NULL, "\"targets\":[\"t1\",\"t2\"]");
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "t1,t2");
+  fakeapi_put(F.srv, "configmaps", "team-c", "cfg", NULL, NULL);
+  assert_string_equal(settle_on(INF_CONFIGMAPS, s), "uses-cfg");
 }
 
 /* ---- predicates ------------------------------------------------------------------------- */
@@ -1017,6 +1078,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_owns_enqueue_controller_owner, setup, teardown),
       cmocka_unit_test_setup_teardown(test_owns_observe_expectations, setup, teardown),
       cmocka_unit_test_setup_teardown(test_watches_mappings, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cluster_scoped_owner, setup, teardown),
       cmocka_unit_test_setup_teardown(test_predicates_filter_updates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_owns_and_watches_predicates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_resync_meets_predicates, setup, teardown),

@@ -4,7 +4,8 @@
  * environment (in-memory stores for the `for` and `owns` kinds, an
  * in-memory API that records requests and answers as told). Shell scripts
  * stand in for hooks. Covered: the request (object, owned objects matched
- * by owner uid, attempt counting, expectations), every action through the
+ * by owner uid, attempt counting, expectations, a cluster-scoped owner's
+ * children in every namespace and its expectations), every action through the
  * host API (patch, create with expectations, update, delete with
  * preconditions and 404, event, apply with its expectations, strategic
  * patch), 409 -> requeue, results,
@@ -51,7 +52,7 @@ struct req {
 };
 
 static struct {
-  kc_store *cms, *pods;
+  kc_store *cms, *pods, *nss; /* nss: Namespaces, the cluster-scoped `for` kind */
   pthread_mutex_t mu;
   struct req reqs[MAXREQ];
   int nreqs;
@@ -64,6 +65,7 @@ static struct {
 static kc_store *f_store(const char *av, const char *kind) {
   if (!strcmp(av, "v1") && !strcmp(kind, "ConfigMap")) return F.cms;
   if (!strcmp(av, "v1") && !strcmp(kind, "Pod")) return F.pods;
+  if (!strcmp(av, "v1") && !strcmp(kind, "Namespace")) return F.nss;
   return NULL;
 }
 static int f_get(void *ud, const char *av, const char *kind, kc_str ns, kc_str name, kc_obj **out) {
@@ -82,6 +84,8 @@ static int f_resource(void *ud, const char *av, const char *kind, kc_resource_re
     *out = (kc_resource_ref){"/api/v1", "configmaps", true};
   else if (!strcmp(av, "v1") && !strcmp(kind, "Pod"))
     *out = (kc_resource_ref){"/api/v1", "pods", true};
+  else if (!strcmp(av, "v1") && !strcmp(kind, "Namespace"))
+    *out = (kc_resource_ref){"/api/v1", "namespaces", false};
   else
     return -ENOENT;
   return 0;
@@ -172,15 +176,17 @@ static const char PERSISTENT[] =
     "r=$(cat \"$D/respond\"); case \"$r\" in exit) echo dying >&2; exit 7;; hang) sleep 30;; esac; "
     "printf \"%s\\n\" \"$r\"; done";
 
-static void start(const char *mode, const char *script, const char *timeout) {
+/* The hook controller `hk` for `for_kind`, owning Pods. */
+static void start_for(const char *for_kind, const char *mode, const char *script,
+                      const char *timeout) {
   char text[2048];
   snprintf(
       text, sizeof text,
-      "controllers:\n  - name: hk\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+      "controllers:\n  - name: hk\n    for: {apiVersion: v1, kind: %s}\n"
       "    owns: [{apiVersion: v1, kind: Pod}]\n    workers: 2\n"
       "    hook:\n      exec:\n        command: [sh, -c, '%s']\n"
       "        env: {D: %s}\n        mode: %s\n        timeout: %s\n        stopGracePeriod: 1s\n",
-      script, dir, mode, timeout);
+      for_kind, script, dir, mode, timeout);
   /* single quotes of the YAML scalar: the scripts use none */
   char err[1024];
   assert_int_equal(kc_config_load_buffer("t.yaml", NULL, text, strlen(text), &cfg, err, sizeof err),
@@ -191,6 +197,10 @@ static void start(const char *mode, const char *script, const char *timeout) {
   assert_int_equal(kc_plugin_instance_new_arg(p, "hk", &env, (void *)&cfg->controllers[0], &inst,
                                               err, sizeof err),
                    0);
+}
+
+static void start(const char *mode, const char *script, const char *timeout) {
+  start_for("ConfigMap", mode, script, timeout);
 }
 
 static void stop(void) {
@@ -217,6 +227,7 @@ static int setup(void **state) {
   assert_non_null(mkdtemp(dir));
   F.cms = kc_store_new(NULL, 0);
   F.pods = kc_store_new(NULL, 0);
+  F.nss = kc_store_new(NULL, 0);
   F.nreqs = 0;
   F.events = 0;
   put(F.cms, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"ns\","
@@ -239,6 +250,7 @@ static int teardown(void **state) {
   if (inst) stop();
   kc_store_free(F.cms);
   kc_store_free(F.pods);
+  kc_store_free(F.nss);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   assert_int_equal(system(cmd), 0);
@@ -357,6 +369,56 @@ static void test_request_and_actions(void **state) {
   run("ns/a");
   assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":true"));
 #undef APPLY_POD
+  stop();
+}
+
+/* A cluster-scoped `for` kind (a Namespace owning Pods): the key is the
+ * name; `owned` holds the children of every namespace that reference the
+ * owner's uid; creates and deletes set the key's expectations like a
+ * namespaced key's. */
+static void test_cluster_scoped_owner(void **state) {
+  (void)state;
+#define NS_CHILD(ns, name, uid)                                                                     \
+  "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name   \
+  "\",\"resourceVersion\":\"9\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","     \
+  "\"name\":\"team\",\"uid\":\"" uid "\",\"controller\":true}]}}"
+  put(F.nss, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"team\","
+             "\"uid\":\"u-team\",\"resourceVersion\":\"8\"}}");
+  put(F.pods, NS_CHILD("team", "c1", "u-team"));
+  put(F.pods, NS_CHILD("elsewhere", "c2", "u-team"));
+  put(F.pods, NS_CHILD("team", "c3", "u-old")); /* an older Namespace "team"'s */
+#undef NS_CHILD
+  start_for("Namespace", "per-call", PER_CALL, "10s");
+  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"create\",\"object\":{\"apiVersion\":"
+          "\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"team\",\"name\":\"c4\"}}}]}");
+  assert_int_equal(run("team").kind, KC_RESULT_DONE);
+  const char *req = read_file("req");
+  assert_non_null(strstr(req, "\"key\":\"team\",\"attempt\":1,\"expectationsSatisfied\":true,"
+                              "\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Namespace\""));
+  assert_non_null(strstr(req, "\"name\":\"c1\""));
+  assert_non_null(strstr(req, "\"name\":\"c2\""));
+  assert_null(strstr(req, "\"name\":\"c3\""));
+  assert_null(strstr(req, "\"name\":\"mine\""));
+  assert_string_equal(F.reqs[0].method, "POST");
+  assert_string_equal(F.reqs[0].path, "/api/v1/namespaces/team/pods");
+  kc_expectations *ex = kc_plugin_instance_expectations(inst);
+  assert_false(kc_expectations_satisfied(ex, "team", 0));
+  respond("{\"result\":\"done\"}");
+  assert_int_equal(run("team").kind, KC_RESULT_DONE);
+  assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":false"));
+  /* the informer's add (controller.c maps it to "team") observes it */
+  kc_expectations_observe(ex, "team", 1, 0);
+  assert_int_equal(run("team").kind, KC_RESULT_DONE);
+  assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":true"));
+  /* a delete of an owned object sets a deletion; one already gone observes it at once */
+  respond("{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\","
+          "\"kind\":\"Pod\",\"namespace\":\"elsewhere\",\"name\":\"c2\"}]}");
+  assert_int_equal(run("team").kind, KC_RESULT_DONE);
+  assert_false(kc_expectations_satisfied(ex, "team", 0));
+  F.answer_code = 404;
+  F.answer_reason = "NotFound";
+  assert_int_equal(run("team").kind, KC_RESULT_DONE);
+  assert_true(kc_expectations_satisfied(ex, "team", 0));
   stop();
 }
 
@@ -621,6 +683,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hook_base),
       cmocka_unit_test_setup_teardown(test_request_and_actions, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cluster_scoped_owner, setup, teardown),
       cmocka_unit_test_setup_teardown(test_conflicts_errors_attempts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistent_children, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_workers, setup, teardown),
