@@ -209,10 +209,13 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
   int n = kc_json_string(&name, owner, sizeof owner);
   if (n <= 0) return true;
   if (!format_key(key, owner_namespace(s->c, s->obj), (kc_str){owner, (size_t)n})) return false;
-  enqueue_key(s->c, key);
-  if (s->observe) /* expectations of the owner (plugin.h): adds and deletes seen */
+  /* Expectations of the owner (plugin.h): adds and deletes seen. Observed
+   * before the key is queued: an idle worker may take it at once, and must
+   * find the event counted. */
+  if (s->observe)
     kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0,
                             s->observe < 0);
+  enqueue_key(s->c, key);
   return false; /* at most one controller reference */
 }
 

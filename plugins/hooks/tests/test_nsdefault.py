@@ -5,9 +5,11 @@ bash + jq, per-call mode) against kube-apisim: every Namespace gets its
 default ConfigMap (create, owned by the Namespace), a changed annotation
 updates it (update with the cached resourceVersion; a 409 is requeued and
 retried), a skip label deletes it (delete with a uid precondition), one
-deleted by hand comes back at the next resync, and an annotation that is
-not JSON is an error retried with per-key backoff while other Namespaces
-go on."""
+deleted by hand comes back within 5 s with resync off (the ConfigMap's
+delete event names its owner's key, the Namespace's name) and is created
+once per loss (the hook's expectations), an annotation that is not JSON is
+an error retried with per-key backoff while other Namespaces go on, and a
+deleted Namespace is reconciled as gone without a create."""
 import os
 import re
 import shutil
@@ -25,11 +27,7 @@ ANN = "nsdefault.kctrld.io/data"
 
 CONFIG = """
 logLevel: info
-metrics: { bindAddress: "0" }
-informers:
-  - apiVersion: v1
-    kind: Namespace
-    resync: 2s
+metrics: { bindAddress: "127.0.0.1:0" }
 controllers:
   - name: nsdefault
     for: { apiVersion: v1, kind: Namespace }
@@ -58,6 +56,14 @@ def namespace(c, name, annotations=None):
     if annotations:
         md["annotations"] = annotations
     c.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": md})
+
+
+def reconciled(k):
+    return k.metric(k.scrape(), "controller_runtime_reconcile_total", 'controller="nsdefault",result="success"')
+
+
+def creates(sim, ns):
+    return requests(sim, "POST", "/api/v1/namespaces/%s/configmaps" % ns)
 
 
 def requests(sim, method, path):
@@ -96,9 +102,14 @@ def test_nsdefault_keeps_default_configmaps():
             wait_for(lambda: c.get(cm_path("team-b")) is None, what="team-b's ConfigMap deleted", kctrld=k)
             assert requests(sim, "DELETE", cm_path("team-b")) == [200], requests(sim, "DELETE", cm_path("team-b"))
 
-            # deleted by hand: recreated at the next resync of the Namespace
+            # deleted by hand: its delete event wakes the Namespace's key (no resync)
+            assert creates(sim, "team-a") == [201], creates(sim, "team-a")
+            old_uid = c.get(cm_path("team-a"))["metadata"]["uid"]
             c.delete(cm_path("team-a"))
-            wait_for(lambda: data_of(c, "team-a") == {"team": "a2", "tier": "1"}, what="team-a recreated", kctrld=k)
+            wait_for(lambda: (c.get(cm_path("team-a")) or {}).get("metadata", {}).get("uid") not in (None, old_uid),
+                     timeout=5, what="team-a recreated within 5 s", kctrld=k)
+            assert data_of(c, "team-a") == {"team": "a2", "tier": "1"}
+            assert creates(sim, "team-a") == [201, 201], creates(sim, "team-a")  # once, no 409
 
             # an annotation that is not JSON: an error, retried with per-key backoff
             namespace(c, "team-c", {ANN: "{not json"})
@@ -111,6 +122,14 @@ def test_nsdefault_keeps_default_configmaps():
             wait_for(lambda: data_of(c, "team-c") == {"team": "c", "tier": "1"}, what="team-c once fixed", kctrld=k)
             evs = c.items("/api/v1/namespaces/default/events")
             assert any(e.get("reason") == "DefaultsCreated" and e["involvedObject"]["name"] == "team-a" for e in evs), evs
+
+            # the owner goes (the simulator empties its namespace): its key is reconciled
+            # (the hook gets object null) and no create succeeds after it
+            done = reconciled(k)
+            c.delete("/api/v1/namespaces/team-d")
+            wait_for(lambda: reconciled(k) > done, what="team-d reconciled as gone", kctrld=k)
+            assert c.get(cm_path("team-d")) is None
+            assert creates(sim, "team-d").count(201) == 1, creates(sim, "team-d")
             assert k.stop() == 0, k.log()
 
 
