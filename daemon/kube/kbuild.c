@@ -93,6 +93,12 @@ static void check_value(kc_obj_builder *b, uint8_t role, uint8_t skip, int vw) {
       bad_shape(b, "metadata.%s is %s, not a string", role == R_NAME ? "name" : "namespace",
                 value_word[vw]);
     break;
+  case R_RV:
+    /* An opaque string in the API (a number would compare and resume
+     * differently); null decodes as absent, as in Go. */
+    if (vw != VW_STRING && vw != VW_NULL)
+      bad_shape(b, "metadata.resourceVersion is %s, not a string", value_word[vw]);
+    break;
   default: break;
   }
 }

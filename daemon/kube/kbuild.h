@@ -193,7 +193,8 @@ kc_obj *kc_obj_builder_finish(kc_obj_builder *b);
 const char *kc_obj_builder_error(const kc_obj_builder *b);
 /* Why the last object has a shape the API server never sends, or NULL when
  * it has none of these problems: metadata.labels that is not an object (or
- * null), a label value that is not a string, metadata.name or
+ * null), a label value that is not a string, metadata.resourceVersion that
+ * is not a string (or null), metadata.name or
  * metadata.namespace that is not a string (or null) or not a valid path
  * segment name ("." or "..", or containing '/', '%' or NUL: apimachinery's
  * ValidatePathSegmentName, the rule every resource's names obey). Members

@@ -94,8 +94,9 @@ typedef struct kc_list_meta {
 
 /* Rejected objects: a LIST item, or the object of an ADDED / MODIFIED /
  * DELETED event, whose shape the API server never sends (kbuild.h
- * kc_obj_builder_shape_error: labels not an object, a label value not a
- * string, a name or namespace that is no valid name, e.g. with '/') is not
+ * kc_obj_builder_shape_error: labels not an object, a label value or the
+ * resourceVersion not a string, a name or namespace that is no valid name,
+ * e.g. with '/') is not
  * delivered: callbacks.reject runs instead of item/event (when set) and
  * decoding goes on with the next item or event. Such an event is counted
  * in kc_decoder_count and numbered (index), such an item is not counted in

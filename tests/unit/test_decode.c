@@ -1031,6 +1031,45 @@ static void test_rejected_shapes(void **state) {
   decode_rejects(KC_DECODE_WATCH, NULL, watch, wobjs, 3, wrej, 3);
 }
 
+/* metadata.resourceVersion is an opaque string in the API: a number (or a
+ * boolean, object, array) is a shape the server never sends; null reads as
+ * absent. The list's own resourceVersion is not an object's. */
+static void test_rejected_resource_version(void **state) {
+  const char *list =
+      "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"9\"},"
+      "\"items\":["
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"}},"
+      "{\"metadata\":{\"name\":\"num\",\"namespace\":\"ns\",\"resourceVersion\":7}},"
+      "{\"metadata\":{\"name\":\"big\",\"namespace\":\"ns\",\"resourceVersion\":1e400}},"
+      "{\"metadata\":{\"name\":\"t\",\"namespace\":\"ns\",\"resourceVersion\":true}},"
+      "{\"metadata\":{\"name\":\"o\",\"namespace\":\"ns\",\"resourceVersion\":{\"v\":\"1\"}}},"
+      "{\"metadata\":{\"name\":\"n\",\"namespace\":\"ns\",\"resourceVersion\":null}},"
+      "{\"metadata\":{\"resourceVersion\":[\"2\"],\"name\":\"arr\",\"namespace\":\"ns\"}},"
+      "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"2\"}}"
+      "]}";
+  const char *objs[] = {"ITEM ns/a 1 ", "ITEM ns/n  ", "ITEM ns/b 2 "};
+  const char *rej[] = {
+      "ITEM 2 ns/num: metadata.resourceVersion is a number, not a string",
+      "ITEM 3 ns/big: metadata.resourceVersion is a number, not a string",
+      "ITEM 4 ns/t: metadata.resourceVersion is a boolean, not a string",
+      "ITEM 5 ns/o: metadata.resourceVersion is an object, not a string",
+      "ITEM 7 ns/arr: metadata.resourceVersion is an array, not a string",
+  };
+  decode_rejects(KC_DECODE_LIST, NULL, list, objs, 3, rej, 5);
+
+  const char *watch =
+      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}}\n"
+      "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":2}}}\n"
+      "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"resourceVersion\":3,\"name\":\"b\"}}}\n"
+      "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\"}}}\n";
+  const char *wobjs[] = {"ADDED a 1 ", "MODIFIED a 5 "};
+  const char *wrej[] = {
+      "MODIFIED 2 a: metadata.resourceVersion is a number, not a string",
+      "DELETED 3 b: metadata.resourceVersion is a number, not a string",
+  };
+  decode_rejects(KC_DECODE_WATCH, NULL, watch, wobjs, 2, wrej, 2);
+}
+
 static void test_watch_type_parse(void **state) {
   (void)state;
   assert_int_equal(kc_watch_type_parse("BOOKMARK", 8), KC_WATCH_BOOKMARK);
@@ -1325,6 +1364,7 @@ int main(void) {
       cmocka_unit_test(test_watch_event_not_held_back),
       cmocka_unit_test(test_watch_newlines_large_pieces),
       cmocka_unit_test(test_rejected_shapes),
+      cmocka_unit_test(test_rejected_resource_version),
       cmocka_unit_test(test_raw_skip_fast_levels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
