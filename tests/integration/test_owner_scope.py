@@ -21,6 +21,8 @@ state with a deadline:
     ConfigMap in another namespace;
   - deleting the owner (the simulator empties its namespace) reconciles the
     key once more, which finds the owner gone; nothing is created again.
+Run twice: in process, and with `isolation: process` (the plugin's cache
+reads, expectations and creates cross its child's pipe).
 """
 import os
 import re
@@ -74,11 +76,21 @@ def posts(sim, ns):
 
 def count(k, what, key="team-a"):
     """Lines of the plugin's decision `what` for key."""
-    return len(re.findall(r"plugin\[nsowner/nsowner\]: %s .*\bkey=%s(?:\s|$)" % (what, re.escape(key)),
+    return len(re.findall(r"plugin\[nsowner/[a-z]+\]: %s .*\bkey=%s(?:\s|$)" % (what, re.escape(key)),
                           k.log(), re.M))
 
 
 def test_namespace_owns_configmaps():
+    namespace_owns_configmaps(CONFIG)
+
+
+def test_namespace_owns_configmaps_isolated():
+    """The same with the plugin in a child process (isolation: process: its
+    cache reads, expectations and creates cross the child's pipe)."""
+    namespace_owns_configmaps(CONFIG.replace("    rateLimit:", "    isolation: process\n    rateLimit:"))
+
+
+def namespace_owns_configmaps(config):
     tmp = tempfile.mkdtemp(prefix="kctrld-owner-scope-")
     so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "nsowner.c"), tmp)
     with Apisim() as sim:
@@ -87,7 +99,7 @@ def test_namespace_owns_configmaps():
         # ConfigMap watches answer 200 and then nothing until the fault is cleared.
         sim.control("POST", "faults", {"action": "stall", "count": -1, "watch": True,
                                        "pathPrefix": "/api/v1/configmaps"})
-        with taplib.Kctrld(CONFIG % {"so": so}, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
+        with taplib.Kctrld(config % {"so": so}, sim.kubeconfig, dir=os.path.join(tmp, "run")) as k:
             try:
                 wait_for(lambda: count(k, "created") or not k.alive(), what="the first create")
                 cm = child(sim, "team-a")
