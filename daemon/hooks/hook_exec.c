@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/fileperm.h"
 #include "base/spawn.h"
+#include "hooks/hook_health.h"
 #include "base/hash.h"
 #include "hooks/hook_child.h"
 #include "hooks/hook_host.h"
@@ -31,6 +32,7 @@ typedef struct hook_exec {
   size_t max_response;
   uint64_t grace_ms;
   kc_childpool *pool; /* persistent mode: the children (kc_hook_child), one slot per worker */
+  kc_hook_health_entry *health; /* does the hook answer (readiness) */
 } hook_exec;
 
 static const struct kctrld_host_api *H(void) {
@@ -46,6 +48,7 @@ static void free_strv(char **v) {
 }
 
 static void exec_free(hook_exec *x) {
+  kc_hook_health_unregister(x->health);
   kc_hook_base_free(&x->base);
   free_strv(x->argv);
   free_strv(x->envp);
@@ -115,6 +118,7 @@ static int exec_init(kctrld_ctx *ctx, const kctrld_settings *settings, void **in
   x->max_response = (size_t)ex->max_response_bytes;
   x->grace_ms = (uint64_t)ex->stop_grace_ms;
   x->pool = kc_childpool_new(x->base.nslots, KC_HOOK_RESTART_BASE_MS, KC_HOOK_RESTART_MAX_MS);
+  x->health = kc_hook_health_register(spec->name, x->timeout_ms);
   x->argv = calloc(ex->ncommand + 1, sizeof *x->argv);
   x->envp = build_env(ex);
   bool ok = x->pool && x->argv && x->envp;
@@ -187,6 +191,10 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
   }
 }
 
+/* An exchange that ended without any answer from the hook (readiness:
+ * hook_health.h); a too large or out-of-step answer is still an answer. */
+static bool no_answer(int rc) { return rc == -ETIMEDOUT || rc == -EPIPE; }
+
 /* The child of slot i was lost reconciling key (already killed): the key
  * pays (its error result); the slot starts a new child for the next key,
  * unless keys in a row keep losing children (base/childpool.h). Returns the
@@ -225,6 +233,7 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, const char *key, kc_buf
                                  (const char *const *)x->envp, &c, err, sizeof err);
     if (rc < 0) {
       *slot = -1;
+      kc_hook_health_end(x->health, -1, false, err);
       return lose_slot(x, ctx, i, key, err);
     }
     *child = c;
@@ -234,14 +243,19 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, const char *key, kc_buf
   kc_buf_putc(req, '\n');
   if (req->err) return h->result_error(ctx, "out of memory building the hook request");
   pid_t pid = kc_hook_child_pid(c);
+  int token = kc_hook_health_begin(x->health);
   int rc = kc_hook_child_exchange(c, req->p, req->len, KC_HOOK_READ_LINE,
                                   start + x->timeout_ms * 1000000ull, x->max_response, resp, NULL,
                                   stderr_line, NULL);
-  if (rc == 0) return 0;
+  if (rc == 0) {
+    kc_hook_health_end(x->health, token, true, NULL);
+    return 0;
+  }
   int status = 0;
   kc_hook_child_kill(c, &status, stderr_line, NULL);
   *child = NULL;
   describe_failure(x, rc, pid, status, rc == -EPIPE, why, sizeof why);
+  kc_hook_health_end(x->health, token, !no_answer(rc), why);
   *slot = -1;
   return lose_slot(x, ctx, i, key, why);
 }
@@ -263,9 +277,13 @@ static int run_per_call(hook_exec *x, kctrld_ctx *ctx, const kc_buf *req, kc_buf
   kc_hook_child *c = NULL;
   int rc = kc_hook_child_spawn(x->base.controller, (const char *const *)x->argv,
                                (const char *const *)x->envp, &c, err, sizeof err);
-  if (rc < 0) return h->result_error(ctx, "%s", err);
+  if (rc < 0) {
+    kc_hook_health_end(x->health, -1, false, err);
+    return h->result_error(ctx, "%s", err);
+  }
   pid_t pid = kc_hook_child_pid(c);
   int status = 0;
+  int token = kc_hook_health_begin(x->health);
   rc = kc_hook_child_exchange(c, req->p, req->len, KC_HOOK_READ_EOF,
                               kc_clock_now_ns() + x->timeout_ms * 1000000ull, x->max_response, resp,
                               &status, stderr_line, NULL);
@@ -273,8 +291,10 @@ static int run_per_call(hook_exec *x, kctrld_ctx *ctx, const kc_buf *req, kc_buf
   if (rc < 0) {
     char why[256];
     describe_failure(x, rc, pid, status, false, why, sizeof why);
+    kc_hook_health_end(x->health, token, !no_answer(rc), why);
     return h->result_error(ctx, "%s", why);
   }
+  kc_hook_health_end(x->health, token, true, NULL);
   if (status != 0) {
     char st[96];
     kc_spawn_describe_status(status, st, sizeof st);

@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/fileperm.h"
+#include "hooks/hook_health.h"
 #include "hooks/hook_host.h"
 #include "hooks/hook_proto.h"
 #include "host/hostapi.h"
@@ -37,6 +38,7 @@ typedef struct hook_webhook {
   uint64_t timeout_ms;
   size_t max_response;
   struct slot *slots;
+  kc_hook_health_entry *health; /* does the hook answer (readiness) */
 } hook_webhook;
 
 static const struct kctrld_host_api *H(void) {
@@ -97,6 +99,7 @@ static void webhook_free(hook_webhook *x) {
     kc_buf_free(&x->slots[i].body);
   }
   free(x->slots);
+  kc_hook_health_unregister(x->health);
   kc_hook_base_free(&x->base);
   free(x->url);
   free(x->ca_file);
@@ -136,6 +139,7 @@ static int webhook_init(kctrld_ctx *ctx, const kctrld_settings *settings, void *
   x->timeout_ms = (uint64_t)wh->timeout_ms;
   x->max_response = (size_t)wh->max_response_bytes;
   x->slots = calloc(x->base.nslots, sizeof *x->slots);
+  x->health = kc_hook_health_register(spec->name, x->timeout_ms);
   x->url = strdup(wh->url);
   bool ok = x->slots && x->url && dup_opt(wh->ca_file, &x->ca_file) &&
             dup_opt(wh->client_cert_file, &x->cert_file) &&
@@ -260,10 +264,14 @@ static int post(hook_webhook *x, kctrld_ctx *ctx, struct slot *s, const kc_buf *
   CURLcode c = curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->len);
   c |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, req->p ? req->p : "");
   if (c != CURLE_OK) return h->result_error(ctx, "webhook %s: setting up the POST failed", x->shown);
+  int token = kc_hook_health_begin(x->health);
   CURLcode res = curl_easy_perform(s->easy);
   curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, NULL);
   long code = 0;
   curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
+  /* No HTTP status at all: the hook did not answer (readiness). */
+  kc_hook_health_end(x->health, token, code != 0,
+                     s->errbuf[0] ? s->errbuf : curl_easy_strerror(res));
   if (s->too_big)
     return h->result_error(ctx, "webhook %s: HTTP %ld: response larger than maxResponseBytes (%zu)",
                            x->shown, code, x->max_response);

@@ -23,7 +23,7 @@ struct kc_httpserver {
   uv_loop_t *loop;
   kc_metrics *reg;
   kc_httpserver_hooks hooks;
-  uint64_t heartbeat_ms, stall_ms, fresh_ms, wait_ms;
+  uint64_t heartbeat_ms, stall_ms, fresh_ms, wait_ms, probe_wait_ms;
   uint16_t port;
   unsigned endpoints; /* KC_HTTP_* */
   struct MHD_Daemon *mhd;
@@ -33,6 +33,7 @@ struct kc_httpserver {
 
   /* Loop-owned back buffers, swapped with the front ones under mu. */
   kc_buf back_metrics, back_json, back_shards;
+  kc_health_results back_checks;
 
   /* Shared with the server threads: everything below is guarded by mu,
    * except last_beat_ms (atomic, read lock-free by /healthz). */
@@ -41,10 +42,12 @@ struct kc_httpserver {
   kc_buf metrics, json, shards;
   uint64_t generation;     /* snapshots published so far */
   uint64_t rendered_ms;    /* when the front snapshot was rendered */
-  bool requested;          /* a wake-up is pending on the loop */
+  bool requested;          /* a snapshot is asked of the loop */
   bool closing;
-  bool ready;
-  char ready_why[1024]; /* every controller failing init, with its error */
+  kc_health_results checks; /* the readiness checks' last results */
+  uint64_t checks_generation; /* check runs published so far */
+  uint64_t checks_ms;         /* when the last run was */
+  bool checks_requested;      /* a check run is asked of the loop */
   _Atomic uint64_t last_beat_ms;
 };
 
@@ -190,6 +193,92 @@ static enum MHD_Result serve_snapshot(kc_httpserver *s, struct MHD_Connection *c
   return ok;
 }
 
+#define MAX_EXCLUDES 16
+
+typedef struct probe_args {
+  bool verbose;
+  const char *exclude[MAX_EXCLUDES];
+  size_t nexclude;
+} probe_args;
+
+static enum MHD_Result probe_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  probe_args *a = cls;
+  if (strcmp(key, "verbose") == 0) a->verbose = true;
+  if (strcmp(key, "exclude") == 0 && value && *value && a->nexclude < MAX_EXCLUDES)
+    a->exclude[a->nexclude++] = value;
+  return MHD_YES;
+}
+
+/* Runs the readiness checks on the loop (bounded wait, see the header) and
+ * copies their results after out's ping; call with mu held. Returns false
+ * when the loop did not answer in time (out then gets the last results). */
+static bool await_checks(kc_httpserver *s, kc_health_results *out) {
+  uint64_t target = s->checks_generation + 1;
+  if (!s->checks_requested) {
+    s->checks_requested = true;
+    uv_async_send(&s->wake);
+  }
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_sec += (time_t)(s->probe_wait_ms / 1000);
+  dl.tv_nsec += (long)(s->probe_wait_ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  while (s->checks_generation < target && !s->closing)
+    if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
+  bool fresh = s->checks_generation >= target;
+  for (size_t i = 0; i < s->checks.n; i++)
+    kc_health_append(out, s->checks.v[i].name, s->checks.v[i].ok, s->checks.v[i].why);
+  return fresh;
+}
+
+/* /livez, /healthz: ping only (never waits for the loop); /readyz: ping and
+ * the readiness checks, run for this request. */
+static enum MHD_Result serve_probe(kc_httpserver *s, struct MHD_Connection *conn, const char *probe,
+                                   const char *check) {
+  bool readyz = strcmp(probe, "readyz") == 0;
+  probe_args args = {0};
+  MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, probe_arg, &args);
+  kc_health_results res = {0};
+  char why[160] = "";
+  uint64_t stall = stalled_for(s);
+  if (stall)
+    snprintf(why, sizeof why, "event loop stalled: no heartbeat for %llu ms", (unsigned long long)stall);
+  kc_health_append(&res, "ping", !stall, why);
+  if (readyz && (!check || strcmp(check, "ping") != 0)) {
+    pthread_mutex_lock(&s->mu);
+    uint64_t age = s->checks_generation ? kc_clock_now_ms() - s->checks_ms : 0;
+    bool fresh = !stall && !s->closing && await_checks(s, &res);
+    if (stall || s->closing) /* no wait: the last results as they are */
+      for (size_t i = 0; i < s->checks.n; i++)
+        kc_health_append(&res, s->checks.v[i].name, s->checks.v[i].ok, s->checks.v[i].why);
+    pthread_mutex_unlock(&s->mu);
+    if (!fresh && !stall && res.n) {
+      res.v[0].ok = false;
+      snprintf(res.v[0].why, sizeof res.v[0].why,
+               "event loop did not answer within %llu ms; the other checks are %llu ms old",
+               (unsigned long long)s->probe_wait_ms, (unsigned long long)age);
+    }
+  }
+  enum MHD_Result ok;
+  if (res.err) {
+    ok = reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+  } else {
+    kc_buf body = {0};
+    kc_health_query q = {.verbose = args.verbose, .exclude = args.exclude, .nexclude = args.nexclude};
+    unsigned status = kc_health_render(&res, probe, check, &q,
+                                       readyz ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                       &body);
+    ok = body.err ? reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n")
+                  : reply(conn, status, "text/plain; charset=utf-8", body.p ? body.p : "", body.len);
+    kc_buf_free(&body);
+  }
+  kc_health_results_free(&res);
+  return ok;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
@@ -204,20 +293,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (metrics && strcmp(url, "/metrics") == 0) return serve_snapshot(s, conn, DOC_METRICS);
   if (metrics && strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, DOC_INFORMERS);
   if (metrics && strcmp(url, "/debug/shards") == 0) return serve_snapshot(s, conn, DOC_SHARDS);
-  if (probes && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)) {
-    bool readyz = url[1] == 'r';
-    char msg[sizeof s->ready_why + 64];
-    uint64_t stall = stalled_for(s);
-    if (stall) {
-      snprintf(msg, sizeof msg, "event loop stalled: no heartbeat for %llu ms\n", (unsigned long long)stall);
-      return reply_text(conn, readyz ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+  if (probes) {
+    static const char *const probe_names[] = {"livez", "readyz", "healthz"};
+    for (size_t i = 0; i < 3; i++) {
+      size_t n = strlen(probe_names[i]);
+      if (url[0] == '/' && strncmp(url + 1, probe_names[i], n) == 0 &&
+          (url[1 + n] == '\0' || (url[1 + n] == '/' && url[2 + n])))
+        return serve_probe(s, conn, probe_names[i], url[1 + n] ? url + 2 + n : NULL);
     }
-    if (!readyz) return reply_text(conn, MHD_HTTP_OK, "ok\n");
-    pthread_mutex_lock(&s->mu);
-    bool ready = s->ready;
-    snprintf(msg, sizeof msg, "%s\n", ready ? "ok" : s->ready_why);
-    pthread_mutex_unlock(&s->mu);
-    return reply_text(conn, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, msg);
   }
   return reply_text(conn, MHD_HTTP_NOT_FOUND, "404 page not found\n");
 }
@@ -228,26 +311,44 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 
 /* --- loop side ---------------------------------------------------------------- */
 
-static void check_ready(kc_httpserver *s) {
-  char why[sizeof s->ready_why] = "";
-  bool ready = s->hooks.ready ? s->hooks.ready(s->hooks.ud, why, sizeof why) : true;
-  pthread_mutex_lock(&s->mu);
-  s->ready = ready;
-  snprintf(s->ready_why, sizeof s->ready_why, "%s", why[0] ? why : "not ready");
-  pthread_mutex_unlock(&s->mu);
-}
-
 static void on_heartbeat(uv_timer_t *t) {
   kc_httpserver *s = t->data;
   atomic_store(&s->last_beat_ms, kc_clock_now_ms());
-  check_ready(s);
 }
+
+/* Runs the readiness checks and publishes their results. */
+static void run_checks(kc_httpserver *s) {
+  kc_health_results_reset(&s->back_checks);
+  if (s->hooks.checks) s->hooks.checks(s->hooks.ud, &s->back_checks);
+  if (s->back_checks.err) {
+    kc_health_results_reset(&s->back_checks);
+    kc_health_append(&s->back_checks, "checks", false, "out of memory running the checks");
+  }
+  pthread_mutex_lock(&s->mu);
+  kc_health_results t = s->checks;
+  s->checks = s->back_checks;
+  s->back_checks = t;
+  s->checks_generation++;
+  s->checks_ms = kc_clock_now_ms();
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void render_snapshot(kc_httpserver *s);
 
 static void on_wake(uv_async_t *a) {
   kc_httpserver *s = a->data;
   pthread_mutex_lock(&s->mu);
-  s->requested = false;
+  bool snapshot = s->requested, checks = s->checks_requested;
+  s->requested = s->checks_requested = false;
   pthread_mutex_unlock(&s->mu);
+  /* The loop answers readiness first: it is what kubelet waits for. */
+  atomic_store(&s->last_beat_ms, kc_clock_now_ms());
+  if (checks) run_checks(s);
+  if (snapshot) render_snapshot(s);
+}
+
+static void render_snapshot(kc_httpserver *s) {
   kc_metrics_reset(s->reg);
   kc_buf_reset(&s->back_metrics);
   kc_buf_reset(&s->back_json);
@@ -284,6 +385,8 @@ static void server_free(kc_httpserver *s) {
   kc_buf_free(&s->back_shards);
   kc_buf_free(&s->back_metrics);
   kc_buf_free(&s->back_json);
+  kc_health_results_free(&s->checks);
+  kc_health_results_free(&s->back_checks);
   free(s);
 }
 
@@ -321,7 +424,7 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   s->stall_ms = s->heartbeat_ms * (opts->stall_factor ? opts->stall_factor : 3);
   s->fresh_ms = opts->fresh_ms ? opts->fresh_ms : 100;
   s->wait_ms = opts->scrape_wait_ms ? opts->scrape_wait_ms : 1000;
-  snprintf(s->ready_why, sizeof s->ready_why, "starting");
+  s->probe_wait_ms = opts->probe_wait_ms ? opts->probe_wait_ms : 500;
   pthread_condattr_t ca;
   if (pthread_condattr_init(&ca) != 0) {
     free(s);
@@ -357,7 +460,6 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   s->heartbeat.data = s;
   s->open_handles++;
   atomic_store(&s->last_beat_ms, kc_clock_now_ms());
-  check_ready(s);
   uv_timer_start(&s->heartbeat, on_heartbeat, s->heartbeat_ms, s->heartbeat_ms);
   s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                                 MHD_USE_ERROR_LOG,
@@ -373,11 +475,11 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   }
   /* "serving ... port=N" names the metrics port (tests and docs read it). */
   if (endpoints == KC_HTTP_PROBES)
-    kc_info("httpserver", "health probes /healthz /readyz listening bind=%s port=%u", opts->bind,
+    kc_info("httpserver", "health probes /livez /readyz /healthz listening bind=%s port=%u", opts->bind,
             (unsigned)s->port);
   else
     kc_info("httpserver", "serving /metrics /debug/informers%s bind=%s port=%u",
-            endpoints & KC_HTTP_PROBES ? " /healthz /readyz" : "", opts->bind, (unsigned)s->port);
+            endpoints & KC_HTTP_PROBES ? " /livez /readyz /healthz" : "", opts->bind, (unsigned)s->port);
   *out = s;
   return 0;
 }

@@ -1,25 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* httpserver: the operator's HTTP endpoint on libmicrohttpd: /metrics
- * (Prometheus text 0.0.4), /healthz (the loop is alive), /readyz (the
- * daemon says it is ready), /debug/informers and /debug/shards (JSON); anything else is 404,
- * methods other than GET and HEAD are 405. A server may serve only the
- * metrics pair (/metrics, /debug/informers) or only the probes (/healthz,
- * /readyz): options.endpoints; the others are then 404.
+ * (Prometheus text 0.0.4), the probes /livez and /healthz (the loop is
+ * alive) and /readyz (every readiness check passes), each with per-check
+ * paths, ?verbose and ?exclude= (healthcheck.h), /debug/informers and
+ * /debug/shards (JSON); anything else is 404, methods other than GET and
+ * HEAD are 405. A server may serve only the metrics side (/metrics and
+ * the debug documents) or only the probes: options.endpoints; the others are then 404.
  *
  * Threading (docs/api-contract.md 15.1: the loop owns all daemon state):
  * requests are served on libmicrohttpd's threads (one per connection, at most
  * 32), which never read daemon state. They read only what the loop
  * published under a mutex:
- *  - a heartbeat: a loop timer stamps the monotonic time every heartbeat_ms
- *    and asks hooks.ready() for readiness. /healthz fails (500) once the
- *    stamp is older than stall_factor x heartbeat_ms, /readyz too (503);
+ *  - a heartbeat: a loop timer stamps the monotonic time every
+ *    heartbeat_ms. The "ping" check fails once the stamp is older than
+ *    stall_factor x heartbeat_ms: /livez and /healthz are ping alone and
+ *    never wait for the loop (a hung loop fails liveness at once);
+ *  - readiness answered from the current state: each /readyz request wakes
+ *    the loop with uv_async_send and waits on a condition variable, at most
+ *    probe_wait_ms, for the loop to run hooks.checks() after the request
+ *    arrived (concurrent requests share one run). If the loop does not
+ *    answer in time, ping fails ("did not answer") and the other lines are
+ *    the last results, with their age;
  *  - a snapshot (metrics text + informers JSON): a scrape that finds the
- *    snapshot older than fresh_ms wakes the loop with uv_async_send and waits
- *    on a condition variable, at most scrape_wait_ms, for the loop to run
- *    hooks.collect() and swap in a new one; if the loop is wedged the scrape
- *    gets the last snapshot after that wait. Rendering happens on the loop
- *    into a back buffer; the lock is held only to swap buffers, so a scrape
- *    never blocks the loop and a wedged loop never blocks a scrape for long.
+ *    snapshot older than fresh_ms wakes the loop the same way and waits,
+ *    at most scrape_wait_ms, for the loop to run hooks.collect() and swap
+ *    in a new one; if the loop is wedged the scrape gets the last snapshot
+ *    after that wait. Rendering happens on the loop into a back buffer; the
+ *    lock is held only to swap buffers, so a scrape never blocks the loop
+ *    and a wedged loop never blocks a scrape for long.
  *
  * Context: kc_httpserver_start/close: loop thread only (close stops and
  * joins the server threads). kc_httpserver_port: any thread.
@@ -38,6 +46,7 @@
 #include <uv.h>
 
 #include "base/metrics.h"
+#include "ops/healthcheck.h"
 
 typedef struct kc_httpserver kc_httpserver;
 
@@ -45,9 +54,9 @@ typedef struct kc_httpserver_hooks {
   /* Loop thread: set every sample into reg (already reset) and append the
    * /debug/informers document (a JSON value) to json (already empty). */
   void (*collect)(void *ud, kc_metrics *reg, kc_buf *json);
-  /* Loop thread, once per heartbeat: readiness and a one-line reason. May
-   * be NULL (then always ready). */
-  bool (*ready)(void *ud, char *why, size_t cap);
+  /* Loop thread, per /readyz request: appends the readiness checks'
+   * results (healthcheck.h). May be NULL (then ping is the only check). */
+  void (*checks)(void *ud, kc_health_results *out);
   void *ud;
   /* Loop thread, with collect: append the /debug/shards document (a JSON
    * value) to json (already empty). NULL: "[]". */
@@ -56,7 +65,7 @@ typedef struct kc_httpserver_hooks {
 
 enum {
   KC_HTTP_METRICS = 1u << 0, /* /metrics, /debug/informers and /debug/shards */
-  KC_HTTP_PROBES = 1u << 1,  /* /healthz and /readyz */
+  KC_HTTP_PROBES = 1u << 1,  /* /livez, /readyz, /healthz and their checks */
 };
 
 typedef struct kc_httpserver_options {
@@ -66,6 +75,7 @@ typedef struct kc_httpserver_options {
   unsigned stall_factor;   /* 0: 3 */
   uint64_t fresh_ms;       /* 0: 100 */
   uint64_t scrape_wait_ms; /* 0: 1000 */
+  uint64_t probe_wait_ms;  /* 0: 500 (under kubelet's default 1 s probe timeout) */
 } kc_httpserver_options;
 
 /* Parses a bind address into host (brackets removed, "" for all

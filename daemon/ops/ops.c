@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hooks/hook_health.h"
 #include "hooks/isolate.h"
 #include "base/log.h"
 #include "lease/sharding.h"
@@ -612,6 +613,7 @@ struct kc_ops {
   kc_httpserver *probes; /* own probe listener (probe_bind), or NULL */
   bool own_probes;
   kc_notify *notify;
+  kc_health *health; /* the readiness checks (/readyz) */
   uv_timer_t timer;
   kc_looplag lag;
   int open_handles; /* timer and lag: freed when both closed */
@@ -640,11 +642,74 @@ static void hook_shards(void *ud, kc_buf *json) {
   if (kc_ops_shards_json(&v, json) < 0) kc_warn("ops", "/debug/shards incomplete: out of memory");
 }
 
-static bool hook_ready(void *ud, char *why, size_t cap) {
+/* --- readiness checks (/readyz) --------------------------------------------------- */
+
+static void check_shutdown(void *ud, kc_health_results *out) {
   kc_ops *ops = ud;
+  kc_health_report(out, NULL, !ops->stopping, "stopping: finishing in-flight reconciles");
+}
+
+static void check_informers(void *ud, kc_health_results *out) {
   kc_ops_view v;
-  get_view(ops, &v);
-  return kc_ops_ready(&v, why, cap);
+  get_view(ud, &v);
+  for (size_t i = 0; i < v.ninformers; i++) {
+    kc_informer *inf = v.informers[i];
+    if (inf && kc_informer_synced(inf)) continue;
+    const kc_informer_spec *sp = v.specs ? v.specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
+    const kc_ops_informer_wait *w = !inf && v.informer_waits ? &v.informer_waits[i] : NULL;
+    kc_health_report(out, NULL, false, "waiting for kind %s %s (%s)", sp ? sp->api_version : "?",
+                     sp ? sp->kind : "?",
+                     inf                  ? "cache not synced yet"
+                     : w && w->not_served ? "not served"
+                     : w && w->reason     ? "discovery failing, see the log"
+                                          : "discovering");
+    return;
+  }
+  kc_health_report(out, NULL, true, NULL);
+}
+
+/* One result per configured controller: controller/NAME. */
+static void check_controllers(void *ud, kc_health_results *out) {
+  kc_ops_view v;
+  get_view(ud, &v);
+  for (size_t c = 0; v.controller_states && c < v.ncontroller_states; c++) {
+    const kc_ops_controller_state *cs = &v.controller_states[c];
+    char hook[KC_HEALTH_WHY_MAX];
+    if (cs->init_error)
+      kc_health_report(out, cs->name, false,
+                       "%s (failed attempts: %u; the next one %.1f s after the last)", cs->init_error,
+                       (unsigned)cs->failed_attempts, (double)cs->retry_delay_ms / 1000.0);
+    else if (!cs->running)
+      kc_health_report(out, cs->name, false, "not started yet");
+    else if (!kc_hook_health(cs->name, hook, sizeof hook))
+      kc_health_report(out, cs->name, false, "%s", hook);
+    else
+      kc_health_report(out, cs->name, true, NULL);
+  }
+}
+
+static void check_leader(void *ud, kc_health_results *out) {
+  kc_ops_view v;
+  get_view(ud, &v);
+  if (v.lease_name && !v.leading && !v.standby)
+    kc_health_report(out, NULL, false, "lease %s not acquired or observed yet", v.lease_name);
+  else
+    kc_health_report(out, NULL, true, NULL);
+}
+
+static void hook_checks(void *ud, kc_health_results *out) {
+  kc_ops *ops = ud;
+  if (kc_health_run(ops->health, out) < 0) kc_warn("ops", "readiness checks incomplete: out of memory");
+}
+
+kc_health *kc_ops_health(kc_ops *ops) { return ops ? ops->health : NULL; }
+
+static int add_builtin_checks(kc_ops *ops) {
+  int rc = kc_health_add(ops->health, "shutdown", check_shutdown, ops);
+  if (rc == 0) rc = kc_health_add(ops->health, "informers", check_informers, ops);
+  if (rc == 0) rc = kc_health_add(ops->health, "controller", check_controllers, ops);
+  if (rc == 0) rc = kc_health_add(ops->health, "leader-election", check_leader, ops);
+  return rc;
 }
 
 static void on_state_tick(uv_timer_t *t) {
@@ -678,15 +743,16 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   ops->reg = kc_metrics_new();
   if (!ops->reg || (rc = kc_ops_families_new(ops->reg, &ops->fam)) < 0) goto fail;
   if ((rc = kc_notify_new(loop, &ops->notify)) < 0) goto fail;
+  if ((rc = kc_health_new(&ops->health)) < 0 || (rc = add_builtin_checks(ops)) < 0) goto fail;
   ops->own_probes = o->probe_bind != NULL;
   kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms,
                               .endpoints = ops->own_probes ? KC_HTTP_METRICS : 0};
-  kc_httpserver_hooks hooks = {hook_collect, hook_ready, ops, hook_shards};
+  kc_httpserver_hooks hooks = {hook_collect, hook_checks, ops, hook_shards};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
   if (ops->own_probes) {
     kc_httpserver_options po = {.bind = o->probe_bind, .heartbeat_ms = o->heartbeat_ms,
                                 .endpoints = KC_HTTP_PROBES};
-    kc_httpserver_hooks ph = {NULL, hook_ready, ops, NULL};
+    kc_httpserver_hooks ph = {NULL, hook_checks, ops, NULL};
     if ((rc = kc_httpserver_start(loop, ops->reg, &po, &ph, &ops->probes)) < 0) {
       kc_httpserver_close(ops->http);
       goto fail;
@@ -710,6 +776,7 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   return 0;
 fail:
   kc_notify_close(ops->notify);
+  kc_health_free(ops->health);
   kc_ops_families_free(ops->fam);
   kc_metrics_free(ops->reg);
   free(ops);
@@ -741,6 +808,7 @@ void kc_ops_stopping(kc_ops *ops) {
 
 static void release_handle(kc_ops *ops) {
   if (--ops->open_handles > 0) return;
+  kc_health_free(ops->health);
   kc_ops_families_free(ops->fam);
   kc_metrics_free(ops->reg);
   free(ops);

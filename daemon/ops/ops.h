@@ -44,6 +44,7 @@
 #include "ops/looplag.h"
 #include "base/metrics.h"
 #include "ops/notify.h"
+#include "ops/healthcheck.h"
 
 /* One configured controller's start-up state (the daemon retries a plugin
  * that fails to load or init; see daemon.h). */
@@ -108,7 +109,8 @@ void kc_ops_families_free(kc_ops_families *f);
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v);
 /* Appends the /debug/informers JSON array. */
 int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out);
-/* Ready (/readyz) = no controller failing its plugin's load or init, every
+/* The view's part of readiness, for STATUS= (/readyz runs kc_ops_health's
+ * checks, which include these): no controller failing its plugin's load or init, every
  * informer created and synced, leader election off, leading or standby,
  * and not stopping. why gets the reason not to be: every failing
  * controller with its error, else the first other reason (an informer the
@@ -154,6 +156,11 @@ typedef struct kc_ops_options {
  * failure is an error: the operator asked for that address). */
 int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, void *ud,
                  kc_ops **out);
+/* The readiness checks behind /readyz: "shutdown", "informers",
+ * "controller" (controller/NAME: plugin loaded and started, its hook
+ * answering, hooks/hook_health.h) and "leader-election" are built in;
+ * components add theirs with kc_health_add (loop thread). NULL for NULL. */
+kc_health *kc_ops_health(kc_ops *ops);
 /* SIGHUP: RELOADING=1 + MONOTONIC_USEC; then kc_ops_reloaded with the outcome
  * ("reload applied" / "reload rejected: file:line:col: ..."), READY=1. */
 void kc_ops_reloading(kc_ops *ops);

@@ -31,7 +31,8 @@ typedef struct fixture {
   kc_metric_family *collections;
   kc_httpserver *srv;
   atomic_int collects;
-  atomic_bool ready;
+  atomic_bool ready, b_ok;
+  atomic_int check_runs;
   atomic_int stall_ms;
 } fixture;
 
@@ -55,11 +56,16 @@ static void collect(void *ud, kc_metrics *reg, kc_buf *json) {
   kc_buf_printf(json, "[{\"resource\":\"pods\",\"collect\":%d}]", n);
 }
 
-static bool ready(void *ud, char *why, size_t cap) {
+/* Two checks: informers (f->ready) and one per controller, "b" failing. */
+static void checks(void *ud, kc_health_results *out) {
   fixture *f = ud;
-  if (atomic_load(&f->ready)) return true;
-  snprintf(why, cap, "informer v1 Pod: cache not synced yet");
-  return false;
+  atomic_fetch_add(&f->check_runs, 1);
+  out->current = "informers";
+  kc_health_report(out, NULL, atomic_load(&f->ready), "waiting for kind v1 Pod (cache not synced yet)");
+  out->current = "controller";
+  kc_health_report(out, "a", true, NULL);
+  kc_health_report(out, "b", atomic_load(&f->b_ok), "hook not answering: timed out");
+  out->current = NULL;
 }
 
 static void on_quit(uv_async_t *a) {
@@ -92,7 +98,7 @@ static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms)
                                        NULL, 0, &f->collections), 0);
   kc_httpserver_options o = {.bind = bind, .heartbeat_ms = heartbeat_ms, .scrape_wait_ms = wait_ms, .fresh_ms = 1,
                              .endpoints = start_endpoints};
-  kc_httpserver_hooks h = {collect, ready, f, NULL};
+  kc_httpserver_hooks h = {collect, checks, f, NULL};
   assert_int_equal(kc_httpserver_start(&f->loop, f->reg, &o, &h, &f->srv), 0);
   assert_non_null(f->srv);
   assert_true(kc_httpserver_port(f->srv) > 0);
@@ -187,11 +193,19 @@ static void test_endpoints(void **state) {
   assert_string_equal(r.body, "ok\n");
   get(f, NULL, "/readyz", &r);
   assert_int_equal(r.status, 503);
-  assert_string_equal(r.body, "informer v1 Pod: cache not synced yet\n");
+  assert_string_equal(r.body, "[+]ping ok\n"
+                              "[-]informers failed: waiting for kind v1 Pod (cache not synced yet)\n"
+                              "[+]controller/a ok\n"
+                              "[-]controller/b failed: hook not answering: timed out\n"
+                              "readyz check failed\n");
+  /* Answered from the state at the request: no heartbeat to wait for. */
   atomic_store(&f->ready, true);
-  sleep_ms(150); /* > heartbeat */
+  atomic_store(&f->b_ok, true);
+  int runs = atomic_load(&f->check_runs);
   get(f, NULL, "/readyz", &r);
   assert_int_equal(r.status, 200);
+  assert_string_equal(r.body, "ok\n");
+  assert_true(atomic_load(&f->check_runs) > runs);
 
   get(f, NULL, "/nope", &r);
   assert_int_equal(r.status, 404);
@@ -203,11 +217,54 @@ static void test_endpoints(void **state) {
   assert_int_equal(r.status, 405);
   get(f, "DELETE", "/healthz", &r);
   assert_int_equal(r.status, 405);
-  /* Query strings do not change the endpoint. */
   get(f, NULL, "/healthz?verbose=1", &r);
   assert_int_equal(r.status, 200);
+  assert_string_equal(r.body, "[+]ping ok\nhealthz check passed\n");
   stop(f);
   assert_int_equal(count_fds(), fds); /* the listening socket is closed too */
+}
+
+/* /livez, per-check paths, ?verbose and ?exclude=. */
+static void test_probe_paths(void **state) {
+  (void)state;
+  fixture *f = start("127.0.0.1:0", 50, 1000);
+  resp r;
+  get(f, NULL, "/livez", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.body, "ok\n");
+  get(f, NULL, "/livez?verbose", &r);
+  assert_string_equal(r.body, "[+]ping ok\nlivez check passed\n");
+  get(f, NULL, "/livez/ping", &r);
+  assert_int_equal(r.status, 200);
+  get(f, NULL, "/livez/informers", &r); /* liveness is the loop only */
+  assert_int_equal(r.status, 404);
+  get(f, NULL, "/readyz/ping", &r);
+  assert_int_equal(r.status, 200);
+  get(f, NULL, "/readyz/controller/a", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.body, "ok\n");
+  get(f, NULL, "/readyz/controller/b", &r);
+  assert_int_equal(r.status, 503);
+  assert_string_equal(r.body, "controller/b failed: hook not answering: timed out\n");
+  get(f, NULL, "/readyz/controller", &r);
+  assert_int_equal(r.status, 404);
+  get(f, NULL, "/readyz/nope", &r);
+  assert_int_equal(r.status, 404);
+  get(f, NULL, "/readyz/", &r);
+  assert_int_equal(r.status, 404);
+  get(f, NULL, "/readyzz", &r);
+  assert_int_equal(r.status, 404);
+  atomic_store(&f->ready, true);
+  get(f, NULL, "/readyz?exclude=controller/b", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.body, "ok\n");
+  get(f, NULL, "/readyz?verbose&exclude=controller&exclude=nope", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.body, "[+]ping ok\n[+]informers ok\n[+]controller/a excluded: ok\n"
+                              "[+]controller/b excluded: ok\n"
+                              "warn: some health checks cannot be excluded: no matches for \"nope\"\n"
+                              "readyz check passed\n");
+  stop(f);
 }
 
 /* --health-probe-bind-address: a probes-only server and a metrics-only one. */
@@ -257,6 +314,8 @@ static void test_stalled_loop(void **state) {
   assert_true(r.seconds < 0.5); /* health checks never wait for the loop */
   get(f, NULL, "/readyz", &r);
   assert_int_equal(r.status, 503);
+  assert_non_null(strstr(r.body, "[-]ping failed: event loop stalled"));
+  assert_true(r.seconds < 0.5); /* a stalled loop is not waited for */
   /* A scrape waits at most scrape_wait_ms, then gets the last snapshot. */
   get(f, NULL, "/metrics", &r);
   assert_int_equal(r.status, 200);
@@ -337,6 +396,7 @@ int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_endpoints),
+      cmocka_unit_test(test_probe_paths),
       cmocka_unit_test(test_endpoint_split),
       cmocka_unit_test(test_stalled_loop),
       cmocka_unit_test(test_bind_rules),
