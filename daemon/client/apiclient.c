@@ -33,7 +33,16 @@ struct kc_api {
   char *token;
   uint64_t token_read_ms; /* monotonic; 0 = must read */
   uint64_t token_gen;     /* bumped whenever the cached token changes */
+  struct cred_notice *notice; /* kc_api_on_credentials, or NULL */
+  kc_api_health health;       /* under mu */
 };
+
+/* Wakes the loop when a new credential is stored (any thread). */
+typedef struct cred_notice {
+  uv_async_t async;
+  void (*fn)(void *ud);
+  void *ud;
+} cred_notice;
 
 struct kc_api_call {
   kc_api *api;
@@ -225,7 +234,10 @@ static int auth_header_ex(kc_api *api, uint64_t wait_ms, char **out, uint64_t *g
       char *fresh = NULL;
       int rc = read_token_file(api->creds->token_file, &fresh);
       if (rc == 0) {
-        if (!api->token || strcmp(api->token, fresh) != 0) api->token_gen++;
+        if (!api->token || strcmp(api->token, fresh) != 0) {
+          if (api->token && api->notice) uv_async_send(&api->notice->async);
+          api->token_gen++;
+        }
         if (api->token) explicit_bzero(api->token, strlen(api->token));
         free(api->token);
         api->token = fresh;
@@ -249,6 +261,80 @@ static int auth_header_ex(kc_api *api, uint64_t wait_ms, char **out, uint64_t *g
   return rc;
 }
 
+
+/* What answered a request: feeds kc_api_health. code 0 with error: no
+ * HTTP answer (connection, TLS, timeout). Any thread. */
+static void note_outcome(kc_api *api, long code, int error, const char *message) {
+  if (!api) return;
+  pthread_mutex_lock(&api->mu);
+  kc_api_health *h = &api->health;
+  uint64_t now = kc_clock_now_ms();
+  if (code == 0 && error) {
+    if (!h->unreachable_since_ms) {
+      h->unreachable_since_ms = now;
+      h->unreachable_since_unix = (int64_t)time(NULL);
+    }
+    snprintf(h->unreachable_error, sizeof h->unreachable_error, "%s",
+             message && *message ? message : strerror(-error));
+  } else if (code == 401 || code == 403) {
+    h->unreachable_since_ms = 0;
+    if (!h->auth_failing_since_ms) {
+      h->auth_failing_since_ms = now;
+      h->auth_failing_since_unix = (int64_t)time(NULL);
+    }
+    snprintf(h->auth_status, sizeof h->auth_status, "%ld %s", code,
+             code == 401 ? "Unauthorized" : "Forbidden");
+  } else if (code > 0) {
+    h->unreachable_since_ms = h->auth_failing_since_ms = 0;
+  }
+  pthread_mutex_unlock(&api->mu);
+}
+
+void kc_api_health_get(kc_api *api, kc_api_health *out) {
+  pthread_mutex_lock(&api->mu);
+  *out = api->health;
+  pthread_mutex_unlock(&api->mu);
+}
+
+bool kc_api_has_credential(kc_api *api) {
+  if (!api->exec) return true;
+  kc_exec_cred cred;
+  uint64_t gen;
+  int rc = kc_execcred_current(api->exec, 0, 0, &cred, &gen);
+  kc_exec_cred_clear(&cred);
+  return rc == 0;
+}
+
+static void on_cred_notice(uv_async_t *a) {
+  cred_notice *n = a->data;
+  n->fn(n->ud);
+}
+
+static void exec_new_cred(void *ud) {
+  cred_notice *n = ud;
+  uv_async_send(&n->async);
+}
+
+int kc_api_on_credentials(kc_api *api, void (*fn)(void *ud), void *ud) {
+  if (!api->loop || !fn || api->notice) return -EINVAL;
+  cred_notice *n = calloc(1, sizeof *n);
+  if (!n) return -ENOMEM;
+  n->fn = fn;
+  n->ud = ud;
+  int rc = uv_async_init(api->loop, &n->async, on_cred_notice);
+  if (rc < 0) {
+    free(n);
+    return rc;
+  }
+  n->async.data = n;
+  pthread_mutex_lock(&api->mu);
+  api->notice = n;
+  pthread_mutex_unlock(&api->mu);
+  if (api->exec) kc_execcred_on_new(api->exec, exec_new_cred, n);
+  return 0;
+}
+
+static void on_notice_closed(uv_handle_t *h) { free(h->data); }
 
 static void free_secret(char *s) {
   if (!s) return;
@@ -381,7 +467,8 @@ int kc_api_new(uv_loop_t *loop, const kc_kube_creds *creds, kc_api **out) {
 void kc_api_close(kc_api *api) {
   if (!api) return;
   kc_http_close(api->http);
-  kc_execcred_free(api->exec);
+  kc_execcred_free(api->exec); /* joins its thread: no notice is sent after */
+  if (api->notice) uv_close((uv_handle_t *)&api->notice->async, on_notice_closed);
   pthread_mutex_destroy(&api->mu);
   free_secret(api->token);
   free(api->base);
@@ -426,6 +513,7 @@ static void free_call(kc_api_call *call) {
 static int call_on_response(kc_http_req *req, long status, void *ud) {
   kc_api_call *call = ud;
   call->status = status;
+  note_outcome(call->api, status, 0, NULL);
   if (status >= 200 && status < 300 && call->on_response)
     return call->on_response(call, status, call->ud);
   return KC_HTTP_CONTINUE;
@@ -450,6 +538,7 @@ static void call_on_done(kc_http_req *req, const kc_http_result *hr, void *ud) {
   kc_api_call *call = ud;
   kc_api_result res = {.error = hr->error, .idle_timeout = hr->idle_timeout,
                        .body_bytes = hr->body_bytes};
+  if (!call->status) note_outcome(call->api, hr->status, hr->error, hr->message);
   if (hr->error) {
     transport_status(&res.status, hr->message);
     res.status.code = (int)hr->status;
@@ -661,6 +750,8 @@ static int do_once(kc_api_worker *w, const char *method, const char *path,
   out->body = w->body.p ? w->body.p : "";
   out->body_len = w->body.len;
   out->code = code;
+  note_outcome(api, code, res != CURLE_OK ? kc_http_map_curl_error(res) : 0,
+               w->errbuf[0] ? w->errbuf : curl_easy_strerror(res));
   if (res != CURLE_OK) {
     out->error = rc = kc_http_map_curl_error(res);
     transport_status(&out->status, w->errbuf[0] ? w->errbuf : curl_easy_strerror(res));

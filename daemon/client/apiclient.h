@@ -89,6 +89,32 @@ void kc_api_close(kc_api *api);
  * until it does). Without a plugin returns 0 at once. */
 int kc_api_prime_credentials(kc_api *api, uint64_t wait_ms);
 
+/* Whether the API server answers and accepts the credential, from every
+ * request's outcome: any HTTP answer other than 401/403 clears both
+ * streaks; a 401/403 starts (or continues) the auth streak; a request with
+ * no HTTP answer starts the unreachable streak. Copied by kc_api_health_get
+ * (any thread). */
+typedef struct kc_api_health {
+  uint64_t auth_failing_since_ms;  /* monotonic ms of the streak's first 401/403; 0 = none */
+  int64_t auth_failing_since_unix; /* the same moment, wall clock seconds (for messages) */
+  char auth_status[48];            /* the latest: "401 Unauthorized" or "403 Forbidden" */
+  uint64_t unreachable_since_ms;   /* monotonic ms of the first unanswered request; 0 = none */
+  int64_t unreachable_since_unix;
+  char unreachable_error[160];     /* the latest transport error */
+} kc_api_health;
+
+void kc_api_health_get(kc_api *api, kc_api_health *out);
+
+/* Without an exec plugin: true. With one: whether it has given a valid
+ * credential (never blocks). Any thread. */
+bool kc_api_has_credential(kc_api *api);
+
+/* fn(ud) runs on the loop thread soon after a different credential is
+ * stored: an exec plugin's new credential (its first one too) or a token
+ * file whose content changed. One listener; loop thread. 0, -EINVAL (no
+ * loop, or one already set), -ENOMEM or a uv error. */
+int kc_api_on_credentials(kc_api *api, void (*fn)(void *ud), void *ud);
+
 typedef struct kc_api_result {
   int error;     /* 0: a response arrived (see status.code); else as kc_http_result */
   bool idle_timeout;

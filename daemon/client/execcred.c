@@ -293,6 +293,8 @@ struct kc_execcred {
   uint64_t next_try;  /* monotonic ms; runs not before */
   uint64_t backoff_ms;
   uint64_t runs, finished;
+  void (*on_new)(void *ud); /* kc_execcred_on_new */
+  void *on_new_ud;
 };
 
 static int64_t real_ms(void) {
@@ -607,8 +609,11 @@ static void *refresh_main(void *arg) {
       }
       int64_t left = s->cur.expiry ? s->cur.expiry - real_ms() / 1000 : 0;
       bool tok = s->cur.token != NULL, cert = s->cur.cert != NULL;
+      void (*on_new)(void *) = same ? NULL : s->on_new;
+      void *on_new_ud = s->on_new_ud;
       pthread_cond_broadcast(&s->cond);
       pthread_mutex_unlock(&s->mu);
+      if (on_new) on_new(on_new_ud);
       if (left)
         kc_info(COMPONENT, "exec plugin gave a %s expiring in %llds (%s, %llu ms)",
                 tok && cert ? "token and client certificate" : tok ? "token" : "client certificate",
@@ -689,6 +694,13 @@ int kc_execcred_new(const kc_kube_creds *creds, kc_execcred **out) {
   }
   *out = s;
   return 0;
+}
+
+void kc_execcred_on_new(kc_execcred *s, void (*fn)(void *ud), void *ud) {
+  pthread_mutex_lock(&s->mu);
+  s->on_new = fn;
+  s->on_new_ud = ud;
+  pthread_mutex_unlock(&s->mu);
 }
 
 void kc_execcred_free(kc_execcred *s) {

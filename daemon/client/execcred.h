@@ -99,6 +99,9 @@ int kc_execcred_current(kc_execcred *s, uint64_t wait_ms, uint64_t stale_gen, kc
                         uint64_t *gen);
 /* A request made with generation gen got a 401. */
 void kc_execcred_rejected(kc_execcred *s, uint64_t gen);
+/* fn(ud) runs on the refresh thread each time a different credential is
+ * stored (after the lock is released; it must not block). NULL: none. */
+void kc_execcred_on_new(kc_execcred *s, void (*fn)(void *ud), void *ud);
 
 /* --- Test seam: for tests only, not called by the daemon --- */
 /* Number of plugin runs started so far. */
