@@ -408,6 +408,11 @@ int kc_informer_check_consistency(kc_informer *inf) {
   return rc;
 }
 
+void kc_informer_credentials_changed(kc_informer *inf) {
+  for (size_t i = 0; i < inf->nparts; i++)
+    if (inf->parts[i].reflector) kc_reflector_credentials_changed(inf->parts[i].reflector);
+}
+
 void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < inf->nparts; i++) {

@@ -131,6 +131,9 @@ typedef struct kc_informer_stats {
   char resource_version[64]; /* last seen (of the first reflector) */
 } kc_informer_stats;
 void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);
+/* A new credential is in use: every reflector of the informer that waits
+ * after a 401/403 retries at once (reflector.h). Loop thread. */
+void kc_informer_credentials_changed(kc_informer *inf);
 
 /* --- Test seam: for tests only, not called by the daemon --- */
 /* Starts a consistency check of every part now:

@@ -343,7 +343,12 @@ static void on_stream_failed(kc_reflector *r, const kc_api_result *res) {
     return;
   }
   bool retriable = res->error || (!refl_is_2xx(st) && (kc_api_is_too_many_requests(st) || kc_api_is_retryable(st)));
-  if (retriable || decode_failed || r->streaming == KC_REFLECTOR_STREAM_ON) {
+  /* A rejected credential says nothing of the server's streaming list:
+   * the request is tried again as it was once a credential is accepted. */
+  bool auth = r->watch_error_event ? r->watch_status.code == 401 || r->watch_status.code == 403
+                                   : !res->error && (kc_api_is_unauthorized(st) || kc_api_is_forbidden(st));
+  if (auth) r->auth_rejected = true;
+  if (retriable || auth || decode_failed || r->streaming == KC_REFLECTOR_STREAM_ON) {
     refl_set_error(r, "streaming list: %s", what);
     refl_backoff_then(r, NEXT_LIST, refl_retry_after_ms(st));
     return;
@@ -674,6 +679,14 @@ void refl_backoff_then(kc_reflector *r, int next, uint64_t retry_after) {
   kc_debug("reflector", "%s: retrying in %llu ms%s", r->describe, (unsigned long long)wait,
            retry_after ? " (Retry-After)" : "");
   kc_timer_start(&r->timer, on_backoff_timer, wait, 0);
+}
+
+void kc_reflector_credentials_changed(kc_reflector *r) {
+  if (r->phase != PHASE_BACKOFF || !r->auth_rejected) return;
+  kc_info("reflector", "%s: a new credential: retrying now instead of after the backoff", r->describe);
+  r->auth_rejected = false;
+  refl_backoff_reset(r);
+  kc_timer_start(&r->timer, on_backoff_timer, 0, 0);
 }
 
 /* --- lifetime ------------------------------------------------------------- */

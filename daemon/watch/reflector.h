@@ -210,6 +210,10 @@ int kc_reflector_relist(kc_reflector *r, const char *why);
  * resource_version, backoff_ms copied from the reflector's own control
  * state now (which it never reads back from here). */
 const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r);
+/* A new credential is in use (apiclient.h kc_api_on_credentials): a
+ * reflector waiting out its backoff after a 401/403 retries at once, with
+ * its backoff reset. Others are left alone. Loop thread. */
+void kc_reflector_credentials_changed(kc_reflector *r);
 const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */
 /* The configuration error the server answered the last LIST with ("HTTP
  * 400 BadRequest: field label not supported: ..."), or NULL when there is

@@ -113,6 +113,7 @@ struct kc_reflector {
 
   /* history check (history.h) */
   bool verify_history;   /* a connection failed: check before resuming the watch */
+  bool auth_rejected;    /* the last response was a 401/403: a new credential ends the wait */
   /* Witnesses: [0] the cached object with the highest RV, the others a
    * uniform sample of the cached objects (reservoir over what the lists and
    * events delivered since the last list began), so that a history

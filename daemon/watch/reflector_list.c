@@ -164,6 +164,7 @@ int refl_on_body_data(kc_api_call *call, const char *buf, size_t len, void *ud) 
  * first; its done() then finishes the request. */
 void refl_response_done(kc_reflector *r, const kc_api_result *res, bool list) {
   r->req = NULL;
+  r->auth_rejected = !res->error && (res->status.code == 401 || res->status.code == 403);
   r->result = *res;
   r->http_done = true;
   if (r->stream) {
