@@ -44,6 +44,10 @@ typedef struct kc_daemon_options {
    * kctrld_controller_{ready,init_failures_total}. After start-up (reload)
    * failures are always retried. */
   bool fail_fast;
+  /* --auth-failure-readiness-timeout (ms; 0: never), when set: overrides
+   * authFailureReadinessTimeout of the file. */
+  int64_t auth_failure_readiness_ms;
+  bool auth_failure_readiness_set;
 } kc_daemon_options;
 
 /* Runs until a termination signal. Returns 0 after a clean stop, or the

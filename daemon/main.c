@@ -28,6 +28,7 @@
 #include "base/fileperm.h"
 #include "client/http.h"
 #include "hooks/isolate_child.h"
+#include "json/yamltree.h"
 #include "base/log.h"
 #include "base/memtrim.h"
 #include "host/plugin_host.h"
@@ -50,8 +51,12 @@ static void usage(FILE *out) {
           "  --metrics-bind-address HOST:PORT   /metrics (and the probes, see below);\n"
           "                                     default 127.0.0.1:8080, \"0\" disables\n"
           "  --health-probe-bind-address HOST:PORT\n"
-          "                                     /healthz and /readyz on their own listener\n"
+          "                                     /livez, /readyz and /healthz on their own listener\n"
           "                                     (\"0\" disables); default: on the metrics one\n"
+          "  --auth-failure-readiness-timeout DURATION\n"
+          "                                     /readyz fails once every API request got\n"
+          "                                     401/403 this long (default 30s, 0: never);\n"
+          "                                     overrides authFailureReadinessTimeout\n"
           "  --leader-elect[=true|false]        leader election on or off; overrides\n"
           "                                     leaderElection.enabled\n"
           "  --identity NAME                    leader election holder identity\n"
@@ -83,7 +88,8 @@ int main(int argc, char **argv) {
   enum { OPT_CONFIG = 1, OPT_CHECK, OPT_KUBECONFIG, OPT_METRICS, OPT_IDENTITY, OPT_VERSION,
          OPT_LOGLEVEL, OPT_FAIL_FAST, OPT_HELP, OPT_INSECURE_PERMS,
          /* logging and operator flags */
-         OPT_LOGFORMAT, OPT_LEADER_ELECT, OPT_PROBE_BIND, OPT_CONTEXT, OPT_ONLINE };
+         OPT_LOGFORMAT, OPT_LEADER_ELECT, OPT_PROBE_BIND, OPT_CONTEXT, OPT_ONLINE,
+         OPT_AUTH_READINESS };
   static const struct option opts[] = {
       {"config", required_argument, NULL, OPT_CONFIG},
       {"check-config", required_argument, NULL, OPT_CHECK},
@@ -101,6 +107,7 @@ int main(int argc, char **argv) {
       {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
       {"health-probe-bind-address", required_argument, NULL, OPT_PROBE_BIND},
       {"online", no_argument, NULL, OPT_ONLINE},
+      {"auth-failure-readiness-timeout", required_argument, NULL, OPT_AUTH_READINESS},
       {NULL, 0, NULL, 0},
   };
   kc_daemon_options o = {0};
@@ -147,6 +154,17 @@ int main(int argc, char **argv) {
       break;
     case OPT_PROBE_BIND: o.probe_bind = optarg; break;
     case OPT_ONLINE: online = true; break;
+    case OPT_AUTH_READINESS: {
+      int64_t ns;
+      if (kc_yaml_parse_duration(optarg, &ns) < 0 || ns % 1000000 != 0 || ns / 1000000 > 86400000) {
+        fprintf(stderr, "kctrld: --auth-failure-readiness-timeout: expected a duration such as 30s "
+                        "(0 turns the check off), got \"%s\"\n", optarg);
+        return 2;
+      }
+      o.auth_failure_readiness_ms = ns / 1000000;
+      o.auth_failure_readiness_set = true;
+      break;
+    }
     default: usage(stderr); return 2;
     }
   }

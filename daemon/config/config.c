@@ -321,6 +321,8 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
       CUSTOM("logFormat"),
       FIELD_RANGE("shutdownTimeout", F_DURATION, kc_config, shutdown_timeout_ms, 0, 3600000),
       FIELD_RANGE("decodeThreads", F_INT, kc_config, decode_threads, 0, 64),
+      FIELD_RANGE("authFailureReadinessTimeout", F_DURATION, kc_config, auth_failure_readiness_ms, 0,
+                  86400000),
       CUSTOM("informers"),
       CUSTOM("controllers"),
   };
@@ -453,6 +455,7 @@ static void config_set_defaults(kc_config *cfg) {
   cfg->log_format = KC_LOG_FORMAT_TEXT;
   cfg->shutdown_timeout_ms = KC_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   cfg->decode_threads = -1;
+  cfg->auth_failure_readiness_ms = KC_DEFAULT_AUTH_FAILURE_READINESS_MS;
 }
 
 void kc_config_free(kc_config *cfg) {

@@ -57,6 +57,7 @@
 #define KC_DEFAULT_QPS 10.0
 #define KC_DEFAULT_BURST 100
 #define KC_DEFAULT_SHUTDOWN_TIMEOUT_MS (30 * 1000)
+#define KC_DEFAULT_AUTH_FAILURE_READINESS_MS (30 * 1000)
 
 enum kc_streaming_list {
   KC_STREAMING_AUTO = 0, /* use sendInitialEvents when the server supports it */
@@ -270,6 +271,9 @@ typedef struct kc_config {
   int64_t shutdown_timeout_ms;
   int64_t decode_threads;     /* decodeThreads: -1 = one per core beyond the loop's; 0 = decode
                                  on the loop thread */
+  /* authFailureReadinessTimeout: /readyz fails once every API request has
+   * got 401/403 (or no answer) for this long; 0 = never. */
+  int64_t auth_failure_readiness_ms;
   const kc_informer_spec *informers; /* explicit ones in file order, then implicit */
   size_t ninformers;
   const kc_controller_spec *controllers;
@@ -336,6 +340,7 @@ enum kc_global_field {
   KC_GLOBAL_SHUTDOWN_TIMEOUT = 1u << 4,
   KC_GLOBAL_DECODE_THREADS = 1u << 5,
   KC_GLOBAL_LOG_FORMAT = 1u << 6,
+  KC_GLOBAL_AUTH_READINESS = 1u << 7,
 };
 
 typedef struct kc_config_change {

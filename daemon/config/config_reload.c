@@ -155,6 +155,8 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
   if (oc->log_format != nc->log_format) d->global |= KC_GLOBAL_LOG_FORMAT;
   if (oc->shutdown_timeout_ms != nc->shutdown_timeout_ms) d->global |= KC_GLOBAL_SHUTDOWN_TIMEOUT;
   if (oc->decode_threads != nc->decode_threads) d->global |= KC_GLOBAL_DECODE_THREADS;
+  if (oc->auth_failure_readiness_ms != nc->auth_failure_readiness_ms)
+    d->global |= KC_GLOBAL_AUTH_READINESS;
   *out = d;
   return 0;
 }
@@ -215,7 +217,8 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
   if (d->global) {
     kc_buf_puts(&b, "; global:");
     static const char *const gnames[] = {"kubeconfig", "leaderElection", "metrics", "logLevel",
-                                         "shutdownTimeout", "decodeThreads", "logFormat"};
+                                         "shutdownTimeout", "decodeThreads", "logFormat",
+                                         "authFailureReadinessTimeout"};
     for (size_t k = 0; k < sizeof gnames / sizeof gnames[0]; k++)
       if (d->global & (1u << k)) {
         kc_buf_puts(&b, " ");

@@ -180,6 +180,13 @@ static void test_defaults(void **state) {
   assert_int_equal(c->shutdown_timeout_ms, 5000);
   assert_string_equal(c->metrics_bind, "0");
   assert_int_equal(c->decode_threads, -1); /* default: one per core beyond the loop's */
+  assert_int_equal(c->auth_failure_readiness_ms, 30000);
+  kc_config_free(c);
+  c = load("authFailureReadinessTimeout: 2m\n");
+  assert_int_equal(c->auth_failure_readiness_ms, 120000);
+  kc_config_free(c);
+  c = load("authFailureReadinessTimeout: 0\n");
+  assert_int_equal(c->auth_failure_readiness_ms, 0);
   kc_config_free(c);
   c = load("decodeThreads: 0\n");
   assert_int_equal(c->decode_threads, 0);
@@ -345,10 +352,10 @@ static void test_documented_defaults(void **state) {
     }
   }
   free(doc);
-  /* Every row with a value: 5 top level, 6 leaderElection, 5 sharding,
+  /* Every row with a value: 6 top level, 6 leaderElection, 5 sharding,
    * 1 metrics, 7 informers, 5 controllers, 4 rateLimit, 4 hook exec, 4 hook
    * webhook. */
-  assert_int_equal(checked, 41);
+  assert_int_equal(checked, 42);
 }
 
 static void test_top_level_errors(void **state) {
@@ -359,7 +366,8 @@ static void test_top_level_errors(void **state) {
         "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
-        "sharding, metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, informers, controllers)");
+        "sharding, metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, "
+        "authFailureReadinessTimeout, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
   fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
