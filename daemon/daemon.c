@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config/config.h"
 #include "runtime/controller.h"
@@ -582,6 +583,7 @@ static void on_controller_stopped(void *ud) {
 
 static void finish_shutdown(kc_daemon *d) {
   atomic_store(&d->may_write, false);
+  kc_timer_close(&d->cred_timer, on_closed_noop);
   daemon_host_link_close(d); /* before the informers close: abandoned reconciles may read them */
   for (size_t i = 0; i < d->nkinds; i++) {
     if (d->kinds[i]->informer) kc_informer_close(d->kinds[i]->informer);
@@ -636,6 +638,8 @@ static void begin_shutdown(kc_daemon *d, const char *why) {
     d->ctls[i].ctl = NULL;
   }
   uv_timer_stop(&d->init_retry);
+  kc_timer_stop(&d->cred_timer);
+  d->cred_waiting = false;
   uv_timer_stop(&d->tick);
   uv_timer_start(&d->tick, on_shutdown_poll, 0, 50);
 }
@@ -660,6 +664,105 @@ static void on_signal(uv_signal_t *s, int signum) {
 }
 
 
+
+/* --- the first credential, and new ones ---------------------------------------- */
+
+#define KC_DAEMON_CRED_WARN_MS 10000 /* the wait is logged at info, then at warn after this */
+#define KC_DAEMON_CRED_WAIT_MS 35000 /* the plugin's own 30 s timeout and a margin */
+
+/* Unix seconds as RFC 3339 UTC, for messages. */
+static void format_utc(int64_t unix_s, char *buf, size_t cap) {
+  time_t t = (time_t)unix_s;
+  struct tm tm;
+  if (!gmtime_r(&t, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    snprintf(buf, cap, "%lld", (long long)unix_s);
+}
+
+/* Informers (through the tick), discovery and leader election start. */
+static void start_running(kc_daemon *d) {
+  if (d->running || d->stopping) return;
+  d->running = true;
+  d->cred_waiting = false;
+  kc_timer_stop(&d->cred_timer);
+  uv_timer_start(&d->tick, daemon_on_tick, 0, 1000);
+  if ((d->run_error = leader_start(d)) < 0) begin_shutdown(d, "leader election");
+}
+
+static void on_cred_timer(uv_timer_t *t) {
+  kc_daemon *d = t->data;
+  if (!d->cred_waiting) return;
+  uint64_t waited = kc_clock_now_ms() - d->cred_wait_start_ms;
+  if (waited >= KC_DAEMON_CRED_WAIT_MS) {
+    kc_warn("credentials", "no credential from the exec plugin after %llu s; starting anyway, "
+            "requests go without one until it succeeds", (unsigned long long)waited / 1000);
+    start_running(d);
+    return;
+  }
+  kc_warn("credentials", "still waiting for the first credential from the exec plugin after "
+          "%llu s (%s); the plugin's own messages are logged when it ends",
+          (unsigned long long)waited / 1000, d->creds->source ? d->creds->source : "kubeconfig");
+  kc_timer_start(&d->cred_timer, on_cred_timer, KC_DAEMON_CRED_WAIT_MS - waited, 0);
+}
+
+/* Loop thread: a different credential is stored (apiclient.h). */
+static void on_new_credential(void *ud) {
+  kc_daemon *d = ud;
+  if (d->stopping) return;
+  if (d->cred_waiting) {
+    kc_info("credentials", "first credential from the exec plugin after %llu ms; starting",
+            (unsigned long long)(kc_clock_now_ms() - d->cred_wait_start_ms));
+    start_running(d);
+    return;
+  }
+  /* Whatever waits after a 401/403 tries again now rather than after its
+   * backoff (an informer's can have grown to tens of seconds). */
+  for (size_t i = 0; i < d->nkinds; i++) {
+    kind_slot *k = d->kinds[i];
+    if (k->informer) kc_informer_credentials_changed(k->informer);
+    else if (!atomic_load(&k->resolved) && !k->discovering) k->next_resolve_ms = 0;
+  }
+}
+
+/* The exec plugin's first run may take a while (a login, a token
+ * exchange): the probes answer meanwhile, /readyz says why it is not ready. */
+static void begin_running(kc_daemon *d) {
+  if (kc_api_has_credential(d->api)) {
+    start_running(d);
+    return;
+  }
+  d->cred_waiting = true;
+  d->cred_wait_start_ms = kc_clock_now_ms();
+  kc_info("credentials", "waiting for the first credential from the exec plugin (%s); informers "
+          "and leader election start when it arrives (at most %d s)",
+          d->creds->source ? d->creds->source : "kubeconfig", KC_DAEMON_CRED_WAIT_MS / 1000);
+  kc_timer_start(&d->cred_timer, on_cred_timer, KC_DAEMON_CRED_WARN_MS, 0);
+}
+
+/* Readiness check "api": the first credential, then whether the API server
+ * answers and accepts it (apiclient.h kc_api_health). */
+static void check_api(void *ud, kc_health_results *out) {
+  kc_daemon *d = ud;
+  uint64_t now = kc_clock_now_ms();
+  if (d->cred_waiting) {
+    kc_health_report(out, NULL, false, "waiting for the first credential from the exec plugin (%llu s)",
+                     (unsigned long long)(now - d->cred_wait_start_ms) / 1000);
+    return;
+  }
+  int64_t limit = d->opts.auth_failure_readiness_set ? d->opts.auth_failure_readiness_ms
+                                                     : d->cfg->auth_failure_readiness_ms;
+  kc_api_health h = {0};
+  if (d->api) kc_api_health_get(d->api, &h);
+  char since[32];
+  if (limit > 0 && h.auth_failing_since_ms && now - h.auth_failing_since_ms >= (uint64_t)limit) {
+    format_utc(h.auth_failing_since_unix, since, sizeof since);
+    kc_health_report(out, NULL, false, "API authentication failing since %s: %s", since, h.auth_status);
+  } else if (limit > 0 && h.unreachable_since_ms && now - h.unreachable_since_ms >= (uint64_t)limit) {
+    format_utc(h.unreachable_since_unix, since, sizeof since);
+    kc_health_report(out, NULL, false, "API server unreachable since %s: %s", since, h.unreachable_error);
+  } else {
+    kc_health_report(out, NULL, true, NULL);
+  }
+}
 
 /* --- run ---------------------------------------------------------------------- */
 
@@ -738,18 +841,14 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   }
   uv_timer_init(&d->loop, &d->init_retry);
   d->init_retry.data = d;
+  kc_timer_init(&d->loop, &d->cred_timer);
+  d->cred_timer.uv.data = d;
   int code;
   if ((code = kc_api_new(&d->loop, d->creds, &d->api)) < 0 ||
       (code = kc_discovery_new(d->api, &d->discovery)) < 0) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
-  /* An exec credential plugin runs on its own thread; before the loop
-   * starts, give its first run the time it may take so that the first
-   * requests carry a credential (a failure is logged and retried). */
-  if (d->creds->exec && kc_api_prime_credentials(d->api, 35000) < 0)
-    kc_warn("credentials", "no credential from the exec plugin yet; requests go without one "
-            "until it succeeds");
   unsigned decode_threads = d->cfg->decode_threads < 0 ? kc_decode_pool_default_threads()
                                                        : (unsigned)d->cfg->decode_threads;
   if ((code = kc_decode_pool_new(&d->loop, decode_threads, &d->decode_pool)) < 0) {
@@ -794,12 +893,20 @@ int kc_daemon_run(const kc_daemon_options *opts) {
     uv_run(&d->loop, UV_RUN_DEFAULT);
     goto out;
   }
-  uv_timer_start(&d->tick, daemon_on_tick, 0, 1000);
-  if ((code = leader_start(d)) < 0) begin_shutdown(d, "leader election");
+  if ((code = kc_api_on_credentials(d->api, on_new_credential, d)) < 0 ||
+      (code = kc_health_add(kc_ops_health(d->ops), "api", check_api, d)) < 0) {
+    kc_error("daemon", "cannot watch for new credentials: %s", strerror(-code));
+    begin_shutdown(d, "startup failed");
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    goto out;
+  }
+  begin_running(d);
   uv_run(&d->loop, UV_RUN_DEFAULT);
+  code = d->run_error;
   goto out;
 fail:
   uv_close((uv_handle_t *)&d->init_retry, on_closed_noop);
+  kc_timer_close(&d->cred_timer, on_closed_noop);
   kc_discovery_free(d->discovery);
   kc_decode_pool_free(d->decode_pool);
   close_events(d);

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "base/clock.h"
 #include "client/discovery.h"
 #include "client/events.h"
 #include "client/kubeconfig.h"
@@ -99,6 +100,14 @@ struct kc_daemon {
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t tick;
   uv_timer_t init_retry; /* the next due plugin load/init retry (ctl_slot) */
+  /* Start-up with an exec credential plugin: informers, discovery and
+   * leader election wait (at most KC_DAEMON_CRED_WAIT_MS) for its first
+   * credential while the probes already answer; cred_timer logs the wait. */
+  kc_timer cred_timer;
+  bool cred_waiting;
+  bool running;             /* informers and leader election started */
+  uint64_t cred_wait_start_ms;
+  int run_error; /* leader election could not start: kc_daemon_run's result */
   atomic_bool may_write;
   kc_leader *leader; /* NULL when leader election is off */
   char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
