@@ -12,6 +12,9 @@ Works in $EXECCRED_DIR (set through the kubeconfig's exec env). The file
              learn of the expiry from a 401)
   fail       a message on stderr, exit status 1
   hang       sleep for an hour (the daemon's timeout kills it)
+  slow       sleep `delay` seconds (default 5), then as ok
+  unlisted   as ok, but the token is not added to the --token-file: the
+             server answers 401 to it (a credential the server revoked)
   malformed  print something that is not JSON
 Every run appends its mode to `runs`. Checks KUBERNETES_EXEC_INFO."""
 import datetime
@@ -45,6 +48,8 @@ if mode == "fail":
     sys.exit(1)
 if mode == "hang":
     time.sleep(3600)
+if mode == "slow":
+    time.sleep(float(read("delay", "5")))
 if mode == "malformed":
     print("<html>identity provider maintenance</html>")
     sys.exit(0)
@@ -53,17 +58,18 @@ lifetime = int(read("lifetime", "4"))
 claim = int(read("claim", str(lifetime)))
 now = time.time()
 token = "rot-" + secrets.token_hex(16)
-tf = read("tokenfile", "")
+tf = read("tokenfile", "") if mode != "unlisted" else ""
 keep = []
 try:
     with open(tf) as f:
         keep = [ln for ln in f.read().splitlines() if ln and float(ln.split()[1]) > now]
 except FileNotFoundError:
     pass
-tmp = tf + ".tmp"
-with open(tmp, "w") as f:
-    f.write("\n".join(keep[-2:] + ["%s %d" % (token, int(now + lifetime))]) + "\n")
-os.rename(tmp, tf)
+if tf:
+    tmp = tf + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(keep[-2:] + ["%s %d" % (token, int(now + lifetime))]) + "\n")
+    os.rename(tmp, tf)
 sys.stderr.write("issued %s\n" % token)  # the daemon must redact this
 exp = datetime.datetime.fromtimestamp(int(now + claim), datetime.timezone.utc)
 print(json.dumps({"kind": "ExecCredential", "apiVersion": "client.authentication.k8s.io/v1",
