@@ -339,8 +339,8 @@ static bool both_failing(const char *m, long rcode, const char *r) {
          ctl_metric(m, "kctrld_controller_ready", "flaky") == 0 &&
          ctl_metric(m, "kctrld_controller_ready", "late") == 0 &&
          ctl_metric(m, "kctrld_controller_ready", "healthy") == 1 && successes(m, "healthy") >= 1 &&
-         rcode == 503 && strstr(r, "controller flaky: ") &&
-         strstr(r, "Connection refused (init returned -111)") && strstr(r, "controller late: ") &&
+         rcode == 503 && strstr(r, "[-]controller/flaky failed: ") &&
+         strstr(r, "Connection refused (init returned -111)") && strstr(r, "[-]controller/late failed: ") &&
          strstr(r, "does not exist");
 }
 
@@ -356,8 +356,8 @@ static bool both_recovered(const char *m, long rcode, const char *r) {
 static bool broken_failing(const char *m, long rcode, const char *r) {
   return ctl_metric(m, "kctrld_controller_init_failures_total", "broken") >= 1 &&
          ctl_metric(m, "kctrld_controller_ready", "broken") == 0 && rcode == 503 &&
-         strstr(r, "controller broken: ") && strstr(r, "does not exist") &&
-         !strstr(r, "controller flaky");
+         strstr(r, "[-]controller/broken failed: ") && strstr(r, "does not exist") &&
+         !strstr(r, "[-]controller/flaky");
 }
 
 static bool broken_fixed(const char *m, long rcode, const char *r) {
@@ -368,7 +368,7 @@ static bool broken_fixed(const char *m, long rcode, const char *r) {
 
 static bool flaky_failing_again(const char *m, long rcode, const char *r) {
   return ctl_metric(m, "kctrld_controller_ready", "flaky") == 0 && rcode == 503 &&
-         strstr(r, "controller flaky: ") &&
+         strstr(r, "[-]controller/flaky failed: ") &&
          ctl_metric(m, "kctrld_controller_ready", "healthy") == 1;
 }
 
