@@ -92,7 +92,7 @@ def test_deployment_probes_and_hardening():
     sc = c["securityContext"]
     assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False, sc
     assert sc["capabilities"]["drop"] == ["ALL"], sc
-    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     with open(os.path.join(BASE, "kctrld.yaml")) as f:
