@@ -36,7 +36,7 @@ struct kc_httpserver {
   kc_health_results back_checks;
 
   /* Shared with the server threads: everything below is guarded by mu,
-   * except last_beat_ms (atomic, read lock-free by /healthz). */
+   * except last_beat_ms (atomic, read lock-free by the ping check). */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   kc_buf metrics, json, shards;
