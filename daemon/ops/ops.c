@@ -517,12 +517,10 @@ static bool controllers_ok(const kc_ops_view *v, char *why, size_t cap) {
 }
 
 /* strict: /readyz (controllers, synced caches); else kc_ops_started. */
-static bool ready_check(const kc_ops_view *v, bool strict, char *why, size_t cap) {
-  if (v->stopping) {
-    snprintf(why, cap, "stopping");
-    return false;
-  }
-  if (strict && !controllers_ok(v, why, cap)) return false;
+/* strict (/readyz): the first informer not synced, with why; else
+ * (kc_ops_started): the first one not created, unless its kind is not
+ * served. false when there is none. */
+static bool informer_waiting(const kc_ops_view *v, bool strict, char *why, size_t cap) {
   for (size_t i = 0; i < v->ninformers; i++) {
     kc_informer *inf = v->informers[i];
     const kc_informer_spec *s = v->specs ? v->specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
@@ -534,15 +532,25 @@ static bool ready_check(const kc_ops_view *v, bool strict, char *why, size_t cap
       snprintf(why, cap, "informer of %s %s%s%s: the API server refuses its selector: %s",
                s ? s->api_version : "?", s ? s->kind : "?", s && s->name ? " " : "",
                s && s->name ? s->name : "", cfg_err);
-      return false;
+      return true;
     }
     snprintf(why, cap, "waiting for kind %s %s (%s)", s ? s->api_version : "?", s ? s->kind : "?",
              inf                   ? "cache not synced yet"
              : w && w->not_served  ? "not served"
              : w && w->reason      ? "discovery failing, see the log"
                                    : "discovering");
+    return true;
+  }
+  return false;
+}
+
+static bool ready_check(const kc_ops_view *v, bool strict, char *why, size_t cap) {
+  if (v->stopping) {
+    snprintf(why, cap, "stopping");
     return false;
   }
+  if (strict && !controllers_ok(v, why, cap)) return false;
+  if (informer_waiting(v, strict, why, cap)) return false;
   if (v->lease_name && !v->leading && !v->standby) {
     snprintf(why, cap, "leader election: lease %s not acquired or observed yet", v->lease_name);
     return false;
@@ -652,20 +660,9 @@ static void check_shutdown(void *ud, kc_health_results *out) {
 static void check_informers(void *ud, kc_health_results *out) {
   kc_ops_view v;
   get_view(ud, &v);
-  for (size_t i = 0; i < v.ninformers; i++) {
-    kc_informer *inf = v.informers[i];
-    if (inf && kc_informer_synced(inf)) continue;
-    const kc_informer_spec *sp = v.specs ? v.specs[i] : inf ? kc_informer_spec_get(inf) : NULL;
-    const kc_ops_informer_wait *w = !inf && v.informer_waits ? &v.informer_waits[i] : NULL;
-    kc_health_report(out, NULL, false, "waiting for kind %s %s (%s)", sp ? sp->api_version : "?",
-                     sp ? sp->kind : "?",
-                     inf                  ? "cache not synced yet"
-                     : w && w->not_served ? "not served"
-                     : w && w->reason     ? "discovery failing, see the log"
-                                          : "discovering");
-    return;
-  }
-  kc_health_report(out, NULL, true, NULL);
+  char why[KC_HEALTH_WHY_MAX];
+  bool waiting = informer_waiting(&v, true, why, sizeof why);
+  kc_health_report(out, NULL, !waiting, "%s", why);
 }
 
 /* One result per configured controller: controller/NAME. */
