@@ -4,7 +4,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -478,33 +477,23 @@ int kc_rbac_check_plugins(const kc_config *cfg, FILE *out) {
   return warnings;
 }
 
-static void rbac_usage(FILE *f) {
-  fprintf(f, "usage: kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]\n");
-}
-
-int kc_rbac_main(int argc, char **argv) {
-  enum { O_CONFIG = 1, O_NS, O_NAME, O_DIR, O_HELP };
-  static const struct option opts[] = {
-      {"config", required_argument, NULL, O_CONFIG}, {"namespace", required_argument, NULL, O_NS},
-      {"name", required_argument, NULL, O_NAME},     {"plugin-dir", required_argument, NULL, O_DIR},
-      {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
-  };
-  const char *config = NULL, *dir = NULL;
+int kc_rbac_main(const kc_cli_command *cmd, int argc, char **argv) {
+  const char *config = NULL, *dir = NULL, *arg;
   kc_rbac_options o = {0};
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (c) {
-    case O_CONFIG: config = optarg; break;
-    case O_NS: o.namespace_ = optarg; break;
-    case O_NAME: o.name = optarg; break;
-    case O_DIR: dir = optarg; break;
-    case O_HELP: rbac_usage(stdout); return 0;
-    default: rbac_usage(stderr); return 2;
+  int id;
+  while ((id = kc_cli_next(cmd, argc, argv, &arg)) > KC_CLI_END) {
+    switch (id) {
+    case KC_CLI_CONFIG: config = arg; break;
+    case KC_CLI_RBAC_NAMESPACE: o.namespace_ = arg; break;
+    case KC_CLI_RBAC_NAME: o.name = arg; break;
+    case KC_CLI_RBAC_PLUGIN_DIR: dir = arg; break;
+    case KC_CLI_HELP: kc_cli_help(stdout, cmd); return 0;
+    default: break;
     }
   }
-  if (!config || optind < argc) {
-    rbac_usage(stderr);
+  if (id == KC_CLI_USAGE || kc_cli_check_args(cmd, argc, argv) < 0) return 2;
+  if (!config) {
+    kc_cli_usage_error(cmd, "--config FILE is required");
     return 2;
   }
   char err[4096];

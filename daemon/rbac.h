@@ -39,6 +39,7 @@
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "cli.h"
 #include "config/config.h"
 #include "kctrld/plugin.h"
 
@@ -70,10 +71,11 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *o, kc_buf *out
 bool kc_rbac_resource_of(const char *group, const char *kind, char *plural, size_t cap,
                          bool *namespaced);
 
-/* `kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]`:
- * argv[0] is "rbac". Prints the YAML on stdout; returns the exit code
- * (0, 1 on errors, 2 on usage errors). */
-int kc_rbac_main(int argc, char **argv);
+/* `kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]`
+ * with cmd = that command's table (cli.h): argv[0] is "rbac", optind 1.
+ * Prints the YAML on stdout; returns the exit code (0, 1 on errors, 2 on
+ * usage errors). */
+int kc_rbac_main(const kc_cli_command *cmd, int argc, char **argv);
 
 /* --check-config: loads each controller's plugin and writes one warning
  * line on out for each plugin that declares no permissions (or cannot be
