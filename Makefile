@@ -48,6 +48,12 @@ CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -fstack-protector-s
 LDFLAGS   += $(SANFLAGS) -Wl,-z,relro,-z,now
 LDLIBS    := $(PKG_LIBS) -lpthread -ldl -lm
 
+# `kctrld version` names the commit it was built from: `git describe` of this
+# tree, "-dirty" with uncommitted changes, "unknown" outside a git checkout
+# (a source tarball); GIT_COMMIT=... on the command line overrides it. Only
+# daemon/cli.c gets the define; it is rebuilt when the value changes.
+GIT_COMMIT ?= $(shell git -C '$(CURDIR)' describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+
 DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o)
 APISIM_SRC := $(wildcard tests/apisim/*.c)
@@ -67,7 +73,7 @@ CXX       ?= g++
 CXXFLAGS_PLUGIN := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden -Iinclude
 UNIT_CXX_SO := $(patsubst tests/unit/plugins/%.cpp,$(B)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.cpp))
 
-.PHONY: all test test-binaries check unit demo bench bench-deps bench-micro fuzz fuzz-run fuzz-replay install format lint clean deps tsan asan \
+.PHONY: man FORCE all test test-binaries check unit demo bench bench-deps bench-micro fuzz fuzz-run fuzz-replay install format lint clean deps tsan asan \
         valgrind coverage faults soak binaries deb deb-deps
 all: $(B)/kctrld $(B)/kube-apisim $(PLUGIN_SO) $(UNIT_BIN) $(BENCH_BIN) $(UNIT_CXX_SO)
 
@@ -92,6 +98,38 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(UNIT_HELPER_OBJ) $(B)/libkctrld.a
 $(B)/tests/plugins/%.so: tests/unit/plugins/%.cpp include/kctrld/plugin.h include/kctrld/plugin_util.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS_PLUGIN) -shared -o $@ $<
+
+$(B)/obj/daemon/cli.o build-fuzz/obj/daemon/cli.o: CFLAGS += -DKCTRLD_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(B)/obj/daemon/cli.o: $(B)/git-commit
+$(B)/git-commit: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+FORCE:
+
+# The man pages, from the docs (debian/md2man): kctrld(8) from
+# docs/operations.md, whose "Command line" section opens with the synopsis
+# block of `kctrld --help` (tests/integration/test_flags.py holds the two and
+# the flag table equal); kctrld.yaml(5) from docs/config.md; kube-apisim(1)
+# from docs/apisim.md. `make install` and the Debian package install them.
+MD2MAN = python3 debian/md2man --version $(VERSION)
+MAN_PAGES := $(B)/man/kctrld.8 $(B)/man/kctrld.yaml.5 $(B)/man/kube-apisim.1
+man: $(MAN_PAGES)
+$(B)/man/kctrld.8: docs/operations.md debian/md2man
+	@mkdir -p $(dir $@)
+	$(MD2MAN) --name kctrld --section 8 --summary "Kubernetes controller daemon with C plugins" \
+	  --synopsis-from "Command line" \
+	  --description 'kctrld runs Kubernetes controllers whose reconcile logic lives in plugins (shared objects with a C ABI) or hooks (programs in any language, or webhooks), configured by one YAML file (kctrld.yaml(5)). Full documentation: /usr/share/doc/kctrld/.' \
+	  --see-also 'kctrld.yaml(5)' --see-also 'kube-apisim(1)' --see-also 'systemd.exec(5)' \
+	  docs/operations.md > $@
+$(B)/man/kctrld.yaml.5: docs/config.md debian/md2man
+	@mkdir -p $(dir $@)
+	$(MD2MAN) --name kctrld.yaml --section 5 --summary "kctrld configuration file" \
+	  --see-also 'kctrld(8)' docs/config.md > $@
+$(B)/man/kube-apisim.1: docs/apisim.md debian/md2man
+	@mkdir -p $(dir $@)
+	$(MD2MAN) --name kube-apisim --section 1 --summary "Kubernetes API server simulator" \
+	  --only "Command line" --only "What it serves" --only "Control endpoint \`/_apisim/...\`" \
+	  --see-also 'kctrld(8)' docs/apisim.md > $@
 
 $(B)/obj/tests/unit/test_plugin_sdk.o: CFLAGS += -DKC_TEST_PLUGIN_DIR=\"$(B)/tests/plugins\"
 # Unit tests and benches read the fixtures (tests/fixtures/SOURCES.md) from
@@ -252,7 +290,12 @@ INSTALL_PLUGIN_SED = s|\.\./build/plugins/|$(PREFIX)/lib/kctrld/plugins/|g; s|/u
   s|\$$schema=\.\./docs/kctrld\.schema\.json|$$schema=$(PREFIX)/share/kctrld/kctrld.schema.json|; \
   s|\$$schema=/usr/share/kctrld/|$$schema=$(PREFIX)/share/kctrld/|
 
-install: $(B)/kctrld $(PLUGIN_SO)
+install: $(B)/kctrld $(PLUGIN_SO) $(MAN_PAGES)
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 $(B)/man/kctrld.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 $(B)/man/kctrld.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 $(B)/man/kube-apisim.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kctrld \
 	  $(DESTDIR)$(PREFIX)/lib/kctrld/plugins $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/share/kctrld/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
