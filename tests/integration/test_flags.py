@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The operator flags (controller-runtime's names) end to end:
+"""The command line end to end:
 
-- --help names every long option of daemon/main.c, and so does the flag table
-  of docs/operations.md;
+- one source for the help, the docs and the man page: the synopsis and the
+  flag table of docs/operations.md "Command line" and of kctrld(8) (as
+  `make man` writes it) are `kctrld --help`'s, flag by flag with the same
+  argument, default and meaning; kctrld(8) has no placeholder or source
+  file name in a heading, and covers hooks, process isolation, sharding and
+  every signal daemon.c handles;
+- -h is --help; every command has --help with an example, also as
+  `kctrld help COMMAND`; `kctrld version` and --version print the version,
+  git commit, plugin ABI, hook protocol and library versions;
+- a misspelt flag or command gets a "did you mean";
 - --health-probe-bind-address puts /healthz and /readyz on a listener of
   their own, the metrics listener then serves /metrics only;
 - --leader-elect turns leader election on for a file that leaves it off (the
@@ -14,8 +22,10 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -28,12 +38,207 @@ NS, NAME = "default", "kctrld-flags"
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (NS, NAME)
 
 
-def long_options():
-    with open(os.path.join(ROOT, "daemon", "main.c")) as f:
-        src = f.read()
-    names = re.findall(r'\{"([a-z-]+)", (?:no|required|optional)_argument', src)
-    assert len(names) >= 10, names
-    return names
+KCTRLD = os.path.join(BUILD, "kctrld")
+
+
+def run(*args):
+    return subprocess.run([KCTRLD] + list(args), capture_output=True, text=True, timeout=10)
+
+
+def norm(text):
+    """Markdown cell or help text -> comparable text: no backticks, no table
+    escapes, single spaces."""
+    return " ".join(text.replace("`", "").replace("\\|", "|").split())
+
+
+def parse_help(text):
+    """(usage lines, [(flag, default, meaning)]) of `kctrld --help`; a usage
+    line's indented continuations are joined to it."""
+    lines = text.split("\n")
+    usage = []
+    for l in lines:
+        if not l.strip():
+            break
+        if usage and l.startswith("  ") and not l.strip().startswith("kctrld"):
+            usage[-1] += " " + l.strip()
+        else:
+            usage.append(re.sub(r"^usage:\s*", "", l).strip())
+    flags, cur, field = [], None, None
+    for l in lines[lines.index("flags:") + 1:]:
+        if not l.strip():
+            break
+        if l.startswith("  --"):
+            cur = [l.strip(), "", ""]
+            flags.append(cur)
+            field = 2
+        elif l.startswith("      default: "):
+            cur[1] = l[len("      default: "):].strip()
+            field = 1
+        else:
+            cur[field] = (cur[field] + " " + l.strip()).strip()
+    return usage, [tuple(norm(x) for x in f) for f in flags]
+
+
+def md_cells(row):
+    """The cells of a Markdown table row (| inside backticks or as \\| stays)."""
+    out, cur, code = [], "", False
+    row = row.strip().strip("|")
+    i = 0
+    while i < len(row):
+        c = row[i]
+        if c == "\\" and row[i + 1:i + 2] == "|":
+            cur += "\\|"
+            i += 2
+            continue
+        if c == "`":
+            code = not code
+        if c == "|" and not code:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    out.append(cur)
+    return [norm(c) for c in out]
+
+
+def doc_command_line():
+    """(usage block lines, [(flag, default, meaning)]) of docs/operations.md
+    "Command line"."""
+    with open(os.path.join(ROOT, "docs", "operations.md")) as f:
+        doc = f.read()
+    sec = doc.split("\n## Command line\n", 1)[1].split("\n## ", 1)[0]
+    block = sec.split("```\n", 2)[1]
+    usage, _ = parse_help(block + "\nflags:\n")
+    rows = [l for l in sec.split("\n") if l.startswith("|")]
+    start = rows.index(next(r for r in rows if md_cells(r) == ["flag", "default", "meaning"]))
+    table = []
+    for r in rows[start + 2:]:
+        c = md_cells(r)
+        if len(c) != 3:
+            break
+        table.append(tuple(c))
+    return usage, table
+
+
+def unroff(text):
+    text = re.sub(r"\\f[BIR]", "", text)
+    return text.replace("\\%", "").replace("\\ ", " ").replace("\\-", "-").replace(
+        "\\&", "").replace("\\e", "\\")
+
+
+def man_page(tmp):
+    """kctrld(8) as `make man` writes it (into a scratch build directory)."""
+    out = subprocess.run(["make", "--no-print-directory", "-s", "B=" + tmp, tmp + "/man/kctrld.8"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    with open(os.path.join(tmp, "man", "kctrld.8")) as f:
+        return f.read()
+
+
+def test_help_docs_and_man_page_are_one_table():
+    out = run("--help")
+    assert out.returncode == 0, out.stderr
+    usage, flags = parse_help(out.stdout)
+    assert len(flags) >= 14 and len(usage) >= 5, out.stdout
+    assert "127.0.0.1:8080" in out.stdout, out.stdout
+    assert run("-h").stdout == out.stdout
+    assert run("help").stdout == out.stdout
+    doc_usage, doc_flags = doc_command_line()
+    assert doc_usage == usage, "docs/operations.md's synopsis differs from --help:\n%s\n%s" % (
+        doc_usage, usage)
+    for h, d in zip(flags, doc_flags):
+        assert h == d, "docs/operations.md flag row %s differs from --help's %s" % (d, h)
+    assert len(flags) == len(doc_flags), (flags, doc_flags)
+    # Every flag of every synopsis line is in the list.
+    named = {m for line in usage for m in re.findall(r"(--[a-z-]+|-h\b)", line)}
+    listed = {w for f, _, _ in flags for w in re.findall(r"(--[a-z-]+|-h\b)", f)}
+    daemon = {w for f, _, _ in flags for w in re.findall(r"^(--[a-z-]+)", f)}
+    assert daemon <= named, daemon - named
+
+    tmp = tempfile.mkdtemp(prefix="kctrld-man.")
+    try:
+        man = man_page(tmp)
+    finally:
+        shutil.rmtree(tmp)
+    sections = re.split(r"(?m)^\.SH ", man)
+    syn = next(s for s in sections if s.startswith("SYNOPSIS"))
+    man_usage = [unroff(l) for l in syn.split("\n")[1:] if l and not l.startswith(".")]
+    assert man_usage == usage, "kctrld(8) SYNOPSIS differs from --help:\n%s\n%s" % (man_usage, usage)
+    assert listed <= {m for l in man_usage for m in re.findall(r"(--[a-z-]+|-h\b)", l)} | {"--help",
+                                                                                      "-h"}
+    tps = re.findall(r"(?m)^\.TP\n(.*)\n(.*)$", man)
+    rows = {norm(unroff(t)): norm(unroff(b)) for t, b in tps}
+    for f, default, meaning in flags:
+        want = "; ".join(x for x in (default, meaning) if x)
+        assert rows.get(f) == want, "kctrld(8) on %s: %r, --help: %r" % (f, rows.get(f), want)
+    # No placeholder, no source file in a heading.
+    assert "@" not in re.sub(r"(?m)^\.\\\".*$", "", man) and not re.search(r"\bPREFIX/", man), \
+        [l for l in man.split("\n") if "@" in l or "PREFIX/" in l]
+    heads = [l for l in man.split("\n") if l.startswith((".SH", ".SS"))]
+    assert not [h for h in heads if re.search(r"\w/\w|\.(c|h|in|py)\b", h)], heads
+    for topic in ("HOOKS", "PROCESS ISOLATION", "SHARDING", "SIGNALS"):
+        assert any(topic in h for h in heads), (topic, heads)
+    with open(os.path.join(ROOT, "daemon", "daemon.c")) as f:
+        handled = set(re.findall(r"uv_signal_start\([^,]+, [^,]+, (SIG[A-Z]+)\)", f.read()))
+    assert {"SIGTERM", "SIGINT", "SIGHUP"} <= handled, handled
+    signals = next(s for s in sections if s.startswith("SIGNALS"))
+    for sig in handled:
+        assert sig in signals, "kctrld(8) SIGNALS does not name %s" % sig
+
+
+def test_every_command_has_help_with_an_example():
+    out = run("--help").stdout
+    cmds = re.findall(r"(?m)^  ([a-z][a-z-]+)\b", out.split("\ncommands:\n", 1)[1].split("\n\n")[0])
+    assert set(cmds) >= {"check-config", "rbac", "version", "help"}, cmds
+    for c in cmds:
+        h = run(c, "--help")
+        assert h.returncode == 0, (c, h.stderr)
+        assert h.stdout.startswith("usage: kctrld %s" % c), h.stdout
+        assert re.search(r"\nexample:\n  kctrld %s\b" % c, h.stdout), h.stdout
+        assert run(c, "-h").stdout == h.stdout
+        assert run("help", c).stdout == h.stdout
+    assert "--plugin-dir DIR" in run("rbac", "--help").stdout
+
+
+def test_version():
+    out = run("version")
+    assert out.returncode == 0, out.stderr
+    assert run("--version").stdout == out.stdout
+    lines = out.stdout.split("\n")
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        version = re.search(r"(?m)^VERSION\s*:=\s*(\S+)", f.read()).group(1)
+    assert lines[0] == "kctrld " + version, out.stdout
+    info = dict(l.split(": ", 1) for l in lines[1:] if ": " in l)
+    with open(os.path.join(ROOT, "include", "kctrld", "plugin.h")) as f:
+        h = f.read()
+    abi = "%s.%s" % (re.search(r"KCTRLD_ABI_MAJOR (\d+)", h).group(1),
+                     re.search(r"KCTRLD_ABI_MINOR (\d+)", h).group(1))
+    assert info["plugin ABI"].startswith(abi + " (build signature kctrld-abi-"), info
+    assert info["hook protocol"] == "kctrld.io/hook/v1", info
+    for lib in ("libuv", "libcurl", "yajl", "libyaml"):
+        assert re.match(r"\d+\.\d+", info.get(lib, "")), (lib, info)
+    commit = info["git commit"]
+    assert re.match(r"^([0-9a-f]{7,40}(-dirty)?|unknown)$", commit), commit
+    # A build of a git checkout names a commit of it.
+    if subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True).returncode == 0:
+        sha = commit.split("-")[0]
+        assert commit != "unknown" and subprocess.run(
+            ["git", "-C", ROOT, "cat-file", "-e", sha + "^{commit}"]).returncode == 0, commit
+
+
+def test_did_you_mean():
+    for args, want in ((["--confg", "x.yaml"], "unknown flag --confg (did you mean --config?)"),
+                       (["--log-levle=debug"], "unknown flag --log-levle (did you mean --log-level?)"),
+                       (["rbac", "--plugin-dri", "d"], "did you mean --plugin-dir?"),
+                       (["rbca"], "unknown command \"rbca\" (did you mean kctrld rbac?)"),
+                       (["--fail-fast=yes"], "--fail-fast takes no argument"),
+                       (["--config"], "--config needs an argument")):
+        out = run(*args)
+        assert out.returncode == 2 and want in out.stderr, (args, out.returncode, out.stderr)
+        assert "usage: kctrld" in out.stderr, out.stderr
+    out = run("--frobnicate")
+    assert out.returncode == 2 and "unknown flag --frobnicate\n" in out.stderr, out.stderr
 
 
 def get(port, path):
@@ -42,19 +247,6 @@ def get(port, path):
             return r.status
     except urllib.error.HTTPError as e:
         return e.code
-
-
-def test_help_and_docs_list_every_flag():
-    out = subprocess.run([os.path.join(BUILD, "kctrld"), "--help"], capture_output=True, text=True,
-                         timeout=10)
-    assert out.returncode == 0, out.stderr
-    with open(os.path.join(ROOT, "docs", "operations.md")) as f:
-        doc = f.read()
-    for name in long_options():
-        assert "--" + name in out.stdout, "--help does not mention --%s:\n%s" % (name, out.stdout)
-        assert re.search(r"^\|[^|\n]*`--%s[ =`\[]" % re.escape(name), doc, re.M), \
-            "docs/operations.md has no flag table row for --%s" % name
-    assert "127.0.0.1:8080" in out.stdout, out.stdout
 
 
 def test_health_probe_listener():
