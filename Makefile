@@ -99,7 +99,7 @@ $(B)/tests/plugins/%.so: tests/unit/plugins/%.cpp include/kctrld/plugin.h includ
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS_PLUGIN) -shared -o $@ $<
 
-$(B)/obj/daemon/cli.o build-fuzz/obj/daemon/cli.o: CFLAGS += -DKCTRLD_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(B)/obj/daemon/cli.o: CFLAGS += -DKCTRLD_GIT_COMMIT='"$(GIT_COMMIT)"'
 $(B)/obj/daemon/cli.o: $(B)/git-commit
 $(B)/git-commit: FORCE
 	@mkdir -p $(dir $@)
