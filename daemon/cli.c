@@ -333,6 +333,16 @@ int kc_cli_next(const kc_cli_command *c, int argc, char **argv, const char **arg
     for (size_t i = 0; i < c->nflags; i++)
       if (strlen(c->flags[i].name) == w - 2 && strncmp(typed + 2, c->flags[i].name, w - 2) == 0)
         return kc_cli_usage_error(c, "--%s takes no argument", c->flags[i].name);
+    char also[256];
+    size_t na = 0, nmatch = 0;
+    also[0] = '\0';
+    for (size_t i = 0; i < c->nflags; i++)
+      if (w > 2 && strncmp(typed + 2, c->flags[i].name, w - 2) == 0) {
+        int k = snprintf(also + na, sizeof also - na, "%s--%s", nmatch ? ", " : "", c->flags[i].name);
+        if (k > 0 && (size_t)k < sizeof also - na) na += (size_t)k;
+        nmatch++;
+      }
+    if (nmatch > 1) return kc_cli_usage_error(c, "%.*s is ambiguous (%s)", (int)w, typed, also);
     const char *best = closest_flag(c, typed);
     if (best) return kc_cli_usage_error(c, "unknown flag %.*s (did you mean --%s?)", (int)w, typed, best);
     return kc_cli_usage_error(c, "unknown flag %.*s", (int)w, typed);
@@ -345,6 +355,8 @@ int kc_cli_check_args(const kc_cli_command *c, int argc, char **argv) {
   if (n >= c->min_args && n <= c->max_args) return 0;
   if (n < c->min_args) return kc_cli_usage_error(c, "%s is required", c->args);
   const char *extra = argv[optind + (int)c->max_args];
+  if (!c->name && kc_cli_command_find(extra))
+    return kc_cli_usage_error(c, "the command %s comes first: kctrld %s [flags]", extra, extra);
   if (!c->name) { /* a word where a command belongs: a misspelt one? */
     const char *names[16];
     size_t k = 0;

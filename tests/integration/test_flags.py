@@ -233,7 +233,9 @@ def test_did_you_mean():
                        (["rbac", "--plugin-dri", "d"], "did you mean --plugin-dir?"),
                        (["rbca"], "unknown command \"rbca\" (did you mean kctrld rbac?)"),
                        (["--fail-fast=yes"], "--fail-fast takes no argument"),
-                       (["--config"], "--config needs an argument")):
+                       (["--config"], "--config needs an argument"),
+                       (["--lo", "x"], "--lo is ambiguous (--log-level, --log-format)"),
+                       (["--log-level", "debug", "rbac"], "the command rbac comes first")):
         out = run(*args)
         assert out.returncode == 2 and want in out.stderr, (args, out.returncode, out.stderr)
         assert "usage: kctrld" in out.stderr, out.stderr
