@@ -6,7 +6,8 @@
 # chrootless with DPKG_ROOT: the sysusers user, the config's root:kctrld
 # 0640), checks the layout, runs the installed daemon (--version,
 # --check-config of the shipped config, `kctrld rbac` loading the shipped
-# plugins), builds a plugin against the installed headers, and verifies the
+# plugins), builds a plugin against the installed headers, checks that the
+# packaged kctrld(8) names every flag of the installed --help, and verifies the
 # installed unit with systemd-analyze. Skipped without debhelper
 # (`make deb-deps`). About a minute: most of it is the package build. TAP.
 set -u
@@ -21,7 +22,7 @@ if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! dpkg-query -W -f='${Statu
   echo "ok 1 - Debian package # SKIP dpkg-buildpackage/debhelper not installed (make deb-deps)"
   exit 0
 fi
-echo "1..8"
+echo "1..9"
 version=$(sed -n 's/^VERSION *:= *//p' Makefile)
 arch=$(dpkg --print-architecture)
 tmp=$(mktemp -d /tmp/kctrld-deb.XXXXXX)
@@ -108,6 +109,20 @@ build_plugin() {
     -o "$tmp/ttl.so" plugins/ttl/ttl.c
 }
 check "kctrld-dev: pkg-config file and headers build a plugin" build_plugin
+
+man_names_every_flag() {
+  local page flags f bad=""
+  page=$(zcat "$root/usr/share/man/man8/kctrld.8.gz" | sed -e 's/\\-/-/g') || return 1
+  flags=$("$root/usr/bin/kctrld" --help | sed -n 's/^  \(--[a-z-]*\).*/\1/p')
+  [ -n "$flags" ] || { echo "no flags in --help"; return 1; }
+  synopsis=$(printf '%s\n' "$page" | sed -n '/^\.SH SYNOPSIS/,/^\.SH /p')
+  for f in $flags; do
+    printf '%s\n' "$synopsis" | grep -q -- "$f\b" || bad="$bad $f"
+  done
+  [ -z "$bad" ] || { echo "kctrld(8) SYNOPSIS lacks:$bad"; return 1; }
+  ! printf '%s\n' "$page" | grep -n '@[A-Z]*@\|PREFIX/' || return 1
+}
+check "packaged kctrld(8): SYNOPSIS names every flag of the installed kctrld --help, no placeholder" man_names_every_flag
 
 if command -v systemd-analyze >/dev/null 2>&1; then
   # The installed unit, with ExecStart pointing into the root (verify needs
