@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libFuzzer target for daemon/base/x509validity.c: arbitrary bytes as a PEM
+ * bundle and as one DER certificate. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/x509validity.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  int64_t nb, na;
+  (void)kc_x509_pem_validity((const char *)data, size, &nb, &na);
+  (void)kc_x509_der_validity(data, size, &nb, &na);
+  return 0;
+}
