@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "client/execcred.h"
+#include "client/restmetrics.h"
 #include "base/log.h"
 
 #define COMPONENT "apiclient"
@@ -35,6 +36,7 @@ struct kc_api {
   uint64_t token_gen;     /* bumped whenever the cached token changes */
   struct cred_notice *notice; /* kc_api_on_credentials, or NULL */
   kc_api_health health;       /* under mu */
+  char host[KC_REST_HOST_MAX]; /* the server URL's host:port, the metrics' host label */
 };
 
 /* Wakes the loop when a new credential is stored (any thread). */
@@ -54,6 +56,9 @@ struct kc_api_call {
   long status;
   uint64_t token_gen;
   bool in_done;
+  bool counted;       /* its response (or failure) is in rest_client_requests_total */
+  bool timed;         /* not a watch: its duration is observed when it ends */
+  uint64_t start_ns;
   char method[16];
   kc_buf errbody; /* non-2xx body (its start), NUL-terminated */
 };
@@ -452,6 +457,7 @@ int kc_api_new(uv_loop_t *loop, const kc_kube_creds *creds, kc_api **out) {
                            .insecure = c->insecure, .proxy = c->proxy_url};
   pthread_mutex_init(&api->mu, NULL);
   api->loop = loop;
+  kc_rest_host_of(c->server, api->host, sizeof api->host);
   rc = set_base(api);
   if (rc == 0 && loop) rc = kc_http_new(loop, &api->http);
   if (rc == 0 && creds->exec) rc = kc_execcred_new(creds, &api->exec);
@@ -510,10 +516,33 @@ static void free_call(kc_api_call *call) {
   free(call);
 }
 
+/* A watch (?watch=true, also a streaming list): counted when it starts, not
+ * timed, as client-go's Watch. */
+static bool is_watch(const char *path) {
+  const char *q = strchr(path, '?');
+  for (const char *p = q; p; p = strchr(p + 1, '&')) {
+    if (strncmp(p + 1, "watch=", 6) == 0) {
+      const char *v = p + 7;
+      size_t n = strcspn(v, "&#");
+      return (n == 4 && strncmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1');
+    }
+  }
+  return false;
+}
+
+static double seconds_since(uint64_t start_ns) {
+  uint64_t now = kc_clock_now_ns();
+  return now > start_ns ? (double)(now - start_ns) / 1e9 : 0;
+}
+
 static int call_on_response(kc_http_req *req, long status, void *ud) {
   kc_api_call *call = ud;
   call->status = status;
   note_outcome(call->api, status, 0, NULL);
+  if (!call->counted) {
+    call->counted = true;
+    kc_rest_metrics_result(call->method, call->api->host, status);
+  }
   if (status >= 200 && status < 300 && call->on_response)
     return call->on_response(call, status, call->ud);
   return KC_HTTP_CONTINUE;
@@ -539,6 +568,11 @@ static void call_on_done(kc_http_req *req, const kc_http_result *hr, void *ud) {
   kc_api_result res = {.error = hr->error, .idle_timeout = hr->idle_timeout,
                        .body_bytes = hr->body_bytes};
   if (!call->status) note_outcome(call->api, hr->status, hr->error, hr->message);
+  if (!call->counted) {
+    call->counted = true;
+    kc_rest_metrics_result(call->method, call->api->host, hr->status);
+  }
+  if (call->timed) kc_rest_metrics_latency(call->method, call->api->host, seconds_since(call->start_ns));
   if (hr->error) {
     transport_status(&res.status, hr->message);
     res.status.code = (int)hr->status;
@@ -588,6 +622,8 @@ int kc_api_request(kc_api *api, const kc_api_request_opts *o, kc_api_call **out)
   call->on_done = o->on_done;
   call->ud = o->ud;
   snprintf(call->method, sizeof call->method, "%s", o->method ? o->method : "GET");
+  call->timed = !is_watch(o->path);
+  call->start_ns = kc_clock_now_ns();
   char *url = NULL, *auth = NULL;
   char accept[256], ct[128];
   const char *hdrs[4];
@@ -747,6 +783,9 @@ static int do_once(kc_api_worker *w, const char *method, const char *path,
   CURLcode res = curl_easy_perform(e);
   long code = 0;
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+  /* The response's code even when its body then failed (client-go counts
+   * the attempt when the headers arrive). */
+  kc_rest_metrics_result(method, api->host, code);
   out->body = w->body.p ? w->body.p : "";
   out->body_len = w->body.len;
   out->code = code;
@@ -780,6 +819,7 @@ int kc_api_do(kc_api_worker *w, const char *method, const char *path, const char
   if (!method) method = "GET";
   if (!path || path[0] != '/') return -EINVAL;
   uint64_t gen = 0;
+  uint64_t start_ns = kc_clock_now_ns();
   int rc = do_once(w, method, path, content_type, body, body_len, timeout_ms, out, &gen);
   bool rotates = w->api->exec || (w->api->creds->token_file && !w->api->creds->token);
   if (rc == 0 && out->code == 401 && rotates) {
@@ -795,5 +835,6 @@ int kc_api_do(kc_api_worker *w, const char *method, const char *path, const char
     }
     free_secret(auth);
   }
+  if (!is_watch(path)) kc_rest_metrics_latency(method, w->api->host, seconds_since(start_ns));
   return rc;
 }

@@ -18,6 +18,8 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/spawn.h"
+#include "base/x509validity.h"
+#include "client/restmetrics.h"
 #include "json/jsontree.h"
 #include "base/log.h"
 
@@ -289,6 +291,7 @@ struct kc_execcred {
   bool have;
   kc_exec_cred cur;
   uint64_t gen;       /* bumped when cur changes; 0 = none yet */
+  int64_t cert_not_before; /* of cur's client certificate (unix s); 0 = none or unreadable */
   int64_t refresh_ms; /* wall clock ms of the proactive refresh; 0 = none */
   uint64_t next_try;  /* monotonic ms; runs not before */
   uint64_t backoff_ms;
@@ -443,6 +446,10 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
   int rc = kc_spawn((const char *const *)s->argv, (const char *const *)s->envp, stdio, ours, &pid,
                     spawn_err, sizeof spawn_err);
   if (rc != 0) {
+    /* client-go: a command that cannot be found or started counts with exit
+     * code 1 as not found; anything else of ours as an internal error. */
+    kc_rest_metrics_exec_call(1, rc == -ENOENT || rc == -EACCES ? KC_EXEC_NOT_FOUND
+                                                                : KC_EXEC_INTERNAL_ERROR);
     if (rc == -ENOENT && s->cfg->install_hint)
       kc_errf(err, errlen, "executable %s not found; %s", s->argv[0], s->cfg->install_hint);
     else if (rc == -ENOENT)
@@ -514,6 +521,11 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
   kc_spawn_kill_group(pid, SIGKILL);
   kc_spawn_reap(pid, &status);
   if (!exited) {
+    /* Killed here (timeout, too much output): Go reports a process ended
+     * by a signal as exit code -1. A run stopped by shutdown is not a call's
+     * outcome. */
+    if (rc < 0) kc_rest_metrics_exec_call(1, KC_EXEC_INTERNAL_ERROR);
+    else if (!stopped) kc_rest_metrics_exec_call(-1, KC_EXEC_EXECUTION_ERROR);
     if (rc == 0) {
       if (stopped) {
         rc = -ECANCELED;
@@ -529,6 +541,11 @@ static int run_plugin(kc_execcred *s, kc_exec_cred *fresh, const char *old_token
       }
     }
   } else {
+    if (WIFEXITED(status))
+      kc_rest_metrics_exec_call(WEXITSTATUS(status),
+                                WEXITSTATUS(status) ? KC_EXEC_EXECUTION_ERROR : KC_EXEC_NO_ERROR);
+    else
+      kc_rest_metrics_exec_call(-1, KC_EXEC_EXECUTION_ERROR);
     if ((WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status)) {
       rc = -EIO;
       char how[128];
@@ -588,12 +605,23 @@ static void *refresh_main(void *arg) {
     uint64_t t0 = kc_clock_now_ms();
     int rc = run_plugin(s, &fresh, old, err, sizeof err);
     uint64_t took = kc_clock_now_ms() - t0;
+    /* The certificate's validity, for the TTL and rotation-age metrics (a
+     * certificate whose dates cannot be read counts as none there). */
+    int64_t not_before = 0, not_after = 0;
+    if (rc == 0 && fresh.cert &&
+        kc_x509_pem_validity(fresh.cert, fresh.cert_len, &not_before, &not_after) < 0)
+      not_before = not_after = 0;
 
     pthread_mutex_lock(&s->mu);
     s->running = false;
     s->finished++;
     bool same = rc == 0 && s->have && cred_equal(&fresh, &s->cur);
     if (rc == 0 && !(same && by_401)) {
+      /* client-go observes the age of a certificate replaced by another
+       * (or dropped), from its notBefore. */
+      bool rotated = s->have && s->cur.cert && !str_eq(s->cur.cert, fresh.cert);
+      int64_t rotated_not_before = rotated ? s->cert_not_before : 0;
+      s->cert_not_before = not_before;
       kc_exec_cred_clear(&s->cur);
       s->cur = fresh;
       s->have = true;
@@ -614,6 +642,7 @@ static void *refresh_main(void *arg) {
       pthread_cond_broadcast(&s->cond);
       pthread_mutex_unlock(&s->mu);
       if (on_new) on_new(on_new_ud);
+      kc_rest_metrics_exec_cert(not_after, rotated_not_before, real_ms() / 1000);
       if (left)
         kc_info(COMPONENT, "exec plugin gave a %s expiring in %llds (%s, %llu ms)",
                 tok && cert ? "token and client certificate" : tok ? "token" : "client certificate",
@@ -683,6 +712,7 @@ int kc_execcred_new(const kc_kube_creds *creds, kc_execcred **out) {
     rc = -errno;
   }
   s->want = true;
+  if (rc == 0) kc_rest_metrics_exec_configured();
   if (rc == 0) {
     int e = pthread_create(&s->thread, NULL, refresh_main, s);
     if (e) rc = -e;

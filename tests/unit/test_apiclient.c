@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "client/apiclient.h"
+#include "client/restmetrics.h"
 #include "base/log.h"
 #include "mini_server.h"
 #include "testutil.h"
@@ -519,6 +520,79 @@ static void test_sync_workers(void **state) {
   kc_api_close(api);
 }
 
+/* ---- client-go's REST client metrics ---- */
+
+static uint64_t result_count(const kc_rest_metrics_snapshot *s, const char *code, const char *method,
+                             const char *host) {
+  for (size_t i = 0; i < s->nresults; i++)
+    if (!strcmp(s->results[i].code, code) && !strcmp(s->results[i].method, method) &&
+        !strcmp(s->results[i].host, host))
+      return s->results[i].count;
+  return 0;
+}
+
+static uint64_t timed_count(const kc_rest_metrics_snapshot *s, const char *verb, const char *host) {
+  for (size_t i = 0; i < s->nlatencies; i++) {
+    if (strcmp(s->latencies[i].verb, verb) || strcmp(s->latencies[i].host, host)) continue;
+    uint64_t n = 0;
+    for (size_t b = 0; b <= KC_REST_LATENCY_BUCKETS; b++) n += s->latencies[i].counts[b];
+    return n;
+  }
+  return 0;
+}
+
+/* Every attempt counts once by its code, a watch when it starts and
+ * untimed, a request without a response as "<error>"; both the loop's
+ * requests and the workers' pass through the same counts. */
+static void test_rest_client_metrics(void **state) {
+  kc_rest_metrics_reset();
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  set_server_token("tok-m");
+  write_file(token_path, "tok-m\n");
+  kc_api *api = NULL;
+  assert_int_equal(kc_api_new(&loop, &creds, &api), 0);
+  const char *host = server_url + strlen("http://");
+  struct call a, b, c, d;
+  send_req(api, NULL, "/api/v1/namespaces/ns/configmaps?limit=500", NULL, &a);
+  send_req(api, "POST", "/api/v1/namespaces/ns/configmaps", "{}", &b);
+  send_req(api, NULL, "/apis/coordination.k8s.io/v1/namespaces/ns/leases/kctrld", NULL, &c);
+  send_req(api, NULL, "/open/echo?resourceVersion=1&watch=true", NULL, &d);
+  run(&loop, api);
+  assert_int_equal(d.res.status.code, 200);
+  kc_api_worker *w = NULL;
+  kc_api_response r;
+  assert_int_equal(kc_api_worker_new(api, &w), 0);
+  assert_int_equal(kc_api_do(w, "GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/kctrld",
+                             NULL, NULL, 0, 5000, &r), 0);
+  assert_int_equal(r.code, 404);
+  kc_kube_creds dead = {.server = "http://127.0.0.1:1/"};
+  kc_api *api2 = NULL;
+  kc_api_worker *w2 = NULL;
+  assert_int_equal(kc_api_new(NULL, &dead, &api2), 0);
+  assert_int_equal(kc_api_worker_new(api2, &w2), 0);
+  assert_int_equal(kc_api_do(w2, "PUT", "/api", NULL, "{}", 2, 2000, &r), -ECONNREFUSED);
+
+  kc_rest_metrics_snapshot s;
+  assert_int_equal(kc_rest_metrics_snapshot_get(&s), 0);
+  assert_int_equal(result_count(&s, "200", "GET", host), 2); /* the list and the watch */
+  assert_int_equal(result_count(&s, "200", "POST", host), 1);
+  assert_int_equal(result_count(&s, "404", "GET", host), 2);
+  assert_int_equal(result_count(&s, "<error>", "PUT", "127.0.0.1:1"), 1);
+  assert_int_equal(s.nresults, 4);
+  assert_int_equal(timed_count(&s, "GET", host), 3); /* not the watch */
+  assert_int_equal(timed_count(&s, "POST", host), 1);
+  assert_int_equal(timed_count(&s, "PUT", "127.0.0.1:1"), 1);
+  kc_rest_metrics_snapshot_free(&s);
+
+  kc_api_worker_free(w2);
+  kc_api_close(api2);
+  kc_api_worker_free(w);
+  kc_api_close(api);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* ---- proxy-url, exec plugin ---- */
 
 static void test_proxy_url(void **state) {
@@ -697,6 +771,7 @@ int main(void) {
       cmocka_unit_test(test_tls),
       cmocka_unit_test(test_proxy_url),
       cmocka_unit_test(test_exec_plugin_401_retry),
+      cmocka_unit_test(test_rest_client_metrics),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
