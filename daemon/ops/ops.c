@@ -12,6 +12,7 @@
 #include "hooks/isolate.h"
 #include "base/log.h"
 #include "lease/sharding.h"
+#include "ops/selfmetrics.h"
 #include "base/sharedtext.h"
 
 /* --- families ----------------------------------------------------------------- */
@@ -30,6 +31,7 @@ struct kc_ops_families {
   kc_metric_family *inf_objects, *inf_bytes, *inf_backlog, *inf_synced;
   kc_metric_family *rf_hist_checks, *rf_hist_changes, *inf_cons_checks, *inf_cons_diffs;
   kc_metric_family *sh_owned, *sh_handoffs, *sh_keys, *sh_cached, *sh_members;
+  kc_selfmetrics *self; /* process_* and rest_client_* */
 };
 
 static const char *const wq_labels[] = {"name", "controller"};
@@ -217,6 +219,7 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
   if (!f) return -ENOMEM;
   int rc = register_runtime_families(reg, f);
   if (rc == 0) rc = register_cache_families(reg, f);
+  if (rc == 0) rc = kc_selfmetrics_new(reg, &f->self);
   if (rc < 0) {
     free(f);
     return rc;
@@ -225,7 +228,11 @@ int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {
   return 0;
 }
 
-void kc_ops_families_free(kc_ops_families *f) { free(f); }
+void kc_ops_families_free(kc_ops_families *f) {
+  if (!f) return;
+  kc_selfmetrics_free(f->self);
+  free(f);
+}
 
 /* --- informer descriptions ------------------------------------------------------ */
 
@@ -417,6 +424,8 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
   }
 #undef SET
   free(backlog);
+  int r = kc_selfmetrics_fill(f->self);
+  if (r < 0 && rc == 0) rc = r;
   return rc;
 }
 

@@ -19,7 +19,8 @@
  *  kctrld_reflector_{lists,watches,relists,events,errors,history_checks,
  *    history_changes}_total, kctrld_informer_consistency_{checks,diffs}_total and
  *  kctrld_informer_{objects,bytes,backlog,synced}
- *    {informer,resource,namespace,label_selector,field_selector}.
+ *    {informer,resource,namespace,label_selector,field_selector};
+ *  the process collector's process_* and client-go's rest_client_* (selfmetrics.h).
  * Informer backlog = keys queued (not yet handed to a worker) in the
  * fullest workqueue fed by the informer: handlers collapse events to keys
  * synchronously, so that queue IS the per-listener backlog.
