@@ -5,7 +5,10 @@ line by line with a strict Prometheus text-format (0.0.4) parser written here,
 the required metric names and labels must be present with sane values,
 /debug/informers has the documented JSON shape, /healthz and /readyz answer,
 anything else is 404. The controller runs tests/unit/plugins/sample.c, built
-here like an out-of-tree plugin, over ConfigMaps made from a real fixture."""
+here like an out-of-tree plugin, over ConfigMaps made from a real fixture.
+Every series the kubebuilder-generated Grafana dashboards and client-go's
+usual alerts query is there, read by prometheus_client's own text parser
+(Debian's python3-prometheus-client; the test is skipped without it)."""
 import copy
 import json
 import math
@@ -17,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -207,6 +211,7 @@ class Kctrld(taplib.Kctrld):
                          "    workers: 2\n"
                          "    settings: { greeting: hi }\n" % so,
                          sim.kubeconfig, args=["--metrics-bind-address", "127.0.0.1:0"], dir=tmp)
+        self.sim_host = urllib.parse.urlparse(sim.url).netloc
         self.metrics_port()
 
     def text(self):
@@ -355,7 +360,90 @@ def _scraper_resets(d):
     assert d.proc.poll() is None
 
 
+# Every series the two Grafana dashboards kubebuilder generates (its grafana
+# plugin: controller-runtime metrics and controller resources) and the
+# usual client-go alerts (API errors by code, request latency) query, with
+# the labels their queries select or group by. Target labels (job,
+# namespace, pod, instance) come from the scrape, not from /metrics.
+DASHBOARD_SERIES = {
+    # controller-runtime metrics dashboard
+    "controller_runtime_active_workers": ("gauge", {"controller"}),
+    "controller_runtime_reconcile_total": ("counter", {"controller", "result"}),
+    "controller_runtime_reconcile_errors_total": ("counter", {"controller"}),
+    "workqueue_depth": ("gauge", {"name"}),
+    "workqueue_queue_duration_seconds_bucket": ("histogram", {"name", "le"}),
+    "workqueue_adds_total": ("counter", {"name"}),
+    "workqueue_unfinished_work_seconds": ("gauge", {"name"}),
+    "workqueue_work_duration_seconds_bucket": ("histogram", {"name", "le"}),
+    "workqueue_retries_total": ("counter", {"name"}),
+    # controller resources dashboard
+    "process_cpu_seconds_total": ("counter", set()),
+    "process_resident_memory_bytes": ("gauge", set()),
+    # the rest of the process collector and of controller-runtime's set
+    "process_virtual_memory_bytes": ("gauge", set()),
+    "process_open_fds": ("gauge", set()),
+    "process_max_fds": ("gauge", set()),
+    "process_start_time_seconds": ("gauge", set()),
+    "controller_runtime_max_concurrent_reconciles": ("gauge", {"controller"}),
+    "controller_runtime_reconcile_time_seconds_bucket": ("histogram", {"controller", "le"}),
+    "workqueue_longest_running_processor_seconds": ("gauge", {"name"}),
+    # client-go's REST client (alerts on API errors and latency)
+    "rest_client_requests_total": ("counter", {"code", "method", "host"}),
+    "rest_client_request_duration_seconds_bucket": ("histogram", {"verb", "host", "le"}),
+}
+
+REST_LATENCY_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, math.inf]
+
+
+def _dashboard_series(d):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def families():
+        st, _, body = http(d.port, "/metrics")
+        assert st == 200, (st, body)
+        fams = {f.name: f for f in text_string_to_metric_families(body)}
+        samples = [(f.type, s) for f in fams.values() for s in f.samples]
+        rec = [s.value for t, s in samples if s.name == "controller_runtime_reconcile_total"]
+        return samples if sum(rec) >= 4 else None
+    samples = wait_for(families, timeout=30, interval=0.3, what="reconciles counted in /metrics")
+    by_name = {}
+    for typ, s in samples:
+        by_name.setdefault(s.name, []).append((typ, s))
+    for name, (typ, labels) in DASHBOARD_SERIES.items():
+        assert name in by_name, "a dashboard series is missing: %s" % name
+        for t, s in by_name[name]:
+            assert t == typ, "%s is a %s, dashboards expect a %s" % (name, t, typ)
+            assert labels <= set(s.labels), "%s lacks labels %s: %r" % (name, labels - set(s.labels), s.labels)
+    one = {name: by_name[name][0][1].value for name in by_name}
+    now = time.time()
+    assert now - 600 < one["process_start_time_seconds"] <= now + 1, one["process_start_time_seconds"]
+    assert 3 <= one["process_open_fds"] <= one["process_max_fds"], (one["process_open_fds"], one["process_max_fds"])
+    assert one["process_resident_memory_bytes"] > 1 << 20, one["process_resident_memory_bytes"]
+    assert one["process_virtual_memory_bytes"] >= one["process_resident_memory_bytes"]
+    assert one["process_cpu_seconds_total"] >= 0
+    # The informer's LIST/WATCH: GETs answered 200 by this server.
+    reqs = {(s.labels["code"], s.labels["method"], s.labels["host"]): s.value
+            for _, s in by_name["rest_client_requests_total"]}
+    assert reqs.get(("200", "GET", d.sim_host), 0) >= 1, reqs
+    # client-go's latency buckets, watches not timed (a LIST or discovery GET is).
+    les = [float(s.labels["le"]) for _, s in by_name["rest_client_request_duration_seconds_bucket"]
+           if s.labels["verb"] == "GET" and s.labels["host"] == d.sim_host]
+    assert les == REST_LATENCY_BUCKETS, les
+    workers = [s.value for _, s in by_name["controller_runtime_max_concurrent_reconciles"]]
+    assert workers == [2], workers
+
+
 test_metrics_scrape_parses_and_has_required_names = with_daemon(_metrics)
+
+
+def test_dashboard_series_present_and_parsed():
+    """/metrics read by Prometheus's own Python text parser carries every
+    series of DASHBOARD_SERIES."""
+    try:
+        import prometheus_client.parser  # noqa: F401
+    except ImportError:
+        raise Skip("python3-prometheus-client is not installed (.ci/install-deps installs it)")
+    with_daemon(_dashboard_series)()
 test_health_ready_debug_and_404 = with_daemon(_endpoints)
 test_scraper_reset_does_not_kill_daemon = with_daemon(_scraper_resets)
 
