@@ -21,6 +21,7 @@
 
 #include "client/execcred.h"
 #include "client/kubeconfig.h"
+#include "client/restmetrics.h"
 #include "testutil.h"
 
 static char dir[256];
@@ -315,7 +316,23 @@ static void expect_log(char *log, const char *want) {
   if (!strstr(log, want)) fail_msg("no \"%s\" in:\n%s", want, log);
 }
 
+static uint64_t exec_calls(const char *code, const char *status) {
+  kc_rest_metrics_snapshot snap;
+  assert_int_equal(kc_rest_metrics_snapshot_get(&snap), 0);
+  uint64_t n = 0;
+  for (size_t i = 0; i < snap.nexec_calls; i++)
+    if (!strcmp(snap.exec_calls[i].code, code) && !strcmp(snap.exec_calls[i].call_status, status))
+      n = snap.exec_calls[i].count;
+  kc_rest_metrics_snapshot_free(&snap);
+  return n;
+}
+
+/* Every outcome also counts in rest_client_exec_plugin_call_total, in
+ * client-go's terms: the exit code, -1 for a signal (our timeout kill too),
+ * 0/no_error once the process succeeded even if its output is unusable,
+ * 1/plugin_not_found_error for a missing command. */
 static void test_plugin_failures(void **state) {
+  kc_rest_metrics_reset();
   write_script("fail.sh", "echo 'cannot reach the identity provider' >&2\nexit 3\n");
   char *log = failing("fail.sh", NULL);
   expect_log(log, "exec plugin stderr: cannot reach the identity provider");
@@ -323,11 +340,14 @@ static void test_plugin_failures(void **state) {
   expect_log(log, "fail.sh exited with status 3; retrying in 1s (");
   expect_log(log, "/kubeconfig user \"u\")");
   free(log);
+  assert_true(exec_calls("3", KC_EXEC_EXECUTION_ERROR) >= 1);
 
   write_script("sig.sh", "kill -TERM $$\n");
   log = failing("sig.sh", NULL);
   expect_log(log, "sig.sh was killed by signal 15 (SIGTERM: Terminated); retrying in ");
   free(log);
+  uint64_t signalled = exec_calls("-1", KC_EXEC_EXECUTION_ERROR);
+  assert_true(signalled >= 1);
 
   write_script("bad.sh", "echo 'token: not-json-at-all-but-secret'\n");
   log = failing("bad.sh", NULL);
@@ -347,10 +367,12 @@ static void test_plugin_failures(void **state) {
   log = failing("old.sh", NULL);
   expect_log(log, "old.sh returned a credential whose expirationTimestamp has passed");
   free(log);
+  assert_true(exec_calls("0", KC_EXEC_NO_ERROR) >= 3);
 
   log = failing("missing.sh", "      installHint: 'install missing.sh from example.com'\n");
   expect_log(log, "missing.sh not found; install missing.sh from example.com");
   free(log);
+  assert_true(exec_calls("1", KC_EXEC_NOT_FOUND) >= 1);
 
   /* Hangs, with a child in its process group: both killed at the timeout. */
   write_script("hang.sh", "cd \"$(dirname \"$0\")\"\nsleep 60 &\necho $! > hang.child\nsleep 60\n");
@@ -359,6 +381,7 @@ static void test_plugin_failures(void **state) {
   unsetenv("KCTRLD_EXEC_TIMEOUT_SECONDS");
   expect_log(log, "hang.sh did not finish within 1 s; its process group was killed");
   free(log);
+  assert_true(exec_calls("-1", KC_EXEC_EXECUTION_ERROR) > signalled);
   char *child = tu_read_file(path_in("hang.child"), NULL);
   assert_non_null(child);
   pid_t pid = (pid_t)atoi(child);
@@ -391,6 +414,80 @@ static void test_plugin_cert(void **state) {
   assert_string_equal(c.cert, "-----BEGIN CERTIFICATE-----\nAAA\n");
   assert_string_equal(c.key, "KEYPEM");
   kc_exec_cred_clear(&c);
+  kc_execcred_free(s);
+  free(tu_stderr_end());
+  kc_kube_creds_free(creds);
+}
+
+/* Two real client certificates (made with openssl for this test): the
+ * first valid from 2026-12-06T08:15:54Z (1796544954) to 2027-01-05T08:15:54Z,
+ * the second until 2126-11-12T08:15:54Z (4950144954). */
+#define CERT_CRED_1 \
+  "{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\",\"stat" \
+  "us\":{\"clientCertificateData\":\"-----BEGIN CERTIFICATE-----\\nMIIBgTCCASegAwIBAgIUdV" \
+  "/9QmX1djVVlKyrZeXkxOj1uoEwCgYIKoZIzj0EAwIw\\nFjEUMBIGA1UEAwwLZXhlYy1jbGllbnQwHhcNMjYxM" \
+  "jA2MDgxNTU0WhcNMjcwMTA1\\nMDgxNTU0WjAWMRQwEgYDVQQDDAtleGVjLWNsaWVudDBZMBMGByqGSM49AgEG" \
+  "CCqG\\nSM49AwEHA0IABGR5LTMGUAl5lnQewhH8+M6avjy85263fejfgL9YvRLeHTMYohdK\\nhMZNcIYemkOz" \
+  "gSFCbuFIUDztr2haJA9Y+E2jUzBRMB0GA1UdDgQWBBQi/xzKe1B/\\nAvLTHrBfpbH95M6aiDAfBgNVHSMEGDA" \
+  "WgBQi/xzKe1B/AvLTHrBfpbH95M6aiDAP\\nBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIF7cJn" \
+  "OPibDBUXJKr4gA\\nKkx0TmkvlPcEIW8dv1ZPSlEoAiEA9Xip4kfCLONLOq2+L5egwFMVOEoLlHe0K6yH\\nJK" \
+  "odOOs=\\n-----END CERTIFICATE-----\\n\",\"clientKeyData\":\"KEYPEM\"}}"
+#define CERT_CRED_2 \
+  "{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\",\"stat" \
+  "us\":{\"clientCertificateData\":\"-----BEGIN CERTIFICATE-----\\nMIIBdTCCARugAwIBAgIUF9" \
+  "DSre/9SqqR5s4LUdJH5YaPxt0wCgYIKoZIzj0EAwIw\\nDzENMAsGA1UEAwwEbG9uZzAgFw0yNjEyMDYwODE1N" \
+  "TRaGA8yMTI2MTExMjA4MTU1\\nNFowDzENMAsGA1UEAwwEbG9uZzBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IA" \
+  "BJpj\\nlpdv44h+btXl3i4fiqw8b2G8a1rSy3HGagzDPgFw1++AsPhuPMq9Qidac4sS0FNJ\\nkoZSmom2L2Sj" \
+  "QyKcacejUzBRMB0GA1UdDgQWBBTnnKgbD0+Eetg078I9/Cvj8SPI\\nMTAfBgNVHSMEGDAWgBTnnKgbD0+Eetg" \
+  "078I9/Cvj8SPIMTAPBgNVHRMBAf8EBTAD\\nAQH/MAoGCCqGSM49BAMCA0gAMEUCIGqVEhnnGG2UTHHaVJSfxT" \
+  "2B744yOn11J2RF\\nzHU9f2tmAiEA0pt42Lpwi0F4PmSypvDenNtbhLwV648imefppgU/d1U=\\n-----END C" \
+  "ERTIFICATE-----\\n\",\"clientKeyData\":\"KEYPEM\"}}"
+
+/* The client certificate's notAfter feeds rest_client_exec_plugin_ttl_seconds;
+ * a certificate replaced by another has its age (since notBefore) observed. */
+static void test_plugin_cert_metrics(void **state) {
+  kc_rest_metrics_reset();
+  FILE *f = fopen(path_in("cred1.json"), "w");
+  assert_non_null(f);
+  fputs(CERT_CRED_1, f);
+  fclose(f);
+  f = fopen(path_in("cred2.json"), "w");
+  assert_non_null(f);
+  fputs(CERT_CRED_2, f);
+  fclose(f);
+  write_script("certs.sh", "cd \"$(dirname \"$0\")\"\n"
+                           "n=$(cat certcount 2>/dev/null || echo 0); n=$((n+1)); echo $n > certcount\n"
+                           "[ $n -gt 2 ] && n=2; cat cred$n.json\n");
+  unlink(path_in("certcount"));
+  kc_kube_creds *creds = creds_for("certs.sh", NULL);
+  kc_execcred *s = NULL;
+  tu_stderr_begin();
+  assert_int_equal(kc_execcred_new(creds, &s), 0);
+  kc_exec_cred c;
+  uint64_t gen = 0;
+  assert_int_equal(kc_execcred_current(s, 20000, 0, &c, &gen), 0);
+  kc_exec_cred_clear(&c);
+  kc_rest_metrics_snapshot snap;
+  assert_int_equal(kc_rest_metrics_snapshot_get(&snap), 0);
+  assert_true(snap.exec_configured);
+  assert_int_equal(snap.exec_cert_not_after, 1799136954);
+  uint64_t rotations = 0;
+  for (size_t b = 0; b <= KC_REST_ROTATION_BUCKETS; b++) rotations += snap.rotation_counts[b];
+  assert_int_equal(rotations, 0);
+  kc_rest_metrics_snapshot_free(&snap);
+  /* A 401 re-runs the plugin, which now hands the second certificate. */
+  kc_execcred_rejected(s, gen);
+  wait_gen_change(s, gen, &c);
+  kc_exec_cred_clear(&c);
+  assert_int_equal(kc_rest_metrics_snapshot_get(&snap), 0);
+  assert_int_equal(snap.exec_cert_not_after, 4950144954LL);
+  rotations = 0;
+  for (size_t b = 0; b <= KC_REST_ROTATION_BUCKETS; b++) rotations += snap.rotation_counts[b];
+  assert_int_equal(rotations, 1);
+  double age = (double)time(NULL) - 1796544954.0;
+  assert_true(snap.rotation_sum_seconds > age - 60 && snap.rotation_sum_seconds < age + 60);
+  assert_true(exec_calls("0", KC_EXEC_NO_ERROR) == 2 || exec_calls("0", KC_EXEC_NO_ERROR) == 3);
+  kc_rest_metrics_snapshot_free(&snap);
   kc_execcred_free(s);
   free(tu_stderr_end());
   kc_kube_creds_free(creds);
@@ -465,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_plugin_expiry),
       cmocka_unit_test(test_plugin_failures),
       cmocka_unit_test(test_plugin_cert),
+      cmocka_unit_test(test_plugin_cert_metrics),
       cmocka_unit_test(test_plugin_descriptors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
