@@ -386,6 +386,7 @@ DASHBOARD_SERIES = {
     "process_start_time_seconds": ("gauge", set()),
     "controller_runtime_max_concurrent_reconciles": ("gauge", {"controller"}),
     "controller_runtime_reconcile_time_seconds_bucket": ("histogram", {"controller", "le"}),
+    "controller_runtime_terminal_reconcile_errors_total": ("counter", {"controller"}),
     "workqueue_longest_running_processor_seconds": ("gauge", {"name"}),
     # client-go's REST client (alerts on API errors and latency)
     "rest_client_requests_total": ("counter", {"code", "method", "host"}),
