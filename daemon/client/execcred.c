@@ -639,10 +639,12 @@ static void *refresh_main(void *arg) {
       bool tok = s->cur.token != NULL, cert = s->cur.cert != NULL;
       void (*on_new)(void *) = same ? NULL : s->on_new;
       void *on_new_ud = s->on_new_ud;
+      /* Before waiters wake: whoever sees the new credential sees its
+       * certificate's figures too. */
+      kc_rest_metrics_exec_cert(not_after, rotated_not_before, real_ms() / 1000);
       pthread_cond_broadcast(&s->cond);
       pthread_mutex_unlock(&s->mu);
       if (on_new) on_new(on_new_ud);
-      kc_rest_metrics_exec_cert(not_after, rotated_not_before, real_ms() / 1000);
       if (left)
         kc_info(COMPONENT, "exec plugin gave a %s expiring in %llds (%s, %llu ms)",
                 tok && cert ? "token and client certificate" : tok ? "token" : "client certificate",
