@@ -154,6 +154,13 @@ def test_exec_plugin_rotation_401_and_failures():
                              what="%r in the log" % line)
                     assert k.alive(), k.log()[-3000:]
                 assert "exec plugin stderr: cannot reach the identity provider" in k.log()
+                # Each outcome in client-go's terms; the 401s among the requests.
+                snap = k.scrape()
+                for labels in ('code="0",call_status="no_error"', 'code="1",call_status="plugin_execution_error"',
+                               'code="-1",call_status="plugin_execution_error"'):
+                    assert k.metric(snap, "rest_client_exec_plugin_call_total", labels) >= 1, (labels, snap)
+                assert k.metric(snap, "rest_client_requests_total", 'code="401"') >= 1
+                assert k.metric(snap, "rest_client_exec_plugin_ttl_seconds") == float("inf")
                 # 4. It works again: the daemon recovers.
                 put(d, "mode", "ok")
                 put(d, "lifetime", "30")
@@ -285,6 +292,12 @@ def test_exec_plugin_client_certificate():
             wait_for(lambda: objects(k) == 1, timeout=30, what="the ConfigMap, listed with the plugin's certificate")
             assert "exec plugin gave a client certificate without expiry" in k.log()
             assert "PRIVATE KEY" not in k.log()
+            # The certificate's time to live (make_pki: 2 days).
+            snap = k.scrape()
+            ttl = k.metric(snap, "rest_client_exec_plugin_ttl_seconds")
+            assert 2 * 86400 - 600 < ttl <= 2 * 86400, ttl
+            assert k.metric(snap, "rest_client_exec_plugin_call_total", 'code="0",call_status="no_error"') >= 1
+            assert k.metric(snap, "rest_client_requests_total", 'code="200"') >= 1
         assert k.code == 0, k.log()[-3000:]
 
 
