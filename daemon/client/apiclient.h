@@ -18,6 +18,10 @@
  * from a proxy, empty) is mapped by HTTP code as client-go does. Retry-After
  * (integer seconds) fills retry_after_seconds when the body has none.
  *
+ * Every attempt is counted in client-go's rest_client_requests_total and
+ * every request but a watch timed in rest_client_request_duration_seconds
+ * (restmetrics.h), on both ways to send.
+ *
  * Two ways to send:
  *  - kc_api_request: asynchronous, on the loop (reflectors, discovery,
  *    lease). Successful (2xx) bodies are streamed to on_data as they arrive;

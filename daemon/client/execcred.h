@@ -29,6 +29,9 @@
  *    when min(30 s, 10 % of its lifetime) remains (the later of the two
  *    client-go-style thresholds), and is not handed out once expired. One
  *    without expiry is kept until a 401 rejects it.
+ *  - Every run counts in rest_client_exec_plugin_call_total, and a stored
+ *    credential's client certificate gives rest_client_exec_plugin_ttl_seconds
+ *    and, when it replaces another, a rotation age (restmetrics.h).
  *  - A 401 answered to a request made with generation G re-runs the plugin
  *    once: later 401s for G (the same burst) are ignored, since the
  *    generation moves on when the new credential is stored.
