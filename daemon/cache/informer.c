@@ -126,6 +126,13 @@ static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
   kc_obj_unref(old);
 }
 
+/* The reflector's history check compares the server's state with these. */
+static size_t sink_count(void *ud, kc_reflector *r) { return kc_store_count(((part *)ud)->store); }
+
+static kc_obj *sink_get(void *ud, kc_reflector *r, kc_str ns, kc_str name) {
+  return kc_store_get(((part *)ud)->store, ns, name);
+}
+
 static void on_resync(uv_timer_t *t) {
   kc_informer *inf = t->data;
   kc_obj_vec all = {0};
@@ -210,7 +217,8 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
                      : spec->streaming_list == KC_STREAMING_OFF ? KC_REFLECTOR_STREAM_OFF
                                                                 : KC_REFLECTOR_STREAM_AUTO,
     };
-    kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p, sink_synced};
+    kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p, sink_synced,
+                              sink_count, sink_get};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
     if (rc == 0)
       rc = kc_consistency_new(loop, api, pool, p->reflector, p->store, 0, &p->check);
@@ -305,6 +313,14 @@ void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
   uv_timer_stop(&inf->resync);
   if (spec->resync_ms > 0)
     uv_timer_start(&inf->resync, on_resync, (uint64_t)spec->resync_ms, (uint64_t)spec->resync_ms);
+}
+
+int kc_informer_set_cluster_identity(kc_informer *inf, kc_clusterid *id) {
+  for (size_t i = 0; i < inf->nparts; i++) {
+    int rc = kc_reflector_set_cluster_identity(inf->parts[i].reflector, id);
+    if (rc < 0) return rc;
+  }
+  return 0;
 }
 
 int kc_informer_set_shard_selector(kc_informer *inf, const char *selector) {
@@ -426,6 +442,8 @@ void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
     out->errors += rs->errors;
     out->history_checks += rs->history_checks;
     out->history_changes += rs->history_changes;
+    out->identity_checks += rs->identity_checks;
+    out->identity_changes += rs->identity_changes;
     if (inf->parts[i].check) {
       const kc_consistency_stats *cs = kc_consistency_stats_get(inf->parts[i].check);
       out->consistency_checks += cs->checks;

@@ -72,6 +72,11 @@ int kc_informer_start(kc_informer *inf);
 /* Stops reflectors and timers; frees the stores once every handle closed. */
 void kc_informer_close(kc_informer *inf);
 
+/* Every part's reflector checks the cluster identity before resuming a
+ * watch (reflector.h "Cluster identity"); `id` is borrowed and must outlive
+ * the informer. Before start only: 0, -EALREADY, -ENOMEM. */
+int kc_informer_set_cluster_identity(kc_informer *inf, kc_clusterid *id);
+
 /* Registers a handler; returns a handle id > 0 or -ENOMEM. Late-subscriber
  * replay: before it returns, the new handler (only it) gets on_add for every
  * object cached now, part by part in store order, on the calling (loop)
@@ -126,6 +131,7 @@ typedef struct kc_informer_stats {
   size_t bytes;
   uint64_t lists, watches, relists, events, errors, rejected;
   uint64_t history_checks, history_changes; /* reflector.h "History check" */
+  uint64_t identity_checks, identity_changes; /* reflector.h "Cluster identity" */
   uint64_t consistency_checks, consistency_diffs, consistency_skipped; /* consistency.h */
   uint64_t streaming_lists, streaming_attempts, streaming_fallbacks, decode_pauses;
   char resource_version[64]; /* last seen (of the first reflector) */

@@ -98,7 +98,8 @@ const kc_history_witness *kc_history_next(kc_history *h) {
   return h->next == KC_HISTORY_WITNESSES ? NULL : &h->witness[h->next];
 }
 
-bool kc_history_judge(const kc_history *h, const char *body, size_t len, char *why, size_t cap) {
+bool kc_history_judge(const kc_history *h, const char *body, size_t len, const char *resume_rv,
+                      char *why, size_t cap) {
   const kc_history_witness *w = &h->witness[h->next];
   char err[256];
   static const kc_transform meta = {.metadata_only = true};
@@ -109,10 +110,12 @@ bool kc_history_judge(const kc_history *h, const char *body, size_t len, char *w
     return false;
   }
   uint64_t n = rv_number(kc_obj_resource_version(o).ptr, kc_obj_resource_version(o).len);
-  bool same_uid = kc_str_eq_c(kc_obj_uid(o), w->uid);
-  /* The same history holds the witness at its RV or a later one. */
-  bool older = w->rvn && n && n < w->rvn;
-  if (same_uid && !older) {
+  uint64_t resume = rv_number(resume_rv, strlen(resume_rv));
+  bool unchanged = kc_str_eq_c(kc_obj_uid(o), w->uid) && kc_str_eq_c(kc_obj_resource_version(o), w->rv);
+  /* The cache holds the state at resume_rv: in the same history the object
+   * is still that state, or it changed after resume_rv. */
+  bool changed_later = resume && n > resume;
+  if (unchanged || changed_later) {
     kc_obj_unref(o);
     return true;
   }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* history: the witnesses of a reflector's history check (reflector.h,
- * "History check") and the verdict on what the server answers for each.
+/* history: the witnesses of a reflector's history check for caches too large
+ * for the LIST comparison (reflector.h, "History check"), the verdict on
+ * what the server answers for each, and the LIST comparison's limit.
  *
  * What it owns: KC_HISTORY_WITNESSES copies of the identity of objects the
  * cache was built from: [0] the one with the highest resourceVersion (a
@@ -23,8 +24,13 @@
 #include "kube/kobj.h"
 
 /* Objects read back by a history check: the newest cached one and a random
- * sample of the others. */
-#define KC_HISTORY_WITNESSES 5
+ * sample of 16 others. */
+#define KC_HISTORY_WITNESSES 17
+/* Caches of at most this many objects are compared whole with the server's
+ * state at the resourceVersion the watch would resume from (one
+ * metadata-only LIST, about 300 bytes an object); larger ones read the
+ * witnesses. */
+#define KC_HISTORY_LIST_MAX 5000
 
 typedef struct kc_history_witness {
   bool set;
@@ -57,10 +63,14 @@ void kc_history_begin(kc_history *h);
  * witness 0 as well (each object once); NULL when every witness passed. */
 const kc_history_witness *kc_history_next(kc_history *h);
 /* Judges the server's 2xx answer (a metadata-only object, `len` bytes of
- * `body`) for the witness kc_history_next returned: true when the server
- * holds it with the same uid at its RV or a later one (call
- * kc_history_passed), false with the reason in why otherwise. */
-bool kc_history_judge(const kc_history *h, const char *body, size_t len, char *why, size_t cap);
+ * `body`) for the witness kc_history_next returned, `resume_rv` being the
+ * RV the watch would resume from: true (call kc_history_passed) when the
+ * same history could hold it: unchanged (same uid and RV), or changed after
+ * resume_rv (a numeric RV above it: the watch brings that change); false
+ * with the reason in why otherwise (an RV at or below resume_rv other than
+ * the cached one exists in another history only). */
+bool kc_history_judge(const kc_history *h, const char *body, size_t len, const char *resume_rv,
+                      char *why, size_t cap);
 /* The current witness passed: kc_history_next moves on. */
 void kc_history_passed(kc_history *h);
 

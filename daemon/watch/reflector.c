@@ -7,8 +7,9 @@
  *     +--------------------------+
  *
  * This file owns the reflector's lifetime, its URLs, WATCH and the
- * streaming list, the history check's requests and backoff; LIST is in
- * reflector_list.c, the state both share in reflector_int.h. Loop thread.
+ * streaming list, and backoff; LIST is in reflector_list.c, the checks
+ * before a resumed watch in reflector_verify.c, the state they share in
+ * reflector_int.h. Loop thread.
  */
 #include "watch/reflector.h"
 #include "watch/reflector_int.h"
@@ -28,7 +29,6 @@
 #include "kube/kurl.h"
 
 static void stream_fallback(kc_reflector *r, const char *why);
-static void start_verify(kc_reflector *r);
 
 static char *dup_or_null(const char *s) {
   if (!s || !*s) return NULL;
@@ -103,10 +103,11 @@ const char *kc_reflector_config_error(const kc_reflector *r) {
 
 /* Parameters in alphabetical order, as client-go encodes them. `stream`
  * (with watch) asks for a streaming list: sendInitialEvents with
- * resourceVersionMatch=NotOlderThan, at rv ("" = consistent read). */
+ * resourceVersionMatch=NotOlderThan, at rv ("" = consistent read); `match`
+ * (a list at rv) sets resourceVersionMatch. */
 static int build_url(const kc_reflector *r, bool watch, bool stream, const char *rv,
-                     const char *continue_token, bool with_limit, uint32_t timeout_s, char *buf,
-                     size_t cap) {
+                     const char *match, const char *continue_token, bool with_limit,
+                     uint32_t timeout_s, char *buf, size_t cap) {
   kc_buf u = kc_buf_fixed(buf, cap);
   char sep = '?';
   kc_url_resource(&u, r->api_path, r->resource, kc_str_c(r->namespace_), (kc_str){NULL, 0}, NULL);
@@ -122,6 +123,8 @@ static int build_url(const kc_reflector *r, bool watch, bool stream, const char 
   if (stream) {
     kc_url_param(&u, &sep, "resourceVersionMatch", "NotOlderThan");
     kc_url_param(&u, &sep, "sendInitialEvents", "true");
+  } else if (match && rv && *rv && !(continue_token && *continue_token)) {
+    kc_url_param(&u, &sep, "resourceVersionMatch", match);
   }
   if (r->shard_selector && r->shard_support != KC_SHARD_SUPPORT_NONE)
     kc_url_param(&u, &sep, "shardSelector", r->shard_selector);
@@ -134,7 +137,12 @@ static int build_url(const kc_reflector *r, bool watch, bool stream, const char 
 
 int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
                      bool with_limit, uint32_t timeout_s, char *buf, size_t cap) {
-  return build_url(r, watch, false, rv, continue_token, with_limit, timeout_s, buf, cap);
+  return build_url(r, watch, false, rv, NULL, continue_token, with_limit, timeout_s, buf, cap);
+}
+
+int refl_list_url(const kc_reflector *r, const char *rv, const char *match, const char *cont,
+                  char *buf, size_t cap) {
+  return build_url(r, false, false, rv, match, cont, !r->no_limit, 0, buf, cap);
 }
 
 /* --- shared response plumbing -------------------------------------------- */
@@ -396,20 +404,22 @@ void refl_watch_finished(kc_reflector *r, const kc_api_result *res) {
   if (res->error && res->idle_timeout) {
     kc_warn("reflector", "%s: watch silent for %llu ms, restarting it from resourceVersion %s",
             r->describe, (unsigned long long)r->idle_timeout_ms, r->rv);
-    refl_start_watch(r);
+    refl_resume_watch(r);
     return;
   }
   if (res->error) {
     refl_set_error(r, "watch: %s", st->message[0] ? st->message : strerror(-res->error));
     /* Connection-level failure: resume from the same RV once the server is
-     * back, if it is still the same history (start_verify). */
+     * back, if it is still the same history (reflector_verify.c). */
     r->verify_history = true;
     refl_backoff_then(r, NEXT_WATCH, 0);
     return;
   }
   if (refl_is_2xx(st)) {
     if (lasted >= 1000 || r->watch_events > 0) {
-      refl_start_watch(r); /* routine end (timeoutSeconds): resume, no relist */
+      /* Routine end (timeoutSeconds), or a proxy re-pointed at another
+       * server: resume once the cluster identity is checked, no relist. */
+      refl_resume_watch(r);
     } else {
       refl_set_error(r, "watch: very short watch (%llu ms, no events)", (unsigned long long)lasted);
       refl_backoff_then(r, NEXT_LIST, 0);
@@ -486,7 +496,7 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
    * spread out. */
   uint32_t timeout_s = r->watch_timeout_s + (uint32_t)(next_rand(r) % r->watch_timeout_s);
   char url[4096];
-  if (build_url(r, true, stream, rv, NULL, false, timeout_s, url, sizeof url) < 0) {
+  if (build_url(r, true, stream, rv, NULL, NULL, false, timeout_s, url, sizeof url) < 0) {
     refl_set_error(r, "watch: URL too long");
     r->initial_phase = false;
     refl_backoff_then(r, NEXT_LIST, 0);
@@ -507,123 +517,13 @@ static void start_watch_request(kc_reflector *r, bool stream, const char *rv) {
   refl_send_get(r, "watch", &o, stream ? NEXT_LIST : NEXT_WATCH);
 }
 
-/* --- history check (history.h) -------------------------------------------- */
-
-static void history_changed(kc_reflector *r, const char *why) {
-  r->stats.history_changes++;
-  kc_warn("reflector",
-          "%s: the API server's history is not the one the cache was built from (%s); relisting "
-          "instead of resuming the watch at resourceVersion %s",
-          r->describe, why, r->rv);
-  r->verify_history = false;
-  r->rv_unavailable = true; /* an RV of another history means nothing: list at "" */
-  refl_start_list(r, LIST_CONSISTENT);
-}
-
-static int on_verify_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
-  kc_reflector *r = ud;
-  kc_buf_add(&r->verify_body, buf, len);
-  return r->verify_body.err ? KC_HTTP_ABORT : KC_HTTP_CONTINUE;
-}
-
-static void verify_witness(kc_reflector *r);
-
-static void on_verify_done(kc_api_call *call, const kc_api_result *res, void *ud) {
-  kc_reflector *r = ud;
-  r->req = NULL;
-  const kc_status *st = &res->status;
-  kc_buf *body = &r->verify_body; /* freed before anything else starts */
-  const kc_history_witness *w = &r->history.witness[r->history.next];
-  char why[1400];
-  if (res->error) {
-    /* Still cut off: check again after the next wait. */
-    kc_buf_free(body);
-    refl_set_error(r, "history check: %s", st->message[0] ? st->message : strerror(-res->error));
-    refl_backoff_then(r, NEXT_WATCH, 0);
-    return;
-  }
-  if (!refl_is_2xx(st)) {
-    kc_buf_free(body);
-    char what[700];
-    refl_describe_status(st, what, sizeof what);
-    if (kc_api_is_retryable(st)) { /* 429, 5xx: the server is busy, not different */
-      refl_set_error(r, "history check: %s", what);
-      refl_backoff_then(r, NEXT_WATCH, refl_retry_after_ms(st));
-      return;
-    }
-    /* 404: an object we know is gone, and no DELETED told us. Any other
-     * answer (403 without get permission, ...): unknown. Both relist, the
-     * safe choice after a connection failure. */
-    snprintf(why, sizeof why, "GET of %s%s%s (resourceVersion %s): %s", w->ns, w->ns[0] ? "/" : "",
-             w->name, w->rv, what);
-    history_changed(r, why);
-    return;
-  }
-  bool same = kc_history_judge(&r->history, body->p, body->len, why, sizeof why);
-  kc_buf_free(body);
-  if (same) {
-    kc_debug("reflector", "%s: history check: %s%s%s uid %s still there", r->describe, w->ns,
-             w->ns[0] ? "/" : "", w->name, w->uid);
-    kc_history_passed(&r->history);
-    verify_witness(r);
-    return;
-  }
-  history_changed(r, why);
-}
-
-/* Reads the next witness on; all passed: resume. */
-static void verify_witness(kc_reflector *r) {
-  const kc_history_witness *w = kc_history_next(&r->history);
-  if (!w) {
-    kc_debug("reflector", "%s: history check passed; resuming the watch", r->describe);
-    r->verify_history = false;
-    refl_start_watch(r);
-    return;
-  }
-  char url[4096];
-  kc_buf u = kc_buf_fixed(url, sizeof url);
-  kc_url_resource(&u, r->api_path, r->resource, kc_str_c(w->ns), kc_str_c(w->name), NULL);
-  if (u.err) {
-    history_changed(r, "history check: URL too long");
-    return;
-  }
-  r->phase = PHASE_VERIFY;
-  kc_api_request_opts o = {
-      .path = url,
-      .accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9",
-      .timeout_ms = 30000,
-      .on_data = on_verify_data,
-      .on_done = on_verify_done,
-  };
-  refl_send_get(r, "history check", &o, NEXT_WATCH);
-}
-
-/* After a connection failure: is the server still the history the cache
- * was built from? Metadata-only GETs of the witnesses (see reflector.h). */
-static void start_verify(kc_reflector *r) {
-  if (r->phase == PHASE_CLOSED) return;
-  r->stats.history_checks++;
-  if (!kc_history_any(&r->history)) {
-    /* Nothing to compare (empty scope, or the witnesses were deleted): a
-     * list of what is, at worst, a few objects. */
-    r->verify_history = false;
-    kc_info("reflector", "%s: reconnected; no cached object to check the server's history with, "
-            "relisting", r->describe);
-    r->rv_unavailable = true;
-    refl_start_list(r, LIST_CONSISTENT);
-    return;
-  }
-  kc_history_begin(&r->history);
-  verify_witness(r);
-}
-
 /* --- backoff -------------------------------------------------------------- */
 
 static void on_backoff_timer(uv_timer_t *t) {
   kc_reflector *r = t->data;
   if (r->phase != PHASE_BACKOFF) return;
   if (r->after_backoff == NEXT_WATCH && r->synced && r->rv[0])
-    r->verify_history ? start_verify(r) : refl_start_watch(r);
+    refl_resume_watch(r);
   else if (!r->synced || !r->rv[0])
     refl_start_list(r, LIST_INITIAL);
   else
@@ -781,6 +681,8 @@ static void stop_current(kc_reflector *r) {
   refl_reset_response(r);
   refl_clear_pending(r);
   kc_buf_free(&r->verify_body);
+  refl_verify_reset(r);
+  kc_clusterid_cancel(r->cluster);
   kc_timer_stop(&r->timer);
 }
 
@@ -788,8 +690,17 @@ void kc_reflector_close(kc_reflector *r) {
   if (!r || r->phase == PHASE_CLOSED) return;
   r->phase = PHASE_CLOSED;
   stop_current(r);
+  kc_clusterid_leave(r->cluster); /* the component may close before the loop frees us */
+  r->cluster = NULL;
   kc_mem_list_end(&r->listing);
   kc_timer_close(&r->timer, free_reflector);
+}
+
+int kc_reflector_set_cluster_identity(kc_reflector *r, kc_clusterid *id) {
+  if (r->phase != PHASE_IDLE) return -EALREADY;
+  kc_clusterid_leave(r->cluster);
+  r->cluster = id ? kc_clusterid_join(id, refl_identity_changed, r) : NULL;
+  return id && !r->cluster ? -ENOMEM : 0;
 }
 
 int kc_reflector_relist(kc_reflector *r, const char *why) {

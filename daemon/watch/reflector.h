@@ -12,29 +12,44 @@
  * after failed LISTs (a list that works between failing watches does not
  * reset it), and after 2 min without failure.
  *
+ * Cluster identity (client/clusterid.h): with kc_reflector_set_cluster_identity
+ * the reflector asks, before every watch it resumes at a resourceVersion
+ * (after a clean end, an idle restart, a connection failure, a 429), whether
+ * the server is still the cluster the caches were built from (the uid of
+ * the kube-system Namespace; one GET shared by every reflector that asks at
+ * the same time). A watch started right after a complete list needs no
+ * check: the list is of the server it talks to. A changed identity relists
+ * (kc_reflector_relist) every reflector of the component, whatever it was
+ * doing; a server that does not tell (403, 404) is taken as the same one;
+ * 429/5xx/transport errors wait (backoff) and ask again.
+ *
  * History check: after a connection failure of a watch (transport error,
- * refused, reset; not a clean end, not an idle restart) the watch is not
- * resumed blindly at the last resourceVersion: an RV is only meaningful in
- * the history that issued it, and a server restored from an etcd backup
- * (without --bump-revision --mark-compacted), a simulator restarted with a
- * fresh store, or a kubeconfig re-pointed at another cluster at the same
- * address would accept it and stream from there, silently skipping
- * everything it holds at or below it. The reflector first GETs (metadata
- * only, one after the other) its witnesses: the cached object with the
- * highest resourceVersion and a uniform random sample of 4 other cached
- * objects (a history re-seeded so that its counter ends on the same RV may
- * hold the newest object unchanged; the sample is what catches it). The
- * same history still holds each with the same uid and an RV at least the
- * cached one. Anything else (other uid, older RV, 404, 403, malformed)
- * relists at resourceVersion "" with a warning; 429/5xx/transport errors
- * back off and check again. Without a witness (empty scope, all deleted)
- * it relists. The witnesses and the verdict are watch/history.h's. Why this
- * and not the kube-system namespace's uid: that uid survives an etcd
- * restore of the same cluster (the case that loses most), and needs a grant
- * on namespaces; the witness read needs the `get` the reflector's resource
- * normally has, costs one small GET per reflector per reconnect, and
- * catches both a different cluster and a rolled-back history (the object we
- * saw last is missing or older).
+ * refused, reset; not a clean end, not an idle restart: those check the
+ * cluster identity only), the watch is not resumed blindly at the last
+ * resourceVersion R: an RV is only
+ * meaningful in the history that issued it, and a server restored from an
+ * etcd backup (without --bump-revision --mark-compacted; its kube-system
+ * uid is the restored one), a simulator restarted with a fresh store, or a
+ * cluster behind the same address without a readable identity would accept
+ * it and stream from there, silently skipping everything it holds at or
+ * below it. The cache is exactly the scope's state at R, so the check asks
+ * the server for that state: a metadata-only LIST of the scope (same
+ * selectors, pages of page_size) at resourceVersion=R with
+ * resourceVersionMatch=Exact, compared key by key with the cache (uid and
+ * resourceVersion; sink.count and sink.get). Equal: the server's history
+ * holds this very state at R, so its events after R are the right ones and
+ * the watch resumes. Any difference, a 410 (R compacted: the watch would
+ * get 410 too), or any other refusal relists at resourceVersion "" with a
+ * warning; 429/5xx/transport errors back off and check again. This cannot
+ * pass by chance: it passes only when the two states are equal. Caches of
+ * more than KC_HISTORY_LIST_MAX objects, and sinks without count/get, read
+ * witnesses instead (watch/history.h): metadata-only GETs of the cached
+ * object with the highest resourceVersion and a uniform sample of the
+ * others, each of which must be on the server either unchanged (same uid,
+ * same RV) or changed after R (RV > R); with a fraction f of the scope
+ * differing at or below R, that passes with probability at most
+ * (1-f)^(witnesses-1) (docs/reliability.md). The requests and the verdicts
+ * are in reflector_verify.c.
  *
  * Shard selector (KEP-5866, docs/api-contract.md 5.4):
  * kc_reflector_set_shard_selector makes every LIST, streaming-list WATCH and
@@ -109,6 +124,7 @@
 #include <uv.h>
 
 #include "client/apiclient.h"
+#include "client/clusterid.h"
 #include "kube/kbuild.h"
 
 typedef struct kc_reflector kc_reflector;
@@ -130,6 +146,12 @@ typedef struct kc_reflector_sink {
    * first attempt failed half-way (its objects may be stale: the next
    * attempt replaces). Later relists always use replace(). */
   void (*synced)(void *ud, kc_reflector *r);
+  /* Optional (the history check's comparison, see "History check"): the
+   * number of objects cached for this reflector, and one of them (a
+   * reference the caller drops) or NULL. Without them the check reads
+   * witnesses. */
+  size_t (*count)(void *ud, kc_reflector *r);
+  kc_obj *(*get)(void *ud, kc_reflector *r, kc_str ns, kc_str name);
 } kc_reflector_sink;
 
 #define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX
@@ -186,6 +208,8 @@ typedef struct kc_reflector_stats {
   char last_error[256];
   uint64_t history_checks;  /* history checks done after connection failures */
   uint64_t history_changes; /* ... that found another history (and relisted) */
+  uint64_t identity_checks; /* cluster identity checks before a resumed watch */
+  uint64_t identity_changes; /* relists because the cluster identity changed */
   uint64_t retry_after_waits; /* waits that were a server's Retry-After */
   uint64_t backoff_ms;      /* current exponential step; 0 after a reset */
   uint64_t last_wait_ms;    /* the latest wait chosen (Retry-After or backoff) */
@@ -199,6 +223,11 @@ int kc_reflector_start(kc_reflector *r);
 /* Cancels any request and timer; the memory is freed once the loop has run
  * the close callback. No sink callback runs after this returns. */
 void kc_reflector_close(kc_reflector *r);
+
+/* Makes the reflector a member of the cluster identity check (see "Cluster
+ * identity"); `id` is borrowed and must outlive the reflector. Before start
+ * only: 0, -EALREADY once started, -ENOMEM. */
+int kc_reflector_set_cluster_identity(kc_reflector *r, kc_clusterid *id);
 
 /* Drops whatever is under way (watch, list, wait) and lists again at
  * resourceVersion "" (consistent read), e.g. after the consistency check

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* reflector_int: the state of one reflector (struct kc_reflector) and the
  * steps its two files call in one another: reflector.c (lifetime, URLs,
- * WATCH and streaming list, the history check's requests, backoff) and
- * reflector_list.c (LIST: pages, pipelined next pages, the incremental
- * first list, delivering a complete list). Included only by those two;
- * reflector.h is the interface.
+ * WATCH and streaming list, backoff), reflector_list.c (LIST: pages,
+ * pipelined next pages, the incremental first list, delivering a complete
+ * list) and reflector_verify.c (the cluster identity and history checks
+ * before a resumed watch). Included only by those three; reflector.h is the
+ * interface.
  *
  * Threads: everything here runs on the reflector's loop thread (decoded
  * objects come back to it from the decode pool in stream order).
@@ -20,6 +21,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "client/clusterid.h"
 #include "watch/decodepool.h"
 #include "watch/history.h"
 
@@ -29,7 +31,8 @@ enum list_mode {
   LIST_CONSISTENT, /* after that failed too: resourceVersion="" (quorum read) */
 };
 
-/* PHASE_VERIFY: the history check (see reflector.h) before resuming a watch. */
+/* PHASE_VERIFY: the cluster identity or history check (see reflector.h)
+ * before resuming a watch. */
 enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_VERIFY, PHASE_CLOSED };
 
 struct kc_reflector {
@@ -111,9 +114,23 @@ struct kc_reflector {
   bool backoff_after_watch; /* the last failure was a watch's (or the history check's) */
   enum { NEXT_LIST, NEXT_WATCH } after_backoff;
 
-  /* history check (history.h) */
+  /* cluster identity (clusterid.h); NULL: not checked */
+  kc_clusterid_member *cluster;
+
+  /* history check (reflector_verify.c) */
   bool verify_history;   /* a connection failed: check before resuming the watch */
   bool auth_rejected;    /* the last response was a 401/403: a new credential ends the wait */
+  /* The LIST comparison: the scope's state at rv, page by page. */
+  struct {
+    kc_dstream *stream;  /* the page's decoding */
+    bool http_done;
+    kc_api_result result;
+    size_t cached;       /* objects in the cache when the check began */
+    size_t matched;      /* listed objects the cache holds as listed */
+    bool differs;        /* decided: another history (why says where) */
+    char why[1200];
+    char cont[1024];     /* the next page's continue token */
+  } verify;
   /* Witnesses: [0] the cached object with the highest RV, the others a
    * uniform sample of the cached objects (reservoir over what the lists and
    * events delivered since the last list began), so that a history
@@ -182,6 +199,23 @@ void refl_config_error_clear(kc_reflector *r);
 /* Waits before `next` (NEXT_LIST or NEXT_WATCH); retry_after: a
  * Retry-After in ms, 0 = none. */
 void refl_backoff_then(kc_reflector *r, int next, uint64_t retry_after);
+
+/* Builds a LIST URL of the scope (selectors, limit = page size, the shard
+ * selector as for lists): at rv with resourceVersionMatch `match` (NULL:
+ * none), or continuing at `cont`. */
+int refl_list_url(const kc_reflector *r, const char *rv, const char *match, const char *cont,
+                  char *buf, size_t cap);
+
+/* ---- reflector_verify.c ---------------------------------------------------- */
+
+/* Resumes the watch at the last resourceVersion once the checks it needs
+ * passed: the cluster identity (when a member), then the history check
+ * (when verify_history). */
+void refl_resume_watch(kc_reflector *r);
+/* clusterid's on_change: relists. */
+void refl_identity_changed(void *ud, const char *old_uid, const char *new_uid);
+/* Closes the history check's LIST stream, if any. */
+void refl_verify_reset(kc_reflector *r);
 
 /* ---- reflector_list.c ------------------------------------------------------ */
 
