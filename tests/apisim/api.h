@@ -36,6 +36,8 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp);
  * fields are filled, status is kept, a missing namespace is created.
  * Returns 0, -EEXIST, or -EINVAL. */
 int sim_api_seed(jv *dom, char **err);
+/* The same with sim_mu held. */
+int sim_api_seed_locked(jv *dom, char **err);
 
 /* One modification for the load generator: rewrites an annotation (and,
  * with spec=true, a spec field, bumping generation) of the object after

@@ -438,6 +438,46 @@ static void set_config(struct sim_req *req, struct sim_resp *resp)
   config_json(resp);
 }
 
+/* POST /_apisim/reseed (seed.h sim_reseed): {"cluster": "same"|"new",
+ * "shuffle": N, "items": [...], "resourceVersion": "N",
+ * "endResourceVersion": "N", "drop": "clean"|"reset"}. */
+static void reseed(struct sim_req *req, struct sim_resp *resp)
+{
+  jv *d = body_json(req, resp);
+  if (!d) return;
+  struct sim_reseed o = {0};
+  const char *cluster = jv_gets(d, "cluster");
+  const char *drop = jv_gets(d, "drop");
+  const jv *items = jv_get(d, "items");
+  if ((cluster && strcmp(cluster, "same") != 0 && strcmp(cluster, "new") != 0) ||
+      (drop && strcmp(drop, "clean") != 0 && strcmp(drop, "reset") != 0) ||
+      (items && items->t != J_ARR)) {
+    bad(resp, "need {\"cluster\": \"same\"|\"new\", \"shuffle\": N, \"items\": [...], "
+              "\"resourceVersion\": \"N\", \"endResourceVersion\": \"N\", \"drop\": \"clean\"|\"reset\"}");
+    jv_free(d);
+    return;
+  }
+  o.new_cluster = cluster && strcmp(cluster, "new") == 0;
+  o.reset = drop && strcmp(drop, "reset") == 0;
+  o.shuffle = (uint64_t)geti(d, "shuffle", 0);
+  o.items = items;
+  const char *s = jv_gets(d, "resourceVersion");
+  o.start_rv = s ? strtoull(s, NULL, 10) : 0;
+  s = jv_gets(d, "endResourceVersion");
+  o.end_rv = s ? strtoull(s, NULL, 10) : 0;
+  struct sim_reseed_result r;
+  char *err = NULL;
+  int rc = sim_reseed(&o, &r, &err);
+  jv_free(d);
+  if (rc < 0) {
+    bad(resp, err ? err : "reseed failed");
+    free(err);
+    return;
+  }
+  ok_json(resp, "{\"resourceVersion\":\"%llu\",\"objects\":%zu,\"kubeSystemUid\":\"%s\"}",
+          (unsigned long long)r.rv, r.objects, r.kube_system_uid);
+}
+
 void sim_control_handle(struct sim_req *req, struct sim_resp *resp)
 {
   const char *p = req->url + strlen("/_apisim");
@@ -449,6 +489,8 @@ void sim_control_handle(struct sim_req *req, struct sim_resp *resp)
     uint64_t rv = sim_rv;
     pthread_mutex_unlock(&sim_mu);
     ok_json(resp, "{\"resourceVersion\":\"%llu\"}", (unsigned long long)rv);
+  } else if (strcmp(p, "/reseed") == 0 && post) {
+    reseed(req, resp);
   } else if (strcmp(p, "/drop-watches") == 0 && post) {
     ok_json(resp, "{\"dropped\":%d}", sim_watch_drop_all());
   } else if (strcmp(p, "/faults") == 0 && post) {

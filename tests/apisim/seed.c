@@ -306,3 +306,126 @@ int sim_write_kubeconfig(const char *path, const char *url, const char *token,
   free(tmp);
   return rc;
 }
+
+/* ---- reseed (the /_apisim/reseed control) ---- */
+
+struct collect {
+  jv **docs;
+  size_t n, cap;
+  bool namespaces; /* this pass collects Namespaces only, else everything else */
+};
+
+static void collect_type(struct sim_rtype *rt, void *arg)
+{
+  struct collect *c = arg;
+  if ((strcmp(rt->plural, "namespaces") == 0 && rt->group[0] == 0) != c->namespaces) return;
+  for (struct sim_obj *o = sim_coll_next_locked(rt->coll, NULL, false); o;
+       o = sim_coll_next_locked(rt->coll, o->key, false)) {
+    if (c->n == c->cap) {
+      c->cap = c->cap ? c->cap * 2 : 256;
+      c->docs = sim_xrealloc(c->docs, c->cap * sizeof *c->docs);
+    }
+    jv *d = jv_copy(o->dom);
+    jv_set_str(d, "apiVersion", rt->gv);
+    jv_set_str(d, "kind", rt->kind);
+    c->docs[c->n++] = d;
+  }
+}
+
+static void clear_type(struct sim_rtype *rt, void *arg)
+{
+  (void)arg;
+  sim_coll_clear_locked(rt->coll);
+}
+
+static void shuffle_docs(jv **docs, size_t n, uint64_t seed)
+{
+  uint64_t x = seed | 1;
+  for (size_t i = n; i > 1; i--) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t j = (size_t)(x % i);
+    jv *t = docs[i - 1];
+    docs[i - 1] = docs[j];
+    docs[j] = t;
+  }
+}
+
+static int seed_docs_locked(jv **docs, size_t n, size_t *created, char **err)
+{
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    char *e = NULL;
+    int r = sim_api_seed_locked(docs[i], &e);
+    docs[i] = NULL; /* taken */
+    if (r < 0 && rc == 0) rc = r;
+    if (r < 0 && !*err)
+      *err = e;
+    else
+      free(e);
+    if (r == 0) (*created)++;
+  }
+  return rc;
+}
+
+int sim_reseed(const struct sim_reseed *o, struct sim_reseed_result *out, char **err)
+{
+  *err = NULL;
+  memset(out, 0, sizeof *out);
+  struct collect ns = {.namespaces = true}, rest = {.namespaces = false};
+  int rc = 0;
+  pthread_mutex_lock(&sim_mu);
+  sim_watch_drop_all_locked(o->reset);
+  if (!o->new_cluster) {
+    sim_types_each_locked(collect_type, &ns);
+    sim_types_each_locked(collect_type, &rest);
+    if (o->shuffle) {
+      shuffle_docs(ns.docs, ns.n, o->shuffle);
+      shuffle_docs(rest.docs, rest.n, o->shuffle * 31 + 7);
+    }
+  } else {
+    const char *names[] = {"default", "kube-system", "kube-public", "kube-node-lease"};
+    ns.docs = sim_xcalloc(4, sizeof *ns.docs);
+    for (size_t i = 0; i < 4; i++) {
+      jv *d = jv_new(J_OBJ);
+      jv_set_str(d, "apiVersion", "v1");
+      jv_set_str(d, "kind", "Namespace");
+      jv *md = jv_obj_ensure(d, "metadata");
+      jv_set_str(md, "name", names[i]);
+      jv_set_str(jv_obj_ensure(md, "labels"), "kubernetes.io/metadata.name", names[i]);
+      ns.docs[ns.n++] = d;
+    }
+  }
+  /* The old history goes: every collection empties and the event ring with
+   * it; the counter starts over. */
+  sim_types_each_locked(clear_type, NULL);
+  sim_compact_locked();
+  sim_rv = o->start_rv;
+  sim_hist_floor = o->start_rv;
+  rc = seed_docs_locked(ns.docs, ns.n, &out->objects, err);
+  int rc2 = seed_docs_locked(rest.docs, rest.n, &out->objects, err);
+  if (rc == 0) rc = rc2;
+  for (size_t i = 0; o->items && o->items->t == J_ARR && i < o->items->n; i++) {
+    jv *d = jv_copy(o->items->u.a[i]);
+    int r = seed_docs_locked(&d, 1, &out->objects, err);
+    if (rc == 0) rc = r;
+  }
+  if (o->end_rv) {
+    if (sim_rv > o->end_rv && rc == 0) {
+      *err = sim_xasprintf("the reseeded store is at resourceVersion %llu, past %llu",
+                           (unsigned long long)sim_rv, (unsigned long long)o->end_rv);
+      rc = -ERANGE;
+    } else if (sim_rv < o->end_rv) {
+      sim_rv = o->end_rv;
+    }
+  }
+  struct sim_rtype *nt = sim_type_find_locked("", "v1", "namespaces");
+  struct sim_obj *ks = nt ? sim_coll_get_locked(nt->coll, "kube-system") : NULL;
+  const char *uid = ks ? jv_gets(jv_get(ks->dom, "metadata"), "uid") : NULL;
+  snprintf(out->kube_system_uid, sizeof out->kube_system_uid, "%s", uid ? uid : "");
+  out->rv = sim_rv;
+  pthread_cond_broadcast(&sim_cond);
+  pthread_mutex_unlock(&sim_mu);
+  free(ns.docs);
+  free(rest.docs);
+  return rc;
+}

@@ -17,6 +17,8 @@ atomic_ullong sim_events_sent;
 unsigned sim_bookmark_interval_ms = 60000;
 
 static atomic_uint drop_gen;
+/* Watches of a generation below this one end with a broken connection. */
+static atomic_uint reset_upto;
 static atomic_int open_watches;
 
 struct sim_watch {
@@ -225,6 +227,13 @@ void sim_watch_free(void *cls)
   free(w);
 }
 
+void sim_watch_drop_all_locked(bool reset)
+{
+  unsigned gen = atomic_fetch_add(&drop_gen, 1) + 1;
+  if (reset) atomic_store(&reset_upto, gen);
+  pthread_cond_broadcast(&sim_cond);
+}
+
 int sim_watch_drop_all(void)
 {
   pthread_mutex_lock(&sim_mu);
@@ -323,6 +332,7 @@ static void fill(struct sim_watch *w)
   for (;;) {
     if (atomic_load(&sim_shutting_down) || atomic_load(&drop_gen) != w->gen) {
       w->ending = true;
+      if (w->gen < atomic_load(&reset_upto)) w->abort_conn = true;
       break;
     }
     if (!w->seq_set) {

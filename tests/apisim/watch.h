@@ -62,6 +62,9 @@ void sim_watch_free(void *cls);
 
 /* Ends every open watch cleanly (no ERROR event). Returns how many. */
 int sim_watch_drop_all(void);
+/* With sim_mu held: ends every open watch, cleanly or (reset) by breaking
+ * its connection; watches opened afterwards are not affected. */
+void sim_watch_drop_all_locked(bool reset);
 int sim_watch_count(void);
 extern atomic_ullong sim_events_sent;
 extern unsigned sim_bookmark_interval_ms;

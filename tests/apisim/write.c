@@ -1121,7 +1121,7 @@ static void purge_namespace_locked(const char *ns)
   sim_types_each_locked(purge_coll, &p);
 }
 
-int sim_api_seed(jv *dom, char **err)
+int sim_api_seed_locked(jv *dom, char **err)
 {
   *err = NULL;
   if (!dom || dom->t != J_OBJ) {
@@ -1129,10 +1129,8 @@ int sim_api_seed(jv *dom, char **err)
     jv_free(dom);
     return -EINVAL;
   }
-  pthread_mutex_lock(&sim_mu);
   struct sim_rtype *rt = sim_type_by_kind_locked(jv_gets(dom, "apiVersion"), jv_gets(dom, "kind"));
   if (!rt) {
-    pthread_mutex_unlock(&sim_mu);
     *err = sim_xasprintf("no resource for apiVersion %s kind %s",
                          jv_gets(dom, "apiVersion") ? jv_gets(dom, "apiVersion") : "(none)",
                          jv_gets(dom, "kind") ? jv_gets(dom, "kind") : "(none)");
@@ -1142,7 +1140,6 @@ int sim_api_seed(jv *dom, char **err)
   jv *md = jv_obj_ensure(dom, "metadata");
   const char *name = jv_gets(md, "name");
   if (!name || !*name) {
-    pthread_mutex_unlock(&sim_mu);
     *err = sim_xstrdup("metadata.name missing");
     jv_free(dom);
     return -EINVAL;
@@ -1164,7 +1161,6 @@ int sim_api_seed(jv *dom, char **err)
   }
   char *key = rt->namespaced ? sim_xasprintf("%s/%s", jv_gets(md, "namespace"), name) : sim_xstrdup(name);
   if (sim_coll_get_locked(rt->coll, key)) {
-    pthread_mutex_unlock(&sim_mu);
     *err = sim_xasprintf("%s %s already exists", rt->plural, key);
     free(key);
     jv_free(dom);
@@ -1186,8 +1182,7 @@ int sim_api_seed(jv *dom, char **err)
   if (!rt->is_crd && strcmp(rt->plural, "customresourcedefinitions") == 0) {
     char *field, *m;
     if (sim_crd_validate(dom, &field, &m) < 0) {
-      pthread_mutex_unlock(&sim_mu);
-      *err = sim_xasprintf("%s: %s", field, m);
+        *err = sim_xasprintf("%s: %s", field, m);
       free(field);
       free(m);
       jv_free(dom);
@@ -1196,8 +1191,15 @@ int sim_api_seed(jv *dom, char **err)
     if (!jv_get(dom, "status")) sim_crd_set_status(dom);
   }
   sim_obj_unref(commit_create_locked(rt, dom));
-  pthread_mutex_unlock(&sim_mu);
   return 0;
+}
+
+int sim_api_seed(jv *dom, char **err)
+{
+  pthread_mutex_lock(&sim_mu);
+  int rc = sim_api_seed_locked(dom, err);
+  pthread_mutex_unlock(&sim_mu);
+  return rc;
 }
 
 int sim_api_modify(struct sim_rtype *rt, char **cursor, bool spec, bool silent)
