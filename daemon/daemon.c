@@ -313,6 +313,7 @@ void daemon_on_tick(uv_timer_t *t) {
     kc_informer *inf = NULL;
     bool defer = shard_selecting_controller(d, i) >= 0;
     int rc = kc_informer_new(&d->loop, d->api, d->decode_pool, k->spec, &ref, &inf);
+    if (rc == 0) rc = kc_informer_set_cluster_identity(inf, d->clusterid);
     if (rc == 0) kc_informer_on_synced(inf, on_informer_synced, d);
     if (rc == 0 && !defer) rc = kc_informer_start(inf);
     if (rc < 0) {
@@ -591,6 +592,8 @@ static void finish_shutdown(kc_daemon *d) {
   }
   kc_discovery_free(d->discovery); /* runs no callback: slots can be freed */
   d->discovery = NULL;
+  kc_clusterid_close(d->clusterid); /* every reflector left it */
+  d->clusterid = NULL;
   kc_decode_pool_free(d->decode_pool); /* the informers closed every stream */
   d->decode_pool = NULL;
   close_events(d);
@@ -845,7 +848,8 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   d->cred_timer.uv.data = d;
   int code;
   if ((code = kc_api_new(&d->loop, d->creds, &d->api)) < 0 ||
-      (code = kc_discovery_new(d->api, &d->discovery)) < 0) {
+      (code = kc_discovery_new(d->api, &d->discovery)) < 0 ||
+      (code = kc_clusterid_new(d->api, &d->clusterid)) < 0) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }
@@ -908,6 +912,7 @@ fail:
   uv_close((uv_handle_t *)&d->init_retry, on_closed_noop);
   kc_timer_close(&d->cred_timer, on_closed_noop);
   kc_discovery_free(d->discovery);
+  kc_clusterid_close(d->clusterid);
   kc_decode_pool_free(d->decode_pool);
   close_events(d);
   kc_api_close(d->api);

@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "base/clock.h"
+#include "client/clusterid.h"
 #include "client/discovery.h"
 #include "client/events.h"
 #include "client/kubeconfig.h"
@@ -76,6 +77,7 @@ struct kc_daemon {
   kc_config *cfg;
   kc_kube_creds *creds;
   kc_api *api;
+  kc_clusterid *clusterid; /* which cluster the endpoint leads to, for every informer */
   kc_events *events; /* the Event recorder behind the `event` host function */
   struct host_link *link; /* what the plugins' host environments point at */
   kc_discovery *discovery;

@@ -340,6 +340,10 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
     for (size_t j = 0; per_ns && j < inf->nnamespaces && !rc; j++)
       rc = add_rule(&rs, ROLE_MAIN, inf->namespaces[j], inf->group, plural, "", v);
   }
+  /* The reflectors' cluster identity check (client/clusterid.h) reads the
+   * kube-system Namespace: a ClusterRole rule even beside namespaced Roles. */
+  if (!rc && cfg->ninformers > 0)
+    rc = add_rule(&rs, ROLE_MAIN, "", "", "namespaces", "kube-system", V_GET);
   /* Plugin writes: where the controller's `for` objects are. */
   for (size_t i = 0; i < cfg->ncontrollers && !rc; i++) {
     const kc_informer_spec *inf = &cfg->informers[cfg->controllers[i].for_.informer];

@@ -95,6 +95,8 @@ static void test_cluster_with_leader_election(void **state) {
                       "  name: kctrld\nrules:\n"
                       "  - apiGroups: [\"\"]\n    resources: [\"events\"]\n"
                       "    verbs: [\"create\", \"patch\"]\n"
+                      "  - apiGroups: [\"\"]\n    resources: [\"namespaces\"]\n"
+                      "    resourceNames: [\"kube-system\"]\n    verbs: [\"get\"]\n"
                       "  - apiGroups: [\"\"]\n    resources: [\"pods\"]\n"
                       "    verbs: [\"create\", \"delete\", \"get\", \"list\", \"watch\"]\n"
                       "  - apiGroups: [\"demo.kctrld.io\"]\n    resources: [\"podsets\"]\n"
@@ -148,7 +150,15 @@ static void test_roles_per_namespace(void **state) {
                 "    owns: [{apiVersion: v1, kind: Pod}]\n",
                 NULL, NULL);
   assert_non_null(y);
-  assert_null(strstr(y, "ClusterRole"));
+  /* The only cluster-wide grant: the kube-system Namespace, the cluster
+   * identity (clusterid.h). */
+  const char *cr = strstr(y, "kind: ClusterRole\nmetadata:\n  name: kctrld\nrules:\n");
+  assert_non_null(cr);
+  assert_true(strncmp(strstr(cr, "rules:"),
+                      "rules:\n  - apiGroups: [\"\"]\n    resources: [\"namespaces\"]\n"
+                      "    resourceNames: [\"kube-system\"]\n    verbs: [\"get\"]\n---\n",
+                      strlen("rules:\n  - apiGroups: [\"\"]\n    resources: [\"namespaces\"]\n"
+                             "    resourceNames: [\"kube-system\"]\n    verbs: [\"get\"]\n---\n")) == 0);
   const char *a = strstr(y, "kind: Role\nmetadata:\n  name: kctrld\n  namespace: a\n");
   const char *b = strstr(y, "kind: Role\nmetadata:\n  name: kctrld\n  namespace: b\n");
   assert_non_null(a);
