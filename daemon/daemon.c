@@ -849,7 +849,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   int code;
   if ((code = kc_api_new(&d->loop, d->creds, &d->api)) < 0 ||
       (code = kc_discovery_new(d->api, &d->discovery)) < 0 ||
-      (code = kc_clusterid_new(d->api, &d->clusterid)) < 0) {
+      (code = kc_clusterid_new(&d->loop, d->api, &d->clusterid)) < 0) {
     kc_error("daemon", "cannot create the API client");
     goto fail;
   }

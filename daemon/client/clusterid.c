@@ -23,6 +23,8 @@ struct kc_clusterid_member {
 };
 
 struct kc_clusterid {
+  uv_timer_t defer; /* starts the GET in the next loop turn; data = this */
+  bool defer_armed;
   kc_api *api;
   kc_api_call *req; /* the GET in flight, NULL: none */
   uint64_t started; /* GETs started so far; the one in flight is number `started` */
@@ -182,22 +184,37 @@ static int start_get(kc_clusterid *id) {
   return 0;
 }
 
-int kc_clusterid_new(kc_api *api, kc_clusterid **out) {
-  if (!api) return -EINVAL;
+static void on_defer(uv_timer_t *t) {
+  kc_clusterid *id = t->data;
+  id->defer_armed = false;
+  if (id->req || !any_pending(id)) return;
+  if (start_get(id) < 0) answer_members(id, UINT64_MAX, KC_CLUSTERID_RETRY, "cannot start the GET");
+}
+
+int kc_clusterid_new(uv_loop_t *loop, kc_api *api, kc_clusterid **out) {
+  if (!api || !loop) return -EINVAL;
   kc_clusterid *id = calloc(1, sizeof *id);
   if (!id) return -ENOMEM;
+  if (uv_timer_init(loop, &id->defer) != 0) {
+    free(id);
+    return -ENOMEM;
+  }
+  id->defer.data = id;
   id->api = api;
   kc_buf_set_max(&id->body, 1u << 20);
   *out = id;
   return 0;
 }
 
+static void free_clusterid(uv_handle_t *h) { free(h->data); }
+
 void kc_clusterid_close(kc_clusterid *id) {
   if (!id) return;
   if (id->req) kc_api_cancel(id->req);
+  id->req = NULL;
   kc_buf_free(&id->body);
   while (id->members) kc_clusterid_leave(id->members);
-  free(id);
+  uv_close((uv_handle_t *)&id->defer, free_clusterid);
 }
 
 kc_clusterid_member *kc_clusterid_join(kc_clusterid *id,
@@ -232,12 +249,14 @@ int kc_clusterid_check(kc_clusterid_member *m,
   m->done = done;
   m->need = id->started + 1; /* a GET that starts from now on */
   m->pending = true;
-  if (!id->req) {
-    int rc = start_get(id);
-    if (rc < 0) {
+  /* Started in the next loop turn, so that every member asking in this one
+   * (a cut that ends every watch at once) shares it. */
+  if (!id->req && !id->defer_armed) {
+    if (uv_timer_start(&id->defer, on_defer, 0, 0) != 0) {
       m->pending = false;
-      return rc;
+      return -EIO;
     }
+    id->defer_armed = true;
   }
   return 0;
 }

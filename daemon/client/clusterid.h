@@ -17,12 +17,16 @@
  * that started after it was asked for, so an answer never predates the
  * reconnection that asked (a GET under way when a member asks serves the
  * members that asked before it started; the next one serves the others).
- * Every member that asks while one GET is pending shares it: one GET per
- * reconnection of all reflectors at once, not one per reflector.
+ * The GET starts in the loop turn after the first ask, so every member
+ * that asks in the same turn (a cut that ends every watch at once) shares
+ * it, and the members that ask while it runs share the next one: one or two
+ * GETs per reconnection of all reflectors at once, not one per reflector.
  *
  * A changed identity is logged at warn with both uids, becomes the known
  * one, drops every member's pending check (without its callback) and then
  * calls every member's on_change: the member relists.
+ *
+ * What it holds on the loop: one timer (the deferred GET).
  *
  * Threads: loop thread only (every function; callbacks run on the loop,
  * never inside the call that asked). Errors: 0 or a negative errno.
@@ -50,8 +54,9 @@ enum kc_clusterid_verdict {
 /* The path read for the identity. */
 #define KC_CLUSTERID_PATH "/api/v1/namespaces/kube-system"
 
-int kc_clusterid_new(kc_api *api, kc_clusterid **out);
-/* Cancels the GET; every member must have left. NULL is a no-op. */
+int kc_clusterid_new(uv_loop_t *loop, kc_api *api, kc_clusterid **out);
+/* Cancels the GET and closes the component (freed once the loop ran the
+ * close callback); every member must have left. NULL is a no-op. */
 void kc_clusterid_close(kc_clusterid *id);
 
 /* A member: on_change(ud, old_uid, new_uid) when the identity changed.

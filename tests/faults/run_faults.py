@@ -593,6 +593,36 @@ def inj_restart_same(w):
     log("restart: old server at RV %d, new server at RV %d (same objects and uids)" % (old_rv, got))
 
 
+def inj_identity_change(w):
+    """Another cluster behind the same endpoint (an L7 proxy re-pointed): the
+    simulator reseeds itself as a new cluster (new kube-system uid) on the
+    same port and ends every watch cleanly, no connection failure. Its
+    history starts 100 below the daemon's RV and passes it, so a watch
+    resumed at that RV is accepted and would silently skip every object
+    created at or below it. Half the names come back with new uids and
+    other data, the rest are new names."""
+    old_rv = settle(w)
+    items = [cm(NAMESPACES[i % len(NAMESPACES)], "cm-%05d" % i, {"v": "other-cluster"})
+             for i in range(0, w.nobj, 2)]
+    items += [cm(NAMESPACES[i % len(NAMESPACES)], "other-%05d" % i, {"v": "other-cluster"})
+              for i in range(w.nobj // 2)]
+    items.append(cm(PROBE_NS, PROBE_NAME, {"seq": "0"}))
+    st, doc = w.sim.json("POST", "/_apisim/reseed", {"cluster": "new", "items": items,
+                                                      "resourceVersion": str(max(0, old_rv - 100))})
+    if st != 200:
+        raise AssertionError("reseed: %d %s" % (st, doc))
+    if int(doc["resourceVersion"]) <= old_rv:
+        raise AssertionError("the new cluster's RV %s does not pass the daemon's %d" % (doc["resourceVersion"], old_rv))
+    log("identity change: old cluster at RV %d, new cluster at RV %s, kube-system uid %s"
+        % (old_rv, doc["resourceVersion"], doc["kubeSystemUid"]))
+
+
+def ev_identity_changed(w):
+    if "the API server is another cluster now" in w.kctrld.log():
+        return None
+    return "the daemon never logged the cluster identity change"
+
+
 class Case:
     """inject(w) runs during churn; evidence(w) (None or a problem) proves
     the fault really happened; quick: part of --quick; asan: part of the
@@ -623,6 +653,7 @@ CASES = [
     Case("restart-smaller-rv", inj_restart_smaller, timeout=30),
     Case("restart-larger-rv", inj_restart_larger, timeout=30),
     Case("restart-same-rv", inj_restart_same, timeout=30),
+    Case("identity-change", inj_identity_change, ev_identity_changed, timeout=60, streaming="off"),
 ]
 
 
