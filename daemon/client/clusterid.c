@@ -130,8 +130,9 @@ static void on_get_done(kc_api_call *call, const kc_api_result *res, void *ud) {
     snprintf(why, sizeof why, "GET %s: HTTP %d %s: %.500s", KC_CLUSTERID_PATH, st->code,
              st->reason[0] ? st->reason : "(no reason)", st->message);
     /* 401: the credential, not the cluster, is in question: ask again. */
-    v = kc_api_is_retryable(st) || kc_api_is_unauthorized(st) ? KC_CLUSTERID_RETRY
-                                                              : KC_CLUSTERID_UNKNOWN;
+    v = kc_api_is_unauthorized(st) ? KC_CLUSTERID_AUTH
+        : kc_api_is_retryable(st)  ? KC_CLUSTERID_RETRY
+                                   : KC_CLUSTERID_UNKNOWN;
   } else {
     char uid[64];
     answer_uid(id->body.p, id->body.len, uid, sizeof uid, why, sizeof why);

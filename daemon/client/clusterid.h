@@ -48,7 +48,8 @@ typedef struct kc_clusterid_member kc_clusterid_member;
 enum kc_clusterid_verdict {
   KC_CLUSTERID_SAME,    /* the known identity (or the first one, now learnt) */
   KC_CLUSTERID_UNKNOWN, /* the server does not tell it (403, 404, no uid): go on */
-  KC_CLUSTERID_RETRY,   /* transport error, 401, 429, 5xx: ask again after a wait */
+  KC_CLUSTERID_RETRY,   /* transport error, 429, 5xx: ask again after a wait */
+  KC_CLUSTERID_AUTH,    /* 401: the credential was refused; ask again when a new one comes */
 };
 
 /* The path read for the identity. */

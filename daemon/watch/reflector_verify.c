@@ -47,7 +47,9 @@ static void verified(kc_reflector *r) {
 static void on_identity(void *ud, enum kc_clusterid_verdict v, const char *why) {
   kc_reflector *r = ud;
   if (r->phase != PHASE_VERIFY) return;
-  if (v == KC_CLUSTERID_RETRY) {
+  if (v == KC_CLUSTERID_RETRY || v == KC_CLUSTERID_AUTH) {
+    /* A refused credential: a new one ends the wait (kc_reflector_credentials_changed). */
+    if (v == KC_CLUSTERID_AUTH) r->auth_rejected = true;
     refl_set_error(r, "cluster identity check: %s", why);
     refl_backoff_then(r, NEXT_WATCH, 0);
     return;

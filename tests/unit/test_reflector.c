@@ -630,6 +630,31 @@ static void test_shard_selector_change_relists(void **state) {
 /* A 422 to a streaming list that names sendInitialEvents is a server
  * without WatchList: LIST+WATCH from then on, still with the selector (the
  * support stays SERVER). */
+/* A 401 or 403 to a streaming list is about the credential, not about the
+ * request's shape: the next attempt is a streaming list again, and the
+ * streaming list stays in use (a 422 is what turns it off, above). */
+static void test_streaming_list_survives_401_and_403(void **state) {
+  manual_clock();
+  add_body(401, status_body(401, "Unauthorized", "Unauthorized"));
+  add_body(403, status_body(403, "Forbidden", "configmaps is forbidden"));
+  add_watch(event("ADDED", "a", "90"), initial_end("100"), NULL)->hang_ms = 3000;
+  kc_reflector_spec sp = spec_default();
+  sp.streaming = KC_REFLECTOR_STREAM_AUTO;
+  start(&sp);
+  run_until_requests(3, 5000);
+  uint64_t deadline = mono_ms() + 5000;
+  while (!kc_reflector_stats_get(F.r)->synced && mono_ms() < deadline) turn();
+#define STREAMING_LIST BASE "?allowWatchBookmarks=true&resourceVersion=&resourceVersionMatch=NotOlderThan&" \
+                             "sendInitialEvents=true&timeoutSeconds=T&watch=true"
+  EXPECT_REQUESTS(STREAMING_LIST, STREAMING_LIST, STREAMING_LIST);
+#undef STREAMING_LIST
+  const kc_reflector_stats *st = kc_reflector_stats_get(F.r);
+  assert_true(st->streaming);
+  assert_true(st->synced);
+  assert_int_equal(st->streaming_fallbacks, 0);
+  assert_string_equal(K.log, "R a@90;");
+}
+
 static void test_shard_selector_streaming_422_is_watchlist(void **state) {
   add_body(200, shard_list(SHARD_LO, "100", NULL, "a@90"));
   add_watch(bookmark("101"), NULL)->hang_ms = 3000;
@@ -1598,6 +1623,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_shard_selector_refused_on_watch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shard_selector_change_relists, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shard_selector_streaming_422_is_watchlist, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_streaming_list_survives_401_and_403, setup, teardown),
   };
   int failed = cmocka_run_group_tests_name("inline decoding", tests, setup_group, teardown_group);
   use_pool = true;
