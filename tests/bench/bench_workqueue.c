@@ -4,7 +4,10 @@
  * 100k and 1M distinct keys (an initial sync's adds, then every key got and
  * done): the longest single add and Done, which hold the loop that long
  * (the table's growth, the sweep of idle records, the trim after the drain),
- * with the allocator set up as daemon/main.c does (memtrim.h).
+ * with the allocator set up as daemon/main.c does (memtrim.h). Last, the
+ * mean cost of one add, one Get and one Done over such bursts (every key
+ * added, then every key got, then every key done), the loop time a
+ * controller's queue costs per key.
  *
  *   build/bench/bench_workqueue [adds] [keys]
  */
@@ -53,6 +56,39 @@ static int burst(long n, double *add_ms, double *done_ms) {
     if (t > *done_ms) *done_ms = t;
   }
   kc_workqueue_free(wq);
+  return 0;
+}
+
+/* Mean ns of one add, Get and Done over a burst of n distinct keys; the
+ * best of `rounds` runs (the least disturbed by other load). */
+static int mean_costs(long n, int rounds, double *add_ns, double *get_ns, double *done_ns) {
+  char (*keys)[64] = malloc((size_t)n * sizeof *keys);
+  const char **got = malloc((size_t)n * sizeof *got);
+  if (!keys || !got) return -1;
+  for (long i = 0; i < n; i++)
+    snprintf(keys[i], sizeof keys[i], "namespace-%03ld/object-name-%07ld", i % 100, i);
+  *add_ns = *get_ns = *done_ns = 1e30;
+  for (int r = 0; r < rounds; r++) {
+    kc_workqueue *wq = kc_workqueue_new("mean", NULL);
+    if (!wq) return -1;
+    double t0 = now_s();
+    for (long i = 0; i < n; i++)
+      if (kc_workqueue_add(wq, keys[i]) != 0) return -1;
+    double t1 = now_s();
+    long ngot = 0;
+    while (ngot < n && kc_workqueue_get(wq, &got[ngot]) == KC_WQ_KEY) ngot++;
+    double t2 = now_s();
+    if (ngot != n) return -1;
+    /* Done with the caller's copy of the key, as the controller does. */
+    for (long i = 0; i < n; i++) kc_workqueue_done(wq, keys[i]);
+    double t3 = now_s();
+    if ((t1 - t0) * 1e9 / n < *add_ns) *add_ns = (t1 - t0) * 1e9 / n;
+    if ((t2 - t1) * 1e9 / n < *get_ns) *get_ns = (t2 - t1) * 1e9 / n;
+    if ((t3 - t2) * 1e9 / n < *done_ns) *done_ns = (t3 - t2) * 1e9 / n;
+    kc_workqueue_free(wq);
+  }
+  free(keys);
+  free(got);
   return 0;
 }
 
@@ -118,6 +154,14 @@ int main(int argc, char **argv) {
     double a, d;
     if (burst(n, &a, &d) != 0) return 1;
     printf("%-10ld %14.2f %14.2f\n", n, a, d);
+  }
+
+  /* 4. Mean cost per call. */
+  printf("\n%-10s %10s %10s %10s\n", "keys", "add ns", "get ns", "done ns");
+  for (long n = 100000; n <= 1000000; n *= 10) {
+    double a, g, d;
+    if (mean_costs(n, n > 100000 ? 3 : 5, &a, &g, &d) != 0) return 1;
+    printf("%-10ld %10.1f %10.1f %10.1f\n", n, a, g, d);
   }
   return 0;
 }
