@@ -18,20 +18,29 @@ enum {
   F_IDLE = 1 << 3,     /* counted in nidle; reclaimable */
 };
 
-/* One interned key. Invariant: queued in the FIFO <=> DIRTY && !PROC. */
+/* One interned key. Invariant: queued in the FIFO of `level` <=> DIRTY &&
+ * !PROC; in the processing list <=> PROC. A record is in at most one of
+ * these lists, so both use the same links. */
 struct rec {
   struct rec *hnext;          /* hash chain */
-  struct rec *qnext;          /* FIFO */
-  struct rec *pprev, *pnext;  /* processing list, oldest first */
+  struct rec *prev, *next;    /* its level's FIFO, or the processing list (oldest first) */
   uint64_t ready_ns;          /* heap key while waiting */
   uint64_t add_ns;
-  uint64_t start_ns;
+  uint64_t start_ns;          /* processing: when Get handed it out */
+  uint64_t queued_ns;         /* queued: when it entered its level's FIFO (aging) */
   uint32_t hash;
   uint32_t failures;          /* per-item backoff state (kc_backoff_when) */
   int32_t heap_idx;           /* -1 when not waiting */
   uint32_t flags;
   uint32_t keylen;
+  uint8_t level;              /* queued at; else the level it was last queued at */
+  uint8_t heap_level;         /* the level it is added at when its delay ends */
   char key[];
+};
+
+/* A doubly linked list of records (a level's FIFO, the processing list). */
+struct list {
+  struct rec *head, *tail;
 };
 
 struct kc_workqueue {
@@ -54,10 +63,12 @@ struct kc_workqueue {
   bool sweeping;
   size_t sweep_pos;
 
-  struct rec *qhead, *qtail;
-  size_t qlen;
+  struct list fifo[KC_WQ_LEVELS];
+  size_t qlen_at[KC_WQ_LEVELS];
+  size_t qlen;          /* all levels */
+  bool aged_turn;       /* the last Get handed out an aged head out of level order */
 
-  struct rec *phead, *ptail;
+  struct list proc;
   size_t nproc;
 
   struct rec **heap;
@@ -82,6 +93,21 @@ struct kc_workqueue {
 #define SWEEP_SHARE 256
 
 
+
+static const uint64_t max_wait_ns[KC_WQ_LEVELS] = {
+    [KC_WQ_LOW] = KC_WQ_LOW_MAX_WAIT_NS,
+    [KC_WQ_NORMAL] = KC_WQ_NORMAL_MAX_WAIT_NS,
+    [KC_WQ_HIGH] = UINT64_MAX,
+};
+
+const char *kc_wq_priority_name(int level) {
+  switch (level) {
+  case KC_WQ_LOW: return "low";
+  case KC_WQ_NORMAL: return "normal";
+  case KC_WQ_HIGH: return "high";
+  }
+  return "?";
+}
 
 /* FNV-1a, 32 bit: keys are short ("namespace/name"). */
 static uint32_t hash_key(const char *s, size_t n) {
@@ -239,6 +265,7 @@ static struct rec *intern(kc_workqueue *wq, const char *key, size_t len) {
   r->hash = h;
   r->heap_idx = -1;
   r->flags = F_IDLE;
+  r->level = r->heap_level = KC_WQ_NORMAL;
   size_t b = h & (wq->nbuckets - 1);
   r->hnext = wq->buckets[b];
   wq->buckets[b] = r;
@@ -293,40 +320,88 @@ static void maybe_sweep(kc_workqueue *wq) {
   if (wq->sweep_pos >= all_buckets(wq)) wq->sweeping = false;
 }
 
-static void fifo_push(kc_workqueue *wq, struct rec *r) {
-  r->qnext = NULL;
-  if (wq->qtail)
-    wq->qtail->qnext = r;
+static void list_push(struct list *l, struct rec *r) {
+  r->next = NULL;
+  r->prev = l->tail;
+  if (l->tail)
+    l->tail->next = r;
   else
-    wq->qhead = r;
-  wq->qtail = r;
+    l->head = r;
+  l->tail = r;
+}
+
+static void list_unlink(struct list *l, struct rec *r) {
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    l->head = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  else
+    l->tail = r->prev;
+  r->prev = r->next = NULL;
+}
+
+/* Queues r at the tail of its level's FIFO; its wait there starts now. */
+static void fifo_push(kc_workqueue *wq, struct rec *r, uint64_t now) {
+  r->queued_ns = now;
+  list_push(&wq->fifo[r->level], r);
+  wq->qlen_at[r->level]++;
   wq->qlen++;
 }
 
-static void add_rec(kc_workqueue *wq, struct rec *r) {
+static void fifo_unlink(kc_workqueue *wq, struct rec *r) {
+  list_unlink(&wq->fifo[r->level], r);
+  wq->qlen_at[r->level]--;
+  wq->qlen--;
+}
+
+static bool level_ok(int level) { return level == KC_WQ_KEEP || (level >= 0 && level < KC_WQ_LEVELS); }
+
+/* A dirty key asked for again at a higher level moves up: to the tail of
+ * that level's FIFO when queued, to that level at Done when processing. */
+static void raise_rec(kc_workqueue *wq, struct rec *r, unsigned level) {
+  bool queued = !(r->flags & F_PROC);
+  if (queued) fifo_unlink(wq, r);
+  wq->m.depth_by_priority[r->level]--;
+  wq->m.depth_by_priority[level]++;
+  r->level = (uint8_t)level;
+  if (queued) fifo_push(wq, r, kc_clock_now_ns());
+}
+
+static void add_rec(kc_workqueue *wq, struct rec *r, int level) {
+  unsigned lv = level == KC_WQ_KEEP ? r->level : (unsigned)level;
   if (r->flags & F_DIRTY) {
     wq->m.deduped_total++;
+    if (lv > r->level) raise_rec(wq, r, lv);
     return;
   }
+  uint64_t now = kc_clock_now_ns();
   r->flags |= F_DIRTY;
+  r->level = (uint8_t)lv;
   wq->m.adds_total++;
   wq->m.depth++;
+  wq->m.depth_by_priority[lv]++;
   if (!(r->flags & F_ADD_TIME)) {
-    r->add_ns = kc_clock_now_ns();
+    r->add_ns = now;
     r->flags |= F_ADD_TIME;
   }
-  if (!(r->flags & F_PROC)) fifo_push(wq, r);
+  if (!(r->flags & F_PROC)) fifo_push(wq, r, now);
   settle(wq, r);
   if (wq->qlen + wq->nproc > wq->busy_hw) wq->busy_hw = wq->qlen + wq->nproc;
 }
 
-int kc_workqueue_add(kc_workqueue *wq, const char *key) {
-  if (!key || !*key) return -EINVAL;
+int kc_workqueue_add_at(kc_workqueue *wq, const char *key, int level) {
+  if (!key || !*key || !level_ok(level)) return -EINVAL;
   if (wq->shutting_down) return 0;
   struct rec *r = intern(wq, key, strlen(key));
   if (!r) return -ENOMEM;
-  add_rec(wq, r);
+  add_rec(wq, r, level);
   return 0;
+}
+
+int kc_workqueue_add(kc_workqueue *wq, const char *key) {
+  return kc_workqueue_add_at(wq, key, KC_WQ_NORMAL);
 }
 
 /* ---- delay heap (min by ready_ns) ---- */
@@ -370,14 +445,16 @@ static struct rec *heap_pop(kc_workqueue *wq) {
   return top;
 }
 
-static int add_after_rec(kc_workqueue *wq, struct rec *r, uint64_t delay_ns) {
+static int add_after_rec(kc_workqueue *wq, struct rec *r, uint64_t delay_ns, int level) {
   if (delay_ns == 0) {
-    add_rec(wq, r);
+    add_rec(wq, r, level);
     return 0;
   }
+  unsigned lv = level == KC_WQ_KEEP ? r->level : (unsigned)level;
   uint64_t now = kc_clock_now_ns();
   uint64_t ready = now + delay_ns < now ? UINT64_MAX : now + delay_ns;
   if (r->heap_idx >= 0) {
+    if (lv > r->heap_level) r->heap_level = (uint8_t)lv; /* keep the higher level */
     if (ready < r->ready_ns) { /* keep the earlier time */
       r->ready_ns = ready;
       sift_up(wq, (size_t)r->heap_idx);
@@ -385,6 +462,7 @@ static int add_after_rec(kc_workqueue *wq, struct rec *r, uint64_t delay_ns) {
     return 0;
   }
   if (KC_ARRAY_ROOM(wq->heap, wq->heapcap, wq->nheap, 64) < 0) return -ENOMEM;
+  r->heap_level = (uint8_t)lv;
   r->ready_ns = ready;
   wq->heap[wq->nheap] = r;
   r->heap_idx = (int32_t)wq->nheap;
@@ -394,28 +472,36 @@ static int add_after_rec(kc_workqueue *wq, struct rec *r, uint64_t delay_ns) {
   return 0;
 }
 
-int kc_workqueue_add_after(kc_workqueue *wq, const char *key, uint64_t delay_ns) {
-  if (!key || !*key) return -EINVAL;
+int kc_workqueue_add_after_at(kc_workqueue *wq, const char *key, uint64_t delay_ns, int level) {
+  if (!key || !*key || !level_ok(level)) return -EINVAL;
   if (wq->shutting_down) return 0;
   wq->m.retries_total++;
   struct rec *r = intern(wq, key, strlen(key));
   if (!r) return -ENOMEM;
-  int rc = add_after_rec(wq, r, delay_ns);
+  int rc = add_after_rec(wq, r, delay_ns, level);
   settle(wq, r);
   maybe_sweep(wq);
   return rc;
 }
 
-int kc_workqueue_add_rate_limited(kc_workqueue *wq, const char *key) {
-  if (!key || !*key) return -EINVAL;
+int kc_workqueue_add_after(kc_workqueue *wq, const char *key, uint64_t delay_ns) {
+  return kc_workqueue_add_after_at(wq, key, delay_ns, KC_WQ_KEEP);
+}
+
+int kc_workqueue_add_rate_limited_at(kc_workqueue *wq, const char *key, int level) {
+  if (!key || !*key || !level_ok(level)) return -EINVAL;
   if (wq->shutting_down) return 0;
   wq->m.retries_total++;
   struct rec *r = intern(wq, key, strlen(key));
   if (!r) return -ENOMEM;
   uint64_t d = kc_ratelimit_when(&wq->rl, &r->failures, kc_clock_now_ns());
-  int rc = add_after_rec(wq, r, d);
+  int rc = add_after_rec(wq, r, d, level);
   settle(wq, r);
   return rc;
+}
+
+int kc_workqueue_add_rate_limited(kc_workqueue *wq, const char *key) {
+  return kc_workqueue_add_rate_limited_at(wq, key, KC_WQ_KEEP);
 }
 
 void kc_workqueue_forget(kc_workqueue *wq, const char *key) {
@@ -431,31 +517,50 @@ uint32_t kc_workqueue_num_requeues(const kc_workqueue *wq, const char *key) {
   return r ? r->failures : 0;
 }
 
+/* The key Get hands out: the head of the highest non-empty level; but
+ * while some head has aged (waited its level's max wait), the oldest aged
+ * head at least every other Get. Each FIFO is in entry order, so its head
+ * is its oldest: looking at KC_WQ_LEVELS heads is enough. */
+static struct rec *pick(kc_workqueue *wq, uint64_t now) {
+  struct rec *top = NULL, *aged = NULL;
+  for (int lv = KC_WQ_LEVELS - 1; lv >= 0; lv--) {
+    struct rec *h = wq->fifo[lv].head;
+    if (!h) continue;
+    if (!top) top = h;
+    if (now - h->queued_ns >= max_wait_ns[lv] && (!aged || h->queued_ns < aged->queued_ns))
+      aged = h;
+  }
+  if (!aged || aged == top || wq->aged_turn) {
+    wq->aged_turn = false;
+    return top;
+  }
+  wq->aged_turn = true;
+  wq->m.aged_total++;
+  return aged;
+}
+
 enum kc_wq_get kc_workqueue_get(kc_workqueue *wq, const char **key) {
-  struct rec *r = wq->qhead;
-  if (!r) return wq->shutting_down ? KC_WQ_SHUTDOWN : KC_WQ_EMPTY;
-  wq->qhead = r->qnext;
-  if (!wq->qhead) wq->qtail = NULL;
-  wq->qlen--;
-  r->qnext = NULL;
+  if (!wq->qlen) return wq->shutting_down ? KC_WQ_SHUTDOWN : KC_WQ_EMPTY;
   uint64_t now = kc_clock_now_ns();
+  struct rec *r = pick(wq, now);
+  fifo_unlink(wq, r);
   r->flags = (r->flags & ~(uint32_t)F_DIRTY) | F_PROC;
   wq->m.depth--;
+  wq->m.depth_by_priority[r->level]--;
   if (r->flags & F_ADD_TIME) {
     kc_wq_histogram_observe(&wq->m.queue_duration, now >= r->add_ns ? now - r->add_ns : 0);
     r->flags &= ~(uint32_t)F_ADD_TIME;
   }
   r->start_ns = now;
-  r->pnext = NULL;
-  r->pprev = wq->ptail;
-  if (wq->ptail)
-    wq->ptail->pnext = r;
-  else
-    wq->phead = r;
-  wq->ptail = r;
+  list_push(&wq->proc, r);
   wq->nproc++;
   *key = r->key;
   return KC_WQ_KEY;
+}
+
+int kc_workqueue_priority(const kc_workqueue *wq, const char *key) {
+  const struct rec *r = find(wq, key);
+  return r ? r->level : -ENOENT;
 }
 
 /* The records of a drained burst were freed (maybe_sweep) as the worker went
@@ -477,19 +582,11 @@ int kc_workqueue_done(kc_workqueue *wq, const char *key) {
   struct rec *r = find(wq, key);
   if (!r || !(r->flags & F_PROC)) return -ENOENT;
   r->flags &= ~(uint32_t)F_PROC;
-  if (r->pprev)
-    r->pprev->pnext = r->pnext;
-  else
-    wq->phead = r->pnext;
-  if (r->pnext)
-    r->pnext->pprev = r->pprev;
-  else
-    wq->ptail = r->pprev;
-  r->pprev = r->pnext = NULL;
+  list_unlink(&wq->proc, r);
   wq->nproc--;
   uint64_t now = kc_clock_now_ns();
   kc_wq_histogram_observe(&wq->m.work_duration, now >= r->start_ns ? now - r->start_ns : 0);
-  if (r->flags & F_DIRTY) fifo_push(wq, r);
+  if (r->flags & F_DIRTY) fifo_push(wq, r, now);
   settle(wq, r);
   maybe_sweep(wq);
   maybe_trim(wq, now);
@@ -502,7 +599,7 @@ size_t kc_workqueue_tick(kc_workqueue *wq) {
   size_t moved = 0;
   while (wq->nheap > 0 && wq->heap[0]->ready_ns <= now) {
     struct rec *r = heap_pop(wq);
-    add_rec(wq, r);
+    add_rec(wq, r, r->heap_level);
     settle(wq, r);
     moved++;
   }
@@ -525,6 +622,9 @@ void kc_workqueue_shutdown(kc_workqueue *wq) {
 
 bool kc_workqueue_shutting_down(const kc_workqueue *wq) { return wq->shutting_down; }
 size_t kc_workqueue_len(const kc_workqueue *wq) { return wq->qlen; }
+size_t kc_workqueue_len_at(const kc_workqueue *wq, int level) {
+  return level >= 0 && level < KC_WQ_LEVELS ? wq->qlen_at[level] : 0;
+}
 size_t kc_workqueue_processing(const kc_workqueue *wq) { return wq->nproc; }
 size_t kc_workqueue_waiting(const kc_workqueue *wq) { return wq->nheap; }
 size_t kc_workqueue_keys(const kc_workqueue *wq) { return wq->nrec; }
@@ -537,15 +637,15 @@ size_t kc_workqueue_mem_bytes(const kc_workqueue *wq) {
 const kc_wq_metrics *kc_workqueue_metrics(const kc_workqueue *wq) { return &wq->m; }
 
 uint64_t kc_workqueue_unfinished_work_ns(const kc_workqueue *wq) {
-  if (!wq->phead) return 0;
+  if (!wq->proc.head) return 0;
   uint64_t now = kc_clock_now_ns(), sum = 0;
-  for (const struct rec *r = wq->phead; r; r = r->pnext)
+  for (const struct rec *r = wq->proc.head; r; r = r->next)
     sum += now >= r->start_ns ? now - r->start_ns : 0;
   return sum;
 }
 
 uint64_t kc_workqueue_longest_running_ns(const kc_workqueue *wq) {
-  if (!wq->phead) return 0;
+  if (!wq->proc.head) return 0;
   uint64_t now = kc_clock_now_ns();
-  return now >= wq->phead->start_ns ? now - wq->phead->start_ns : 0;
+  return now >= wq->proc.head->start_ns ? now - wq->proc.head->start_ns : 0;
 }

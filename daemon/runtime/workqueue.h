@@ -6,8 +6,18 @@
  * (keeping the earlier time), rate-limited adds use kc_ratelimit, and
  * ShutDown still hands out what was queued before reporting shutdown.
  *
+ * Priorities: a key is queued at one of KC_WQ_LEVELS levels, one FIFO each.
+ * Get hands out the head of the highest non-empty level, except that a
+ * head which has waited its level's max wait (KC_WQ_LOW_MAX_WAIT_NS,
+ * KC_WQ_NORMAL_MAX_WAIT_NS) is aged: while an aged head exists, at least
+ * every other Get hands out the oldest aged head, whatever its level
+ * (docs/design.md "Workqueue priorities" derives the bound on a key's
+ * wait). Adding a key that is queued already at a higher level raises it
+ * (one entry still: the add is deduplicated); a lower level never lowers
+ * it. Delays, backoff and the token bucket do not depend on the level.
+ *
  * Owns: every key it has seen, interned once in one record (key text, state
- * bits, failure count, heap slot, metric timestamps). Memory is bounded by the
+ * bits, level, failure count, heap slot, metric timestamps). Memory is bounded by the
  * number of distinct keys, never by the number of events: repeated adds of a
  * key cost no allocation. Records of keys that are idle (not queued, not
  * processing, not waiting, no failure history) are reclaimed once they
@@ -55,8 +65,28 @@ void kc_wq_histogram_observe(kc_wq_histogram *h, uint64_t ns);
 /* Prometheus workqueue_* metrics (docs/api-contract.md 10.3), kept in the queue.
  * Render: workqueue_depth = depth, workqueue_adds_total = adds_total,
  * workqueue_retries_total = retries_total, the two histograms in seconds. */
+/* Priority levels, lowest first. */
+enum kc_wq_priority {
+  KC_WQ_LOW = 0,    /* catch-up: initial list, relist, resync, cache repair, a shard range taken */
+  KC_WQ_NORMAL = 1, /* a real change seen by a watch; kc_workqueue_add */
+  KC_WQ_HIGH = 2,   /* asked for: an operator, a reconcile's requeue at high priority */
+};
+#define KC_WQ_LEVELS 3
+/* For the _at functions: the key's own level, the one it was last queued
+ * at (KC_WQ_NORMAL for a key never queued). */
+#define KC_WQ_KEEP (-1)
+/* Max waits: a head that entered its level this long ago is aged. HIGH has
+ * none (it is the top level already). */
+#define KC_WQ_LOW_MAX_WAIT_NS (30 * KC_NS_PER_SEC)
+#define KC_WQ_NORMAL_MAX_WAIT_NS (10 * KC_NS_PER_SEC)
+
+/* "low", "normal", "high" (metric labels, logs); "?" for anything else. */
+const char *kc_wq_priority_name(int level);
+
 typedef struct kc_wq_metrics {
   uint64_t depth;        /* keys marked dirty (queued or re-added while processing) */
+  uint64_t depth_by_priority[KC_WQ_LEVELS]; /* depth split by the level each key is queued at */
+  uint64_t aged_total;   /* Gets that handed out an aged head ahead of a higher level's */
   uint64_t adds_total;   /* adds that inserted into dirty */
   uint64_t retries_total;/* AddAfter / AddRateLimited calls */
   uint64_t deduped_total;/* adds that were no-ops because already dirty (not in client-go) */
@@ -73,9 +103,15 @@ kc_workqueue *kc_workqueue_new(const char *name, const kc_ratelimit_config *rl);
 /* Frees the queue and every key. kc_workqueue_free(NULL) is a no-op. */
 void kc_workqueue_free(kc_workqueue *wq);
 
-/* client-go Add. Returns 0 (also for deduplicated adds and adds after
- * ShutDown, which are ignored), -ENOMEM, or -EINVAL for an empty key. */
+/* client-go Add, at KC_WQ_NORMAL. Returns 0 (also for deduplicated adds and
+ * adds after ShutDown, which are ignored), -ENOMEM, or -EINVAL for an empty
+ * key. */
 int kc_workqueue_add(kc_workqueue *wq, const char *key);
+/* Add at `level` (enum kc_wq_priority, or KC_WQ_KEEP). A key queued already
+ * at a lower level moves to the tail of `level` (its wait there counts from
+ * now); a key being processed comes back at the highest level asked for
+ * meanwhile. Returns as kc_workqueue_add, and -EINVAL for a bad level. */
+int kc_workqueue_add_at(kc_workqueue *wq, const char *key, int level);
 
 /* client-go AddAfter: delay_ns 0 adds now; otherwise the key waits in the
  * heap until now + delay; a key already waiting keeps the earlier time.
@@ -84,6 +120,12 @@ int kc_workqueue_add_after(kc_workqueue *wq, const char *key, uint64_t delay_ns)
 
 /* client-go AddRateLimited: AddAfter(key, limiter.When(key)). */
 int kc_workqueue_add_rate_limited(kc_workqueue *wq, const char *key);
+
+/* The two above at `level`; without _at they keep the key's own level
+ * (KC_WQ_KEEP), so a key that fails comes back at the level it ran at. A
+ * key waiting already keeps the earlier time and the higher level. */
+int kc_workqueue_add_after_at(kc_workqueue *wq, const char *key, uint64_t delay_ns, int level);
+int kc_workqueue_add_rate_limited_at(kc_workqueue *wq, const char *key, int level);
 
 /* client-go Forget: clears the key's failure history (Done is still due). */
 void kc_workqueue_forget(kc_workqueue *wq, const char *key);
@@ -100,6 +142,10 @@ enum kc_wq_get {
 /* client-go Get without blocking: moves the queue head to processing.
  * Ownership: *key points into the queue's record, valid until Done. */
 enum kc_wq_get kc_workqueue_get(kc_workqueue *wq, const char **key);
+
+/* The key's own level (queued at, or last handed out at), or -ENOENT for a
+ * key the queue does not hold. */
+int kc_workqueue_priority(const kc_workqueue *wq, const char *key);
 
 /* client-go Done: ends processing; a key re-added meanwhile is queued again.
  * Returns 0, or -ENOENT if the key is not processing (a caller bug).
@@ -127,6 +173,7 @@ bool kc_workqueue_next_ready(const kc_workqueue *wq, uint64_t *when_ns);
 void kc_workqueue_shutdown(kc_workqueue *wq);
 
 size_t kc_workqueue_len(const kc_workqueue *wq); /* queued, not processing */
+size_t kc_workqueue_len_at(const kc_workqueue *wq, int level); /* queued at level */
 
 const kc_wq_metrics *kc_workqueue_metrics(const kc_workqueue *wq);
 /* workqueue_unfinished_work_seconds: sum of ages of processing keys (ns). */
