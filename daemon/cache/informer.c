@@ -17,6 +17,7 @@ typedef struct part {
   kc_store *store;
   kc_consistency *check; /* periodic comparison with the server (consistency.h) */
   char *namespace_; /* own copy (outlives a reloaded config); NULL: all / cluster-scoped */
+  bool listed;      /* a complete list of this part was applied: later lists are relists */
 } part;
 
 typedef struct handler_slot {
@@ -41,7 +42,18 @@ struct kc_informer {
   void *on_synced_ud;
   bool synced_told;
   char *shard_selector; /* kc_informer_set_shard_selector; NULL: none */
+  enum kc_informer_cause cause; /* of the delivery under way (kc_informer_cause) */
 };
+
+enum kc_informer_cause kc_informer_cause(const kc_informer *inf) { return inf->cause; }
+
+/* Marks the delivery that follows; returns the cause to restore after it
+ * (a handler may start another delivery, e.g. by adding a handler). */
+static enum kc_informer_cause deliver_as(kc_informer *inf, enum kc_informer_cause cause) {
+  enum kc_informer_cause previous = inf->cause;
+  inf->cause = cause;
+  return previous;
+}
 
 static void fan_add(kc_informer *inf, kc_obj *obj) {
   for (size_t i = 0; i < inf->nhandlers; i++)
@@ -77,7 +89,11 @@ static void tell_synced(kc_informer *inf) {
 static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t n) {
   part *p = ud;
   kc_consistency_note_relist(p->check);
+  enum kc_informer_cause saved =
+      deliver_as(p->inf, p->listed ? KC_INFORMER_RELIST : KC_INFORMER_LIST);
   int rc = kc_store_replace(p->store, objs, n, on_replace_change, p->inf);
+  p->inf->cause = saved;
+  p->listed = true;
   if (rc < 0)
     kc_error("informer", "%s: cannot apply list of %zu objects: %s", kc_reflector_describe(r), n,
              strerror(-rc));
@@ -87,6 +103,7 @@ static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t 
 /* The first list of this part went to the store object by object. */
 static void sink_synced(void *ud, kc_reflector *r) {
   part *p = ud;
+  p->listed = true;
   tell_synced(p->inf);
 }
 
@@ -106,12 +123,17 @@ static void sink_upsert(void *ud, kc_reflector *r, kc_obj *obj) {
              kc_obj_name(obj).ptr, strerror(-rc));
     return;
   }
+  /* Before the part's first list is complete its objects come here one by
+   * one (reflector.h sink.synced): they are the list, not news. */
+  enum kc_informer_cause saved =
+      deliver_as(p->inf, p->listed ? KC_INFORMER_EVENT : KC_INFORMER_LIST);
   if (old) {
     fan_update(p->inf, old, obj);
     kc_obj_unref(old);
   } else {
     fan_add(p->inf, obj);
   }
+  p->inf->cause = saved;
 }
 
 static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
@@ -122,7 +144,9 @@ static void sink_remove(void *ud, kc_reflector *r, kc_obj *obj) {
    * by a relist) is not news: client-go's DeltaFIFO drops it too. */
   if (kc_store_delete(p->store, kc_obj_namespace(obj), kc_obj_name(obj), &old) < 0) return;
   /* Handlers get the state from the DELETED event (the newest we know). */
+  enum kc_informer_cause saved = deliver_as(p->inf, KC_INFORMER_EVENT);
   fan_delete(p->inf, obj);
+  p->inf->cause = saved;
   kc_obj_unref(old);
 }
 
@@ -136,11 +160,13 @@ static kc_obj *sink_get(void *ud, kc_reflector *r, kc_str ns, kc_str name) {
 static void on_resync(uv_timer_t *t) {
   kc_informer *inf = t->data;
   kc_obj_vec all = {0};
+  enum kc_informer_cause saved = deliver_as(inf, KC_INFORMER_RESYNC);
   for (size_t i = 0; i < inf->nparts; i++) {
     kc_obj_vec_clear(&all);
     if (kc_store_list(inf->parts[i].store, (kc_str){0}, NULL, &all) < 0) continue;
     for (size_t j = 0; j < all.n; j++) fan_update(inf, all.v[j], all.v[j]);
   }
+  inf->cause = saved;
   kc_obj_vec_release(&all);
 }
 
@@ -281,11 +307,13 @@ int kc_informer_add_handler(kc_informer *inf, const kc_informer_handler *h) {
   /* A late subscriber sees the cache as it is now. */
   if (h->on_add) {
     kc_obj_vec all = {0};
+    enum kc_informer_cause saved = deliver_as(inf, KC_INFORMER_LIST);
     for (size_t i = 0; i < inf->nparts; i++) {
       kc_obj_vec_clear(&all);
       if (kc_store_list(inf->parts[i].store, (kc_str){0}, NULL, &all) < 0) continue;
       for (size_t j = 0; j < all.n; j++) h->on_add(h->ud, inf, all.v[j]);
     }
+    inf->cause = saved;
     kc_obj_vec_release(&all);
   }
   return id;

@@ -52,6 +52,20 @@ typedef struct kc_informer_handler {
   void *ud;
 } kc_informer_handler;
 
+/* Why the handlers are being called: consumers that queue work rank a
+ * catch-up (LIST, RELIST, RESYNC) below a change the watch saw (EVENT). */
+enum kc_informer_cause {
+  KC_INFORMER_EVENT = 0, /* a watch event: the object changed on the server */
+  KC_INFORMER_LIST,      /* a part's first complete list, or the replay to a handler added late */
+  KC_INFORMER_RELIST,    /* a later complete list (an expired watch, a new shard selector, a
+                          * consistency check's repair): only the differences are delivered */
+  KC_INFORMER_RESYNC,    /* the periodic resync: on_update(obj, obj) */
+};
+
+/* Inside a handler of inf: why it is being called (KC_INFORMER_EVENT
+ * outside one). Loop thread. */
+enum kc_informer_cause kc_informer_cause(const kc_informer *inf);
+
 /* Where the resource lives, as discovery found it. */
 typedef struct kc_resource_ref {
   const char *api_path; /* "/api/v1" or "/apis/G/V" */

@@ -13,6 +13,8 @@
  *    each listing and watching only its namespace; reads span the parts;
  *  - kc_informer_on_synced runs once, when the last part synced, never
  *    again on a relist;
+ *  - kc_informer_cause inside a handler: LIST for the first list and the
+ *    replay, EVENT for watch events, RELIST for a later list, RESYNC;
  *  - stats: sums over the parts, the resourceVersion of the first part.
  */
 #include <errno.h>
@@ -331,6 +333,81 @@ static void test_no_resync_until_rebind(void **state) {
   assert_false(r.resync_changed_rv);
 }
 
+/* ---- the cause of a delivery ---------------------------------------------- */
+
+/* "<tag><cause><what><name>;" per delivery; cause L(ist) E(vent) R(elist)
+ * S(ync), what as in LOG. */
+static char CAUSES[1024];
+
+static void note_cause(void *ud, kc_informer *inf, char what, const kc_obj *o) {
+  static const char letters[] = {[KC_INFORMER_EVENT] = 'E', [KC_INFORMER_LIST] = 'L',
+                                 [KC_INFORMER_RELIST] = 'R', [KC_INFORMER_RESYNC] = 'S'};
+  size_t n = strlen(CAUSES);
+  snprintf(CAUSES + n, sizeof CAUSES - n, "%c%c%c%.*s;", *(const char *)ud,
+           letters[kc_informer_cause(inf)], what, (int)kc_obj_name(o).len, kc_obj_name(o).ptr);
+}
+static void cause_add(void *ud, kc_informer *inf, kc_obj *obj) { note_cause(ud, inf, '+', obj); }
+static void cause_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
+  note_cause(ud, inf, old == obj ? '=' : '~', obj);
+}
+static void cause_delete(void *ud, kc_informer *inf, kc_obj *obj) { note_cause(ud, inf, '-', obj); }
+
+static bool causes_have(void *text) { return strstr(CAUSES, text) != NULL; }
+static bool listed_again(void *before) { return fakeapi_lists(F.srv, "") > *(unsigned *)before; }
+
+/* Consumers rank work by why they hear of an object (controller.h
+ * "Priorities"): the first list and the replay to a late handler are LIST,
+ * watch events EVENT, a list after a 410 RELIST, the periodic resync
+ * RESYNC; outside a handler the answer is EVENT. */
+static void test_cause_of_each_delivery(void **state) {
+  CAUSES[0] = 0;
+  kc_informer_spec sp = spec_of(NULL, 0);
+  new_informer(&sp);
+  static const char early = 'A', late = 'B';
+  kc_informer_handler h = {cause_add, cause_update, cause_delete, (void *)&early};
+  assert_true(kc_informer_add_handler(F.inf, &h) > 0);
+  fakeapi_put(F.srv, "configmaps", "ns", "one", NULL, NULL);
+  start_and_sync();
+  assert_string_equal(CAUSES, "AL+one;");
+  fakeapi_put(F.srv, "configmaps", "ns", "two", NULL, NULL);
+  fakeapi_delete(F.srv, "configmaps", "ns", "two");
+  run_until(causes_have, "AE-two;", "the delete event");
+  assert_string_equal(CAUSES, "AL+one;AE+two;AE-two;");
+  assert_int_equal(kc_informer_cause(F.inf), KC_INFORMER_EVENT);
+
+  /* The change after the 410 reaches the informer through the relist,
+   * unless a watch request was already waiting and took it as an event:
+   * then try again (the marker shows every earlier delivery is done). */
+  CAUSES[0] = 0;
+  for (int i = 0; !strstr(CAUSES, "AR~one;"); i++) {
+    assert_true(i < 20);
+    char data[32], marker[24], want[40];
+    snprintf(data, sizeof data, "\"data\":{\"n\":\"%d\"}", i);
+    snprintf(marker, sizeof marker, "marker%d", i);
+    snprintf(want, sizeof want, "AE+%s;", marker);
+    unsigned lists = fakeapi_lists(F.srv, "");
+    fakeapi_expire(F.srv);
+    fakeapi_put(F.srv, "configmaps", "ns", "one", NULL, data);
+    run_until(listed_again, &lists, "a relist");
+    fakeapi_put(F.srv, "configmaps", "ns", marker, NULL, NULL);
+    run_until(causes_have, want, "an event after the relist");
+  }
+
+  CAUSES[0] = 0;
+  kc_informer_handler h2 = {cause_add, NULL, NULL, (void *)&late};
+  assert_true(kc_informer_add_handler(F.inf, &h2) > 0);
+  assert_true(strstr(CAUSES, "BL+one;") && strstr(CAUSES, "BL+marker0;"));
+  assert_int_equal(kc_informer_cause(F.inf), KC_INFORMER_EVENT);
+
+  CAUSES[0] = 0;
+  kc_informer_spec resyncing = sp;
+  resyncing.resync_ms = 20;
+  kc_informer_rebind(F.inf, &resyncing);
+  run_until(causes_have, "AS=one;", "a resync");
+  fakeapi_put(F.srv, "configmaps", "ns", "four", NULL, NULL);
+  run_until(causes_have, "AE+four;", "an event after the resync");
+}
+
 /* ---- namespaces: one part each ------------------------------------------- */
 
 static bool saw_events(void *ud) { return ((const recorder *)ud)->adds >= 4; }
@@ -505,6 +582,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_late_subscriber_replay, setup, teardown),
       cmocka_unit_test_setup_teardown(test_resync_updates_with_same_object, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_resync_until_rebind, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cause_of_each_delivery, setup, teardown),
       cmocka_unit_test_setup_teardown(test_one_part_per_namespace, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shard_selector_every_part, setup, teardown),
       cmocka_unit_test_setup_teardown(test_on_synced_once_all_parts, setup, teardown),
