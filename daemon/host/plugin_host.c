@@ -497,6 +497,8 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
   res->after_ms = 0;
   res->message[0] = '\0';
   res->held = false;
+  res->has_priority = false;
+  res->priority = 0;
   kctrld_ctx *saved = kc_hostapi_enter(&ctx);
   const char *saved_log = kc_log_get_context();
   kc_log_set_context(inst->log_ctx);

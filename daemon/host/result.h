@@ -34,9 +34,14 @@ typedef struct kc_reconcile_result {
    * after after_ms with its failure count kept: no attempt is charged and
    * no backoff forgotten. */
   bool held;
+  /* The level the key is requeued at, when has_priority (a public
+   * KCTRLD_PRIORITY_* value: below 0 low, 0 normal, above 0 high); else the
+   * level it ran at. Set by result_requeue_priority. */
+  bool has_priority;
+  int priority;
 } kc_reconcile_result;
 
-/* Runs on a worker thread. *res arrives as {KC_RESULT_DONE, 0, "", false}.
+/* Runs on a worker thread. *res arrives as {KC_RESULT_DONE, 0, "", false, false, 0}.
  * Ownership: key and res are borrowed for the call. */
 typedef void (*kc_reconcile_fn)(void *ud, const char *key, kc_reconcile_result *res);
 

@@ -123,16 +123,24 @@ static bool format_key(char key[KEY_MAX], kc_str ns, kc_str name) {
   return n > 0 && n < KEY_MAX;
 }
 
-static void enqueue_key(kc_controller *c, const char *key) {
+/* Queues key at `level` (enum kc_wq_priority). */
+static void enqueue_key(kc_controller *c, const char *key, int level) {
   if (c->sh && !kc_sharding_owns_key(c->sh, key)) return; /* another replica's */
-  int rc = kc_workqueue_add(c->wq, key);
+  int rc = kc_workqueue_add_at(c->wq, key, level);
   if (rc < 0) kc_error("controller", "%s: cannot queue %s: %s", c->spec->name, key, strerror(-rc));
   pump(c);
 }
 
-static void enqueue(kc_controller *c, kc_str ns, kc_str name) {
+static void enqueue(kc_controller *c, kc_str ns, kc_str name, int level) {
   char key[KEY_MAX];
-  if (format_key(key, ns, name)) enqueue_key(c, key);
+  if (format_key(key, ns, name)) enqueue_key(c, key, level);
+}
+
+/* The level of the keys an informer delivery maps to: a change the watch
+ * saw is news (NORMAL); a list, relist or resync is catch-up (LOW), which
+ * must not hold up news behind a backlog of unchanged objects. */
+static int level_of(const kc_informer *inf) {
+  return kc_informer_cause(inf) == KC_INFORMER_EVENT ? KC_WQ_NORMAL : KC_WQ_LOW;
 }
 
 /* The namespace of the `for` key that an owned or watched object names: the
@@ -190,6 +198,7 @@ typedef struct owner_scan {
   kc_controller *c;
   const kc_obj *obj;
   int observe; /* 1: an owned object was added, -1: deleted, 0: updated */
+  int level;
 } owner_scan;
 
 static bool on_owner_ref(const kc_json_value *ref, void *ud) {
@@ -215,38 +224,41 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
   if (s->observe)
     kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0,
                             s->observe < 0);
-  enqueue_key(s->c, key);
+  enqueue_key(s->c, key, s->level);
   return false; /* at most one controller reference */
 }
 
 typedef struct value_scan {
   kc_controller *c;
   const kc_obj *obj;
+  int level;
 } value_scan;
 
 static bool on_mapped_value(const kc_json_value *v, void *ud) {
   value_scan *s = ud;
   char buf[512];
   int n = kc_json_scalar_text(v, buf, sizeof buf);
-  if (n > 0) enqueue(s->c, owner_namespace(s->c, s->obj), (kc_str){buf, (size_t)n});
+  if (n > 0) enqueue(s->c, owner_namespace(s->c, s->obj), (kc_str){buf, (size_t)n}, s->level);
   return true;
 }
 
 /* "namespace/name", or "name" in obj's namespace; nothing for a text that
  * is no key (kname.h). For a cluster-scoped `for` kind the text is the
  * name: a "namespace/name" names no object of it. */
-static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const char *text, size_t n) {
+static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const char *text, size_t n,
+                                   int level) {
   kc_str ns, name;
   if (!kc_name_split_key(text, n, &ns, &name)) return;
   if (!c->for_namespaced) {
-    if (!ns.len) enqueue(c, ns, name);
+    if (!ns.len) enqueue(c, ns, name, level);
     return;
   }
-  enqueue(c, ns.len ? ns : kc_obj_namespace(obj), name);
+  enqueue(c, ns.len ? ns : kc_obj_namespace(obj), name, level);
 }
 
 static void map_event(subscription *s, const kc_obj *obj, int observe) {
   kc_controller *c = s->c;
+  int level = level_of(s->inf);
   switch (s->role) {
   case SUB_FOR:
     /* a deleted object's key is placed by its last known uid */
@@ -255,10 +267,10 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
       kc_error("controller", "%s: cannot remember the deleted %.*s/%.*s: out of memory",
                c->spec->name, (int)kc_obj_namespace(obj).len, kc_obj_namespace(obj).ptr,
                (int)kc_obj_name(obj).len, kc_obj_name(obj).ptr);
-    enqueue(c, kc_obj_namespace(obj), kc_obj_name(obj));
+    enqueue(c, kc_obj_namespace(obj), kc_obj_name(obj), level);
     return;
   case SUB_OWNS: {
-    owner_scan scan = {c, obj, observe};
+    owner_scan scan = {c, obj, observe, level};
     kc_obj_get_each(obj, "metadata.ownerReferences[]", on_owner_ref, &scan);
     return;
   }
@@ -269,7 +281,7 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
   switch (w->mapping) {
   case KC_MAP_LABEL: {
     kc_str v = kc_obj_label(obj, kc_str_c(w->key));
-    if (v.ptr && v.len) enqueue(c, owner_namespace(c, obj), v);
+    if (v.ptr && v.len) enqueue(c, owner_namespace(c, obj), v, level);
     return;
   }
   case KC_MAP_ANNOTATION: {
@@ -278,12 +290,12 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
     kc_json_value v;
     if (kc_obj_get(obj, path, &v) == 0 && v.type == KC_JSON_STRING) {
       int n = kc_json_string(&v, buf, sizeof buf);
-      if (n > 0) enqueue_name_or_nsname(c, obj, buf, (size_t)n);
+      if (n > 0) enqueue_name_or_nsname(c, obj, buf, (size_t)n, level);
     }
     return;
   }
   case KC_MAP_FIELD: {
-    value_scan scan = {c, obj};
+    value_scan scan = {c, obj, level};
     kc_obj_get_each(obj, w->key, on_mapped_value, &scan);
     return;
   }
@@ -295,7 +307,7 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
     if (kc_informer_by_index(c->for_informer, w->key, kc_obj_name(obj), &found) >= 0) {
       for (size_t i = 0; i < found.n; i++)
         if (!c->for_namespaced || kc_str_eq(kc_obj_namespace(found.v[i]), kc_obj_namespace(obj)))
-          enqueue(c, kc_obj_namespace(found.v[i]), kc_obj_name(found.v[i]));
+          enqueue(c, kc_obj_namespace(found.v[i]), kc_obj_name(found.v[i]), level);
     }
     kc_obj_vec_release(&found);
     return;
@@ -342,17 +354,36 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
   pump(c);
 }
 
+/* A public priority (plugin.h KCTRLD_PRIORITY_*) as a workqueue level. */
+static int level_of_priority(int priority) {
+  return priority < 0 ? KC_WQ_LOW : priority > 0 ? KC_WQ_HIGH : KC_WQ_NORMAL;
+}
+
 int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res) {
+  int level = res->has_priority ? level_of_priority(res->priority) : KC_WQ_KEEP;
   switch (res->kind) {
   case KC_RESULT_DONE: kc_workqueue_forget(wq, key); break;
   case KC_RESULT_REQUEUE_AFTER:
     if (!res->held) kc_workqueue_forget(wq, key); /* held: not run, so nothing to forget */
-    kc_workqueue_add_after(wq, key, res->after_ms * 1000000u);
+    kc_workqueue_add_after_at(wq, key, res->after_ms * 1000000u, level);
     break;
   case KC_RESULT_TERMINAL: break; /* until the key is queued again */
-  default: kc_workqueue_add_rate_limited(wq, key); break; /* requeue, error, unknown */
+  default: kc_workqueue_add_rate_limited_at(wq, key, level); break; /* requeue, error, unknown */
   }
   return kc_workqueue_done(wq, key);
+}
+
+int kc_controller_requeue(kc_controller *c, const char *key, int level) {
+  if (!key || !*key || level < 0 || level >= KC_WQ_LEVELS) return -EINVAL;
+  if (c->stopping) return -ECANCELED;
+  if (c->sh && !kc_sharding_owns_key(c->sh, key)) return -ESRCH;
+  int rc = kc_workqueue_add_at(c->wq, key, level);
+  if (rc == 0) {
+    kc_info("controller", "%s: %s requeued at %s priority", c->spec->name, key,
+            kc_wq_priority_name(level));
+    pump(c);
+  }
+  return rc;
 }
 
 static void on_idle(kc_workers *pool, void *ud) { pump(ud); }
@@ -558,7 +589,7 @@ static void on_range_acquired(unsigned index, void *ud) {
   size_t queued = 0;
   for (size_t i = 0; i < all.n; i++) {
     if (kc_sharding_range_of(c->sh, kc_sharding_obj_hash(c->sh, all.v[i])) != index) continue;
-    enqueue(c, kc_obj_namespace(all.v[i]), kc_obj_name(all.v[i]));
+    enqueue(c, kc_obj_namespace(all.v[i]), kc_obj_name(all.v[i]), KC_WQ_LOW); /* catch-up */
     queued++;
   }
   kc_obj_vec_release(&all);

@@ -16,6 +16,10 @@
  * included (old == new: dropped by every predicate); adds and deletes always
  * enqueue (docs/config.md "predicates").
  *
+ * Priorities (workqueue.h): keys from a watch event are queued at NORMAL,
+ * keys from a list, relist, resync or an acquired shard range at LOW
+ * (kc_informer_cause), so a start-up backlog does not delay news.
+ *
  * While not active (not leading yet), events are still mapped and queued but
  * nothing is dispatched to workers; activation starts dispatching and
  * enqueues every cached `for` object once (level-triggered start).
@@ -85,9 +89,16 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
  * (held, the key not run at all: AddAfter only, its failures kept);
  * terminal -> nothing (as controller-runtime: not requeued, the backoff
  * kept; an add while it ran, or any later event for the key, runs it
- * again); requeue, error, unknown -> AddRateLimited. Returns Done's result
- * (-ENOENT: key was not being processed). */
+ * again); requeue, error, unknown -> AddRateLimited. A requeue comes back
+ * at res->priority when res->has_priority, else at the level the key ran
+ * at. Returns Done's result (-ENOENT: key was not being processed). */
 int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_reconcile_result *res);
+
+/* An operator's requeue: queues `key` now at `level` (enum kc_wq_priority),
+ * raising it when it is queued lower, and logs it. 0, -EINVAL (empty key or
+ * bad level), -ESRCH (sharded: another replica's key), -ECANCELED
+ * (stopping), -ENOMEM. */
+int kc_controller_requeue(kc_controller *c, const char *key, int level);
 
 const char *kc_controller_name(const kc_controller *c);
 kc_workqueue *kc_controller_queue(kc_controller *c);

@@ -108,6 +108,8 @@ static void *worker_main(void *arg) {
     w->res.after_ms = 0;
     w->res.message[0] = '\0';
     w->res.held = false;
+    w->res.has_priority = false;
+    w->res.priority = 0;
     kc_log_set_reconcile(c->name, w->key, w->rid);
     kc_crash_busy(c->name, c->plugin, w->key);
     c->reconcile(c->reconcile_ud, w->key, &w->res);

@@ -22,6 +22,9 @@
  *    done forgets the key, requeue and error go back rate-limited (errors
  *    counted), requeue-after waits its delay with the failure history
  *    forgotten;
+ *  - priorities: the cache replayed to a new controller is queued LOW,
+ *    watch events NORMAL, an operator's requeue at its level; results
+ *    requeue at their priority or at the level the key ran at;
  *  - while paused nothing is dispatched and keys accumulate, deduplicated;
  *    activation dispatches each once; a controller made on a synced
  *    informer starts with every cached `for` object queued.
@@ -955,6 +958,52 @@ static void test_pause_and_activation(void **state) {
   assert_int_equal(reconciles_of(s), 6);
 }
 
+/* Queue priorities (controller.h "Priorities"): the cache replayed to a new
+ * controller is queued LOW, a watch event NORMAL (raising a key queued LOW),
+ * an operator's requeue at the level asked for; a requeue-after with a
+ * priority comes back at it, one without at the level the key ran at. */
+static bool four_queued(void *ud) { return kc_workqueue_len(kc_controller_queue(ud)) == 4; }
+
+static void test_queue_levels(void **state) {
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", "ns", "p2", NULL, NULL);
+  fakeapi_put(F.srv, "podsets", "ns", "p3", NULL, NULL);
+  start_informers();
+  kc_controller_spec sp = controller_spec("levels");
+  slot *s = new_controller(&sp);
+  kc_workqueue *q = kc_controller_queue(s->c);
+  assert_int_equal(kc_workqueue_len_at(q, KC_WQ_LOW), 3);
+  fakeapi_put(F.srv, "podsets", "ns", "p2", NULL, "\"spec\":{}");
+  fakeapi_put(F.srv, "podsets", "ns", "p4", NULL, NULL);
+  run_until(four_queued, s->c, "p4 queued");
+  assert_int_equal(kc_workqueue_priority(q, "ns/p2"), KC_WQ_NORMAL);
+  assert_int_equal(kc_workqueue_priority(q, "ns/p4"), KC_WQ_NORMAL);
+  assert_int_equal(kc_controller_requeue(s->c, "ns/p3", KC_WQ_HIGH), 0);
+  assert_int_equal(kc_controller_requeue(s->c, "ns/p3", KC_WQ_LEVELS), -EINVAL);
+  assert_int_equal(kc_controller_requeue(s->c, "", KC_WQ_HIGH), -EINVAL);
+  static const char *const order[] = {"ns/p3", "ns/p2", "ns/p4", "ns/p1"};
+  const char *got;
+  for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(kc_workqueue_get(q, &got), KC_WQ_KEY);
+    assert_string_equal(got, order[i]);
+  }
+  kc_reconcile_result high = {.kind = KC_RESULT_REQUEUE_AFTER, .has_priority = true,
+                              .priority = KCTRLD_PRIORITY_HIGH};
+  kc_reconcile_result keep = {.kind = KC_RESULT_REQUEUE_AFTER};
+  kc_reconcile_result low_error = {.kind = KC_RESULT_ERROR, .has_priority = true, .priority = -1};
+  assert_int_equal(kc_controller_apply_result(q, "ns/p1", &high), 0);
+  assert_int_equal(kc_controller_apply_result(q, "ns/p2", &keep), 0);
+  assert_int_equal(kc_controller_apply_result(q, "ns/p4", &low_error), 0);
+  assert_int_equal(kc_workqueue_priority(q, "ns/p1"), KC_WQ_HIGH);  /* queued at once */
+  assert_int_equal(kc_workqueue_priority(q, "ns/p2"), KC_WQ_NORMAL); /* ran at NORMAL */
+  assert_int_equal(kc_workqueue_len(q), 2);
+  assert_int_equal(kc_workqueue_waiting(q), 1); /* p4, rate limited, comes back LOW */
+  assert_int_equal(kc_workqueue_get(q, &got), KC_WQ_KEY);
+  assert_string_equal(got, "ns/p1");
+  kc_workqueue_done(q, "ns/p1");
+  kc_workqueue_done(q, "ns/p3");
+}
+
 /* ---- sharding ------------------------------------------------------------------ */
 
 /* A namespace whose hash (key: metadata.namespace) falls in range `want` of 2. */
@@ -1087,6 +1136,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_terminal_not_requeued, setup, teardown),
       cmocka_unit_test_setup_teardown(test_spec_taken_as_given, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pause_and_activation, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_queue_levels, setup, teardown),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }
