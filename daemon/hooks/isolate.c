@@ -7,7 +7,9 @@
  *           (INSECURE: 1 under --allow-insecure-permissions)
  *   child:  ready | fail ERRNO MESSAGE
  *   daemon: rec KEY
- *   child:  res RESULT AFTER_MS MESSAGE
+ *   child:  res RESULT AFTER_MS MESSAGE HAS_PRIORITY PRIORITY
+ *           (HAS_PRIORITY 1: the reconcile asked for PRIORITY, plugin.h
+ *           result_requeue_priority)
  * and while the child handles init or rec, any number of
  *   child:  call OP ARGS...
  *   daemon: ret RC RESULTS...
@@ -655,17 +657,22 @@ unsigned kc_isolate_reap_idle(void) {
   return n;
 }
 
-/* The child's "res RESULT AFTER_MS MESSAGE" as this reconcile's result. */
+/* The child's "res RESULT AFTER_MS MESSAGE HAS_PRIORITY PRIORITY" as this
+ * reconcile's result. */
 static int map_result(kctrld_ctx *ctx, const kc_iso_msg *m, bool *ok) {
   const struct kctrld_host_api *h = H();
-  int64_t kind, after;
-  *ok = m->n == 4 && kc_iso_int(m, 1, &kind) == 0 && kc_iso_int(m, 2, &after) == 0;
+  int64_t kind, after, has_prio, prio;
+  *ok = m->n == 6 && kc_iso_int(m, 1, &kind) == 0 && kc_iso_int(m, 2, &after) == 0 &&
+        kc_iso_int(m, 4, &has_prio) == 0 && kc_iso_int(m, 5, &prio) == 0;
   if (!*ok) return KCTRLD_RESULT_ERROR;
   switch (kind) {
   case KCTRLD_RESULT_DONE: return KCTRLD_RESULT_DONE;
   case KCTRLD_RESULT_REQUEUE: return KCTRLD_RESULT_REQUEUE;
   case KCTRLD_RESULT_REQUEUE_AFTER:
-    return after >= 0 ? h->result_requeue_after(ctx, (uint64_t)after) : KCTRLD_RESULT_REQUEUE;
+    if (after < 0) return KCTRLD_RESULT_REQUEUE;
+    if (has_prio) /* the sign is what counts (plugin.h enum kctrld_priority) */
+      return h->result_requeue_priority(ctx, (uint64_t)after, prio < 0 ? -1 : prio > 0 ? 1 : 0);
+    return h->result_requeue_after(ctx, (uint64_t)after);
   case KCTRLD_RESULT_TERMINAL: return h->result_terminal(ctx, "%s", kc_iso_str(m, 3));
   default: return h->result_error(ctx, "%s", kc_iso_str(m, 3));
   }

@@ -487,6 +487,8 @@ static int handle_rec(void) {
   kc_iso_puti(&C.out, (int64_t)res.kind);
   kc_iso_puti(&C.out, (int64_t)res.after_ms);
   kc_iso_puts(&C.out, res.message);
+  kc_iso_puti(&C.out, res.has_priority);
+  kc_iso_puti(&C.out, res.priority);
   kc_iso_end(&C.out);
   return C.out.err ? C.out.err : write_all(C.out.p, C.out.len);
 }

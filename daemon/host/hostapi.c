@@ -924,6 +924,14 @@ static int host_result_requeue_after(kctrld_ctx *ctx, uint64_t ms) {
   return KCTRLD_RESULT_REQUEUE_AFTER;
 }
 
+static int host_result_requeue_priority(kctrld_ctx *ctx, uint64_t ms, int priority) {
+  if (ctx && ctx->res) {
+    ctx->res->has_priority = true;
+    ctx->res->priority = priority;
+  }
+  return host_result_requeue_after(ctx, ms);
+}
+
 __attribute__((format(printf, 2, 3))) static int host_result_error(kctrld_ctx *ctx, const char *fmt,
                                                                    ...) {
   if (ctx && ctx->res && fmt) {
@@ -1140,5 +1148,6 @@ static const struct kctrld_host_api host_api = {
     KC_SVC(api_update) KC_SVC(api_update_status) KC_SVC(api_patch) KC_SVC(api_delete)
     KC_SVC(api_get) KC_SVC(api_apply)
 #undef KC_SVC
+    .result_requeue_priority = host_result_requeue_priority,
 };
 const struct kctrld_host_api *kc_hostapi_table(void) { return &host_api; }

@@ -20,6 +20,8 @@
  *     (check KCTRLD_HOST_HAS(host, result_terminal) before using either: a
  *     1.2 host counts KCTRLD_RESULT_TERMINAL as an invalid result, an error
  *     retried with backoff).
+ * 1.4 appended kctrld_host_api.result_requeue_priority and enum
+ *     kctrld_priority (check KCTRLD_HOST_HAS(host, result_requeue_priority)).
  *
  * Build a plugin out of tree with
  *     cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags kctrld-plugin) \
@@ -85,7 +87,7 @@ extern "C" {
 #endif
 
 #define KCTRLD_ABI_MAJOR 1
-#define KCTRLD_ABI_MINOR 3
+#define KCTRLD_ABI_MINOR 4
 
 #define KCTRLD_EXPORT __attribute__((visibility("default")))
 
@@ -218,6 +220,17 @@ enum kctrld_result {
   KCTRLD_RESULT_ERROR = 3,         /* use host->result_error(): logged, backoff */
   KCTRLD_RESULT_TERMINAL = 4,      /* ABI 1.3: use host->result_terminal(): logged,
                                     * not retried until the key is queued again */
+};
+
+/* Queue priorities (ABI 1.4), as controller-runtime counts them: higher runs
+ * first. The daemon's queue has three levels: any value below 0 is LOW, 0
+ * NORMAL, above 0 HIGH. A key a watch event queued is NORMAL; a key queued by
+ * a list, relist or resync is LOW; a key that waits long is served anyway
+ * (docs/design.md "Workqueue priorities"). */
+enum kctrld_priority {
+  KCTRLD_PRIORITY_LOW = -100,
+  KCTRLD_PRIORITY_NORMAL = 0,
+  KCTRLD_PRIORITY_HIGH = 100,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -578,6 +591,19 @@ struct kctrld_host_api {
    * Ownership: fmt/arguments borrowed; the text is copied (up to 511 bytes).
    * Context: the reconcile's worker thread, with its ctx. Errors: none. */
   int (*result_terminal)(kctrld_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+  /* --- ABI 1.4 --- */
+
+  /* result_requeue_priority: result_requeue_after with a queue priority
+   * (enum kctrld_priority): after ms milliseconds (0: at once) the key is
+   * queued at `priority` instead of the priority it ran at. A key queued
+   * already at a lower priority is raised; it is never lowered (an event
+   * at NORMAL meanwhile keeps NORMAL).
+   * Returns: KCTRLD_RESULT_REQUEUE_AFTER, so
+   * `return h->result_requeue_priority(ctx, 0, KCTRLD_PRIORITY_HIGH);`.
+   * Ownership: none. Context: the reconcile's worker thread, with its ctx.
+   * Errors: none. */
+  int (*result_requeue_priority)(kctrld_ctx *ctx, uint64_t ms, int priority);
 };
 
 /* True when the host table has `member` (added in some 1.x). Macro

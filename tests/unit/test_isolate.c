@@ -359,6 +359,14 @@ static void test_host_calls_served_by_parent(void **state) {
   log = tu_stderr_end();
   assert_non_null(strstr(log, "reconciled n=4")); /* the same child: its count went on */
   free(log);
+  /* A requeue at a priority crosses the channel as it is. */
+  r = run("ns/soon");
+  assert_int_equal(r.kind, KC_RESULT_REQUEUE_AFTER);
+  assert_int_equal(r.after_ms, 5);
+  assert_true(r.has_priority);
+  assert_true(r.priority > 0);
+  r = run("ns/a");
+  assert_false(r.has_priority);
   stop();
 }
 

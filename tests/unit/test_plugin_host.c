@@ -288,6 +288,12 @@ static void test_reconcile_results(void **state) {
   reconcile(inst, "ns/after", &res);
   assert_int_equal(res.kind, KC_RESULT_REQUEUE_AFTER);
   assert_int_equal(res.after_ms, 1500);
+  assert_false(res.has_priority);
+  reconcile(inst, "ns/after-high", &res);
+  assert_int_equal(res.kind, KC_RESULT_REQUEUE_AFTER);
+  assert_int_equal(res.after_ms, 250);
+  assert_true(res.has_priority);
+  assert_int_equal(res.priority, KCTRLD_PRIORITY_HIGH);
   reconcile(inst, "ns/after-without-delay", &res);
   assert_int_equal(res.kind, KC_RESULT_REQUEUE);
   reconcile(inst, "ns/requeue", &res);

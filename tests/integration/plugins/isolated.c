@@ -117,6 +117,7 @@ static int iso_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     fflush(stdout);
   }
   if (!strcmp(name, "error")) return H->result_error(ctx, "told to fail");
+  if (!strcmp(name, "soon")) return H->result_requeue_priority(ctx, 5, KCTRLD_PRIORITY_HIGH);
   if (!strcmp(name, "list")) {
     const kctrld_list_opts opts = {
         .struct_size = sizeof opts, .namespace_ = ns, .label_selector = "app=web"};

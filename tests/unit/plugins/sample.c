@@ -53,6 +53,8 @@ __attribute__((unused)) static int sample_reconcile(void *instance, kctrld_ctx *
   if (strcmp(key, "ns/error") == 0)
     return H->result_error(ctx, "cannot create pod for %s: %s", key, "quota exceeded");
   if (strcmp(key, "ns/after") == 0) return H->result_requeue_after(ctx, 1500);
+  if (strcmp(key, "ns/after-high") == 0 && KCTRLD_HOST_HAS(H, result_requeue_priority))
+    return H->result_requeue_priority(ctx, 250, KCTRLD_PRIORITY_HIGH);
   if (strcmp(key, "ns/after-without-delay") == 0) return KCTRLD_RESULT_REQUEUE_AFTER;
   if (strcmp(key, "ns/requeue") == 0) return KCTRLD_RESULT_REQUEUE;
   if (strcmp(key, "ns/error-without-message") == 0) return KCTRLD_RESULT_ERROR;
