@@ -304,7 +304,9 @@ static int run_actions(const struct kctrld_host_api *h, kctrld_ctx *ctx, const c
   switch (r->result) {
   case KC_HOOK_DONE: return KCTRLD_RESULT_DONE;
   case KC_HOOK_REQUEUE: return KCTRLD_RESULT_REQUEUE;
-  case KC_HOOK_REQUEUE_AFTER: return h->result_requeue_after(ctx, r->after_ms);
+  case KC_HOOK_REQUEUE_AFTER:
+    return r->has_priority ? h->result_requeue_priority(ctx, r->after_ms, r->priority)
+                           : h->result_requeue_after(ctx, r->after_ms);
   case KC_HOOK_ERROR: break;
   case KC_HOOK_TERMINAL:
     return h->result_terminal(ctx, "hook: %s", *r->message ? r->message : "terminal error (no message)");

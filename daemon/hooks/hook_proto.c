@@ -344,11 +344,26 @@ static int parse_action(struct pctx *p, yajl_val act, kc_hook_action *a) {
              p->path, name);
 }
 
+/* "priority": the queue priority a requeueAfter comes back at. */
+static int parse_priority(struct pctx *p, const char *prio, kc_hook_response *out) {
+  if (strcmp(prio, "low") == 0)
+    out->priority = KCTRLD_PRIORITY_LOW;
+  else if (strcmp(prio, "normal") == 0)
+    out->priority = KCTRLD_PRIORITY_NORMAL;
+  else if (strcmp(prio, "high") == 0)
+    out->priority = KCTRLD_PRIORITY_HIGH;
+  else
+    return bad(p, "priority: must be low, normal or high, not \"%s\"", prio);
+  out->has_priority = true;
+  return 0;
+}
+
 static int parse_result(struct pctx *p, yajl_val root, kc_hook_response *out) {
-  const char *res, *after, *msg;
+  const char *res, *after, *msg, *prio;
   int rc;
   if ((rc = get_string(p, "", root, "result", true, true, &res)) ||
       (rc = get_string(p, "", root, "requeueAfter", false, false, &after)) ||
+      (rc = get_string(p, "", root, "priority", false, true, &prio)) ||
       (rc = get_string(p, "", root, "message", false, false, &msg)))
     return rc;
   out->message = msg ? msg : "";
@@ -370,8 +385,11 @@ static int parse_result(struct pctx *p, yajl_val root, kc_hook_response *out) {
     if (kc_yaml_parse_duration(after, &ns) != 0)
       return bad(p, "requeueAfter: \"%s\" is not a duration (e.g. 30s, 1m30s, 500ms)", after);
     out->after_ms = (uint64_t)(ns / 1000000);
+    if (prio) return parse_priority(p, prio, out);
   } else if (after) {
     return bad(p, "requeueAfter: only allowed when result is requeueAfter");
+  } else if (prio) {
+    return bad(p, "priority: only allowed when result is requeueAfter");
   }
   return 0;
 }
@@ -396,7 +414,8 @@ int kc_hook_response_parse(const char *json, size_t len, size_t max_bytes, kc_ho
     rc = bad(&p, "response: expected an object, got %s", type_name(root));
     goto fail;
   }
-  static const char *const keys[] = {"apiVersion", "result", "requeueAfter", "message", "actions"};
+  static const char *const keys[] = {"apiVersion", "result", "requeueAfter", "priority", "message",
+                                     "actions"};
   if ((rc = check_keys(&p, "", root, keys, sizeof keys / sizeof keys[0]))) goto fail;
   const char *av;
   if ((rc = get_string(&p, "", root, "apiVersion", false, false, &av))) goto fail;

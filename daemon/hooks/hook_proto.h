@@ -90,6 +90,8 @@ typedef struct kc_hook_action {
 typedef struct kc_hook_response {
   enum kc_hook_result result;
   uint64_t after_ms;       /* KC_HOOK_REQUEUE_AFTER */
+  bool has_priority;       /* KC_HOOK_REQUEUE_AFTER with "priority" */
+  int priority;            /* then: KCTRLD_PRIORITY_LOW, _NORMAL or _HIGH (kctrld/plugin.h) */
   const char *message;     /* "" when absent */
   kc_hook_action *actions; /* owned */
   size_t nactions;

@@ -303,7 +303,14 @@ static void test_request_and_actions(void **state) {
   res = run("ns/a");
   assert_int_equal(res.kind, KC_RESULT_REQUEUE_AFTER);
   assert_int_equal(res.after_ms, 2000);
+  assert_false(res.has_priority);
   assert_non_null(strstr(read_file("req"), "\"expectationsSatisfied\":false"));
+  respond("{\"result\":\"requeueAfter\",\"requeueAfter\":\"0s\",\"priority\":\"low\"}");
+  res = run("ns/a");
+  assert_int_equal(res.kind, KC_RESULT_REQUEUE_AFTER);
+  assert_int_equal(res.after_ms, 0);
+  assert_true(res.has_priority);
+  assert_true(res.priority < 0);
 
   /* delete with preconditions; 404 counts as done */
   respond("{\"result\":\"done\",\"actions\":[{\"action\":\"delete\",\"apiVersion\":\"v1\",\"kind\":"

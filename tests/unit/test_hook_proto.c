@@ -45,7 +45,23 @@ static void test_results(void **state) {
       parse("{\"result\":\"requeueAfter\",\"requeueAfter\":\"1m30s\"}", &r, err, sizeof err), 0);
   assert_int_equal(r.result, KC_HOOK_REQUEUE_AFTER);
   assert_int_equal(r.after_ms, 90000);
+  assert_false(r.has_priority);
   kc_hook_response_free(&r);
+  /* A queue priority for the requeue (plugin.h result_requeue_priority). */
+  static const struct {
+    const char *name;
+    int priority;
+  } prios[] = {{"low", KCTRLD_PRIORITY_LOW}, {"normal", KCTRLD_PRIORITY_NORMAL}, {"high", KCTRLD_PRIORITY_HIGH}};
+  for (size_t i = 0; i < sizeof prios / sizeof prios[0]; i++) {
+    char doc[128];
+    snprintf(doc, sizeof doc, "{\"result\":\"requeueAfter\",\"requeueAfter\":\"0s\",\"priority\":\"%s\"}",
+             prios[i].name);
+    assert_int_equal(parse(doc, &r, err, sizeof err), 0);
+    assert_int_equal(r.after_ms, 0);
+    assert_true(r.has_priority);
+    assert_int_equal(r.priority, prios[i].priority);
+    kc_hook_response_free(&r);
+  }
   assert_int_equal(parse("{\"result\":\"error\",\"message\":\"no quota\"}", &r, err, sizeof err),
                    0);
   assert_int_equal(r.result, KC_HOOK_ERROR);
@@ -149,6 +165,12 @@ static void test_errors_name_the_field(void **state) {
        "requeueAfter: \"soon\" is not a duration"},
       {"{\"result\":\"done\",\"requeueAfter\":\"1s\"}",
        "requeueAfter: only allowed when result is requeueAfter"},
+      {"{\"result\":\"requeue\",\"priority\":\"high\"}",
+       "priority: only allowed when result is requeueAfter"},
+      {"{\"result\":\"requeueAfter\",\"requeueAfter\":\"1s\",\"priority\":\"urgent\"}",
+       "priority: must be low, normal or high, not \"urgent\""},
+      {"{\"result\":\"requeueAfter\",\"requeueAfter\":\"1s\",\"priority\":1}",
+       "priority: expected a string, got a number"},
       {"{\"result\":\"done\",\"actions\":{}}", "actions: expected an array, got an object"},
       {"{\"result\":\"done\",\"actions\":[1]}", "actions[0]: expected an object, got a number"},
       {"{\"result\":\"done\",\"actions\":[{}]}", "actions[0].action: required"},
