@@ -19,7 +19,7 @@
 
 struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
-      *wq_retries;
+      *wq_retries, *wq_depth_prio, *wq_aged;
   kc_metric_family *rec_total, *rec_errors, *rec_terminal, *rec_panics, *child_idle_exits, *rec_time, *rec_max, *rec_active;
   kc_metric_family *ctl_ready, *ctl_init_failures;
   kc_metric_family *le_master;
@@ -35,6 +35,7 @@ struct kc_ops_families {
 };
 
 static const char *const wq_labels[] = {"name", "controller"};
+static const char *const wq_prio_labels[] = {"name", "controller", "priority"};
 static const char *const ctl_labels[] = {"controller"};
 static const char *const result_labels[] = {"controller", "result"};
 static const char *const le_labels[] = {"name"};
@@ -88,6 +89,12 @@ static int register_runtime_families(kc_metrics *reg, kc_ops_families *f) {
        "How many seconds has the longest running processor for workqueue been running.", KC_METRIC_GAUGE,
        wq_labels, 2, NULL, 0},
       {&f->wq_retries, "workqueue_retries_total", "Total number of retries handled by workqueue",
+       KC_METRIC_COUNTER, wq_labels, 2, NULL, 0},
+      {&f->wq_depth_prio, "workqueue_depth_by_priority",
+       "Current depth of workqueue by priority (low, normal, high); the sum is workqueue_depth",
+       KC_METRIC_GAUGE, wq_prio_labels, 3, NULL, 0},
+      {&f->wq_aged, "kctrld_workqueue_aged_total",
+       "Keys handed out ahead of a higher priority because they waited their priority's max wait",
        KC_METRIC_COUNTER, wq_labels, 2, NULL, 0},
       {&f->rec_total, "controller_runtime_reconcile_total", "Total number of reconciliations per controller",
        KC_METRIC_COUNTER, result_labels, 2, NULL, 0},
@@ -301,6 +308,11 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->wq_depth, wl, m->depth);
     SET(f->wq_adds, wl, m->adds_total);
     SET(f->wq_retries, wl, m->retries_total);
+    SET(f->wq_aged, wl, m->aged_total);
+    for (int lv = 0; lv < KC_WQ_LEVELS; lv++) {
+      const char *pl[] = {name, name, kc_wq_priority_name(lv)};
+      SET(f->wq_depth_prio, pl, m->depth_by_priority[lv]);
+    }
     SET(f->wq_unfinished, wl, (double)kc_workqueue_unfinished_work_ns(wq) / 1e9);
     SET(f->wq_longest, wl, (double)kc_workqueue_longest_running_ns(wq) / 1e9);
     int r = kc_metrics_set_histogram(f->wq_queue_dur, wl, m->queue_duration.counts,
