@@ -356,7 +356,9 @@ static void fifo_unlink(kc_workqueue *wq, struct rec *r) {
   wq->qlen--;
 }
 
-static bool level_ok(int level) { return level == KC_WQ_KEEP || (level >= 0 && level < KC_WQ_LEVELS); }
+static bool level_ok(int level) {
+  return level == KC_WQ_KEEP || (level >= 0 && level < KC_WQ_LEVELS);
+}
 
 /* A dirty key asked for again at a higher level moves up: to the tail of
  * that level's FIFO when queued, to that level at Done when processing. */

@@ -62,9 +62,6 @@ typedef struct kc_wq_histogram {
 uint64_t kc_wq_histogram_bound_ns(unsigned i);
 void kc_wq_histogram_observe(kc_wq_histogram *h, uint64_t ns);
 
-/* Prometheus workqueue_* metrics (docs/api-contract.md 10.3), kept in the queue.
- * Render: workqueue_depth = depth, workqueue_adds_total = adds_total,
- * workqueue_retries_total = retries_total, the two histograms in seconds. */
 /* Priority levels, lowest first. */
 enum kc_wq_priority {
   KC_WQ_LOW = 0,    /* catch-up: initial list, relist, resync, cache repair, a shard range taken */
@@ -83,6 +80,11 @@ enum kc_wq_priority {
 /* "low", "normal", "high" (metric labels, logs); "?" for anything else. */
 const char *kc_wq_priority_name(int level);
 
+/* Prometheus workqueue_* metrics (docs/api-contract.md 10.3), kept in the queue.
+ * Render: workqueue_depth = depth, workqueue_adds_total = adds_total,
+ * workqueue_retries_total = retries_total, the two histograms in seconds;
+ * workqueue_depth_by_priority = depth_by_priority, kctrld_workqueue_aged_total
+ * = aged_total. */
 typedef struct kc_wq_metrics {
   uint64_t depth;        /* keys marked dirty (queued or re-added while processing) */
   uint64_t depth_by_priority[KC_WQ_LEVELS]; /* depth split by the level each key is queued at */

@@ -7,7 +7,8 @@
  * with the allocator set up as daemon/main.c does (memtrim.h). Last, the
  * mean cost of one add, one Get and one Done over such bursts (every key
  * added, then every key got, then every key done), the loop time a
- * controller's queue costs per key.
+ * controller's queue costs per key: every key at normal priority, then the
+ * keys spread round robin over the three levels.
  *
  *   build/bench/bench_workqueue [adds] [keys]
  */

@@ -51,10 +51,13 @@ static void test_results(void **state) {
   static const struct {
     const char *name;
     int priority;
-  } prios[] = {{"low", KCTRLD_PRIORITY_LOW}, {"normal", KCTRLD_PRIORITY_NORMAL}, {"high", KCTRLD_PRIORITY_HIGH}};
+  } prios[] = {{"low", KCTRLD_PRIORITY_LOW},
+               {"normal", KCTRLD_PRIORITY_NORMAL},
+               {"high", KCTRLD_PRIORITY_HIGH}};
   for (size_t i = 0; i < sizeof prios / sizeof prios[0]; i++) {
     char doc[128];
-    snprintf(doc, sizeof doc, "{\"result\":\"requeueAfter\",\"requeueAfter\":\"0s\",\"priority\":\"%s\"}",
+    snprintf(doc, sizeof doc,
+             "{\"result\":\"requeueAfter\",\"requeueAfter\":\"0s\",\"priority\":\"%s\"}",
              prios[i].name);
     assert_int_equal(parse(doc, &r, err, sizeof err), 0);
     assert_int_equal(r.after_ms, 0);
