@@ -155,6 +155,8 @@ REQUIRED = {
     "workqueue_unfinished_work_seconds": ("gauge", {"name", "controller"}),
     "workqueue_longest_running_processor_seconds": ("gauge", {"name", "controller"}),
     "workqueue_retries_total": ("counter", {"name", "controller"}),
+    "workqueue_depth_by_priority": ("gauge", {"name", "controller", "priority"}),
+    "kctrld_workqueue_aged_total": ("counter", {"name", "controller"}),
     "controller_runtime_reconcile_total": ("counter", {"controller", "result"}),
     "controller_runtime_reconcile_errors_total": ("counter", {"controller"}),
     "controller_runtime_terminal_reconcile_errors_total": ("counter", {"controller"}),
