@@ -658,7 +658,7 @@ CASES = [
     Case("restart-smaller-rv", inj_restart_smaller, timeout=30),
     Case("restart-larger-rv", inj_restart_larger, timeout=30),
     Case("restart-same-rv", inj_restart_same, timeout=30),
-    Case("identity-change", inj_identity_change, ev_identity_changed, timeout=60, streaming="off"),
+    Case("identity-change", inj_identity_change, ev_identity_changed, timeout=60, streaming="off", asan=True),
     Case("owner-scope", scenario="test_owner_scope:test_namespace_owns_configmaps", quick=False),
     Case("owner-scope-isolated", scenario="test_owner_scope:test_namespace_owns_configmaps_isolated",
          quick=False),
