@@ -64,6 +64,11 @@ static const kc_cli_flag daemon_flags[] = {
      "exit 1 when a controller's plugin does not load or its init fails at start-up, instead "
      "of running the others and retrying it (see \"A controller that cannot start\").",
      KC_CLI_FAIL_FAST, false},
+    {"dry-run", 0, no_argument, "", "off (dryRun)",
+     "every controller in dry-run mode, whatever the file's dryRun keys say: writes go to the "
+     "API server with dryRun=All, are logged and counted, and nothing is stored (see \"Dry "
+     "run\").",
+     KC_CLI_DRY_RUN, false},
     {"allow-insecure-permissions", 0, no_argument, "", "off",
      "warn instead of refusing files others can write (see \"File permissions\"); not for "
      "production.",

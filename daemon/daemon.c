@@ -452,7 +452,8 @@ int daemon_instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
            : iso ? kc_plugin_builtin(kc_isolate_plugin(), &p, err, sizeof err)
                  : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
   if (rc == 0) {
-    const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings};
+    const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings,
+                             d->opts.dry_run || cs->spec->dry_run};
     rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env, hk || iso ? (void *)cs->spec : NULL,
                                     &cs->inst, err, sizeof err);
   }
@@ -467,6 +468,10 @@ int daemon_instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
             what, which, (unsigned)cs->failed_attempts);
   else
     kc_info("daemon", "controller %s: %s %s loaded", cs->spec->name, what, which);
+  if (d->opts.dry_run || cs->spec->dry_run)
+    kc_info("daemon", "controller %s: dry run: its writes go out with dryRun=All (stored "
+            "nowhere), each logged as \"dry run: would ...\"; its Events are not recorded",
+            cs->spec->name);
   kc_backoff_forget(&cs->failed_attempts);
   cs->init_error[0] = '\0';
   cs->retry_delay_ms = 0;

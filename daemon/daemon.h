@@ -48,6 +48,9 @@ typedef struct kc_daemon_options {
    * authFailureReadinessTimeout of the file. */
   int64_t auth_failure_readiness_ms;
   bool auth_failure_readiness_set;
+  /* --dry-run: every controller in dry-run mode, whatever the config's
+   * dryRun keys say (host/dryrun.h). */
+  bool dry_run;
 } kc_daemon_options;
 
 /* Runs until a termination signal. Returns 0 after a clean stop, or the

@@ -143,6 +143,7 @@ static bool daemon_flags(const kc_cli_command *cmd, int argc, char **argv, kc_da
       }
       break;
     case KC_CLI_FAIL_FAST: o->fail_fast = true; break;
+    case KC_CLI_DRY_RUN: o->dry_run = true; break;
     case KC_CLI_INSECURE_PERMS: kc_fileperm_set_allow_insecure(true); break;
     case KC_CLI_VERSION: kc_cli_version(stdout); *exit_code = 0; return true;
     case KC_CLI_HELP: kc_cli_help(stdout, cmd); *exit_code = 0; return true;

@@ -323,6 +323,7 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
       FIELD_RANGE("decodeThreads", F_INT, kc_config, decode_threads, 0, 64),
       FIELD_RANGE("authFailureReadinessTimeout", F_DURATION, kc_config, auth_failure_readiness_ms, 0,
                   86400000),
+      FIELD("dryRun", F_BOOL, kc_config, dry_run),
       CUSTOM("informers"),
       CUSTOM("controllers"),
   };

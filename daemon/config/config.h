@@ -245,6 +245,9 @@ typedef struct kc_controller_spec {
   kc_rate_limit rate_limit;
   unsigned predicates;        /* for the `for` kind; 0 = every update */
   kc_sharding_spec sharding;  /* shards == 0: every key is reconciled here */
+  /* dryRun: writes go out with dryRun=All (host/dryrun.h); the controller's
+   * own key when given, else the top-level dryRun. */
+  bool dry_run;
   const kc_yaml_node *settings; /* NULL when absent; any YAML type */
   const kc_yaml_node *at;
 } kc_controller_spec;
@@ -268,6 +271,7 @@ typedef struct kc_config {
   const char *metrics_bind;   /* "host:port"; "0" disables the listener */
   enum kc_log_level log_level;
   enum kc_log_format log_format; /* logFormat: text (default) or json */
+  bool dry_run;               /* dryRun: the default of every controller's dryRun */
   int64_t shutdown_timeout_ms;
   int64_t decode_threads;     /* decodeThreads: -1 = one per core beyond the loop's; 0 = decode
                                  on the loop thread */
@@ -330,6 +334,7 @@ enum kc_controller_field {
   KC_CTL_INFORMERS = 1u << 9,   /* an informer it is bound to changed scope */
   KC_CTL_HOOK = 1u << 10,       /* the hook: subtree: restart the hook */
   KC_CTL_SHARDING = 1u << 11,   /* effective sharding settings */
+  KC_CTL_DRY_RUN = 1u << 12,    /* effective dryRun: a new instance */
 };
 
 enum kc_global_field {

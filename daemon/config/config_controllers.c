@@ -286,6 +286,7 @@ void cfg_parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
       CUSTOM("rateLimit"),
       CUSTOM("predicates"),
       CUSTOM("sharding"),
+      FIELD("dryRun", F_BOOL, kc_controller_spec, dry_run),
       CUSTOM("settings"),
   };
   static const struct field rl_table[] = {
@@ -310,6 +311,7 @@ void cfg_parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
   ct->for_.informer = SIZE_MAX;
   ct->for_.api_version = "";
   ct->for_.kind = "";
+  ct->dry_run = c->cfg->dry_run; /* the top-level key (parsed before the controllers) */
   if (!cfg_apply_table(c, n, what, table, sizeof table / sizeof table[0], ct)) return;
   const kc_yaml_node *hook = kc_yaml_map_get(n, "hook");
   if (hook && kc_yaml_map_get(n, "plugin"))

@@ -79,6 +79,7 @@ static unsigned controller_fields(const kc_config *oc, const kc_controller_spec 
       a->rate_limit.qps != b->rate_limit.qps || a->rate_limit.burst != b->rate_limit.burst)
     f |= KC_CTL_RATE_LIMIT;
   if (a->predicates != b->predicates) f |= KC_CTL_PREDICATES;
+  if (a->dry_run != b->dry_run) f |= KC_CTL_DRY_RUN;
   const kc_sharding_spec *sa = &a->sharding, *sb = &b->sharding;
   if (sa->shards != sb->shards ||
       (sa->shards && (sa->key != sb->key || !str_eq(sa->lease_namespace, sb->lease_namespace) ||
@@ -177,7 +178,7 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
   static const char *const ctl_names[] = {"plugin",  "settings", "for",       "owns",
                                           "watches", "workers",  "timeout",   "rateLimit",
                                           "predicates", "informers", "hook",
-                                          "sharding"};
+                                          "sharding", "dryRun"};
   size_t add[2] = {0}, rem[2] = {0}, chg[2] = {0};
   for (size_t i = 0; i < d->ninformers; i++) {
     if (d->informers[i].change == KC_CHANGE_ADDED) add[0]++;

@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "watch/decode.h"
 #include "base/fileperm.h"
+#include "base/log.h"
 #include "base/spawn.h"
 #include "hooks/hook_child.h"
 #include "hooks/hook_exec.h"
@@ -34,6 +35,7 @@
 #include "host/hostapi.h"
 #include "hooks/isolate_child.h"
 #include "hooks/isolate_wire.h"
+#include "host/dryrun.h"
 #include "host/plugin_host.h"
 #include "kube/selector.h"
 #include "cache/store.h"
@@ -286,6 +288,16 @@ static int serve_request(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
     snprintf(r.status.message, sizeof r.status.message,
              "not the leader (or the key's shard range is not held): %s %s refused", ARG(0).ptr,
              ARG(1).ptr);
+  } else if (write && ctx->env->dry_run) { /* as hostapi.c's writes (dryrun.h) */
+    kc_buf dry = {0};
+    rc = kc_dry_run_path(ARG(1).ptr, &dry);
+    if (rc == 0)
+      rc = ENVOP(request)(ctx->env->ud, ARG(0).ptr, dry.p, ARG(2).len ? ARG(2).ptr : NULL,
+                          ARG(3).ptr, ARG(3).len, (uint64_t)timeout, &r);
+    if (rc == 0 && r.code >= 200 && r.code < 300)
+      kc_dry_run_note(ctx->controller, ARG(0).ptr, ARG(1).ptr, ARG(2).len ? ARG(2).ptr : NULL,
+                      ARG(3).ptr, ARG(3).len);
+    free(dry.p);
   } else {
     rc = ENVOP(request)(ctx->env->ud, ARG(0).ptr, ARG(1).ptr, ARG(2).len ? ARG(2).ptr : NULL,
                         ARG(3).ptr, ARG(3).len, (uint64_t)timeout, &r);
@@ -327,7 +339,15 @@ static int serve_event(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
     ret_begin(out, -EINVAL);
     return 0;
   }
-  int rc = ENVOP(event)(ctx->env->ud, o, (int)type, ARG(2).ptr, ARG(3).ptr);
+  int rc = 0;
+  if (ctx->env->dry_run) { /* as hostapi.c's event (dryrun.h) */
+    kc_info("dryrun", "dry run: would record Event %s about %.*s %.*s: %s", ARG(2).ptr,
+            (int)kc_obj_kind(o).len, kc_obj_kind(o).ptr, (int)kc_obj_name(o).len,
+            kc_obj_name(o).ptr, ARG(3).ptr);
+    kc_dry_run_count(ctx->controller, KC_DRY_RUN_EVENT);
+  } else {
+    rc = ENVOP(event)(ctx->env->ud, o, (int)type, ARG(2).ptr, ARG(3).ptr);
+  }
   kc_obj_unref(o);
   ret_begin(out, rc);
   return 0;

@@ -21,6 +21,7 @@
 #include "kube/kobj.h"
 #include "kube/kurl.h"
 #include "base/log.h"
+#include "host/dryrun.h"
 #include "kube/selector.h"
 #include "cache/store.h"
 #include "json/yamltree.h"
@@ -663,11 +664,36 @@ enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2, REQ_CREATED_IS_1 = 4 };
 /* Sends one request on the thread's worker; parses a 2xx body into *out
  * when out is not NULL. Returns 0 for a 2xx (1 for a 201 with
  * REQ_CREATED_IS_1) or an error from the table in plugin.h. */
+static int send_request(kctrld_ctx *ctx, const char *method, const struct req_target *t,
+                        const char *path, const char *content_type, const char *body, size_t len,
+                        int flags, const kctrld_object **out);
+
+static bool dry_run(const kctrld_ctx *ctx) { return ctx && ctx->env && ctx->env->dry_run; }
+
 static int do_request(kctrld_ctx *ctx, const char *method, const struct req_target *t,
                       const char *content_type, const char *body, size_t len, int flags,
                       const kctrld_object **out) {
+  if (!(flags & REQ_WRITE) || !dry_run(ctx))
+    return send_request(ctx, method, t, t->path.p, content_type, body, len, flags, out);
+  /* Dry-run mode (dryrun.h): the server answers as if written, stores
+   * nothing; what it accepted is logged as what the write would do. */
+  kc_buf dry = {0};
+  if (kc_dry_run_path(t->path.p, &dry) < 0) {
+    free(dry.p);
+    if (out) *out = NULL;
+    api_error(ctx, "out of memory");
+    return -ENOMEM;
+  }
+  int rc = send_request(ctx, method, t, dry.p, content_type, body, len, flags, out);
+  if (rc >= 0) kc_dry_run_note(ctx->controller, method, t->path.p, content_type, body, len);
+  free(dry.p);
+  return rc;
+}
+
+static int send_request(kctrld_ctx *ctx, const char *method, const struct req_target *t,
+                        const char *path, const char *content_type, const char *body, size_t len,
+                        int flags, const kctrld_object **out) {
   if (out) *out = NULL;
-  const char *path = t->path.p;
   ENV_OP_T(request) request = ENV_OP(ctx, request);
   ENV_OP_T(may_write) may_write = ENV_OP(ctx, may_write);
   if (!request) return -ENOSYS;
@@ -1072,6 +1098,14 @@ __attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
   if (!event) return -ENOSYS;
   const kc_obj *o = O(regarding);
   if (!kc_obj_name(o).len) return -EINVAL;
+  if (dry_run(ctx)) { /* an Event has no dry run worth sending: said, not recorded */
+    kc_info("dryrun", "dry run: would record Event %s %s about %.*s %.*s%s%.*s: %s",
+            type == KCTRLD_EVENT_WARNING ? "Warning" : "Normal", reason, (int)kc_obj_kind(o).len,
+            kc_obj_kind(o).ptr, (int)kc_obj_namespace(o).len, kc_obj_namespace(o).ptr,
+            kc_obj_namespace(o).len ? "/" : "", (int)kc_obj_name(o).len, kc_obj_name(o).ptr, msg);
+    kc_dry_run_count(ctx->controller, KC_DRY_RUN_EVENT);
+    return 0;
+  }
   return event(ENV_UD(ctx), o,
                type == KCTRLD_EVENT_WARNING ? KC_EVENT_TYPE_WARNING : KC_EVENT_TYPE_NORMAL, reason,
                msg);
@@ -1079,12 +1113,16 @@ __attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
 
 static kc_expectations *exp_of(kctrld_ctx *ctx) { return ctx ? ctx->exp : NULL; }
 
+/* Dry-run mode sets no expectations: no dry-run create or delete ever
+ * shows up in the cache, so they would only hold the key back. */
 static int host_expect_creations(kctrld_ctx *ctx, const char *key, int64_t n) {
   kc_expectations *e = exp_of(ctx);
+  if (e && dry_run(ctx)) return 0;
   return e ? kc_expectations_set(e, key, n, 0, kc_clock_now_ns()) : -EINVAL;
 }
 static int host_expect_deletions(kctrld_ctx *ctx, const char *key, int64_t n) {
   kc_expectations *e = exp_of(ctx);
+  if (e && dry_run(ctx)) return 0;
   return e ? kc_expectations_set(e, key, 0, n, kc_clock_now_ns()) : -EINVAL;
 }
 static void host_creation_observed(kctrld_ctx *ctx, const char *key) {

@@ -86,6 +86,10 @@ typedef struct kc_host_env {
   /* The controller's `settings:` node (NULL: none); borrowed until the
    * instance's on_free hook ran (plugin_host.h). */
   const kc_yaml_node *settings;
+  /* Dry-run mode (dryrun.h): every write goes out with dryRun=All, is
+   * logged and counted; Events are not recorded; the expect_* functions
+   * set nothing (no dry-run create or delete ever shows up in the cache). */
+  bool dry_run;
 } kc_host_env;
 
 /* The `request` of an env on a real API client: runs kc_api_do on the

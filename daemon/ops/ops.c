@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hooks/hook_health.h"
+#include "host/dryrun.h"
 #include "hooks/isolate.h"
 #include "base/log.h"
 #include "lease/sharding.h"
@@ -21,7 +22,7 @@ struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
       *wq_retries, *wq_depth_prio, *wq_aged;
   kc_metric_family *rec_total, *rec_errors, *rec_terminal, *rec_panics, *child_idle_exits, *rec_time, *rec_max, *rec_active;
-  kc_metric_family *ctl_ready, *ctl_init_failures;
+  kc_metric_family *ctl_ready, *ctl_init_failures, *dry_run_writes;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
   kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors, *rf_rejected;
@@ -38,6 +39,7 @@ static const char *const wq_labels[] = {"name", "controller"};
 static const char *const wq_prio_labels[] = {"name", "controller", "priority"};
 static const char *const ctl_labels[] = {"controller"};
 static const char *const result_labels[] = {"controller", "result"};
+static const char *const dry_run_labels[] = {"controller", "verb"};
 static const char *const le_labels[] = {"name"};
 static const char *const ev_labels[] = {"result"};
 static const char *const shard_labels[] = {"controller", "shard"};
@@ -125,6 +127,10 @@ static int register_runtime_families(kc_metrics *reg, kc_ops_families *f) {
       {&f->ctl_init_failures, "kctrld_controller_init_failures_total",
        "Failed attempts to load the controller's plugin or run its init", KC_METRIC_COUNTER, ctl_labels, 1,
        NULL, 0},
+      {&f->dry_run_writes, "kctrld_dry_run_writes_total",
+       "Writes sent with dryRun=All (dry-run mode: the server stored nothing), by controller and "
+       "verb (create, update, patch, apply, delete; event: an Event not recorded)",
+       KC_METRIC_COUNTER, dry_run_labels, 2, NULL, 0},
       {&f->le_master, "leader_election_master_status",
        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
        "indicates master. 'name' is the string used to identify the lease. Please make sure to group "
@@ -290,8 +296,23 @@ static uint64_t *compute_backlog(const kc_ops_view *v) {
 
 /* --- metrics ------------------------------------------------------------------ */
 
+struct dry_run_fill {
+  kc_metric_family *fam;
+  int rc;
+};
+
+static void fill_dry_run(const char *controller, const char *verb, uint64_t n, void *ud) {
+  struct dry_run_fill *d = ud;
+  const char *labels[] = {controller, verb};
+  int r = kc_metrics_set(d->fam, labels, (double)n);
+  if (r < 0 && d->rc == 0) d->rc = r;
+}
+
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
   int rc = 0;
+  struct dry_run_fill dr = {f->dry_run_writes, 0};
+  kc_dry_run_each(fill_dry_run, &dr);
+  rc = dr.rc;
 #define SET(fam, labels, value)                                   \
   do {                                                            \
     int r_ = kc_metrics_set((fam), (labels), (double)(value));    \

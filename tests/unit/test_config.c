@@ -367,7 +367,7 @@ static void test_top_level_errors(void **state) {
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
         "sharding, metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, "
-        "authFailureReadinessTimeout, informers, controllers)");
+        "authFailureReadinessTimeout, dryRun, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
   fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
@@ -924,6 +924,47 @@ static void test_load_file_permissions(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* dryRun: the top-level key is every controller's default, a controller's
+ * own key wins; a change of the effective value is a controller change
+ * named dryRun. */
+static void test_dry_run(void **state) {
+  (void)state;
+  static const char *const base =
+      "%s"
+      "controllers:\n"
+      "  - {name: a, plugin: /p.so, for: {apiVersion: v1, kind: ConfigMap}%s}\n"
+      "  - {name: b, plugin: /p.so, for: {apiVersion: v1, kind: ConfigMap}}\n";
+  char text[512];
+  snprintf(text, sizeof text, base, "", "");
+  kc_config *off = load(text);
+  assert_false(off->dry_run);
+  assert_false(off->controllers[0].dry_run);
+  assert_false(off->controllers[1].dry_run);
+  snprintf(text, sizeof text, base, "", ", dryRun: true");
+  kc_config *one = load(text);
+  assert_true(one->controllers[0].dry_run);
+  assert_false(one->controllers[1].dry_run);
+  snprintf(text, sizeof text, base, "dryRun: true\n", ", dryRun: false");
+  kc_config *all_but_a = load(text);
+  assert_true(all_but_a->dry_run);
+  assert_false(all_but_a->controllers[0].dry_run);
+  assert_true(all_but_a->controllers[1].dry_run);
+  kc_config_diff *d = NULL;
+  char sum[256];
+  assert_int_equal(kc_config_compare(off, one, &d), 0);
+  kc_config_diff_summary(d, off, one, sum, sizeof sum);
+  assert_string_equal(sum, "informers: +0 -0 ~0; controllers: +0 -0 ~1 ~a(dryRun)");
+  kc_config_diff_free(d);
+  assert_int_equal(kc_config_compare(one, all_but_a, &d), 0);
+  kc_config_diff_summary(d, one, all_but_a, sum, sizeof sum);
+  assert_string_equal(sum, "informers: +0 -0 ~0; controllers: +0 -0 ~2 ~a(dryRun) ~b(dryRun)");
+  kc_config_diff_free(d);
+  fails("dryRun: maybe\n", "c.yaml:1:9: config.dryRun: expected true or false, got \"maybe\"");
+  kc_config_free(off);
+  kc_config_free(one);
+  kc_config_free(all_but_a);
+}
+
 /* ---- diff ------------------------------------------------------------------ */
 
 
@@ -1347,6 +1388,7 @@ int main(void) {
       cmocka_unit_test(test_many_errors),
       cmocka_unit_test(test_every_unknown_key),       cmocka_unit_test(test_load_file_errors),
       cmocka_unit_test(test_load_file_permissions),
+      cmocka_unit_test(test_dry_run),
       cmocka_unit_test(test_diff),              cmocka_unit_test(test_diff_controller_fields),
       cmocka_unit_test(test_hook_defaults),
       cmocka_unit_test(test_hook_errors),
