@@ -433,11 +433,15 @@ def answer_of(kind, text, req, tmp):
     """Runs one hook example of kind (persistent, per-call, webhook) and
     returns its answer to req as text."""
     line = json.dumps(req) + "\n"
+    # The hook helpers (docs/hooks.md "Helpers") where the package installs
+    # them are the source tree's here.
+    helpers = os.path.join(ROOT, "plugins", "hooks", "helpers")
+    env = dict(os.environ, PYTHONPATH=helpers, KCTRLD_HOOK_SH=os.path.join(helpers, "hook.sh"))
     if kind == "persistent":
         src = os.path.join(tmp, "hook.py")
         with open(src, "w") as f:
             f.write(text)
-        r = subprocess.run([sys.executable, src], input=line, capture_output=True, text=True, timeout=30)
+        r = subprocess.run([sys.executable, src], input=line, capture_output=True, text=True, timeout=30, env=env)
         assert r.returncode == 0, r.stderr
         return r.stdout.split("\n")[0]
     if kind == "per-call":
@@ -446,7 +450,7 @@ def answer_of(kind, text, req, tmp):
         src = os.path.join(tmp, "hook.sh")
         with open(src, "w") as f:
             f.write(text)
-        r = subprocess.run(["bash", src], input=line, capture_output=True, text=True, timeout=30)
+        r = subprocess.run(["bash", src], input=line, capture_output=True, text=True, timeout=30, env=env)
         assert r.returncode == 0, r.stderr
         return r.stdout
     if kind == "webhook":

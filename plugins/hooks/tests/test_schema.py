@@ -6,8 +6,11 @@ responses of the fuzz corpus (tests/fuzz/corpus/fuzz_hook_response, first
 byte = size limit) validate, the malformed one does not, and so do the
 requests and responses of the example hooks. Skipped without the
 jsonschema module."""
+import contextlib
+import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -72,6 +75,79 @@ def test_example_hooks_match_schema():
     resp = json.loads(out)
     assert resp["actions"][0]["action"] == "create", resp
     assert v.is_valid(resp), [e.message for e in v.iter_errors(resp)]
+
+
+def test_helpers_build_valid_responses():
+    """Every builder of the Python helper and of the shell helper
+    (plugins/hooks/helpers) makes responses the schema accepts."""
+    v = validator()
+    sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+    import kctrld_hook as kh
+    obj = REQUEST["object"]
+    acts = [kh.create(obj), kh.update(obj), kh.update_status(obj),
+            kh.patch(obj, {"metadata": {"labels": {"a": "b"}}}),
+            kh.patch(kh.ref(obj), [{"op": "remove", "path": "/metadata/finalizers/0"}], "json", "status"),
+            kh.apply(obj, "mgr", force=True), kh.delete(obj, uid="u", resource_version="3",
+                                                         propagation_policy="Foreground", grace_period_seconds=0),
+            kh.event("Seen", "text", "Warning", regarding=obj)]
+    with contextlib.redirect_stderr(io.StringIO()) as tb:  # the tracebacks of 1 / 0
+        raised = kh.handle(lambda r: 1 / 0, REQUEST)
+    assert "ZeroDivisionError" in tb.getvalue(), tb.getvalue()
+    assert raised["message"].startswith("ZeroDivisionError: "), raised
+    for resp in (kh.done(*acts), kh.requeue(), kh.requeue_after(1.5), kh.requeue_after("2m"),
+                 kh.error("x", acts[0]), kh.terminal("y"), raised,
+                 kh.handle(lambda r: None, REQUEST), kh.handle(lambda r: "text", REQUEST)):
+        assert v.is_valid(resp), (resp, [e.message for e in v.iter_errors(resp)])
+    assert kh.requeue_after(1.5)["requeueAfter"] == "1500ms"
+    if not shutil.which("jq") or not shutil.which("bash"):
+        raise taplib.Skip("bash or jq not installed")
+    script = r"""
+. "$1"
+all() {
+  kctrld_create "$(kctrld_req_json .object)"
+  kctrld_update "$(kctrld_req_json .object)"
+  kctrld_update_status "$(kctrld_req_json .object)"
+  kctrld_patch v1 ConfigMap a b '{"data":{"k":"v"}}'
+  kctrld_patch v1 Namespace "" a '[{"op":"remove","path":"/metadata/labels/x"}]' json
+  kctrld_patch_object '{"status":{"x":1}}' merge status
+  kctrld_apply "$(kctrld_req_json .object)" mgr force
+  kctrld_delete v1 ConfigMap a b u
+  kctrld_event Seen "a \"quoted\" message" Warning
+  kctrld_action '{"action":"event","reason":"Raw","message":"m"}'
+  kctrld_action 'not json' && return 9
+  kctrld_result requeueAfter 30s
+}
+results() {
+  case $(kctrld_req .key) in
+    a/1) kctrld_result requeue ;;
+    a/2) kctrld_result error "it broke" ;;
+    a/3) kctrld_result terminal "never" ;;
+    a/4) echo "printed, not answered"; return 3 ;;
+  esac
+}
+kctrld_run "$2"
+"""
+    helper = os.path.join(HERE, "..", "helpers", "hook.sh")
+    out = subprocess.run(["bash", "-c", script, "test", helper, "all"], input=json.dumps(REQUEST) + "\n",
+                         capture_output=True, text=True, timeout=30)
+    resp = json.loads(out.stdout)
+    assert [a["action"] for a in resp["actions"]] == [
+        "create", "update", "updateStatus", "patch", "patch", "patch", "apply", "delete", "event", "event"], resp
+    assert resp["result"] == "requeueAfter" and resp["requeueAfter"] == "30s", resp
+    assert resp["actions"][8]["message"] == 'a "quoted" message', resp
+    assert resp["actions"][5] == {"action": "patch", "apiVersion": "v1", "kind": "ConfigMap", "namespace": "a",
+                                  "name": "b", "patch": {"status": {"x": 1}}, "subresource": "status"}, resp
+    assert "not an action object" in out.stderr, out.stderr
+    assert v.is_valid(resp), [e.message for e in v.iter_errors(resp)]
+    reqs = "".join(json.dumps(dict(REQUEST, key="a/%d" % i)) + "\n" for i in range(5))
+    out = subprocess.run(["bash", "-c", script, "test", helper, "results"], input=reqs + "garbage\n",
+                         capture_output=True, text=True, timeout=30)
+    resps = [json.loads(ln) for ln in out.stdout.splitlines()]
+    assert [r["result"] for r in resps] == ["done", "requeue", "error", "terminal", "error", "error"], resps
+    assert resps[4]["message"] == "results returned status 3", resps
+    assert "printed, not answered" in out.stderr, out.stderr
+    for r in resps:
+        assert v.is_valid(r), (r, [e.message for e in v.iter_errors(r)])
 
 
 if __name__ == "__main__":
