@@ -108,10 +108,11 @@ SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 class Kctrld:
     """A running build/kctrld ($KCTRLD_BUILD) with config_text, written to
     directory `dir` (a fresh temp dir by default); stdout and stderr go to
-    dir/log. args: more command-line arguments. Context manager; stop()
+    dir/log. args: more command-line arguments; wrap: a command that runs
+    kctrld (its argv prefix, e.g. a sandbox). Context manager; stop()
     sends SIGTERM and returns the exit code (also kept in .code)."""
 
-    def __init__(self, config_text, kubeconfig=None, args=(), dir=None):
+    def __init__(self, config_text, kubeconfig=None, args=(), dir=None, wrap=()):
         self.dir = dir or tempfile.mkdtemp(prefix="kctrld-test-")
         os.makedirs(self.dir, 0o700, exist_ok=True)
         self.config = os.path.join(self.dir, "kctrld.yaml")
@@ -119,7 +120,7 @@ class Kctrld:
             f.write(config_text)
         self.logpath = os.path.join(self.dir, "log")
         self.logf = open(self.logpath, "w")
-        cmd = [os.path.join(BUILD, "kctrld"), "--config", self.config]
+        cmd = list(wrap) + [os.path.join(BUILD, "kctrld"), "--config", self.config]
         if kubeconfig:
             cmd += ["--kubeconfig", kubeconfig]
         self.proc = subprocess.Popen(cmd + list(args), stdout=self.logf, stderr=subprocess.STDOUT)
