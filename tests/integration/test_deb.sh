@@ -7,8 +7,11 @@
 # 0640), checks the layout, runs the installed daemon (--version,
 # --check-config of the shipped config, `kctrld rbac` loading the shipped
 # plugins), builds a plugin against the installed headers, checks that the
-# packaged kctrld(8) names every flag of the installed --help, and verifies the
-# installed unit with systemd-analyze. Skipped without debhelper
+# packaged kctrld(8) names every flag of the installed --help, checks the hook
+# material (schema, helpers, example hooks, the JIT drop-in: each the source
+# tree's file) and runs the example hooks' test with the installed daemon,
+# simulator, helpers and examples, and verifies the installed unit, alone
+# and with the JIT drop-in, with systemd-analyze. Skipped without debhelper
 # (`make deb-deps`). About a minute: most of it is the package build. TAP.
 set -u
 cd "$(dirname "$0")/../.."
@@ -22,7 +25,7 @@ if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! dpkg-query -W -f='${Statu
   echo "ok 1 - Debian package # SKIP dpkg-buildpackage/debhelper not installed (make deb-deps)"
   exit 0
 fi
-echo "1..9"
+echo "1..11"
 version=$(sed -n 's/^VERSION *:= *//p' Makefile)
 arch=$(dpkg --print-architecture)
 tmp=$(mktemp -d /tmp/kctrld-deb.XXXXXX)
@@ -124,13 +127,63 @@ man_names_every_flag() {
 }
 check "packaged kctrld(8): SYNOPSIS names every flag of the installed kctrld --help, no placeholder" man_names_every_flag
 
+# Hooks: the protocol schema, the helpers, the JIT drop-in, the example
+# hooks (docs/deploy.md "Hooks"), each exactly the source tree's file.
+hook_files() {
+  local bad="" src dst
+  while read -r src dst; do
+    [ -f "$root/$dst" ] || { bad="$bad missing:$dst"; continue; }
+    cmp -s "$src" "$root/$dst" || bad="$bad differs:$dst"
+    case "$(stat -c %a "$root/$dst")" in 644 | 755) ;; *) bad="$bad mode-$(stat -c %a "$root/$dst"):$dst" ;; esac
+  done <<'LIST'
+docs/hook-v1.schema.json usr/share/kctrld/hook-v1.schema.json
+plugins/hooks/helpers/kctrld_hook.py usr/share/kctrld/python/kctrld_hook.py
+plugins/hooks/helpers/hook.sh usr/share/kctrld/hook.sh
+systemd/jit-hooks.conf usr/share/kctrld/systemd/jit-hooks.conf
+plugins/hooks/README.md usr/share/doc/kctrld/examples/hooks/README.md
+plugins/hooks/cmhash/cmhash.py usr/share/doc/kctrld/examples/hooks/cmhash/cmhash.py
+plugins/hooks/cmhash-webhook/server.py usr/share/doc/kctrld/examples/hooks/cmhash-webhook/server.py
+plugins/hooks/nsdefault/nsdefault.sh usr/share/doc/kctrld/examples/hooks/nsdefault/nsdefault.sh
+plugins/hooks/keycount/keycount.py usr/share/doc/kctrld/examples/hooks/keycount/keycount.py
+plugins/hooks/keycount/keycount.sh usr/share/doc/kctrld/examples/hooks/keycount/keycount.sh
+plugins/hooks/keycount/keycount.js usr/share/doc/kctrld/examples/hooks/keycount/keycount.js
+LIST
+  # the Python helper imports as documented (PYTHONPATH=/usr/share/kctrld/python)
+  PYTHONPATH="$root/usr/share/kctrld/python" python3 -c 'import kctrld_hook; kctrld_hook.run' || bad="$bad no-import"
+  [ -z "$bad" ] || { echo "$bad"; return 1; }
+}
+check "hooks: schema, Python and shell helpers, JIT drop-in, example hooks (the source files, not writable by others)" hook_files
+
+# The installed helpers and keycount examples, run by the installed daemon
+# against the installed simulator (plugins/hooks/tests/test_keycount.py).
+installed_hooks() {
+  mkdir -p "$tmp/bin"
+  ln -sf "$root/usr/bin/kctrld" "$tmp/bin/kctrld"
+  ln -sf "$root/usr/bin/kube-apisim" "$tmp/bin/kube-apisim"
+  local out
+  out=$(KCTRLD_BUILD="$tmp/bin" KCTRLD_HOOK_PYTHONPATH="$root/usr/share/kctrld/python" \
+        KCTRLD_HOOK_SH="$root/usr/share/kctrld/hook.sh" KEYCOUNT_DIR="$root/usr/share/doc/kctrld/examples/hooks/keycount" \
+        python3 plugins/hooks/tests/test_keycount.py 2>&1) || { echo "$out"; return 1; }
+  printf '%s\n' "$out" | grep -q '^not ok' && { echo "$out"; return 1; }
+  printf '%s\n' "$out" | grep -c '^ok .*helper' | grep -qx 4 || { echo "$out"; return 1; }
+}
+check "installed hook helpers and examples reconcile against the installed kube-apisim" installed_hooks
+
 if command -v systemd-analyze >/dev/null 2>&1; then
   # The installed unit, with ExecStart pointing into the root (verify needs
   # the executable on this machine).
   mkdir -p "$tmp/unit"
   sed -e "s|/usr/bin/kctrld|$root/usr/bin/kctrld|" "$root/lib/systemd/system/kctrld.service" >"$tmp/unit/kctrld.service"
   out=$(systemd-analyze verify "$tmp/unit/kctrld.service" 2>&1); rc=$?
-  if [ $rc -eq 0 ] && [ -z "$out" ]; then ok "systemd-analyze verify of the installed unit: clean"; else notok "systemd-analyze verify of the installed unit (rc=$rc)" "$out"; fi
+  # and with the JIT drop-in linked in as docs/deploy.md says
+  mkdir -p "$tmp/unit/kctrld.service.d"
+  ln -s "$root/usr/share/kctrld/systemd/jit-hooks.conf" "$tmp/unit/kctrld.service.d/"
+  out2=$(systemd-analyze verify "$tmp/unit/kctrld.service" 2>&1); rc2=$?
+  if [ $rc -eq 0 ] && [ -z "$out" ] && [ $rc2 -eq 0 ] && [ -z "$out2" ]; then
+    ok "systemd-analyze verify of the installed unit, alone and with the JIT drop-in: clean"
+  else
+    notok "systemd-analyze verify of the installed unit (rc=$rc, with the drop-in rc=$rc2)" "$out$out2"
+  fi
 else
   ok "systemd-analyze verify # SKIP systemd-analyze not installed"
 fi
