@@ -310,6 +310,10 @@ install: $(B)/kctrld $(PLUGIN_SO) $(MAN_PAGES)
 	install -m 0755 $(B)/kctrld $(DESTDIR)$(PREFIX)/bin/kctrld
 	install -m 0644 include/kctrld/*.h $(DESTDIR)$(PREFIX)/include/kctrld/
 	install -m 0644 docs/kctrld.schema.json $(DESTDIR)$(PREFIX)/share/kctrld/
+	install -d $(DESTDIR)$(PREFIX)/share/kctrld/python $(DESTDIR)$(PREFIX)/share/kctrld/systemd
+	install -m 0644 docs/hook-v1.schema.json plugins/hooks/helpers/hook.sh $(DESTDIR)$(PREFIX)/share/kctrld/
+	install -m 0644 plugins/hooks/helpers/kctrld_hook.py $(DESTDIR)$(PREFIX)/share/kctrld/python/
+	install -m 0644 systemd/jit-hooks.conf $(DESTDIR)$(PREFIX)/share/kctrld/systemd/
 	$(if $(PLUGIN_SO),install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/kctrld/plugins/)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' config/kctrld-plugin.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kctrld-plugin.pc
