@@ -341,10 +341,10 @@ static int serve_event(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   }
   int rc = 0;
   if (ctx->env->dry_run) { /* as hostapi.c's event (dryrun.h) */
+    kc_dry_run_count(ctx->controller, KC_DRY_RUN_EVENT);
     kc_info("dryrun", "dry run: would record Event %s about %.*s %.*s: %s", ARG(2).ptr,
             (int)kc_obj_kind(o).len, kc_obj_kind(o).ptr, (int)kc_obj_name(o).len,
             kc_obj_name(o).ptr, ARG(3).ptr);
-    kc_dry_run_count(ctx->controller, KC_DRY_RUN_EVENT);
   } else {
     rc = ENVOP(event)(ctx->env->ud, o, (int)type, ARG(2).ptr, ARG(3).ptr);
   }

@@ -231,8 +231,8 @@ void kc_dry_run_note(const char *controller, const char *method, const char *pat
   if (verb < 0) return;
   char what[1024];
   kc_dry_run_describe(method, path, content_type, body, len, what, sizeof what);
+  kc_dry_run_count(controller, (enum kc_dry_run_verb)verb); /* first: a logged write is counted */
   kc_info("dryrun", "dry run: would %s", what);
-  kc_dry_run_count(controller, (enum kc_dry_run_verb)verb);
 }
 
 void kc_dry_run_each(void (*fn)(const char *controller, const char *verb, uint64_t n, void *ud),

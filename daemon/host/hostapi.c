@@ -1099,11 +1099,11 @@ __attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
   const kc_obj *o = O(regarding);
   if (!kc_obj_name(o).len) return -EINVAL;
   if (dry_run(ctx)) { /* an Event has no dry run worth sending: said, not recorded */
+    kc_dry_run_count(ctx->controller, KC_DRY_RUN_EVENT);
     kc_info("dryrun", "dry run: would record Event %s %s about %.*s %.*s%s%.*s: %s",
             type == KCTRLD_EVENT_WARNING ? "Warning" : "Normal", reason, (int)kc_obj_kind(o).len,
             kc_obj_kind(o).ptr, (int)kc_obj_namespace(o).len, kc_obj_namespace(o).ptr,
             kc_obj_namespace(o).len ? "/" : "", (int)kc_obj_name(o).len, kc_obj_name(o).ptr, msg);
-    kc_dry_run_count(ctx->controller, KC_DRY_RUN_EVENT);
     return 0;
   }
   return event(ENV_UD(ctx), o,
