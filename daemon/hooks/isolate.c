@@ -29,6 +29,7 @@
 #include "base/fileperm.h"
 #include "base/log.h"
 #include "base/spawn.h"
+#include "client/events.h"
 #include "hooks/hook_child.h"
 #include "hooks/hook_exec.h"
 #include "hooks/hook_host.h"
@@ -342,7 +343,8 @@ static int serve_event(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   int rc = 0;
   if (ctx->env->dry_run) { /* as hostapi.c's event (dryrun.h) */
     kc_dry_run_count(ctx->controller, KC_DRY_RUN_EVENT);
-    kc_info("dryrun", "dry run: would record Event %s about %.*s %.*s: %s", ARG(2).ptr,
+    kc_info("dryrun", "dry run: would record Event %s %s about %.*s %.*s: %s",
+            type == KC_EVENT_TYPE_WARNING ? "Warning" : "Normal", ARG(2).ptr,
             (int)kc_obj_kind(o).len, kc_obj_kind(o).ptr, (int)kc_obj_name(o).len,
             kc_obj_name(o).ptr, ARG(3).ptr);
   } else {

@@ -661,15 +661,16 @@ static bool terminal_failure(const kc_status *st, int e, const char *method,
 
 enum { REQ_WRITE = 1, REQ_JSON_PATCH = 2, REQ_CREATED_IS_1 = 4 };
 
-/* Sends one request on the thread's worker; parses a 2xx body into *out
- * when out is not NULL. Returns 0 for a 2xx (1 for a 201 with
- * REQ_CREATED_IS_1) or an error from the table in plugin.h. */
 static int send_request(kctrld_ctx *ctx, const char *method, const struct req_target *t,
                         const char *path, const char *content_type, const char *body, size_t len,
                         int flags, const kctrld_object **out);
 
 static bool dry_run(const kctrld_ctx *ctx) { return ctx && ctx->env && ctx->env->dry_run; }
 
+/* Sends one request on the thread's worker (a write with dryRun=All in
+ * dry-run mode); parses a 2xx body into *out when out is not NULL. Returns
+ * 0 for a 2xx (1 for a 201 with REQ_CREATED_IS_1) or an error from the
+ * table in plugin.h. */
 static int do_request(kctrld_ctx *ctx, const char *method, const struct req_target *t,
                       const char *content_type, const char *body, size_t len, int flags,
                       const kctrld_object **out) {
@@ -690,6 +691,7 @@ static int do_request(kctrld_ctx *ctx, const char *method, const struct req_targ
   return rc;
 }
 
+/* do_request to path (t's, or t's with dryRun=All). */
 static int send_request(kctrld_ctx *ctx, const char *method, const struct req_target *t,
                         const char *path, const char *content_type, const char *body, size_t len,
                         int flags, const kctrld_object **out) {
