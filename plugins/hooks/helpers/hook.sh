@@ -33,7 +33,8 @@
 #           kctrld_delete APIVERSION KIND NAMESPACE NAME [UID]
 #           kctrld_event REASON MESSAGE [Normal|Warning]
 #           kctrld_action ACTION_JSON            (any action of the protocol)
-# Result:   kctrld_result done | requeue | requeueAfter DURATION | error MESSAGE | terminal MESSAGE
+# Result:   kctrld_result done | requeue | requeueAfter DURATION [low|normal|high] | error MESSAGE
+#                         | terminal MESSAGE
 #
 # Installed by the kctrld package as /usr/share/kctrld/hook.sh.
 
@@ -91,7 +92,8 @@ kctrld_event() {
 kctrld_result() {
   case "$1" in
     done | requeue) KCTRLD_RESULT=$(jq -cn --arg r "$1" '{result: $r}') ;;
-    requeueAfter) KCTRLD_RESULT=$(jq -cn --arg d "$2" '{result: "requeueAfter", requeueAfter: $d}') ;;
+    requeueAfter) KCTRLD_RESULT=$(jq -cn --arg d "$2" --arg p "${3:-}" \
+      '{result: "requeueAfter", requeueAfter: $d} + (if $p != "" then {priority: $p} else {} end)') ;;
     error | terminal) KCTRLD_RESULT=$(jq -cn --arg r "$1" --arg m "${2:-}" '{result: $r, message: $m}') ;;
     *) echo "kctrld_result: unknown result \"$1\"" >&2; return 1 ;;
   esac

@@ -58,12 +58,13 @@ def requeue(*actions):
     return _response("requeue", actions)
 
 
-def requeue_after(duration, *actions):
+def requeue_after(duration, *actions, priority=None):
     """Run the actions, then again after duration (a Go duration such as
-    "30s", or a number of seconds)."""
+    "30s", or a number of seconds), at queue priority "low", "normal" or
+    "high" when given (else the one the key ran at)."""
     if isinstance(duration, (int, float)):
         duration = "%dms" % round(duration * 1000)
-    return _response("requeueAfter", actions, requeueAfter=duration)
+    return _response("requeueAfter", actions, requeueAfter=duration, priority=priority)
 
 
 def error(message, *actions):

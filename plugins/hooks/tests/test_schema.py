@@ -94,7 +94,7 @@ def test_helpers_build_valid_responses():
         raised = kh.handle(lambda r: 1 / 0, REQUEST)
     assert "ZeroDivisionError" in tb.getvalue(), tb.getvalue()
     assert raised["message"].startswith("ZeroDivisionError: "), raised
-    for resp in (kh.done(*acts), kh.requeue(), kh.requeue_after(1.5), kh.requeue_after("2m"),
+    for resp in (kh.done(*acts), kh.requeue(), kh.requeue_after(1.5), kh.requeue_after("2m", priority="low"),
                  kh.error("x", acts[0]), kh.terminal("y"), raised,
                  kh.handle(lambda r: None, REQUEST), kh.handle(lambda r: "text", REQUEST)):
         assert v.is_valid(resp), (resp, [e.message for e in v.iter_errors(resp)])
@@ -115,7 +115,7 @@ all() {
   kctrld_event Seen "a \"quoted\" message" Warning
   kctrld_action '{"action":"event","reason":"Raw","message":"m"}'
   kctrld_action 'not json' && return 9
-  kctrld_result requeueAfter 30s
+  kctrld_result requeueAfter 30s high
 }
 results() {
   case $(kctrld_req .key) in
@@ -133,7 +133,7 @@ kctrld_run "$2"
     resp = json.loads(out.stdout)
     assert [a["action"] for a in resp["actions"]] == [
         "create", "update", "updateStatus", "patch", "patch", "patch", "apply", "delete", "event", "event"], resp
-    assert resp["result"] == "requeueAfter" and resp["requeueAfter"] == "30s", resp
+    assert resp["result"] == "requeueAfter" and resp["requeueAfter"] == "30s" and resp["priority"] == "high", resp
     assert resp["actions"][8]["message"] == 'a "quoted" message', resp
     assert resp["actions"][5] == {"action": "patch", "apiVersion": "v1", "kind": "ConfigMap", "namespace": "a",
                                   "name": "b", "patch": {"status": {"x": 1}}, "subresource": "status"}, resp
