@@ -195,17 +195,21 @@ static void describe_failure(hook_exec *x, int rc, pid_t pid, int status, bool h
  * hook_health.h); a too large or out-of-step answer is still an answer. */
 static bool no_answer(int rc) { return rc == -ETIMEDOUT || rc == -EPIPE; }
 
-/* The child of slot i was lost reconciling key (already killed): the key
+/* The child of a slot was lost reconciling a key (already killed): the key
  * pays (its error result); the slot starts a new child for the next key,
- * unless keys in a row keep losing children (base/childpool.h). Returns the
- * error result with why and what comes next. */
-static int lose_slot(hook_exec *x, kctrld_ctx *ctx, int i, const char *key, const char *why) {
-  uint64_t backoff = kc_childpool_release(x->pool, (size_t)i, KC_CHILDPOOL_LOST, key, why);
+ * unless keys in a row keep losing children (base/childpool.h: backoff is
+ * then the wait). Returns the error result with why and what comes next. */
+static int lost_result(kctrld_ctx *ctx, const char *why, uint64_t backoff) {
   if (!backoff) return H()->result_error(ctx, "%s; restarted for the next key", why);
   return H()->result_error(ctx,
                            "%s; %d keys in a row lost their hook child: the program backs off, "
                            "no new child for %.1fs",
                            why, KC_CHILDPOOL_BREAK_KEYS, (double)backoff / 1e9);
+}
+
+/* Releases slot i as lost on key and returns lost_result. */
+static int lose_slot(hook_exec *x, kctrld_ctx *ctx, int i, const char *key, const char *why) {
+  return lost_result(ctx, why, kc_childpool_release(x->pool, (size_t)i, KC_CHILDPOOL_LOST, key, why));
 }
 
 /* Persistent mode: the exchange on a slot's child (started if needed).
@@ -255,9 +259,14 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, const char *key, kc_buf
   kc_hook_child_kill(c, &status, stderr_line, NULL);
   *child = NULL;
   describe_failure(x, rc, pid, status, rc == -EPIPE, why, sizeof why);
-  kc_hook_health_end(x->health, token, !no_answer(rc), why);
   *slot = -1;
-  return lose_slot(x, ctx, i, key, why);
+  uint64_t backoff = kc_childpool_release(x->pool, (size_t)i, KC_CHILDPOOL_LOST, key, why);
+  /* A child lost on one key is that key's problem (a poison object), and
+   * one bad object must not take the replica out of service: readiness
+   * hears of a lost child only once the program backs off as a whole. A
+   * hook that does not answer in time is not answering whatever the key. */
+  kc_hook_health_end(x->health, token, rc != -ETIMEDOUT && !(no_answer(rc) && backoff), why);
+  return lost_result(ctx, why, backoff);
 }
 
 /* The response was garbage: the child's stream cannot be trusted. */

@@ -2,7 +2,9 @@
 /* hook_health: whether each controller's hook answers, for the readiness
  * check controller/NAME (ops.h). A hook is "not answering" when its latest
  * exchange ended without an answer (timed out, the child exited or closed
- * its pipes first, the child or the connection could not be started) and
+ * its pipes first, the child or the connection could not be started; the
+ * persistent exec hook reports a lost child only once its program backs
+ * off as a whole: one poison key is not the hook's fault) and
  * none has answered since, or when an exchange has been outstanding longer
  * than the hook's timeout (plus one second for the kill). Any answer, even
  * an error or a malformed one, clears it: the hook is there.
