@@ -265,7 +265,10 @@ static int run_persistent(hook_exec *x, kctrld_ctx *ctx, const char *key, kc_buf
    * one bad object must not take the replica out of service: readiness
    * hears of a lost child only once the program backs off as a whole. A
    * hook that does not answer in time is not answering whatever the key. */
-  kc_hook_health_end(x->health, token, rc != -ETIMEDOUT && !(no_answer(rc) && backoff), why);
+  if (rc == -EPIPE && !backoff)
+    kc_hook_health_abandon(x->health, token);
+  else
+    kc_hook_health_end(x->health, token, !no_answer(rc), why);
   return lost_result(ctx, why, backoff);
 }
 

@@ -74,6 +74,13 @@ void kc_hook_health_end(kc_hook_health_entry *e, int token, bool answered, const
   pthread_mutex_unlock(&mu);
 }
 
+void kc_hook_health_abandon(kc_hook_health_entry *e, int token) {
+  if (!e) return;
+  pthread_mutex_lock(&mu);
+  if (token >= 0 && token < TRACKED) e->started_ms[token] = 0;
+  pthread_mutex_unlock(&mu);
+}
+
 bool kc_hook_health(const char *controller, char *why, size_t cap) {
   uint64_t now = kc_clock_now_ms();
   bool ok = true;

@@ -35,6 +35,10 @@ int kc_hook_health_begin(kc_hook_health_entry *e);
 /* The exchange ended: answered, or not with why (copied). */
 void kc_hook_health_end(kc_hook_health_entry *e, int token, bool answered, const char *why);
 
+/* The exchange ended in a way that says nothing of the hook as a whole (a
+ * child lost on one poison key): the verdict stays what it was. */
+void kc_hook_health_abandon(kc_hook_health_entry *e, int token);
+
 /* true when every hook instance of controller answers (or there is none);
  * else false with "hook not answering: ..." in why. */
 bool kc_hook_health(const char *controller, char *why, size_t cap);

@@ -2,7 +2,8 @@
 /* Unit tests for daemon/hooks/hook_health: "not answering" after an
  * exchange without an answer, cleared by any answer; an exchange
  * outstanding past the timeout (manual clock); two instances of one
- * controller (a reload); other controllers unaffected. */
+ * controller (a reload); other controllers unaffected; an abandoned
+ * exchange changes nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,10 +59,31 @@ static void test_outstanding(void **state) {
   kc_clock_set_real();
 }
 
+/* An abandoned exchange (a child lost on one poison key) leaves the
+ * verdict as it was, either way, and is no longer outstanding. */
+static void test_abandon(void **state) {
+  (void)state;
+  kc_clock_set_manual(5000000000ull);
+  char why[256] = "";
+  kc_hook_health_entry *e = kc_hook_health_register("poison", 1000);
+  int t = kc_hook_health_begin(e);
+  kc_hook_health_abandon(e, t);
+  kc_clock_advance(10000000000ull);
+  assert_true(kc_hook_health("poison", why, sizeof why));
+  kc_hook_health_end(e, kc_hook_health_begin(e), false, "10 keys in a row lost their hook child");
+  kc_hook_health_abandon(e, kc_hook_health_begin(e));
+  assert_false(kc_hook_health("poison", why, sizeof why));
+  assert_string_equal(why, "hook not answering: 10 keys in a row lost their hook child");
+  kc_hook_health_abandon(NULL, 0);
+  kc_hook_health_unregister(e);
+  kc_clock_set_real();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_answers),
       cmocka_unit_test(test_outstanding),
+      cmocka_unit_test(test_abandon),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
