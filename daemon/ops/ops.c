@@ -308,6 +308,53 @@ static void fill_dry_run(const char *controller, const char *verb, uint64_t n, v
   if (r < 0 && d->rc == 0) d->rc = r;
 }
 
+/* The sharding series of every sharded controller. */
+static int fill_shard_metrics(const kc_ops_families *f, const kc_ops_view *v) {
+  int rc = 0;
+#define SET(fam, labels, value)                                   \
+  do {                                                            \
+    int r_ = kc_metrics_set((fam), (labels), (double)(value));    \
+    if (r_ < 0 && rc == 0) rc = r_;                               \
+  } while (0)
+  for (size_t c = 0; c < v->ncontrollers; c++) {
+    kc_sharding *sh = v->controllers[c] ? kc_controller_sharding(v->controllers[c]) : NULL;
+    if (!sh) continue;
+    const char *name = kc_controller_name(v->controllers[c]);
+    const char *cl[] = {name};
+    kc_sharding_stats ss;
+    kc_sharding_get_stats(sh, &ss);
+    SET(f->sh_owned, cl, ss.owned);
+    SET(f->sh_members, cl, ss.members);
+    SET(f->sh_handoffs, cl, ss.handoffs);
+    uint64_t *per = calloc(ss.shards, sizeof *per);
+    kc_shard_range *own = calloc(ss.shards, sizeof *own);
+    if (!per || !own || kc_sharding_count_cached(sh, per, ss.shards) < 0) {
+      free(per), free(own);
+      if (rc == 0) rc = -ENOMEM;
+      continue;
+    }
+    uint64_t total = 0, owned = 0;
+    for (unsigned i = 0; i < ss.shards; i++) {
+      char idx[16];
+      snprintf(idx, sizeof idx, "%u", i);
+      const char *sl[] = {name, idx};
+      SET(f->sh_keys, sl, per[i]);
+      total += per[i];
+    }
+    size_t no = kc_sharding_owned_ranges(sh, own, ss.shards);
+    for (size_t k = 0; k < no && k < ss.shards; k++) {
+      kc_shard_range probe = own[k];
+      owned += per[kc_sharding_range_of(sh, probe.start)];
+    }
+    const char *ol[] = {name, "owned"};
+    SET(f->sh_keys, ol, owned);
+    SET(f->sh_cached, cl, total);
+    free(per), free(own);
+  }
+#undef SET
+  return rc;
+}
+
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
   int rc = 0;
   struct dry_run_fill dr = {f->dry_run_writes, 0};
@@ -368,41 +415,8 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     SET(f->ctl_ready, cl, cs->running ? 1 : 0);
     SET(f->ctl_init_failures, cl, cs->init_failures);
   }
-  for (size_t c = 0; c < v->ncontrollers; c++) {
-    kc_sharding *sh = v->controllers[c] ? kc_controller_sharding(v->controllers[c]) : NULL;
-    if (!sh) continue;
-    const char *name = kc_controller_name(v->controllers[c]);
-    const char *cl[] = {name};
-    kc_sharding_stats ss;
-    kc_sharding_get_stats(sh, &ss);
-    SET(f->sh_owned, cl, ss.owned);
-    SET(f->sh_members, cl, ss.members);
-    SET(f->sh_handoffs, cl, ss.handoffs);
-    uint64_t *per = calloc(ss.shards, sizeof *per);
-    kc_shard_range *own = calloc(ss.shards, sizeof *own);
-    if (!per || !own || kc_sharding_count_cached(sh, per, ss.shards) < 0) {
-      free(per), free(own);
-      if (rc == 0) rc = -ENOMEM;
-      continue;
-    }
-    uint64_t total = 0, owned = 0;
-    for (unsigned i = 0; i < ss.shards; i++) {
-      char idx[16];
-      snprintf(idx, sizeof idx, "%u", i);
-      const char *sl[] = {name, idx};
-      SET(f->sh_keys, sl, per[i]);
-      total += per[i];
-    }
-    size_t no = kc_sharding_owned_ranges(sh, own, ss.shards);
-    for (size_t k = 0; k < no && k < ss.shards; k++) {
-      kc_shard_range probe = own[k];
-      owned += per[kc_sharding_range_of(sh, probe.start)];
-    }
-    const char *ol[] = {name, "owned"};
-    SET(f->sh_keys, ol, owned);
-    SET(f->sh_cached, cl, total);
-    free(per), free(own);
-  }
+  int sr = fill_shard_metrics(f, v);
+  if (sr < 0 && rc == 0) rc = sr;
   if (v->lease_name) {
     const char *ll[] = {v->lease_name};
     SET(f->le_master, ll, v->leading ? 1 : 0);
