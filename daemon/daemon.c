@@ -453,7 +453,7 @@ int daemon_instantiate(kc_daemon *d, ctl_slot *cs, bool retry) {
                  : kc_plugin_load(cs->spec->plugin, &p, err, sizeof err);
   if (rc == 0) {
     const kc_host_env env = {&daemon_env_ops, d->link, cs->spec->settings,
-                             d->opts.dry_run || cs->spec->dry_run};
+                             d->opts.dry_run || cs->spec->dry_run, cs->spec};
     rc = kc_plugin_instance_new_arg(p, cs->spec->name, &env, hk || iso ? (void *)cs->spec : NULL,
                                     &cs->inst, err, sizeof err);
   }

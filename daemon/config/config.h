@@ -141,9 +141,17 @@ typedef struct kc_watch_spec {
   unsigned predicates;        /* kc_predicate bits; 0 = every update */
 } kc_watch_spec;
 
+/* How a desired child (desired-state controllers, docs/hooks.md) is
+ * updated: `updateStrategy:` of an `owns` item, else of the controller. */
+enum kc_update_strategy {
+  KC_UPDATE_IN_PLACE = 0, /* server-side apply; an immutable field is an error */
+  KC_UPDATE_RECREATE,     /* apply; refused as immutable: delete, create next time */
+};
+
 typedef struct kc_owns_spec {
   kc_kind_ref ref;
   unsigned predicates;        /* kc_predicate bits; 0 = every update */
+  enum kc_update_strategy update_strategy; /* the item's, else the controller's */
 } kc_owns_spec;
 
 typedef struct kc_rate_limit {
@@ -191,7 +199,14 @@ typedef struct kc_hook_webhook_spec {
   int64_t max_response_bytes;
 } kc_hook_webhook_spec;
 
+/* `hook.style:` what a hook answers (docs/hooks.md). */
+enum kc_hook_style {
+  KC_HOOK_STYLE_ACTIONS = 0, /* a list of API actions the daemon performs */
+  KC_HOOK_STYLE_DESIRED,     /* the desired children and status; the daemon applies and prunes */
+};
+
 typedef struct kc_hook_spec {
+  enum kc_hook_style style;
   const kc_hook_exec_spec *exec;       /* exactly one of exec and webhook */
   const kc_hook_webhook_spec *webhook;
   const kc_yaml_node *at;              /* the `hook:` node (reload compares it) */
@@ -249,6 +264,8 @@ typedef struct kc_controller_spec {
    * own key when given, else the top-level dryRun. */
   bool dry_run;
   const kc_yaml_node *settings; /* NULL when absent; any YAML type */
+  const char *finalizer;      /* `finalizer:` the daemon keeps on reconciled objects; NULL: none */
+  enum kc_update_strategy update_strategy; /* default of the `owns` items */
   const kc_yaml_node *at;
 } kc_controller_spec;
 
@@ -335,6 +352,7 @@ enum kc_controller_field {
   KC_CTL_HOOK = 1u << 10,       /* the hook: subtree: restart the hook */
   KC_CTL_SHARDING = 1u << 11,   /* effective sharding settings */
   KC_CTL_DRY_RUN = 1u << 12,    /* effective dryRun: a new instance */
+  KC_CTL_CHILDREN = 1u << 13,   /* finalizer or updateStrategy */
 };
 
 enum kc_global_field {

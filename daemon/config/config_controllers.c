@@ -127,15 +127,40 @@ static void parse_watch(struct ctx *c, const kc_yaml_node *n, const char *what,
   }
 }
 
+/* `updateStrategy: InPlace | Recreate` at n (of map `in`, named what):
+ * true and *out when written, false when absent or refused (reported). */
+static bool parse_update_strategy(struct ctx *c, const kc_yaml_node *in, const char *what,
+                                  enum kc_update_strategy *out) {
+  const kc_yaml_node *v = kc_yaml_map_get(in, "updateStrategy");
+  if (!v) return false;
+  char w[220];
+  snprintf(w, sizeof w, "%s.updateStrategy", what);
+  const char *m;
+  if (!cfg_took(c, kc_yaml_get_string(v, w, &m, c->tmp, sizeof c->tmp))) return false;
+  if (strcmp(m, "InPlace") == 0) *out = KC_UPDATE_IN_PLACE;
+  else if (strcmp(m, "Recreate") == 0) *out = KC_UPDATE_RECREATE;
+  else {
+    cfg_fail(c, v, "%s: must be InPlace or Recreate, not \"%s\"", w, m);
+    return false;
+  }
+  return true;
+}
+
+/* Set by parse_owns: the item's updateStrategy was written (else the
+ * controller's applies, filled in by cfg_parse_controller). */
+#define OWNS_STRATEGY_UNSET ((enum kc_update_strategy)-1)
+
 static void parse_owns(struct ctx *c, const kc_yaml_node *n, const char *what, kc_owns_spec *os) {
-  static const struct field extra[] = {CUSTOM("predicates")};
-  parse_kind_ref(c, n, what, &os->ref, extra, 1);
+  static const struct field extra[] = {CUSTOM("predicates"), CUSTOM("updateStrategy")};
+  parse_kind_ref(c, n, what, &os->ref, extra, 2);
   const kc_yaml_node *pr = kc_yaml_map_get(n, "predicates");
   if (pr) {
     char w[200];
     snprintf(w, sizeof w, "%s.predicates", what);
     os->predicates = parse_predicates(c, pr, w);
   }
+  if (n->type != KC_YAML_MAPPING || !parse_update_strategy(c, n, what, &os->update_strategy))
+    os->update_strategy = OWNS_STRATEGY_UNSET;
 }
 
 /* One parser of list items, for parse_items. */
@@ -288,6 +313,8 @@ void cfg_parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
       CUSTOM("sharding"),
       FIELD("dryRun", F_BOOL, kc_controller_spec, dry_run),
       CUSTOM("settings"),
+      CUSTOM("finalizer"),
+      CUSTOM("updateStrategy"),
   };
   static const struct field rl_table[] = {
       FIELD_RANGE("baseDelay", F_DURATION, kc_rate_limit, base_delay_ms, 1, 86400000),
@@ -345,7 +372,28 @@ void cfg_parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
   if (!v) cfg_fail(c, n, "%s: missing required key \"for\"", what);
   else parse_kind_ref(c, v, w, &ct->for_, NULL, 0);
 
+  parse_update_strategy(c, n, what, &ct->update_strategy);
   ct->owns = parse_items(c, n, what, "owns", sizeof *ct->owns, owns_item, &ct->nowns);
+  for (size_t i = 0; ct->owns && i < ct->nowns; i++) {
+    kc_owns_spec *os = (kc_owns_spec *)&ct->owns[i];
+    if (os->update_strategy == OWNS_STRATEGY_UNSET) os->update_strategy = ct->update_strategy;
+  }
+  if ((v = kc_yaml_map_get(n, "finalizer"))) {
+    snprintf(w, sizeof w, "%s.finalizer", what);
+    const char *f;
+    if (cfg_took(c, kc_yaml_get_string(v, w, &f, c->tmp, sizeof c->tmp))) {
+      /* The API server takes only a qualified name (kname.h), and the
+       * daemon's finalizer patches rely on it. */
+      if (!kc_name_is_qualified(f, strlen(f)) || !strchr(f, '/'))
+        cfg_fail(c, v, "%s: \"%s\" is not a domain-qualified finalizer name (e.g. example.com/cleanup)",
+                 w, f);
+      else if (ct->isolation == KC_ISOLATION_PROCESS)
+        cfg_fail(c, v, "%s: not available with isolation: process (the plugin child cannot say "
+                 "finalized)", w);
+      else
+        ct->finalizer = cfg_xstrdup(c, f);
+    }
+  }
   ct->watches = parse_items(c, n, what, "watches", sizeof *ct->watches, watch_item, &ct->nwatches);
   if ((v = kc_yaml_map_get(n, "rateLimit"))) {
     snprintf(w, sizeof w, "%s.rateLimit", what);

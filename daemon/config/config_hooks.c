@@ -247,7 +247,8 @@ static const kc_hook_webhook_spec *parse_hook_webhook(struct ctx *c, const kc_ya
 }
 
 const kc_hook_spec *cfg_parse_hook(struct ctx *c, const kc_yaml_node *n, const char *ctl) {
-  static const struct field table[] = {CUSTOM("exec"), CUSTOM("webhook"), CUSTOM("permissions")};
+  static const struct field table[] = {CUSTOM("exec"), CUSTOM("webhook"), CUSTOM("permissions"),
+                                       CUSTOM("style")};
   char what[96];
   snprintf(what, sizeof what, "%s.hook", ctl);
   kc_hook_spec *h = cfg_xcalloc(c, 1, sizeof *h);
@@ -259,6 +260,17 @@ const kc_hook_spec *cfg_parse_hook(struct ctx *c, const kc_yaml_node *n, const c
     char wp[120];
     snprintf(wp, sizeof wp, "%s.permissions", what);
     h->permissions = parse_hook_permissions(c, pv, wp);
+  }
+  const kc_yaml_node *sv = kc_yaml_map_get(n, "style");
+  if (sv) {
+    char ws[120];
+    snprintf(ws, sizeof ws, "%s.style", what);
+    const char *st;
+    if (cfg_took(c, kc_yaml_get_string(sv, ws, &st, c->tmp, sizeof c->tmp))) {
+      if (strcmp(st, "actions") == 0) h->style = KC_HOOK_STYLE_ACTIONS;
+      else if (strcmp(st, "desired") == 0) h->style = KC_HOOK_STYLE_DESIRED;
+      else cfg_fail(c, sv, "%s: must be actions or desired, not \"%s\"", ws, st);
+    }
   }
   const kc_yaml_node *v = kc_yaml_map_get(n, "exec"), *wv = kc_yaml_map_get(n, "webhook");
   if (!v && !wv) {

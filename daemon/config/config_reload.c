@@ -65,6 +65,10 @@ static unsigned controller_fields(const kc_config *oc, const kc_controller_spec 
   for (size_t i = 0; eq && i < a->nowns; i++)
     eq = ref_eq(&a->owns[i].ref, &b->owns[i].ref) && a->owns[i].predicates == b->owns[i].predicates;
   if (!eq) f |= KC_CTL_OWNS;
+  eq = str_eq(a->finalizer, b->finalizer) && a->update_strategy == b->update_strategy;
+  for (size_t i = 0; eq && i < a->nowns && i < b->nowns; i++)
+    eq = a->owns[i].update_strategy == b->owns[i].update_strategy;
+  if (!eq) f |= KC_CTL_CHILDREN;
   eq = a->nwatches == b->nwatches;
   for (size_t i = 0; eq && i < a->nwatches; i++)
     eq = ref_eq(&a->watches[i].ref, &b->watches[i].ref) &&
@@ -178,7 +182,8 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
   static const char *const ctl_names[] = {"plugin",  "settings", "for",       "owns",
                                           "watches", "workers",  "timeout",   "rateLimit",
                                           "predicates", "informers", "hook",
-                                          "sharding", "dryRun"};
+                                          "sharding", "dryRun",
+                                          "children"};
   size_t add[2] = {0}, rem[2] = {0}, chg[2] = {0};
   for (size_t i = 0; i < d->ninformers; i++) {
     if (d->informers[i].change == KC_CHANGE_ADDED) add[0]++;

@@ -436,7 +436,7 @@ static int handle_init(void) {
   kc_plugin *p = NULL;
   if (rc == 0) rc = kc_plugin_load(path, &p, err, sizeof err);
   if (rc == 0) {
-    const kc_host_env env = {&proxy_ops, NULL, settings, false};
+    const kc_host_env env = {&proxy_ops, NULL, settings, false, NULL};
     pthread_mutex_lock(&C.mu);
     C.in_conversation = true;
     pthread_mutex_unlock(&C.mu);

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "client/apiclient.h"
+#include "config/config.h"
 #include "cache/informer.h"
 #include "kube/kobj.h"
 #include "kube/selector.h"
@@ -90,6 +91,10 @@ typedef struct kc_host_env {
    * logged and counted; Events are not recorded; the expect_* functions
    * set nothing (no dry-run create or delete ever shows up in the cache). */
   bool dry_run;
+  /* The controller's spec: its `for`/`owns` kinds, finalizer and update
+   * strategies, copied at kc_plugin_instance_new (desired.h). NULL: none
+   * (no finalizer, the desired_* functions answer -ENOTSUP). */
+  const kc_controller_spec *spec;
 } kc_host_env;
 
 /* The `request` of an env on a real API client: runs kc_api_do on the

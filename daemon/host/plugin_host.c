@@ -59,6 +59,7 @@ struct kc_plugin_instance {
   void *instance;
   kc_host_env env; /* copied; env.ud retained until after on_free */
   kc_expectations *exp;
+  kc_desired_spec *sync; /* from env->spec: finalizer and desired state (NULL: none) */
   void (*on_free)(void *arg); /* after fini: releases what settings point into */
   void *on_free_arg;
 };
@@ -387,11 +388,13 @@ void kc_plugin_host_unload_all(void) {
 static void ctx_for(kctrld_ctx *ctx, kc_plugin_instance *inst, const char *key,
                     kc_reconcile_result *res) {
   kc_hostapi_ctx_init(ctx, inst->env.ops ? &inst->env : NULL, inst->controller, inst->exp, key, res);
+  ctx->sync = inst->sync;
 }
 
 static void instance_free_mem(kc_plugin_instance *inst) {
   kc_plugin *p = inst->plugin;
   kc_expectations_free(inst->exp);
+  kc_desired_spec_free(inst->sync);
   if (inst->env.ops && inst->env.ops->release) inst->env.ops->release(inst->env.ud);
   free(inst->controller);
   free(inst->log_ctx);
@@ -419,7 +422,8 @@ int kc_plugin_instance_new_arg(kc_plugin *p, const char *controller, const kc_ho
   size_t n = strlen(inst->controller ? inst->controller : "") + strlen(p->table->name) + 2;
   inst->log_ctx = malloc(n);
   inst->exp = kc_expectations_new(0);
-  if (!inst->controller || !inst->log_ctx || !inst->exp) {
+  bool sync_ok = !env || !env->spec || (inst->sync = kc_desired_spec_new(env->spec)) != NULL;
+  if (!inst->controller || !inst->log_ctx || !inst->exp || !sync_ok) {
     instance_free_mem(inst);
     fail(err, errlen, "out of memory creating controller %s", controller ? controller : "");
     return -ENOMEM;
@@ -502,7 +506,14 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
   kctrld_ctx *saved = kc_hostapi_enter(&ctx);
   const char *saved_log = kc_log_get_context();
   kc_log_set_context(inst->log_ctx);
-  int rc = inst->plugin->table->reconcile(inst->instance, &ctx, key);
+  const struct kctrld_host_api *h = kc_hostapi_table();
+  int rc;
+  /* The controller's finalizer (desired.h) is the host's, around the call. */
+  if (kc_desired_finalize_before(h, &ctx, &rc)) {
+    rc = inst->plugin->table->reconcile(inst->instance, &ctx, key);
+    rc = kc_desired_finalize_after(h, &ctx, rc);
+  }
+  kc_hostapi_ctx_done(&ctx);
   kc_log_set_context(saved_log);
   kc_hostapi_leave(saved);
   switch (rc) {

@@ -22,6 +22,8 @@
  *     retried with backoff).
  * 1.4 appended kctrld_host_api.result_requeue_priority and enum
  *     kctrld_priority (check KCTRLD_HOST_HAS(host, result_requeue_priority)).
+ * 1.5 appended kctrld_host_api.ctx_finalizing, result_finalized and the
+ *     desired_* functions (desired state: the host applies and prunes).
  *
  * Build a plugin out of tree with
  *     cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags kctrld-plugin) \
@@ -87,7 +89,7 @@ extern "C" {
 #endif
 
 #define KCTRLD_ABI_MAJOR 1
-#define KCTRLD_ABI_MINOR 4
+#define KCTRLD_ABI_MINOR 5
 
 #define KCTRLD_EXPORT __attribute__((visibility("default")))
 
@@ -604,6 +606,56 @@ struct kctrld_host_api {
    * Ownership: none. Context: the reconcile's worker thread, with its ctx.
    * Errors: none. */
   int (*result_requeue_priority)(kctrld_ctx *ctx, uint64_t ms, int priority);
+
+  /* --- ABI 1.5: finalizing and desired state (docs/plugins.md) ---
+   * A controller with `finalizer: NAME` in its config gets NAME added to
+   * every live object it reconciles; while such an object is being
+   * deleted, its reconciles are finalizing ones, and the finalizer is
+   * removed after one that called result_finalized and returned
+   * KCTRLD_RESULT_DONE. */
+
+  /* ctx_finalizing: whether this reconcile finalizes its object (being
+   * deleted, still holding the controller's finalizer): clean up, then
+   * call result_finalized.
+   * Returns: true or false. Ownership: none. Context: the reconcile's
+   * worker thread, with its ctx. Errors: none. */
+  bool (*ctx_finalizing)(const kctrld_ctx *ctx);
+  /* result_finalized: says the cleanup of a finalizing reconcile is done:
+   * the host removes the finalizer if the reconcile returns DONE.
+   * Returns: nothing. Ownership: none. Context: as ctx_finalizing.
+   * Errors: none (ignored when not finalizing). */
+  void (*result_finalized)(kctrld_ctx *ctx);
+  /* desired_begin: starts the desired state of the reconciled object: the
+   * children it should have (of the controller's `owns` kinds) and its
+   * status; the host then applies the children (server-side apply, with
+   * the object's controller ownerReference), deletes the children it owns
+   * that the set does not list, and writes the status when it changed.
+   * A second begin drops what an earlier one collected.
+   * Returns: 0, -ENOMEM, -ENOTSUP (not in a reconcile, or a plugin running
+   * in a process of its own).
+   * Ownership: none. Context: the reconcile's worker thread, with its ctx.
+   * Errors: as Returns. */
+  int (*desired_begin)(kctrld_ctx *ctx);
+  /* desired_add_child: adds one desired child, a whole object as JSON text
+   * (apiVersion, kind, metadata.name, optional metadata.namespace: the
+   * object's own when absent). Checked at commit.
+   * Returns: 0, -EINVAL (no begin, or empty), -ENOMEM.
+   * Ownership: json is copied. Context: as desired_begin.
+   * Errors: as Returns. */
+  int (*desired_add_child)(kctrld_ctx *ctx, const char *json, size_t len);
+  /* desired_set_status: the object's desired status (a JSON object); not
+   * called: the status is left alone.
+   * Returns, Ownership, Context, Errors: as desired_add_child. */
+  int (*desired_set_status)(kctrld_ctx *ctx, const char *json, size_t len);
+  /* desired_commit: checks the whole set first (a child of a kind not in
+   * `owns`, in another namespace than a namespaced object, or listed twice
+   * fails it before any write), then applies, prunes and writes the status
+   * (docs/plugins.md "Desired state"), and ends the set.
+   * Returns: KCTRLD_RESULT_DONE; KCTRLD_RESULT_REQUEUE on a conflict (409);
+   * KCTRLD_RESULT_ERROR with a message naming the child or the write, so
+   * `return h->desired_commit(ctx);`.
+   * Ownership: none. Context: as desired_begin. Errors: as Returns. */
+  int (*desired_commit)(kctrld_ctx *ctx);
 };
 
 /* True when the host table has `member` (added in some 1.x). Macro

@@ -205,7 +205,7 @@ static kc_plugin_instance *instance(const char *name, kc_config **cfg, const cha
                                     const char *so, unsigned workers) {
   char err[1024];
   kc_plugin *p = NULL;
-  const kc_host_env env = {&ops, NULL, NULL, false};
+  const kc_host_env env = {&ops, NULL, NULL, false, NULL};
   kc_plugin_instance *inst = NULL;
   if (!hook && !so) {
     if (kc_plugin_builtin(&noop_plugin, &p, err, sizeof err) ||

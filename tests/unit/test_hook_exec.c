@@ -193,7 +193,7 @@ static void start_for(const char *for_kind, const char *mode, const char *script
                    0);
   kc_plugin *p = NULL;
   assert_int_equal(kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err), 0);
-  const kc_host_env env = {&fake_ops, NULL, NULL, false};
+  const kc_host_env env = {&fake_ops, NULL, NULL, false, NULL};
   assert_int_equal(kc_plugin_instance_new_arg(p, "hk", &env, (void *)&cfg->controllers[0], &inst,
                                               err, sizeof err),
                    0);
@@ -616,7 +616,7 @@ static void test_program_permissions(void **state) {
               fclose(f) == 0);
   kc_plugin *p = NULL;
   assert_int_equal(kc_plugin_builtin(kc_hook_exec_plugin(), &p, err, sizeof err), 0);
-  const kc_host_env env = {&fake_ops, NULL, NULL, false};
+  const kc_host_env env = {&fake_ops, NULL, NULL, false, NULL};
   static const struct {
     mode_t mode;
     const char *name;

@@ -157,7 +157,7 @@ static int start(const char *webhook) {
                    0);
   kc_plugin *p = NULL;
   assert_int_equal(kc_plugin_builtin(kc_hook_webhook_plugin(), &p, err, sizeof err), 0);
-  const kc_host_env env = {&fake_ops, NULL, NULL, false};
+  const kc_host_env env = {&fake_ops, NULL, NULL, false, NULL};
   int rc = kc_plugin_instance_new_arg(p, "wh", &env, (void *)&cfg->controllers[0], &inst, err,
                                       sizeof err);
   if (rc < 0) {

@@ -165,7 +165,7 @@ static int setup(void **state) {
   kc_kube_creds creds = {.server = server_url, .token = "t"};
   if (kc_api_new(NULL, &creds, &F.api) < 0) return -1;
   atomic_store(&F.may_write, true);
-  ENV = (kc_host_env){&fake_ops, &F, NULL, false};
+  ENV = (kc_host_env){&fake_ops, &F, NULL, false, NULL};
   kc_hostapi_ctx_init(&CTX, &ENV, "test", NULL, NULL, NULL);
   svc = kc_hostapi_table();
   return 0;
@@ -621,7 +621,7 @@ static void test_apply_against_apisim(void **state) {
   assert_int_equal(kc_api_new(NULL, &creds, &api), 0);
   struct fake f2 = {.api = api};
   atomic_store(&f2.may_write, true);
-  kc_host_env env2 = {&fake_ops, &f2, NULL, false};
+  kc_host_env env2 = {&fake_ops, &f2, NULL, false, NULL};
   kctrld_ctx c2;
   kc_hostapi_ctx_init(&c2, &env2, "podctl", NULL, NULL, NULL);
   const char p1[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"default\",\"name\":\"ssa\","
@@ -943,7 +943,7 @@ static void test_two_environments(void **state) {
   kc_obj *only = pod("z", "mine", "{}", "n9");
   assert_int_equal(kc_store_upsert(m.pods, only, NULL), 0);
   kc_obj_unref(only);
-  kc_host_env menv = {&mem_ops, &m, NULL, false};
+  kc_host_env menv = {&mem_ops, &m, NULL, false, NULL};
   kctrld_ctx mctx;
   kc_hostapi_ctx_init(&mctx, &menv, "mem", NULL, NULL, NULL);
 
@@ -1001,7 +1001,7 @@ static void test_no_environment(void **state) {
 /* The finalizer helpers are JSON patches through the env's API. */
 static void test_finalizers(void **state) {
   struct mem_env m = {.may_write = true};
-  kc_host_env menv = {&mem_ops, &m, NULL, false};
+  kc_host_env menv = {&mem_ops, &m, NULL, false, NULL};
   kctrld_ctx mctx;
   kc_hostapi_ctx_init(&mctx, &menv, "mem", NULL, NULL, NULL);
   kc_obj *o = parse("{\"apiVersion\":\"demo.kctrld.io/v1\",\"kind\":\"PodSet\",\"metadata\":"

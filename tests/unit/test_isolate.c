@@ -275,7 +275,7 @@ static int start(const char *extra_settings, const char *timeout, char *err, siz
   assert_int_equal(cfg->controllers[0].isolation, KC_ISOLATION_PROCESS);
   kc_plugin *p = NULL;
   assert_int_equal(kc_plugin_builtin(kc_isolate_plugin(), &p, err, errlen), 0);
-  const kc_host_env env = {&env_ops, NULL, cfg->controllers[0].settings, false};
+  const kc_host_env env = {&env_ops, NULL, cfg->controllers[0].settings, false, NULL};
   int rc =
       kc_plugin_instance_new_arg(p, "iso", &env, (void *)&cfg->controllers[0], &inst, err, errlen);
   if (rc < 0) {

@@ -93,7 +93,7 @@ static const kc_host_env_ops fake_ops = {
     .resource = fake_resource,   .request = fake_request, .may_write = fake_may_write};
 
 static kc_host_env fake_env(void) {
-  return (kc_host_env){&fake_ops, NULL, kc_yaml_root(settings_doc), false};
+  return (kc_host_env){&fake_ops, NULL, kc_yaml_root(settings_doc), false, NULL};
 }
 
 static int make_fakes(void) {
@@ -429,7 +429,7 @@ static void test_unread_settings_warned(void **state) {
   char path[128], err[512];
   kc_yaml_doc *doc = NULL;
   assert_int_equal(kc_yaml_load_buffer("kctrld.yaml", yaml, sizeof yaml - 1, &doc, err, sizeof err), 0);
-  kc_host_env env = {&fake_ops, NULL, kc_yaml_root(doc), false};
+  kc_host_env env = {&fake_ops, NULL, kc_yaml_root(doc), false, NULL};
   kc_plugin *p = NULL;
   path_of(path, sizeof path, "good.so");
   assert_int_equal(kc_plugin_load(path, &p, err, sizeof err), 0);

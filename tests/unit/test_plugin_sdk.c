@@ -236,7 +236,7 @@ static void test_cxx_plugin(void **state) {
   if (rc < 0) fail_msg("%s", err);
   assert_string_equal(kc_plugin_name(p), "cxx-example");
   assert_string_equal(kc_plugin_table(p)->version, "1.0.0");
-  kc_host_env env = {&fake_ops, &f, NULL, false};
+  kc_host_env env = {&fake_ops, &f, NULL, false, NULL};
   kc_plugin_instance *inst = NULL;
   assert_int_equal(kc_plugin_instance_new(p, "cxx", &env, &inst, err, sizeof err), 0);
   kc_reconcile_result res;
