@@ -332,6 +332,10 @@ static int exec_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;
   }
+  if (rc > 0) { /* nothing to ask (kc_hook_request_build) */
+    res = KCTRLD_RESULT_DONE;
+    goto out;
+  }
   res = x->mode == KC_HOOK_MODE_PER_CALL ? run_per_call(x, ctx, &req, &resp)
                                          : run_persistent(x, ctx, key, &req, &resp, &slot, &held);
   if (res != 0) goto out;

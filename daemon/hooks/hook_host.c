@@ -55,6 +55,74 @@ static bool ref_matches(const kctrld_value *v, void *ud) {
   return !m->found;
 }
 
+struct desired_children {
+  const kc_obj **owned;
+  size_t *kind;
+  size_t n, cap, capk;
+};
+
+static int add_child(void *ud, size_t k, const kctrld_object *o) {
+  struct desired_children *d = ud;
+  if (KC_ARRAY_ROOM(d->owned, d->cap, d->n, 16) < 0 || KC_ARRAY_ROOM(d->kind, d->capk, d->n, 16) < 0)
+    return -ENOMEM;
+  d->owned[d->n] = kc_hostapi_obj(o);
+  d->kind[d->n++] = k;
+  return 0;
+}
+
+/* kc_hook_request_build of style desired: obj is the cached object. */
+static int desired_request(const struct kctrld_host_api *h, kctrld_ctx *ctx,
+                           const kc_hook_kinds *kinds, const char *key, uint64_t attempt,
+                           const kctrld_object *obj, kc_buf *b, char *err, size_t errlen) {
+  bool finalizing = h->ctx_finalizing(ctx);
+  if (!obj || (h->object_deleting(obj) && !finalizing)) {
+    /* Nothing to build for it: its children go with it (ownerReferences). */
+    if (!obj) h->expectations_forget(ctx, key);
+    return 1;
+  }
+  struct desired_children d = {0};
+  char **names = kinds->nowns ? calloc(kinds->nowns, sizeof *names) : NULL;
+  int rc = kinds->nowns && !names ? -ENOMEM : 0;
+  for (size_t k = 0; rc == 0 && k < kinds->nowns; k++) {
+    size_t n = strlen(kinds->owns[k].kind) + strlen(kinds->owns[k].api_version) + 2;
+    if (!(names[k] = malloc(n))) rc = -ENOMEM;
+    else snprintf(names[k], n, "%s.%s", kinds->owns[k].kind, kinds->owns[k].api_version);
+  }
+  if (rc == 0) rc = kc_desired_observed(h, ctx, obj, add_child, &d);
+  if (rc == 0) {
+    const kc_hook_request req = {
+        .controller = h->ctx_controller(ctx),
+        .key = key,
+        .attempt = attempt,
+        .object = kc_hostapi_obj(obj),
+        .owned = d.owned,
+        .nowned = d.n,
+        .expectations_satisfied = h->expectations_satisfied(ctx, key),
+        .finalizing = finalizing,
+        .child_kinds = (const char *const *)names,
+        .nchild_kinds = kinds->nowns,
+        .owned_kind = d.kind,
+        .children_by_namespace = h->object_namespace(obj).len == 0,
+    };
+    if (!names) { /* no owns: an empty `children` all the same */
+      static const char *const none[1] = {NULL};
+      kc_hook_request r2 = req;
+      r2.child_kinds = none;
+      kc_hook_request_write(b, &r2);
+    } else {
+      kc_hook_request_write(b, &req);
+    }
+    rc = b->err;
+  }
+  if (rc == -ENOTSUP || rc == -EINVAL)
+    kc_errf(err, errlen, "children of %s %s: %s", kinds->for_.kind, key, strerror(-rc));
+  for (size_t k = 0; names && k < kinds->nowns; k++) free(names[k]);
+  free(names);
+  free(d.owned);
+  free(d.kind);
+  return rc;
+}
+
 int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
                           const kc_hook_kinds *kinds, const char *key, uint64_t attempt, kc_buf *b,
                           kc_hook_input *in, char *err, size_t errlen) {
@@ -71,6 +139,12 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
     obj = NULL;
   } else if (rc < 0) {
     kc_errf(err, errlen, "cache of %s %s: %s", ref.api_version, ref.kind, strerror(-rc));
+    return rc;
+  }
+  if (kinds->desired) {
+    rc = desired_request(h, ctx, kinds, key, attempt, obj, b, err, errlen);
+    if (rc == 0) in->object = obj;
+    else if (obj) h->object_release(obj);
     return rc;
   }
   kctrld_list **lists = kinds->nowns ? calloc(kinds->nowns, sizeof *lists) : NULL;
@@ -117,6 +191,7 @@ int kc_hook_request_build(const struct kctrld_host_api *h, kctrld_ctx *ctx,
       .owned = owned,
       .nowned = nowned,
       .expectations_satisfied = h->expectations_satisfied(ctx, key),
+      .finalizing = h->ctx_finalizing(ctx),
   };
   kc_hook_request_write(b, &req);
   rc = b->err;
@@ -314,8 +389,31 @@ static int run_actions(const struct kctrld_host_api *h, kctrld_ctx *ctx, const c
   return h->result_error(ctx, "hook: %s", *r->message ? r->message : "error (no message)");
 }
 
+/* kc_hook_perform of style desired. */
+static int perform_desired(const struct kctrld_host_api *h, kctrld_ctx *ctx,
+                           const kc_hook_response *r) {
+  if (r->result == KC_HOOK_ERROR)
+    return h->result_error(ctx, "hook: %s", *r->message ? r->message : "error (no message)");
+  int rc = h->desired_begin(ctx);
+  for (size_t i = 0; rc == 0 && i < r->nchildren; i++)
+    rc = h->desired_add_child(ctx, r->children[i].ptr, r->children[i].len);
+  if (rc == 0 && r->status.ptr) rc = h->desired_set_status(ctx, r->status.ptr, r->status.len);
+  if (rc < 0) return h->result_error(ctx, "hook: desired state: %s", strerror(-rc));
+  int res = h->desired_commit(ctx);
+  if (res == KCTRLD_RESULT_DONE && r->result == KC_HOOK_REQUEUE_AFTER)
+    return h->result_requeue_after(ctx, r->after_ms);
+  return res;
+}
+
 int kc_hook_perform(const struct kctrld_host_api *h, kctrld_ctx *ctx, const kc_hook_kinds *kinds,
                     const char *key, const kc_hook_input *in, const kc_hook_response *r) {
+  if (kinds->desired != r->desired)
+    return h->result_error(ctx, kinds->desired
+                                    ? "hook response: `children` required (hook style: desired)"
+                                    : "hook response: `children` given, but the hook's style is "
+                                      "actions (set hook.style: desired)");
+  if (r->finalized) h->result_finalized(ctx);
+  if (kinds->desired) return perform_desired(h, ctx, r);
   int64_t creates = 0, deletes = 0;
   /* Effects are computed once: an apply's depends on the cache. */
   signed char *eff = r->nactions ? calloc(r->nactions, 1) : NULL;
@@ -348,6 +446,7 @@ static void kc_hook_kinds_free(kc_hook_kinds *k) {
  * -ENOMEM (then *out is freed already). */
 static int kc_hook_kinds_copy(const kc_controller_spec *spec, kc_hook_kinds *out) {
   memset(out, 0, sizeof *out);
+  out->desired = spec->hook && spec->hook->style == KC_HOOK_STYLE_DESIRED;
   out->for_.api_version = strdup(spec->for_.api_version);
   out->for_.kind = strdup(spec->for_.kind);
   bool ok = out->for_.api_version && out->for_.kind;

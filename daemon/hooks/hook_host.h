@@ -38,11 +38,13 @@ typedef struct kc_hook_kind {
   const char *kind;
 } kc_hook_kind;
 
-/* The kinds of a hook's controller: its `for` kind and its `owns` kinds. */
+/* The kinds of a hook's controller: its `for` kind and its `owns` kinds,
+ * and the style of its hook (hook.style). */
 typedef struct kc_hook_kinds {
   kc_hook_kind for_;
   const kc_hook_kind *owns;
   size_t nowns;
+  bool desired; /* style: desired (the request's `children`, desired.h commits the response) */
 } kc_hook_kinds;
 
 /* What a request was built from: the object is kept (a reference) for the
@@ -52,15 +54,22 @@ typedef struct kc_hook_input {
 } kc_hook_input;
 
 /* Appends the request of key (attempt as counted by the caller) to b.
- * Returns 0, -EINVAL (malformed key), -ENOTSUP (a kind not cached yet),
- * -ENOMEM, with the reason in err. in->object is set on success. */
+ * Returns 0, 1 when there is nothing to ask (style desired: the object is
+ * gone, or being deleted without a finalizer of the controller's: the
+ * reconcile is done), -EINVAL (malformed key), -ENOTSUP (a kind not cached
+ * yet), -ENOMEM, with the reason in err. in->object is set on success. */
 int kc_hook_request_build(const struct kctrld_host_api *host, kctrld_ctx *ctx,
                           const kc_hook_kinds *kinds, const char *key, uint64_t attempt, kc_buf *b,
                           kc_hook_input *in, char *err, size_t errlen);
 
 void kc_hook_input_release(const struct kctrld_host_api *host, kc_hook_input *in);
 
-/* Performs r's actions in order, then returns r's result. The first
+/* Style desired (kinds->desired): hands r's children and status to the
+ * host's desired_* functions (desired.h: check, apply, prune, status) and
+ * returns their result, or r's resync. Style actions: performs r's
+ * actions in order, then returns r's result. Either: `finalized` is
+ * passed on (result_finalized); a response of the other style is an
+ * error. Actions: the first
  * failing action stops the list: a conflict (-ESTALE, -EEXIST) returns
  * KCTRLD_RESULT_REQUEUE, anything else an error naming the action and the
  * server's message; a delete of an object already gone counts as done.

@@ -64,6 +64,32 @@ void kc_hook_request_write(kc_buf *b, const kc_hook_request *req) {
   kc_buf_printf(b, ",\"attempt\":%llu,\"expectationsSatisfied\":%s,\"object\":",
                 (unsigned long long)req->attempt, req->expectations_satisfied ? "true" : "false");
   put_raw(b, req->object);
+  if (req->finalizing) kc_buf_puts(b, ",\"finalizing\":true");
+  if (req->child_kinds) {
+    kc_buf_puts(b, ",\"children\":{");
+    for (size_t k = 0; k < req->nchild_kinds; k++) {
+      kc_buf_puts(b, k ? ",\"" : "\"");
+      kc_buf_json_body(b, req->child_kinds[k], strlen(req->child_kinds[k]));
+      kc_buf_puts(b, "\":{");
+      bool first = true;
+      for (size_t i = 0; i < req->nowned; i++) {
+        if (req->owned_kind[i] != k) continue;
+        kc_str ns = kc_obj_namespace(req->owned[i]), name = kc_obj_name(req->owned[i]);
+        kc_buf_puts(b, first ? "\"" : ",\"");
+        first = false;
+        if (req->children_by_namespace && ns.len) {
+          kc_buf_json_body(b, ns.ptr, ns.len);
+          kc_buf_putc(b, '/');
+        }
+        kc_buf_json_body(b, name.ptr, name.len);
+        kc_buf_puts(b, "\":");
+        put_raw(b, req->owned[i]);
+      }
+      kc_buf_putc(b, '}');
+    }
+    kc_buf_puts(b, "}}");
+    return;
+  }
   kc_buf_puts(b, ",\"owned\":[");
   for (size_t i = 0; i < req->nowned; i++) {
     if (i) kc_buf_putc(b, ',');
@@ -143,7 +169,7 @@ static int get_bool(struct pctx *p, const char *where, yajl_val obj, const char 
   yajl_val v = member(obj, key);
   if (!v) return 0;
   if (!YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))
-    return bad(p, "%s.%s: expected a boolean, got %s", where, key, type_name(v));
+    return bad(p, "%s%s%s: expected a boolean, got %s", where, *where ? "." : "", key, type_name(v));
   *out = YAJL_IS_TRUE(v);
   return 0;
 }
@@ -361,12 +387,31 @@ static int parse_priority(struct pctx *p, const char *prio, kc_hook_response *ou
 static int parse_result(struct pctx *p, yajl_val root, kc_hook_response *out) {
   const char *res, *after, *msg, *prio;
   int rc;
-  if ((rc = get_string(p, "", root, "result", true, true, &res)) ||
+  if ((rc = get_string(p, "", root, "result", !out->desired, true, &res)) ||
       (rc = get_string(p, "", root, "requeueAfter", false, false, &after)) ||
       (rc = get_string(p, "", root, "priority", false, true, &prio)) ||
       (rc = get_string(p, "", root, "message", false, false, &msg)))
     return rc;
   out->message = msg ? msg : "";
+  if (out->desired) {
+    /* Desired state: done or error; a resync is asked with resyncAfter. */
+    if (res && strcmp(res, "done") != 0 && strcmp(res, "error") != 0)
+      return bad(p, "result: must be done or error with children, not \"%s\" (use resyncAfter)",
+                 res);
+    if (after) return bad(p, "requeueAfter: not with children (use resyncAfter)");
+    if (prio) return bad(p, "priority: not with children");
+    out->result = res && strcmp(res, "error") == 0 ? KC_HOOK_ERROR : KC_HOOK_DONE;
+    const char *resync;
+    if ((rc = get_string(p, "", root, "resyncAfter", false, false, &resync))) return rc;
+    if (resync && out->result == KC_HOOK_DONE) {
+      int64_t ns;
+      if (kc_yaml_parse_duration(resync, &ns) != 0)
+        return bad(p, "resyncAfter: \"%s\" is not a duration (e.g. 30s, 1m30s, 500ms)", resync);
+      out->result = KC_HOOK_REQUEUE_AFTER;
+      out->after_ms = (uint64_t)(ns / 1000000);
+    }
+    return 0;
+  }
   if (strcmp(res, "done") == 0)
     out->result = KC_HOOK_DONE;
   else if (strcmp(res, "requeue") == 0)
@@ -394,6 +439,57 @@ static int parse_result(struct pctx *p, yajl_val root, kc_hook_response *out) {
   return 0;
 }
 
+/* `children`, `status`, `resyncAfter` (checked in parse_result) and
+ * `finalized`: the members of a desired-state response. */
+static int parse_desired(struct pctx *p, yajl_val root, kc_hook_response *out) {
+  int rc = get_bool(p, "", root, "finalized", &out->finalized);
+  if (rc) return rc;
+  yajl_val ch = member(root, "children");
+  if (!ch) {
+    if (member(root, "status")) return bad(p, "status: only with children (a desired-state response)");
+    if (member(root, "resyncAfter"))
+      return bad(p, "resyncAfter: only with children (a desired-state response)");
+    return 0;
+  }
+  if (!YAJL_IS_ARRAY(ch)) return bad(p, "children: expected an array, got %s", type_name(ch));
+  if (member(root, "actions"))
+    return bad(p, "actions: not with children (a desired-state response lists no actions)");
+  out->desired = true;
+  size_t n = ch->u.array.len;
+  if (n && !(out->children = calloc(n, sizeof *out->children))) return -ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    yajl_val o = ch->u.array.values[i];
+    char where[64];
+    snprintf(where, sizeof where, "children[%zu]", i);
+    if (!YAJL_IS_OBJECT(o)) return bad(p, "%s: expected an object, got %s", where, type_name(o));
+    const char *s;
+    if ((rc = get_string(p, where, o, "apiVersion", true, true, &s)) ||
+        (rc = get_string(p, where, o, "kind", true, true, &s)))
+      return rc;
+    yajl_val md = member(o, "metadata");
+    char mwhere[96];
+    snprintf(mwhere, sizeof mwhere, "%s.metadata", where);
+    if (!md) return bad(p, "%s: required", mwhere);
+    if (!YAJL_IS_OBJECT(md)) return bad(p, "%s: expected an object, got %s", mwhere, type_name(md));
+    if ((rc = get_string(p, mwhere, md, "name", true, true, &s)) ||
+        (rc = get_string(p, mwhere, md, "namespace", false, false, &s)))
+      return rc;
+    kc_json_value v;
+    if (kc_json_get((kc_str){p->json, p->len}, where, &v) != 0 || v.type != KC_JSON_OBJECT)
+      return bad(p, "%s: not found in the text", where);
+    out->children[out->nchildren++] = v.raw;
+  }
+  yajl_val st = member(root, "status");
+  if (st && !YAJL_IS_NULL(st)) {
+    if (!YAJL_IS_OBJECT(st)) return bad(p, "status: expected an object, got %s", type_name(st));
+    kc_json_value v;
+    if (kc_json_get((kc_str){p->json, p->len}, "status", &v) != 0 || v.type != KC_JSON_OBJECT)
+      return bad(p, "status: not found in the text");
+    out->status = v.raw;
+  }
+  return 0;
+}
+
 int kc_hook_response_parse(const char *json, size_t len, size_t max_bytes, kc_hook_response *out,
                            char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -414,9 +510,11 @@ int kc_hook_response_parse(const char *json, size_t len, size_t max_bytes, kc_ho
     rc = bad(&p, "response: expected an object, got %s", type_name(root));
     goto fail;
   }
-  static const char *const keys[] = {"apiVersion", "result", "requeueAfter", "priority", "message",
-                                     "actions"};
+  static const char *const keys[] = {"apiVersion", "result",   "requeueAfter", "priority",
+                                     "message",    "actions",  "children",     "status",
+                                     "resyncAfter", "finalized"};
   if ((rc = check_keys(&p, "", root, keys, sizeof keys / sizeof keys[0]))) goto fail;
+  if ((rc = parse_desired(&p, root, out))) goto fail;
   const char *av;
   if ((rc = get_string(&p, "", root, "apiVersion", false, false, &av))) goto fail;
   if (av && strcmp(av, KC_HOOK_API_VERSION) != 0) {
@@ -454,6 +552,7 @@ fail:
 void kc_hook_response_free(kc_hook_response *r) {
   if (!r) return;
   free(r->actions);
+  free(r->children);
   if (r->tree) yajl_tree_free(r->tree);
   memset(r, 0, sizeof *r);
   r->message = "";

@@ -87,14 +87,24 @@ typedef struct kc_hook_action {
   bool force;                                /* apply */
 } kc_hook_action;
 
+/* A response is of one of two styles (config hook.style, docs/hooks.md):
+ * actions (`result` required, `actions`) or desired state (`children`
+ * required, `status`, `resyncAfter`; `result` optional: done or error).
+ * `finalized` may come with either. The parser tells them apart by
+ * `children`; the caller checks the style is the controller's. */
 typedef struct kc_hook_response {
-  enum kc_hook_result result;
+  enum kc_hook_result result; /* desired state: done, error, or requeueAfter (resyncAfter) */
   uint64_t after_ms;       /* KC_HOOK_REQUEUE_AFTER */
   bool has_priority;       /* KC_HOOK_REQUEUE_AFTER with "priority" */
   int priority;            /* then: KCTRLD_PRIORITY_LOW, _NORMAL or _HIGH (kctrld/plugin.h) */
   const char *message;     /* "" when absent */
   kc_hook_action *actions; /* owned */
   size_t nactions;
+  bool desired;            /* `children` given: a desired-state response */
+  kc_str *children;        /* owned array of raw slices of each child object */
+  size_t nchildren;
+  kc_str status;           /* raw JSON of `status`; ptr NULL: absent */
+  bool finalized;          /* `finalized: true` */
   void *tree; /* private: the yajl tree the strings live in */
 } kc_hook_response;
 
@@ -122,6 +132,13 @@ typedef struct kc_hook_request {
   const kc_obj *const *owned;        /* the owned objects from the cache */
   size_t nowned;
   bool expectations_satisfied;
+  bool finalizing;                   /* written only when true */
+  /* Desired state: the owned objects go into `children` by kind
+   * ("Pod.v1": {name: object}) instead of the `owned` list. */
+  const char *const *child_kinds;    /* "Kind.apiVersion" per owns kind; NULL: the `owned` list */
+  size_t nchild_kinds;
+  const size_t *owned_kind;          /* per owned object: its index in child_kinds */
+  bool children_by_namespace;        /* keys "namespace/name" (a cluster-scoped parent) */
 } kc_hook_request;
 
 /* Appends the request as one line of JSON (no newline inside, none at the

@@ -328,6 +328,10 @@ static int webhook_reconcile(void *instance, kctrld_ctx *ctx, const char *key) {
     res = h->result_error(ctx, "hook request: %s", err);
     goto out;
   }
+  if (rc > 0) { /* nothing to ask (kc_hook_request_build) */
+    res = KCTRLD_RESULT_DONE;
+    goto out;
+  }
   if (req.err) {
     res = h->result_error(ctx, "out of memory building the hook request");
     goto out;
