@@ -706,6 +706,6 @@ int kc_desired_finalize_after(const struct kctrld_host_api *h, kctrld_ctx *ctx, 
   if (rc < 0 && rc != -ENOENT)
     return h->result_error(ctx, "removing finalizer %s: %s: %s", fin, strerror(-rc),
                            h->ctx_api_error(ctx));
-  h->log(KCTRLD_LOG_INFO, "finalized: finalizer %s removed", fin);
+  if (rc == 0) h->log(KCTRLD_LOG_INFO, "finalized: finalizer %s removed", fin);
   return KCTRLD_RESULT_DONE;
 }
