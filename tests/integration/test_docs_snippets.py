@@ -25,7 +25,10 @@
   request or a response); each hook example (a block marked
   `<!-- snippet: hook persistent -->`, `hook per-call` or `hook webhook`)
   runs, is sent the request of docs/hooks.md and answers a response that
-  validates (without python3-jsonschema the validation is skipped);
+  validates (without python3-jsonschema the validation is skipped); one
+  marked `hook desired` (a persistent Python hook of style desired) is
+  sent the desired-state request of docs/hooks.md (the one with
+  `children`) and must answer with `children`;
 - a shell block marked `<!-- snippet: run -->` runs with bash -e from the
   top of the tree (`build/` read as the tested build) and exits 0; every
   shell block is marked run, hook or illustration, or is the build command
@@ -420,24 +423,29 @@ def is_request(doc):
     return isinstance(doc, dict) and "controller" in doc and "key" in doc
 
 
-def doc_request():
-    """The request document of docs/hooks.md "Request"."""
+def doc_request(style="actions"):
+    """The request document of docs/hooks.md "Request" (style actions: with
+    `owned`), or of "Desired state" (style desired: with `children`)."""
+    member = "children" if style == "desired" else "owned"
     for f, line, text in blocks("json", [os.path.join(ROOT, "docs", "hooks.md")]):
         doc = json.loads(text)
-        if is_request(doc):
+        if is_request(doc) and member in doc:
             return doc
-    raise AssertionError("docs/hooks.md has no complete request example (```json with controller and key)")
+    raise AssertionError("docs/hooks.md has no complete %s request example (```json with controller, key and %s)"
+                         % (style, member))
 
 
 def answer_of(kind, text, req, tmp):
     """Runs one hook example of kind (persistent, per-call, webhook) and
     returns its answer to req as text."""
+    if kind == "desired":
+        req = doc_request("desired")
     line = json.dumps(req) + "\n"
     # The hook helpers (docs/hooks.md "Helpers") where the package installs
     # them are the source tree's here.
     helpers = os.path.join(ROOT, "plugins", "hooks", "helpers")
     env = dict(os.environ, PYTHONPATH=helpers, KCTRLD_HOOK_SH=os.path.join(helpers, "hook.sh"))
-    if kind == "persistent":
+    if kind in ("persistent", "desired"):
         src = os.path.join(tmp, "hook.py")
         with open(src, "w") as f:
             f.write(text)
@@ -477,7 +485,7 @@ def answer_of(kind, text, req, tmp):
             return taplib.wait_for(post, timeout=15, what="the webhook example to answer")
         finally:
             taplib.stop_process(proc)
-    raise AssertionError("unknown hook example kind %r (persistent, per-call, webhook)" % kind)
+    raise AssertionError("unknown hook example kind %r (persistent, per-call, webhook, desired)" % kind)
 
 
 def test_json_blocks_and_hook_examples():
@@ -509,6 +517,8 @@ def test_json_blocks_and_hook_examples():
                     bad.append("%s: hook example answers no JSON: %r" % (where(f, line), answer[:300]))
                     continue
                 err = validate and validate(resp, "response")
+                if mk == "hook desired" and "children" not in resp:
+                    err = "a desired-state hook answers no children"
                 if err:
                     bad.append("%s: hook example's answer %s is not a valid response: %s" % (where(f, line), answer,
                                                                                             err))

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Integration test of the podset desired-state hook (plugins/hooks/podset,
 Python, persistent) against kube-apisim: the scenario of
-podset_desired_common.py."""
+podset_desired_common.py; docs/hooks.md shows the hook as it is (at most
+40 lines)."""
 import os
 import sys
 
@@ -12,6 +13,16 @@ import podset_desired_common as common  # noqa: E402
 import taplib  # noqa: E402
 
 HOOK = os.path.abspath(os.path.join(HERE, "..", "podset", "podset.py"))
+
+
+def test_docs_show_the_hook():
+    with open(HOOK) as f:
+        lines = f.read().split("\n")
+    assert len(lines) <= 41, "podset.py has %d lines" % len(lines)
+    with open(os.path.join(HERE, "..", "..", "..", "docs", "hooks.md")) as f:
+        docs = f.read()
+    body = "\n".join(lines[2:]).rstrip("\n")  # without the shebang and licence lines
+    assert "```python\n" + body + "\n```" in docs, "docs/hooks.md does not show plugins/hooks/podset/podset.py"
 
 
 def test_podset_desired_hook():
