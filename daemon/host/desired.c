@@ -320,10 +320,14 @@ static int check_child(struct commit *c, size_t i, kc_str text, char *err, size_
     problem = "metadata.name: required (a child needs a fixed name; generateName is not enough)";
   else if ((rc = string_member(md, "namespace", w->ns, sizeof w->ns)) == -EINVAL)
     problem = "metadata.namespace: not a string";
-  char what[AV_MAX + KIND_MAX + NS_MAX + NAME_MAX_LEN + 40];
-  snprintf(what, sizeof what, "children[%zu] %s %s %s%s%s", i, w->api_version, w->kind_name, w->ns,
-           *w->ns ? "/" : "", w->name);
   if (problem) goto bad;
+  if (*c->pns && !*w->ns) {
+    snprintf(w->ns, sizeof w->ns, "%s", c->pns);
+    w->add_ns = true;
+  } else if (*c->pns && strcmp(w->ns, c->pns) != 0) {
+    problem = "not in the namespace of its owner";
+    goto bad;
+  }
   w->kind = SIZE_MAX;
   for (size_t k = 0; k < c->sp->nowns; k++)
     if (strcmp(c->sp->owns[k].api_version, w->api_version) == 0 &&
@@ -331,13 +335,6 @@ static int check_child(struct commit *c, size_t i, kc_str text, char *err, size_
       w->kind = k;
   if (w->kind == SIZE_MAX) {
     problem = "its kind is not one of the controller's owns";
-    goto bad;
-  }
-  if (*c->pns && !*w->ns) {
-    snprintf(w->ns, sizeof w->ns, "%s", c->pns);
-    w->add_ns = true;
-  } else if (*c->pns && strcmp(w->ns, c->pns) != 0) {
-    problem = "not in the namespace of its owner";
     goto bad;
   }
   yajl_val refs = member(md, "ownerReferences");
@@ -367,7 +364,8 @@ static int check_child(struct commit *c, size_t i, kc_str text, char *err, size_
   yajl_tree_free(t);
   return 0;
 bad:
-  kc_errf(err, errlen, "desired child %s: %s", what, problem);
+  kc_errf(err, errlen, "desired child children[%zu] %s %s %s%s%s: %s", i, w->api_version,
+          w->kind_name, w->ns, *w->ns ? "/" : "", w->name, problem);
   yajl_tree_free(t);
   return -EINVAL;
 }
