@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the hook response parser (daemon/hooks/hook_proto.c,
- * kc_hook_response_parse): any bytes either parse into a response whose
- * slices lie inside the input and whose strings are terminated, or are
+ * kc_hook_response_parse): any bytes either parse into a response (actions
+ * or desired state, never both) whose slices lie inside the input and whose strings are terminated, or are
  * refused with a one-line reason; never a crash, a leak or a read past the
  * end. The first byte picks the size limit (0: none, else byte * 16). */
 #include <errno.h>
@@ -40,9 +40,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (a->type == KC_HOOK_EVENT && (!a->reason || !*a->reason)) abort();
       (void)strlen(kc_hook_action_name(a->type));
     }
+    if (r.desired && r.nactions) abort();
+    for (size_t i = 0; i < r.nchildren; i++) {
+      inside(r.children[i], b, len);
+      if (!r.children[i].ptr || r.children[i].ptr[0] != '{') abort();
+    }
+    if (!r.desired && (r.nchildren || r.status.ptr)) abort();
+    inside(r.status, b, len);
   } else {
     if (rc != -EBADMSG && rc != -E2BIG && rc != -ENOMEM) abort();
-    if (!memchr(err, '\0', sizeof err) || r.actions || r.nactions) abort();
+    if (!memchr(err, '\0', sizeof err) || r.actions || r.nactions || r.children || r.nchildren) abort();
   }
   kc_hook_response_free(&r);
   free(b);

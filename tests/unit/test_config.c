@@ -234,8 +234,11 @@ static bool same_config(const kc_config *a, const kc_config *b) {
         p->reconcile_timeout_ms != q->reconcile_timeout_ms ||
         memcmp(&p->rate_limit, &q->rate_limit, sizeof p->rate_limit) ||
         p->predicates != q->predicates || !p->settings != !q->settings || !p->hook != !q->hook ||
-        p->isolation != q->isolation)
+        p->isolation != q->isolation || p->update_strategy != q->update_strategy ||
+        !p->finalizer != !q->finalizer || (p->hook && q->hook && p->hook->style != q->hook->style))
       return false;
+    for (size_t k = 0; k < p->nowns; k++)
+      if (p->owns[k].update_strategy != q->owns[k].update_strategy) return false;
     const kc_hook_exec_spec *hx = p->hook ? p->hook->exec : NULL, *hy = q->hook ? q->hook->exec : NULL;
     if (hx && hy &&
         (hx->ncommand != hy->ncommand || hx->nenv != hy->nenv || hx->timeout_ms != hy->timeout_ms ||
@@ -273,7 +276,10 @@ static void check_documented(const char *section, const char *key, const char *v
                "    hook:\n      exec:\n        command: [x]\n", "        "},
       {"webhook", "controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n"
                   "    hook:\n      webhook:\n        url: https://h/x\n", "        "},
+      {"hook itself", "controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                      "    hook:\n      exec:\n        command: [x]\n", "      "},
   };
+  if (!strcmp(section, "hook") && !strcmp(key, "style")) section = "hook itself"; /* hook.style */
   if (!strcmp(section, "hook") && !strncmp(key, "exec.", 5)) key += 5; /* rows say exec.KEY */
   if (!strcmp(section, "hook") && !strncmp(key, "webhook.", 8)) { /* and webhook.KEY */
     key += 8;
@@ -353,9 +359,9 @@ static void test_documented_defaults(void **state) {
   }
   free(doc);
   /* Every row with a value: 7 top level, 6 leaderElection, 5 sharding,
-   * 1 metrics, 7 informers, 5 controllers, 4 rateLimit, 4 hook exec, 4 hook
-   * webhook. */
-  assert_int_equal(checked, 43);
+   * 1 metrics, 7 informers, 6 controllers, 4 rateLimit, 1 hook style, 4 hook
+   * exec, 4 hook webhook. */
+  assert_int_equal(checked, 45);
 }
 
 static void test_top_level_errors(void **state) {
@@ -1375,9 +1381,59 @@ static void test_isolation(void **state) {
         "is one already)");
 }
 
+/* Desired state and finalizing: hook.style, finalizer, updateStrategy
+ * (the controller's, inherited by owns items that set none), the reload
+ * field, and what is refused. */
+static void test_children_settings(void **state) {
+  (void)state;
+  kc_config *a = load(HOOK("{exec: {command: [x]}}"));
+  assert_int_equal(a->controllers[0].hook->style, KC_HOOK_STYLE_ACTIONS);
+  assert_null(a->controllers[0].finalizer);
+  kc_config *b = load("controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                      "    hook: {style: desired, exec: {command: [x]}}\n"
+                      "    finalizer: example.com/cleanup\n    updateStrategy: Recreate\n"
+                      "    owns:\n      - {apiVersion: v1, kind: Pod}\n"
+                      "      - {apiVersion: v1, kind: Secret, updateStrategy: InPlace}\n");
+  const kc_controller_spec *ct = &b->controllers[0];
+  assert_int_equal(ct->hook->style, KC_HOOK_STYLE_DESIRED);
+  assert_string_equal(ct->finalizer, "example.com/cleanup");
+  assert_int_equal(ct->update_strategy, KC_UPDATE_RECREATE);
+  assert_int_equal(ct->owns[0].update_strategy, KC_UPDATE_RECREATE);
+  assert_int_equal(ct->owns[1].update_strategy, KC_UPDATE_IN_PLACE);
+  kc_config *c = load("controllers:\n  - name: a\n    for: {apiVersion: v1, kind: ConfigMap}\n"
+                      "    hook: {style: desired, exec: {command: [x]}}\n"
+                      "    finalizer: example.com/other\n    updateStrategy: Recreate\n"
+                      "    owns:\n      - {apiVersion: v1, kind: Pod}\n"
+                      "      - {apiVersion: v1, kind: Secret, updateStrategy: InPlace}\n");
+  kc_config_diff *d = NULL;
+  assert_int_equal(kc_config_compare(b, c, &d), 0);
+  assert_int_equal(d->ncontrollers, 1);
+  assert_int_equal(d->controllers[0].fields, KC_CTL_CHILDREN);
+  char sum[256];
+  assert_true(kc_config_diff_summary(d, b, c, sum, sizeof sum) > 0);
+  assert_non_null(strstr(sum, "a(children)"));
+  kc_config_diff_free(d);
+  kc_config_free(a);
+  kc_config_free(b);
+  kc_config_free(c);
+  fails(HOOK("{style: imperative, exec: {command: [x]}}"),
+        "c.yaml:4:19: controllers[0].hook.style: must be actions or desired, not \"imperative\"");
+  fails(CTL "    finalizer: cleanup\n",
+        "c.yaml:5:16: controllers[0].finalizer: \"cleanup\" is not a domain-qualified finalizer name "
+        "(e.g. example.com/cleanup)");
+  fails(CTL "    isolation: process\n    finalizer: example.com/x\n",
+        "c.yaml:6:16: controllers[0].finalizer: not available with isolation: process (the plugin child "
+        "cannot say finalized)");
+  fails(CTL "    updateStrategy: Rolling\n",
+        "c.yaml:5:21: controllers[0].updateStrategy: must be InPlace or Recreate, not \"Rolling\"");
+  fails(CTL "    owns: [{apiVersion: v1, kind: Pod, updateStrategy: x}]\n",
+        "c.yaml:5:56: controllers[0].owns[0].updateStrategy: must be InPlace or Recreate, not \"x\"");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_isolation),
+      cmocka_unit_test(test_children_settings),
       cmocka_unit_test(test_example_file),      cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_documented_defaults),
       cmocka_unit_test(test_top_level_errors),  cmocka_unit_test(test_bind_addresses),

@@ -341,6 +341,107 @@ static void test_request(void **state) {
   kc_buf_free(&b);
 }
 
+/* Desired-state responses: children and status as raw text, resyncAfter,
+ * finalized; what is refused names the field. */
+static void test_desired_responses(void **state) {
+  (void)state;
+  kc_hook_response r;
+  char err[256];
+  const char *doc = "{\"children\":[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\"}},"
+                    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"b\",\"namespace\":\"x\"}}],"
+                    "\"status\":{\"n\": 2},\"resyncAfter\":\"30s\",\"finalized\":true}";
+  assert_int_equal(parse(doc, &r, err, sizeof err), 0);
+  assert_true(r.desired);
+  assert_true(r.finalized);
+  assert_int_equal(r.nchildren, 2);
+  assert_true(slice_is(r.children[0], "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\"}}"));
+  assert_true(slice_is(r.status, "{\"n\": 2}"));
+  assert_int_equal(r.result, KC_HOOK_REQUEUE_AFTER);
+  assert_int_equal(r.after_ms, 30000);
+  kc_hook_response_free(&r);
+  assert_int_equal(parse("{\"children\":[]}", &r, err, sizeof err), 0);
+  assert_true(r.desired);
+  assert_int_equal(r.result, KC_HOOK_DONE);
+  assert_null(r.status.ptr);
+  kc_hook_response_free(&r);
+  assert_int_equal(parse("{\"children\":[],\"result\":\"error\",\"message\":\"m\",\"resyncAfter\":\"1s\"}",
+                         &r, err, sizeof err), 0);
+  assert_int_equal(r.result, KC_HOOK_ERROR);
+  kc_hook_response_free(&r);
+  /* finalized in an actions response too */
+  assert_int_equal(parse("{\"result\":\"done\",\"finalized\":true}", &r, err, sizeof err), 0);
+  assert_false(r.desired);
+  assert_true(r.finalized);
+  kc_hook_response_free(&r);
+  static const struct {
+    const char *doc, *err;
+  } bad[] = {
+      {"{\"children\":[],\"actions\":[]}", "actions: not with children"},
+      {"{\"result\":\"done\",\"status\":{}}", "status: only with children"},
+      {"{\"result\":\"done\",\"resyncAfter\":\"1s\"}", "resyncAfter: only with children"},
+      {"{\"children\":{}}", "children: expected an array, got an object"},
+      {"{\"children\":[],\"result\":\"requeue\"}", "result: must be done or error with children"},
+      {"{\"children\":[],\"requeueAfter\":\"1s\"}", "requeueAfter: not with children"},
+      {"{\"children\":[],\"resyncAfter\":\"soon\"}", "resyncAfter: \"soon\" is not a duration"},
+      {"{\"children\":[],\"status\":[]}", "status: expected an object, got an array"},
+      {"{\"children\":[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{}}]}",
+       "children[0].metadata.name: required"},
+      {"{\"children\":[{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\"}}]}", "children[0].apiVersion: required"},
+      {"{\"children\":[3]}", "children[0]: expected an object, got a number"},
+      {"{\"children\":[],\"finalized\":1}", "finalized: expected a boolean"},
+      {"{\"actions\":[]}", "result: required"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(parse(bad[i].doc, &r, err, sizeof err), -EBADMSG);
+    if (!strstr(err, bad[i].err)) fail_msg("%s: got \"%s\", want \"%s\"", bad[i].doc, err, bad[i].err);
+    assert_null(r.children);
+    kc_hook_response_free(&r);
+  }
+}
+
+/* A desired-state request: children by kind, keyed by name (by
+ * namespace/name under a cluster-scoped object); finalizing when set. */
+static void test_desired_request(void **state) {
+  (void)state;
+  kc_buf b = {0};
+  static const char pj[] = "{\"metadata\":{\"name\":\"w-0\",\"namespace\":\"d\"}}";
+  static const char cj[] = "{\"metadata\":{\"name\":\"cm\",\"namespace\":\"d\"}}";
+  kc_obj *p0 = kc_obj_parse(pj, sizeof pj - 1, NULL, NULL, 0);
+  kc_obj *c0 = kc_obj_parse(cj, sizeof cj - 1, NULL, NULL, 0);
+  kc_obj *obj = kc_obj_parse("{\"metadata\":{\"name\":\"n\"}}", 25, NULL, NULL, 0);
+  assert_true(p0 && c0 && obj);
+  const kc_obj *owned[] = {p0, c0};
+  const size_t kind[] = {0, 2};
+  const char *const kinds[] = {"Pod.v1", "Deployment.apps/v1", "ConfigMap.v1"};
+  kc_hook_request req = {.controller = "c",
+                         .key = "d/n",
+                         .attempt = 1,
+                         .object = obj,
+                         .owned = owned,
+                         .nowned = 2,
+                         .expectations_satisfied = true,
+                         .finalizing = true,
+                         .child_kinds = kinds,
+                         .nchild_kinds = 3,
+                         .owned_kind = kind};
+  kc_hook_request_write(&b, &req);
+  assert_string_equal(b.p,
+                      "{\"apiVersion\":\"kctrld.io/hook/v1\",\"controller\":\"c\",\"key\":\"d/n\",\"attempt\":1,"
+                      "\"expectationsSatisfied\":true,\"object\":{\"metadata\":{\"name\":\"n\"}},\"finalizing\":true,"
+                      "\"children\":{\"Pod.v1\":{\"w-0\":{\"metadata\":{\"name\":\"w-0\",\"namespace\":\"d\"}}},"
+                      "\"Deployment.apps/v1\":{},\"ConfigMap.v1\":{\"cm\":{\"metadata\":{\"name\":\"cm\",\"namespace\":\"d\"}}}}}");
+  kc_buf_reset(&b);
+  req.children_by_namespace = true;
+  req.finalizing = false;
+  kc_hook_request_write(&b, &req);
+  assert_non_null(strstr(b.p, "{\"Pod.v1\":{\"d/w-0\":"));
+  assert_null(strstr(b.p, "finalizing"));
+  kc_obj_unref(p0);
+  kc_obj_unref(c0);
+  kc_obj_unref(obj);
+  kc_buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_results),
@@ -348,6 +449,8 @@ int main(void) {
       cmocka_unit_test(test_errors_name_the_field),
       cmocka_unit_test(test_size_limit),
       cmocka_unit_test(test_request),
+      cmocka_unit_test(test_desired_responses),
+      cmocka_unit_test(test_desired_request),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
