@@ -394,6 +394,9 @@ static int perform_desired(const struct kctrld_host_api *h, kctrld_ctx *ctx,
                            const kc_hook_response *r) {
   if (r->result == KC_HOOK_ERROR)
     return h->result_error(ctx, "hook: %s", *r->message ? r->message : "error (no message)");
+  if (r->result == KC_HOOK_TERMINAL)
+    return h->result_terminal(ctx, "hook: %s",
+                              *r->message ? r->message : "terminal error (no message)");
   int rc = h->desired_begin(ctx);
   for (size_t i = 0; rc == 0 && i < r->nchildren; i++)
     rc = h->desired_add_child(ctx, r->children[i].ptr, r->children[i].len);

@@ -394,13 +394,18 @@ static int parse_result(struct pctx *p, yajl_val root, kc_hook_response *out) {
     return rc;
   out->message = msg ? msg : "";
   if (out->desired) {
-    /* Desired state: done or error; a resync is asked with resyncAfter. */
-    if (res && strcmp(res, "done") != 0 && strcmp(res, "error") != 0)
-      return bad(p, "result: must be done or error with children, not \"%s\" (use resyncAfter)",
+    /* Desired state: done, error or terminal; a resync is asked with resyncAfter. */
+    if (res && strcmp(res, "done") != 0 && strcmp(res, "error") != 0 &&
+        strcmp(res, "terminal") != 0)
+      return bad(p,
+                 "result: must be done, error or terminal with children, not \"%s\" (use "
+                 "resyncAfter)",
                  res);
     if (after) return bad(p, "requeueAfter: not with children (use resyncAfter)");
     if (prio) return bad(p, "priority: not with children");
-    out->result = res && strcmp(res, "error") == 0 ? KC_HOOK_ERROR : KC_HOOK_DONE;
+    out->result = !res || strcmp(res, "done") == 0 ? KC_HOOK_DONE
+                  : strcmp(res, "error") == 0      ? KC_HOOK_ERROR
+                                                   : KC_HOOK_TERMINAL;
     const char *resync;
     if ((rc = get_string(p, "", root, "resyncAfter", false, false, &resync))) return rc;
     if (resync && out->result == KC_HOOK_DONE) {

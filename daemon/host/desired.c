@@ -527,9 +527,9 @@ static int run_commit(struct commit *c, const kc_desired_set *set, const char *k
         c->obs[j].wanted = true;
   }
   for (size_t j = 0; j < c->nobs; j++) deletes += !c->obs[j].wanted;
-  /* Owned-object events reach namespace/name keys only (controller.c):
-   * a cluster-scoped key's expectations would never be observed. */
-  bool observable = *c->pns && ctx->exp;
+  /* Owned-object events are observed under the owner's key (controller.c),
+   * namespaced or not. */
+  bool observable = ctx->exp != NULL;
   bool act = true;
   if ((creates || deletes) && !h->expectations_satisfied(ctx, key)) {
     h->log(KCTRLD_LOG_DEBUG,

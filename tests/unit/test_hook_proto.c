@@ -368,6 +368,9 @@ static void test_desired_responses(void **state) {
                          &r, err, sizeof err), 0);
   assert_int_equal(r.result, KC_HOOK_ERROR);
   kc_hook_response_free(&r);
+  assert_int_equal(parse("{\"children\":[],\"result\":\"terminal\",\"message\":\"m\"}", &r, err, sizeof err), 0);
+  assert_int_equal(r.result, KC_HOOK_TERMINAL);
+  kc_hook_response_free(&r);
   /* finalized in an actions response too */
   assert_int_equal(parse("{\"result\":\"done\",\"finalized\":true}", &r, err, sizeof err), 0);
   assert_false(r.desired);
@@ -380,7 +383,7 @@ static void test_desired_responses(void **state) {
       {"{\"result\":\"done\",\"status\":{}}", "status: only with children"},
       {"{\"result\":\"done\",\"resyncAfter\":\"1s\"}", "resyncAfter: only with children"},
       {"{\"children\":{}}", "children: expected an array, got an object"},
-      {"{\"children\":[],\"result\":\"requeue\"}", "result: must be done or error with children"},
+      {"{\"children\":[],\"result\":\"requeue\"}", "result: must be done, error or terminal with children"},
       {"{\"children\":[],\"requeueAfter\":\"1s\"}", "requeueAfter: not with children"},
       {"{\"children\":[],\"resyncAfter\":\"soon\"}", "resyncAfter: \"soon\" is not a duration"},
       {"{\"children\":[],\"status\":[]}", "status: expected an object, got an array"},
