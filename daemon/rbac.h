@@ -15,6 +15,9 @@
  *     name, in a Role of the lease namespace (leader.c);
  *   - each controller's plugin declarations (kctrld_plugin.permissions,
  *     kctrld/plugin.h), KCTRLD_RESOURCE_FOR resolved to its `for:` kind;
+ *   - what the daemon writes for a controller itself: patch on its `for`
+ *     resource with a `finalizer:`; with `hook.style: desired`, update on
+ *     its status and create, patch, delete on each `owns` resource;
  *     Events only where a plugin declares them;
  *   - the ServiceAccount and one binding per role.
  * Discovery (/api, /apis/G/V) needs no rule: Kubernetes grants it to every

@@ -212,6 +212,25 @@ static void test_for_placeholder(void **state) {
   free(y);
 }
 
+/* The daemon's own writes: the finalizer patch, and for a desired-state
+ * hook the children and the status. */
+static void test_desired_and_finalizer(void **state) {
+  (void)state;
+  char *y = gen("informers: []\ncontrollers:\n"
+                "  - name: ps\n    for: {apiVersion: demo.kctrld.io/v1, kind: PodSet}\n"
+                "    owns: [{apiVersion: v1, kind: Pod}]\n    finalizer: demo.kctrld.io/pods\n"
+                "    hook: {style: desired, exec: {command: [x]}, permissions: []}\n",
+                NULL, NULL);
+  assert_non_null(y);
+  assert_non_null(strstr(y, "  - apiGroups: [\"\"]\n    resources: [\"pods\"]\n"
+                            "    verbs: [\"create\", \"delete\", \"get\", \"list\", \"patch\", \"watch\"]\n"));
+  assert_non_null(strstr(y, "  - apiGroups: [\"demo.kctrld.io\"]\n    resources: [\"podsets\"]\n"
+                            "    verbs: [\"get\", \"list\", \"patch\", \"watch\"]\n"));
+  assert_non_null(strstr(y, "  - apiGroups: [\"demo.kctrld.io\"]\n    resources: [\"podsets/status\"]\n"
+                            "    verbs: [\"update\"]\n"));
+  free(y);
+}
+
 static void test_bad_declarations(void **state) {
   (void)state;
   int rc = 0;
@@ -375,6 +394,7 @@ int main(void) {
       cmocka_unit_test(test_roles_per_namespace),
       cmocka_unit_test(test_what_forces_a_cluster_role),
       cmocka_unit_test(test_for_placeholder),
+      cmocka_unit_test(test_desired_and_finalizer),
       cmocka_unit_test(test_bad_declarations),
       cmocka_unit_test(test_undeclared_plugin),
       cmocka_unit_test(test_offline_plurals),
