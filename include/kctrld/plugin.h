@@ -611,8 +611,8 @@ struct kctrld_host_api {
    * A controller with `finalizer: NAME` in its config gets NAME added to
    * every live object it reconciles; while such an object is being
    * deleted, its reconciles are finalizing ones, and the finalizer is
-   * removed after one that called result_finalized and returned
-   * KCTRLD_RESULT_DONE. */
+   * removed after one that called result_finalized and succeeded
+   * (KCTRLD_RESULT_DONE or KCTRLD_RESULT_REQUEUE_AFTER). */
 
   /* ctx_finalizing: whether this reconcile finalizes its object (being
    * deleted, still holding the controller's finalizer): clean up, then
@@ -621,7 +621,8 @@ struct kctrld_host_api {
    * worker thread, with its ctx. Errors: none. */
   bool (*ctx_finalizing)(const kctrld_ctx *ctx);
   /* result_finalized: says the cleanup of a finalizing reconcile is done:
-   * the host removes the finalizer if the reconcile returns DONE.
+   * the host removes the finalizer if the reconcile succeeds (DONE or
+   * REQUEUE_AFTER).
    * Returns: nothing. Ownership: none. Context: as ctx_finalizing.
    * Errors: none (ignored when not finalizing). */
   void (*result_finalized)(kctrld_ctx *ctx);
