@@ -547,6 +547,26 @@ static bool spec_changed(const struct sim_rtype *rt, const jv *a, const jv *b)
 /* Applies nd (taken) over old (sim_mu held). On success fills resp.
  * fm_done: nd's managedFields are computed (apply); else the write is
  * recorded as an Update of its manager. */
+/* A ConfigMap or Secret with `immutable: true` keeps its data, binaryData
+ * and immutable (kube's ValidateConfigMapUpdate / ValidateSecretUpdate):
+ * false with a 422 in resp when an update changes one. */
+static bool immutable_kept(struct sim_resp *resp, const struct sim_rtype *rt, const char *name,
+                           const jv *old, const jv *nd)
+{
+  static const char *const fields[] = {"immutable", "data", "binaryData"};
+  const jv *im = jv_get(old, "immutable");
+  if (*rt->group || (strcmp(rt->kind, "ConfigMap") && strcmp(rt->kind, "Secret")) || !im ||
+      im->t != J_TRUE)
+    return true;
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    if (jv_equal(jv_get(old, fields[i]), jv_get(nd, fields[i]))) continue;
+    invalid(resp, rt, name, fields[i], "FieldValueForbidden",
+            "Forbidden: field is immutable when `immutable` is set");
+    return false;
+  }
+  return true;
+}
+
 static void commit_update_locked(struct sim_req *req, struct route *r, struct sim_obj *old,
                                  jv *nd, bool is_put, bool fm_done, struct sim_resp *resp)
 {
@@ -627,6 +647,7 @@ static void commit_update_locked(struct sim_req *req, struct route *r, struct si
     free(mgr);
   }
   if (!validate(resp, rt, nd, false)) goto fail;
+  if (!immutable_kept(resp, rt, name, old->dom, nd)) goto fail;
   if (rt->track_generation && spec_changed(rt, old->dom, nd)) {
     int64_t g = 0;
     jv_int(jv_get(omd, "generation"), &g);
