@@ -387,9 +387,6 @@ void cfg_parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
       if (!kc_name_is_qualified(f, strlen(f)) || !strchr(f, '/'))
         cfg_fail(c, v, "%s: \"%s\" is not a domain-qualified finalizer name (e.g. example.com/cleanup)",
                  w, f);
-      else if (ct->isolation == KC_ISOLATION_PROCESS)
-        cfg_fail(c, v, "%s: not available with isolation: process (the plugin child cannot say "
-                 "finalized)", w);
       else
         ct->finalizer = cfg_xstrdup(c, f);
     }

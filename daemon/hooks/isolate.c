@@ -380,6 +380,44 @@ static int serve_expect(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   return 0;
 }
 
+/* desired OP TEXT: the child's desired state (desired.h) on this
+ * reconcile's ctx, which knows the controller's kinds: begin, child TEXT,
+ * status TEXT, commit (answers the result and its message). */
+static int serve_desired(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
+  const struct kctrld_host_api *h = H();
+  const char *op = ARG(0).ptr;
+  kc_str text = ARG(1);
+  if (!strcmp(op, "begin")) {
+    ret_begin(out, h->desired_begin(ctx));
+  } else if (!strcmp(op, "child")) {
+    ret_begin(out, h->desired_add_child(ctx, text.ptr, text.len));
+  } else if (!strcmp(op, "status")) {
+    ret_begin(out, h->desired_set_status(ctx, text.ptr, text.len));
+  } else if (!strcmp(op, "commit")) {
+    int rc = h->desired_commit(ctx);
+    ret_begin(out, rc);
+    kc_iso_puts(out, rc == KCTRLD_RESULT_ERROR && ctx->res ? ctx->res->message : "");
+  } else {
+    return -EPROTO;
+  }
+  return 0;
+}
+
+/* finalize OP: finalizing (is this reconcile a finalizing one), finalized
+ * (the child's plugin says its cleanup is done). */
+static int serve_finalize(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
+  const struct kctrld_host_api *h = H();
+  if (kc_iso_is(m, 2, "finalizing")) {
+    ret_begin(out, h->ctx_finalizing(ctx) ? 1 : 0);
+  } else if (kc_iso_is(m, 2, "finalized")) {
+    h->result_finalized(ctx);
+    ret_begin(out, 0);
+  } else {
+    return -EPROTO;
+  }
+  return 0;
+}
+
 /* log LEVEL MESSAGE: logged here, with the controller and key. */
 static int serve_log(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   (void)ctx;
@@ -402,7 +440,8 @@ static const struct {
     {"index", 4, serve_index},     {"resource", 2, serve_resource},
     {"request", 5, serve_request}, {"may_write", 0, serve_may_write},
     {"event", 4, serve_event},     {"expect", 3, serve_expect},
-    {"log", 2, serve_log},
+    {"log", 2, serve_log},         {"desired", 2, serve_desired},
+    {"finalize", 1, serve_finalize},
 };
 
 /* Answers one "call" into out (reset first). 0, or -EPROTO: unknown

@@ -347,6 +347,59 @@ static void h_expectations_forget(kctrld_ctx *ctx, const char *key) {
   expect_call("forget", key, 0, 0);
 }
 
+/* Finalizing and the desired state live in the daemon's reconcile (its
+ * ctx knows the controller's finalizer and kinds): asked and handed over
+ * call by call. */
+static bool h_ctx_finalizing(const kctrld_ctx *ctx) {
+  (void)ctx;
+  if (!call_begin("finalize")) return false;
+  kc_iso_puts(&C.out, "finalizing");
+  bool yes = call_end() == 1;
+  call_done();
+  return yes;
+}
+static void h_result_finalized(kctrld_ctx *ctx) {
+  (void)ctx;
+  if (!call_begin("finalize")) return;
+  kc_iso_puts(&C.out, "finalized");
+  call_end();
+  call_done();
+}
+
+static int desired_call(const char *op, const char *text, size_t len) {
+  if (!call_begin("desired")) return -ENOTSUP;
+  kc_iso_puts(&C.out, op);
+  kc_iso_put(&C.out, text ? text : "", text ? len : 0);
+  int rc = (int)call_end();
+  call_done();
+  return rc == -EIO ? -EAGAIN : rc;
+}
+static int h_desired_begin(kctrld_ctx *ctx) {
+  (void)ctx;
+  return desired_call("begin", NULL, 0);
+}
+static int h_desired_add_child(kctrld_ctx *ctx, const char *json, size_t len) {
+  (void)ctx;
+  return json && len ? desired_call("child", json, len) : -EINVAL;
+}
+static int h_desired_set_status(kctrld_ctx *ctx, const char *json, size_t len) {
+  (void)ctx;
+  return json && len ? desired_call("status", json, len) : -EINVAL;
+}
+/* The daemon's result, and its error message as this reconcile's. */
+static int h_desired_commit(kctrld_ctx *ctx) {
+  const struct kctrld_host_api *h = kc_hostapi_table();
+  if (!call_begin("desired")) return h->result_error(ctx, "desired_commit outside a reconcile");
+  kc_iso_puts(&C.out, "commit");
+  kc_iso_put(&C.out, "", 0);
+  int64_t rc = call_end();
+  if (rc == KCTRLD_RESULT_ERROR && C.msg.n == 3)
+    h->result_error(ctx, "%s", kc_iso_str(&C.msg, 2));
+  call_done();
+  if (rc == -EIO) return h->result_error(ctx, "desired_commit: the daemon did not answer");
+  return (int)rc;
+}
+
 __attribute__((format(printf, 2, 3))) static void h_log(int level, const char *fmt, ...) {
   char msg[3072];
   va_list ap;
@@ -374,6 +427,12 @@ static void proxy_table_init(void) {
   proxy_table.deletion_observed = h_deletion_observed;
   proxy_table.expectations_satisfied = h_expectations_satisfied;
   proxy_table.expectations_forget = h_expectations_forget;
+  proxy_table.ctx_finalizing = h_ctx_finalizing;
+  proxy_table.result_finalized = h_result_finalized;
+  proxy_table.desired_begin = h_desired_begin;
+  proxy_table.desired_add_child = h_desired_add_child;
+  proxy_table.desired_set_status = h_desired_set_status;
+  proxy_table.desired_commit = h_desired_commit;
 }
 
 /* ---- the conversation --------------------------------------------------------------- */

@@ -11,7 +11,8 @@
  *
  * The proxy: the plugin gets the daemon's own host table
  * (kc_hostapi_table()) with the functions that reach state the daemon keeps
- * replaced (log, expect_*, expectations_*), and its instance's host
+ * replaced (log, expect_*, expectations_*, ctx_finalizing, result_finalized,
+ * desired_*: the daemon's reconcile of the key commits the set), and its instance's host
  * environment (hostenv.h) is one whose every operation (cache_get,
  * cache_list, cache_by_index, resource, request, may_write, event) is a
  * "call" message answered by the daemon. So everything built on those in

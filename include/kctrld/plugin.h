@@ -632,8 +632,7 @@ struct kctrld_host_api {
    * the object's controller ownerReference), deletes the children it owns
    * that the set does not list, and writes the status when it changed.
    * A second begin drops what an earlier one collected.
-   * Returns: 0, -ENOMEM, -ENOTSUP (not in a reconcile, or a plugin running
-   * in a process of its own).
+   * Returns: 0, -ENOMEM, -ENOTSUP (not in a reconcile).
    * Ownership: none. Context: the reconcile's worker thread, with its ctx.
    * Errors: as Returns. */
   int (*desired_begin)(kctrld_ctx *ctx);

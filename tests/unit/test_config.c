@@ -1421,9 +1421,6 @@ static void test_children_settings(void **state) {
   fails(CTL "    finalizer: cleanup\n",
         "c.yaml:5:16: controllers[0].finalizer: \"cleanup\" is not a domain-qualified finalizer name "
         "(e.g. example.com/cleanup)");
-  fails(CTL "    isolation: process\n    finalizer: example.com/x\n",
-        "c.yaml:6:16: controllers[0].finalizer: not available with isolation: process (the plugin child "
-        "cannot say finalized)");
   fails(CTL "    updateStrategy: Rolling\n",
         "c.yaml:5:21: controllers[0].updateStrategy: must be InPlace or Recreate, not \"Rolling\"");
   fails(CTL "    owns: [{apiVersion: v1, kind: Pod, updateStrategy: x}]\n",
