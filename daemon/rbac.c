@@ -282,6 +282,50 @@ static void put_role(kc_buf *b, const kc_rbac_options *o, const char *ns, const 
 
 /* ---- generation ---- */
 
+/* What the daemon itself writes for controller c (desired.h): its
+ * finalizer on the `for` objects; for a hook of style desired, the
+ * children (server-side apply creates or patches, prune deletes) and the
+ * status. A C plugin's desired_* writes are in its own declarations.
+ * Where the controller's `for` objects are, as for its declarations. */
+static int add_daemon_writes(ruleset *rs, const kc_config *cfg, const kc_controller_spec *c,
+                             bool per_ns) {
+  const kc_informer_spec *inf = &cfg->informers[c->for_.informer];
+  bool desired = c->hook && c->hook->style == KC_HOOK_STYLE_DESIRED;
+  struct {
+    const char *group;
+    char resource[320];
+    unsigned verbs;
+  } w[2 + 64];
+  size_t nw = 0;
+  char plural[256];
+  bool ns;
+  kc_rbac_resource_of(inf->group, inf->kind, plural, sizeof plural, &ns);
+  if (c->finalizer) {
+    w[nw].group = inf->group;
+    snprintf(w[nw].resource, sizeof w[nw].resource, "%s", plural);
+    w[nw++].verbs = V_PATCH;
+  }
+  if (desired) {
+    w[nw].group = inf->group;
+    snprintf(w[nw].resource, sizeof w[nw].resource, "%s/status", plural);
+    w[nw++].verbs = V_UPDATE;
+  }
+  for (size_t k = 0; desired && k < c->nowns && nw < sizeof w / sizeof w[0]; k++) {
+    const kc_informer_spec *oi = &cfg->informers[c->owns[k].ref.informer];
+    kc_rbac_resource_of(oi->group, oi->kind, plural, sizeof plural, &ns);
+    w[nw].group = oi->group;
+    snprintf(w[nw].resource, sizeof w[nw].resource, "%s", plural);
+    w[nw++].verbs = V_CREATE | V_PATCH | V_DELETE;
+  }
+  int rc = 0;
+  for (size_t k = 0; k < nw && !rc; k++) {
+    if (!per_ns) rc = add_rule(rs, ROLE_MAIN, "", w[k].group, w[k].resource, "", w[k].verbs);
+    for (size_t j = 0; per_ns && j < inf->nnamespaces && !rc; j++)
+      rc = add_rule(rs, ROLE_MAIN, inf->namespaces[j], w[k].group, w[k].resource, "", w[k].verbs);
+  }
+  return rc;
+}
+
 int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *out, FILE *warn,
                      char *err, size_t errlen) {
   if (errlen) err[0] = '\0';
@@ -356,46 +400,8 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
         rc = add_rule(&rs, ROLE_MAIN, inf->namespaces[j], d->group, d->resource, "", d->verbs);
     }
   }
-  /* What the daemon itself writes for a controller (desired.h): its
-   * finalizer on the `for` objects; for a hook of style desired, the
-   * children (server-side apply creates or patches, prune deletes) and the
-   * status. A C plugin's desired_* writes are in its own declarations. */
-  for (size_t i = 0; i < cfg->ncontrollers && !rc; i++) {
-    const kc_controller_spec *c = &cfg->controllers[i];
-    const kc_informer_spec *inf = &cfg->informers[c->for_.informer];
-    bool desired = c->hook && c->hook->style == KC_HOOK_STYLE_DESIRED;
-    struct {
-      const char *group;
-      char resource[320];
-      unsigned verbs;
-    } w[2 + 64];
-    size_t nw = 0;
-    char plural[256];
-    bool ns;
-    kc_rbac_resource_of(inf->group, inf->kind, plural, sizeof plural, &ns);
-    if (c->finalizer) {
-      w[nw].group = inf->group;
-      snprintf(w[nw].resource, sizeof w[nw].resource, "%s", plural);
-      w[nw++].verbs = V_PATCH;
-    }
-    if (desired) {
-      w[nw].group = inf->group;
-      snprintf(w[nw].resource, sizeof w[nw].resource, "%s/status", plural);
-      w[nw++].verbs = V_UPDATE;
-    }
-    for (size_t k = 0; desired && k < c->nowns && nw < sizeof w / sizeof w[0]; k++) {
-      const kc_informer_spec *oi = &cfg->informers[c->owns[k].ref.informer];
-      kc_rbac_resource_of(oi->group, oi->kind, plural, sizeof plural, &ns);
-      w[nw].group = oi->group;
-      snprintf(w[nw].resource, sizeof w[nw].resource, "%s", plural);
-      w[nw++].verbs = V_CREATE | V_PATCH | V_DELETE;
-    }
-    for (size_t k = 0; k < nw && !rc; k++) {
-      if (!per_ns) rc = add_rule(&rs, ROLE_MAIN, "", w[k].group, w[k].resource, "", w[k].verbs);
-      for (size_t j = 0; per_ns && j < inf->nnamespaces && !rc; j++)
-        rc = add_rule(&rs, ROLE_MAIN, inf->namespaces[j], w[k].group, w[k].resource, "", w[k].verbs);
-    }
-  }
+  for (size_t i = 0; i < cfg->ncontrollers && !rc; i++)
+    rc = add_daemon_writes(&rs, cfg, &cfg->controllers[i], per_ns);
   const kc_leader_election *le = &cfg->leader_election;
   if (!rc && le->enabled) {
     /* create cannot be limited to a name (the name is in the body). */
