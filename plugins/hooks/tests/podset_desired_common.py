@@ -6,7 +6,8 @@ C plugin written with the SDK's desired_* functions
 create, scale up and down, a Pod deleted by hand (restored), a Pod changed
 by hand (restored by the apply), a 409 on the status write (retried), and
 the PodSet deleted with the finalizer (finalizing reconcile, Pods pruned,
-finalizer removed, object gone). Every wait is on the simulator's state."""
+finalizer removed, object gone). Every wait is on the simulator's state.
+PODSET_LOG=1 prints the daemon's log after the scenario."""
 import os
 import re
 import sys
