@@ -530,6 +530,8 @@ static int run_commit(struct commit *c, const kc_desired_set *set, const char *k
   /* Owned-object events are observed under the owner's key (controller.c),
    * namespaced or not. */
   bool observable = ctx->exp != NULL;
+  /* Dry run: no create or delete ever shows up in the cache to observe. */
+  if (ctx->env && ctx->env->dry_run) observable = false;
   bool act = true;
   if ((creates || deletes) && !h->expectations_satisfied(ctx, key)) {
     h->log(KCTRLD_LOG_DEBUG,

@@ -128,7 +128,7 @@ static const kc_host_env_ops ops = {.cache_get = e_get, .cache_list = e_list, .r
 static kc_desired_spec *SPEC;
 static kc_expectations *EXP;
 static kc_reconcile_result RES;
-static kc_host_env ENV = {&ops, NULL, NULL, NULL};
+static kc_host_env ENV = {&ops, NULL, NULL, false, NULL};
 
 static const char PARENT[] =
     "{\"apiVersion\":\"demo.kctrld.io/v1\",\"kind\":\"PodSet\",\"metadata\":{\"name\":\"web\","
