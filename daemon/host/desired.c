@@ -709,3 +709,41 @@ int kc_desired_finalize_after(const struct kctrld_host_api *h, kctrld_ctx *ctx, 
   if (rc == 0) h->log(KCTRLD_LOG_INFO, "finalized: finalizer %s removed", fin);
   return KCTRLD_RESULT_DONE;
 }
+
+/* ---- the host functions ------------------------------------------------------- */
+
+void kc_desired_ctx_done(kctrld_ctx *ctx) {
+  kc_desired_set_free(ctx->desired);
+  ctx->desired = NULL;
+}
+
+bool kc_desired_host_finalizing(const kctrld_ctx *ctx) { return ctx && ctx->finalizing; }
+
+void kc_desired_host_finalized(kctrld_ctx *ctx) {
+  if (ctx && ctx->finalizing) ctx->finalized = true;
+}
+
+int kc_desired_host_begin(kctrld_ctx *ctx) {
+  if (!ctx || !ctx->sync || !ctx->key) return -ENOTSUP;
+  kc_desired_set *set = kc_desired_set_new();
+  if (!set) return -ENOMEM;
+  kc_desired_set_free(ctx->desired);
+  ctx->desired = set;
+  return 0;
+}
+
+int kc_desired_host_add_child(kctrld_ctx *ctx, const char *json, size_t len) {
+  return ctx && ctx->desired ? kc_desired_set_add_child(ctx->desired, json, len) : -EINVAL;
+}
+
+int kc_desired_host_set_status(kctrld_ctx *ctx, const char *json, size_t len) {
+  return ctx && ctx->desired ? kc_desired_set_status(ctx->desired, json, len) : -EINVAL;
+}
+
+int kc_desired_host_commit(kctrld_ctx *ctx) {
+  const struct kctrld_host_api *h = kc_hostapi_table();
+  if (!ctx || !ctx->desired) return h->result_error(ctx, "desired_commit without desired_begin");
+  int rc = kc_desired_commit(h, ctx, ctx->desired);
+  kc_desired_ctx_done(ctx);
+  return rc;
+}

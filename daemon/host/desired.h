@@ -113,4 +113,20 @@ bool kc_desired_finalize_before(const struct kctrld_host_api *h, kctrld_ctx *ctx
  * the reconcile's result, or the finalizer write's REQUEUE/ERROR. */
 int kc_desired_finalize_after(const struct kctrld_host_api *h, kctrld_ctx *ctx, int result);
 
+/* The host functions of kctrld/plugin.h built on this component (the
+ * table of hostapi.c points at them): ctx_finalizing, result_finalized,
+ * desired_begin (a fresh set in ctx->desired; -ENOTSUP outside a
+ * reconcile or without a spec), desired_add_child, desired_set_status
+ * (-EINVAL without a begin) and desired_commit (kc_desired_commit through
+ * kc_hostapi_table(), then the set is freed). */
+/* Frees what a reconcile left in ctx (a set begun, never committed). */
+void kc_desired_ctx_done(kctrld_ctx *ctx);
+
+bool kc_desired_host_finalizing(const kctrld_ctx *ctx);
+void kc_desired_host_finalized(kctrld_ctx *ctx);
+int kc_desired_host_begin(kctrld_ctx *ctx);
+int kc_desired_host_add_child(kctrld_ctx *ctx, const char *json, size_t len);
+int kc_desired_host_set_status(kctrld_ctx *ctx, const char *json, size_t len);
+int kc_desired_host_commit(kctrld_ctx *ctx);
+
 #endif

@@ -1144,46 +1144,6 @@ static void host_expectations_forget(kctrld_ctx *ctx, const char *key) {
   if (e) kc_expectations_forget(e, key);
 }
 
-/* ---- finalizing and desired state (desired.h) ---- */
-
-static const struct kctrld_host_api host_api; /* the table below: commits call through it */
-
-void kc_hostapi_ctx_done(kctrld_ctx *ctx) {
-  kc_desired_set_free(ctx->desired);
-  ctx->desired = NULL;
-}
-
-static bool host_ctx_finalizing(const kctrld_ctx *ctx) { return ctx && ctx->finalizing; }
-
-static void host_result_finalized(kctrld_ctx *ctx) {
-  if (ctx && ctx->finalizing) ctx->finalized = true;
-}
-
-static int host_desired_begin(kctrld_ctx *ctx) {
-  if (!ctx || !ctx->sync || !ctx->key) return -ENOTSUP;
-  kc_desired_set *set = kc_desired_set_new();
-  if (!set) return -ENOMEM;
-  kc_desired_set_free(ctx->desired);
-  ctx->desired = set;
-  return 0;
-}
-
-static int host_desired_add_child(kctrld_ctx *ctx, const char *json, size_t len) {
-  return ctx && ctx->desired ? kc_desired_set_add_child(ctx->desired, json, len) : -EINVAL;
-}
-
-static int host_desired_set_status(kctrld_ctx *ctx, const char *json, size_t len) {
-  return ctx && ctx->desired ? kc_desired_set_status(ctx->desired, json, len) : -EINVAL;
-}
-
-static int host_desired_commit(kctrld_ctx *ctx) {
-  if (!ctx || !ctx->desired)
-    return host_result_error(ctx, "desired_commit without desired_begin");
-  int rc = kc_desired_commit(&host_api, ctx, ctx->desired);
-  kc_hostapi_ctx_done(ctx);
-  return rc;
-}
-
 /* ---- the table ---- */
 
 static const struct kctrld_host_api host_api = {
@@ -1215,12 +1175,12 @@ static const struct kctrld_host_api host_api = {
     .deletion_observed = host_deletion_observed,
     .expectations_satisfied = host_expectations_satisfied,
     .expectations_forget = host_expectations_forget,
-    .ctx_finalizing = host_ctx_finalizing,
-    .result_finalized = host_result_finalized,
-    .desired_begin = host_desired_begin,
-    .desired_add_child = host_desired_add_child,
-    .desired_set_status = host_desired_set_status,
-    .desired_commit = host_desired_commit,
+    .ctx_finalizing = kc_desired_host_finalizing,
+    .result_finalized = kc_desired_host_finalized,
+    .desired_begin = kc_desired_host_begin,
+    .desired_add_child = kc_desired_host_add_child,
+    .desired_set_status = kc_desired_host_set_status,
+    .desired_commit = kc_desired_host_commit,
 #define KC_SVC(m) .m = svc_##m,
     KC_SVC(settings_string) KC_SVC(settings_int) KC_SVC(settings_bool)
     KC_SVC(settings_duration_ms) KC_SVC(settings_len) KC_SVC(cache_get) KC_SVC(cache_list)

@@ -78,7 +78,7 @@ struct kctrld_ctx {
   char terminal[512];
   kc_settings_used *used;   /* init only: records what settings_* read (NULL: nothing) */
   const kc_desired_spec *sync; /* the controller's children and finalizer (NULL: none) */
-  kc_desired_set *desired;  /* desired_begin..desired_commit; freed by kc_hostapi_ctx_done */
+  kc_desired_set *desired;  /* desired_begin..desired_commit; freed by kc_desired_ctx_done */
   bool finalizing;          /* the object is being deleted and holds the finalizer */
   bool finalized;           /* result_finalized was called */
 };
@@ -103,9 +103,6 @@ size_t kc_hostapi_settings_warn_unread(kc_settings_used *u, const char *controll
 /* A fresh ctx for one call (key and res NULL outside reconcile). */
 void kc_hostapi_ctx_init(kctrld_ctx *ctx, const kc_host_env *env, const char *controller,
                          kc_expectations *exp, const char *key, kc_reconcile_result *res);
-
-/* Frees what a reconcile left in ctx (a desired set never committed). */
-void kc_hostapi_ctx_done(kctrld_ctx *ctx);
 
 /* Marks ctx as the plugin call running on this thread (for `log`), and
  * returns the previous one, which kc_hostapi_leave restores. */

@@ -513,7 +513,7 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
     rc = inst->plugin->table->reconcile(inst->instance, &ctx, key);
     rc = kc_desired_finalize_after(h, &ctx, rc);
   }
-  kc_hostapi_ctx_done(&ctx);
+  kc_desired_ctx_done(&ctx);
   kc_log_set_context(saved_log);
   kc_hostapi_leave(saved);
   switch (rc) {
