@@ -134,3 +134,16 @@ bool kc_clock_next_due(uint64_t *due_ns) {
   pthread_mutex_unlock(&mu);
   return any && kc_clock_is_manual();
 }
+
+int64_t kc_clock_civil_to_unix(int64_t year, unsigned month, unsigned day, unsigned hour, unsigned minute,
+                               unsigned second) {
+  /* Days from 1970-01-01 by eras of 400 years (146097 days each), with the
+   * year starting in March so that the leap day comes last. */
+  int64_t y = year - (month <= 2);
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  int64_t days = era * 146097 + doe - 719468;
+  return days * 86400 + (int64_t)hour * 3600 + (int64_t)minute * 60 + second;
+}

@@ -45,6 +45,12 @@
 uint64_t kc_clock_now_ns(void);
 uint64_t kc_clock_now_ms(void);
 
+/* Seconds since the Unix epoch of a UTC civil time (proleptic Gregorian,
+ * any year; no time zone, unlike timegm): for timestamps read from text
+ * (RFC 3339, X.509). Fields are not range-checked: callers validate. */
+int64_t kc_clock_civil_to_unix(int64_t year, unsigned month, unsigned day, unsigned hour, unsigned minute,
+                               unsigned second);
+
 typedef struct kc_timer {
   uv_timer_t uv;  /* uv.data belongs to the owner */
   uv_timer_cb cb; /* the callbacks below: manual clock only */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
+
 /* One DER element: its tag, and its contents [p, p + len). */
 typedef struct der_item {
   unsigned tag;
@@ -44,16 +46,6 @@ static bool digits(const unsigned char *p, size_t n, int *out) {
   return true;
 }
 
-/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  unsigned yoe = (unsigned)(y - era * 400);
-  unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + (int64_t)doe - 719468;
-}
-
 /* UTCTime (0x17) YYMMDDHHMMSSZ or GeneralizedTime (0x18) YYYYMMDDHHMMSSZ. */
 static bool der_time(const der_item *it, int64_t *out) {
   size_t ylen = it->tag == 0x17 ? 2 : it->tag == 0x18 ? 4 : 0;
@@ -66,7 +58,7 @@ static bool der_time(const der_item *it, int64_t *out) {
   if (ylen == 2) y += y < 50 ? 2000 : 1900;
   static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || s > 60) return false;
-  *out = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s;
+  *out = kc_clock_civil_to_unix(y, (unsigned)mo, (unsigned)d, (unsigned)h, (unsigned)mi, (unsigned)s);
   return true;
 }
 

@@ -109,14 +109,7 @@ int kc_rfc3339_parse(const char *s, int64_t *out) {
     return -EINVAL;
   }
   if (*p) return -EINVAL;
-  /* Days from civil (H. Hinnant's algorithm), no timegm/TZ involved. */
-  int y = Y - (M <= 2);
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (M + (M > 2 ? -3 : 9)) + 2) / 5 + D - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  int64_t days = era * 146097 + doe - 719468;
-  *out = days * 86400 + h * 3600 + m * 60 + sec - off;
+  *out = kc_clock_civil_to_unix(Y, (unsigned)M, (unsigned)D, (unsigned)h, (unsigned)m, (unsigned)sec) - off;
   return 0;
 }
 

@@ -164,8 +164,21 @@ static void test_manual_repeat(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Civil UTC time to Unix seconds, across leap days, centuries and the
+ * epoch (values from Python's calendar.timegm). */
+static void test_civil_to_unix(void **state) {
+  (void)state;
+  assert_true(kc_clock_civil_to_unix(1970, 1, 1, 0, 0, 0) == 0);
+  assert_true(kc_clock_civil_to_unix(1969, 12, 31, 23, 59, 59) == -1);
+  assert_true(kc_clock_civil_to_unix(2000, 3, 1, 0, 0, 0) == 951868800);
+  assert_true(kc_clock_civil_to_unix(2024, 2, 29, 12, 34, 56) == 1709210096);
+  assert_true(kc_clock_civil_to_unix(1600, 1, 1, 0, 0, 0) == -11676096000);
+  assert_true(kc_clock_civil_to_unix(2100, 3, 1, 0, 0, 0) == 4107542400);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_civil_to_unix),
       cmocka_unit_test_setup_teardown(test_real_clock_is_monotonic, reset, back_to_real),
       cmocka_unit_test_setup_teardown(test_real_timer_is_a_uv_timer, reset, back_to_real),
       cmocka_unit_test_setup_teardown(test_manual_clock_stands_still, reset, back_to_real),
