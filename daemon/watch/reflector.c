@@ -651,6 +651,7 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
     return -ENOMEM;
   }
   r->timer.uv.data = r;
+  r->restore.fd = -1;
   *out = r;
   return 0;
 }
@@ -684,6 +685,7 @@ static void stop_current(kc_reflector *r) {
   refl_verify_reset(r);
   kc_clusterid_cancel(r->cluster);
   kc_timer_stop(&r->timer);
+  refl_restore_stop(r);
 }
 
 void kc_reflector_close(kc_reflector *r) {

@@ -111,6 +111,21 @@
  *     the metadata comes after the items the token is known at the end of
  *     the page only, and the next page is requested then, as before.
  *
+ * Warm start (kc_reflector_start_restored): the first content comes from a
+ * snapshot file (snapfile.h) instead of a LIST. Its body is read in slices
+ * of 256 KiB, one per loop turn (and not while the decode stream is full),
+ * and decoded like a list response (on a pool thread when the spec names a
+ * pool); the objects are collected, never applied, until the last byte was
+ * read and the body's checksum, the object count and the list's
+ * resourceVersion match the header. Then they go to the sink in one
+ * replace() (the same path as a relist: every object is an add), the
+ * reflector is synced at the snapshot's resourceVersion, and it resumes as
+ * after a connection failure: the history check first, then a WATCH from
+ * that resourceVersion (no LIST, no initial-events watch). A 410 to that
+ * watch relists once, as any expired watch does. A snapshot that fails any
+ * check is dropped with a warning naming the file and the reason, and the
+ * reflector lists as kc_reflector_start does.
+ *
  * Context: loop thread only. Errors: 0 or a negative errno.
  * Ownership: the spec's strings are copied. Objects handed to the sink are
  * borrowed for the call (the sink takes kc_obj_ref to keep one); the array
@@ -213,6 +228,9 @@ typedef struct kc_reflector_stats {
   uint64_t retry_after_waits; /* waits that were a server's Retry-After */
   uint64_t backoff_ms;      /* current exponential step; 0 after a reset */
   uint64_t last_wait_ms;    /* the latest wait chosen (Retry-After or backoff) */
+  uint64_t restores;        /* snapshots applied (see "Warm start") */
+  uint64_t restored;        /* objects they held */
+  uint64_t restore_failures; /* snapshots dropped: corrupt, cut off, unreadable */
 } kc_reflector_stats;
 
 int kc_reflector_new(uv_loop_t *loop, kc_api *api,
@@ -220,6 +238,26 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
                      kc_reflector **out);
 /* Starts listing (at once). */
 int kc_reflector_start(kc_reflector *r);
+/* Warm start (see "Warm start"): instead of kc_reflector_start. */
+typedef struct kc_reflector_restore {
+  int fd;                       /* positioned at the body; owned by the reflector from
+                                   the call on (closed also on error) */
+  const char *path;             /* for messages; copied */
+  uint64_t body_bytes;
+  uint64_t objects;
+  uint32_t body_crc32c;
+  const char *resource_version; /* the snapshot's; copied */
+} kc_reflector_restore;
+/* 0: reading (a failure later falls back to a LIST by itself); -EALREADY
+ * when started; -ENOMEM, -EINVAL: nothing started, the caller calls
+ * kc_reflector_start. */
+int kc_reflector_start_restored(kc_reflector *r, const kc_reflector_restore *src);
+/* The resourceVersion the content handed to the sink is complete at: the
+ * point a snapshot of the sink's store may be taken at. NULL before the
+ * first complete list (or restore) and after close. Borrowed until the
+ * loop runs again. */
+const char *kc_reflector_snapshot_point(const kc_reflector *r);
+
 /* Cancels any request and timer; the memory is freed once the loop has run
  * the close callback. No sink callback runs after this returns. */
 void kc_reflector_close(kc_reflector *r);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* reflector_int: the state of one reflector (struct kc_reflector) and the
- * steps its two files call in one another: reflector.c (lifetime, URLs,
+ * steps its files call in one another: reflector.c (lifetime, URLs,
  * WATCH and streaming list, backoff), reflector_list.c (LIST: pages,
  * pipelined next pages, the incremental first list, delivering a complete
- * list) and reflector_verify.c (the cluster identity and history checks
- * before a resumed watch). Included only by those three; reflector.h is the
+ * list), reflector_verify.c (the cluster identity and history checks
+ * before a resumed watch) and reflector_restore.c (the first content read
+ * from a snapshot file). Included only by those four; reflector.h is the
  * interface.
  *
  * Threads: everything here runs on the reflector's loop thread (decoded
@@ -32,8 +33,10 @@ enum list_mode {
 };
 
 /* PHASE_VERIFY: the cluster identity or history check (see reflector.h)
- * before resuming a watch. */
-enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_VERIFY, PHASE_CLOSED };
+ * before resuming a watch. PHASE_RESTORE: the first content is read from a
+ * snapshot file. */
+enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_VERIFY, PHASE_RESTORE,
+             PHASE_CLOSED };
 
 struct kc_reflector {
   uv_loop_t *loop;
@@ -138,6 +141,20 @@ struct kc_reflector {
   kc_history history;
   kc_buf verify_body;    /* the check's response (at most 4 MiB: one object's metadata) */
 
+  /* Warm start (reflector.h "Warm start"): the snapshot being read. */
+  struct {
+    int fd;               /* -1 when none */
+    char *path;
+    uint64_t left;        /* body bytes not read yet */
+    uint64_t objects;     /* the count its header promises */
+    uint32_t crc, want_crc;
+    char rv[64];
+    char *chunk;          /* a read piece the full stream refused: fed again on resume */
+    size_t chunk_len;
+    bool waiting;         /* the stream is full: wait for its resume */
+    bool checked;         /* every byte read and the checksum matched */
+  } restore;
+
   /* The API server refuses the scope's LIST with 400 (a selector it does
    * not accept: reflector.h "Configuration errors"); "" when not. */
   char config_error[512];
@@ -237,5 +254,12 @@ void refl_deliver_list(kc_reflector *r, const char *rv, const char *how);
 void refl_send_get(kc_reflector *r, const char *what, kc_api_request_opts *o, int next);
 /* Starts a LIST in mode (first page). */
 void refl_start_list(kc_reflector *r, enum list_mode mode);
+/* An object the decoder did not deliver: counted and logged once. */
+int refl_reject_object(void *ud, const kc_decode_reject *rj);
+
+/* ---- reflector_restore.c --------------------------------------------------- */
+
+/* Drops a snapshot being read (file, stream, collected objects). */
+void refl_restore_stop(kc_reflector *r);
 
 #endif

@@ -36,7 +36,7 @@ int refl_list_item(void *ud, kc_obj *obj) {
 
 /* An object the decoder did not deliver (decode.h "Rejected objects"): one
  * warning naming it, then the stream goes on. */
-static int reject_object(void *ud, const kc_decode_reject *rj) {
+int refl_reject_object(void *ud, const kc_decode_reject *rj) {
   kc_reflector *r = ud;
   const kc_obj *o = rj->obj;
   r->stats.rejected++;
@@ -106,7 +106,7 @@ static void on_stream_done(void *ud, int rc) {
 static bool pipelining(const kc_reflector *r) { return kc_decode_pool_threads(r->pool) > 0; }
 
 static kc_dstream *new_stream(kc_reflector *r, enum kc_decode_mode mode, size_t budget) {
-  kc_dstream_callbacks cbs = {.reject = reject_object, .resume = on_stream_resume,
+  kc_dstream_callbacks cbs = {.reject = refl_reject_object, .resume = on_stream_resume,
                               .done = on_stream_done};
   if (mode == KC_DECODE_LIST) {
     cbs.item = refl_list_item;
