@@ -3,13 +3,19 @@
 #include "cache/informer.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/buf.h"
+#include "base/hash.h"
 #include "cache/consistency.h"
 #include "base/log.h"
 #include "kube/kname.h"
+#include "watch/snapfile.h"
 
 typedef struct part {
   kc_informer *inf;
@@ -43,6 +49,9 @@ struct kc_informer {
   bool synced_told;
   char *shard_selector; /* kc_informer_set_shard_selector; NULL: none */
   enum kc_informer_cause cause; /* of the delivery under way (kc_informer_cause) */
+  bool started;
+  char *snap_dir, *snap_cluster; /* kc_informer_set_snapshots; NULL: off */
+  uint64_t snap_max_age_ms;
 };
 
 enum kc_informer_cause kc_informer_cause(const kc_informer *inf) { return inf->cause; }
@@ -257,11 +266,160 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
   return 0;
 }
 
+int kc_informer_set_snapshots(kc_informer *inf, const kc_informer_snapshots *s) {
+  char *dir = s->dir && *s->dir ? strdup(s->dir) : NULL;
+  char *cluster = strdup(s->cluster ? s->cluster : "");
+  if ((s->dir && *s->dir && !dir) || !cluster) {
+    free(dir), free(cluster);
+    return -ENOMEM;
+  }
+  free(inf->snap_dir), free(inf->snap_cluster);
+  inf->snap_dir = dir;
+  inf->snap_cluster = cluster;
+  inf->snap_max_age_ms = s->max_age_ms;
+  return 0;
+}
+
+/* A part's identity (its readable form): the informer's and the part's
+ * namespace. Its hash names the file. */
+static int part_identity(const part *p, kc_buf *b) {
+  kc_buf_puts(b, p->inf->spec->identity ? p->inf->spec->identity : "");
+  kc_buf_puts(b, ";part=");
+  kc_buf_puts(b, p->namespace_ ? p->namespace_ : "");
+  kc_buf_add(b, "", 1);
+  return b->err ? -ENOMEM : 0;
+}
+
+static int part_snapshot_name(const char *identity, char *name, size_t cap) {
+  return snprintf(name, cap, "%016" PRIx64 ".snapshot", kc_hash_str(identity)) < (int)cap ? 0 : -ENOSPC;
+}
+
+static int64_t unix_ms_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts a part from its snapshot when one fits, else with a list. */
+static int part_start(part *p) {
+  kc_informer *inf = p->inf;
+  if (!inf->snap_dir || inf->shard_selector || inf->started) return kc_reflector_start(p->reflector);
+  kc_buf id = {0};
+  char name[64], path[4200];
+  if (part_identity(p, &id) < 0 || part_snapshot_name(id.p, name, sizeof name) < 0 ||
+      snprintf(path, sizeof path, "%s/%s", inf->snap_dir, name) >= (int)sizeof path) {
+    kc_buf_free(&id);
+    return kc_reflector_start(p->reflector);
+  }
+  uint64_t id_hash = kc_hash_str(id.p);
+  kc_buf_free(&id);
+  kc_snapfile_header *h = malloc(sizeof *h);
+  if (!h) return kc_reflector_start(p->reflector);
+  const char *what = kc_reflector_describe(p->reflector);
+  char why[700];
+  int fd = -1;
+  int rc = kc_snapfile_open(path, h, &fd, why, sizeof why);
+  int64_t age = rc == 0 ? unix_ms_now() - h->written_unix_ms : 0;
+  if (rc == -ENOENT) {
+    kc_info("informer", "%s: no snapshot %s; listing", what, path);
+  } else if (rc < 0) {
+    kc_warn("informer", "%s: snapshot %s ignored: %s; listing", what, path, why);
+  } else if (h->identity_hash != id_hash) {
+    kc_warn("informer", "%s: snapshot %s ignored: written for another informer (%.300s); listing",
+            what, path, h->identity);
+    rc = -EINVAL;
+  } else if (strcmp(h->cluster, inf->snap_cluster) != 0) {
+    kc_warn("informer", "%s: snapshot %s ignored: of another cluster (%.200s, now %.200s); listing",
+            what, path, h->cluster, inf->snap_cluster);
+    rc = -EINVAL;
+  } else if (inf->snap_max_age_ms && (age < -60000 || (uint64_t)(age > 0 ? age : 0) > inf->snap_max_age_ms)) {
+    kc_info("informer", "%s: snapshot %s not used: written %" PRId64 " s ago, past snapshotMaxAge "
+            "(%" PRIu64 " s); listing", what, path, age / 1000, inf->snap_max_age_ms / 1000);
+    rc = -ESTALE;
+  }
+  if (rc < 0) {
+    if (fd >= 0) close(fd);
+    free(h);
+    return kc_reflector_start(p->reflector);
+  }
+  kc_info("informer", "%s: warm start from snapshot %s (%" PRIu64 " objects at resourceVersion %s, "
+          "written %" PRId64 " s ago by kctrld %s)", what, path, h->objects, h->resource_version,
+          age / 1000, h->kctrld_version);
+  kc_reflector_restore src = {.fd = fd, .path = path, .body_bytes = h->body_bytes,
+                              .objects = h->objects, .body_crc32c = h->body_crc32c,
+                              .resource_version = h->resource_version};
+  rc = kc_reflector_start_restored(p->reflector, &src); /* owns fd now */
+  free(h);
+  if (rc == -ENOMEM || rc == -EINVAL) return kc_reflector_start(p->reflector);
+  return rc;
+}
+
+int kc_informer_save_snapshots(kc_informer *inf) {
+  if (!inf->snap_dir || inf->closing) return 0;
+  if (inf->shard_selector) {
+    kc_info("informer", "%s: no snapshot: its content follows the shard ranges held",
+            inf->resource_name);
+    return 0;
+  }
+  int written = 0, first_err = 0;
+  kc_obj_vec all = {0};
+  for (size_t i = 0; i < inf->nparts; i++) {
+    part *p = &inf->parts[i];
+    const char *what = kc_reflector_describe(p->reflector);
+    const char *rv = kc_reflector_snapshot_point(p->reflector);
+    if (!rv) {
+      kc_info("informer", "%s: no snapshot written: not synced", what);
+      continue;
+    }
+    uint64_t t0 = uv_hrtime();
+    kc_buf id = {0};
+    char name[64], why[600] = "";
+    kc_snapfile_writer *w = NULL;
+    kc_snapfile_header *h = calloc(1, sizeof *h);
+    int rc = !h ? -ENOMEM : part_identity(p, &id);
+    if (rc == 0) rc = part_snapshot_name(id.p, name, sizeof name);
+    if (rc == 0) {
+      snprintf(h->kctrld_version, sizeof h->kctrld_version, "%s", KCTRLD_VERSION);
+      snprintf(h->cluster, sizeof h->cluster, "%s", inf->snap_cluster);
+      h->identity_hash = kc_hash_str(id.p);
+      snprintf(h->identity, sizeof h->identity, "%s", id.p);
+      for (char *c = h->identity; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?'; /* readable form only */
+      kc_obj_vec_clear(&all);
+      rc = kc_store_list(p->store, (kc_str){0}, NULL, &all);
+      if (rc >= 0) rc = kc_snapfile_create(inf->snap_dir, name, rv, &w, why, sizeof why);
+    }
+    for (size_t j = 0; rc >= 0 && j < all.n; j++) rc = kc_snapfile_add(w, all.v[j]);
+    uint64_t bytes = 0;
+    if (rc >= 0) {
+      rc = kc_snapfile_commit(w, h, &bytes, why, sizeof why);
+    } else {
+      kc_snapfile_abort(w);
+    }
+    if (rc < 0) {
+      kc_error("informer", "%s: cannot write its snapshot in %s: %s", what, inf->snap_dir,
+               why[0] ? why : strerror(-rc));
+      if (!first_err) first_err = rc;
+    } else {
+      written++;
+      kc_info("informer", "%s: snapshot %s/%s: %zu objects at resourceVersion %s, %" PRIu64
+              " bytes, written in %.1f ms", what, inf->snap_dir, name, all.n, rv, bytes,
+              (double)(uv_hrtime() - t0) / 1e6);
+    }
+    kc_obj_vec_clear(&all);
+    kc_buf_free(&id);
+    free(h);
+  }
+  kc_obj_vec_release(&all);
+  return first_err ? first_err : written;
+}
+
 int kc_informer_start(kc_informer *inf) {
   for (size_t i = 0; i < inf->nparts; i++) {
-    int rc = kc_reflector_start(inf->parts[i].reflector);
+    int rc = part_start(&inf->parts[i]);
     if (rc < 0 && rc != -EALREADY) return rc;
   }
+  inf->started = true;
   if (inf->spec->resync_ms > 0)
     uv_timer_start(&inf->resync, on_resync, (uint64_t)inf->spec->resync_ms,
                    (uint64_t)inf->spec->resync_ms);
@@ -284,6 +442,7 @@ static void on_resync_closed(uv_handle_t *h) {
   free(inf->handlers);
   free(inf->api_path), free(inf->resource), free(inf->resource_name);
   free(inf->shard_selector);
+  free(inf->snap_dir), free(inf->snap_cluster);
   free(inf);
 }
 
@@ -483,6 +642,9 @@ void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out) {
     out->streaming_fallbacks += rs->streaming_fallbacks;
     out->decode_pauses += rs->decode_pauses;
     out->rejected += rs->rejected;
+    out->restores += rs->restores;
+    out->restored += rs->restored;
+    out->restore_failures += rs->restore_failures;
     if (i == 0) memcpy(out->resource_version, rs->resource_version, sizeof out->resource_version);
   }
 }

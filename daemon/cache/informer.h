@@ -148,12 +148,37 @@ typedef struct kc_informer_stats {
   uint64_t identity_checks, identity_changes; /* reflector.h "Cluster identity" */
   uint64_t consistency_checks, consistency_diffs, consistency_skipped; /* consistency.h */
   uint64_t streaming_lists, streaming_attempts, streaming_fallbacks, decode_pauses;
+  uint64_t restores, restored, restore_failures; /* reflector.h "Warm start" */
   char resource_version[64]; /* last seen (of the first reflector) */
 } kc_informer_stats;
 void kc_informer_stats_get(kc_informer *inf, kc_informer_stats *out);
 /* A new credential is in use: every reflector of the informer that waits
  * after a 401/403 retries at once (reflector.h). Loop thread. */
 void kc_informer_credentials_changed(kc_informer *inf);
+
+/* Snapshots (docs/design.md "Snapshots and warm restarts"): each part
+ * (one reflector and its store) has its own file in `dir`, named by the
+ * hash of its identity (the config's informer identity: apiVersion, kind,
+ * namespaces, selectors, transform, metadataOnly; and the part's
+ * namespace). kc_informer_start reads a part's file when there is one whose
+ * identity, format and cluster match and whose age is within max_age_ms,
+ * and warm-starts the part's reflector from it (reflector.h "Warm start");
+ * anything else is logged (a warning naming the file and the reason, an
+ * info line for a missing or too old one) and the part lists as usual.
+ * Informers with a shard selector neither read nor write snapshots (their
+ * content depends on the ranges held). */
+typedef struct kc_informer_snapshots {
+  const char *dir;      /* NULL or "": off */
+  const char *cluster;  /* the cluster identity snapshots are bound to */
+  uint64_t max_age_ms;  /* 0: no bound */
+} kc_informer_snapshots;
+/* Before kc_informer_start; strings copied. 0 or -ENOMEM. */
+int kc_informer_set_snapshots(kc_informer *inf, const kc_informer_snapshots *s);
+/* Writes each synced part's snapshot now (snapfile.h "Writing"), on the
+ * calling (loop) thread, logging each file's size and write time. Returns
+ * the number of files written, or the first error (a part that failed is
+ * logged and the others are still written). */
+int kc_informer_save_snapshots(kc_informer *inf);
 
 /* --- Test seam: for tests only, not called by the daemon --- */
 /* Starts a consistency check of every part now:
