@@ -73,6 +73,10 @@ static const kc_cli_flag daemon_flags[] = {
      "warn instead of refusing files others can write (see \"File permissions\"); not for "
      "production.",
      KC_CLI_INSECURE_PERMS, false},
+    {"state-directory", 0, required_argument, " DIR", "stateDirectory, off",
+     "keep each informer's cache in DIR at a clean stop and start from it (see \"State "
+     "directory\").",
+     KC_CLI_STATE_DIRECTORY, false},
     {"check-config", 0, required_argument, " FILE", "", "the same as kctrld check-config FILE.",
      KC_CLI_CHECK_CONFIG, true},
     {"online", 0, no_argument, "", "off", "with --check-config: the same as kctrld check-config --online.",

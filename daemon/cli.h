@@ -42,6 +42,7 @@ enum kc_cli_flag_id {
   KC_CLI_FAIL_FAST,
   KC_CLI_DRY_RUN,
   KC_CLI_INSECURE_PERMS,
+  KC_CLI_STATE_DIRECTORY,
   KC_CLI_CHECK_CONFIG, /* alias of `kctrld check-config FILE` */
   KC_CLI_ONLINE,       /* check-config: ask the API server too */
   KC_CLI_VERSION,      /* alias of `kctrld version` */

@@ -35,6 +35,7 @@ typedef struct kc_daemon_options {
    * the file (the rest of leaderElection: applies either way). */
   int leader_elect;
   const char *identity;     /* --identity */
+  const char *state_directory; /* --state-directory, overrides stateDirectory */
   enum kc_log_level log_level; /* 0 = from the config file */
   enum kc_log_format log_format; /* --log-format; 0 = from the config file */
   /* --fail-fast: a controller whose plugin does not load or whose init

@@ -115,6 +115,7 @@ struct kc_daemon {
   char identity[320]; /* the replica identity (leader election's; sharding uses it too) */
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
+  bool state_dir_unusable; /* the state directory could not be made: snapshots off */
   /* Metrics, health endpoints and sd_notify (daemon/ops/ops.h); the arrays are
    * scratch space for the view, rebuilt on each request. */
   kc_ops *ops;

@@ -114,6 +114,7 @@ static bool daemon_flags(const kc_cli_command *cmd, int argc, char **argv, kc_da
       break;
     }
     case KC_CLI_IDENTITY: o->identity = arg; break;
+    case KC_CLI_STATE_DIRECTORY: o->state_directory = arg; break;
     case KC_CLI_LOG_LEVEL: {
       enum kc_log_level lvl;
       if (kc_log_parse_level(arg, &lvl) < 0) {

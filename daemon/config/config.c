@@ -324,6 +324,8 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
       FIELD_RANGE("authFailureReadinessTimeout", F_DURATION, kc_config, auth_failure_readiness_ms, 0,
                   86400000),
       FIELD("dryRun", F_BOOL, kc_config, dry_run),
+      FIELD("stateDirectory", F_PATH, kc_config, state_directory),
+      FIELD_RANGE("snapshotMaxAge", F_DURATION, kc_config, snapshot_max_age_ms, 0, 7 * 86400000LL),
       CUSTOM("informers"),
       CUSTOM("controllers"),
   };
@@ -457,6 +459,7 @@ static void config_set_defaults(kc_config *cfg) {
   cfg->shutdown_timeout_ms = KC_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   cfg->decode_threads = -1;
   cfg->auth_failure_readiness_ms = KC_DEFAULT_AUTH_FAILURE_READINESS_MS;
+  cfg->snapshot_max_age_ms = KC_DEFAULT_SNAPSHOT_MAX_AGE_MS;
 }
 
 void kc_config_free(kc_config *cfg) {

@@ -58,6 +58,7 @@
 #define KC_DEFAULT_BURST 100
 #define KC_DEFAULT_SHUTDOWN_TIMEOUT_MS (30 * 1000)
 #define KC_DEFAULT_AUTH_FAILURE_READINESS_MS (30 * 1000)
+#define KC_DEFAULT_SNAPSHOT_MAX_AGE_MS (60 * 60 * 1000)
 
 enum kc_streaming_list {
   KC_STREAMING_AUTO = 0, /* use sendInitialEvents when the server supports it */
@@ -295,6 +296,11 @@ typedef struct kc_config {
   /* authFailureReadinessTimeout: /readyz fails once every API request has
    * got 401/403 (or no answer) for this long; 0 = never. */
   int64_t auth_failure_readiness_ms;
+  /* stateDirectory: where informers keep their snapshots for warm restarts
+   * (docs/operations.md "State directory"); NULL: off. snapshotMaxAge: an
+   * older snapshot is not used (0 = no bound). */
+  const char *state_directory;
+  int64_t snapshot_max_age_ms;
   const kc_informer_spec *informers; /* explicit ones in file order, then implicit */
   size_t ninformers;
   const kc_controller_spec *controllers;
@@ -364,6 +370,7 @@ enum kc_global_field {
   KC_GLOBAL_DECODE_THREADS = 1u << 5,
   KC_GLOBAL_LOG_FORMAT = 1u << 6,
   KC_GLOBAL_AUTH_READINESS = 1u << 7,
+  KC_GLOBAL_STATE_DIRECTORY = 1u << 8, /* stateDirectory or snapshotMaxAge */
 };
 
 typedef struct kc_config_change {

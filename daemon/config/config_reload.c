@@ -162,6 +162,9 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
   if (oc->decode_threads != nc->decode_threads) d->global |= KC_GLOBAL_DECODE_THREADS;
   if (oc->auth_failure_readiness_ms != nc->auth_failure_readiness_ms)
     d->global |= KC_GLOBAL_AUTH_READINESS;
+  if (!str_eq(oc->state_directory, nc->state_directory) ||
+      oc->snapshot_max_age_ms != nc->snapshot_max_age_ms)
+    d->global |= KC_GLOBAL_STATE_DIRECTORY;
   *out = d;
   return 0;
 }
@@ -224,7 +227,7 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
     kc_buf_puts(&b, "; global:");
     static const char *const gnames[] = {"kubeconfig", "leaderElection", "metrics", "logLevel",
                                          "shutdownTimeout", "decodeThreads", "logFormat",
-                                         "authFailureReadinessTimeout"};
+                                         "authFailureReadinessTimeout", "stateDirectory"};
     for (size_t k = 0; k < sizeof gnames / sizeof gnames[0]; k++)
       if (d->global & (1u << k)) {
         kc_buf_puts(&b, " ");

@@ -545,9 +545,11 @@ int kc_ops_informers_json(const kc_ops_view *v, kc_buf *out) {
                    ",\"lists\":%" PRIu64 ",\"watches\":%" PRIu64 ",\"relists\":%" PRIu64 ",\"events\":%" PRIu64
                    ",\"errors\":%" PRIu64 ",\"backlog\":%" PRIu64 ",\"streamingLists\":%" PRIu64
                    ",\"streamingListAttempts\":%" PRIu64 ",\"streamingListFallbacks\":%" PRIu64
-                   ",\"decodePauses\":%" PRIu64 "}",
+                   ",\"decodePauses\":%" PRIu64 ",\"snapshotRestores\":%" PRIu64
+                   ",\"snapshotObjects\":%" PRIu64 ",\"snapshotFailures\":%" PRIu64 "}",
                    st.lists, st.watches, st.relists, st.events, st.errors, backlog[i], st.streaming_lists,
-                   st.streaming_attempts, st.streaming_fallbacks, st.decode_pauses);
+                   st.streaming_attempts, st.streaming_fallbacks, st.decode_pauses, st.restores,
+                   st.restored, st.restore_failures);
   }
   kc_buf_puts(out, v->ninformers ? "\n]\n" : "]\n");
   free(backlog);
