@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Warm restarts from the state directory (docs/operations.md "State
+directory"): kctrld started with --state-directory against kube-apisim with
+20,000 ConfigMaps, stopped with SIGTERM and started again
+
+- syncs from its snapshot with no LIST and no initial-events watch (the
+  simulator's request log), resumes with a WATCH from the snapshot's
+  resourceVersion, sees a ConfigMap created while it was down, and its
+  controller reconciles every cached key once more;
+- after a compaction while it was down (its resourceVersion gone from the
+  history) lists exactly once;
+- ignores a corrupted snapshot with a warning naming the file and lists.
+"""
+import glob
+import json
+import os
+import re
+import stat
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "plugins", "common"))
+import itest  # noqa: E402
+import taplib  # noqa: E402
+
+N = 20000
+
+CONFIG = """
+logLevel: info
+metrics: { bindAddress: "127.0.0.1:0" }
+informers:
+  - { apiVersion: v1, kind: ConfigMap }
+controllers:
+  - name: ttl
+    plugin: %s
+    for: { apiVersion: v1, kind: ConfigMap }
+    workers: 2
+    settings:
+      kinds: [ { apiVersion: v1, kind: ConfigMap } ]
+"""
+
+
+def config():
+    return CONFIG % itest.plugin_path("ttl")
+
+
+def cm_requests(sim):
+    """(lists, initial-events watches, plain watches) of ConfigMaps since the counters' reset."""
+    code, _, body = sim.request("GET", "/_apisim/requests")
+    assert code == 200
+    lists = streams = watches = 0
+    for r in json.loads(body)["requests"]:
+        if "/configmaps" not in (r.get("path") or "") or r.get("method") != "GET":
+            continue
+        q = r.get("query") or ""
+        if "watch=true" in q or r.get("verb") == "watch":
+            if "sendInitialEvents=true" in q:
+                streams += 1
+            else:
+                watches += 1
+        elif r.get("verb") == "list":
+            lists += 1
+    return lists, streams, watches
+
+
+def informer(k):
+    import urllib.request
+    url = "http://127.0.0.1:%d/debug/informers" % k.metrics_port()
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return [i for i in json.loads(r.read()) if i["kind"] == "ConfigMap"][0]
+
+
+def synced(k, objects):
+    i = informer(k)
+    return i["synced"] and i["objects"] == objects and i
+
+
+def reconciles(k):
+    return k.metric(k.scrape(), "controller_runtime_reconcile_total", 'controller="ttl"')
+
+
+def create_cm(sim, name):
+    sim.json("POST", "/api/v1/namespaces/default/configmaps",
+             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"},
+              "data": {"k": "v"}}, expect=201)
+
+
+def run(sim, state, what, objects):
+    """A kctrld that syncs `objects` ConfigMaps; returns it running."""
+    k = taplib.Kctrld(config(), kubeconfig=sim.kubeconfig, args=["--state-directory", state])
+    taplib.wait_for(lambda: synced(k, objects), timeout=60, what=what)
+    return k
+
+
+def stop(k):
+    assert k.stop() == 0, k.log()[-3000:]
+    return k.log()
+
+
+def test_warm_restart():
+    itest.require_binaries("ttl")
+    state = os.path.join(tempfile.mkdtemp(prefix="kctrld-state-"), "state")
+    with taplib.Apisim("--generate", "configmaps=%d" % N) as sim:
+        base = len(sim.json("GET", "/api/v1/configmaps")[1]["items"])  # generated + any defaults
+        k = run(sim, state, "the cold sync", base)
+        log = stop(k)
+        m = re.search(r"snapshot (\S+): (\d+) objects at resourceVersion (\d+), (\d+) bytes, written in", log)
+        assert m and int(m.group(2)) == base, log[-3000:]
+        path, snap_rv = m.group(1), m.group(3)
+        st = os.stat(path)
+        assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+        assert stat.S_IMODE(os.stat(state).st_mode) == 0o700, oct(os.stat(state).st_mode)
+        assert not glob.glob(os.path.join(state, ".*")), os.listdir(state)  # no temporary file left
+
+        # Created while kctrld is down: the resumed watch brings it.
+        create_cm(sim, "made-while-down")
+        sim.control("DELETE", "counters")
+        k = run(sim, state, "the warm start", base + 1)
+        lists, streams, watches = cm_requests(sim)
+        assert (lists, streams) == (0, 0), (lists, streams, k.log()[-3000:])
+        assert watches >= 1
+        code, _, body = sim.request("GET", "/_apisim/requests")
+        first_watch = [r for r in json.loads(body)["requests"]
+                       if "/configmaps" in r.get("path", "") and "watch=true" in (r.get("query") or "")][0]
+        assert "resourceVersion=%s&" % snap_rv in first_watch["query"], first_watch
+        i = informer(k)
+        assert i["snapshotRestores"] == 1 and i["snapshotObjects"] == base, i
+        # Every cached key is reconciled once after the warm start, as after a list.
+        taplib.wait_for(lambda: reconciles(k) >= base + 1, timeout=60, what="every key reconciled")
+        assert "warm start from snapshot " + path in k.log()
+        stop(k)
+
+
+def test_compacted_while_down_lists_once():
+    itest.require_binaries("ttl")
+    state = os.path.join(tempfile.mkdtemp(prefix="kctrld-state-"), "state")
+    with taplib.Apisim("--generate", "configmaps=2000") as sim:
+        base = len(sim.json("GET", "/api/v1/configmaps")[1]["items"])
+        stop(run(sim, state, "the cold sync", base))
+        create_cm(sim, "made-while-down")
+        sim.control("POST", "compact")
+        sim.control("DELETE", "counters")
+        k = run(sim, state, "the sync after the compaction", base + 1)
+        lists, streams, _ = cm_requests(sim)
+        assert lists + streams == 1, (lists, streams, k.log()[-3000:])
+        stop(k)
+
+
+def test_corrupt_snapshot_ignored():
+    itest.require_binaries("ttl")
+    state = os.path.join(tempfile.mkdtemp(prefix="kctrld-state-"), "state")
+    with taplib.Apisim("--generate", "configmaps=500") as sim:
+        base = len(sim.json("GET", "/api/v1/configmaps")[1]["items"])
+        stop(run(sim, state, "the cold sync", base))
+        (path,) = glob.glob(os.path.join(state, "*.snapshot"))
+        with open(path, "r+b") as f:  # one bit of the body flipped
+            f.seek(os.path.getsize(path) // 2)
+            b = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([b[0] ^ 0x01]))
+        sim.control("DELETE", "counters")
+        k = run(sim, state, "the sync after the corrupt snapshot", base)
+        log = k.log()
+        assert re.search(r"warn .*snapshot %s ignored: body checksum mismatch" % re.escape(path), log), log[-3000:]
+        lists, streams, _ = cm_requests(sim)
+        assert lists + streams >= 1
+        assert informer(k)["snapshotFailures"] == 1
+        stop(k)
+
+
+if __name__ == "__main__":
+    taplib.run_tests(globals())
