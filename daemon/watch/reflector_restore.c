@@ -165,7 +165,12 @@ static void restore_step(uv_timer_t *t) {
       r->restore.waiting = true; /* restore_resume feeds the same piece again */
       return;
     }
-    if (rc < 0) return; /* done() reports the failure */
+    if (rc < 0) {
+      /* Inline decoding reports the error here; done() may not follow. */
+      restore_fail(r, "its body does not decode: %s",
+                   kc_dstream_error(r->stream)[0] ? kc_dstream_error(r->stream) : strerror(-rc));
+      return;
+    }
     fed += r->restore.chunk_len;
     r->restore.chunk_len = 0;
   }
