@@ -79,8 +79,10 @@ static int find_res(const fakeapi *f, const char *resource) {
 }
 
 /* "/api/v1/namespaces/NS/R" or "/api/v1/R" -> resource index and ns ("" =
- * all). -1 when not served. */
-static int parse_path(const fakeapi *f, const char *path, char *ns, size_t cap) {
+ * all); with "/NAME" after R, *name points at NAME (else NULL). -1 when not
+ * served. */
+static int parse_path(const fakeapi *f, const char *path, char *ns, size_t cap, const char **name) {
+  *name = NULL;
   for (unsigned i = 0; i < f->nres; i++) {
     size_t n = strlen(f->res[i].api_path);
     if (strncmp(path, f->res[i].api_path, n) != 0) continue;
@@ -94,8 +96,26 @@ static int parse_path(const fakeapi *f, const char *path, char *ns, size_t cap) 
       rest = slash;
     }
     if (rest[0] == '/' && strcmp(rest + 1, f->res[i].resource) == 0) return (int)i;
+    size_t rl = strlen(f->res[i].resource);
+    if (rest[0] == '/' && strncmp(rest + 1, f->res[i].resource, rl) == 0 && rest[1 + rl] == '/' &&
+        rest[2 + rl] && !strchr(rest + 2 + rl, '/')) {
+      *name = rest + 2 + rl;
+      return (int)i;
+    }
   }
   return -1;
+}
+
+/* GET of one object (the reflector's history check reads a few). */
+static void serve_get(fakeapi *f, unsigned res, const char *ns, const char *name,
+                      mini_server_reply *reply) {
+  for (size_t i = 0; i < f->nobjs; i++)
+    if (f->objs[i].res == res && strcmp(f->objs[i].ns, ns) == 0 && strcmp(f->objs[i].name, name) == 0) {
+      reply->body = own(f, xstrdup(f->objs[i].json));
+      return;
+    }
+  reply->status = 404;
+  reply->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404}";
 }
 
 static bool in_scope(unsigned res, const char *ns, unsigned want_res, const char *want_ns) {
@@ -185,8 +205,11 @@ static void handler(const mini_server_request *rq, mini_server_reply *reply, voi
   fakeapi *f = ud;
   char ns[128];
   pthread_mutex_lock(&f->mu);
-  int res = strcmp(rq->method, "GET") == 0 ? parse_path(f, rq->path, ns, sizeof ns) : -1;
-  if (res < 0) {
+  const char *name = NULL;
+  int res = strcmp(rq->method, "GET") == 0 ? parse_path(f, rq->path, ns, sizeof ns, &name) : -1;
+  if (res >= 0 && name) {
+    serve_get(f, (unsigned)res, ns, name, reply);
+  } else if (res < 0) {
     reply->status = 404;
     reply->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":404}";
   } else {

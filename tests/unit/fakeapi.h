@@ -3,7 +3,8 @@
  * informer and the controller (tests/unit/test_informer.c,
  * test_controller.c), on mini_server.h.
  *
- * It serves LIST and WATCH (nothing else) of the resources given at start,
+ * It serves LIST, WATCH and GET of one object (nothing else) of the
+ * resources given at start,
  * namespaced, from one store with one resourceVersion counter, as the real
  * server does: a LIST answers the current objects of the namespace (or of
  * all namespaces) with the current resourceVersion and no pages; a WATCH

@@ -211,6 +211,8 @@ static bool same_config(const kc_config *a, const kc_config *b) {
       x->renew_deadline_ms != y->renew_deadline_ms || x->retry_period_ms != y->retry_period_ms ||
       strcmp(a->metrics_bind, b->metrics_bind) || a->log_level != b->log_level || a->log_format != b->log_format ||
       a->shutdown_timeout_ms != b->shutdown_timeout_ms || a->decode_threads != b->decode_threads ||
+      a->auth_failure_readiness_ms != b->auth_failure_readiness_ms ||
+      a->snapshot_max_age_ms != b->snapshot_max_age_ms || !a->state_directory != !b->state_directory ||
       a->ninformers != b->ninformers || a->ncontrollers != b->ncontrollers ||
       a->sharding.shards != b->sharding.shards || a->sharding.key != b->sharding.key ||
       strcmp(a->sharding.lease_namespace, b->sharding.lease_namespace) ||
@@ -358,10 +360,10 @@ static void test_documented_defaults(void **state) {
     }
   }
   free(doc);
-  /* Every row with a value: 7 top level, 6 leaderElection, 5 sharding,
+  /* Every row with a value: 8 top level, 6 leaderElection, 5 sharding,
    * 1 metrics, 7 informers, 6 controllers, 4 rateLimit, 1 hook style, 4 hook
    * exec, 4 hook webhook. */
-  assert_int_equal(checked, 45);
+  assert_int_equal(checked, 46);
 }
 
 static void test_top_level_errors(void **state) {
@@ -373,7 +375,7 @@ static void test_top_level_errors(void **state) {
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
         "sharding, metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, "
-        "authFailureReadinessTimeout, dryRun, informers, controllers)");
+        "authFailureReadinessTimeout, dryRun, stateDirectory, snapshotMaxAge, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
   fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
