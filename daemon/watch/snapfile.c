@@ -27,19 +27,20 @@ static bool clean_value(const char *s) {
 }
 
 int kc_snapfile_render_header(const kc_snapfile_header *h, char *buf, char *why, size_t cap) {
-  const char *vals[] = {h->kctrld_version, h->cluster, h->identity, h->resource_version};
-  const char *names[] = {"kctrld-version", "cluster", "identity", "resource-version"};
-  for (size_t i = 0; i < 4; i++)
+  const char *vals[] = {h->kctrld_version, h->cluster, h->cluster_uid, h->identity,
+                        h->resource_version};
+  const char *names[] = {"kctrld-version", "cluster", "cluster-uid", "identity", "resource-version"};
+  for (size_t i = 0; i < 5; i++)
     if (!clean_value(vals[i])) {
       WHY("the %s holds a control character", names[i]);
       return -EINVAL;
     }
   int n = snprintf(buf, KC_SNAPFILE_HEADER_BYTES,
                    KC_SNAPFILE_MAGIC "%" PRIu32 "\n"
-                   "kctrld-version: %s\ncluster: %s\nidentity-hash: %016" PRIx64 "\n"
+                   "kctrld-version: %s\ncluster: %s\ncluster-uid: %s\nidentity-hash: %016" PRIx64 "\n"
                    "identity: %s\nresource-version: %s\nwritten-unix-ms: %" PRId64 "\n"
                    "objects: %" PRIu64 "\nbody-bytes: %" PRIu64 "\nbody-crc32c: %08" PRIx32 "\n",
-                   h->format, h->kctrld_version, h->cluster, h->identity_hash, h->identity,
+                   h->format, h->kctrld_version, h->cluster, h->cluster_uid, h->identity_hash, h->identity,
                    h->resource_version, h->written_unix_ms, h->objects, h->body_bytes,
                    h->body_crc32c);
   /* header-crc32c line (29 bytes), the empty line and at least the final newline */
@@ -78,10 +79,10 @@ static bool take_u64(const char *v, size_t n, int base, uint64_t *out) {
   return true;
 }
 
-enum { K_VERSION, K_CLUSTER, K_IDHASH, K_IDENTITY, K_RV, K_WRITTEN, K_OBJECTS, K_BYTES, K_BODYCRC,
+enum { K_VERSION, K_CLUSTER, K_CLUSTER_UID, K_IDHASH, K_IDENTITY, K_RV, K_WRITTEN, K_OBJECTS, K_BYTES, K_BODYCRC,
        K_HEADERCRC, K_N };
 static const char *const key_names[K_N] = {
-    "kctrld-version", "cluster", "identity-hash", "identity", "resource-version",
+    "kctrld-version", "cluster", "cluster-uid", "identity-hash", "identity", "resource-version",
     "written-unix-ms", "objects", "body-bytes", "body-crc32c", "header-crc32c"};
 
 int kc_snapfile_parse_header(const char *buf, size_t len, kc_snapfile_header *h, char *why,
@@ -133,6 +134,7 @@ int kc_snapfile_parse_header(const char *buf, size_t len, kc_snapfile_header *h,
     switch (k) {
     case K_VERSION: ok = take_str(v, n, h->kctrld_version, sizeof h->kctrld_version); break;
     case K_CLUSTER: ok = take_str(v, n, h->cluster, sizeof h->cluster); break;
+    case K_CLUSTER_UID: ok = take_str(v, n, h->cluster_uid, sizeof h->cluster_uid); break;
     case K_IDHASH: ok = n == 16 && take_u64(v, n, 16, &h->identity_hash); break;
     case K_IDENTITY: ok = take_str(v, n, h->identity, sizeof h->identity); break;
     case K_RV: ok = n > 0 && take_str(v, n, h->resource_version, sizeof h->resource_version); break;

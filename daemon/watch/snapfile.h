@@ -7,7 +7,9 @@
  * Layout: a header block of exactly KC_SNAPFILE_HEADER_BYTES, then the body.
  *   - The header is text, one "key: value" line each, in this order:
  *       kctrld-snapshot FORMAT   (first line; FORMAT = KC_SNAPFILE_FORMAT)
- *       kctrld-version, cluster, identity-hash (16 hex digits), identity,
+ *       kctrld-version, cluster, cluster-uid (the kube-system Namespace's
+ *       uid, client/clusterid.h; empty when unknown), identity-hash (16 hex
+ *       digits), identity,
  *       resource-version, written-unix-ms, objects, body-bytes,
  *       body-crc32c (8 hex digits), header-crc32c (8 hex digits, last: the
  *       CRC-32C of every header byte before its line)
@@ -48,7 +50,8 @@
 typedef struct kc_snapfile_header {
   uint32_t format;            /* KC_SNAPFILE_FORMAT */
   char kctrld_version[64];
-  char cluster[512];          /* which cluster the objects came from */
+  char cluster[512];          /* the API server the objects came from */
+  char cluster_uid[64];       /* the cluster identity (clusterid.h); "" when unknown */
   uint64_t identity_hash;     /* hash of the canonical identity of the scope */
   char identity[2048];        /* its readable form (informational) */
   char resource_version[64];
