@@ -51,6 +51,7 @@ struct kc_informer {
   enum kc_informer_cause cause; /* of the delivery under way (kc_informer_cause) */
   bool started;
   char *snap_dir, *snap_cluster; /* kc_informer_set_snapshots; NULL: off */
+  kc_clusterid *clusterid;       /* kc_informer_set_cluster_identity; NULL: none */
   uint64_t snap_max_age_ms;
 };
 
@@ -347,7 +348,8 @@ static int part_start(part *p) {
           age / 1000, h->kctrld_version);
   kc_reflector_restore src = {.fd = fd, .path = path, .body_bytes = h->body_bytes,
                               .objects = h->objects, .body_crc32c = h->body_crc32c,
-                              .resource_version = h->resource_version};
+                              .resource_version = h->resource_version,
+                              .cluster_uid = h->cluster_uid};
   rc = kc_reflector_start_restored(p->reflector, &src); /* owns fd now */
   free(h);
   if (rc == -ENOMEM || rc == -EINVAL) return kc_reflector_start(p->reflector);
@@ -381,6 +383,11 @@ int kc_informer_save_snapshots(kc_informer *inf) {
     if (rc == 0) {
       snprintf(h->kctrld_version, sizeof h->kctrld_version, "%s", KCTRLD_VERSION);
       snprintf(h->cluster, sizeof h->cluster, "%s", inf->snap_cluster);
+      if (inf->clusterid) {
+        kc_clusterid_stats cs;
+        kc_clusterid_stats_get(inf->clusterid, &cs);
+        snprintf(h->cluster_uid, sizeof h->cluster_uid, "%s", cs.uid);
+      }
       h->identity_hash = kc_hash_str(id.p);
       snprintf(h->identity, sizeof h->identity, "%s", id.p);
       for (char *c = h->identity; *c; c++)
@@ -503,6 +510,7 @@ void kc_informer_rebind(kc_informer *inf, const kc_informer_spec *spec) {
 }
 
 int kc_informer_set_cluster_identity(kc_informer *inf, kc_clusterid *id) {
+  inf->clusterid = id;
   for (size_t i = 0; i < inf->nparts; i++) {
     int rc = kc_reflector_set_cluster_identity(inf->parts[i].reflector, id);
     if (rc < 0) return rc;

@@ -162,7 +162,9 @@ void kc_informer_credentials_changed(kc_informer *inf);
  * namespaces, selectors, transform, metadataOnly; and the part's
  * namespace). kc_informer_start reads a part's file when there is one whose
  * identity, format and cluster match and whose age is within max_age_ms,
- * and warm-starts the part's reflector from it (reflector.h "Warm start");
+ * and warm-starts the part's reflector from it (reflector.h "Warm start",
+ * which also holds the snapshot's cluster identity against the server's
+ * when the informer has kc_informer_set_cluster_identity);
  * anything else is logged (a warning naming the file and the reason, an
  * info line for a missing or too old one) and the part lists as usual.
  * Informers with a shard selector neither read nor write snapshots (their

@@ -702,6 +702,7 @@ int kc_reflector_set_cluster_identity(kc_reflector *r, kc_clusterid *id) {
   if (r->phase != PHASE_IDLE) return -EALREADY;
   kc_clusterid_leave(r->cluster);
   r->cluster = id ? kc_clusterid_join(id, refl_identity_changed, r) : NULL;
+  r->cluster_id = r->cluster ? id : NULL;
   return id && !r->cluster ? -ENOMEM : 0;
 }
 

@@ -117,11 +117,15 @@
  * and decoded like a list response (on a pool thread when the spec names a
  * pool); the objects are collected, never applied, until the last byte was
  * read and the body's checksum, the object count and the list's
- * resourceVersion match the header. Then they go to the sink in one
- * replace() (the same path as a relist: every object is an add), the
- * reflector is synced at the snapshot's resourceVersion, and it resumes as
- * after a connection failure: the history check first, then a WATCH from
- * that resourceVersion (no LIST, no initial-events watch). A 410 to that
+ * resourceVersion match the header, and, when the reflector is a member of
+ * the cluster identity check and the snapshot names its cluster's identity,
+ * the server's identity is that one (another: dropped; the server does not
+ * tell: used; the check cannot be made now: dropped, the list that follows
+ * waits out the trouble as any list does). Then they go to the sink, 1024
+ * per loop turn, as an incremental first list does (every object an add),
+ * the reflector is synced at the snapshot's resourceVersion, and it resumes
+ * as after a connection failure: the history check first, then a WATCH from
+ * that resourceVersion (no LIST of the content, no initial-events watch). A 410 to that
  * watch relists once, as any expired watch does. A snapshot that fails any
  * check is dropped with a warning naming the file and the reason, and the
  * reflector lists as kc_reflector_start does.
@@ -247,6 +251,8 @@ typedef struct kc_reflector_restore {
   uint64_t objects;
   uint32_t body_crc32c;
   const char *resource_version; /* the snapshot's; copied */
+  const char *cluster_uid;      /* the cluster identity it was written in; NULL or "":
+                                   unknown (copied) */
 } kc_reflector_restore;
 /* 0: reading (a failure later falls back to a LIST by itself); -EALREADY
  * when started; -ENOMEM, -EINVAL: nothing started, the caller calls

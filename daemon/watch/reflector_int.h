@@ -119,6 +119,7 @@ struct kc_reflector {
 
   /* cluster identity (clusterid.h); NULL: not checked */
   kc_clusterid_member *cluster;
+  kc_clusterid *cluster_id;  /* what `cluster` is a member of (its known uid) */
 
   /* history check (reflector_verify.c) */
   bool verify_history;   /* a connection failed: check before resuming the watch */
@@ -149,6 +150,7 @@ struct kc_reflector {
     uint64_t objects;     /* the count its header promises */
     uint32_t crc, want_crc;
     char rv[64];
+    char cluster_uid[64]; /* the snapshot's cluster identity; "": unknown */
     char *chunk;          /* a read piece the full stream refused: fed again on resume */
     size_t chunk_len;
     bool waiting;         /* the stream is full: wait for its resume */

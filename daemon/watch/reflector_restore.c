@@ -49,6 +49,7 @@ static void restore_fail(kc_reflector *r, const char *fmt, ...) {
           r->restore.path ? r->restore.path : "?", why);
   r->stats.restore_failures++;
   kc_timer_stop(&r->timer);
+  kc_clusterid_cancel(r->cluster);
   refl_reset_response(r);
   refl_clear_pending(r);
   refl_restore_stop(r);
@@ -93,6 +94,35 @@ static void restore_resume(void *ud) {
   kc_timer_start(&r->timer, restore_step, 0, 0);
 }
 
+/* Applied as an incremental first list is: a relist or close half-way
+ * leaves partial_applied set, so the next list replaces. */
+static void begin_apply(kc_reflector *r) {
+  kc_history_forget(&r->history);
+  r->incremental = true;
+  r->napplied = 0;
+  kc_timer_start(&r->timer, restore_apply, 0, 0);
+}
+
+/* The cluster identity check's answer for a checked snapshot. */
+static void restore_identity(void *ud, enum kc_clusterid_verdict v, const char *why) {
+  kc_reflector *r = ud;
+  if (r->phase != PHASE_RESTORE || r->incremental) return;
+  if (v == KC_CLUSTERID_RETRY || v == KC_CLUSTERID_AUTH) {
+    restore_fail(r, "the cluster identity cannot be confirmed now (%s)", why ? why : "");
+    return;
+  }
+  if (v == KC_CLUSTERID_SAME) {
+    kc_clusterid_stats st;
+    kc_clusterid_stats_get(r->cluster_id, &st);
+    if (st.uid[0] && strcmp(st.uid, r->restore.cluster_uid) != 0) {
+      restore_fail(r, "of another cluster (kube-system uid %s, the server's is %s)",
+                   r->restore.cluster_uid, st.uid);
+      return;
+    }
+  }
+  begin_apply(r); /* the same cluster, or a server that does not tell */
+}
+
 static void restore_done(void *ud, int rc) {
   kc_reflector *r = ud;
   if (r->phase != PHASE_RESTORE) return;
@@ -132,12 +162,14 @@ static void restore_done(void *ud, int rc) {
     }
     return;
   }
-  /* Applied as an incremental first list is: a relist or close half-way
-   * leaves partial_applied set, so the next list replaces. */
-  kc_history_forget(&r->history);
-  r->incremental = true;
-  r->napplied = 0;
-  kc_timer_start(&r->timer, restore_apply, 0, 0);
+  if (r->cluster && r->restore.cluster_uid[0]) {
+    /* Nothing is applied before the server is known to be the snapshot's
+     * cluster (restore_identity). */
+    if (kc_clusterid_check(r->cluster, restore_identity) < 0)
+      restore_fail(r, "the cluster identity cannot be asked for");
+    return;
+  }
+  begin_apply(r);
 }
 
 static void restore_step(uv_timer_t *t) {
@@ -205,6 +237,8 @@ int kc_reflector_start_restored(kc_reflector *r, const kc_reflector_restore *src
     return -ENOMEM;
   }
   snprintf(r->restore.rv, sizeof r->restore.rv, "%s", src->resource_version);
+  snprintf(r->restore.cluster_uid, sizeof r->restore.cluster_uid, "%s",
+           src->cluster_uid ? src->cluster_uid : "");
   r->restore.left = src->body_bytes;
   r->restore.objects = src->objects;
   r->restore.want_crc = src->body_crc32c;
