@@ -140,9 +140,9 @@ int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const ch
   return build_url(r, watch, false, rv, NULL, continue_token, with_limit, timeout_s, buf, cap);
 }
 
-int refl_list_url(const kc_reflector *r, const char *rv, const char *match, const char *cont,
-                  char *buf, size_t cap) {
-  return build_url(r, false, false, rv, match, cont, !r->no_limit, 0, buf, cap);
+int kc_reflector_list_url(const kc_reflector *r, const char *rv, const char *match,
+                          const char *cont, bool with_limit, char *buf, size_t cap) {
+  return build_url(r, false, false, rv, match, cont, with_limit, 0, buf, cap);
 }
 
 /* --- shared response plumbing -------------------------------------------- */

@@ -307,6 +307,13 @@ const char *kc_shard_support_name(enum kc_shard_support s); /* "unknown" "server
 int kc_reflector_url(const kc_reflector *r, bool watch, const char *rv, const char *continue_token,
                      bool with_limit, uint32_t timeout_s, char *buf, size_t cap);
 
+/* A LIST URL of the scope (selectors, shard selector as for lists): at rv
+ * (NULL or "": a consistent read) with resourceVersionMatch `match` (NULL:
+ * none), or continuing at `cont` (then without either); `limit` = the page
+ * size when with_limit. Length or -ENOSPC. */
+int kc_reflector_list_url(const kc_reflector *r, const char *rv, const char *match,
+                          const char *cont, bool with_limit, char *buf, size_t cap);
+
 /* --- Test seam: for tests only, not called by the daemon --- */
 const char *kc_reflector_shard_selector(const kc_reflector *r); /* NULL: none */
 

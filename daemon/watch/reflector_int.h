@@ -25,6 +25,7 @@
 #include "client/clusterid.h"
 #include "watch/decodepool.h"
 #include "watch/history.h"
+#include "watch/metalist.h"
 
 enum list_mode {
   LIST_INITIAL,    /* resourceVersion=0 with limit: any snapshot, served from cache */
@@ -126,14 +127,11 @@ struct kc_reflector {
   bool auth_rejected;    /* the last response was a 401/403: a new credential ends the wait */
   /* The LIST comparison: the scope's state at rv, page by page. */
   struct {
-    kc_dstream *stream;  /* the page's decoding */
-    bool http_done;
-    kc_api_result result;
+    kc_metalist list;
     size_t cached;       /* objects in the cache when the check began */
     size_t matched;      /* listed objects the cache holds as listed */
     bool differs;        /* decided: another history (why says where) */
     char why[1200];
-    char cont[1024];     /* the next page's continue token */
   } verify;
   /* Witnesses: [0] the cached object with the highest RV, the others a
    * uniform sample of the cached objects (reservoir over what the lists and
@@ -219,12 +217,6 @@ void refl_config_error_clear(kc_reflector *r);
  * Retry-After in ms, 0 = none. */
 void refl_backoff_then(kc_reflector *r, int next, uint64_t retry_after);
 
-/* Builds a LIST URL of the scope (selectors, limit = page size, the shard
- * selector as for lists): at rv with resourceVersionMatch `match` (NULL:
- * none), or continuing at `cont`. */
-int refl_list_url(const kc_reflector *r, const char *rv, const char *match, const char *cont,
-                  char *buf, size_t cap);
-
 /* ---- reflector_verify.c ---------------------------------------------------- */
 
 /* Resumes the watch at the last resourceVersion once the checks it needs
@@ -233,7 +225,7 @@ int refl_list_url(const kc_reflector *r, const char *rv, const char *match, cons
 void refl_resume_watch(kc_reflector *r);
 /* clusterid's on_change: relists. */
 void refl_identity_changed(void *ud, const char *old_uid, const char *new_uid);
-/* Closes the history check's LIST stream, if any. */
+/* Stops the history check's LIST, if any. */
 void refl_verify_reset(kc_reflector *r);
 
 /* ---- reflector_list.c ------------------------------------------------------ */

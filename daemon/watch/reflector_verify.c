@@ -20,6 +20,7 @@
 #include "kube/kurl.h"
 #include "watch/decodepool.h"
 #include "watch/history.h"
+#include "watch/metalist.h"
 
 static void start_history_check(kc_reflector *r);
 
@@ -90,19 +91,11 @@ void refl_resume_watch(kc_reflector *r) {
 
 /* --- the LIST comparison -------------------------------------------------------- */
 
-static const char *const VERIFY_TRIM[] = {"metadata.managedFields", "metadata.annotations",
-                                          "metadata.labels", "metadata.ownerReferences",
-                                          "metadata.finalizers"};
-
 static void fmt_key(char *buf, size_t cap, const kc_obj *o) {
   snprintf(buf, cap, "%.*s%s%.*s", (int)(kc_obj_namespace(o).len > 253 ? 253 : kc_obj_namespace(o).len),
            kc_obj_namespace(o).ptr ? kc_obj_namespace(o).ptr : "", kc_obj_namespace(o).len ? "/" : "",
            (int)(kc_obj_name(o).len > 253 ? 253 : kc_obj_name(o).len),
            kc_obj_name(o).ptr ? kc_obj_name(o).ptr : "");
-}
-
-static bool str_eq(kc_str a, kc_str b) {
-  return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
 /* One object of the server's state at r->rv: the cache must hold it as is. */
@@ -111,8 +104,8 @@ static int verify_item(void *ud, kc_obj *obj) {
   if (r->verify.differs) return 0;
   kc_obj *c = r->sink.get(r->sink.ud, r, kc_obj_namespace(obj), kc_obj_name(obj));
   char key[520];
-  if (!c || !str_eq(kc_obj_uid(c), kc_obj_uid(obj)) ||
-      !str_eq(kc_obj_resource_version(c), kc_obj_resource_version(obj))) {
+  if (!c || !kc_str_eq(kc_obj_uid(c), kc_obj_uid(obj)) ||
+      !kc_str_eq(kc_obj_resource_version(c), kc_obj_resource_version(obj))) {
     fmt_key(key, sizeof key, obj);
     if (!c)
       snprintf(r->verify.why, sizeof r->verify.why,
@@ -139,141 +132,64 @@ static int verify_item(void *ud, kc_obj *obj) {
   return 0;
 }
 
-static void verify_page_finished(kc_reflector *r, const kc_api_result *res, int rc);
+void refl_verify_reset(kc_reflector *r) { kc_metalist_cancel(&r->verify.list); }
 
-static void verify_stream_done(void *ud, int rc) {
-  kc_reflector *r = ud;
-  if (!r->verify.http_done) { /* decoding stopped while the response runs */
-    kc_api_cancel(r->req);
-    r->req = NULL;
-    memset(&r->verify.result, 0, sizeof r->verify.result);
-    r->verify.result.error = -ECANCELED;
-    r->verify.http_done = true;
-  }
-  kc_api_result res = r->verify.result;
-  verify_page_finished(r, &res, rc);
-}
-
-static void verify_stream_resume(void *ud) {
-  kc_reflector *r = ud;
-  kc_api_call_resume(r->req);
-}
-
-static int verify_on_response(kc_api_call *call, long status, void *ud) {
-  kc_reflector *r = ud;
-  static const kc_dstream_callbacks cbs = {.item = verify_item, .resume = verify_stream_resume,
-                                           .done = verify_stream_done};
-  static const kc_transform t = {.drop = VERIFY_TRIM,
-                                 .ndrop = sizeof VERIFY_TRIM / sizeof VERIFY_TRIM[0],
-                                 .metadata_only = true};
-  r->verify.stream = kc_dstream_new(r->pool, KC_DECODE_LIST, &t, &cbs, r, r->decode_budget);
-  r->verify.http_done = false;
-  return r->verify.stream ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
-}
-
-static int verify_on_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
-  kc_reflector *r = ud;
-  if (!r->verify.stream) return KC_HTTP_ABORT;
-  int rc = kc_dstream_feed(r->verify.stream, buf, len);
-  if (rc == KC_DSTREAM_FULL) return KC_HTTP_PAUSE;
-  return rc < 0 ? KC_HTTP_ABORT : KC_HTTP_CONTINUE;
-}
-
-static void verify_on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
-  kc_reflector *r = ud;
-  r->req = NULL;
-  r->verify.result = *res;
-  r->verify.http_done = true;
-  if (r->verify.stream) {
-    kc_dstream_finish(r->verify.stream, res->error == 0 && refl_is_2xx(&res->status));
-    return; /* verify_stream_done follows */
-  }
-  verify_page_finished(r, res, 0);
-}
-
-void refl_verify_reset(kc_reflector *r) {
-  kc_dstream_close(r->verify.stream);
-  r->verify.stream = NULL;
-  r->verify.http_done = false;
-}
-
-static void verify_page(kc_reflector *r) {
-  char url[4096];
-  const char *cont = r->verify.cont[0] ? r->verify.cont : NULL;
-  if (refl_list_url(r, cont ? NULL : r->rv, cont ? NULL : "Exact", cont, url, sizeof url) < 0) {
-    history_changed(r, "history check: URL too long");
+/* A LIST that did not come through: the same history cannot be shown. */
+static void verify_list_failed(kc_reflector *r, const kc_metalist_result *res) {
+  const kc_status *st = &res->api.status;
+  char why[1400];
+  bool malformed = res->decoded && res->api.error == 0 && refl_is_2xx(st);
+  if (malformed || res->api.error) {
+    if (malformed)
+      snprintf(why, sizeof why, "history check: malformed answer: %s", res->decode_error);
+    else
+      snprintf(why, sizeof why, "history check: %s",
+               st->message[0] ? st->message : strerror(-res->api.error));
+    refl_set_error(r, "%s", why); /* still cut off, or a broken answer: check again */
+    refl_backoff_then(r, NEXT_WATCH, 0);
     return;
   }
-  r->phase = PHASE_VERIFY;
-  kc_api_request_opts o = {
-      .path = url,
-      .accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
-                "application/json;q=0.9",
-      .idle_timeout_ms = 60000,
-      .on_response = verify_on_response,
-      .on_data = verify_on_data,
-      .on_done = verify_on_done,
-  };
-  refl_send_get(r, "history check", &o, NEXT_WATCH);
+  char what[700];
+  refl_describe_status(st, what, sizeof what);
+  if (kc_api_is_retryable(st) && !kc_api_is_too_large_rv(st)) { /* busy, not different */
+    refl_set_error(r, "history check: %s", what);
+    refl_backoff_then(r, NEXT_WATCH, refl_retry_after_ms(st));
+    return;
+  }
+  if (kc_api_is_gone(st)) {
+    /* R is compacted: a watch from R would get 410 as well. */
+    kc_info("reflector", "%s: history check: the state at resourceVersion %s is gone (%s); "
+            "relisting", r->describe, r->rv, what);
+    r->verify_history = false;
+    r->rv_unavailable = true;
+    refl_start_list(r, LIST_CONSISTENT);
+    return;
+  }
+  /* 504 too large (the server is behind R: another history), 403, 400, ...:
+   * not provably the same history. */
+  snprintf(why, sizeof why, "LIST at resourceVersion %s: %s", r->rv, what);
+  history_changed(r, why);
 }
 
-static void verify_page_finished(kc_reflector *r, const kc_api_result *res, int rc) {
-  const kc_status *st = &res->status;
+static void verify_listed(void *ud, const kc_metalist_result *res) {
+  kc_reflector *r = ud;
   char why[1400];
   if (r->verify.differs) {
     snprintf(why, sizeof why, "%s", r->verify.why);
-    refl_verify_reset(r);
     history_changed(r, why);
     return;
   }
-  bool ok = res->error == 0 && refl_is_2xx(st) && r->verify.stream && rc == 0;
-  if (!ok) {
-    bool malformed = r->verify.stream && res->error == 0 && refl_is_2xx(st);
-    if (malformed)
-      snprintf(why, sizeof why, "history check: malformed answer: %s",
-               kc_dstream_error(r->verify.stream));
-    refl_verify_reset(r);
-    if (malformed || res->error) {
-      if (!malformed)
-        snprintf(why, sizeof why, "history check: %s",
-                 st->message[0] ? st->message : strerror(-res->error));
-      refl_set_error(r, "%s", why); /* still cut off, or a broken answer: check again */
-      refl_backoff_then(r, NEXT_WATCH, 0);
-      return;
-    }
-    char what[700];
-    refl_describe_status(st, what, sizeof what);
-    if (kc_api_is_retryable(st) && !kc_api_is_too_large_rv(st)) { /* busy, not different */
-      refl_set_error(r, "history check: %s", what);
-      refl_backoff_then(r, NEXT_WATCH, refl_retry_after_ms(st));
-      return;
-    }
-    if (kc_api_is_gone(st)) {
-      /* R is compacted: a watch from R would get 410 as well. */
-      kc_info("reflector", "%s: history check: the state at resourceVersion %s is gone (%s); "
-              "relisting", r->describe, r->rv, what);
-      r->verify_history = false;
-      r->rv_unavailable = true;
-      refl_start_list(r, LIST_CONSISTENT);
-      return;
-    }
-    /* 504 too large (the server is behind R: another history), 403, 400, ...:
-     * not provably the same history. */
-    snprintf(why, sizeof why, "LIST at resourceVersion %s: %s", r->rv, what);
-    history_changed(r, why);
-    return;
-  }
-  const kc_list_meta *m = kc_dstream_list_meta(r->verify.stream);
-  snprintf(r->verify.cont, sizeof r->verify.cont, "%s", m->continue_token ? m->continue_token : "");
-  if (m->continue_token && strlen(m->continue_token) >= sizeof r->verify.cont) {
-    refl_verify_reset(r);
+  switch (res->end) {
+  case KC_METALIST_URL_TOO_LONG: history_changed(r, "history check: URL too long"); return;
+  case KC_METALIST_CONTINUE_TOO_LONG:
     history_changed(r, "history check: continue token too long");
     return;
-  }
-  refl_verify_reset(r);
-  if (r->verify.cont[0]) {
-    verify_page(r);
+  case KC_METALIST_NOT_SENT:
+    refl_set_error(r, "history check: cannot start request: %s", strerror(-res->send_rc));
+    refl_backoff_then(r, NEXT_WATCH, 0);
     return;
+  case KC_METALIST_FAILED: verify_list_failed(r, res); return;
+  case KC_METALIST_COMPLETE: break;
   }
   if (r->verify.matched != r->verify.cached) {
     snprintf(why, sizeof why,
@@ -285,6 +201,27 @@ static void verify_page_finished(kc_reflector *r, const kc_api_result *res, int 
   kc_debug("reflector", "%s: history check: the server's state at resourceVersion %s equals the "
            "cache (%zu objects); resuming the watch", r->describe, r->rv, r->verify.cached);
   verified(r);
+}
+
+/* The scope's state at exactly r->rv, page by page, each object checked
+ * against the cache (verify_item). */
+static void verify_list(kc_reflector *r) {
+  r->phase = PHASE_VERIFY;
+  kc_metalist_opts o = {
+      .api = r->api,
+      .pool = r->pool,
+      .budget = r->decode_budget,
+      .scope = r,
+      .rv = r->rv,
+      .match = "Exact",
+      .with_limit = !r->no_limit,
+      .log_tag = "reflector",
+      .what = "history check",
+      .item = verify_item,
+      .done = verify_listed,
+      .ud = r,
+  };
+  kc_metalist_start(&r->verify.list, &o);
 }
 
 /* --- witnesses (caches too large for the LIST) ------------------------------------- */
@@ -374,12 +311,10 @@ static void start_history_check(kc_reflector *r) {
   r->stats.history_checks++;
   size_t n = r->sink.count && r->sink.get ? r->sink.count(r->sink.ud, r) : SIZE_MAX;
   if (n <= KC_HISTORY_LIST_MAX) {
-    refl_verify_reset(r);
     r->verify.cached = n;
     r->verify.matched = 0;
     r->verify.differs = false;
-    r->verify.cont[0] = 0;
-    verify_page(r);
+    verify_list(r);
     return;
   }
   if (!kc_history_any(&r->history)) {
