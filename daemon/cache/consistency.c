@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "watch/decodepool.h"
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "watch/metalist.h"
 
 enum cstate { C_IDLE, C_LIST, C_WAIT, C_COMPARE_LISTED, C_COMPARE_CACHED, C_CLOSED };
 
@@ -33,12 +33,8 @@ struct kc_consistency {
   uint64_t period_ms;
   uint64_t rng;
   enum cstate state;
-  kc_api_call *req;
   kc_decode_pool *pool; /* NULL: decode inline */
-  kc_dstream *stream;   /* the page's decoding */
-  kc_api_result result; /* the page's answer, kept until the stream is done */
-  bool http_done;
-  char continue_token[1024];
+  kc_metalist list;
   char list_rv[64];
   uint64_t list_rvn;
   uint64_t wait_started_ms;
@@ -58,10 +54,6 @@ struct kc_consistency {
   char examples[KC_CONSISTENCY_EXAMPLES][400];
   kc_consistency_stats stats;
 };
-
-static const char *const TRIM[] = {"metadata.managedFields", "metadata.annotations",
-                                   "metadata.labels", "metadata.ownerReferences",
-                                   "metadata.finalizers"};
 
 static void schedule(kc_consistency *c);
 static void on_timer(uv_timer_t *t);
@@ -84,15 +76,8 @@ static uint64_t key_hash(kc_str ns, kc_str name) {
   return kc_mix64(h);
 }
 
-static bool str_eq(kc_str a, kc_str b) {
-  return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
-}
-
 static void reset_check(kc_consistency *c) {
-  if (c->req) kc_api_cancel(c->req);
-  c->req = NULL;
-  kc_dstream_close(c->stream);
-  c->stream = NULL;
+  kc_metalist_cancel(&c->list);
   for (size_t i = 0; i < c->nitems; i++) kc_obj_unref(c->items[i]);
   c->nitems = 0;
   free(c->set);
@@ -103,7 +88,6 @@ static void reset_check(kc_consistency *c) {
   kc_obj_vec_clear(&c->cached);
   c->pos = 0;
   c->ndiff = 0;
-  c->continue_token[0] = 0;
 }
 
 static void give_up(kc_consistency *c, const char *why) {
@@ -123,85 +107,29 @@ static int on_item(void *ud, kc_obj *obj) {
   return 0;
 }
 
-static void page_done(kc_consistency *c, const kc_api_result *res, int rc);
-
-/* The stream delivered everything (or failed). */
-static void on_stream_done(void *ud, int rc) {
-  kc_consistency *c = ud;
-  if (!c->http_done) { /* decoding failed while the response runs */
-    kc_api_cancel(c->req);
-    c->req = NULL;
-    memset(&c->result, 0, sizeof c->result);
-    c->result.error = -ECANCELED;
-    c->http_done = true;
-  }
-  kc_api_result res = c->result;
-  page_done(c, &res, rc);
-}
-
-static void on_stream_resume(void *ud) {
-  kc_consistency *c = ud;
-  kc_api_call_resume(c->req);
-}
-
-static int on_response(kc_api_call *call, long status, void *ud) {
-  kc_consistency *c = ud;
-  static const kc_dstream_callbacks cbs = {.item = on_item, .resume = on_stream_resume,
-                                           .done = on_stream_done};
-  static const kc_transform t = {.drop = TRIM, .ndrop = sizeof TRIM / sizeof TRIM[0],
-                                 .metadata_only = true};
-  c->stream = kc_dstream_new(c->pool, KC_DECODE_LIST, &t, &cbs, c, 0);
-  c->http_done = false;
-  return c->stream ? KC_HTTP_CONTINUE : KC_HTTP_ABORT;
-}
-
-static int on_data(kc_api_call *call, const char *buf, size_t len, void *ud) {
-  kc_consistency *c = ud;
-  if (!c->stream) return KC_HTTP_ABORT;
-  int rc = kc_dstream_feed(c->stream, buf, len);
-  if (rc == KC_DSTREAM_FULL) return KC_HTTP_PAUSE;
-  return rc < 0 ? KC_HTTP_ABORT : KC_HTTP_CONTINUE;
-}
-
-static void start_page(kc_consistency *c);
 static void start_compare(kc_consistency *c);
 
-static void on_done(kc_api_call *call, const kc_api_result *res, void *ud) {
+static void on_listed(void *ud, const kc_metalist_result *res) {
   kc_consistency *c = ud;
-  c->req = NULL;
-  c->result = *res;
-  c->http_done = true;
-  if (c->stream) {
-    kc_dstream_finish(c->stream, res->error == 0 && res->status.code >= 200 &&
-                                     res->status.code < 300);
-    return; /* on_stream_done follows */
-  }
-  page_done(c, res, -EIO);
-}
-
-static void page_done(kc_consistency *c, const kc_api_result *res, int rc) {
   char why[800];
-  if (res->error || res->status.code < 200 || res->status.code >= 300 || !c->stream || rc < 0) {
-    if (c->stream && kc_dstream_error(c->stream)[0])
-      snprintf(why, sizeof why, "list: malformed response: %s", kc_dstream_error(c->stream));
-    else if (res->error)
-      snprintf(why, sizeof why, "list: %s",
-               res->status.message[0] ? res->status.message : strerror(-res->error));
+  const kc_status *st = &res->api.status;
+  switch (res->end) {
+  case KC_METALIST_URL_TOO_LONG: give_up(c, "list: URL too long"); return;
+  case KC_METALIST_NOT_SENT: give_up(c, "list: cannot start request"); return;
+  case KC_METALIST_CONTINUE_TOO_LONG: give_up(c, "list: continue token too long"); return;
+  case KC_METALIST_FAILED:
+    if (res->decode_error[0])
+      snprintf(why, sizeof why, "list: malformed response: %s", res->decode_error);
+    else if (res->api.error)
+      snprintf(why, sizeof why, "list: %s", st->message[0] ? st->message : strerror(-res->api.error));
     else
-      snprintf(why, sizeof why, "list: HTTP %d %s: %s", res->status.code,
-               res->status.reason[0] ? res->status.reason : "(no reason)", res->status.message);
+      snprintf(why, sizeof why, "list: HTTP %d %s: %s", st->code,
+               st->reason[0] ? st->reason : "(no reason)", st->message);
     give_up(c, why);
     return;
+  case KC_METALIST_COMPLETE: break;
   }
-  const kc_list_meta *m = kc_dstream_list_meta(c->stream);
-  if (!c->list_rv[0]) snprintf(c->list_rv, sizeof c->list_rv, "%s", m->resource_version ? m->resource_version : "");
-  snprintf(c->continue_token, sizeof c->continue_token, "%s", m->continue_token ? m->continue_token : "");
-  kc_dstream_close(c->stream);
-  c->stream = NULL;
-  if (c->continue_token[0]) {
-    start_page(c);
-    return;
-  }
+  snprintf(c->list_rv, sizeof c->list_rv, "%s", res->resource_version);
   c->list_rvn = rv_number(kc_str_c(c->list_rv));
   if (!c->list_rvn) {
     if (!c->warned_rv) kc_warn("consistency", "%s: list resourceVersion \"%s\" is not a number",
@@ -215,30 +143,20 @@ static void page_done(kc_consistency *c, const kc_api_result *res, int rc) {
   start_compare(c);
 }
 
-static void start_page(kc_consistency *c) {
-  char url[4096];
-  if (kc_reflector_url(c->r, false, "", c->continue_token[0] ? c->continue_token : NULL, true, 0,
-                       url, sizeof url) < 0) {
-    give_up(c, "list: URL too long");
-    return;
-  }
-  kc_api_request_opts o = {
-      .method = "GET",
-      .path = url,
-      .accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
-                "application/json;q=0.9",
-      .idle_timeout_ms = 60000,
-      .on_response = on_response,
-      .on_data = on_data,
-      .on_done = on_done,
+/* One paginated metadata-only LIST of the reflector's scope, no
+ * resourceVersion: the server's current state (consistency.h). */
+static void start_list(kc_consistency *c) {
+  kc_metalist_opts o = {
+      .api = c->api,
+      .pool = c->pool,
+      .scope = c->r,
+      .with_limit = true,
+      .log_tag = "consistency",
+      .item = on_item,
+      .done = on_listed,
       .ud = c,
   };
-  kc_debug("consistency", "%s: GET %s", kc_reflector_describe(c->r), url);
-  int rc = kc_api_request(c->api, &o, &c->req);
-  if (rc < 0) {
-    c->req = NULL;
-    give_up(c, "list: cannot start request");
-  }
+  kc_metalist_start(&c->list, &o);
 }
 
 /* --- the comparison ------------------------------------------------------------ */
@@ -295,7 +213,7 @@ static bool listed(kc_consistency *c, kc_str ns, kc_str name) {
   size_t h = (size_t)key_hash(ns, name) & (c->set_cap - 1);
   for (; c->set[h]; h = (h + 1) & (c->set_cap - 1)) {
     const kc_obj *o = c->items[c->set[h] - 1];
-    if (str_eq(kc_obj_namespace(o), ns) && str_eq(kc_obj_name(o), name)) return true;
+    if (kc_str_eq(kc_obj_namespace(o), ns) && kc_str_eq(kc_obj_name(o), name)) return true;
   }
   return false;
 }
@@ -345,8 +263,8 @@ static void compare_slice(kc_consistency *c) {
                   NULL, NULL);
         continue;
       }
-      bool same = str_eq(kc_obj_uid(o), kc_obj_uid(s)) &&
-                  str_eq(kc_obj_resource_version(o), kc_obj_resource_version(s));
+      bool same = kc_str_eq(kc_obj_uid(o), kc_obj_uid(s)) &&
+                  kc_str_eq(kc_obj_resource_version(o), kc_obj_resource_version(s));
       if (!same && rv_number(kc_obj_resource_version(o)) <= c->list_rvn)
         example(c, NULL, kc_obj_namespace(s), kc_obj_name(s), o, s);
       kc_obj_unref(o);
@@ -405,7 +323,7 @@ static void start_check(kc_consistency *c) {
   reset_check(c);
   c->list_rv[0] = 0;
   c->state = C_LIST;
-  start_page(c);
+  start_list(c);
 }
 
 static void on_timer(uv_timer_t *t) {
