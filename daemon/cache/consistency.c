@@ -58,16 +58,6 @@ struct kc_consistency {
 static void schedule(kc_consistency *c);
 static void on_timer(uv_timer_t *t);
 
-static uint64_t rv_number(kc_str s) {
-  uint64_t v = 0;
-  if (!s.ptr || s.len == 0 || s.len > 19) return 0;
-  for (size_t i = 0; i < s.len; i++) {
-    if (s.ptr[i] < '0' || s.ptr[i] > '9') return 0;
-    v = v * 10 + (uint64_t)(s.ptr[i] - '0');
-  }
-  return v;
-}
-
 static uint64_t key_hash(kc_str ns, kc_str name) {
   uint64_t h = 1469598103934665603ULL; /* FNV-1a, then mixed */
   for (size_t i = 0; i < ns.len; i++) h = (h ^ (unsigned char)ns.ptr[i]) * 1099511628211ULL;
@@ -130,7 +120,7 @@ static void on_listed(void *ud, const kc_metalist_result *res) {
   case KC_METALIST_COMPLETE: break;
   }
   snprintf(c->list_rv, sizeof c->list_rv, "%s", res->resource_version);
-  c->list_rvn = rv_number(kc_str_c(c->list_rv));
+  c->list_rvn = kc_rv_number(kc_str_c(c->list_rv));
   if (!c->list_rvn) {
     if (!c->warned_rv) kc_warn("consistency", "%s: list resourceVersion \"%s\" is not a number",
                                kc_reflector_describe(c->r), c->list_rv);
@@ -265,7 +255,7 @@ static void compare_slice(kc_consistency *c) {
       }
       bool same = kc_str_eq(kc_obj_uid(o), kc_obj_uid(s)) &&
                   kc_str_eq(kc_obj_resource_version(o), kc_obj_resource_version(s));
-      if (!same && rv_number(kc_obj_resource_version(o)) <= c->list_rvn)
+      if (!same && kc_rv_number(kc_obj_resource_version(o)) <= c->list_rvn)
         example(c, NULL, kc_obj_namespace(s), kc_obj_name(s), o, s);
       kc_obj_unref(o);
     }
@@ -281,7 +271,7 @@ static void compare_slice(kc_consistency *c) {
   end = c->pos + KC_CONSISTENCY_SLICE < c->cached.n ? c->pos + KC_CONSISTENCY_SLICE : c->cached.n;
   for (; c->pos < end; c->pos++) {
     const kc_obj *o = c->cached.v[c->pos];
-    uint64_t n = rv_number(kc_obj_resource_version(o));
+    uint64_t n = kc_rv_number(kc_obj_resource_version(o));
     if (n > c->list_rvn) continue; /* created (or changed) after the list */
     if (!listed(c, kc_obj_namespace(o), kc_obj_name(o)))
       example(c, "in the cache, not on the server", kc_obj_namespace(o), kc_obj_name(o), NULL,
@@ -297,7 +287,7 @@ again:
 /* WAIT: until the reflector has seen the list's RV, then compare. */
 static void start_compare(kc_consistency *c) {
   const kc_reflector_stats *rs = kc_reflector_stats_get(c->r);
-  uint64_t seen = rv_number(kc_str_c(rs->resource_version));
+  uint64_t seen = kc_rv_number(kc_str_c(rs->resource_version));
   if (seen < c->list_rvn) {
     if (kc_clock_now_ms() - c->wait_started_ms > WAIT_MAX_MS) {
       char why[200];

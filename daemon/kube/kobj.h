@@ -163,6 +163,19 @@ static inline kc_str kc_obj_uid(const kc_obj *obj) {
 static inline kc_str kc_obj_resource_version(const kc_obj *obj) {
   return kc_obj_field(obj, KC_OBJ_RESOURCE_VERSION);
 }
+
+/* A resourceVersion as a number, for comparing two of one collection (the
+ * API promises nothing of their form, so every caller must cope with 0):
+ * 0 when empty, not all digits, or longer than 19 digits. */
+static inline uint64_t kc_rv_number(kc_str rv) {
+  uint64_t v = 0;
+  if (!rv.ptr || rv.len == 0 || rv.len > 19) return 0;
+  for (size_t i = 0; i < rv.len; i++) {
+    if (rv.ptr[i] < '0' || rv.ptr[i] > '9') return 0;
+    v = v * 10 + (uint64_t)(rv.ptr[i] - '0');
+  }
+  return v;
+}
 static inline kc_str kc_obj_creation_timestamp(const kc_obj *obj) {
   return kc_obj_field(obj, KC_OBJ_CREATION_TIMESTAMP);
 }

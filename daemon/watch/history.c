@@ -9,16 +9,6 @@
 #include "kube/kbuild.h"
 #include "watch/decode.h"
 
-static uint64_t rv_number(const char *s, size_t len) {
-  uint64_t v = 0;
-  if (len == 0 || len > 19) return 0;
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9') return 0;
-    v = v * 10 + (uint64_t)(s[i] - '0');
-  }
-  return v;
-}
-
 static void copy_str(char *dst, size_t cap, kc_str s) {
   size_t n = s.len < cap - 1 ? s.len : cap - 1;
   if (n) memcpy(dst, s.ptr, n);
@@ -49,7 +39,7 @@ void kc_history_note(kc_history *h, const kc_obj *obj, uint64_t *rng) {
       kc_obj_uid(obj).len >= sizeof h->witness[0].uid ||
       kc_obj_resource_version(obj).len >= sizeof h->witness[0].rv)
     return;
-  uint64_t n = rv_number(kc_obj_resource_version(obj).ptr, kc_obj_resource_version(obj).len);
+  uint64_t n = kc_rv_number(kc_obj_resource_version(obj));
   kc_history_witness *top = &h->witness[0];
   if (!top->set || (n != 0 && n > top->rvn)) set_witness(top, obj, n);
   for (unsigned i = 1; i < KC_HISTORY_WITNESSES; i++) {
@@ -109,8 +99,8 @@ bool kc_history_judge(const kc_history *h, const char *body, size_t len, const c
              err);
     return false;
   }
-  uint64_t n = rv_number(kc_obj_resource_version(o).ptr, kc_obj_resource_version(o).len);
-  uint64_t resume = rv_number(resume_rv, strlen(resume_rv));
+  uint64_t n = kc_rv_number(kc_obj_resource_version(o));
+  uint64_t resume = kc_rv_number(kc_str_c(resume_rv));
   bool unchanged = kc_str_eq_c(kc_obj_uid(o), w->uid) && kc_str_eq_c(kc_obj_resource_version(o), w->rv);
   /* The cache holds the state at resume_rv: in the same history the object
    * is still that state, or it changed after resume_rv. */
