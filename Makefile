@@ -36,7 +36,7 @@ else
   HARDEN   := -D_FORTIFY_SOURCE=2
 endif
 
-PKGS      := libuv libcurl yajl yaml-0.1 libmicrohttpd libsystemd
+PKGS      := libuv libcurl yajl yaml-0.1 libmicrohttpd gnutls libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -3,12 +3,15 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -106,4 +109,40 @@ char *tu_stderr_end(void) {
   unlink(capture_path);
   assert_non_null(text);
   return text;
+}
+
+static void write_atomically(const char *path, const gnutls_datum_t *d) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f || fwrite(d->data, 1, d->size, f) != d->size || fclose(f) != 0 || rename(tmp, path) != 0)
+    fail_msg("cannot write %s: %s", path, strerror(errno));
+}
+
+void tu_write_cert_pair(const char *cert_path, const char *key_path, const char *cn) {
+  gnutls_x509_privkey_t key;
+  gnutls_x509_crt_t crt;
+  unsigned char serial[8] = {1, 2, 3, 4, 5, 6, 7, (unsigned char)cn[0]};
+  time_t now = time(NULL);
+  gnutls_datum_t cpem = {0}, kpem = {0};
+  int g = gnutls_x509_privkey_init(&key);
+  if (g >= 0) g = gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
+  if (g >= 0) g = gnutls_x509_crt_init(&crt);
+  if (g >= 0) g = gnutls_x509_crt_set_version(crt, 3);
+  if (g >= 0) g = gnutls_x509_crt_set_serial(crt, serial, sizeof serial);
+  if (g >= 0) g = gnutls_x509_crt_set_activation_time(crt, now - 60);
+  if (g >= 0) g = gnutls_x509_crt_set_expiration_time(crt, now + 3600);
+  if (g >= 0) g = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn, (unsigned)strlen(cn));
+  if (g >= 0) g = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, "localhost", 9, GNUTLS_FSAN_APPEND);
+  if (g >= 0) g = gnutls_x509_crt_set_key(crt, key);
+  if (g >= 0) g = gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0);
+  if (g >= 0) g = gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &cpem);
+  if (g >= 0) g = gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &kpem);
+  if (g < 0) fail_msg("cannot make a certificate: %s", gnutls_strerror(g));
+  write_atomically(key_path, &kpem);
+  write_atomically(cert_path, &cpem);
+  gnutls_free(cpem.data);
+  gnutls_free(kpem.data);
+  gnutls_x509_crt_deinit(crt);
+  gnutls_x509_privkey_deinit(key);
 }

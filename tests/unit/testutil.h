@@ -50,4 +50,9 @@ void tu_true_at(const kc_obj *o, const char *path);
 void tu_stderr_begin(void);
 char *tu_stderr_end(void);
 
+/* Writes a fresh self-signed ECDSA certificate with common name cn and its
+ * key as PEM to cert_path and key_path (replaced by rename, as a Secret
+ * volume swaps them); fails the test on error. */
+void tu_write_cert_pair(const char *cert_path, const char *key_path, const char *cn);
+
 #endif
