@@ -26,6 +26,10 @@ struct kc_httpserver {
   uint64_t heartbeat_ms, stall_ms, fresh_ms, wait_ms, probe_wait_ms;
   uint16_t port;
   unsigned endpoints; /* KC_HTTP_* */
+  kc_tlscert *tls;    /* borrowed; NULL: plain HTTP */
+  unsigned (*authorize)(void *ud, const char *authorization, const char *method, const char *path,
+                        char *msg, size_t cap);
+  void *authorize_ud;
   struct MHD_Daemon *mhd;
   uv_timer_t heartbeat;
   uv_async_t wake;
@@ -140,6 +144,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  if (status == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
   enum MHD_Result ok = MHD_queue_response(conn, status, r);
   MHD_destroy_response(r);
   return ok;
@@ -176,7 +181,7 @@ static void await_snapshot(kc_httpserver *s) {
     if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
 }
 
-enum doc { DOC_METRICS, DOC_INFORMERS, DOC_SHARDS };
+enum doc { DOC_METRICS, DOC_INFORMERS, DOC_SHARDS, DOC_NONE };
 
 static enum MHD_Result serve_snapshot(kc_httpserver *s, struct MHD_Connection *conn, enum doc d) {
   pthread_mutex_lock(&s->mu);
@@ -290,9 +295,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
   bool metrics = s->endpoints & KC_HTTP_METRICS, probes = s->endpoints & KC_HTTP_PROBES;
-  if (metrics && strcmp(url, "/metrics") == 0) return serve_snapshot(s, conn, DOC_METRICS);
-  if (metrics && strcmp(url, "/debug/informers") == 0) return serve_snapshot(s, conn, DOC_INFORMERS);
-  if (metrics && strcmp(url, "/debug/shards") == 0) return serve_snapshot(s, conn, DOC_SHARDS);
+  enum doc d = strcmp(url, "/metrics") == 0          ? DOC_METRICS
+               : strcmp(url, "/debug/informers") == 0 ? DOC_INFORMERS
+               : strcmp(url, "/debug/shards") == 0    ? DOC_SHARDS
+                                                      : DOC_NONE;
+  if (metrics && d != DOC_NONE) {
+    if (s->authorize) {
+      char msg[256] = "";
+      const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+      unsigned status = s->authorize(s->authorize_ud, authz, method, url, msg, sizeof msg);
+      if (status) {
+        size_t n = strlen(msg);
+        if (n + 1 < sizeof msg && (n == 0 || msg[n - 1] != '\n')) {
+          msg[n] = '\n';
+          msg[n + 1] = '\0';
+        }
+        return reply_text(conn, status, msg);
+      }
+    }
+    return serve_snapshot(s, conn, d);
+  }
   if (probes) {
     static const char *const probe_names[] = {"livez", "readyz", "healthz"};
     for (size_t i = 0; i < 3; i++) {
@@ -420,6 +442,9 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   s->reg = reg;
   s->endpoints = endpoints;
   s->hooks = *hooks;
+  s->tls = opts->tls;
+  s->authorize = opts->authorize;
+  s->authorize_ud = opts->authorize_ud;
   s->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
   s->stall_ms = s->heartbeat_ms * (opts->stall_factor ? opts->stall_factor : 3);
   s->fresh_ms = opts->fresh_ms ? opts->fresh_ms : 100;
@@ -461,11 +486,21 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
   s->open_handles++;
   atomic_store(&s->last_beat_ms, kc_clock_now_ms());
   uv_timer_start(&s->heartbeat, on_heartbeat, s->heartbeat_ms, s->heartbeat_ms);
+  if (s->tls && (rc = kc_tlscert_activate(s->tls)) < 0) {
+    kc_error("httpserver", "another TLS listener is active in this process: cannot serve TLS on %s", opts->bind);
+    close(fd);
+    kc_httpserver_close(s);
+    return rc;
+  }
+  struct MHD_OptionItem tls_opts[] = {
+      {s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0, s->tls ? kc_tlscert_retrieve_fn() : NULL},
+      {MHD_OPTION_END, 0, NULL},
+  };
   s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                MHD_USE_ERROR_LOG,
+                                MHD_USE_ERROR_LOG | (s->tls ? MHD_USE_TLS : 0),
                             0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, 32u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
   if (!s->mhd) {
     kc_error("httpserver", "libmicrohttpd refused to start on %s", opts->bind);
     close(fd);
@@ -478,8 +513,9 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
     kc_info("httpserver", "health probes /livez /readyz /healthz listening bind=%s port=%u", opts->bind,
             (unsigned)s->port);
   else
-    kc_info("httpserver", "serving /metrics /debug/informers%s bind=%s port=%u",
-            endpoints & KC_HTTP_PROBES ? " /livez /readyz /healthz" : "", opts->bind, (unsigned)s->port);
+    kc_info("httpserver", "serving /metrics /debug/informers%s bind=%s port=%u%s%s",
+            endpoints & KC_HTTP_PROBES ? " /livez /readyz /healthz" : "", opts->bind, (unsigned)s->port,
+            s->tls ? " tls=on" : "", s->authorize ? " authorization=on" : "");
   *out = s;
   return 0;
 }
@@ -494,6 +530,7 @@ void kc_httpserver_close(kc_httpserver *s) {
   pthread_mutex_unlock(&s->mu);
   if (s->mhd) MHD_stop_daemon(s->mhd); /* joins every server thread, closes the socket */
   s->mhd = NULL;
+  if (s->tls) kc_tlscert_deactivate(s->tls);
   uv_timer_stop(&s->heartbeat);
   uv_close((uv_handle_t *)&s->heartbeat, on_closed);
   uv_close((uv_handle_t *)&s->wake, on_closed);

@@ -29,6 +29,11 @@
  *    lock is held only to swap buffers, so a scrape never blocks the loop
  *    and a wedged loop never blocks a scrape for long.
  *
+ * With options.tls the listener speaks HTTPS only; with options.authorize
+ * each request for /metrics and the debug documents is first put to it (on
+ * the server thread: it may block, e.g. on an API request, for as long as
+ * it likes within the 10 s connection timeout).
+ *
  * Context: kc_httpserver_start/close: loop thread only (close stops and
  * joins the server threads). kc_httpserver_port: any thread.
  * Errors: 0 or a negative errno (-EINVAL for a bad bind address,
@@ -46,6 +51,7 @@
 #include <uv.h>
 
 #include "base/metrics.h"
+#include "base/tlscert.h"
 #include "ops/healthcheck.h"
 
 typedef struct kc_httpserver kc_httpserver;
@@ -76,6 +82,17 @@ typedef struct kc_httpserver_options {
   uint64_t fresh_ms;       /* 0: 100 */
   uint64_t scrape_wait_ms; /* 0: 1000 */
   uint64_t probe_wait_ms;  /* 0: 500 (under kubelet's default 1 s probe timeout) */
+  /* TLS: the certificate store served (borrowed; start activates it,
+   * close deactivates it). NULL: plain HTTP. */
+  kc_tlscert *tls;
+  /* Server threads, before a metrics-side endpoint answers (never for the
+   * probes): 0 lets the request through, else the HTTP status to answer
+   * (401, 403, 500...) with msg (plain text) as the body. authorization is
+   * the request's Authorization header or NULL; method is as sent ("GET"),
+   * path is the URL path. NULL: every request passes. */
+  unsigned (*authorize)(void *ud, const char *authorization, const char *method, const char *path,
+                        char *msg, size_t cap);
+  void *authorize_ud;
 } kc_httpserver_options;
 
 /* Parses a bind address into host (brackets removed, "" for all

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/httpserver: a real libuv loop on its own thread, a
  * real libmicrohttpd server on 127.0.0.1, scraped with libcurl easy. Covers
- * the endpoints, 404/405, readiness, the bind address rules, and a stalled
- * loop: /healthz fails while scrapes still answer (stale) within their wait. */
+ * the endpoints, 404/405, readiness, the bind address rules, a stalled
+ * loop: /healthz fails while scrapes still answer (stale) within their wait,
+ * and TLS with the authorize hook: the certificate served and replaced, the
+ * hook's answers on the metrics side only. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include <cmocka.h>
 
 #include "ops/httpserver.h"
+#include "testutil.h"
 
 typedef struct fixture {
   uv_loop_t loop;
@@ -87,6 +90,9 @@ static void *loop_main(void *arg) {
 }
 
 static unsigned start_endpoints; /* options.endpoints of the next start() */
+static kc_tlscert *start_tls;     /* options.tls of the next start() */
+static unsigned (*start_authorize)(void *, const char *, const char *, const char *, char *, size_t);
+static const char *get_authorization; /* the Authorization header get() sends, or NULL */
 
 static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms) {
   fixture *f = calloc(1, sizeof *f);
@@ -97,7 +103,7 @@ static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms)
   assert_int_equal(kc_metrics_register(f->reg, "test_collections_total", "Collections", KC_METRIC_COUNTER, l, 1,
                                        NULL, 0, &f->collections), 0);
   kc_httpserver_options o = {.bind = bind, .heartbeat_ms = heartbeat_ms, .scrape_wait_ms = wait_ms, .fresh_ms = 1,
-                             .endpoints = start_endpoints};
+                             .endpoints = start_endpoints, .tls = start_tls, .authorize = start_authorize};
   kc_httpserver_hooks h = {collect, checks, f, NULL};
   assert_int_equal(kc_httpserver_start(&f->loop, f->reg, &o, &h, &f->srv), 0);
   assert_non_null(f->srv);
@@ -122,6 +128,7 @@ typedef struct resp {
   char body[8192];
   size_t len;
   char type[128];
+  char subject[256]; /* the server certificate's subject (TLS) */
   double seconds;
 } resp;
 
@@ -138,9 +145,22 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
 static void get(fixture *f, const char *method, const char *path, resp *r) {
   memset(r, 0, sizeof *r);
   char url[256];
-  snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)kc_httpserver_port(f->srv), path);
+  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", start_tls ? "https" : "http",
+           (unsigned)kc_httpserver_port(f->srv), path);
   CURL *c = curl_easy_init();
   assert_non_null(c);
+  struct curl_slist *hdrs = NULL;
+  char hdr[256];
+  if (get_authorization) {
+    snprintf(hdr, sizeof hdr, "Authorization: %s", get_authorization);
+    hdrs = curl_slist_append(NULL, hdr);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+  }
+  if (start_tls) {
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(c, CURLOPT_CERTINFO, 1L);
+  }
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
@@ -154,7 +174,12 @@ static void get(fixture *f, const char *method, const char *path, resp *r) {
   char *ct = NULL;
   curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
   snprintf(r->type, sizeof r->type, "%s", ct ? ct : "");
+  struct curl_certinfo *ci = NULL;
+  if (start_tls && curl_easy_getinfo(c, CURLINFO_CERTINFO, &ci) == CURLE_OK && ci && ci->num_of_certs > 0)
+    for (struct curl_slist *l = ci->certinfo[0]; l; l = l->next)
+      if (strncmp(l->data, "Subject:", 8) == 0) snprintf(r->subject, sizeof r->subject, "%s", l->data + 8);
   curl_easy_cleanup(c);
+  curl_slist_free_all(hdrs);
 }
 
 static int count_fds(void) {
@@ -297,6 +322,65 @@ static void test_endpoint_split(void **state) {
   stop(m);
 }
 
+/* The authorize hook of test_tls: "Bearer reader" passes, no header is a
+ * 401, any other token a 403. */
+static unsigned authorize_reader(void *ud, const char *authorization, const char *method, const char *path,
+                                 char *msg, size_t cap) {
+  if (!authorization) {
+    snprintf(msg, cap, "no token");
+    return 401;
+  }
+  if (strcmp(authorization, "Bearer reader") == 0) return 0;
+  snprintf(msg, cap, "%s may not %s %s", authorization, method, path);
+  return 403;
+}
+
+static void test_tls(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kc-httpserver-XXXXXX", cert[64], key[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(cert, sizeof cert, "%s/tls.crt", dir);
+  snprintf(key, sizeof key, "%s/tls.key", dir);
+  tu_write_cert_pair(cert, key, "one");
+  kc_tlscert *tls = NULL;
+  assert_int_equal(kc_tlscert_new(cert, key, 1, &tls), 0);
+  start_tls = tls;
+  start_authorize = authorize_reader;
+  fixture *f = start("127.0.0.1:0", 50, 1000);
+  resp r;
+  get(f, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 401);
+  assert_string_equal(r.body, "no token\n");
+  assert_non_null(strstr(r.subject, "CN = one"));
+  get_authorization = "Bearer someone";
+  get(f, NULL, "/debug/informers", &r);
+  assert_int_equal(r.status, 403);
+  assert_string_equal(r.body, "Bearer someone may not GET /debug/informers\n");
+  get_authorization = "Bearer reader";
+  get(f, NULL, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  assert_non_null(strstr(r.body, "test_collections_total"));
+  /* The probes are never behind the hook. */
+  get_authorization = NULL;
+  get(f, NULL, "/healthz", &r);
+  assert_int_equal(r.status, 200);
+  assert_int_equal(atomic_load(&f->collects), 1);
+
+  /* Replaced files: the next handshake serves the new certificate. */
+  tu_write_cert_pair(cert, key, "two");
+  get(f, NULL, "/livez", &r);
+  assert_int_equal(r.status, 200);
+  assert_non_null(strstr(r.subject, "CN = two"));
+  assert_int_equal(kc_tlscert_generation(tls), 2);
+  stop(f);
+  start_tls = NULL;
+  start_authorize = NULL;
+  kc_tlscert_free(tls);
+  unlink(cert);
+  unlink(key);
+  rmdir(dir);
+}
+
 static void test_stalled_loop(void **state) {
   (void)state;
   fixture *f = start("127.0.0.1:0", 50, 200); /* stall after 150 ms, scrapes wait 200 ms */
@@ -400,6 +484,7 @@ int main(void) {
       cmocka_unit_test(test_endpoint_split),
       cmocka_unit_test(test_stalled_loop),
       cmocka_unit_test(test_bind_rules),
+      cmocka_unit_test(test_tls),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();
