@@ -659,10 +659,12 @@ static void finish_shutdown(kc_daemon *d) {
   kc_decode_pool_free(d->decode_pool); /* the informers closed every stream */
   d->decode_pool = NULL;
   close_events(d);
-  kc_api_close(d->api);
-  d->api = NULL;
+  /* The endpoints first: the secure metrics filter holds an API worker,
+   * which must go before the client. */
   kc_ops_close(d->ops);
   d->ops = NULL;
+  kc_api_close(d->api);
+  d->api = NULL;
   uv_close((uv_handle_t *)&d->tick, on_closed_noop);
   uv_close((uv_handle_t *)&d->init_retry, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);

@@ -28,6 +28,10 @@ typedef struct kc_daemon_options {
   const char *kubeconfig;   /* --kubeconfig, overrides the file */
   const char *context;      /* --context, overrides current-context */
   const char *metrics_bind; /* --metrics-bind-address */
+  /* --metrics-secure[=true|false]: 1 on, -1 off, 0 metrics.secure of the
+   * file. --metrics-cert-path/-name/-key override certPath/certName/certKey. */
+  int metrics_secure;
+  const char *metrics_cert_path, *metrics_cert_name, *metrics_cert_key;
   /* --health-probe-bind-address: /healthz and /readyz on a listener of
    * their own ("0": none); NULL: on the metrics listener (ops.h). */
   const char *probe_bind;

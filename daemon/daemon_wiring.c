@@ -290,8 +290,27 @@ static void ops_view(void *ud, kc_ops_view *v) {
 }
 
 int daemon_ops_start(kc_daemon *d) {
-  kc_ops_options o = {.bind = d->opts.metrics_bind ? d->opts.metrics_bind : d->cfg->metrics_bind,
-                      .probe_bind = d->opts.probe_bind};
+  const kc_config *cfg = d->cfg;
+  const kc_daemon_options *opt = &d->opts;
+  bool secure = opt->metrics_secure ? opt->metrics_secure > 0 : cfg->metrics_secure;
+  /* Secure metrics move the default address to kubebuilder's :8443. */
+  const char *bind = opt->metrics_bind                         ? opt->metrics_bind
+                     : cfg->metrics_bind_set || !secure         ? cfg->metrics_bind
+                                                                : KC_DEFAULT_SECURE_METRICS_BIND;
+  kc_ops_options o = {.bind = bind, .probe_bind = opt->probe_bind, .secure = secure, .api = d->api};
+  const char *dir = opt->metrics_cert_path ? opt->metrics_cert_path : cfg->metrics_cert_path;
+  char cert[4096], key[4096];
+  if (secure && dir) {
+    const char *cn = opt->metrics_cert_name ? opt->metrics_cert_name : cfg->metrics_cert_name;
+    const char *kn = opt->metrics_cert_key ? opt->metrics_cert_key : cfg->metrics_cert_key;
+    if ((size_t)snprintf(cert, sizeof cert, "%s/%s", dir, cn) >= sizeof cert ||
+        (size_t)snprintf(key, sizeof key, "%s/%s", dir, kn) >= sizeof key) {
+      kc_error("daemon", "metrics certificate path too long: %s", dir);
+      return -ENAMETOOLONG;
+    }
+    o.cert_file = cert;
+    o.key_file = key;
+  }
   int rc = kc_ops_start(&d->loop, &o, ops_view, d, &d->ops);
   if (rc < 0) kc_error("daemon", "cannot start the metrics and health endpoints: %s", strerror(-rc));
   return rc;

@@ -303,8 +303,22 @@ static bool bind_address_ok(const char *s) {
 }
 
 static void parse_metrics(struct ctx *c, const kc_yaml_node *n) {
-  static const struct field table[] = {FIELD("bindAddress", F_STRING, kc_config, metrics_bind)};
-  if (!cfg_apply_table(c, n, "metrics", table, 1, c->cfg)) return;
+  static const struct field table[] = {
+      FIELD("bindAddress", F_STRING, kc_config, metrics_bind),
+      FIELD("secure", F_BOOL, kc_config, metrics_secure),
+      FIELD("certPath", F_PATH, kc_config, metrics_cert_path),
+      FIELD("certName", F_STRING, kc_config, metrics_cert_name),
+      FIELD("certKey", F_STRING, kc_config, metrics_cert_key),
+  };
+  if (!cfg_apply_table(c, n, "metrics", table, sizeof table / sizeof table[0], c->cfg)) return;
+  c->cfg->metrics_bind_set = kc_yaml_map_get(n, "bindAddress") != NULL;
+  if (!c->cfg->metrics_bind_set && c->cfg->metrics_secure) c->cfg->metrics_bind = KC_DEFAULT_SECURE_METRICS_BIND;
+  static const char *const names[] = {"certName", "certKey"};
+  const char *vals[] = {c->cfg->metrics_cert_name, c->cfg->metrics_cert_key};
+  for (size_t i = 0; i < 2; i++)
+    if (!*vals[i] || strchr(vals[i], '/'))
+      cfg_fail(c, cfg_blame(n, names[i]), "metrics.%s: expected a file name in certPath, got \"%s\"", names[i],
+               vals[i]);
   if (!bind_address_ok(c->cfg->metrics_bind))
     cfg_fail(c, cfg_blame(n, "bindAddress"),
              "metrics.bindAddress: expected HOST:PORT, :PORT or \"0\" (disabled), got \"%s\"",
@@ -454,6 +468,8 @@ static void config_set_defaults(kc_config *cfg) {
       .retry_period_ms = KC_DEFAULT_RETRY_PERIOD_MS,
   };
   cfg->metrics_bind = KC_DEFAULT_METRICS_BIND;
+  cfg->metrics_cert_name = KC_DEFAULT_METRICS_CERT_NAME;
+  cfg->metrics_cert_key = KC_DEFAULT_METRICS_CERT_KEY;
   cfg->log_level = KC_LOG_INFO;
   cfg->log_format = KC_LOG_FORMAT_TEXT;
   cfg->shutdown_timeout_ms = KC_DEFAULT_SHUTDOWN_TIMEOUT_MS;

@@ -46,6 +46,10 @@
 #define KC_DEFAULT_RENEW_DEADLINE_MS 10000
 #define KC_DEFAULT_RETRY_PERIOD_MS 2000
 #define KC_DEFAULT_METRICS_BIND "127.0.0.1:8080" /* controller-runtime's port */
+/* kubebuilder's scaffold: secure metrics on every address, port 8443. */
+#define KC_DEFAULT_SECURE_METRICS_BIND ":8443"
+#define KC_DEFAULT_METRICS_CERT_NAME "tls.crt"
+#define KC_DEFAULT_METRICS_CERT_KEY "tls.key"
 #define KC_DEFAULT_PAGE_SIZE 500
 #define KC_DEFAULT_WATCH_TIMEOUT_MS (5 * 60 * 1000)
 #define KC_DEFAULT_WATCH_INACTIVITY_MS (5 * 60 * 1000)
@@ -287,6 +291,13 @@ typedef struct kc_config {
   kc_leader_election leader_election;
   kc_sharding_spec sharding;  /* the global default controllers inherit */
   const char *metrics_bind;   /* "host:port"; "0" disables the listener */
+  bool metrics_bind_set;      /* metrics.bindAddress given (else the default follows secure) */
+  /* metrics.secure: TLS and TokenReview/SubjectAccessReview on the metrics
+   * listener (ops.h); its default address is then KC_DEFAULT_SECURE_METRICS_BIND. */
+  bool metrics_secure;
+  const char *metrics_cert_path; /* certPath: a directory with the pair; NULL: self-signed */
+  const char *metrics_cert_name; /* certName: default tls.crt */
+  const char *metrics_cert_key;  /* certKey: default tls.key */
   enum kc_log_level log_level;
   enum kc_log_format log_format; /* logFormat: text (default) or json */
   bool dry_run;               /* dryRun: the default of every controller's dryRun */

@@ -155,7 +155,10 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
       a->lease_duration_ms != b->lease_duration_ms ||
       a->renew_deadline_ms != b->renew_deadline_ms || a->retry_period_ms != b->retry_period_ms)
     d->global |= KC_GLOBAL_LEADER_ELECTION;
-  if (!str_eq(oc->metrics_bind, nc->metrics_bind)) d->global |= KC_GLOBAL_METRICS;
+  if (!str_eq(oc->metrics_bind, nc->metrics_bind) || oc->metrics_secure != nc->metrics_secure ||
+      !str_eq(oc->metrics_cert_path, nc->metrics_cert_path) ||
+      !str_eq(oc->metrics_cert_name, nc->metrics_cert_name) || !str_eq(oc->metrics_cert_key, nc->metrics_cert_key))
+    d->global |= KC_GLOBAL_METRICS;
   if (oc->log_level != nc->log_level) d->global |= KC_GLOBAL_LOG_LEVEL;
   if (oc->log_format != nc->log_format) d->global |= KC_GLOBAL_LOG_FORMAT;
   if (oc->shutdown_timeout_ms != nc->shutdown_timeout_ms) d->global |= KC_GLOBAL_SHUTDOWN_TIMEOUT;

@@ -12,6 +12,8 @@
 #include "host/dryrun.h"
 #include "hooks/isolate.h"
 #include "base/log.h"
+#include "base/tlscert.h"
+#include "ops/metricsauth.h"
 #include "lease/sharding.h"
 #include "ops/selfmetrics.h"
 #include "base/sharedtext.h"
@@ -677,6 +679,8 @@ struct kc_ops {
   kc_ops_families *fam;
   kc_httpserver *http;
   kc_httpserver *probes; /* own probe listener (probe_bind), or NULL */
+  kc_tlscert *tls;        /* secure metrics: the served certificate, or NULL */
+  kc_metricsauth *auth;   /* secure metrics: the authorization filter, or NULL */
   bool own_probes;
   kc_notify *notify;
   kc_health *health; /* the readiness checks (/readyz) */
@@ -788,6 +792,15 @@ static void on_state_tick(uv_timer_t *t) {
   }
 }
 
+/* The certificate and the authorization filter of secure metrics. */
+static int secure_start(kc_ops *ops, const kc_ops_options *o) {
+  int rc = kc_tlscert_new(o->cert_file, o->key_file, 0, &ops->tls);
+  if (rc < 0) return rc;
+  if (!o->api) return 0;
+  kc_metricsauth_options mo = {0};
+  return kc_metricsauth_new(o->api, &mo, &ops->auth);
+}
+
 int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, void *ud, kc_ops **out) {
   kc_ops *ops = calloc(1, sizeof *ops);
   if (!ops) return -ENOMEM;
@@ -800,8 +813,12 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   if ((rc = kc_notify_new(loop, &ops->notify)) < 0) goto fail;
   if ((rc = kc_health_new(&ops->health)) < 0 || (rc = add_builtin_checks(ops)) < 0) goto fail;
   ops->own_probes = o->probe_bind != NULL;
+  if (o->secure && (rc = secure_start(ops, o)) < 0) goto fail;
   kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms,
-                              .endpoints = ops->own_probes ? KC_HTTP_METRICS : 0};
+                              .endpoints = ops->own_probes ? KC_HTTP_METRICS : 0,
+                              .tls = ops->tls,
+                              .authorize = ops->auth ? kc_metricsauth_authorize : NULL,
+                              .authorize_ud = ops->auth};
   kc_httpserver_hooks hooks = {hook_collect, hook_checks, ops, hook_shards};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
   if (ops->own_probes) {
@@ -830,6 +847,8 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   *out = ops;
   return 0;
 fail:
+  kc_metricsauth_free(ops->auth);
+  kc_tlscert_free(ops->tls);
   kc_notify_close(ops->notify);
   kc_health_free(ops->health);
   kc_ops_families_free(ops->fam);
@@ -880,6 +899,12 @@ void kc_ops_close(kc_ops *ops) {
   if (!ops) return;
   kc_httpserver_close(ops->http); /* joins server threads before the registry goes */
   kc_httpserver_close(ops->probes);
+  /* No server thread runs any more: the filter's API worker and the
+   * certificate can go. */
+  kc_metricsauth_free(ops->auth);
+  ops->auth = NULL;
+  kc_tlscert_free(ops->tls);
+  ops->tls = NULL;
   kc_notify_close(ops->notify);
   uv_timer_stop(&ops->timer);
   uv_close((uv_handle_t *)&ops->timer, on_timer_closed);

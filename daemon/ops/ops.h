@@ -38,6 +38,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "client/apiclient.h"
 #include "runtime/controller.h"
 #include "ops/httpserver.h"
 #include "client/events.h"
@@ -149,6 +150,14 @@ typedef struct kc_ops_options {
    * none) and `bind` serves /metrics and /debug/informers only. */
   const char *probe_bind;
   uint64_t heartbeat_ms;  /* loop heartbeat and state check period; 0: 1000 */
+  /* Secure metrics: `bind` speaks HTTPS with the certificate in cert_file
+   * and key_file (tlscert.h: reloaded when they change), or a self-signed
+   * one when both are NULL; and with api set, /metrics and the debug
+   * documents answer only bearer tokens the API server authenticates and
+   * authorizes (metricsauth.h). The probes are never behind either. */
+  bool secure;
+  const char *cert_file, *key_file;
+  kc_api *api; /* borrowed: kc_ops_close must come before kc_api_close */
 } kc_ops_options;
 
 /* Registers the metrics, starts the HTTP server (unless disabled) and the

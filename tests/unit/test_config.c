@@ -209,7 +209,9 @@ static bool same_config(const kc_config *a, const kc_config *b) {
       strcmp(x->namespace_, y->namespace_) || strcmp(x->name, y->name) ||
       !x->identity != !y->identity || x->lease_duration_ms != y->lease_duration_ms ||
       x->renew_deadline_ms != y->renew_deadline_ms || x->retry_period_ms != y->retry_period_ms ||
-      strcmp(a->metrics_bind, b->metrics_bind) || a->log_level != b->log_level || a->log_format != b->log_format ||
+      strcmp(a->metrics_bind, b->metrics_bind) || a->metrics_secure != b->metrics_secure ||
+      strcmp(a->metrics_cert_name, b->metrics_cert_name) || strcmp(a->metrics_cert_key, b->metrics_cert_key) ||
+      !a->metrics_cert_path != !b->metrics_cert_path || a->log_level != b->log_level || a->log_format != b->log_format ||
       a->shutdown_timeout_ms != b->shutdown_timeout_ms || a->decode_threads != b->decode_threads ||
       a->auth_failure_readiness_ms != b->auth_failure_readiness_ms ||
       a->snapshot_max_age_ms != b->snapshot_max_age_ms || !a->state_directory != !b->state_directory ||
@@ -361,9 +363,9 @@ static void test_documented_defaults(void **state) {
   }
   free(doc);
   /* Every row with a value: 8 top level, 6 leaderElection, 5 sharding,
-   * 1 metrics, 7 informers, 6 controllers, 4 rateLimit, 1 hook style, 4 hook
+   * 4 metrics, 7 informers, 6 controllers, 4 rateLimit, 1 hook style, 4 hook
    * exec, 4 hook webhook. */
-  assert_int_equal(checked, 46);
+  assert_int_equal(checked, 49);
 }
 
 static void test_top_level_errors(void **state) {
@@ -417,6 +419,25 @@ static void test_bind_addresses(void **state) {
     assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, strlen(text), &c, err, sizeof err),
                      -EINVAL);
   }
+  /* Secure metrics: kubebuilder's :8443 unless an address is given; the
+   * certificate directory resolves against the config's directory. */
+  kc_config *c = load("metrics: {secure: true}\n");
+  assert_true(c->metrics_secure);
+  assert_false(c->metrics_bind_set);
+  assert_string_equal(c->metrics_bind, ":8443");
+  assert_null(c->metrics_cert_path);
+  assert_string_equal(c->metrics_cert_name, "tls.crt");
+  assert_string_equal(c->metrics_cert_key, "tls.key");
+  kc_config_free(c);
+  c = load("metrics: {secure: true, bindAddress: \"127.0.0.1:9443\", certPath: certs, certName: a.pem,"
+           " certKey: a-key.pem}\n");
+  assert_string_equal(c->metrics_bind, "127.0.0.1:9443");
+  assert_string_equal(c->metrics_cert_path, "/etc/kctrld/certs");
+  assert_string_equal(c->metrics_cert_name, "a.pem");
+  assert_string_equal(c->metrics_cert_key, "a-key.pem");
+  kc_config_free(c);
+  fails("metrics: {certName: a/tls.crt}\n",
+        "c.yaml:1:21: metrics.certName: expected a file name in certPath, got \"a/tls.crt\"");
 }
 
 static void test_leader_election(void **state) {
