@@ -36,10 +36,23 @@ static const kc_cli_flag daemon_flags[] = {
     {"context", 0, required_argument, " NAME", "current-context",
      "the kubeconfig context to use (see \"Credentials\").", KC_CLI_CONTEXT, false},
     {"metrics-bind-address", 0, required_argument, " HOST:PORT",
-     "metrics.bindAddress, 127.0.0.1:8080",
+     "metrics.bindAddress, 127.0.0.1:8080 (:8443 with --metrics-secure)",
      "/metrics and /debug/informers, and the probes (/livez, /readyz, /healthz) unless "
      "--health-probe-bind-address is given; \"0\" disables.",
      KC_CLI_METRICS_BIND, false},
+    {"metrics-secure", 0, optional_argument, "[=true|false]", "metrics.secure, off",
+     "serve /metrics and /debug/* over TLS, only to bearer tokens the API server authenticates "
+     "(TokenReview) and allows to get the path (SubjectAccessReview); 401 without a valid "
+     "token, 403 without the right. The probes stay open (see \"Secure metrics\").",
+     KC_CLI_METRICS_SECURE, false},
+    {"metrics-cert-path", 0, required_argument, " DIR", "metrics.certPath; unset: self-signed",
+     "directory of the metrics certificate and key, read again when they change; without it a "
+     "self-signed certificate is made at start.",
+     KC_CLI_METRICS_CERT_PATH, false},
+    {"metrics-cert-name", 0, required_argument, " FILE", "metrics.certName, tls.crt",
+     "the PEM certificate (chain) in --metrics-cert-path.", KC_CLI_METRICS_CERT_NAME, false},
+    {"metrics-cert-key", 0, required_argument, " FILE", "metrics.certKey, tls.key",
+     "its PEM private key in --metrics-cert-path.", KC_CLI_METRICS_CERT_KEY, false},
     {"health-probe-bind-address", 0, required_argument, " HOST:PORT",
      "unset: probes on the metrics listener",
      "/livez, /readyz and /healthz on a listener of their own (so probes and metrics bind "

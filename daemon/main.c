@@ -32,9 +32,9 @@
 #include "base/memtrim.h"
 #include "rbac.h"
 
-/* --leader-elect[=BOOL]: *out 1 (on) or -1 (off), as kc_daemon_options
- * has it. Returns 0 or -EINVAL. */
-static int parse_leader_elect(const char *arg, int *out) {
+/* --leader-elect[=BOOL], --metrics-secure[=BOOL]: *out 1 (on) or -1
+ * (off), as kc_daemon_options has them. Returns 0 or -EINVAL. */
+static int parse_bool_flag(const char *arg, int *out) {
   if (!arg || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0) *out = 1;
   else if (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0) *out = -1;
   else return -EINVAL;
@@ -101,6 +101,25 @@ static bool daemon_flags(const kc_cli_command *cmd, int argc, char **argv, kc_da
     case KC_CLI_CONTEXT: o->context = arg; break;
     case KC_CLI_METRICS_BIND: o->metrics_bind = arg; break;
     case KC_CLI_PROBE_BIND: o->probe_bind = arg; break;
+    case KC_CLI_METRICS_SECURE:
+      if (parse_bool_flag(arg, &o->metrics_secure) < 0) {
+        kc_cli_usage_error(cmd, "--metrics-secure: expected true or false, got \"%s\"", arg);
+        *exit_code = 2;
+        return true;
+      }
+      break;
+    case KC_CLI_METRICS_CERT_PATH: o->metrics_cert_path = arg; break;
+    case KC_CLI_METRICS_CERT_NAME:
+    case KC_CLI_METRICS_CERT_KEY:
+      if (!*arg || strchr(arg, '/')) {
+        kc_cli_usage_error(cmd, "--%s: expected a file name in --metrics-cert-path, got \"%s\"",
+                           id == KC_CLI_METRICS_CERT_NAME ? "metrics-cert-name" : "metrics-cert-key", arg);
+        *exit_code = 2;
+        return true;
+      }
+      if (id == KC_CLI_METRICS_CERT_NAME) o->metrics_cert_name = arg;
+      else o->metrics_cert_key = arg;
+      break;
     case KC_CLI_AUTH_READINESS: {
       int64_t ns;
       if (kc_yaml_parse_duration(arg, &ns) < 0 || ns % 1000000 != 0 || ns / 1000000 > 86400000) {
@@ -137,7 +156,7 @@ static bool daemon_flags(const kc_cli_command *cmd, int argc, char **argv, kc_da
       break;
     }
     case KC_CLI_LEADER_ELECT:
-      if (parse_leader_elect(arg, &o->leader_elect) < 0) {
+      if (parse_bool_flag(arg, &o->leader_elect) < 0) {
         kc_cli_usage_error(cmd, "--leader-elect: expected true or false, got \"%s\"", arg);
         *exit_code = 2;
         return true;
