@@ -24,7 +24,8 @@ static const char *const verb_names[] = {"create", "delete", "deletecollection",
 #define V_UPDATE VERB(6)
 #define V_WATCH VERB(7)
 
-enum role_kind { ROLE_MAIN = 0, ROLE_LEADER = 1 };
+/* ROLE_METRICS_AUTH: the secure metrics filter's reviews (ops/metricsauth.h). */
+enum role_kind { ROLE_MAIN = 0, ROLE_LEADER = 1, ROLE_METRICS_AUTH = 2 };
 
 typedef struct rule {
   enum role_kind role;
@@ -282,6 +283,27 @@ static void put_role(kc_buf *b, const kc_rbac_options *o, const char *ns, const 
 
 /* ---- generation ---- */
 
+/* Secure metrics: each scrape's token is reviewed (TokenReview) and its
+ * user authorized (SubjectAccessReview); both are cluster-scoped creates. */
+static int add_metrics_auth_rules(ruleset *rs, const kc_config *cfg) {
+  if (!cfg->metrics_secure) return 0;
+  int rc = add_rule(rs, ROLE_METRICS_AUTH, "", "authentication.k8s.io", "tokenreviews", "", V_CREATE);
+  if (!rc) rc = add_rule(rs, ROLE_METRICS_AUTH, "", "authorization.k8s.io", "subjectaccessreviews", "", V_CREATE);
+  return rc;
+}
+
+/* What a scraper of secure metrics needs: bound by whoever runs it
+ * (Prometheus's ServiceAccount), so no binding here. */
+static void put_metrics_reader(kc_buf *out, const kc_config *cfg, const char *name) {
+  if (!cfg->metrics_secure) return;
+  kc_buf_printf(out,
+                "---\n# Bind it to the scraper's ServiceAccount: secure metrics answer only tokens\n"
+                "# allowed to get /metrics (docs/operations.md \"Secure metrics\").\n"
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: %s-metrics-reader\n"
+                "rules:\n  - nonResourceURLs: [\"/metrics\"]\n    verbs: [\"get\"]\n",
+                name);
+}
+
 /* What the daemon itself writes for controller c (desired.h): its
  * finalizer on the `for` objects; for a hook of style desired, the
  * children (server-side apply creates or patches, prune deletes) and the
@@ -419,6 +441,7 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
       rc = add_rule(&rs, ROLE_LEADER, sp->lease_namespace, "coordination.k8s.io", "leases", "",
                     V_CREATE | V_GET | V_LIST | V_UPDATE);
   }
+  if (!rc) rc = add_metrics_auth_rules(&rs, cfg);
   if (rc == -ENAMETOOLONG) kc_errf(err, errlen, "a namespace, group or resource name is too long");
   if (rc) goto out;
   if (rs.n) qsort(rs.r, rs.n, sizeof *rs.r, cmp_rule);
@@ -448,14 +471,18 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
   kc_buf_add(out, head.p ? head.p : "", head.len);
   kc_buf_printf(out, "---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: %s\n  namespace: %s\n",
                 o.name, o.namespace_);
-  char le_name[256];
+  char le_name[256], auth_name[256];
   snprintf(le_name, sizeof le_name, "%s-leader-election", o.name);
+  snprintf(auth_name, sizeof auth_name, "%s-metrics-auth", o.name);
   for (size_t i = 0; i < rs.n;) {
     size_t j = i;
     while (j < rs.n && rs.r[j].role == rs.r[i].role && !strcmp(rs.r[j].ns, rs.r[i].ns)) j++;
-    put_role(out, &o, rs.r[i].ns, rs.r[i].role == ROLE_LEADER ? le_name : o.name, &rs, i, j);
+    put_role(out, &o, rs.r[i].ns,
+             rs.r[i].role == ROLE_LEADER ? le_name : rs.r[i].role == ROLE_METRICS_AUTH ? auth_name : o.name,
+             &rs, i, j);
     i = j;
   }
+  put_metrics_reader(out, cfg, o.name);
   if (out->err || head.err) rc = out->err ? out->err : head.err;
 out:
   kc_buf_free(&head);

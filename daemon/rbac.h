@@ -19,6 +19,10 @@
  *     resource with a `finalizer:`; with `hook.style: desired`, update on
  *     its status and create, patch, delete on each `owns` resource;
  *     Events only where a plugin declares them;
+ *   - metrics.secure: create on tokenreviews and subjectaccessreviews in the
+ *     ClusterRole NAME-metrics-auth (ops/metricsauth.h), and the unbound
+ *     ClusterRole NAME-metrics-reader (get on the non-resource URL
+ *     /metrics) for the operator to bind to the scraper;
  *   - the ServiceAccount and one binding per role.
  * Discovery (/api, /apis/G/V) needs no rule: Kubernetes grants it to every
  * authenticated user (the system:discovery ClusterRole).

@@ -137,6 +137,40 @@ static void test_sharding_leases(void **state) {
   free(y);
 }
 
+/* Secure metrics: the reviews in a ClusterRole of their own (also when the
+ * rest is per namespace: the reviews are cluster-scoped), and the unbound
+ * reader role for the scraper. Without metrics.secure: neither. */
+static void test_secure_metrics(void **state) {
+  (void)state;
+  const char *body = "informers:\n  - {apiVersion: v1, kind: Pod, namespaces: [a]}\n"
+                     "controllers:\n  - name: podset\n    plugin: /podset.so\n"
+                     "    for: {apiVersion: v1, kind: Pod}\n";
+  char text[512];
+  snprintf(text, sizeof text, "metrics: {secure: true}\n%s", body);
+  char *y = gen(text, NULL, NULL);
+  assert_non_null(y);
+  assert_non_null(strstr(y, "kind: Role\nmetadata:\n  name: kctrld\n  namespace: a\n"));
+  assert_non_null(strstr(y, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n"
+                            "  name: kctrld-metrics-auth\nrules:\n"
+                            "  - apiGroups: [\"authentication.k8s.io\"]\n    resources: [\"tokenreviews\"]\n"
+                            "    verbs: [\"create\"]\n"
+                            "  - apiGroups: [\"authorization.k8s.io\"]\n    resources: [\"subjectaccessreviews\"]\n"
+                            "    verbs: [\"create\"]\n"
+                            "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n"
+                            "  name: kctrld-metrics-auth\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n"
+                            "  kind: ClusterRole\n  name: kctrld-metrics-auth\nsubjects:\n"
+                            "  - kind: ServiceAccount\n    name: kctrld\n    namespace: kctrld\n"));
+  const char *reader = strstr(y, "kind: ClusterRole\nmetadata:\n  name: kctrld-metrics-reader\n"
+                                 "rules:\n  - nonResourceURLs: [\"/metrics\"]\n    verbs: [\"get\"]\n");
+  assert_non_null(reader);
+  assert_null(strstr(y, "name: kctrld-metrics-reader\nroleRef"));
+  free(y);
+  y = gen(body, NULL, NULL);
+  assert_non_null(y);
+  assert_null(strstr(y, "metrics"));
+  free(y);
+}
+
 /* Every informer namespaced: one Role per namespace; the plugin's writes
  * only in the namespaces of its `for` informer. */
 static void test_roles_per_namespace(void **state) {
@@ -391,6 +425,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cluster_with_leader_election),
       cmocka_unit_test(test_sharding_leases),
+      cmocka_unit_test(test_secure_metrics),
       cmocka_unit_test(test_roles_per_namespace),
       cmocka_unit_test(test_what_forces_a_cluster_role),
       cmocka_unit_test(test_for_placeholder),
