@@ -20,8 +20,10 @@ BUILD = taplib.BUILD
 KCTRLD = os.path.join(BUILD, "kctrld")
 BASE = os.path.join(ROOT, "deploy", "base")
 
-KINDS = sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                "ConfigMap", "Deployment", "Service"])
+# Three ClusterRoles: the controllers', the metrics reviews' and the unbound
+# metrics reader (kctrld rbac with metrics.secure).
+KINDS = sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding",
+                "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service"])
 
 
 def load_base():
@@ -98,9 +100,15 @@ def test_deployment_probes_and_hardening():
     with open(os.path.join(BASE, "kctrld.yaml")) as f:
         cfg = yaml.safe_load(f)
     assert cfg["metrics"]["bindAddress"].rsplit(":", 1)[1] == str(ports["metrics"]), cfg["metrics"]
-    assert c["livenessProbe"]["httpGet"]["port"] == "metrics"
+    # Secure metrics (TLS, TokenReview + SubjectAccessReview) on kubebuilder's
+    # 8443; the probes on a plain listener of their own, kubebuilder's 8081.
+    assert cfg["metrics"]["secure"] is True and ports["metrics"] == 8443, cfg["metrics"]
+    probe_arg = c["args"][c["args"].index("--health-probe-bind-address") + 1]
+    assert probe_arg.rsplit(":", 1)[1] == str(ports["health"]) == "8081", c["args"]
+    assert c["livenessProbe"]["httpGet"]["port"] == "health"
+    assert c["readinessProbe"]["httpGet"]["port"] == "health"
     svc = by_kind(docs, "Service")
-    assert svc["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert svc["spec"]["ports"][0]["targetPort"] == "metrics" and svc["spec"]["ports"][0]["port"] == 8443
     assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
     # The config: the generated ConfigMap, mounted where the args point, not writable.
     vols = {v["name"]: v for v in pod["volumes"]}
@@ -111,7 +119,7 @@ def test_deployment_probes_and_hardening():
     # The file alone: its directory is the image's, not the volume's (writable by others).
     assert mounts["config"]["subPath"] == "kctrld.yaml" and mounts["config"]["subPath"] in cm["data"]
     assert mounts["config"]["readOnly"] is True
-    assert c["args"] == ["--config", mounts["config"]["mountPath"]], c["args"]
+    assert c["args"][:2] == ["--config", mounts["config"]["mountPath"]], c["args"]
     assert cfg["leaderElection"]["namespace"] == k["namespace"]
     # The image: debian:12-slim with the package, the Deployment's user.
     with open(os.path.join(ROOT, "deploy", "Containerfile")) as f:
