@@ -813,7 +813,11 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   if ((rc = kc_notify_new(loop, &ops->notify)) < 0) goto fail;
   if ((rc = kc_health_new(&ops->health)) < 0 || (rc = add_builtin_checks(ops)) < 0) goto fail;
   ops->own_probes = o->probe_bind != NULL;
-  if (o->secure && (rc = secure_start(ops, o)) < 0) goto fail;
+  char host[256];
+  uint16_t port;
+  /* A disabled listener needs no certificate nor filter. */
+  bool serving = kc_httpserver_parse_bind(o->bind, host, sizeof host, &port) != 1;
+  if (o->secure && serving && (rc = secure_start(ops, o)) < 0) goto fail;
   kc_httpserver_options ho = {.bind = o->bind, .heartbeat_ms = o->heartbeat_ms,
                               .endpoints = ops->own_probes ? KC_HTTP_METRICS : 0,
                               .tls = ops->tls,
