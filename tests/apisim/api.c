@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "api_int.h"
 #include "rbac.h"
+#include "review.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -130,6 +131,7 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp)
     if (nseg == 8) { nseg = 9; break; }
     segs[nseg++] = s;
   }
+  if (sim_review_handle(req, resp)) goto out;
   /* --rbac: a non-resource path (not /api/v1/R..., /apis/G/V/R...) is
    * authorized by path, before it is served. */
   bool resource = nseg >= 3 && (strcmp(segs[0], "api") == 0 ||
