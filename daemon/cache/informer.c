@@ -24,6 +24,8 @@ typedef struct part {
   kc_consistency *check; /* periodic comparison with the server (consistency.h) */
   char *namespace_; /* own copy (outlives a reloaded config); NULL: all / cluster-scoped */
   bool listed;      /* a complete list of this part was applied: later lists are relists */
+  uint64_t observed_rv; /* kc_informer_observed_rv; 0: nothing observed yet */
+  bool rv_opaque;       /* a resourceVersion that is no decimal number was seen */
 } part;
 
 typedef struct handler_slot {
@@ -53,6 +55,7 @@ struct kc_informer {
   char *snap_dir, *snap_cluster; /* kc_informer_set_snapshots; NULL: off */
   kc_clusterid *clusterid;       /* kc_informer_set_cluster_identity; NULL: none */
   uint64_t snap_max_age_ms;
+  bool opaque_rv_logged;
 };
 
 enum kc_informer_cause kc_informer_cause(const kc_informer *inf) { return inf->cause; }
@@ -77,6 +80,43 @@ static void fan_update(kc_informer *inf, kc_obj *old, kc_obj *obj) {
 static void fan_delete(kc_informer *inf, kc_obj *obj) {
   for (size_t i = 0; i < inf->nhandlers; i++)
     if (inf->handlers[i].h.on_delete) inf->handlers[i].h.on_delete(inf->handlers[i].h.ud, inf, obj);
+}
+
+static void fan_progress(kc_informer *inf, bool relisted) {
+  for (size_t i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].h.on_progress)
+      inf->handlers[i].h.on_progress(inf->handlers[i].h.ud, inf, relisted);
+}
+
+/* A decimal resourceVersion without leading zeros that fits in 63 bits. */
+static bool rv_number(const char *rv, uint64_t *out) {
+  uint64_t v = 0;
+  if (!rv[0] || (rv[0] == '0' && rv[1])) return false;
+  for (const char *c = rv; *c; c++) {
+    if (*c < '0' || *c > '9' || v > (UINT64_MAX / 2 - 9) / 10) return false;
+    v = v * 10 + (uint64_t)(*c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+/* The part's reflector observed rv (reflector.h sink.progress). */
+static void sink_progress(void *ud, kc_reflector *r, const char *rv, bool list) {
+  part *p = ud;
+  uint64_t v;
+  if (rv_number(rv, &v)) {
+    p->observed_rv = v;
+  } else if (rv[0]) {
+    p->rv_opaque = true;
+    if (!p->inf->opaque_rv_logged) {
+      p->inf->opaque_rv_logged = true;
+      kc_warn("informer",
+              "%s: resourceVersion \"%.40s\" is not a number: writes to this resource are not "
+              "waited for before a reconcile (read your own writes)",
+              kc_reflector_describe(r), rv);
+    }
+  }
+  fan_progress(p->inf, list);
 }
 
 static void on_replace_change(void *ud, enum kc_store_event ev, kc_obj *old, kc_obj *new_) {
@@ -254,7 +294,7 @@ int kc_informer_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool,
                                                                 : KC_REFLECTOR_STREAM_AUTO,
     };
     kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, p, sink_synced,
-                              sink_count, sink_get};
+                              sink_count, sink_get, sink_progress};
     rc = kc_reflector_new(loop, api, &rs, &sink, &p->reflector);
     if (rc == 0)
       rc = kc_consistency_new(loop, api, pool, p->reflector, p->store, 0, &p->check);
@@ -578,6 +618,19 @@ static part *part_for(kc_informer *inf, kc_str ns, bool *all) {
   for (size_t i = 0; i < inf->nparts; i++)
     if (kc_str_eq_c(ns, inf->parts[i].namespace_)) return &inf->parts[i];
   return NULL;
+}
+
+int kc_informer_observed_rv(kc_informer *inf, kc_str ns, uint64_t *rv) {
+  bool all;
+  part *p = part_for(inf, ns, &all);
+  if (!p) return -ENOENT;
+  if (p->rv_opaque) return -ENOTSUP;
+  *rv = p->observed_rv;
+  return p->observed_rv ? 1 : 0;
+}
+
+void kc_informer_resource_ref(const kc_informer *inf, kc_resource_ref *out) {
+  *out = (kc_resource_ref){inf->api_path, inf->resource, inf->namespaced};
 }
 
 kc_obj *kc_informer_get(kc_informer *inf, kc_str ns, kc_str name) {

@@ -44,12 +44,17 @@
 
 typedef struct kc_informer kc_informer;
 
-/* old/new_ are borrowed for the call. A resync delivers on_update(obj, obj). */
+/* old/new_ are borrowed for the call. A resync delivers on_update(obj, obj).
+ * on_progress (optional) runs after the resourceVersion a part observed
+ * advanced (kc_informer_observed_rv): after every watch event and bookmark,
+ * and with relisted true after every complete list (the first one, a
+ * relist, a consistency repair), once its events were delivered. */
 typedef struct kc_informer_handler {
   void (*on_add)(void *ud, kc_informer *inf, kc_obj *obj);
   void (*on_update)(void *ud, kc_informer *inf, kc_obj *old, kc_obj *new_);
   void (*on_delete)(void *ud, kc_informer *inf, kc_obj *obj);
   void *ud;
+  void (*on_progress)(void *ud, kc_informer *inf, bool relisted);
 } kc_informer_handler;
 
 /* Why the handlers are being called: consumers that queue work rank a
@@ -135,6 +140,17 @@ const char *kc_informer_resource(const kc_informer *inf); /* "pods", "deployment
 /* Whether the resource is namespaced (discovery's answer, kc_resource_ref):
  * its objects' keys are "namespace/name", else "name". */
 bool kc_informer_namespaced(const kc_informer *inf);
+
+/* The resourceVersion the part holding namespace ns (absent: the only
+ * part) has observed: the last watch event or bookmark, or the last
+ * complete list. Compared as a number (docs/design.md "Read your own
+ * writes"), so only within this informer. Returns 1 with *rv, 0 when
+ * nothing was observed yet, -ENOENT when no part watches ns, -ENOTSUP when
+ * the server's resourceVersions are not decimal numbers (logged once per
+ * informer). Loop thread. */
+int kc_informer_observed_rv(kc_informer *inf, kc_str ns, uint64_t *rv);
+/* Where the informer's objects live (strings borrowed from the informer). */
+void kc_informer_resource_ref(const kc_informer *inf, kc_resource_ref *out);
 
 kc_obj *kc_informer_get(kc_informer *inf, kc_str ns, kc_str name);
 int kc_informer_list(kc_informer *inf, kc_str ns, const kc_label_selector *sel, kc_obj_vec *out);

@@ -262,6 +262,9 @@ typedef struct kc_controller_spec {
   size_t nwatches;
   int64_t workers;
   int64_t reconcile_timeout_ms;
+  /* readYourOwnWrites (default true): a key waits until the informers have
+   * observed the writes of its last reconcile (docs/design.md). */
+  bool read_your_own_writes;
   kc_rate_limit rate_limit;
   unsigned predicates;        /* for the `for` kind; 0 = every update */
   kc_sharding_spec sharding;  /* shards == 0: every key is reconciled here */
@@ -370,6 +373,7 @@ enum kc_controller_field {
   KC_CTL_SHARDING = 1u << 11,   /* effective sharding settings */
   KC_CTL_DRY_RUN = 1u << 12,    /* effective dryRun: a new instance */
   KC_CTL_CHILDREN = 1u << 13,   /* finalizer or updateStrategy */
+  KC_CTL_READ_OWN_WRITES = 1u << 14, /* readYourOwnWrites */
 };
 
 enum kc_global_field {

@@ -308,6 +308,7 @@ void cfg_parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
       FIELD_RANGE("workers", F_INT, kc_controller_spec, workers, 1, 1024),
       FIELD_RANGE("reconcileTimeout", F_DURATION, kc_controller_spec, reconcile_timeout_ms, 1,
                   86400000),
+      FIELD("readYourOwnWrites", F_BOOL, kc_controller_spec, read_your_own_writes),
       CUSTOM("rateLimit"),
       CUSTOM("predicates"),
       CUSTOM("sharding"),
@@ -331,6 +332,7 @@ void cfg_parse_controller(struct ctx *c, const kc_yaml_node *n, size_t idx,
   ct->plugin = "";
   ct->workers = KC_DEFAULT_WORKERS;
   ct->reconcile_timeout_ms = KC_DEFAULT_RECONCILE_TIMEOUT_MS;
+  ct->read_your_own_writes = true;
   ct->rate_limit.base_delay_ms = KC_DEFAULT_BASE_DELAY_MS;
   ct->rate_limit.max_delay_ms = KC_DEFAULT_MAX_DELAY_MS;
   ct->rate_limit.qps = KC_DEFAULT_QPS;

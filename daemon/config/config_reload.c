@@ -78,6 +78,7 @@ static unsigned controller_fields(const kc_config *oc, const kc_controller_spec 
   if (!eq) f |= KC_CTL_WATCHES;
   if (a->workers != b->workers) f |= KC_CTL_WORKERS;
   if (a->reconcile_timeout_ms != b->reconcile_timeout_ms) f |= KC_CTL_TIMEOUT;
+  if (a->read_your_own_writes != b->read_your_own_writes) f |= KC_CTL_READ_OWN_WRITES;
   if (a->rate_limit.base_delay_ms != b->rate_limit.base_delay_ms ||
       a->rate_limit.max_delay_ms != b->rate_limit.max_delay_ms ||
       a->rate_limit.qps != b->rate_limit.qps || a->rate_limit.burst != b->rate_limit.burst)
@@ -189,7 +190,7 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
                                           "watches", "workers",  "timeout",   "rateLimit",
                                           "predicates", "informers", "hook",
                                           "sharding", "dryRun",
-                                          "children"};
+                                          "children", "readYourOwnWrites"};
   size_t add[2] = {0}, rem[2] = {0}, chg[2] = {0};
   for (size_t i = 0; i < d->ninformers; i++) {
     if (d->informers[i].change == KC_CHANGE_ADDED) add[0]++;

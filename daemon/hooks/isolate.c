@@ -302,6 +302,7 @@ static int serve_request(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
   } else {
     rc = ENVOP(request)(ctx->env->ud, ARG(0).ptr, ARG(1).ptr, ARG(2).len ? ARG(2).ptr : NULL,
                         ARG(3).ptr, ARG(3).len, (uint64_t)timeout, &r);
+    if (rc == 0 && write) kc_hostapi_write_answered(ctx, ARG(0).ptr, ARG(1).ptr, &r);
   }
   ret_begin(out, rc);
   kc_iso_puti(out, r.error);

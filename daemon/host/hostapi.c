@@ -103,6 +103,12 @@ void kc_hostapi_leave(kctrld_ctx *previous) { current_ctx = previous; }
 static const kc_host_env_ops op_types;
 #define ENV_OP_T(m) __typeof__(op_types.m)
 
+void kc_hostapi_write_answered(const kctrld_ctx *ctx, const char *method, const char *path,
+                               const kc_api_response *r) {
+  if (!ctx || !ctx->writes || !ctx->key || r->code < 200 || r->code >= 300) return;
+  kc_ownwrites_record(ctx->writes, ctx->key, method, path, r->body, r->body ? r->body_len : 0);
+}
+
 /* ---- small helpers ---- */
 
 static void api_error(kctrld_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -713,6 +719,7 @@ static int send_request(kctrld_ctx *ctx, const char *method, const struct req_ta
     return rc == -ETIMEDOUT || rc == -ETIME ? -ETIMEDOUT : -EAGAIN;
   }
   if (r.code >= 200 && r.code < 300) {
+    if (flags & REQ_WRITE) kc_hostapi_write_answered(ctx, method, path, &r);
     int ok = (flags & REQ_CREATED_IS_1) && r.code == 201 ? 1 : 0;
     if (!out) return ok;
     char err[160];

@@ -35,6 +35,8 @@
  *    subresource the kind does not have, 400, 422) is logged at warn, its
  *    reason (naming the subresource or the field) goes to ctx_api_error and
  *    ctx->terminal, where kc_plugin_reconcile finds it.
+ *  - every write answered with 2xx is recorded in ctx->writes for the
+ *    reconciled key (kc_hostapi_write_answered; read your own writes).
  *  - event formats the message and hands it to env->ops->event (the
  *    daemon's recorder aggregates and writes core/v1 Events from the loop).
  *  - finalizer_add/remove are JSON patches through api_patch; the
@@ -56,6 +58,7 @@
 #include "host/desired.h"
 #include "host/expectations.h"
 #include "host/hostenv.h"
+#include "host/ownwrites.h"
 #include "kube/kobj.h"
 #include "kctrld/plugin.h"
 #include "host/result.h"
@@ -81,6 +84,9 @@ struct kctrld_ctx {
   kc_desired_set *desired;  /* desired_begin..desired_commit; freed by kc_desired_ctx_done */
   bool finalizing;          /* the object is being deleted and holds the finalizer */
   bool finalized;           /* result_finalized was called */
+  /* Where the reconcile's answered writes are recorded (ownwrites.h; NULL:
+   * nowhere, e.g. read your own writes is off or the call is no reconcile). */
+  kc_ownwrites *writes;
 };
 
 /* The settings nodes one init read (plugin.h: "reading a key marks it as
@@ -103,6 +109,14 @@ size_t kc_hostapi_settings_warn_unread(kc_settings_used *u, const char *controll
 /* A fresh ctx for one call (key and res NULL outside reconcile). */
 void kc_hostapi_ctx_init(kctrld_ctx *ctx, const kc_host_env *env, const char *controller,
                          kc_expectations *exp, const char *key, kc_reconcile_result *res);
+
+/* A write (any method but GET) of ctx's reconcile got answer r: a 2xx is
+ * recorded in ctx->writes for ctx->key (ownwrites.h). Every write a plugin,
+ * hook or plugin child sends comes back here: do_request for the ones sent
+ * in this process, isolate.c for the ones a plugin child sends through the
+ * daemon. Any thread. */
+void kc_hostapi_write_answered(const kctrld_ctx *ctx, const char *method, const char *path,
+                               const kc_api_response *r);
 
 /* Marks ctx as the plugin call running on this thread (for `log`), and
  * returns the previous one, which kc_hostapi_leave restores. */

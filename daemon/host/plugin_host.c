@@ -60,6 +60,7 @@ struct kc_plugin_instance {
   kc_host_env env; /* copied; env.ud retained until after on_free */
   kc_expectations *exp;
   kc_desired_spec *sync; /* from env->spec: finalizer and desired state (NULL: none) */
+  kc_ownwrites *writes; /* a reference; NULL: writes are not recorded */
   void (*on_free)(void *arg); /* after fini: releases what settings point into */
   void *on_free_arg;
 };
@@ -389,12 +390,14 @@ static void ctx_for(kctrld_ctx *ctx, kc_plugin_instance *inst, const char *key,
                     kc_reconcile_result *res) {
   kc_hostapi_ctx_init(ctx, inst->env.ops ? &inst->env : NULL, inst->controller, inst->exp, key, res);
   ctx->sync = inst->sync;
+  if (key) ctx->writes = inst->writes;
 }
 
 static void instance_free_mem(kc_plugin_instance *inst) {
   kc_plugin *p = inst->plugin;
   kc_expectations_free(inst->exp);
   kc_desired_spec_free(inst->sync);
+  kc_ownwrites_unref(inst->writes);
   if (inst->env.ops && inst->env.ops->release) inst->env.ops->release(inst->env.ud);
   free(inst->controller);
   free(inst->log_ctx);
@@ -548,5 +551,11 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res) {
 }
 
 kc_expectations *kc_plugin_instance_expectations(kc_plugin_instance *inst) { return inst->exp; }
+
+void kc_plugin_instance_set_writes(kc_plugin_instance *inst, kc_ownwrites *w) {
+  if (w) kc_ownwrites_ref(w);
+  kc_ownwrites_unref(inst->writes);
+  inst->writes = w;
+}
 const char *kc_plugin_instance_controller(const kc_plugin_instance *inst) { return inst->controller; }
 

@@ -43,6 +43,7 @@
 #include <stddef.h>
 
 #include "host/expectations.h"
+#include "host/ownwrites.h"
 #include "host/hostapi.h"
 #include "host/hostenv.h"
 #include "kctrld/plugin.h"
@@ -125,6 +126,11 @@ void kc_plugin_reconcile(void *ud, const char *key, kc_reconcile_result *res);
 
 /* The instance's expectations: the daemon observes owned-object events here. */
 kc_expectations *kc_plugin_instance_expectations(kc_plugin_instance *inst);
+
+/* Where the writes of the instance's reconciles are recorded (ownwrites.h;
+ * read your own writes): the instance takes a reference (dropped when it is
+ * freed); NULL records nothing. Loop thread, before the first reconcile. */
+void kc_plugin_instance_set_writes(kc_plugin_instance *inst, kc_ownwrites *w);
 
 /* The host table later loads hand to a plugin's entry point (NULL: the
  * daemon's own, kc_hostapi_table()). A plugin child (isolate_child.h) hands

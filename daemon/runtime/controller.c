@@ -22,6 +22,7 @@ typedef struct subscription {
   enum { SUB_FOR, SUB_OWNS, SUB_WATCHES } role;
   unsigned predicates;
   const kc_watch_spec *watch; /* SUB_WATCHES */
+  unsigned slot;              /* the informer's source in c->writes */
 } subscription;
 
 /* What the worker threads call: the plugin instance and, once sharded, the
@@ -56,6 +57,11 @@ struct kc_controller {
   void *stopped_ud;
   kc_controller_stats stats;
   kc_reconcile_histogram reconcile_time;
+  /* Read your own writes (NULL when off): the writes of reconciles, and
+   * the informer of each of its sources (slots). */
+  kc_ownwrites *writes;
+  kc_informer **sources;
+  size_t nsources;
 };
 
 /* The group of an apiVersion into buf ("" for the core group); false when
@@ -72,8 +78,13 @@ static bool group_of(const char *api_version, char *buf, size_t cap) {
 static void on_timer(uv_timer_t *t);
 
 static void arm_timer(kc_controller *c) {
-  uint64_t when;
-  if (c->stopping || !kc_workqueue_next_ready(c->wq, &when)) {
+  uint64_t when, timeout;
+  bool due = kc_workqueue_next_ready(c->wq, &when);
+  if (c->writes && kc_ownwrites_next_timeout(c->writes, &timeout) && (!due || timeout < when)) {
+    when = timeout;
+    due = true;
+  }
+  if (c->stopping || !due) {
     kc_timer_stop(&c->timer);
     return;
   }
@@ -82,12 +93,71 @@ static void arm_timer(kc_controller *c) {
   kc_timer_start(&c->timer, on_timer, ms, 0);
 }
 
+/* --- read your own writes ------------------------------------------------- */
+
+/* Whether the informer of w's slot has observed w (ownwrites.h; the rules
+ * are docs/design.md "Read your own writes"). Loop thread. */
+static enum kc_ownwrite_state observed(void *ud, const kc_ownwrite *w) {
+  kc_controller *c = ud;
+  kc_informer *inf = c->sources[w->slot];
+  kc_str ns = kc_str_c(w->ns), name = kc_str_c(w->name);
+  if (w->tombstone) { /* observed once the cache no longer holds that object */
+    kc_obj *o = kc_informer_get(inf, ns, name);
+    bool gone = !o || (w->uid[0] && !kc_str_eq_c(kc_obj_uid(o), w->uid));
+    kc_obj_unref(o);
+    return gone ? KC_OWNWRITE_OBSERVED : KC_OWNWRITE_PENDING;
+  }
+  if (!w->rv) return KC_OWNWRITE_OBSERVED; /* nothing to compare */
+  uint64_t seen;
+  int rc = kc_informer_observed_rv(inf, ns, &seen);
+  /* not numeric (the wait is off for this informer) or a namespace it
+   * does not watch (it will never see the object) */
+  if (rc < 0 || (rc == 1 && seen >= w->rv)) return KC_OWNWRITE_OBSERVED;
+  /* The store is written before the handlers run, the observed
+   * resourceVersion after them: the object itself may be there already. */
+  kc_obj *o = kc_informer_get(inf, ns, name);
+  bool seen_obj = false;
+  if (o) {
+    kc_str rv = kc_obj_resource_version(o);
+    uint64_t v = 0;
+    for (size_t i = 0; i < rv.len && rv.ptr[i] >= '0' && rv.ptr[i] <= '9' && v < UINT64_MAX / 20; i++)
+      v = v * 10 + (uint64_t)(rv.ptr[i] - '0');
+    seen_obj = v >= w->rv;
+  }
+  kc_obj_unref(o);
+  return seen_obj ? KC_OWNWRITE_OBSERVED : KC_OWNWRITE_PENDING;
+}
+
+/* A parked key is ready: queued again (pump runs it). */
+static void release_parked(void *ud, const char *key) {
+  kc_controller *c = ud;
+  int rc = kc_workqueue_add(c->wq, key);
+  if (rc < 0) kc_error("controller", "%s: cannot queue %s: %s", c->spec->name, key, strerror(-rc));
+}
+
+static void recheck_parked(kc_controller *c) {
+  if (c->writes) kc_ownwrites_recheck(c->writes, observed, c, release_parked, c);
+}
+
+/* Whether key may run now; if not it waits, out of the queue, until its
+ * writes are observed or time out (recheck_parked queues it again). */
+static bool may_run(kc_controller *c, const char *key) {
+  if (!c->writes || kc_ownwrites_ready(c->writes, key, observed, c)) return true;
+  int rc = kc_ownwrites_park(c->writes, key);
+  if (rc == -ENOMEM) return true; /* cannot wait: run on what the cache holds */
+  if (rc == 0)
+    kc_debug("controller", "%s: %s waits until its writes are observed", c->spec->name, key);
+  kc_workqueue_done(c->wq, key);
+  return false;
+}
+
 /* Hands queued keys to idle workers; a key that cannot be handed over
  * (ENOMEM) goes back rate-limited. */
 static void pump(kc_controller *c) {
   const char *key;
   while (c->active && !c->stopping && kc_workers_idle(c->pool) > 0 &&
          kc_workqueue_get(c->wq, &key) == KC_WQ_KEY) {
+    if (!may_run(c, key)) continue;
     if (c->sh && !kc_sharding_admit(c->sh, key)) { /* not in an owned range: never run */
       kc_debug("controller", "%s: %s is not in an owned shard range; dropped", c->spec->name, key);
       kc_workqueue_forget(c->wq, key);
@@ -110,6 +180,7 @@ static void pump(kc_controller *c) {
 static void on_timer(uv_timer_t *t) {
   kc_controller *c = t->data;
   kc_workqueue_tick(c->wq);
+  recheck_parked(c);
   pump(c);
 }
 
@@ -199,6 +270,7 @@ typedef struct owner_scan {
   const kc_obj *obj;
   int observe; /* 1: an owned object was added, -1: deleted, 0: updated */
   int level;
+  unsigned slot; /* the owned informer's source (read your own writes) */
 } owner_scan;
 
 static bool on_owner_ref(const kc_json_value *ref, void *ud) {
@@ -224,6 +296,15 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
   if (s->observe)
     kc_expectations_observe(kc_plugin_instance_expectations(s->c->inst), key, s->observe > 0,
                             s->observe < 0);
+  if (s->observe < 0 && s->c->writes) { /* the owner's write of it is moot */
+    char ns[256], nm[256];
+    kc_str ons = kc_obj_namespace(s->obj), onm = kc_obj_name(s->obj);
+    if (ons.len < sizeof ns && onm.len < sizeof nm) {
+      snprintf(ns, sizeof ns, "%.*s", (int)ons.len, ons.ptr ? ons.ptr : "");
+      snprintf(nm, sizeof nm, "%.*s", (int)onm.len, onm.ptr);
+      kc_ownwrites_drop_object(s->c->writes, key, s->slot, ns, nm);
+    }
+  }
   enqueue_key(s->c, key, s->level);
   return false; /* at most one controller reference */
 }
@@ -267,10 +348,14 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
       kc_error("controller", "%s: cannot remember the deleted %.*s/%.*s: out of memory",
                c->spec->name, (int)kc_obj_namespace(obj).len, kc_obj_namespace(obj).ptr,
                (int)kc_obj_name(obj).len, kc_obj_name(obj).ptr);
+    if (observe < 0 && c->writes) { /* deleted: its key's writes are moot */
+      char key[KEY_MAX];
+      if (format_key(key, kc_obj_namespace(obj), kc_obj_name(obj))) kc_ownwrites_drop_key(c->writes, key);
+    }
     enqueue(c, kc_obj_namespace(obj), kc_obj_name(obj), level);
     return;
   case SUB_OWNS: {
-    owner_scan scan = {c, obj, observe, level};
+    owner_scan scan = {c, obj, observe, level, s->slot};
     kc_obj_get_each(obj, "metadata.ownerReferences[]", on_owner_ref, &scan);
     return;
   }
@@ -327,6 +412,16 @@ static void on_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
 }
 
 static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, -1); }
+
+/* The informer observed more (or listed anew): parked keys may be ready. */
+static void on_progress(void *ud, kc_informer *inf, bool relisted) {
+  subscription *s = ud;
+  kc_controller *c = s->c;
+  if (!c->writes) return;
+  if (relisted) kc_ownwrites_relisted(c->writes, s->slot);
+  recheck_parked(c);
+  pump(c);
+}
 
 /* --- results ---------------------------------------------------------------- */
 
@@ -397,11 +492,22 @@ static void on_slow(kc_workers *pool, const char *key, uint64_t running_ns, void
 
 /* --- lifetime --------------------------------------------------------------- */
 
+/* inf's source in c->sources (added when new); 0 when read your own
+ * writes is off. */
+static unsigned source_of(kc_controller *c, kc_informer *inf) {
+  if (!c->sources) return 0;
+  for (size_t i = 0; i < c->nsources; i++)
+    if (c->sources[i] == inf) return (unsigned)i;
+  c->sources[c->nsources] = inf;
+  return (unsigned)c->nsources++;
+}
+
 static int subscribe(kc_controller *c, kc_informer *inf, int role, unsigned preds,
                      const kc_watch_spec *w) {
   subscription *s = &c->subs[c->nsubs];
-  *s = (subscription){.c = c, .inf = inf, .role = role, .predicates = preds, .watch = w};
-  kc_informer_handler h = {on_add, on_update, on_delete, s};
+  *s = (subscription){.c = c, .inf = inf, .role = role, .predicates = preds, .watch = w,
+                      .slot = source_of(c, inf)};
+  kc_informer_handler h = {on_add, on_update, on_delete, s, on_progress};
   int id = kc_informer_add_handler(inf, &h);
   if (id < 0) return id;
   s->handler_id = id;
@@ -446,8 +552,12 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   c->wq = kc_workqueue_new(spec->name, &rl);
   c->subs = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->subs);
   c->rctx = calloc(1, sizeof *c->rctx);
-  if (!c->wq || !c->subs || !c->rctx || kc_timer_init(loop, &c->timer) != 0) {
+  if (spec->read_your_own_writes)
+    c->sources = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->sources);
+  if (!c->wq || !c->subs || !c->rctx || (spec->read_your_own_writes && !c->sources) ||
+      kc_timer_init(loop, &c->timer) != 0) {
     kc_workqueue_free(c->wq);
+    free(c->sources);
     free(c->subs);
     free(c->rctx);
     free(c);
@@ -478,6 +588,20 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   for (size_t i = 0; rc == 0 && i < spec->nwatches; i++)
     rc = subscribe(c, informers[spec->watches[i].ref.informer], SUB_WATCHES,
                    spec->watches[i].predicates, &spec->watches[i]);
+  if (rc == 0 && c->sources) {
+    kc_ownwrites_source *src = calloc(c->nsources, sizeof *src);
+    for (size_t i = 0; src && i < c->nsources; i++) {
+      kc_resource_ref ref;
+      kc_informer_resource_ref(c->sources[i], &ref);
+      src[i] = (kc_ownwrites_source){ref.api_path, ref.resource, ref.namespaced};
+    }
+    c->writes = src ? kc_ownwrites_new(src, c->nsources, 0, 0) : NULL;
+    free(src);
+    if (c->writes)
+      kc_plugin_instance_set_writes(inst, c->writes);
+    else
+      rc = -ENOMEM;
+  }
   if (rc < 0) {
     kc_controller_stop(c, 0, NULL, NULL);
     return rc;
@@ -526,6 +650,8 @@ static void on_timer_closed(uv_handle_t *h) {
   void *ud = c->stopped_ud;
   free(c->sh_selector);
   kc_workqueue_free(c->wq);
+  kc_ownwrites_unref(c->writes);
+  free(c->sources);
   if (!c->inst_released_by_pool) {
     kc_plugin_instance_free(c->inst);
     free(c->rctx);
@@ -567,6 +693,7 @@ void kc_controller_stop(kc_controller *c, uint64_t bound_ms, void (*done)(void *
   for (size_t i = 0; i < c->nsubs; i++)
     kc_informer_remove_handler(c->subs[i].inf, c->subs[i].handler_id);
   c->nsubs = 0;
+  if (c->writes) kc_ownwrites_unpark_all(c->writes);
   kc_workqueue_shutdown(c->wq);
   kc_timer_stop(&c->timer);
   if (c->pool)
@@ -650,6 +777,12 @@ const kc_reconcile_histogram *kc_controller_reconcile_histogram(const kc_control
   return &c->reconcile_time;
 }
 kc_workqueue *kc_controller_queue(kc_controller *c) { return c->wq; }
+
+bool kc_controller_own_writes_stats(const kc_controller *c, kc_ownwrites_stats *out) {
+  if (!c->writes) return false;
+  kc_ownwrites_stats_get(c->writes, out);
+  return true;
+}
 const kc_controller_spec *kc_controller_spec_get(const kc_controller *c) { return c->spec; }
 
 void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out) {

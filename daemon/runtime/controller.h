@@ -19,6 +19,12 @@
  * Priorities (workqueue.h): keys from a watch event are queued at NORMAL,
  * keys from a list, relist, resync or an acquired shard range at LOW
  * (kc_informer_cause), so a start-up backlog does not delay news.
+ * Read your own writes (the spec's readYourOwnWrites, docs/design.md): a
+ * key taken from the queue while an informer the controller reads has not
+ * observed a write of the key's last reconcile (host/ownwrites.h) is not
+ * run: it waits off the queue, and is queued again once an event, bookmark
+ * or list of those informers shows the writes observed, or its wait timed
+ * out (the queue's timer). No worker waits.
  *
  * While not active (not leading yet), events are still mapped and queued but
  * nothing is dispatched to workers; activation starts dispatching and
@@ -99,6 +105,9 @@ int kc_controller_apply_result(kc_workqueue *wq, const char *key, const kc_recon
  * bad level), -ESRCH (sharded: another replica's key), -ECANCELED
  * (stopping), -ENOMEM. */
 int kc_controller_requeue(kc_controller *c, const char *key, int level);
+/* Read your own writes: false when off for this controller, else true
+ * with its counters (host/ownwrites.h). */
+bool kc_controller_own_writes_stats(const kc_controller *c, kc_ownwrites_stats *out);
 
 const char *kc_controller_name(const kc_controller *c);
 kc_workqueue *kc_controller_queue(kc_controller *c);

@@ -295,8 +295,10 @@ int refl_watch_event(void *ud, const kc_watch_event *ev) {
             ev->type_name, (unsigned long long)ev->index);
     return 0;
   }
-  if (ev->obj)
+  if (ev->obj) {
     refl_set_rv(r, kc_obj_resource_version(ev->obj).ptr, kc_obj_resource_version(ev->obj).len);
+    if (r->sink.progress) r->sink.progress(r->sink.ud, r, r->rv, false);
+  }
   return 0;
 }
 

@@ -171,6 +171,11 @@ typedef struct kc_reflector_sink {
    * witnesses. */
   size_t (*count)(void *ud, kc_reflector *r);
   kc_obj *(*get)(void *ud, kc_reflector *r, kc_str ns, kc_str name);
+  /* Optional. The resourceVersion this reflector has observed advanced to
+   * rv (borrowed for the call): after each watch event and bookmark (once
+   * upsert/remove ran) and after each complete list (list true, once
+   * replace/synced ran; a relist or a first list). */
+  void (*progress)(void *ud, kc_reflector *r, const char *rv, bool list);
 } kc_reflector_sink;
 
 #define KC_REFLECTOR_NO_IDLE_TIMEOUT UINT64_MAX

@@ -196,6 +196,7 @@ void refl_deliver_list(kc_reflector *r, const char *rv, const char *how) {
     r->sink.replace(r->sink.ud, r, (kc_obj *const *)r->pending, r->npending);
   }
   kc_info("reflector", "%s: %s %zu objects at resourceVersion %s", r->describe, how, n, rv);
+  if (r->sink.progress) r->sink.progress(r->sink.ud, r, r->rv, true);
   refl_clear_pending(r);
   r->rv_unavailable = false;
   /* The decode stream's input copies (up to its budget, freed on the loop's

@@ -437,7 +437,7 @@ static int scenario(long n, long events, bool drop_mf, result *res) {
   kc_resource_ref ref = {"/api/v1", "pods", true};
   kc_informer *inf = NULL;
   if (kc_informer_new(&loop, api, NULL, &sp, &ref, &inf) != 0) return -1;
-  kc_informer_handler h = {NULL, h_update, NULL, NULL};
+  kc_informer_handler h = {NULL, h_update, NULL, NULL, NULL};
   kc_informer_add_handler(inf, &h);
   memset(&W, 0, sizeof W);
   W.target = events;
@@ -679,7 +679,7 @@ static int sync_once(char *url, enum source src, unsigned threads, sync_result *
   kc_resource_ref ref = {"/api/v1", "pods", true};
   kc_informer *inf = NULL;
   if (kc_informer_new(&loop, api, pool, &sp, &ref, &inf) != 0) return -1;
-  kc_informer_handler h = {h_add_count, NULL, NULL, NULL};
+  kc_informer_handler h = {h_add_count, NULL, NULL, NULL, NULL};
   kc_informer_add_handler(inf, &h);
   SYNC_ADDS = 0;
   /* Lag samples from before the sync are not the sync's. */

@@ -690,7 +690,7 @@ static void test_resync_meets_predicates(void **state) {
   /* Handlers run in registration order: once the probe, registered last on
    * every informer, saw two resync rounds of each, the controllers did. */
   resyncs = 0;
-  kc_informer_handler probe = {NULL, probe_update, NULL, NULL};
+  kc_informer_handler probe = {NULL, probe_update, NULL, NULL, NULL};
   for (int i = 0; i < NINF; i++) assert_true(kc_informer_add_handler(F.inf[i], &probe) > 0);
   run_until(two_resyncs, NULL, "two resync rounds");
   for (size_t i = 0; i < F.nctl; i++) drain(&F.ctl[i]);

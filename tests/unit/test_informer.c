@@ -153,7 +153,7 @@ static void rec_delete(void *ud, kc_informer *inf, kc_obj *obj) {
 }
 
 static int subscribe(recorder *r) {
-  kc_informer_handler h = {rec_add, rec_update, rec_delete, r};
+  kc_informer_handler h = {rec_add, rec_update, rec_delete, r, NULL};
   int id = kc_informer_add_handler(F.inf, &h);
   assert_true(id > 0);
   return id;
@@ -209,7 +209,7 @@ static void test_null_callbacks_skipped(void **state) {
   kc_informer_spec sp = spec_of(NULL, 0);
   new_informer(&sp);
   recorder deletes_only = {.tag = 'D'}, all = {.tag = 'A'};
-  kc_informer_handler h = {NULL, NULL, rec_delete, &deletes_only};
+  kc_informer_handler h = {NULL, NULL, rec_delete, &deletes_only, NULL};
   assert_true(kc_informer_add_handler(F.inf, &h) > 0);
   subscribe(&all);
   start_and_sync();
@@ -364,7 +364,7 @@ static void test_cause_of_each_delivery(void **state) {
   kc_informer_spec sp = spec_of(NULL, 0);
   new_informer(&sp);
   static const char early = 'A', late = 'B';
-  kc_informer_handler h = {cause_add, cause_update, cause_delete, (void *)&early};
+  kc_informer_handler h = {cause_add, cause_update, cause_delete, (void *)&early, NULL};
   assert_true(kc_informer_add_handler(F.inf, &h) > 0);
   fakeapi_put(F.srv, "configmaps", "ns", "one", NULL, NULL);
   start_and_sync();
@@ -394,7 +394,7 @@ static void test_cause_of_each_delivery(void **state) {
   }
 
   CAUSES[0] = 0;
-  kc_informer_handler h2 = {cause_add, NULL, NULL, (void *)&late};
+  kc_informer_handler h2 = {cause_add, NULL, NULL, (void *)&late, NULL};
   assert_true(kc_informer_add_handler(F.inf, &h2) > 0);
   assert_true(strstr(CAUSES, "BL+one;") && strstr(CAUSES, "BL+marker0;"));
   assert_int_equal(kc_informer_cause(F.inf), KC_INFORMER_EVENT);

@@ -302,7 +302,7 @@ static kc_informer *informer_sel(const kc_informer_spec *sp, const kc_resource_r
   assert_int_equal(kc_informer_new(&L.loop, L.api, POOL, sp, ref, &inf), 0);
   if (shard_selector) assert_int_equal(kc_informer_set_shard_selector(inf, shard_selector), 0);
   if (c) {
-    kc_informer_handler h = {h_add, h_update, h_delete, c};
+    kc_informer_handler h = {h_add, h_update, h_delete, c, NULL};
     assert_true(kc_informer_add_handler(inf, &h) > 0);
   }
   for (size_t i = 0; i < 8; i++)

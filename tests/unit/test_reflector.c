@@ -362,7 +362,7 @@ static bool incremental_sink; /* tests of the first list applied as it arrives *
 
 static void start(const kc_reflector_spec *spec) {
   kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL,
-                            incremental_sink ? sink_synced : NULL, NULL, NULL};
+                            incremental_sink ? sink_synced : NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, spec, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
 }
@@ -423,7 +423,7 @@ static void test_url_building(void **state) {
   kc_reflector_spec sp = spec_default();
   sp.label_selector = "app in (web,api),tier!=db";
   sp.field_selector = "spec.nodeName=n1";
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   char buf[1024];
   assert_true(kc_reflector_url(F.r, false, "0", NULL, true, 0, buf, sizeof buf) > 0);
@@ -491,7 +491,7 @@ static void test_shard_selector_server(void **state) {
   add_body(200, shard_list(SHARD_LO, "120", NULL, "a@90 c@101"));
   kc_reflector_spec sp = spec_default();
   sp.label_selector = "app=web";
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_UNKNOWN);
   assert_null(kc_reflector_shard_selector(F.r));
@@ -524,7 +524,7 @@ static void test_shard_selector_ignored(void **state) {
   add_body(200, list_body("100", NULL, "b@91"));
   add_watch(event("ADDED", "c", "101"), NULL)->hang_ms = 3000;
   kc_reflector_spec sp = spec_default();
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
@@ -550,7 +550,7 @@ static void test_shard_selector_refused(void **state) {
   add_body(200, list_body("100", NULL, "a@90 b@91"));
   add_watch(bookmark("101"), NULL)->hang_ms = 600;
   kc_reflector_spec sp = spec_default();
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
@@ -568,7 +568,7 @@ static void test_shard_selector_refused_on_watch(void **state) {
   add_body(200, list_body("105", NULL, "a@90 b@104"));
   add_watch(bookmark("106"), NULL)->hang_ms = 600;
   kc_reflector_spec sp = spec_default();
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
@@ -594,7 +594,7 @@ static void test_shard_selector_change_relists(void **state) {
   add_watch(event("ADDED", "a", "90"), event("ADDED", "b", "95"), initial_end("111"), NULL)->hang_ms = 3000;
   kc_reflector_spec sp = spec_default();
   sp.streaming = KC_REFLECTOR_STREAM_AUTO;
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
@@ -665,7 +665,7 @@ static void test_shard_selector_streaming_422_is_watchlist(void **state) {
   add_watch(bookmark("111"), NULL)->hang_ms = 3000;
   kc_reflector_spec sp = spec_default();
   sp.streaming = KC_REFLECTOR_STREAM_AUTO;
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, F.api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_LO), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
@@ -1365,7 +1365,7 @@ static unsigned raw_run(unsigned nreq, const char *want_log, kc_reflector_stats 
   kc_api *api = NULL;
   assert_int_equal(kc_api_new(&F.loop, &cr, &api), 0);
   kc_reflector_spec sp = spec_default();
-  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL};
+  kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
   uint64_t deadline = mono_ms() + 5000;

@@ -128,7 +128,7 @@ static void start_informer(const kc_informer_spec *sp, const char *cluster, uint
   kc_informer_snapshots s = {F.dir, cluster, max_age_ms};
   assert_int_equal(kc_informer_set_snapshots(F.inf, &s), 0);
   F.adds = 0;
-  kc_informer_handler h = {on_add, NULL, NULL, NULL};
+  kc_informer_handler h = {on_add, NULL, NULL, NULL, NULL};
   assert_true(kc_informer_add_handler(F.inf, &h) > 0);
   assert_int_equal(kc_informer_start(F.inf), 0);
   run_until(is_synced, NULL, "the informer to sync");
