@@ -25,6 +25,7 @@ struct kc_ops_families {
       *wq_retries, *wq_depth_prio, *wq_aged;
   kc_metric_family *rec_total, *rec_errors, *rec_terminal, *rec_panics, *child_idle_exits, *rec_time, *rec_max, *rec_active;
   kc_metric_family *ctl_ready, *ctl_init_failures, *dry_run_writes;
+  kc_metric_family *ryow_skips, *ryow_wait, *ryow_timeouts, *ryow_overflow;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
   kc_metric_family *rf_lists, *rf_watches, *rf_relists, *rf_events, *rf_errors, *rf_rejected;
@@ -122,6 +123,19 @@ static int register_runtime_families(kc_metrics *reg, kc_ops_families *f) {
        "Maximum number of concurrent reconciles per controller", KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
       {&f->rec_active, "controller_runtime_active_workers", "Number of currently used workers per controller",
        KC_METRIC_GAUGE, ctl_labels, 1, NULL, 0},
+      {&f->ryow_skips, "kctrld_stale_sync_skips_total",
+       "Keys not handed to a worker because an informer had not observed the writes of their last "
+       "reconcile yet (read your own writes); each waited until it had or timed out",
+       KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
+      {&f->ryow_wait, "kctrld_read_your_writes_wait_seconds",
+       "How long keys waited for the writes of their last reconcile to be observed",
+       KC_METRIC_HISTOGRAM, ctl_labels, 1, kc_metrics_reconcile_buckets, KC_RECONCILE_BUCKETS},
+      {&f->ryow_timeouts, "kctrld_read_your_writes_timeouts_total",
+       "Waits for observed writes that ended at the timeout (10 s): the key ran on the cache as it was",
+       KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
+      {&f->ryow_overflow, "kctrld_read_your_writes_records_dropped_total",
+       "Recorded writes dropped unobserved, oldest first, because the controller's table was full",
+       KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
       {&f->ctl_ready, "kctrld_controller_ready",
        "1 while the controller runs; 0 while its plugin's load or init fails (retried with backoff) "
        "or its kinds are not discovered yet",
@@ -410,6 +424,14 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     r = h ? kc_metrics_set_histogram(f->rec_time, cl, h->counts, h->sum_seconds)
           : kc_metrics_set_histogram_total(f->rec_time, cl, st.reconcile_count, st.reconcile_seconds_sum);
     if (r < 0 && rc == 0) rc = r;
+    kc_ownwrites_stats ow;
+    if (kc_controller_own_writes_stats(ctl, &ow)) {
+      SET(f->ryow_skips, cl, ow.waits);
+      SET(f->ryow_timeouts, cl, ow.timeouts);
+      SET(f->ryow_overflow, cl, ow.overflow);
+      r = kc_metrics_set_histogram(f->ryow_wait, cl, ow.wait_time.counts, ow.wait_time.sum_seconds);
+      if (r < 0 && rc == 0) rc = r;
+    }
   }
   for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++) {
     const kc_ops_controller_state *cs = &v->controller_states[c];

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "control.h"
 #include "openapi.h"
 #include "table.h"
 
@@ -782,5 +783,6 @@ static void handle_watch(struct sim_req *req, struct route *r, struct sim_resp *
   }
   pthread_mutex_unlock(&sim_mu);
   resp->code = 200;
+  o.event_delay_ms = sim_control_event_latency_ms(req->method, req->url);
   resp->watch = sim_watch_new(&o, -1);
 }

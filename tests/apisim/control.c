@@ -27,6 +27,7 @@ struct fault {
 struct latency {
   unsigned ms;
   char *method, *path_prefix;
+  bool events; /* "watchEvents": matching watches also deliver each event ms late */
 };
 
 #define LOG_CAP 4096
@@ -86,6 +87,17 @@ bool sim_control_take_fault(const char *method, const char *url, bool watch,
   }
   pthread_mutex_unlock(&mu);
   return hit;
+}
+
+unsigned sim_control_event_latency_ms(const char *method, const char *url)
+{
+  unsigned ms = 0;
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < nlats; i++)
+    if (lats[i].events && matches(lats[i].method, lats[i].path_prefix, method, url) && lats[i].ms > ms)
+      ms = lats[i].ms;
+  pthread_mutex_unlock(&mu);
+  return ms;
 }
 
 unsigned sim_control_latency_ms(const char *method, const char *url)
@@ -506,7 +518,8 @@ void sim_control_handle(struct sim_req *req, struct sim_resp *resp)
   } else if (strcmp(p, "/latency") == 0 && post) {
     jv *d = body_json(req, resp);
     if (!d) return;
-    struct latency l = {(unsigned)geti(d, "ms", 0), gets_dup(d, "method"), gets_dup(d, "pathPrefix")};
+    struct latency l = {(unsigned)geti(d, "ms", 0), gets_dup(d, "method"), gets_dup(d, "pathPrefix"),
+                        getb(d, "watchEvents", false)};
     jv_free(d);
     pthread_mutex_lock(&mu);
     lats = sim_xrealloc(lats, (nlats + 1) * sizeof *lats);

@@ -42,6 +42,9 @@ struct sim_fault_hit {
 bool sim_control_take_fault(const char *method, const char *url, bool watch,
                             struct sim_fault_hit *out);
 unsigned sim_control_latency_ms(const char *method, const char *url);
+/* The delay of each event on a watch of url: the largest ms of the latency
+ * rules with "watchEvents" that match it (0: events go out at once). */
+unsigned sim_control_event_latency_ms(const char *method, const char *url);
 /* Records a finished request (verb may be NULL for non-API paths). */
 void sim_control_record(const char *method, const char *url, const char *query, const char *verb,
                         int code);

@@ -230,6 +230,7 @@ void sim_emit_locked(enum sim_ev_type t, struct sim_coll *c, struct sim_obj *obj
   e->coll = c;
   e->obj = obj;
   e->old = old;
+  e->at_ms = sim_now_ms();
   sim_event_seq++;
   pthread_cond_broadcast(&sim_cond);
 }

@@ -57,6 +57,7 @@ struct sim_event {
   struct sim_coll *coll;
   struct sim_obj *obj; /* new state (for DELETED: last state with deletion RV) */
   struct sim_obj *old; /* previous state or NULL */
+  uint64_t at_ms;       /* sim_now_ms when it happened (watch event latency) */
 };
 
 extern pthread_mutex_t sim_mu;

@@ -47,6 +47,7 @@ struct sim_watch {
   bool abort_conn;
   int table;          /* 0 or the SIM_TABLE_* include of Table events */
   bool table_headers; /* the column definitions went out */
+  unsigned event_delay_ms;
 };
 
 bool sim_filter_match(void *arg, const struct sim_obj *o)
@@ -182,6 +183,7 @@ struct sim_watch *sim_watch_new(struct sim_watch_opts *o, int fd)
   w->bookmarks = o->bookmarks;
   w->meta_only = o->meta_only;
   w->table = o->table;
+  w->event_delay_ms = o->event_delay_ms;
   w->from_rv = o->from_rv;
   w->initial = o->initial;
   w->ninitial = o->ninitial;
@@ -346,18 +348,23 @@ static void fill(struct sim_watch *w)
       break;
     }
     struct sim_event e;
+    uint64_t now = sim_now_ms(), held_until = 0;
     while (npend < MAX_PENDING && sim_event_at_locked(w->seq, &e)) {
+      if (w->event_delay_ms && e.at_ms + w->event_delay_ms > now) {
+        held_until = e.at_ms + w->event_delay_ms; /* latency: not yet */
+        break;
+      }
       w->seq++;
       if (!w->stall) handle_event_locked(w, &e, pend, &npend);
     }
     if (npend) break;
-    uint64_t now = sim_now_ms();
     if (now >= w->deadline) {
       w->ending = true;
       break;
     }
     if (w->bookmarks && !w->stall && now >= w->next_bookmark) {
-      write_bookmark(w, sim_rv, false);
+      /* never past an event still held back */
+      write_bookmark(w, held_until ? e.rv - 1 : sim_rv, false);
       w->next_bookmark = now + sim_bookmark_interval_ms;
       if (w->deadline > 2000 && now < w->deadline - 2000 && w->next_bookmark > w->deadline - 2000)
         w->next_bookmark = w->deadline - 2000;
@@ -365,6 +372,7 @@ static void fill(struct sim_watch *w)
     }
     uint64_t wake = w->deadline;
     if (w->bookmarks && w->next_bookmark < wake) wake = w->next_bookmark;
+    if (held_until && held_until < wake) wake = held_until;
     if (wake > now + 1000) wake = now + 1000; /* check the peer once a second */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -48,6 +48,7 @@ struct sim_watch_opts {
   bool stall;                   /* fault: send nothing */
   int reset_after;              /* fault: drop connection after N events (-1 off) */
   int table;                    /* 0, or events as Tables with this SIM_TABLE_* include */
+  unsigned event_delay_ms;      /* each event goes out this long after it happened */
 };
 
 struct sim_watch;
