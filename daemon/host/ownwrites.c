@@ -140,7 +140,18 @@ static int match_source(const kc_ownwrites_source *src, const char *path, char *
   }
   if (!segment(&s, word, sizeof word) || strcmp(word, src->resource) != 0) return 0;
   if (*s == '/' && !segment(&s, name, name_cap)) return 0;
-  return 1;
+  /* Then at most a subresource that writes the object itself: a path
+   * below a Namespace ("/api/v1/namespaces/ns/configmaps") is another
+   * resource's. */
+  if (*s == '/' && name[0]) {
+    if (!segment(&s, word, sizeof word)) return 0;
+    static const char *const subs[] = {"status", "scale", "finalize", "ephemeralcontainers",
+                                       "resize"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) known = known || !strcmp(word, subs[i]);
+    if (!known) return 0;
+  }
+  return *s == '\0' || *s == '?';
 }
 
 int kc_ownwrites_match(const kc_ownwrites *w, const char *path, unsigned *slot, char *ns,
