@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Integration test of the podset plugin against kube-apisim: scale up, down,
 replace a deleted Pod, status through the status subresource, Events, and
-never more creates or deletes than needed (counted from the watch history).
+never more creates or deletes than needed (counted from the watch history),
+also when every answer and watch event arrives late.
 Every test runs twice: with the plugin in the daemon (isolation: in-process)
 and in a plugin child process (isolation: process, daemon/hooks/isolate.h), where
 each of its host calls travels to the daemon and back."""
@@ -144,6 +145,44 @@ def podset_deleted_and_zero(isolation):
             assert len(live_pods(c, "gone")) == 2
             assert k.alive()
             assert k.stop() == 0, k.log()
+
+
+def podset_slow_watch(isolation):
+    """Every answer of the server, watch events included, 200 ms late: the
+    writes of one reconcile (creates, status) are not in the cache when the
+    next one runs. The key waits until they are (read your own writes), so
+    the PodSet never gets a duplicate Pod; an isolated plugin's writes are
+    waited for too (they go out through the daemon)."""
+    itest.require_binaries("podset")
+    with taplib.Apisim(seeds=[os.path.join(ROOT, "config", "podset-crd.yaml")]) as sim:
+        c = Cluster(sim)
+        c.namespace(NS)
+        c.create(PS_PATH, podset("slow", 3))
+        rv0 = c.list_rv(PODS)
+        sim.control("POST", "latency", {"ms": 200, "watchEvents": True})
+        cfg = (CONFIG % (itest.plugin_path("podset"), isolation)).replace('bindAddress: "0"',
+                                                                           'bindAddress: "127.0.0.1:0"')
+        with Kctrld(cfg, sim.kubeconfig) as k:
+            wait_for(lambda: (c.get(PS_PATH + "/slow").get("status") or {}) == {"replicas": 3, "observedGeneration": 1},
+                     what="status 3/1", kctrld=k)
+            c.merge_patch(PS_PATH + "/slow", {"spec": {"replicas": 4}})
+            wait_for(lambda: (c.get(PS_PATH + "/slow").get("status") or {}) == {"replicas": 4, "observedGeneration": 2},
+                     what="status 4/2", kctrld=k)
+            assert len(live_pods(c, "slow")) == 4
+            snap = k.scrape()
+            assert k.metric(snap, "kctrld_stale_sync_skips_total") >= 1, snap
+            assert k.stop() == 0, k.log()
+        sim.control("DELETE", "latency")
+        added = [e for e in c.events_since(PODS, rv0) if e["type"] == "ADDED"]
+        assert len(added) == 4, "creates: %d" % len(added)
+
+
+def test_podset_slow_watch():
+    podset_slow_watch("in-process")
+
+
+def test_podset_slow_watch_isolated():
+    podset_slow_watch("process")
 
 
 def test_podset_lifecycle():
