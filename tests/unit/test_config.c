@@ -236,6 +236,7 @@ static bool same_config(const kc_config *a, const kc_config *b) {
     const kc_controller_spec *p = &a->controllers[i], *q = &b->controllers[i];
     if (p->nowns != q->nowns || p->nwatches != q->nwatches || p->workers != q->workers ||
         p->reconcile_timeout_ms != q->reconcile_timeout_ms ||
+        p->read_your_own_writes != q->read_your_own_writes ||
         memcmp(&p->rate_limit, &q->rate_limit, sizeof p->rate_limit) ||
         p->predicates != q->predicates || !p->settings != !q->settings || !p->hook != !q->hook ||
         p->isolation != q->isolation || p->update_strategy != q->update_strategy ||
@@ -363,9 +364,9 @@ static void test_documented_defaults(void **state) {
   }
   free(doc);
   /* Every row with a value: 8 top level, 6 leaderElection, 5 sharding,
-   * 4 metrics, 7 informers, 6 controllers, 4 rateLimit, 1 hook style, 4 hook
+   * 4 metrics, 7 informers, 7 controllers, 4 rateLimit, 1 hook style, 4 hook
    * exec, 4 hook webhook. */
-  assert_int_equal(checked, 49);
+  assert_int_equal(checked, 50);
 }
 
 static void test_top_level_errors(void **state) {
