@@ -293,10 +293,28 @@ static bool ready_locked(kc_ownwrites *w, const char *key, kc_ownwrites_observe_
   return ready;
 }
 
+/* Ends the wait of parked key i (it is ready). Under the lock. */
+static struct parked unpark(kc_ownwrites *w, size_t i, uint64_t now) {
+  struct parked p = w->parked[i];
+  w->parked[i] = w->parked[--w->nparked];
+  w->st.parked = w->nparked;
+  kc_reconcile_histogram_observe(&w->st.wait_time, (double)(now - p.since_ns) / 1e9);
+  if (p.timed_out) w->st.timeouts++;
+  return p;
+}
+
 bool kc_ownwrites_ready(kc_ownwrites *w, const char *key, kc_ownwrites_observe_fn fn, void *ud) {
   pthread_mutex_lock(&w->mu);
-  expire(w, kc_clock_now_ns());
+  uint64_t now = kc_clock_now_ns();
+  expire(w, now);
   bool ready = w->st.records == 0 || ready_locked(w, key, fn, ud);
+  /* Queued again by an event while it waited, and ready now: its wait ends
+   * here (a recheck would queue it once more). */
+  for (size_t i = 0; ready && i < w->nparked; i++)
+    if (strcmp(w->parked[i].key, key) == 0) {
+      free(unpark(w, i, now).key);
+      break;
+    }
   pthread_mutex_unlock(&w->mu);
   return ready;
 }
@@ -332,11 +350,7 @@ void kc_ownwrites_recheck(kc_ownwrites *w, kc_ownwrites_observe_fn fn, void *ud,
       pthread_mutex_unlock(&w->mu);
       return;
     }
-    struct parked p = w->parked[i];
-    w->parked[i] = w->parked[--w->nparked];
-    w->st.parked = w->nparked;
-    kc_reconcile_histogram_observe(&w->st.wait_time, (double)(now - p.since_ns) / 1e9);
-    if (p.timed_out) w->st.timeouts++;
+    struct parked p = unpark(w, i, now);
     pthread_mutex_unlock(&w->mu);
     /* Outside the lock: ready may queue the key, which may come back here. */
     ready(ud2, p.key);

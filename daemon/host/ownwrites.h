@@ -99,7 +99,8 @@ void kc_ownwrites_record(kc_ownwrites *w, const char *key, const char *method, c
                          const char *body, size_t len);
 
 /* Whether key may run now: drops its records that are observed (or timed
- * out); true when none is left. Loop thread. */
+ * out); true when none is left (a parked key's wait then ends: it is no
+ * longer parked). Loop thread. */
 bool kc_ownwrites_ready(kc_ownwrites *w, const char *key, kc_ownwrites_observe_fn fn, void *ud);
 
 /* key waits (it was not ready): remembered until kc_ownwrites_recheck

@@ -268,6 +268,24 @@ static void test_an_unobserved_write_times_out(void **state) {
   assert_true(kc_ownwrites_ready(w, "ns/b", observe, &x));
 }
 
+static void test_a_parked_key_ready_when_taken_again_leaves_the_wait(void **state) {
+  kc_ownwrites *w = *state;
+  struct world x = {.calls = 0};
+  record(w, "ns/a", "PATCH", "/api/v1/namespaces/ns/configmaps/a", cm("a", "5"));
+  assert_false(kc_ownwrites_ready(w, "ns/a", observe, &x));
+  assert_int_equal(kc_ownwrites_park(w, "ns/a"), 0);
+  x.seen[0] = 5; /* the event that observes it also queued the key */
+  assert_true(kc_ownwrites_ready(w, "ns/a", observe, &x));
+  kc_ownwrites_stats st;
+  kc_ownwrites_stats_get(w, &st);
+  assert_int_equal(st.parked, 0);
+  uint64_t waits = 0;
+  for (size_t i = 0; i <= KC_RECONCILE_BUCKETS; i++) waits += st.wait_time.counts[i];
+  assert_int_equal(waits, 1); /* one wait observed, when it ended */
+  kc_ownwrites_recheck(w, observe, &x, on_ready, NULL);
+  assert_int_equal(nreleased, 0); /* not queued a second time */
+}
+
 static void test_unpark_all_forgets_waiting_keys(void **state) {
   kc_ownwrites *w = *state;
   struct world x = {.calls = 0};
@@ -293,6 +311,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cap_drops_the_oldest, setup, teardown),
       cmocka_unit_test_setup_teardown(test_drops_on_delete_and_relist, setup, teardown),
       cmocka_unit_test_setup_teardown(test_an_unobserved_write_times_out, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_parked_key_ready_when_taken_again_leaves_the_wait, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_unpark_all_forgets_waiting_keys, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
