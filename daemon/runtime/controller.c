@@ -778,6 +778,8 @@ const kc_reconcile_histogram *kc_controller_reconcile_histogram(const kc_control
 }
 kc_workqueue *kc_controller_queue(kc_controller *c) { return c->wq; }
 
+kc_ownwrites *kc_controller_own_writes(kc_controller *c) { return c->writes; }
+
 bool kc_controller_own_writes_stats(const kc_controller *c, kc_ownwrites_stats *out) {
   if (!c->writes) return false;
   kc_ownwrites_stats_get(c->writes, out);

@@ -116,4 +116,8 @@ void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out);
 const kc_reconcile_histogram *kc_controller_reconcile_histogram(const kc_controller *c);
 const kc_controller_spec *kc_controller_spec_get(const kc_controller *c);
 
+/* --- Test seam: for tests only, not called by the daemon --- */
+/* The controller's read-your-own-writes table (NULL when off). Borrowed. */
+kc_ownwrites *kc_controller_own_writes(kc_controller *c);
+
 #endif

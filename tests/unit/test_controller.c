@@ -1004,6 +1004,94 @@ static void test_queue_levels(void **state) {
   kc_workqueue_done(q, "ns/p3");
 }
 
+/* ---- read your own writes ---------------------------------------------------- */
+
+static unsigned own_waits(slot *s, uint64_t *timeouts) {
+  kc_ownwrites_stats st;
+  assert_true(kc_controller_own_writes_stats(s->c, &st));
+  if (timeouts) *timeouts = st.timeouts;
+  return (unsigned)st.waits;
+}
+
+static bool waited(void *ud) {
+  count_wait *w = ud;
+  return own_waits(w->s, NULL) >= w->n;
+}
+
+/* The resourceVersion the PodSet informer holds for ns/name, as a number. */
+static uint64_t cached_rv(const char *name) {
+  kc_obj *o = kc_informer_get(F.inf[INF_PODSETS], kc_str_c("ns"), kc_str_c(name));
+  assert_non_null(o);
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.*s", (int)kc_obj_resource_version(o).len, kc_obj_resource_version(o).ptr);
+  kc_obj_unref(o);
+  return strtoull(buf, NULL, 10);
+}
+
+/* A write of the key's reconcile answered at resourceVersion rv. */
+static void wrote(slot *s, const char *name, uint64_t rv) {
+  char path[128], body[256];
+  snprintf(path, sizeof path, "/apis/demo.kctrld.io/v1/namespaces/ns/podsets/%s", name);
+  int n = snprintf(body, sizeof body,
+                   "{\"apiVersion\":\"demo.kctrld.io/v1\",\"kind\":\"PodSet\",\"metadata\":"
+                   "{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"%llu\"}}",
+                   name, (unsigned long long)rv);
+  char key[64];
+  snprintf(key, sizeof key, "ns/%s", name);
+  kc_ownwrites_record(kc_controller_own_writes(s->c), key, "PUT", path, body, (size_t)n);
+}
+
+/* readYourOwnWrites: a key whose last reconcile wrote at a resourceVersion
+ * the informer has not observed is taken from the queue but not run (no
+ * worker waits); an event that shows the write runs it; a write never
+ * observed holds it until the timeout (manual clock), then it runs and the
+ * timeout is counted. Off: nothing is recorded, nothing waits. */
+static void test_read_your_own_writes(void **state) {
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, NULL);
+  start_informers();
+  kc_controller_spec sp = controller_spec("ryow");
+  sp.read_your_own_writes = true;
+  slot *s = new_controller(&sp);
+  kc_controller_set_active(s->c, true);
+  count_wait one = {s, 1};
+  run_until(reconciled, &one, "the first reconcile");
+
+  uint64_t rv = cached_rv("p1");
+  wrote(s, "p1", rv + 2); /* the server's next write but one */
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, "\"spec\":{\"a\":1}"); /* rv + 1: queues p1 */
+  count_wait wait1 = {s, 1};
+  run_until(waited, &wait1, "p1 to wait");
+  assert_int_equal(reconciles_of(s), 1);
+  assert_int_equal(kc_workqueue_processing(kc_controller_queue(s->c)), 0); /* no worker held */
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, "\"spec\":{\"a\":2}"); /* rv + 2: the write */
+  count_wait two = {s, 2};
+  run_until(reconciled, &two, "p1 to run once its write is observed");
+  uint64_t timeouts = 9;
+  assert_int_equal(own_waits(s, &timeouts), 1);
+  assert_int_equal(timeouts, 0);
+
+  kc_clock_set_manual(kc_clock_now_ns());
+  wrote(s, "p1", rv + 1000); /* never observed */
+  fakeapi_put(F.srv, "podsets", "ns", "p1", NULL, "\"spec\":{\"a\":3}");
+  count_wait wait2 = {s, 2};
+  run_until(waited, &wait2, "p1 to wait again");
+  kc_clock_advance(KC_OWNWRITES_TIMEOUT_NS - 1000000);
+  for (int i = 0; i < 20; i++) uv_run(&F.loop, UV_RUN_ONCE);
+  assert_int_equal(reconciles_of(s), 2);
+  kc_clock_advance(1000000);
+  count_wait three = {s, 3};
+  run_until(reconciled, &three, "p1 to run after the timeout");
+  assert_int_equal(own_waits(s, &timeouts), 2);
+  assert_int_equal(timeouts, 1);
+  kc_clock_set_real();
+
+  kc_controller_spec off = controller_spec("ryow-off");
+  slot *o = new_controller(&off);
+  assert_null(kc_controller_own_writes(o->c));
+  kc_ownwrites_stats st;
+  assert_false(kc_controller_own_writes_stats(o->c, &st));
+}
+
 /* ---- sharding ------------------------------------------------------------------ */
 
 /* A namespace whose hash (key: metadata.namespace) falls in range `want` of 2. */
@@ -1137,6 +1225,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_spec_taken_as_given, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pause_and_activation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_queue_levels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_read_your_own_writes, setup, teardown),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }
