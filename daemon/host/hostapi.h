@@ -111,7 +111,8 @@ void kc_hostapi_ctx_init(kctrld_ctx *ctx, const kc_host_env *env, const char *co
                          kc_expectations *exp, const char *key, kc_reconcile_result *res);
 
 /* A write (any method but GET) of ctx's reconcile got answer r: a 2xx is
- * recorded in ctx->writes for ctx->key (ownwrites.h). Every write a plugin,
+ * recorded in ctx->writes for ctx->key (ownwrites.h), unless the env is in
+ * dry-run mode (nothing was stored). Every write a plugin,
  * hook or plugin child sends comes back here: do_request for the ones sent
  * in this process, isolate.c for the ones a plugin child sends through the
  * daemon. Any thread. */
