@@ -105,11 +105,8 @@ static const kc_host_env_ops op_types;
 
 void kc_hostapi_write_answered(const kctrld_ctx *ctx, const char *method, const char *path,
                                const kc_api_response *r) {
-  /* A dry run (dryrun.h) stores nothing: there is nothing to observe. */
-  if (!ctx || !ctx->writes || !ctx->key || (ctx->env && ctx->env->dry_run) || r->code < 200 ||
-      r->code >= 300)
-    return;
-  kc_ownwrites_record(ctx->writes, ctx->key, method, path, r->body, r->body ? r->body_len : 0);
+  if (ctx && ctx->writes && ctx->key && !(ctx->env && ctx->env->dry_run) && r->code / 100 == 2)
+    kc_ownwrites_record(ctx->writes, ctx->key, method, path, r->body, r->body ? r->body_len : 0);
 }
 
 /* ---- small helpers ---- */

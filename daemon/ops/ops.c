@@ -371,6 +371,18 @@ static int fill_shard_metrics(const kc_ops_families *f, const kc_ops_view *v) {
   return rc;
 }
 
+/* Read your own writes of one controller (nothing when it is off). */
+static int fill_own_writes(const kc_ops_families *f, const kc_controller *ctl, const char *const *cl) {
+  kc_ownwrites_stats ow;
+  if (!kc_controller_own_writes_stats(ctl, &ow)) return 0;
+  int rc = kc_metrics_set(f->ryow_skips, cl, (double)ow.waits);
+  if (rc == 0) rc = kc_metrics_set(f->ryow_timeouts, cl, (double)ow.timeouts);
+  if (rc == 0) rc = kc_metrics_set(f->ryow_overflow, cl, (double)ow.overflow);
+  if (rc == 0)
+    rc = kc_metrics_set_histogram(f->ryow_wait, cl, ow.wait_time.counts, ow.wait_time.sum_seconds);
+  return rc;
+}
+
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
   int rc = 0;
   struct dry_run_fill dr = {f->dry_run_writes, 0};
@@ -424,14 +436,7 @@ int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
     r = h ? kc_metrics_set_histogram(f->rec_time, cl, h->counts, h->sum_seconds)
           : kc_metrics_set_histogram_total(f->rec_time, cl, st.reconcile_count, st.reconcile_seconds_sum);
     if (r < 0 && rc == 0) rc = r;
-    kc_ownwrites_stats ow;
-    if (kc_controller_own_writes_stats(ctl, &ow)) {
-      SET(f->ryow_skips, cl, ow.waits);
-      SET(f->ryow_timeouts, cl, ow.timeouts);
-      SET(f->ryow_overflow, cl, ow.overflow);
-      r = kc_metrics_set_histogram(f->ryow_wait, cl, ow.wait_time.counts, ow.wait_time.sum_seconds);
-      if (r < 0 && rc == 0) rc = r;
-    }
+    if ((r = fill_own_writes(f, ctl, cl)) < 0 && rc == 0) rc = r;
   }
   for (size_t c = 0; v->controller_states && c < v->ncontroller_states; c++) {
     const kc_ops_controller_state *cs = &v->controller_states[c];
