@@ -44,6 +44,10 @@ controllers:
     plugin: %(so)s
     for: { apiVersion: v1, kind: Namespace }
     owns: [ { apiVersion: v1, kind: ConfigMap } ]
+    # What this test checks is the plugin's own expectations while the
+    # ConfigMap watch is stalled; the wait for observed writes would hold
+    # the key instead (until its 10 s timeout).
+    readYourOwnWrites: false
     watches:
       - apiVersion: v1
         kind: ConfigMap
