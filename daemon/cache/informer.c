@@ -623,7 +623,8 @@ static part *part_for(kc_informer *inf, kc_str ns, bool *all) {
 int kc_informer_observed_rv(kc_informer *inf, kc_str ns, uint64_t *rv) {
   bool all;
   part *p = part_for(inf, ns, &all);
-  if (!p) return -ENOENT;
+  /* (the only part is returned whatever ns is: it must be ns's) */
+  if (!p || (p->namespace_ && !kc_str_eq_c(ns, p->namespace_))) return -ENOENT;
   if (p->rv_opaque) return -ENOTSUP;
   *rv = p->observed_rv;
   return p->observed_rv ? 1 : 0;

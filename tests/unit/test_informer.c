@@ -487,6 +487,53 @@ static void test_one_part_per_namespace(void **state) {
   kc_obj_vec_release(&v);
 }
 
+/* ---- observed resourceVersion ------------------------------------------------- */
+
+static unsigned progress_calls, progress_lists;
+
+static void count_progress(void *ud, kc_informer *inf, bool relisted) {
+  progress_calls++;
+  progress_lists += relisted;
+}
+
+static uint64_t rv_of(const char *ns, const char *name) {
+  kc_obj *o = kc_informer_get(F.inf, kc_str_c(ns), kc_str_c(name));
+  assert_non_null(o);
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.*s", (int)kc_obj_resource_version(o).len, kc_obj_resource_version(o).ptr);
+  kc_obj_unref(o);
+  return strtoull(buf, NULL, 10);
+}
+
+static bool progressed(void *ud) { return progress_calls >= *(unsigned *)ud; }
+
+/* What read your own writes compares with (kc_informer_observed_rv): the
+ * part's last list, then each watch event, each one told to on_progress
+ * after the handlers ran (relisted for a list); a namespace no part
+ * watches has none, also when the informer has a single part. */
+static void test_observed_resource_version(void **state) {
+  static const char *const nss[] = {"a"};
+  kc_informer_spec sp = spec_of(nss, 1);
+  new_informer(&sp);
+  progress_calls = progress_lists = 0;
+  kc_informer_handler h = {.on_progress = count_progress};
+  assert_true(kc_informer_add_handler(F.inf, &h) > 0);
+  uint64_t rv = 7;
+  assert_int_equal(kc_informer_observed_rv(F.inf, kc_str_c("a"), &rv), 0); /* nothing yet */
+  fakeapi_put(F.srv, "configmaps", "a", "x", NULL, NULL);
+  start_and_sync();
+  assert_int_equal(progress_lists, 1);
+  assert_int_equal(kc_informer_observed_rv(F.inf, kc_str_c("a"), &rv), 1);
+  assert_true(rv >= rv_of("a", "x"));
+  unsigned want = progress_calls + 1;
+  fakeapi_put(F.srv, "configmaps", "a", "x", NULL, "\"data\":{\"k\":\"v\"}");
+  run_until(progressed, &want, "the event's progress");
+  assert_int_equal(progress_lists, 1);
+  assert_int_equal(kc_informer_observed_rv(F.inf, kc_str_c("a"), &rv), 1);
+  assert_int_equal(rv, rv_of("a", "x"));
+  assert_int_equal(kc_informer_observed_rv(F.inf, kc_str_c("c"), &rv), -ENOENT);
+}
+
 /* ---- synced -------------------------------------------------------------------- */
 
 static unsigned synced_calls;
@@ -584,6 +631,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_resync_until_rebind, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cause_of_each_delivery, setup, teardown),
       cmocka_unit_test_setup_teardown(test_one_part_per_namespace, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_observed_resource_version, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shard_selector_every_part, setup, teardown),
       cmocka_unit_test_setup_teardown(test_on_synced_once_all_parts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stats_sum_parts, setup, teardown),
