@@ -103,12 +103,6 @@ void kc_hostapi_leave(kctrld_ctx *previous) { current_ctx = previous; }
 static const kc_host_env_ops op_types;
 #define ENV_OP_T(m) __typeof__(op_types.m)
 
-void kc_hostapi_write_answered(const kctrld_ctx *ctx, const char *method, const char *path,
-                               const kc_api_response *r) {
-  if (ctx && ctx->writes && ctx->key && !(ctx->env && ctx->env->dry_run) && r->code / 100 == 2)
-    kc_ownwrites_record(ctx->writes, ctx->key, method, path, r->body, r->body ? r->body_len : 0);
-}
-
 /* ---- small helpers ---- */
 
 static void api_error(kctrld_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

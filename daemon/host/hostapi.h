@@ -116,8 +116,11 @@ void kc_hostapi_ctx_init(kctrld_ctx *ctx, const kc_host_env *env, const char *co
  * hook or plugin child sends comes back here: do_request for the ones sent
  * in this process, isolate.c for the ones a plugin child sends through the
  * daemon. Any thread. */
-void kc_hostapi_write_answered(const kctrld_ctx *ctx, const char *method, const char *path,
-                               const kc_api_response *r);
+static inline void kc_hostapi_write_answered(const kctrld_ctx *ctx, const char *method,
+                                             const char *path, const kc_api_response *r) {
+  if (ctx && ctx->writes && ctx->key && !(ctx->env && ctx->env->dry_run) && r->code / 100 == 2)
+    kc_ownwrites_record(ctx->writes, ctx->key, method, path, r->body, r->body ? r->body_len : 0);
+}
 
 /* Marks ctx as the plugin call running on this thread (for `log`), and
  * returns the previous one, which kc_hostapi_leave restores. */
