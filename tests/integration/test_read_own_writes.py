@@ -13,6 +13,10 @@ the informer has observed the write, so no patch conflicts and no increment
 is lost. Both runs in one test, WINDOW seconds each: the issue's bound (at
 least 8 increments and at most 1 conflict in 10 s) scaled to the window.
 
+Cost: about 13 s of wall time, the two windows and two daemon starts; the
+measurement is of writes per unit of real time with real latency, which
+no manual clock can stand in for.
+
 Witnesses: the simulator's request log (each PATCH of the counter and its
 code), the ConfigMap itself (its count equals the successful PATCHes), and
 the daemon's kctrld_stale_sync_skips_total / kctrld_read_your_writes_*.
