@@ -88,25 +88,13 @@ static void fan_progress(kc_informer *inf, bool relisted) {
       inf->handlers[i].h.on_progress(inf->handlers[i].h.ud, inf, relisted);
 }
 
-/* A decimal resourceVersion without leading zeros that fits in 63 bits. */
-static bool rv_number(const char *rv, uint64_t *out) {
-  uint64_t v = 0;
-  if (!rv[0] || (rv[0] == '0' && rv[1])) return false;
-  for (const char *c = rv; *c; c++) {
-    if (*c < '0' || *c > '9' || v > (UINT64_MAX / 2 - 9) / 10) return false;
-    v = v * 10 + (uint64_t)(*c - '0');
-  }
-  *out = v;
-  return true;
-}
-
 /* The part's reflector observed rv (reflector.h sink.progress). */
 static void sink_progress(void *ud, kc_reflector *r, const char *rv, bool list) {
   part *p = ud;
-  uint64_t v;
-  if (rv_number(rv, &v)) {
+  uint64_t v = kc_rv_number(kc_str_c(rv));
+  if (v) {
     p->observed_rv = v;
-  } else if (rv[0]) {
+  } else if (rv[0] && strcmp(rv, "0") != 0) { /* "0": an empty history, still numeric */
     p->rv_opaque = true;
     if (!p->inf->opaque_rv_logged) {
       p->inf->opaque_rv_logged = true;

@@ -172,18 +172,6 @@ static struct rec *find(kc_ownwrites *w, const char *key, unsigned slot) {
   return NULL;
 }
 
-static bool rv_number(kc_str rv, uint64_t *out) {
-  uint64_t v = 0;
-  if (!rv.len || (rv.ptr[0] == '0' && rv.len > 1)) return false;
-  for (size_t i = 0; i < rv.len; i++) {
-    char c = rv.ptr[i];
-    if (c < '0' || c > '9' || v > (UINT64_MAX / 2 - 9) / 10) return false;
-    v = v * 10 + (uint64_t)(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
 /* Appends a record (replacing key's record of slot); under the lock. */
 static void put(kc_ownwrites *w, const char *key, unsigned slot, const char *ns, const char *name,
                 kc_str uid, uint64_t rv, bool tombstone, uint64_t now) {
@@ -243,7 +231,7 @@ void kc_ownwrites_record(kc_ownwrites *w, const char *key, const char *method, c
   uint64_t rv = 0;
   kc_str uid = {NULL, 0};
   if (o) {
-    rv_number(kc_obj_resource_version(o), &rv);
+    rv = kc_rv_number(kc_obj_resource_version(o));
     uid = kc_obj_uid(o);
   }
   /* A delete answered with the object still there (deletionTimestamp:

@@ -166,13 +166,15 @@ static inline kc_str kc_obj_resource_version(const kc_obj *obj) {
 
 /* A resourceVersion as a number, for comparing two of one collection (the
  * API promises nothing of their form, so every caller must cope with 0):
- * 0 when empty, not all digits, or longer than 19 digits. */
+ * the decimal value, or 0 when empty, not all digits, with a leading zero,
+ * or beyond 63 bits. */
 static inline uint64_t kc_rv_number(kc_str rv) {
   uint64_t v = 0;
-  if (!rv.ptr || rv.len == 0 || rv.len > 19) return 0;
+  if (!rv.ptr || rv.len == 0 || (rv.ptr[0] == '0' && rv.len > 1)) return 0;
   for (size_t i = 0; i < rv.len; i++) {
-    if (rv.ptr[i] < '0' || rv.ptr[i] > '9') return 0;
-    v = v * 10 + (uint64_t)(rv.ptr[i] - '0');
+    char c = rv.ptr[i];
+    if (c < '0' || c > '9' || v > (UINT64_MAX / 2 - 9) / 10) return 0;
+    v = v * 10 + (uint64_t)(c - '0');
   }
   return v;
 }
