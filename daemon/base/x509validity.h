@@ -1,17 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* x509validity: the validity period (notBefore, notAfter) of the first
- * certificate of a PEM bundle, read from its DER without a crypto library.
- * Nothing is verified: this only tells when a certificate handed to us
- * (an exec credential plugin's clientCertificateData) starts and stops
- * being valid, for the metrics that report its age and time to live.
- *
- * Reads: "-----BEGIN CERTIFICATE-----" base64 "-----END CERTIFICATE-----",
- * then Certificate > tbsCertificate > [0] version (optional), serialNumber,
- * signature, issuer, validity { UTCTime | GeneralizedTime x 2 } in DER
- * (definite lengths of up to 4 bytes). UTCTime years below 50 are 20xx, as
- * RFC 5280 says; times must end in 'Z'.
- *
- * Context: any thread; pure. Errors: 0, -EINVAL (not such a certificate) or
+ * certificate of a PEM bundle, read with GnuTLS. Nothing is verified: this
+ * only tells when a certificate handed to us (an exec credential plugin's
+ * clientCertificateData) starts and stops being valid, for the metrics that
+ * report its age and time to live.
+ * Context: any thread; pure. Errors: 0, -EINVAL (no such certificate) or
  * -ENOMEM. Fuzzed by tests/fuzz/fuzz_x509validity.c.
  */
 #ifndef KC_X509VALIDITY_H
@@ -22,8 +15,5 @@
 
 /* Unix seconds of the first certificate's notBefore and notAfter. */
 int kc_x509_pem_validity(const char *pem, size_t len, int64_t *not_before, int64_t *not_after);
-
-/* The same for one DER-encoded certificate. */
-int kc_x509_der_validity(const unsigned char *der, size_t len, int64_t *not_before, int64_t *not_after);
 
 #endif

@@ -81,59 +81,10 @@ static void test_malformed(void **state) {
   assert_int_equal(na, 7);
 }
 
-/* DER built by hand: a minimal tbsCertificate around a given validity. */
-static int der_with_validity(const char *t1, unsigned char tag1, const char *t2, unsigned char tag2,
-                             int64_t *nb, int64_t *na) {
-  unsigned char v[64], tbs[128], cert[160];
-  size_t l1 = strlen(t1), l2 = strlen(t2), n = 0;
-  v[n++] = tag1;
-  v[n++] = (unsigned char)l1;
-  memcpy(v + n, t1, l1);
-  n += l1;
-  v[n++] = tag2;
-  v[n++] = (unsigned char)l2;
-  memcpy(v + n, t2, l2);
-  n += l2;
-  size_t m = 0;
-  static const unsigned char head[] = {0x02, 0x01, 0x01, 0x30, 0x00, 0x30, 0x00};
-  memcpy(tbs, head, sizeof head); /* serial, signature, issuer (no version) */
-  m = sizeof head;
-  tbs[m++] = 0x30;
-  tbs[m++] = (unsigned char)n;
-  memcpy(tbs + m, v, n);
-  m += n;
-  cert[0] = 0x30;
-  cert[1] = (unsigned char)(m + 2);
-  cert[2] = 0x30;
-  cert[3] = (unsigned char)m;
-  memcpy(cert + 4, tbs, m);
-  return kc_x509_der_validity(cert, m + 4, nb, na);
-}
-
-static void test_der_times(void **state) {
-  (void)state;
-  int64_t nb, na;
-  assert_int_equal(der_with_validity("700101000000Z", 0x17, "20491231235959Z", 0x18, &nb, &na), 0);
-  assert_int_equal(nb, 0);
-  assert_int_equal(na, 2524607999LL);
-  /* UTCTime 49 is 2049, 50 is 1950. */
-  assert_int_equal(der_with_validity("490101000000Z", 0x17, "500101000000Z", 0x17, &nb, &na), 0);
-  assert_int_equal(nb, 2493072000LL);
-  assert_int_equal(na, -631152000LL);
-  assert_int_equal(der_with_validity("000229000000Z", 0x17, "000229000000Z", 0x17, &nb, &na), 0);
-  assert_int_equal(nb, 951782400);
-  /* Not Z, bad month, wrong tag, wrong length. */
-  assert_int_equal(der_with_validity("700101000000+", 0x17, "700101000000Z", 0x17, &nb, &na), -EINVAL);
-  assert_int_equal(der_with_validity("701301000000Z", 0x17, "700101000000Z", 0x17, &nb, &na), -EINVAL);
-  assert_int_equal(der_with_validity("700101000000Z", 0x0c, "700101000000Z", 0x17, &nb, &na), -EINVAL);
-  assert_int_equal(der_with_validity("7001010000Z", 0x17, "700101000000Z", 0x17, &nb, &na), -EINVAL);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_real_certificates),
       cmocka_unit_test(test_malformed),
-      cmocka_unit_test(test_der_times),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
