@@ -47,6 +47,9 @@ CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -fstack-protector-s
              -MMD -MP -Idaemon -Iinclude -DKCTRLD_VERSION=\"$(VERSION)\" $(PKG_CFLAGS) $(SANFLAGS)
 LDFLAGS   += $(SANFLAGS) -Wl,-z,relro,-z,now
 LDLIBS    := $(PKG_LIBS) -lpthread -ldl -lm
+# kube-apisim also links libcrypto: it makes its own CA and server
+# certificate when it authenticates by token (tests/apisim/certgen.h).
+APISIM_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null)
 
 # `kctrld version` names the commit it was built from: `git describe` of this
 # tree, "-dirty" with uncommitted changes, "unknown" outside a git checkout
@@ -89,7 +92,7 @@ $(B)/kctrld: $(B)/obj/daemon/main.o $(B)/libkctrld.a
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
 
 $(B)/kube-apisim: $(APISIM_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(APISIM_LIBS)
 
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(UNIT_HELPER_OBJ) $(B)/libkctrld.a
 	@mkdir -p $(dir $@)
@@ -143,6 +146,8 @@ $(B)/tests/test_apisim_fieldmgr: $(B)/obj/tests/apisim/fieldmgr.o $(B)/obj/tests
     $(B)/obj/tests/apisim/json.o $(B)/obj/tests/apisim/util.o
 $(B)/tests/test_apisim_table $(B)/tests/test_apisim_fieldval $(B)/tests/test_apisim_shardsel: \
     $(filter-out $(B)/obj/tests/apisim/main.o,$(APISIM_OBJ))
+$(B)/tests/test_apisim_table $(B)/tests/test_apisim_fieldval $(B)/tests/test_apisim_shardsel: \
+    LDLIBS += $(APISIM_LIBS)
 $(B)/tests/test_plugin_sdk: | $(UNIT_CXX_SO)
 
 $(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libkctrld.a

@@ -132,7 +132,6 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp)
     if (nseg == 8) { nseg = 9; break; }
     segs[nseg++] = s;
   }
-  if (sim_review_handle(req, resp)) goto out;
   /* --rbac: a non-resource path (not /api/v1/R..., /apis/G/V/R...) is
    * authorized by path, before it is served. */
   bool resource = nseg >= 3 && (strcmp(segs[0], "api") == 0 ||
@@ -237,6 +236,10 @@ void sim_api_handle(struct sim_req *req, struct sim_resp *resp)
   r.rt = sim_type_find_locked(group, version, plural);
   pthread_mutex_unlock(&sim_mu);
   if (!r.rt) { resource_404(resp); goto out; }
+  if (r.rt->review_only) {
+    sim_review_handle(req, r.rt, r.ns, r.name, resp);
+    goto out;
+  }
   if (r.ns && !r.rt->namespaced) { resource_404(resp); goto out; }
   if (r.rt->namespaced && !r.ns && r.name) { resource_404(resp); goto out; }
   if (r.sub && (strcmp(r.sub, "status") != 0 || !r.rt->has_status)) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "certgen.h"
 #include "rbac.h"
 #include "seed.h"
 #include "server.h"
@@ -28,7 +29,7 @@ static void usage(FILE *f)
           "         [--generate RESOURCE=N]... [--history N] [--bookmark-interval-ms MS]\n"
           "         [--watch-410-http] [--no-watch-list] [--min-request-timeout S]\n"
           "         [--rv-offset N] [--fixtures DIR] [--rbac] [--token-auth-file FILE]\n"
-          "         [--feature-gates NAME=true|false,...] [--verbose]\n");
+          "         [--feature-gates NAME=true|false,...] [--plain-http] [--verbose]\n");
 }
 
 /* --feature-gates as kube-apiserver takes it: comma-separated NAME=BOOL.
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
   const char **seeds = NULL, **gens = NULL;
   size_t nseeds = 0, ngens = 0, history = 10000;
   uint64_t rv_offset = 0;
+  bool plain_http = false;
   default_fixtures(argv[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -128,6 +130,7 @@ int main(int argc, char **argv)
       }
     }
     else if (strcmp(a, "--rbac") == 0) sim_rbac_enabled = true;
+    else if (strcmp(a, "--plain-http") == 0) plain_http = true;
     else if (strcmp(a, "--watch-410-http") == 0) sim_cfg.watch_410_http = true;
     else if (strcmp(a, "--no-watch-list") == 0) sim_cfg.watch_list = false;
     else if (strcmp(a, "--verbose") == 0) sim_verbose = 1;
@@ -198,23 +201,48 @@ int main(int argc, char **argv)
     }
     free(res);
   }
+  /* Tokens over plain HTTP are what kubectl refuses to send: with token
+   * authentication and no certificate of its own, the simulator serves
+   * HTTPS with a CA it makes now, and the kubeconfig trusts that CA. */
+  struct sim_pki pki = {0};
+  char *kc_ca = NULL;
+  if ((so.token || so.token_file || sim_rbac_enabled) && !so.tls_cert && !so.tls_key && !plain_http) {
+    char *err = NULL;
+    if (sim_certgen(host, &pki, &err) < 0) {
+      fprintf(stderr, "kube-apisim: TLS: %s\n", err ? err : "failed");
+      free(err);
+      return 1;
+    }
+    so.cert_pem = pki.cert_pem;
+    so.key_pem = pki.key_pem;
+    kc_ca = sim_xstrdup(pki.ca_pem);
+  } else if (ca_for_kc || so.tls_cert) {
+    kc_ca = sim_read_file(ca_for_kc ? ca_for_kc : so.tls_cert, NULL);
+    if (!kc_ca) {
+      fprintf(stderr, "kube-apisim: cannot read %s\n", ca_for_kc ? ca_for_kc : so.tls_cert);
+      return 1;
+    }
+  }
   uint16_t port;
   int rc = sim_server_start(&so, &port);
+  bool tls = so.tls_cert || so.cert_pem;
+  sim_pki_free(&pki);
+  so.cert_pem = so.key_pem = NULL;
   if (rc < 0) {
     fprintf(stderr, "kube-apisim: cannot listen on %s: %s\n", listen, strerror(-rc));
     return 1;
   }
   char url[300];
-  snprintf(url, sizeof url, "%s://%s:%u", so.tls_cert ? "https" : "http", host, port);
+  snprintf(url, sizeof url, "%s://%s:%u", tls ? "https" : "http", host, port);
   if (kubeconfig) {
-    rc = sim_write_kubeconfig(kubeconfig, url, so.token, ca_for_kc ? ca_for_kc : so.tls_cert,
-                              kc_cert, kc_key);
+    rc = sim_write_kubeconfig(kubeconfig, url, so.token, kc_ca, kc_cert, kc_key);
     if (rc < 0) {
       fprintf(stderr, "kube-apisim: kubeconfig %s: %s\n", kubeconfig, strerror(-rc));
       sim_server_stop();
       return 1;
     }
   }
+  free(kc_ca);
   printf("%s\n", url);
   fflush(stdout);
   int sig = 0;

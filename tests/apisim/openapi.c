@@ -388,6 +388,8 @@ struct gv_ctx {
 static void gv_each(struct sim_rtype *rt, void *arg)
 {
   struct gv_ctx *c = arg;
+  /* Review kinds have no schema here (kubectl posts them from its own types). */
+  if (rt->review_only) return;
   if (strcmp(rt->group, c->group) != 0 || strcmp(rt->version, c->version) != 0) return;
   c->n++;
   if (c->pass == 0) {
@@ -422,6 +424,7 @@ struct root_ctx {
 static void root_each(struct sim_rtype *rt, void *arg)
 {
   struct root_ctx *c = arg;
+  if (rt->review_only) return;
   char *p = *rt->group ? sim_xasprintf("apis/%s/%s", rt->group, rt->version)
                        : sim_xasprintf("api/%s", rt->version);
   for (size_t i = 0; i < c->n; i++)

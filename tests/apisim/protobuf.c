@@ -177,10 +177,55 @@ MSG(m_deployment, APPS "Deployment",
     {1, "metadata", K_MSG, 0, &m_objmeta}, {2, "spec", K_MSG, 0, &m_dspec},
     {3, "status", K_MSG, 0, &m_dstatus})
 
+#define AUTHN "k8s.io.api.authentication.v1."
+#define AUTHZ "k8s.io.api.authorization.v1."
+
+/* The review kinds (review.h): kubectl auth can-i and whoami send these. */
+MSG(m_tokenrspec, AUTHN "TokenReviewSpec",
+    {1, "token", K_STR, 0, NULL}, {2, "audiences", K_STR, F_REP, NULL})
+MSG(m_userinfo, AUTHN "UserInfo",
+    {1, "username", K_STR, 0, NULL}, {2, "uid", K_STR, 0, NULL},
+    {3, "groups", K_STR, F_REP, NULL})
+MSG(m_tokenrstatus, AUTHN "TokenReviewStatus",
+    {1, "authenticated", K_BOOL, 0, NULL}, {2, "user", K_MSG, 0, &m_userinfo},
+    {3, "error", K_STR, 0, NULL}, {4, "audiences", K_STR, F_REP, NULL})
+MSG(m_tokenreview, AUTHN "TokenReview",
+    {1, "metadata", K_MSG, 0, &m_objmeta}, {2, "spec", K_MSG, 0, &m_tokenrspec},
+    {3, "status", K_MSG, 0, &m_tokenrstatus})
+MSG(m_ssrstatus, AUTHN "SelfSubjectReviewStatus", {1, "userInfo", K_MSG, 0, &m_userinfo})
+MSG(m_ssreview, AUTHN "SelfSubjectReview",
+    {1, "metadata", K_MSG, 0, &m_objmeta}, {2, "status", K_MSG, 0, &m_ssrstatus})
+MSG(m_resattrs, AUTHZ "ResourceAttributes",
+    {1, "namespace", K_STR, 0, NULL}, {2, "verb", K_STR, 0, NULL}, {3, "group", K_STR, 0, NULL},
+    {4, "version", K_STR, 0, NULL}, {5, "resource", K_STR, 0, NULL},
+    {6, "subresource", K_STR, 0, NULL}, {7, "name", K_STR, 0, NULL})
+MSG(m_nonresattrs, AUTHZ "NonResourceAttributes",
+    {1, "path", K_STR, 0, NULL}, {2, "verb", K_STR, 0, NULL})
+MSG(m_sarstatus, AUTHZ "SubjectAccessReviewStatus",
+    {1, "allowed", K_BOOL, 0, NULL}, {2, "reason", K_STR, 0, NULL},
+    {3, "evaluationError", K_STR, 0, NULL}, {4, "denied", K_BOOL, 0, NULL})
+MSG(m_sarspec, AUTHZ "SubjectAccessReviewSpec",
+    {1, "resourceAttributes", K_MSG, 0, &m_resattrs},
+    {2, "nonResourceAttributes", K_MSG, 0, &m_nonresattrs}, {3, "user", K_STR, 0, NULL},
+    {4, "groups", K_STR, F_REP, NULL}, {6, "uid", K_STR, 0, NULL})
+MSG(m_sar, AUTHZ "SubjectAccessReview",
+    {1, "metadata", K_MSG, 0, &m_objmeta}, {2, "spec", K_MSG, 0, &m_sarspec},
+    {3, "status", K_MSG, 0, &m_sarstatus})
+MSG(m_ssarspec, AUTHZ "SelfSubjectAccessReviewSpec",
+    {1, "resourceAttributes", K_MSG, 0, &m_resattrs},
+    {2, "nonResourceAttributes", K_MSG, 0, &m_nonresattrs})
+MSG(m_ssar, AUTHZ "SelfSubjectAccessReview",
+    {1, "metadata", K_MSG, 0, &m_objmeta}, {2, "spec", K_MSG, 0, &m_ssarspec},
+    {3, "status", K_MSG, 0, &m_sarstatus})
+
 static const struct {
   const char *api_version, *kind;
   const struct pbm *m;
 } kinds[] = {
+  {"authentication.k8s.io/v1", "TokenReview", &m_tokenreview},
+  {"authentication.k8s.io/v1", "SelfSubjectReview", &m_ssreview},
+  {"authorization.k8s.io/v1", "SubjectAccessReview", &m_sar},
+  {"authorization.k8s.io/v1", "SelfSubjectAccessReview", &m_ssar},
   {"v1", "ConfigMap", &m_configmap},   {"v1", "Secret", &m_secret},
   {"v1", "Namespace", &m_namespace},   {"v1", "ServiceAccount", &m_serviceaccount},
   {"v1", "Pod", &m_pod},               {"v1", "Service", &m_service},

@@ -5,11 +5,15 @@
  * serviceaccount/service, kubectl run). The body is the 4-byte magic "k8s\0" and a
  * runtime.Unknown message (typeMeta 1, raw 2, contentEncoding 3,
  * contentType 4); raw is the object message, decoded with field tables
- * written from the generated.proto files of k8s.io/api (core/v1, apps/v1)
+ * written from the generated.proto files of k8s.io/api (core/v1, apps/v1,
+ * authentication/v1, authorization/v1)
  * and k8s.io/apimachinery (meta/v1, runtime, intstr, resource).
  *
  * Covered kinds: v1 ConfigMap, Secret, Namespace, ServiceAccount, Pod,
- * Service (no load balancer ingress) and apps/v1 Deployment; of the pod
+ * Service (no load balancer ingress), apps/v1 Deployment, and TokenReview,
+ * SelfSubjectReview (authentication.k8s.io/v1), SubjectAccessReview and
+ * SelfSubjectAccessReview (authorization.k8s.io/v1; without extra and
+ * selectors), as kubectl auth whoami and can-i send them; of the pod
  * template only the fields those generators set (containers with name,
  * image, command, args, workingDir, ports, env values, resources, imagePullPolicy, terminationMessage*, volumeMounts
  * and the scalar PodSpec fields). Anything else is refused, never dropped.

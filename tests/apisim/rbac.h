@@ -22,7 +22,8 @@
  * everywhere, as kube-apiserver with --anonymous-auth=false. A resource
  * denial is the real 403 Status (reason Forbidden, details, the authorizer's
  * message). No escalation checks on writes of RBAC objects, no aggregation
- * rules, no nonResourceURLs rules in the store's roles.
+ * rules. ClusterRoles' nonResourceURLs rules (bound by ClusterRoleBindings)
+ * grant non-resource paths, as in kube-apiserver.
  *
  * Threads: sim_rbac_load_tokens from main before the server starts; the
  * rest from any connection thread (takes sim_mu for the store).
@@ -37,18 +38,39 @@
 #include "server.h"
 
 struct sim_user {
-  char *token, *name;
+  char *token, *name, *uid;
   char **groups;
   size_t ngroups;
 };
 
+/* Who the --token token, --token-file tokens and client certificates are:
+ * kubernetes-admin in system:masters (and system:authenticated). */
+extern const struct sim_user sim_admin_user;
+
 extern bool sim_rbac_enabled;
 
-/* Reads the token file; *err (malloc'd) says which line is wrong. */
+/* Reads the token file; *err (malloc'd) says which line is wrong. The file
+ * is read again when it changes (inode, size or mtime, looked at on each
+ * lookup): users rotate on disk as in kube-apiserver's reloading
+ * authenticators. A version that does not parse keeps the last one. */
 int sim_rbac_load_tokens(const char *path, char **err);
 
 /* The user of a bearer token from the token file, or NULL. */
 const struct sim_user *sim_rbac_user_for_token(const char *token);
+
+/* What a SubjectAccessReview asks about: a resource (resource set) or a
+ * non-resource path (path set); NULL fields are empty. */
+struct sim_access {
+  const char *verb, *group, *resource, *sub, *ns, *name;
+  const char *path;
+};
+
+/* Whether u may do acc under the store's RBAC objects (always without
+ * --rbac; always for system:masters). Non-resource paths: the discovery
+ * paths above for system:authenticated, and nonResourceURLs rules of
+ * ClusterRoles bound by ClusterRoleBindings. *why (malloc'd or NULL): the
+ * authorizer's reason when allowed. */
+bool sim_rbac_decide(const struct sim_user *u, const struct sim_access *acc, char **why);
 
 /* With --rbac and a token-file user on req: whether the user may do what
  * the request asks (verb from method, name and watch); on false, resp holds

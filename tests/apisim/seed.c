@@ -267,7 +267,7 @@ static char *file_b64(const char *path)
 }
 
 int sim_write_kubeconfig(const char *path, const char *url, const char *token,
-                         const char *ca_file, const char *client_cert, const char *client_key)
+                         const char *ca_pem, const char *client_cert, const char *client_key)
 {
   char *tmp = sim_xasprintf("%s.tmp", path);
   FILE *f = fopen(tmp, "w");
@@ -277,9 +277,9 @@ int sim_write_kubeconfig(const char *path, const char *url, const char *token,
     return e;
   }
   fprintf(f, "apiVersion: v1\nkind: Config\nclusters:\n- name: apisim\n  cluster:\n    server: %s\n", url);
-  if (ca_file) {
-    char *b = file_b64(ca_file);
-    if (b) fprintf(f, "    certificate-authority-data: %s\n", b);
+  if (ca_pem) {
+    char *b = sim_b64_encode(ca_pem, strlen(ca_pem));
+    fprintf(f, "    certificate-authority-data: %s\n", b);
     free(b);
   }
   fprintf(f, "users:\n- name: apisim\n  user:");

@@ -45,7 +45,9 @@ struct sim_reseed_result {
 int sim_reseed(const struct sim_reseed *o, struct sim_reseed_result *out, char **err);
 /* Where fixture templates are read from (set from argv[0] / --fixtures). */
 void sim_set_fixture_dir(const char *dir);
+/* Writes a kubeconfig for url: token, ca_pem (the CA certificate's PEM
+ * text, or NULL) and the client certificate and key files, each when set. */
 int sim_write_kubeconfig(const char *path, const char *url, const char *token,
-                         const char *ca_file, const char *client_cert, const char *client_key);
+                         const char *ca_pem, const char *client_cert, const char *client_key);
 
 #endif

@@ -29,7 +29,7 @@ static char *token_file_;
 static bool need_client_cert_;
 static pthread_mutex_t tok_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *file_token_;
-static struct timespec file_token_mtime_;
+static struct stat file_token_st_;
 
 const char *sim_req_query(struct sim_req *r, const char *key)
 {
@@ -130,13 +130,15 @@ static bool file_token_ok(const char *tok)
   pthread_mutex_lock(&tok_mu);
   /* Re-read when the file changes: tokens rotate on disk. */
   if (stat(token_file_, &st) == 0 &&
-      (st.st_mtim.tv_sec != file_token_mtime_.tv_sec || st.st_mtim.tv_nsec != file_token_mtime_.tv_nsec || !file_token_)) {
+      (!file_token_ || st.st_ino != file_token_st_.st_ino || st.st_dev != file_token_st_.st_dev ||
+       st.st_size != file_token_st_.st_size || st.st_mtim.tv_sec != file_token_st_.st_mtim.tv_sec ||
+       st.st_mtim.tv_nsec != file_token_st_.st_mtim.tv_nsec)) {
     size_t n;
     char *t = sim_read_file(token_file_, &n);
     if (t) {
       free(file_token_);
       file_token_ = t;
-      file_token_mtime_ = st.st_mtim;
+      file_token_st_ = st;
     }
   }
   bool ok = false;
@@ -176,6 +178,15 @@ static bool client_cert_ok(struct MHD_Connection *c)
   unsigned n = 0, status = 1;
   if (!peers(ci->tls_session, &n) || n == 0) return false;
   return verify(ci->tls_session, &status) == 0 && status == 0;
+}
+
+const struct sim_user *sim_server_authenticate(const char *token)
+{
+  const struct sim_user *u = sim_rbac_user_for_token(token);
+  if (u) return u;
+  if (*token && ((token_ && strcmp(token, token_) == 0) || (token_file_ && file_token_ok(token))))
+    return &sim_admin_user;
+  return NULL;
 }
 
 static bool authorized(struct sim_req *req)
@@ -408,10 +419,10 @@ int sim_server_start(const struct sim_server_opts *o, uint16_t *port_out)
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                    MHD_USE_ERROR_LOG | MHD_USE_POLL;
   char *cert = NULL, *key = NULL, *ca = NULL;
-  if (o->tls_cert || o->tls_key) {
-    if (!o->tls_cert || !o->tls_key) return -EINVAL;
-    cert = sim_read_file(o->tls_cert, NULL);
-    key = sim_read_file(o->tls_key, NULL);
+  if (o->tls_cert || o->tls_key || o->cert_pem) {
+    if (!o->cert_pem && (!o->tls_cert || !o->tls_key)) return -EINVAL;
+    cert = o->cert_pem ? sim_xstrdup(o->cert_pem) : sim_read_file(o->tls_cert, NULL);
+    key = o->cert_pem ? sim_xstrdup(o->key_pem) : sim_read_file(o->tls_key, NULL);
     if (!cert || !key) {
       free(cert);
       free(key);
@@ -444,6 +455,7 @@ int sim_server_start(const struct sim_server_opts *o, uint16_t *port_out)
   daemon_ = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, opts,
                              MHD_OPTION_END);
   free(cert);
+  if (key) explicit_bzero(key, strlen(key));
   free(key);
   free(ca);
   if (!daemon_) return -EADDRINUSE;

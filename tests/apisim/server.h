@@ -70,7 +70,12 @@ struct sim_server_opts {
   uint16_t port;
   const char *token, *token_file;
   const char *tls_cert, *tls_key, *client_ca;
+  const char *cert_pem, *key_pem; /* in memory (certgen.h), instead of tls_cert/tls_key */
 };
+
+/* The user a bearer token authenticates as (a --token-auth-file user, or
+ * sim_admin_user for the --token and --token-file tokens), or NULL. */
+const struct sim_user *sim_server_authenticate(const char *token);
 
 /* Starts listening; *port_out gets the bound port. */
 int sim_server_start(const struct sim_server_opts *o, uint16_t *port_out);

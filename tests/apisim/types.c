@@ -84,6 +84,17 @@ static const struct builtin builtins[] = {
    ",\"spec\":{\"group\":\"\",\"names\":{\"plural\":\"\",\"kind\":\"\"},\"scope\":\"\",\"versions\":null},\"status\":{\"conditions\":null,\"acceptedNames\":{\"plural\":\"\",\"kind\":\"\"},\"storedVersions\":null}"},
 };
 
+/* The create-only review kinds (review.h), cluster-scoped, all v1. */
+static const struct {
+  const char *group, *plural, *singular, *kind;
+} reviews[] = {
+  {"authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"},
+  {"authentication.k8s.io", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview"},
+  {"authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview"},
+  {"authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+   "SelfSubjectAccessReview"},
+};
+
 static void add_type(struct sim_rtype *t)
 {
   if (ntypes == ctypes) {
@@ -118,6 +129,18 @@ void sim_types_init(void)
     /* Leases and CRs refuse unconditional updates; Leases create on PUT. */
     t->allow_unconditional_update = !t->is_lease;
     t->create_on_update = t->is_lease;
+    t->coll = sim_xcalloc(1, sizeof *t->coll);
+    add_type(t);
+  }
+  for (size_t i = 0; i < sizeof reviews / sizeof reviews[0]; i++) {
+    struct sim_rtype *t = sim_xcalloc(1, sizeof *t);
+    t->group = sim_xstrdup(reviews[i].group);
+    t->version = sim_xstrdup("v1");
+    t->plural = sim_xstrdup(reviews[i].plural);
+    t->singular = sim_xstrdup(reviews[i].singular);
+    t->kind = sim_xstrdup(reviews[i].kind);
+    t->review_only = true;
+    t->bookmark_tail = "";
     t->coll = sim_xcalloc(1, sizeof *t->coll);
     add_type(t);
   }
@@ -280,9 +303,11 @@ void sim_disc_resources_locked(struct sim_buf *b, const char *group, const char 
     first = false;
     sim_buf_printf(b,
                    "{\"name\":\"%s\",\"singularName\":\"%s\",\"namespaced\":%s,\"kind\":\"%s\","
-                   "\"verbs\":[\"create\",\"delete\",\"deletecollection\",\"get\",\"list\","
-                   "\"patch\",\"update\",\"watch\"]",
-                   t->plural, t->singular, t->namespaced ? "true" : "false", t->kind);
+                   "\"verbs\":%s",
+                   t->plural, t->singular, t->namespaced ? "true" : "false", t->kind,
+                   t->review_only ? "[\"create\"]"
+                                  : "[\"create\",\"delete\",\"deletecollection\",\"get\",\"list\","
+                                    "\"patch\",\"update\",\"watch\"]");
     if (t->short_names) {
       sim_buf_puts(b, ",\"shortNames\":");
       put_list(b, t->short_names);

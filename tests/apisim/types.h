@@ -32,6 +32,7 @@ struct sim_rtype {
   const char *categories;
   bool namespaced, has_status, is_crd, is_lease, track_generation;
   bool allow_unconditional_update, create_on_update, served;
+  bool review_only; /* TokenReview and the like: POST only, nothing stored (review.h) */
   enum sim_status_reset status_reset;
   const char *const *fields; /* extra field selector fields (NULL = only metadata.*) */
   bool own_field_list;       /* unsupported field message flavour */

@@ -218,6 +218,43 @@ class Apisim:
             raise RuntimeError("kube-apisim did not print its URL: %r; stderr: %s" % (line, self.log()))
         self.url = line
 
+    def ca_data(self):
+        """The base64 certificate-authority-data of its kubeconfig, or None."""
+        with open(self.kubeconfig) as f:
+            for ln in f:
+                ln = ln.strip()
+                if ln.startswith("certificate-authority-data:"):
+                    return ln.split(":", 1)[1].strip()
+        return None
+
+    def cluster(self):
+        """A kubeconfig cluster entry as YAML flow mapping text: server and,
+        when it serves TLS, certificate-authority-data."""
+        ca = self.ca_data()
+        return "{server: '%s'%s}" % (self.url, ", certificate-authority-data: " + ca if ca else "")
+
+    def ssl_context(self):
+        """For an https:// simulator: an SSL context trusting the CA of its
+        kubeconfig (its own generated CA with --token/--rbac); None for http."""
+        if not self.url.startswith("https:"):
+            return None
+        import base64
+        import ssl
+        ca = self.ca_data()
+        if not ca:
+            return ssl.create_default_context()
+        return ssl.create_default_context(cadata=base64.b64decode(ca).decode())
+
+    def connection(self, timeout=30):
+        """A new http.client connection to the simulator (HTTPS when it serves TLS)."""
+        import http.client
+        import urllib.parse
+        u = urllib.parse.urlparse(self.url)
+        if u.scheme == "https":
+            return http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout,
+                                               context=self.ssl_context())
+        return http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+
     def log(self):
         self.stderr.flush()
         with open(self.stderr.name) as f:
@@ -226,15 +263,12 @@ class Apisim:
     def stop(self):
         return stop_process(self.proc)
 
-    # -- raw HTTP helpers (plain http only; tests that use TLS build their own) --
+    # -- raw HTTP helpers (HTTPS with the kubeconfig's CA when the simulator serves TLS) --
 
     def request(self, method, path, body=None, headers=None, timeout=30):
         """Sends one request; returns (status, headers dict, body bytes)."""
-        import http.client
         import json as _json
-        import urllib.parse
-        u = urllib.parse.urlparse(self.url)
-        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+        conn = self.connection(timeout)
         hdrs = dict(headers or {})
         if body is not None and not isinstance(body, (bytes, str)):
             body = _json.dumps(body)
@@ -271,12 +305,9 @@ class Apisim:
     def watch(self, path, max_events=None, timeout=10, headers=None):
         """Opens a watch (path includes the query) and returns (status, events):
         events are read until the stream ends, max_events arrive, or timeout."""
-        import http.client
         import json as _json
         import socket
-        import urllib.parse
-        u = urllib.parse.urlparse(self.url)
-        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+        conn = self.connection(timeout)
         conn.request("GET", path, headers=headers or {})
         r = conn.getresponse()
         events = []

@@ -31,15 +31,14 @@ controllers: []
 """
 
 
-def kubeconfig(path, url, d):
+def kubeconfig(path, sim, d):
     with open(path, "w") as f:
         f.write("""apiVersion: v1
 kind: Config
 current-context: sim
 clusters:
 - name: sim
-  cluster:
-    server: %s
+  cluster: %s
 contexts:
 - name: sim
   context: {cluster: sim, user: plugin}
@@ -54,7 +53,7 @@ users:
       provideClusterInfo: true
       interactiveMode: Never
       installHint: "see tests/integration/execcred_plugin.py"
-""" % (url, PLUGIN, d))
+""" % (sim.cluster(), PLUGIN, d))
     os.chmod(path, 0o600)
 
 
@@ -119,7 +118,7 @@ def test_exec_plugin_rotation_401_and_failures():
     try:
         with Apisim("--token", ADMIN["Authorization"][7:], "--token-file", tf) as sim:
             kc = os.path.join(d, "kubeconfig")
-            kubeconfig(kc, sim.url, d)
+            kubeconfig(kc, sim, d)
             cm(sim, "before")
             with Kctrld(CONFIG, kc) as k:
                 # 1. Tokens live 4 s and say so: re-run before expiry.
@@ -186,9 +185,9 @@ def test_token_file_rotation_after_401():
     with Apisim("--token", ADMIN["Authorization"][7:], "--token-file", server_tokens) as sim:
         kc = os.path.join(d, "kubeconfig")
         with open(kc, "w") as f:
-            f.write("current-context: s\nclusters: [{name: s, cluster: {server: '%s'}}]\n"
+            f.write("current-context: s\nclusters: [{name: s, cluster: %s}]\n"
                     "users: [{name: u, user: {tokenFile: %s}}]\n"
-                    "contexts: [{name: s, context: {cluster: s, user: u}}]\n" % (sim.url, client_token))
+                    "contexts: [{name: s, context: {cluster: s, user: u}}]\n" % (sim.cluster(), client_token))
         os.chmod(kc, 0o600)
         cm(sim, "one")
         with Kctrld(CONFIG, kc) as k:

@@ -156,9 +156,9 @@ class World:
         kubeconfig = os.path.join(self.tmp, "kubeconfig")
         with open(kubeconfig, "w") as f:
             f.write("apiVersion: v1\nkind: Config\ncurrent-context: sa\n"
-                    "clusters: [{name: sim, cluster: {server: %s}}]\n"
+                    "clusters: [{name: sim, cluster: %s}]\n"
                     "users: [{name: sa, user: {token: %s}}]\n"
-                    "contexts: [{name: sa, context: {cluster: sim, user: sa}}]\n" % (self.sim.url, SA_TOKEN))
+                    "contexts: [{name: sa, context: {cluster: sim, user: sa}}]\n" % (self.sim.cluster(), SA_TOKEN))
         os.chmod(kubeconfig, 0o600)
         self.k = taplib.Kctrld(CONFIG.format(podset=plugin("podset"), reloader=plugin("reloader"),
                                              ttl=plugin("ttl")), kubeconfig, dir=os.path.join(self.tmp, "k"))
