@@ -569,7 +569,8 @@ int sim_pb_decode(const void *buf, size_t len, jv **out, char **err)
   if (rc == 0 && !m)
     rc = fail(&r, -ENOTSUP,
               "kube-apisim decodes protobuf only for v1 ConfigMap, Secret, Namespace, ServiceAccount, "
-              "Pod, Service and apps/v1 Deployment, not %s %s; send application/json",
+              "Pod, Service, apps/v1 Deployment and the review kinds of authentication.k8s.io/v1 "
+              "and authorization.k8s.io/v1, not %s %s; send application/json",
               av && *av ? av : "(no apiVersion)", kind && *kind ? kind : "(no kind)");
   if (rc < 0) {
     jv_free(tm);
