@@ -226,6 +226,41 @@ static bool tokchar(unsigned char ch) {
          ch == '+' || ch == '/' || ch == '=' || ch == '.' || ch == '_' || ch == '-' || ch == '~';
 }
 
+/* A piece of a word between separators that reads as a name: shorter than
+ * 16 and of one case ("authentication", "k8s", "v1beta1", "KUBERNETES"), or
+ * camel case without digits whose capitals each start a lowercase run
+ * ("expirationTimestamp", "ExecCredential"). Random base64 soon has two
+ * capitals in a row or a capital before a digit; a long run of one case
+ * (hex, a lowercase token) stays a credential. */
+static bool name_piece(const char *s, size_t n) {
+  bool upper = false, lower = false, has_digit = false, camel = true;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    bool up = ch >= 'A' && ch <= 'Z', lo = ch >= 'a' && ch <= 'z';
+    bool digit = ch >= '0' && ch <= '9';
+    if (!up && !lo && !digit) return false; /* '+' or '=': base64 */
+    upper |= up;
+    lower |= lo;
+    has_digit |= digit;
+    if (up && (i + 1 == n || !(s[i + 1] >= 'a' && s[i + 1] <= 'z'))) camel = false;
+  }
+  if (upper && lower) return camel && !has_digit;
+  return n < 16;
+}
+
+/* Whether a word of token characters is text (a group/version, a URL path,
+ * an environment variable's name) rather than a credential: every piece
+ * between '.', '/', '-', '_' and '~' reads as a name. */
+static bool name_word(const char *s, size_t n) {
+  size_t start = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && !strchr("./-_~", s[i])) continue;
+    if (i > start && !name_piece(s + start, i - start)) return false;
+    start = i + 1;
+  }
+  return true;
+}
+
 void kc_execcred_redact(char *line, const char *secret) {
   static const char R[] = "[REDACTED]";
   size_t rl = sizeof R - 1;
@@ -249,7 +284,7 @@ void kc_execcred_redact(char *line, const char *secret) {
       char *s = r;
       while (*r && tokchar((unsigned char)*r)) r++;
       size_t n = (size_t)(r - s);
-      if (n >= 16) {
+      if (n >= 16 && !name_word(s, n)) {
         memcpy(w, R, rl); /* n >= 16 > rl: never overtakes r */
         w += rl;
       } else {

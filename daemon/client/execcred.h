@@ -20,7 +20,11 @@
  *    of the configured apiVersion and never logged; one already expired is a
  *    failure. stderr (64 KiB at most) is logged line by line (info level)
  *    when the run ends, with secrets redacted: the old and new token and
- *    every word of 16 or more token/base64 characters become [REDACTED].
+ *    every word of 16 or more token/base64 characters become [REDACTED],
+ *    unless each piece of the word between '.', '/', '-', '_' and '~' reads
+ *    as a name (shorter than 16 and of one case, or camel case): an apiVersion
+ *    such as client.authentication.k8s.io/v1beta1, a URL path or
+ *    KUBERNETES_EXEC_INFO stays readable.
  *  - A run that takes longer than the timeout (KCTRLD_EXEC_TIMEOUT_SECONDS,
  *    default 30 s) has its process group killed. A missing command (ENOENT)
  *    error carries the installHint. A failed run is retried with backoff

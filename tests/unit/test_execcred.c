@@ -138,6 +138,29 @@ static void test_redact(void **state) {
   snprintf(line, sizeof line, "MIIBszCCAVmgAwIBAgIUabcdefgh+/== and words");
   kc_execcred_redact(line, NULL);
   assert_string_equal(line, "[REDACTED] and words");
+  /* Names stay: a group/version, camel and upper case words, URL paths. */
+  static const char *const text[] = {
+      "apiVersion client.authentication.k8s.io/v1beta1 is deprecated, use client.authentication.k8s.io/v1",
+      "KUBERNETES_EXEC_INFO read; expirationTimestamp missing in ExecCredential",
+      "see https://login.example.com/auth/realms/kubernetes-prod/protocol/openid-connect",
+      "uid 0f8fad5b-d9cb-469f-a165-70867728950e",
+  };
+  for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) {
+    snprintf(line, sizeof line, "%s", text[i]);
+    kc_execcred_redact(line, NULL);
+    assert_string_equal(line, text[i]);
+  }
+  /* Credentials still go: a long lowercase hex run, a base64url token with
+   * dashes, a JWT inside a name-like word. */
+  snprintf(line, sizeof line, "key 8f14e45fceea167a5a36dedd4bea2543 used");
+  kc_execcred_redact(line, NULL);
+  assert_string_equal(line, "key [REDACTED] used");
+  snprintf(line, sizeof line, "token sha256~Zm9v-QmF6cXV4X3Rva2VuX3ZhbHVl-x2 ok");
+  kc_execcred_redact(line, NULL);
+  assert_string_equal(line, "token [REDACTED] ok");
+  snprintf(line, sizeof line, "bearer a.b/eyJhbGciOiJSUzI1NiJ9x");
+  kc_execcred_redact(line, NULL);
+  assert_string_equal(line, "bearer [REDACTED]");
 }
 
 /* ---- the refresh thread with sh plugins ---- */
