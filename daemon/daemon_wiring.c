@@ -182,10 +182,11 @@ static bool env_may_write(void *ud) {
   return ok;
 }
 
-static int env_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
+static int env_event(void *ud, const char *controller, const kc_obj *o, int type,
+                     const char *reason, const char *message) {
   kc_daemon *d = link_enter(ud);
   /* No recorder (shutting down): the event is lost, which plugin.h allows. */
-  int rc = d && d->events ? kc_events_record(d->events, o, type, reason, message) : 0;
+  int rc = d && d->events ? kc_events_record(d->events, controller, o, type, reason, message) : 0;
   link_leave(ud);
   return rc;
 }

@@ -255,6 +255,7 @@ kc_event_action kc_event_correlate(kc_event_correlator *c, const kc_event_in *ev
                                    int64_t wall_ns, kc_event_out *out) {
   memset(out, 0, sizeof *out);
   khash k = kh_init();
+  kh_str(&k, ev->component);
   kh_str(&k, ev->kind);
   kh_str(&k, ev->namespace_);
   kh_str(&k, ev->name);
@@ -302,7 +303,7 @@ kc_event_action kc_event_correlate(kc_event_correlator *c, const kc_event_in *ev
 
 /* ---- records ---- */
 
-enum { F_AV, F_KIND, F_NS, F_NAME, F_UID, F_RV, F_REASON, F_MSG, F_N };
+enum { F_AV, F_KIND, F_NS, F_NAME, F_UID, F_RV, F_REASON, F_MSG, F_COMPONENT, F_N };
 
 typedef struct ev_rec {
   int64_t wall_ns;
@@ -368,9 +369,10 @@ static kc_str event_ns(const ev_rec *r) {
   return r->len[F_NS] ? rf(r, F_NS) : kc_str_c("default");
 }
 
-/* "<name>.<hex>", kept within the 253 bytes of a DNS subdomain. */
 static void json_kstr(kc_buf *b, kc_str s) { kc_buf_json(b, s.ptr, s.len); }
 
+/* "<name>.<hex>", kept within the 253 bytes of a DNS subdomain; raw bytes
+ * (a URL segment or the text of a JSON string, see json_event_name). */
 static void wb_event_name(kc_buf *b, const ev_rec *r, uint64_t suffix) {
   kc_str name = rf(r, F_NAME);
   if (name.len > 236) name.len = 236;
@@ -378,6 +380,15 @@ static void wb_event_name(kc_buf *b, const ev_rec *r, uint64_t suffix) {
   char hx[24];
   int n = snprintf(hx, sizeof hx, ".%" PRIx64, suffix);
   kc_buf_add(b, hx, (size_t)n);
+}
+
+/* The Event name as a JSON string: the object's name is the API server's
+ * data, so it goes through the JSON writer like every other string. */
+static void json_event_name(kc_buf *b, const ev_rec *r, uint64_t suffix) {
+  char name[256];
+  kc_buf nb = kc_buf_fixed(name, sizeof name);
+  wb_event_name(&nb, r, suffix);
+  kc_buf_json(b, name, nb.len);
 }
 
 static void wb_message(kc_buf *b, const ev_rec *r, bool combined) {
@@ -395,9 +406,9 @@ static void build_post(kc_events *ev, kc_buf *body, kc_buf *path) {
   char first[32], last[32];
   fmt_time(first, o->first_ns);
   fmt_time(last, r->wall_ns);
-  kc_buf_puts(body, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"");
-  wb_event_name(body, r, o->name_suffix);
-  kc_buf_puts(body, "\",\"namespace\":");
+  kc_buf_puts(body, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":");
+  json_event_name(body, r, o->name_suffix);
+  kc_buf_puts(body, ",\"namespace\":");
   json_kstr(body, ns);
   kc_buf_puts(body, "},\"involvedObject\":{");
   static const struct {
@@ -417,13 +428,15 @@ static void build_post(kc_events *ev, kc_buf *body, kc_buf *path) {
   json_kstr(body, rf(r, F_REASON));
   kc_buf_puts(body, ",\"message\":");
   wb_message(body, r, o->combined);
-  char tail[256];
+  kc_buf_puts(body, r->type == KC_EVENT_TYPE_WARNING ? ",\"type\":\"Warning\",\"source\":{\"component\":"
+                                                     : ",\"type\":\"Normal\",\"source\":{\"component\":");
+  json_kstr(body, rf(r, F_COMPONENT));
+  kc_buf_puts(body, "},\"reportingComponent\":");
+  json_kstr(body, rf(r, F_COMPONENT));
+  char tail[128];
   int n = snprintf(tail, sizeof tail,
-                   ",\"type\":\"%s\",\"source\":{\"component\":\"kctrld\"},"
-                   "\"reportingComponent\":\"kctrld\",\"firstTimestamp\":\"%s\","
-                   "\"lastTimestamp\":\"%s\",\"count\":%" PRId32 "}",
-                   r->type == KC_EVENT_TYPE_WARNING ? "Warning" : "Normal", first, last,
-                   o->count);
+                   ",\"firstTimestamp\":\"%s\",\"lastTimestamp\":\"%s\",\"count\":%" PRId32 "}",
+                   first, last, o->count);
   kc_buf_add(body, tail, (size_t)n);
   kc_url_resource(path, "/api/v1", "events", ns, (kc_str){NULL, 0}, NULL);
 }
@@ -611,8 +624,9 @@ static void pump(kc_events *ev) {
         continue;
       }
       const ev_rec *r = ev->cur;
-      kc_event_in in = {rf(r, F_AV),   rf(r, F_KIND), rf(r, F_NS),     rf(r, F_NAME),
-                        rf(r, F_UID),  r->type,       rf(r, F_REASON), rf(r, F_MSG)};
+      kc_event_in in = {rf(r, F_AV),  rf(r, F_KIND), rf(r, F_NS),     rf(r, F_NAME),
+                        rf(r, F_UID), r->type,       rf(r, F_REASON), rf(r, F_MSG),
+                        rf(r, F_COMPONENT)};
       kc_event_action a = kc_event_correlate(ev->corr, &in, kc_clock_now_ns(), r->wall_ns, &ev->cur_out);
       if (a == KC_EVENT_DROP) {
         atomic_fetch_add(&ev->dropped_spam, 1);
@@ -669,13 +683,20 @@ int kc_events_new(uv_loop_t *loop, const kc_events_options *opts, kc_events **ou
   return 0;
 }
 
-int kc_events_record(kc_events *ev, const kc_obj *o, int type, const char *reason,
-                     const char *message) {
+int kc_events_record(kc_events *ev, const char *controller, const kc_obj *o, int type,
+                     const char *reason, const char *message) {
   if (!ev || !o || !kc_obj_name(o).len || !reason || !*reason) return -EINVAL;
   if (!message) message = "";
+  /* A label of its own under kctrld.io: the source column of kubectl get
+   * events tells the controllers of one daemon (and other daemons) apart. */
+  char component[KC_EVENTS_COMPONENT_MAX + 1];
+  if (controller && *controller)
+    snprintf(component, sizeof component, "kctrld.io/%s", controller);
+  else
+    snprintf(component, sizeof component, "kctrld");
   kc_str f[F_N] = {kc_obj_api_version(o), kc_obj_kind(o),   kc_obj_namespace(o),
                    kc_obj_name(o),        kc_obj_uid(o),    kc_obj_resource_version(o),
-                   kc_str_c(reason),      kc_str_c(message)};
+                   kc_str_c(reason),      kc_str_c(message), kc_str_c(component)};
   f[F_MSG].len = utf8_cut(f[F_MSG].ptr, f[F_MSG].len, KC_EVENTS_MESSAGE_MAX);
   if (f[F_REASON].len > 128) f[F_REASON].len = 128; /* the API server's limit */
   size_t total = 0;

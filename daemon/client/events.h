@@ -25,8 +25,11 @@
  *     token per 5 minutes; over budget the event is dropped (counted; the
  *     dedup count still advances, as in client-go).
  * Writes are core/v1 Events in the object's namespace ("default" when
- * cluster-scoped) named "<object name>.<hex>", source.component and
- * reportingComponent "kctrld". One write is in flight at a time (client-go
+ * cluster-scoped) named "<object name>.<hex>"; source.component and
+ * reportingComponent name the controller that recorded the event,
+ * "kctrld.io/<controller>" (the way kube-controller-manager's controllers
+ * each report under their own name; "kctrld" when no controller is named),
+ * and are part of the correlator's keys as client-go's source is. One write is in flight at a time (client-go
  * also writes from one goroutine), so a PATCH never overtakes its POST.
  * Transport errors, 429 and 5xx are retried (max_tries in all, delay
  * retry_delay_ms or Retry-After); other failures drop the event. The first
@@ -59,6 +62,8 @@
 #define KC_EVENTS_AGG_WINDOW_NS (600ull * 1000000000ull)
 #define KC_EVENTS_MESSAGE_MAX 1024 /* longer messages are cut (UTF-8 safe) */
 #define KC_EVENTS_COMBINED_PREFIX "(combined from similar events): "
+/* source.component / reportingComponent: at most the API server's 128. */
+#define KC_EVENTS_COMPONENT_MAX 128
 
 enum { KC_EVENT_TYPE_NORMAL = 0, KC_EVENT_TYPE_WARNING = 1 };
 
@@ -71,6 +76,7 @@ typedef struct kc_event_in {
   kc_str api_version, kind, namespace_, name, uid;
   int type; /* KC_EVENT_TYPE_* */
   kc_str reason, message;
+  kc_str component; /* the reporting controller (client-go's source.component) */
 } kc_event_in;
 
 typedef enum kc_event_action {
@@ -136,11 +142,12 @@ typedef struct kc_events_stats {
 int kc_events_new(uv_loop_t *loop, const kc_events_options *opts, kc_events **out);
 
 /* Records an event about `o` (its apiVersion, kind, namespace, name, uid and
- * resourceVersion are copied). Any thread; never blocks on I/O.
+ * resourceVersion are copied) reported by `controller` (NULL or "": the
+ * daemon itself). Any thread; never blocks on I/O.
  * Returns 0 (also when the record is dropped), -EINVAL (no name or empty
  * reason), -ENOMEM. */
-int kc_events_record(kc_events *ev, const kc_obj *o, int type, const char *reason,
-                     const char *message);
+int kc_events_record(kc_events *ev, const char *controller, const kc_obj *o, int type,
+                     const char *reason, const char *message);
 
 /* Calls done(ud) on the loop once the queue is empty and no write is in
  * flight, or after timeout_ms, whichever comes first (never synchronously).

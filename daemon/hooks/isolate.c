@@ -349,7 +349,8 @@ static int serve_event(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
             (int)kc_obj_kind(o).len, kc_obj_kind(o).ptr, (int)kc_obj_name(o).len,
             kc_obj_name(o).ptr, ARG(3).ptr);
   } else {
-    rc = ENVOP(event)(ctx->env->ud, o, (int)type, ARG(2).ptr, ARG(3).ptr);
+    rc = ENVOP(event)(ctx->env->ud, ctx->controller ? ctx->controller : "", o, (int)type,
+                      ARG(2).ptr, ARG(3).ptr);
   }
   kc_obj_unref(o);
   ret_begin(out, rc);

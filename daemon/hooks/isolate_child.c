@@ -288,8 +288,11 @@ static bool p_may_write(void *ud) {
   return ok;
 }
 
-static int p_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
+/* The parent knows the child's controller: it names the reporter. */
+static int p_event(void *ud, const char *controller, const kc_obj *o, int type, const char *reason,
+                   const char *message) {
   (void)ud;
+  (void)controller;
   if (!call_begin("event")) return 0; /* best effort, as the recorder's */
   kc_iso_put_obj(&C.out, o);
   kc_iso_puti(&C.out, type);

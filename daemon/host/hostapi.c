@@ -1109,7 +1109,7 @@ __attribute__((format(printf, 5, 6))) static int host_event(kctrld_ctx *ctx,
             kc_obj_namespace(o).len ? "/" : "", (int)kc_obj_name(o).len, kc_obj_name(o).ptr, msg);
     return 0;
   }
-  return event(ENV_UD(ctx), o,
+  return event(ENV_UD(ctx), ctx->controller ? ctx->controller : "", o,
                type == KCTRLD_EVENT_WARNING ? KC_EVENT_TYPE_WARNING : KC_EVENT_TYPE_NORMAL, reason,
                msg);
 }

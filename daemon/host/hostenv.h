@@ -73,9 +73,11 @@ typedef struct kc_host_env_ops {
   /* True while writes may go out (leading, or leader election off). */
   bool (*may_write)(void *ud);
   /* --- Event recorder --- */
-  /* Queues one Event about o (KC_EVENT_TYPE_* of events.h) and returns at
-   * once; 0 also when it was dropped (no recorder any more). */
-  int (*event)(void *ud, const kc_obj *o, int type, const char *reason, const char *message);
+  /* Queues one Event about o (KC_EVENT_TYPE_* of events.h), reported by
+   * controller ("" when unknown), and returns at once; 0 also when it was
+   * dropped (no recorder any more). */
+  int (*event)(void *ud, const char *controller, const kc_obj *o, int type, const char *reason,
+               const char *message);
   /* --- lifetime of ud --- */
   void (*retain)(void *ud);
   void (*release)(void *ud);

@@ -21,6 +21,7 @@
 
 #include "apisim_child.h"
 #include "client/events.h"
+#include "watch/decode.h"
 #include "testutil.h"
 
 #define SEC 1000000000ull
@@ -29,7 +30,7 @@
 static kc_event_in ev_in(const char *name, const char *reason, const char *msg) {
   return (kc_event_in){kc_str_c("apps/v1"), kc_str_c("Deployment"), kc_str_c("icx"),
                        kc_str_c(name),      kc_str_c("uid-1"),      KC_EVENT_TYPE_WARNING,
-                       kc_str_c(reason),    kc_str_c(msg)};
+                       kc_str_c(reason),    kc_str_c(msg),          kc_str_c("kctrld.io/web")};
 }
 
 /* ---- correlator ---- */
@@ -230,7 +231,7 @@ static int sim_teardown(void **state) {
 }
 
 typedef struct sim_event {
-  char name[256], message[1200];
+  char name[256], message[1200], component[160], reporting[160];
   long long count;
 } sim_event;
 
@@ -258,6 +259,11 @@ static int list_events(const char *ns, const char *obj, sim_event *out, int cap)
     snprintf(out[n].message, sizeof out[n].message, "%s", v ? YAJL_GET_STRING(v) : "");
     v = yajl_tree_get(it, cp, yajl_t_number);
     out[n].count = v ? YAJL_GET_INTEGER(v) : -1;
+    const char *sp[] = {"source", "component", NULL}, *rp[] = {"reportingComponent", NULL};
+    v = yajl_tree_get(it, sp, yajl_t_string);
+    snprintf(out[n].component, sizeof out[n].component, "%s", v ? YAJL_GET_STRING(v) : "");
+    v = yajl_tree_get(it, rp, yajl_t_string);
+    snprintf(out[n].reporting, sizeof out[n].reporting, "%s", v ? YAJL_GET_STRING(v) : "");
   }
   yajl_tree_free(root);
   return n;
@@ -269,7 +275,7 @@ static void test_sim_dedup_and_spam(void **state) {
   kc_events_get_stats(R.ev, &st0);
   /* Flushed every 10 records: a queue of 64 holds them all anyway. */
   for (int i = 0; i < 30; i++) {
-    assert_int_equal(kc_events_record(R.ev, o, KC_EVENT_TYPE_WARNING, "BackOff", "retrying"), 0);
+    assert_int_equal(kc_events_record(R.ev, NULL, o, KC_EVENT_TYPE_WARNING, "BackOff", "retrying"), 0);
     if (i % 10 == 9) flush();
   }
   flush();
@@ -285,12 +291,62 @@ static void test_sim_dedup_and_spam(void **state) {
   kc_obj_unref(o);
 }
 
+/* Each controller reports under its own name (kube-controller-manager's
+ * way): the same event from two controllers is two Events, counted apart. */
+static void test_sim_reporting_controller(void **state) {
+  kc_obj *o = tu_fixture_obj("service-kubectl-neat.json", NULL);
+  assert_non_null(o);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(kc_events_record(R.ev, "teams", o, KC_EVENT_TYPE_NORMAL, "Synced", "ok"), 0);
+  assert_int_equal(kc_events_record(R.ev, "billing", o, KC_EVENT_TYPE_NORMAL, "Synced", "ok"), 0);
+  assert_int_equal(kc_events_record(R.ev, NULL, o, KC_EVENT_TYPE_NORMAL, "Synced", "ok"), 0);
+  flush();
+  kc_str ns = kc_obj_namespace(o), name = kc_obj_name(o);
+  char nsb[128], nameb[256];
+  snprintf(nsb, sizeof nsb, "%.*s", (int)ns.len, ns.ptr);
+  snprintf(nameb, sizeof nameb, "%.*s", (int)name.len, name.ptr);
+  sim_event evs[8];
+  int n = list_events(nsb, nameb, evs, 8);
+  assert_int_equal(n, 3);
+  int seen = 0;
+  for (int i = 0; i < n; i++) {
+    assert_string_equal(evs[i].component, evs[i].reporting);
+    if (!strcmp(evs[i].component, "kctrld.io/teams") && evs[i].count == 3) seen |= 1;
+    if (!strcmp(evs[i].component, "kctrld.io/billing") && evs[i].count == 1) seen |= 2;
+    if (!strcmp(evs[i].component, "kctrld") && evs[i].count == 1) seen |= 4;
+  }
+  assert_int_equal(seen, 7);
+  kc_obj_unref(o);
+}
+
+/* An object name is the server's data: the Event name built from it is
+ * written by the JSON writer, so a quote in it yields a valid body that the
+ * server refuses as an invalid name (422), not a broken document (400). */
+static void test_sim_event_name_is_escaped(void **state) {
+  static const char doc[] = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                            "{\"name\":\"q\\\"uote\\\\\",\"namespace\":\"icx\",\"uid\":\"u-1\"}}";
+  char err[128];
+  kc_obj *o = kc_obj_parse(doc, sizeof doc - 1, NULL, err, sizeof err);
+  assert_non_null(o);
+  assert_int_equal(sim_call("DELETE", "/_apisim/counters", NULL, NULL, NULL), 200);
+  assert_int_equal(kc_events_record(R.ev, "teams", o, KC_EVENT_TYPE_NORMAL, "Odd", "m"), 0);
+  flush();
+  char *body = NULL;
+  assert_int_equal(sim_call("GET", "/_apisim/requests", NULL, NULL, &body), 200);
+  assert_non_null(body);
+  assert_non_null(strstr(body, "\"method\":\"POST\""));
+  assert_non_null(strstr(body, "\"code\":422"));
+  assert_null(strstr(body, "\"code\":400"));
+  free(body);
+  kc_obj_unref(o);
+}
+
 static void test_sim_aggregate_and_404(void **state) {
   kc_obj *o = tu_fixture_obj("pod-k9s-sidecar.json", NULL);
   char msg[64];
   for (int i = 1; i <= 12; i++) {
     snprintf(msg, sizeof msg, "container %d crashed", i);
-    assert_int_equal(kc_events_record(R.ev, o, KC_EVENT_TYPE_WARNING, "Crash", msg), 0);
+    assert_int_equal(kc_events_record(R.ev, NULL, o, KC_EVENT_TYPE_WARNING, "Crash", msg), 0);
   }
   flush();
   kc_str ns = kc_obj_namespace(o), name = kc_obj_name(o);
@@ -324,7 +380,7 @@ static void test_sim_aggregate_and_404(void **state) {
   assert_int_equal(sim_call("DELETE", path, NULL, NULL, NULL), 200);
   kc_events_stats st0, st;
   kc_events_get_stats(R.ev, &st0);
-  assert_int_equal(kc_events_record(R.ev, o, KC_EVENT_TYPE_WARNING, "Crash", "container 1 crashed"), 0);
+  assert_int_equal(kc_events_record(R.ev, NULL, o, KC_EVENT_TYPE_WARNING, "Crash", "container 1 crashed"), 0);
   flush();
   kc_events_get_stats(R.ev, &st);
   assert_int_equal(st.created - st0.created, 1);
@@ -351,7 +407,7 @@ static void test_sim_cluster_scoped_and_full_queue(void **state) {
   /* 70 records without running the loop: the queue holds 64. */
   for (int i = 0; i < 70; i++) {
     snprintf(reason, sizeof reason, "Reason%d", i);
-    assert_int_equal(kc_events_record(R.ev, o, KC_EVENT_TYPE_NORMAL, reason, "m"), 0);
+    assert_int_equal(kc_events_record(R.ev, NULL, o, KC_EVENT_TYPE_NORMAL, reason, "m"), 0);
   }
   kc_events_get_stats(R.ev, &st);
   assert_int_equal(st.dropped_queue - st0.dropped_queue, 6);
@@ -379,7 +435,7 @@ static void *recorder_thread(void *p) {
   char msg[32];
   for (int i = 0; i < 200; i++) {
     snprintf(msg, sizeof msg, "t%d", a->id);
-    if (kc_events_record(R.ev, a->o, KC_EVENT_TYPE_NORMAL, "Threaded", msg) != 0) return (void *)1;
+    if (kc_events_record(R.ev, NULL, a->o, KC_EVENT_TYPE_NORMAL, "Threaded", msg) != 0) return (void *)1;
   }
   return NULL;
 }
@@ -455,7 +511,7 @@ static void test_sim_fenced_records(void **state) {
   kc_events_stats st;
   F = (struct fence_fake){.active = true};
   /* fenced and admitted: written although may_write is false */
-  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "admitted"), 0);
+  assert_int_equal(kc_events_record(ev, NULL, o, KC_EVENT_TYPE_NORMAL, "Fenced", "admitted"), 0);
   kc_events_flush(ev, 10000, on_flushed, &R.loop);
   uv_run(&R.loop, UV_RUN_DEFAULT);
   kc_events_get_stats(ev, &st);
@@ -463,18 +519,18 @@ static void test_sim_fenced_records(void **state) {
   assert_int_equal(st.skipped, 0);
   /* refused when recorded */
   F.refuse = true;
-  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "refused"), 0);
+  assert_int_equal(kc_events_record(ev, NULL, o, KC_EVENT_TYPE_NORMAL, "Fenced", "refused"), 0);
   F.refuse = false;
   kc_events_get_stats(ev, &st);
   assert_int_equal(st.skipped, 1);
   assert_int_equal(st.queued, 0);
   /* admitted when recorded, the range lost (and claimed again) before sending */
-  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "lost"), 0);
+  assert_int_equal(kc_events_record(ev, NULL, o, KC_EVENT_TYPE_NORMAL, "Fenced", "lost"), 0);
   assert_int_equal(F.tokens, 1);
   F.gen++;
   /* not fenced: may_write (false) decides */
   F.active = false;
-  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Unfenced", "leader only"), 0);
+  assert_int_equal(kc_events_record(ev, NULL, o, KC_EVENT_TYPE_NORMAL, "Unfenced", "leader only"), 0);
   kc_events_flush(ev, 10000, on_flushed, &R.loop);
   uv_run(&R.loop, UV_RUN_DEFAULT);
   kc_events_get_stats(ev, &st);
@@ -483,7 +539,7 @@ static void test_sim_fenced_records(void **state) {
   assert_int_equal(F.tokens, 0);
   /* a token still queued at close is freed too */
   F.active = true;
-  assert_int_equal(kc_events_record(ev, o, KC_EVENT_TYPE_NORMAL, "Fenced", "at close"), 0);
+  assert_int_equal(kc_events_record(ev, NULL, o, KC_EVENT_TYPE_NORMAL, "Fenced", "at close"), 0);
   assert_int_equal(F.tokens, 1);
   kc_events_close(ev);
   uv_run(&R.loop, UV_RUN_NOWAIT);
@@ -513,6 +569,8 @@ int main(void) {
   const struct CMUnitTest sim[] = {
       cmocka_unit_test(test_sim_dedup_and_spam),
       cmocka_unit_test(test_sim_aggregate_and_404),
+      cmocka_unit_test(test_sim_reporting_controller),
+      cmocka_unit_test(test_sim_event_name_is_escaped),
       cmocka_unit_test(test_sim_cluster_scoped_and_full_queue),
       cmocka_unit_test(test_sim_threads),
       cmocka_unit_test(test_sim_fenced_records),

@@ -117,7 +117,9 @@ static int f_request(void *ud, const char *method, const char *path, const char 
 static bool f_may_write(void *ud) {
   return true;
 }
-static int f_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
+static int f_event(void *ud, const char *controller, const kc_obj *o, int type, const char *reason,
+                   const char *message) {
+  (void)controller;
   pthread_mutex_lock(&F.mu);
   F.events++;
   snprintf(F.last_event, sizeof F.last_event, "%.*s %d %s %s", (int)kc_obj_name(o).len,

@@ -81,9 +81,10 @@ static int f_request(void *ud, const char *method, const char *path, const char 
   return kc_host_env_api_request(((struct fake *)ud)->api, method, path, ct, body, len, timeout_ms, out);
 }
 static bool f_may_write(void *ud) { return atomic_load(&((struct fake *)ud)->may_write); }
-static int f_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
+static int f_event(void *ud, const char *controller, const kc_obj *o, int type, const char *reason,
+                   const char *message) {
   struct fake *f = ud;
-  return f->events ? kc_events_record(f->events, o, type, reason, message) : 0;
+  return f->events ? kc_events_record(f->events, controller, o, type, reason, message) : 0;
 }
 static void f_retain(void *ud) { atomic_fetch_add(&((struct fake *)ud)->retained, 1); }
 static void f_release(void *ud) { atomic_fetch_sub(&((struct fake *)ud)->retained, 1); }
@@ -832,8 +833,8 @@ static void test_event(void **state) {
       {"reason", "InvalidTTL"},
       {"message", "value \"soon\"\nis bad"},
       {"type", "Warning"},
-      {"source.component", "kctrld"},
-      {"reportingComponent", "kctrld"},
+      {"source.component", "kctrld.io/test"},
+      {"reportingComponent", "kctrld.io/test"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     assert_int_equal(kc_obj_get(ev, want[i][0], &v), 0);

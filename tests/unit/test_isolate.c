@@ -194,8 +194,9 @@ static bool e_may_write(void *ud) {
   return ok;
 }
 
-static int e_event(void *ud, const kc_obj *o, int type, const char *reason, const char *message) {
-  (void)ud, (void)o, (void)type;
+static int e_event(void *ud, const char *controller, const kc_obj *o, int type, const char *reason,
+                   const char *message) {
+  (void)ud, (void)o, (void)type, (void)controller;
   pthread_mutex_lock(&E.mu);
   if (!strcmp(reason, "Isolated") && strstr(message, "seen by hello")) E.events++;
   pthread_mutex_unlock(&E.mu);
