@@ -116,10 +116,15 @@ static const kc_cli_flag check_flags[] = {
 static const kc_cli_flag rbac_flags[] = {
     {"config", 0, required_argument, " FILE", "required", "the configuration file.",
      KC_CLI_CONFIG, false},
-    {"namespace", 0, required_argument, " NS", "kctrld", "the ServiceAccount's namespace.",
+    {"namespace", 0, required_argument, " NS", "kctrld",
+     "the ServiceAccount's namespace; it must exist unless --create-namespace is given.",
      KC_CLI_RBAC_NAMESPACE, false},
-    {"name", 0, required_argument, " NAME", "kctrld",
-     "the ServiceAccount, roles and bindings (the Lease role is NAME-leader-election).",
+    {"create-namespace", 0, no_argument, "", "off",
+     "also emit that Namespace, first.", KC_CLI_RBAC_CREATE_NAMESPACE, false},
+    {"name", 0, required_argument, " NAME", "from the config file's name",
+     "the ServiceAccount, roles and bindings (the Lease role is NAME-leader-election); by "
+     "default kctrld-BASENAME of the config file (kctrld.yaml: kctrld), so that two configs do "
+     "not share roles.",
      KC_CLI_RBAC_NAME, false},
     {"plugin-dir", 0, required_argument, " DIR", "the configured paths",
      "look each controller's plugin up by its file name in DIR, to generate on a machine where "

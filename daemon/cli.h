@@ -52,6 +52,7 @@ enum kc_cli_flag_id {
   KC_CLI_VERSION,      /* alias of `kctrld version` */
   /* kctrld rbac */
   KC_CLI_RBAC_NAMESPACE,
+  KC_CLI_RBAC_CREATE_NAMESPACE,
   KC_CLI_RBAC_NAME,
   KC_CLI_RBAC_PLUGIN_DIR,
 };

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kube/kname.h"
 #include "base/log.h"
@@ -469,6 +470,8 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *opt, kc_buf *o
               c->name, c->plugin);
   }
   kc_buf_add(out, head.p ? head.p : "", head.len);
+  if (o.create_namespace)
+    kc_buf_printf(out, "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", o.namespace_);
   kc_buf_printf(out, "---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: %s\n  namespace: %s\n",
                 o.name, o.namespace_);
   char le_name[256], auth_name[256];
@@ -556,6 +559,37 @@ int kc_rbac_check_plugins(const kc_config *cfg, FILE *out) {
   return warnings;
 }
 
+void kc_rbac_default_name(const char *config_path, char *out, size_t cap) {
+  const char *base = strrchr(config_path, '/');
+  base = base ? base + 1 : config_path;
+  size_t n = strlen(base);
+  static const char *const exts[] = {".yaml", ".yml", ".json"};
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    size_t el = strlen(exts[i]);
+    if (n > el && !strcasecmp(base + n - el, exts[i])) {
+      n -= el;
+      break;
+    }
+  }
+  char stem[64];
+  size_t m = 0;
+  for (size_t i = 0; i < n && m + 1 < sizeof stem; i++) {
+    char ch = base[i];
+    if (ch >= 'A' && ch <= 'Z') ch = (char)(ch - 'A' + 'a');
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+    if (!ok && (m == 0 || stem[m - 1] == '-')) continue; /* no leading or doubled '-' */
+    stem[m++] = ok ? ch : '-';
+  }
+  while (m && stem[m - 1] == '-') m--;
+  stem[m] = '\0';
+  if (!m)
+    snprintf(out, cap, "%s", KC_RBAC_DEFAULT_NAME);
+  else if (!strcmp(stem, "kctrld") || !strncmp(stem, "kctrld-", 7))
+    snprintf(out, cap, "%s", stem);
+  else
+    snprintf(out, cap, "kctrld-%s", stem);
+}
+
 int kc_rbac_main(const kc_cli_command *cmd, int argc, char **argv) {
   const char *config = NULL, *dir = NULL, *arg;
   kc_rbac_options o = {0};
@@ -564,6 +598,7 @@ int kc_rbac_main(const kc_cli_command *cmd, int argc, char **argv) {
     switch (id) {
     case KC_CLI_CONFIG: config = arg; break;
     case KC_CLI_RBAC_NAMESPACE: o.namespace_ = arg; break;
+    case KC_CLI_RBAC_CREATE_NAMESPACE: o.create_namespace = true; break;
     case KC_CLI_RBAC_NAME: o.name = arg; break;
     case KC_CLI_RBAC_PLUGIN_DIR: dir = arg; break;
     case KC_CLI_HELP: kc_cli_help(stdout, cmd); return 0;
@@ -583,6 +618,11 @@ int kc_rbac_main(const kc_cli_command *cmd, int argc, char **argv) {
   }
   o.perms = kc_rbac_plugin_perms;
   o.perms_ud = (void *)dir;
+  char default_name[256];
+  if (!o.name) {
+    kc_rbac_default_name(config, default_name, sizeof default_name);
+    o.name = default_name;
+  }
   kc_buf b = {0};
   enum kc_log_level saved = kc_log_get_level();
   kc_log_set_level(KC_LOG_WARN);

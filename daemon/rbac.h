@@ -61,6 +61,7 @@ typedef int (*kc_rbac_perms_fn)(void *ud, const kc_controller_spec *c,
 typedef struct kc_rbac_options {
   const char *namespace_;      /* of the ServiceAccount; NULL: KC_RBAC_DEFAULT_NAMESPACE */
   const char *name;            /* ServiceAccount, roles, bindings; NULL: KC_RBAC_DEFAULT_NAME */
+  bool create_namespace;       /* also a Namespace object for namespace_, first */
   kc_rbac_perms_fn perms;      /* NULL: nothing declared by anyone */
   void *perms_ud;
 } kc_rbac_options;
@@ -78,7 +79,17 @@ int kc_rbac_generate(const kc_config *cfg, const kc_rbac_options *o, kc_buf *out
 bool kc_rbac_resource_of(const char *group, const char *kind, char *plural, size_t cap,
                          bool *namespaced);
 
-/* `kctrld rbac --config FILE [--namespace NS] [--name NAME] [--plugin-dir DIR]`
+/* The name `kctrld rbac` gives a config's ServiceAccount, roles and
+ * bindings without --name, so that two configs in one cluster do not share
+ * their roles: the config file's base name without .yaml/.yml/.json, lower
+ * case, every other character than a-z, 0-9 and '-' made '-', prefixed
+ * "kctrld-" unless it is "kctrld" or starts with "kctrld-" (teams.yaml ->
+ * kctrld-teams, kctrld.yaml -> kctrld); KC_RBAC_DEFAULT_NAME when nothing
+ * is left. Writes at most cap bytes (cap >= 64) into out. */
+void kc_rbac_default_name(const char *config_path, char *out, size_t cap);
+
+/* `kctrld rbac --config FILE [--namespace NS] [--create-namespace] [--name NAME]
+ * [--plugin-dir DIR]`
  * with cmd = that command's table (cli.h): argv[0] is "rbac", optind 1.
  * Prints the YAML on stdout; returns the exit code (0, 1 on errors, 2 on
  * usage errors). */

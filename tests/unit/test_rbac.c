@@ -346,6 +346,40 @@ static void test_order_independent(void **state) {
   free(b);
 }
 
+/* `kctrld rbac` names a config's roles after its file (two configs do not
+ * share them) and, with --create-namespace, creates the ServiceAccount's
+ * Namespace first. */
+static void test_default_name_and_namespace_object(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+      {"/etc/kctrld/kctrld.yaml", "kctrld"},   {"config/teams.yaml", "kctrld-teams"},
+      {"Billing_Sync.YML", "kctrld-billing-sync"}, {"kctrld-demo.json", "kctrld-demo"},
+      {"dir/--.yaml", "kctrld"},               {"a.b.conf", "kctrld-a-b-conf"},
+  };
+  char name[256];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kc_rbac_default_name(cases[i][0], name, sizeof name);
+    assert_string_equal(name, cases[i][1]);
+  }
+  kc_config *cfg = NULL;
+  const char *text = "informers: []\n";
+  assert_int_equal(kc_config_load_buffer("c.yaml", NULL, text, strlen(text), &cfg, err, sizeof err), 0);
+  kc_buf b = {0};
+  kc_rbac_options o = {.namespace_ = "ops", .name = "kctrld-c", .create_namespace = true};
+  assert_int_equal(kc_rbac_generate(cfg, &o, &b, NULL, err, sizeof err), 0);
+  const char *ns = strstr(b.p, "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: ops\n");
+  const char *sa = strstr(b.p, "kind: ServiceAccount\nmetadata:\n  name: kctrld-c\n  namespace: ops\n");
+  assert_non_null(ns);
+  assert_non_null(sa);
+  assert_true(ns < sa);
+  kc_buf_free(&b);
+  o.create_namespace = false;
+  assert_int_equal(kc_rbac_generate(cfg, &o, &b, NULL, err, sizeof err), 0);
+  assert_null(strstr(b.p, "kind: Namespace"));
+  kc_buf_free(&b);
+  kc_config_free(cfg);
+}
+
 static void test_bad_options(void **state) {
   (void)state;
   kc_config *cfg = NULL;
@@ -435,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_offline_plurals),
       cmocka_unit_test(test_order_independent),
       cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_default_name_and_namespace_object),
       cmocka_unit_test(test_check_plugins),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
