@@ -184,6 +184,20 @@ static void format_ts(long long unix_ms, char *ts, size_t cap) {
   snprintf(ts + n, cap - n, ".%03dZ", ms);
 }
 
+/* Whether v[0..n) is an integer in JSON's grammar (no leading zero, no
+ * '+') of at most 16 characters: such a field value is written as a JSON
+ * number, as zap writes the integers it is given. Decimals stay strings
+ * (a version such as 1.10 is not the number 1.1), and so do longer digit
+ * runs (resourceVersions, ids: a float64 reader would change them). */
+static bool json_integer(const char *v, size_t n) {
+  size_t i = v && n && v[0] == '-' ? 1 : 0;
+  if (n == 0 || n > 16 || i == n) return false;
+  if (v[i] == '0') return n == i + 1;
+  for (; i < n; i++)
+    if (v[i] < '0' || v[i] > '9') return false;
+  return true;
+}
+
 /* A JSON string member, the value cut to lim bytes. */
 static void json_member(kc_buf *b, const char *name, const char *v, size_t vlen, size_t lim) {
   kc_buf_putc(b, ',');
@@ -200,7 +214,7 @@ static void render_json(kc_buf *b, const kc_log_record *r, const char *ts, size_
   kc_buf_json_c(b, ts);
   json_member(b, "level", level_name(r->level), strlen(level_name(r->level)), lim);
   const char *comp = r->component ? r->component : "-";
-  json_member(b, "component", comp, strlen(comp), lim);
+  json_member(b, "logger", comp, strlen(comp), lim);
   if (r->context) json_member(b, "context", r->context, strlen(r->context), lim);
   json_member(b, "msg", r->msg, with_fields ? text_len : strlen(r->msg), lim);
   const char *const rec[3][2] = {{"controller", r->controller}, {"key", r->key},
@@ -208,7 +222,7 @@ static void render_json(kc_buf *b, const kc_log_record *r, const char *ts, size_
   for (int k = 0; k < 3; k++)
     if (rec[k][1]) json_member(b, rec[k][0], rec[k][1], strlen(rec[k][1]), lim);
   for (size_t i = 0; with_fields && i < nf; i++) {
-    static const char *const reserved[] = {"ts", "level", "component", "context", "msg"};
+    static const char *const reserved[] = {"ts", "level", "logger", "context", "msg"};
     bool dup = false;
     for (size_t k = 0; k < 5 && !dup; k++) dup = name_is(&f[i], reserved[k]);
     for (int k = 0; k < 3 && !dup; k++) dup = rec[k][1] && name_is(&f[i], rec[k][0]);
@@ -218,9 +232,94 @@ static void render_json(kc_buf *b, const kc_log_record *r, const char *ts, size_
     kc_buf_putc(b, ',');
     kc_buf_json(b, f[i].name, f[i].name_len);
     kc_buf_putc(b, ':');
-    kc_buf_json(b, f[i].value, f[i].value_len);
+    if (json_integer(f[i].value, f[i].value_len)) kc_buf_add(b, f[i].value, f[i].value_len);
+    else kc_buf_json(b, f[i].value, f[i].value_len < lim ? f[i].value_len : lim);
   }
   kc_buf_puts(b, "}\n");
+}
+
+/* --- logfmt ------------------------------------------------------------------- */
+
+/* A logfmt value: bare when it has no byte a logfmt reader splits or stops
+ * on (space and other control bytes, '=', '"', DEL, bytes that are not
+ * UTF-8) and is not empty; else double-quoted with \" \\ \n \r \t and
+ * \u00XX escapes (go-logfmt's rules), bytes that are not UTF-8 as U+FFFD.
+ * Cut to lim bytes. */
+static void logfmt_value(kc_buf *b, const char *v, size_t n, size_t lim) {
+  if (n > lim) n = lim;
+  bool quote = n == 0;
+  for (size_t i = 0; i < n && !quote;) {
+    unsigned char c = (unsigned char)v[i];
+    if (c <= ' ' || c == '=' || c == '"' || c == 0x7f) quote = true;
+    else if (c < 0x80) i++;
+    else {
+      size_t l = kc_utf8_len((const unsigned char *)v + i, n - i);
+      if (!l) quote = true;
+      i += l ? l : 1;
+    }
+  }
+  if (!quote) {
+    kc_buf_add(b, v, n);
+    return;
+  }
+  kc_buf_putc(b, '"');
+  for (size_t i = 0; i < n;) {
+    unsigned char c = (unsigned char)v[i];
+    if (c == '"' || c == '\\') {
+      kc_buf_putc(b, '\\');
+      kc_buf_putc(b, (char)c);
+    } else if (c == '\n') kc_buf_puts(b, "\\n");
+    else if (c == '\r') kc_buf_puts(b, "\\r");
+    else if (c == '\t') kc_buf_puts(b, "\\t");
+    else if (c < ' ' || c == 0x7f) kc_buf_printf(b, "\\u%04x", c);
+    else if (c < 0x80) kc_buf_putc(b, (char)c);
+    else {
+      size_t l = kc_utf8_len((const unsigned char *)v + i, n - i);
+      if (l) kc_buf_add(b, v + i, l);
+      else kc_buf_puts(b, "\xef\xbf\xbd");
+      i += l ? l : 1;
+      continue;
+    }
+    i++;
+  }
+  kc_buf_putc(b, '"');
+}
+
+/* " name=value" (no space before the line's first pair, at `first`). */
+static void logfmt_pair(kc_buf *b, size_t first, const char *name, size_t name_len, const char *v,
+                        size_t n, size_t lim) {
+  if (b->len > first) kc_buf_putc(b, ' ');
+  kc_buf_add(b, name, name_len);
+  kc_buf_putc(b, '=');
+  logfmt_value(b, v, n, lim);
+}
+
+/* One logfmt line: ts (not under journald), level, logger, context, msg,
+ * the reconcile fields, then the message's own fields; lim cuts every value. */
+static void render_logfmt(kc_buf *b, const kc_log_record *r, const char *ts, bool journald,
+                          size_t text_len, const kc_log_field *f, size_t nf, size_t lim) {
+  const char *lvl = level_name(r->level), *comp = r->component ? r->component : "-";
+  size_t s0 = b->len;
+  if (!journald) logfmt_pair(b, s0, "ts", 2, ts, strlen(ts), lim);
+  logfmt_pair(b, s0, "level", 5, lvl, strlen(lvl), lim);
+  logfmt_pair(b, s0, "logger", 6, comp, strlen(comp), lim);
+  if (r->context) logfmt_pair(b, s0, "context", 7, r->context, strlen(r->context), lim);
+  logfmt_pair(b, s0, "msg", 3, r->msg, text_len, lim);
+  const char *const rec[3][2] = {{"controller", r->controller}, {"key", r->key},
+                                 {"reconcileID", r->reconcile_id}};
+  for (int k = 0; k < 3; k++) {
+    bool dup = false;
+    for (size_t i = 0; i < nf && !dup; i++) dup = name_is(&f[i], rec[k][0]);
+    if (rec[k][1] && !dup)
+      logfmt_pair(b, s0, rec[k][0], strlen(rec[k][0]), rec[k][1], strlen(rec[k][1]), lim);
+  }
+  static const char *const reserved[] = {"ts", "level", "logger", "context", "msg"};
+  for (size_t i = 0; i < nf; i++) {
+    bool dup = false;
+    for (size_t k = 0; k < 5 && !dup; k++) dup = name_is(&f[i], reserved[k]);
+    if (!dup) logfmt_pair(b, s0, f[i].name, f[i].name_len, f[i].value, f[i].value_len, lim);
+  }
+  kc_buf_putc(b, '\n');
 }
 
 size_t kc_log_render(const kc_log_record *r, enum kc_log_format format, bool journald,
@@ -244,31 +343,21 @@ size_t kc_log_render(const kc_log_record *r, enum kc_log_format format, bool jou
     }
     return b.len;
   }
-  if (!journald) kc_buf_printf(&b, "%s ", ts);
-  kc_buf_printf(&b, "%s %s", level_name(r->level), r->component ? r->component : "-");
-  if (r->context) kc_buf_printf(&b, "[%s]", r->context);
-  /* The reconcile fields go between the text and the message's fields. */
-  kc_buf_puts(&b, ": ");
-  kc_buf_add(&b, r->msg, text_len);
-  const char *const rec[3][2] = {{"controller", r->controller}, {"key", r->key},
-                                 {"reconcileID", r->reconcile_id}};
-  for (int k = 0; k < 3; k++) {
-    bool dup = false;
-    for (size_t i = 0; i < nf && !dup; i++) dup = name_is(&f[i], rec[k][0]);
-    if (rec[k][1] && !dup) kc_buf_printf(&b, " %s=%s", rec[k][0], rec[k][1]);
+  render_logfmt(&b, r, ts, journald, text_len, f, nf, SIZE_MAX);
+  if (b.err) { /* too long: every value cut so that the worst case (6 bytes per byte) fits */
+    size_t values = 8 + nf, room = cap > 160 + start ? cap - 160 - start : 0;
+    size_t lim = room / (6 * values + 32) > 16 ? room / (6 * values + 32) : 16;
+    b.len = start;
+    b.err = 0;
+    b.p[b.len] = '\0';
+    render_logfmt(&b, r, ts, journald, text_len, f, nf, lim);
+    if (b.err) { /* a buffer too small even so: cut, one line all the same */
+      b.len = cap - 2;
+      out[b.len++] = '\n';
+      out[b.len] = '\0';
+    }
   }
-  if (nf) {
-    size_t from = (size_t)(f[0].name - r->msg);
-    kc_buf_putc(&b, ' ');
-    kc_buf_add(&b, r->msg + from, mlen - from);
-  }
-  /* One line, no embedded newlines: journald treats each line as an entry. */
-  for (size_t i = start; i < b.len; i++)
-    if (out[i] == '\n') out[i] = ' ';
-  size_t n = b.len < cap - 1 ? b.len : cap - 2;
-  out[n++] = '\n';
-  out[n] = '\0';
-  return n;
+  return b.len;
 }
 
 /* --- secrets -------------------------------------------------------------------- */

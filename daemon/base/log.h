@@ -2,22 +2,29 @@
 /* log: one line per event on stderr, for journald, a file or a container log.
  *
  * Formats (kc_log_set_format; --log-format, logFormat: in the config):
- *  - text: "2026-01-02T03:04:05.678Z info component[context]: message
- *    key=value ..." (RFC 3339, UTC, milliseconds);
- *  - json: one object per line, {"ts":..,"level":..,"component":..,
- *    "context":..,"msg":..,<fields>}; every value a JSON string written by
- *    buf.h's escaper (kc_buf_json).
+ *  - text: logfmt, "ts=2026-01-02T03:04:05.678Z level=info logger=component
+ *    context=... msg="message text" key=value ..." (RFC 3339, UTC,
+ *    milliseconds). A value is bare unless it is empty or has a space or
+ *    other control byte, '=', '"', DEL or bytes that are not UTF-8; then it
+ *    is double-quoted with \" \\ \n \r \t and \u00XX escapes (invalid
+ *    bytes as U+FFFD): what go-logfmt and other logfmt readers parse;
+ *  - json: one object per line with zap's field names, {"ts":..,"level":..,
+ *    "logger":..,"context":..,"msg":..,<fields>}: ts an RFC 3339 string
+ *    (controller-runtime's default time encoding), a field whose value is
+ *    an integer of at most 16 characters written as a number, every other
+ *    value a JSON string written by buf.h's escaper (kc_buf_json).
  * Under journald (stderr is the stream named by JOURNAL_STREAM, compared with
  * fstat as systemd.exec(5) documents) each line starts with the syslog
  * priority "<N>" (sd-daemon(3)), which journald strips and stores; text lines
- * then have no timestamp (journald stamps them). Elsewhere there is no
+ * then have no ts (journald stamps them). Elsewhere there is no
  * prefix. The sink is detected at the first line, and again by
  * kc_log_detect_sink.
  *
  * Fields: a message's trailing "key=value" pairs (kc_log_split_fields) are
  * its fields; a value runs to the next " key=" and loses one pair of
- * surrounding double quotes. In json they are members of the object; the
- * message text before them is "msg". The calling thread's reconcile fields
+ * surrounding double quotes. They are pairs of the logfmt line and members
+ * of the json object; the message text before them is "msg". A field named
+ * like a line key (ts, level, logger, context, msg) is dropped. The calling thread's reconcile fields
  * (kc_log_set_reconcile: controller, key, reconcileID) are added to every
  * line of the thread, first, and a message field of the same name is then
  * dropped.
@@ -104,9 +111,9 @@ typedef struct kc_log_record {
 } kc_log_record;
 
 /* Renders one line, newline included, into out[cap] (cap >= 64; a line that
- * does not fit is cut, json stays one valid object). journald: "<N>" prefix
- * and, for text, no timestamp; unix_ms is the time to print. Returns the
- * length. */
+ * does not fit has its values cut, and stays one valid object or logfmt
+ * line unless cap is too small even for that). journald: "<N>" prefix and,
+ * for text, no ts; unix_ms is the time to print. Returns the length. */
 size_t kc_log_render(const kc_log_record *r, enum kc_log_format format, bool journald,
                      long long unix_ms, char *out, size_t cap);
 

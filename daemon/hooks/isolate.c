@@ -465,8 +465,9 @@ static int serve(kctrld_ctx *ctx, const kc_iso_msg *m, kc_buf *out) {
 
 static void stderr_line(void *ud, pid_t pid, const char *line, size_t len) {
   const isolated *x = ud;
-  H()->log(KCTRLD_LOG_INFO, "plugin child pid=%d (%s) stderr: %.*s", (int)pid, x->path, (int)len,
-           line);
+  /* The text first, the fields after it (base/log.h "Fields"). */
+  H()->log(KCTRLD_LOG_INFO, "plugin child stderr: %.*s pid=%d plugin=%s", (int)len, line, (int)pid,
+           x->path);
 }
 
 /* Sends out (one message) to child c and serves its calls until it
@@ -492,22 +493,22 @@ static void describe_failure(isolated *x, int rc, pid_t pid, int status, char *b
   kc_spawn_describe_status(status, st, sizeof st);
   switch (rc) {
   case -ETIMEDOUT:
-    snprintf(buf, cap, "plugin child pid=%d (%s) hung past reconcileTimeout (%llums); killed",
+    snprintf(buf, cap, "plugin child %d (%s) hung past reconcileTimeout (%llums); killed",
              (int)pid, x->path, (unsigned long long)x->timeout_ms);
     break;
-  case -EPIPE: snprintf(buf, cap, "plugin child pid=%d (%s) %s", (int)pid, x->path, st); break;
+  case -EPIPE: snprintf(buf, cap, "plugin child %d (%s) %s", (int)pid, x->path, st); break;
   case -E2BIG:
-    snprintf(buf, cap, "plugin child pid=%d (%s): a message larger than %u bytes; killed", (int)pid,
+    snprintf(buf, cap, "plugin child %d (%s): a message larger than %u bytes; killed", (int)pid,
              x->path, KC_ISOLATE_MAX_MESSAGE);
     break;
   case -EPROTO:
     snprintf(buf, cap,
-             "plugin child pid=%d (%s) broke the protocol (an unparsable or unexpected "
+             "plugin child %d (%s) broke the protocol (an unparsable or unexpected "
              "line); killed",
              (int)pid, x->path);
     break;
   default:
-    snprintf(buf, cap, "plugin child pid=%d (%s): %s; killed", (int)pid, x->path, strerror(-rc));
+    snprintf(buf, cap, "plugin child %d (%s): %s; killed", (int)pid, x->path, strerror(-rc));
     break;
   }
 }
@@ -557,7 +558,7 @@ static void lose_idle_child(isolated *x, kc_hook_child *c, const char *how) {
   count(x->base.controller, true);
   char st[128];
   kc_spawn_describe_status(status, st, sizeof st);
-  H()->log(KCTRLD_LOG_ERROR, "plugin child pid=%d (%s) %s while idle (between reconciles); %s",
+  H()->log(KCTRLD_LOG_ERROR, "plugin child %d (%s) %s while idle (between reconciles); %s",
            (int)pid, x->path, st, how);
 }
 

@@ -566,6 +566,10 @@ int kc_isolate_child_main(void) {
   /* A crash reports signal, controller, plugin, key and a backtrace on
    * stderr (which the daemon logs), then the child dies by the signal. */
   if (kc_crash_install() == 0) (void)kc_crash_thread_enter(); /* a slot for kc_crash_busy */
+  /* Only the daemon reads this stderr, and relays each line inside one of
+   * its own: a JSON object holds no " name=" that would read as the relay
+   * line's fields, as a logfmt line would. */
+  kc_log_set_format(KC_LOG_FORMAT_JSON);
   proxy_table_init();
   kc_plugin_host_set_table(&proxy_table);
   int rc = 0;

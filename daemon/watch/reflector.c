@@ -638,10 +638,15 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
   r->pool = spec->decode_pool;
   r->decode_budget = spec->decode_budget;
   r->initial_timeout_ms = spec->initial_events_timeout_ms ? spec->initial_events_timeout_ms : 60000;
-  snprintf(r->describe, sizeof r->describe, "%s%s%s%s%s%s%s", r->resource,
-           r->namespace_ ? " ns=" : "", r->namespace_ ? r->namespace_ : "",
-           r->label_selector ? " labels=" : "", r->label_selector ? r->label_selector : "",
-           r->field_selector ? " fields=" : "", r->field_selector ? r->field_selector : "");
+  /* No space before a "name=": log lines start with this, and their fields
+   * are the trailing " name=value" pairs (base/log.h). */
+  bool scoped = r->namespace_ || r->label_selector || r->field_selector;
+  snprintf(r->describe, sizeof r->describe, "%s%s%s%s%s%s%s%s%s", r->resource, scoped ? "[" : "",
+           r->namespace_ ? "ns=" : "", r->namespace_ ? r->namespace_ : "",
+           r->label_selector ? (r->namespace_ ? ",labels=" : "labels=") : "",
+           r->label_selector ? r->label_selector : "",
+           r->field_selector ? (r->namespace_ || r->label_selector ? ",fields=" : "fields=") : "",
+           r->field_selector ? r->field_selector : "", scoped ? "]" : "");
   if (oom || kc_timer_init(loop, &r->timer) != 0) {
     r->phase = PHASE_CLOSED;
     for (size_t i = 0; r->drop_paths && i < spec->transform.ndrop; i++) free(r->drop_paths[i]);

@@ -292,7 +292,7 @@ const kc_reflector_stats *kc_reflector_stats_get(kc_reflector *r);
  * reflector waiting out its backoff after a 401/403 retries at once, with
  * its backoff reset. Others are left alone. Loop thread. */
 void kc_reflector_credentials_changed(kc_reflector *r);
-const char *kc_reflector_describe(const kc_reflector *r); /* "pods ns=default" */
+const char *kc_reflector_describe(const kc_reflector *r); /* "pods[ns=default]" */
 /* The configuration error the server answered the last LIST with ("HTTP
  * 400 BadRequest: field label not supported: ..."), or NULL when there is
  * none (see "Configuration errors"). Borrowed until the reflector's next

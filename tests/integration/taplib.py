@@ -105,6 +105,89 @@ ERROR_LINE = re.compile(r"^(?:<3>|\S+ )?error ", re.M)
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 
 
+_LOGFMT_ESC = {'"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def parse_logfmt(line):
+    """A strict logfmt reader: [(key, value)] of one line, or ValueError.
+    Pairs are separated by one space; a key is one or more bytes other than
+    space, '=' and '"'; a value is bare (no space or control character, no
+    '=', '"') or double-quoted with the escapes \\" \\\\ \\n \\r \\t
+    \\uXXXX and no raw control character."""
+    pairs, i, n = [], 0, len(line)
+    if not line:
+        raise ValueError("empty line")
+    while i < n:
+        j = i
+        while j < n and line[j] not in ' ="':
+            j += 1
+        if j == i or j >= n or line[j] != "=":
+            raise ValueError("no key=value at %d: %r" % (i, line))
+        key, i = line[i:j], j + 1
+        if i < n and line[i] == '"':
+            i += 1
+            out = []
+            while True:
+                if i >= n:
+                    raise ValueError("unterminated quoted value: %r" % line)
+                c = line[i]
+                if c == '"':
+                    i += 1
+                    break
+                if c == "\\":
+                    e = line[i + 1:i + 2]
+                    if e in _LOGFMT_ESC:
+                        out.append(_LOGFMT_ESC[e])
+                        i += 2
+                    elif e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", line[i + 2:i + 6]):
+                        out.append(chr(int(line[i + 2:i + 6], 16)))
+                        i += 6
+                    else:
+                        raise ValueError("bad escape at %d: %r" % (i, line))
+                    continue
+                if ord(c) < 0x20 or c == "\x7f":
+                    raise ValueError("raw control character in a quoted value: %r" % line)
+                out.append(c)
+                i += 1
+            value = "".join(out)
+        else:
+            j = i
+            while j < n and line[j] != " ":
+                if line[j] in '="' or ord(line[j]) < 0x20 or line[j] == "\x7f":
+                    raise ValueError("a bare value holds %r at %d: %r" % (line[j], j, line))
+                j += 1
+            if j == i:
+                raise ValueError("empty bare value at %d: %r" % (i, line))
+            value, i = line[i:j], j
+        pairs.append((key, value))
+        if i < n:
+            if line[i] != " " or i + 1 >= n:
+                raise ValueError("pairs not separated by one space at %d: %r" % (i, line))
+            i += 1
+    return pairs
+
+
+def plain_log_line(line):
+    """One kctrld logfmt line as "[<N>][TS ]LEVEL LOGGER[CONTEXT]: MSG key=value ..."
+    (values unquoted); any other line (JSON, a crash report's raw lines) as is."""
+    prefix = ""
+    m = re.match(r"<\d>", line)
+    if m:
+        prefix, line = m.group(0), line[m.end():]
+    try:
+        pairs = parse_logfmt(line)
+    except ValueError:
+        return prefix + line
+    d = dict(pairs)
+    if "level" not in d or "msg" not in d:
+        return prefix + line
+    head = (d["ts"] + " " if "ts" in d else "") + d["level"] + " " + d.get("logger", "-")
+    if "context" in d:
+        head += "[%s]" % d["context"]
+    rest = "".join(" %s=%s" % (k, v) for k, v in pairs if k not in ("ts", "level", "logger", "context", "msg"))
+    return prefix + head + ": " + d["msg"] + rest
+
+
 class Kctrld:
     """A running build/kctrld ($KCTRLD_BUILD) with config_text, written to
     directory `dir` (a fresh temp dir by default); stdout and stderr go to
@@ -127,11 +210,18 @@ class Kctrld:
         self.code = None
         self.port = None
 
-    def log(self):
+    def raw_log(self):
+        """The log file as written (logfmt lines, or JSON with --log-format json)."""
         if not self.logf.closed:
             self.logf.flush()
         with open(self.logpath) as f:
             return f.read()
+
+    def log(self):
+        """The log with each logfmt line shown as "TS LEVEL LOGGER[CONTEXT]: MSG
+        key=value ..." with values unquoted (plain_log_line), for the tests
+        that look for what a line says rather than how it is written."""
+        return "\n".join(plain_log_line(ln) for ln in self.raw_log().split("\n"))
 
     def alive(self):
         return self.proc.poll() is None

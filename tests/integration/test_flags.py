@@ -17,7 +17,9 @@
 - --leader-elect turns leader election on for a file that leaves it off (the
   Lease appears on the simulator), --leader-elect=false turns it off for a
   file that has it on (no Lease, no leader_election_master_status);
-- --log-format json makes every line a JSON object.
+- --log-format json makes every line a JSON object with zap's field names and
+  integers as numbers; the default text format is logfmt that a strict
+  reader (taplib.parse_logfmt) takes line by line.
 """
 import json
 import os
@@ -306,10 +308,38 @@ def test_log_format_json():
     assert lines
     for line in lines:
         obj = json.loads(line)
-        assert {"ts", "level", "component", "msg"} <= set(obj), obj
+        # zap's field names, as a controller-runtime manager's JSON logger writes them
+        assert {"ts", "level", "logger", "msg"} <= set(obj) and "component" not in obj, obj
         assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", obj["ts"]), obj
+        assert obj["level"] in ("error", "warn", "info", "debug"), obj
+        assert all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in obj.values()), obj
     serving = [json.loads(l) for l in lines if "serving /metrics" in l]
-    assert serving and serving[0]["bind"] == "127.0.0.1:0" and int(serving[0]["port"]) > 0, serving
+    assert serving and serving[0]["bind"] == "127.0.0.1:0", serving
+    # numbers are numbers
+    assert isinstance(serving[0]["port"], int) and serving[0]["port"] > 0, serving
+
+
+def test_log_format_text_is_logfmt():
+    """Every line of a run in the default text format is one logfmt record
+    (a strict reader, taplib.parse_logfmt), with ts, level, logger and msg
+    first, in that order."""
+    with Apisim() as sim:
+        with taplib.Kctrld("metrics: { bindAddress: \"127.0.0.1:0\" }\n", sim.kubeconfig) as k:
+            wait_for(lambda: "ready:" in k.log(), what="kctrld ready")
+            assert k.stop() == 0, k.log()[-2000:]
+            lines = [l for l in k.raw_log().splitlines() if l]
+    assert len(lines) > 3, lines
+    for line in lines:
+        pairs = taplib.parse_logfmt(line)
+        keys = [k for k, _ in pairs]
+        assert keys[:3] == ["ts", "level", "logger"] and "msg" in keys, line
+        assert len(set(keys)) == len(keys), line
+        d = dict(pairs)
+        assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", d["ts"]), line
+        assert d["level"] in ("error", "warn", "info", "debug"), line
+    serving = [dict(taplib.parse_logfmt(l)) for l in lines if "serving /metrics" in l]
+    assert serving and serving[0]["logger"] == "httpserver" and serving[0]["bind"] == "127.0.0.1:0", serving
+    assert serving[0]["msg"].startswith("serving /metrics"), serving
 
 
 if __name__ == "__main__":

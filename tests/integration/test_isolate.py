@@ -143,7 +143,7 @@ def failure_costs_only_its_key(kind):
             assert k.metric(snap, "workqueue_retries_total", 'controller="iso"') >= 2
             log = k.log()
             # The log names the cause, the plugin and the key.
-            m = re.search(r"plugin child .*pid=\d+ \(%s\) %s reconciling %s" % (re.escape(so), cause, re.escape(bad)),
+            m = re.search(r"plugin child .*\d+ \(%s\) %s reconciling %s" % (re.escape(so), cause, re.escape(bad)),
                           log)
             assert m, log[-4000:]
             assert not re.search(r"plugin child .* reconciling default/(ok\d|printf)", log), log[-4000:]
@@ -224,7 +224,7 @@ def test_idle_child_death_reaped():
                             what="a plugin child of kctrld", timeout=10)
             victim = kids[0]
             os.kill(victim, 9)
-            wait_for(lambda: re.search(r"plugin child pid=%d \(%s\) was killed by signal 9 [^\n]*while idle "
+            wait_for(lambda: re.search(r"plugin child %d \(%s\) was killed by signal 9 [^\n]*while idle "
                                        r"\(between reconciles\); reaped" % (victim, re.escape(so)), k.log()),
                      what="the idle death of pid %d logged" % victim, timeout=10)
             wait_for(lambda: not zombies(k.proc.pid), what="no zombie child of kctrld", timeout=10)

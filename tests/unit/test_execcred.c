@@ -332,7 +332,7 @@ static char *failing(const char *script, const char *extra) {
   assert_null(c.token);
   kc_execcred_free(s);
   kc_kube_creds_free(creds);
-  return tu_stderr_end();
+  return tu_logfmt_plain(tu_stderr_end());
 }
 
 static void expect_log(char *log, const char *want) {

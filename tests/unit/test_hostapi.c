@@ -255,7 +255,7 @@ static void test_settings(void **state) {
   assert_int_equal(svc->settings_duration_ms(s, "bare", &i), -EINVAL);
   assert_int_equal(svc->settings_int(s, "quotedint", &i), -EINVAL);
   assert_int_equal(svc->settings_bool(s, "quotedbool", &b), -EINVAL);
-  char *log = tu_stderr_end();
+  char *log = tu_logfmt_plain(tu_stderr_end());
   assert_non_null(strstr(log, "<t>:10:7: settings.bare: duration \"15\" has no unit (write e.g. \"15s\""));
   assert_non_null(strstr(log, "<t>:12:12: settings.quotedint: expected an integer, got the quoted string"));
   assert_non_null(strstr(log, "<t>:13:13: settings.quotedbool: expected true or false, got the quoted string"));
@@ -316,7 +316,7 @@ static void test_settings_unread(void **state) {
   assert_int_equal(svc->settings_int(s, "count", &i), 0);
   tu_stderr_begin();
   size_t warned = kc_hostapi_settings_warn_unread(&used, "ctl", "p");
-  char *log = tu_stderr_end();
+  char *log = tu_logfmt_plain(tu_stderr_end());
   if (warned != 4) fail_msg("%zu warnings: %s", warned, log);
   assert_non_null(strstr(log, "c.yaml:2:40: controller ctl: settings key \"kinds[0].knd\" was not read by plugin p"));
   assert_non_null(strstr(log, "c.yaml:4:36: controller ctl: settings key \"selector.matchLables\""));

@@ -487,9 +487,9 @@ static pid_t start_two_keys_child(void) {
   int rc = start("", "10s", err, sizeof err);
   char *log = tu_stderr_end();
   assert_int_equal(rc, 0);
-  const char *p = strstr(log, "plugin child started pid=");
+  const char *p = strstr(log, "msg=\"plugin child started\" pid=");
   assert_non_null(p);
-  pid_t pid = (pid_t)atoi(p + strlen("plugin child started pid="));
+  pid_t pid = (pid_t)atoi(p + strlen("msg=\"plugin child started\" pid="));
   free(log);
   return pid;
 }
@@ -514,7 +514,7 @@ static void test_idle_death_not_charged(void **state) {
   log = tu_stderr_end();
   if (r.kind != KC_RESULT_DONE) fail_msg("ns/b: %s\n%s", r.message, log);
   char want[384];
-  snprintf(want, sizeof want, "plugin child pid=%d (%s) was killed by signal 9", (int)pid, so);
+  snprintf(want, sizeof want, "plugin child %d (%s) was killed by signal 9", (int)pid, so);
   if (!strstr(log, want) || !strstr(log, "while idle (between reconciles)"))
     fail_msg("no \"%s ... while idle\" in:\n%s", want, log);
   assert_non_null(strstr(log, "reconciled n=1 key=ns/b")); /* a new child */
@@ -549,7 +549,7 @@ static void test_idle_death_reaped(void **state) {
   log = tu_stderr_end();
   assert_int_equal(n, 1);
   char want[384];
-  snprintf(want, sizeof want, "plugin child pid=%d (%s) was killed by signal 9", (int)pid, so);
+  snprintf(want, sizeof want, "plugin child %d (%s) was killed by signal 9", (int)pid, so);
   if (!strstr(log, want) || !strstr(log, "while idle (between reconciles); reaped"))
     fail_msg("no \"%s ... while idle ... reaped\" in:\n%s", want, log);
   free(log);

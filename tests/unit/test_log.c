@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for daemon/log: the journald test (JOURNAL_STREAM against
- * fstat of fd 2), RFC 3339 timestamps in text, the json format (read back
- * with yajl), key=value fields, the thread's reconcile fields, reconcile IDs
- * and the redaction of bearer tokens and private keys. */
+ * fstat of fd 2), the text format as logfmt (RFC 3339 ts, quoting and
+ * escapes), the json format (read back with yajl; zap's field names,
+ * numbers as numbers), key=value fields, the thread's reconcile fields,
+ * reconcile IDs and the redaction of bearer tokens and private keys. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,13 +61,14 @@ static void test_text_outside_journald(void **state) {
   kc_info("daemon", "hello port=%d", 8080);
   kc_error("daemon", "bad");
   char *log = end();
-  /* No literal "<6>" in a file, a timestamp, the level as a word. */
+  /* No literal "<6>" in a file; logfmt: ts, level, logger, msg, fields. */
   assert_null(strchr(log, '<'));
-  assert_rfc3339_ms(log);
-  assert_int_equal(strncmp(log + 24, " info daemon: hello port=8080\n", 30), 0);
+  assert_int_equal(strncmp(log, "ts=", 3), 0);
+  assert_rfc3339_ms(log + 3);
+  assert_int_equal(strncmp(log + 27, " level=info logger=daemon msg=hello port=8080\n", 46), 0);
   const char *second = strchr(log, '\n') + 1;
-  assert_rfc3339_ms(second);
-  assert_string_equal(second + 24, " error daemon: bad\n");
+  assert_rfc3339_ms(second + 3);
+  assert_string_equal(second + 27, " level=error logger=daemon msg=bad\n");
   free(log);
 }
 
@@ -95,7 +97,9 @@ static void test_journald_by_journal_stream(void **state) {
   /* journald: the priority prefix, no timestamp (journald stamps the entry). */
   const char *nl = strchr(log, '\n');
   assert_non_null(nl);
-  assert_int_equal(strncmp(log, "<4>warn informer: watch restarted resource=pods\n", (size_t)(nl - log + 1)), 0);
+  assert_int_equal(strncmp(log, "<4>level=warn logger=informer msg=\"watch restarted\" resource=pods\n",
+                           (size_t)(nl - log + 1)),
+                   0);
   assert_int_equal(strncmp(nl + 1, "<3>{\"ts\":\"", 10), 0);
   free(log);
 }
@@ -104,6 +108,14 @@ static const char *jstr(yajl_val obj, const char *name) {
   const char *path[] = {name, NULL};
   yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
   return v ? YAJL_GET_STRING(v) : NULL;
+}
+
+static bool jnum(yajl_val obj, const char *name, long long *out) {
+  const char *path[] = {name, NULL};
+  yajl_val v = yajl_tree_get(obj, path, yajl_t_number);
+  if (!v || !YAJL_IS_INTEGER(v)) return false;
+  *out = YAJL_GET_INTEGER(v);
+  return true;
 }
 
 static yajl_val parse_line(const char *line) {
@@ -129,11 +141,14 @@ static void test_json_fields(void **state) {
   yajl_val v = parse_line(log);
   assert_rfc3339_ms(jstr(v, "ts"));
   assert_string_equal(jstr(v, "level"), "info");
-  assert_string_equal(jstr(v, "component"), "httpserver");
+  assert_string_equal(jstr(v, "logger"), "httpserver");
+  assert_null(jstr(v, "component"));
   assert_string_equal(jstr(v, "context"), "podset/podset");
   assert_string_equal(jstr(v, "msg"), "serving /metrics");
   assert_string_equal(jstr(v, "bind"), "127.0.0.1:0");
-  assert_string_equal(jstr(v, "port"), "8080");
+  long long port = 0;
+  assert_true(jnum(v, "port", &port)); /* a number, as zap writes one */
+  assert_int_equal(port, 8080);
   assert_string_equal(jstr(v, "error"), "No such file or directory");
   assert_string_equal(jstr(v, "note"), "a \"quoted\" word");
   yajl_tree_free(v);
@@ -180,21 +195,24 @@ static void test_reconcile_fields(void **state) {
   kc_info("plugin", "after");
   char *log = end();
   char want[256];
-  snprintf(want, sizeof want, " info plugin: scaled controller=podset key=ns/a reconcileID=%s replicas=3\n",
-           rid);
+  snprintf(want, sizeof want,
+           " level=info logger=plugin msg=scaled controller=podset key=ns/a reconcileID=%s replicas=3\n", rid);
   char *l1 = log, *l2 = strchr(l1, '\n') + 1, *l3 = strchr(l2, '\n') + 1, *l4 = strchr(l3, '\n') + 1;
-  assert_int_equal(strncmp(l1 + 24, want, strlen(want)), 0);
+  assert_int_equal(strncmp(l1 + 27, want, strlen(want)), 0);
   /* A field the message has already is not repeated. */
-  snprintf(want, sizeof want, " info plugin: already keyed controller=podset reconcileID=%s key=ns/a\n", rid);
-  assert_int_equal(strncmp(l2 + 24, want, strlen(want)), 0);
+  snprintf(want, sizeof want,
+           " level=info logger=plugin msg=\"already keyed\" controller=podset reconcileID=%s key=ns/a\n", rid);
+  assert_int_equal(strncmp(l2 + 27, want, strlen(want)), 0);
   l4[-1] = '\0';
   yajl_val v = parse_line(l3);
   assert_string_equal(jstr(v, "controller"), "podset");
   assert_string_equal(jstr(v, "key"), "ns/a");
   assert_string_equal(jstr(v, "reconcileID"), rid);
-  assert_string_equal(jstr(v, "replicas"), "3");
+  long long replicas = 0;
+  assert_true(jnum(v, "replicas", &replicas));
+  assert_int_equal(replicas, 3);
   assert_string_equal(jstr(v, "msg"), "scaled");
-  assert_int_equal(YAJL_GET_OBJECT(v)->len, 8); /* ts level component msg + 3 + replicas; key once */
+  assert_int_equal(YAJL_GET_OBJECT(v)->len, 8); /* ts level logger msg + 3 + replicas; key once */
   yajl_tree_free(v);
   v = parse_line(l4);
   assert_null(jstr(v, "controller"));
@@ -263,6 +281,34 @@ static void test_long_json_line_stays_json(void **state) {
   assert_null(memchr(small, '\n', 62));
 }
 
+/* logfmt values: bare when they can be, else quoted with go-logfmt's
+ * escapes; JSON fields that are numbers become numbers, others stay strings. */
+static void test_logfmt_quoting_and_json_numbers(void **state) {
+  (void)state;
+  static char out[4096];
+  kc_log_record r = {KC_LOG_INFO, "hostapi", NULL, NULL, NULL, NULL,
+                     "PUT failed code=403 message=\"a \"b\" c\" empty= eq=a=b tab=x\ty nl=l1\nl2 "
+                     "utf=gr\xc3\xbc\xc3\x9f" "e bad=\xff rv=123456789012345678901 f=-1.5e3 z=007"};
+  size_t n = kc_log_render(&r, KC_LOG_FORMAT_TEXT, false, 0, out, sizeof out);
+  assert_int_equal(out[n - 1], '\n');
+  out[n - 1] = '\0';
+  assert_string_equal(out, "ts=1970-01-01T00:00:00.000Z level=info logger=hostapi msg=\"PUT failed\" code=403 "
+                           "message=\"a \\\"b\\\" c\" empty=\"\" eq=\"a=b\" tab=\"x\\ty\" nl=\"l1\\nl2\" "
+                           "utf=gr\xc3\xbc\xc3\x9f" "e bad=\"\xef\xbf\xbd\" rv=123456789012345678901 f=-1.5e3 z=007");
+  n = kc_log_render(&r, KC_LOG_FORMAT_JSON, false, 0, out, sizeof out);
+  out[n - 1] = '\0';
+  yajl_val v = parse_line(out);
+  long long code = 0;
+  assert_true(jnum(v, "code", &code));
+  assert_int_equal(code, 403);
+  assert_string_equal(jstr(v, "f"), "-1.5e3"); /* decimals stay strings: 1.10 is no 1.1 */
+  assert_string_equal(jstr(v, "rv"), "123456789012345678901"); /* too long for a float64 */
+  assert_string_equal(jstr(v, "z"), "007");                    /* not JSON's number grammar */
+  assert_string_equal(jstr(v, "empty"), "");
+  assert_string_equal(jstr(v, "logger"), "hostapi");
+  yajl_tree_free(v);
+}
+
 static void test_parse_format(void **state) {
   (void)state;
   enum kc_log_format f;
@@ -278,6 +324,7 @@ int main(void) {
       cmocka_unit_test_setup(test_text_outside_journald, setup),
       cmocka_unit_test_setup(test_journald_by_journal_stream, setup),
       cmocka_unit_test_setup(test_json_fields, setup),
+      cmocka_unit_test_setup(test_logfmt_quoting_and_json_numbers, setup),
       cmocka_unit_test_setup(test_split_fields, setup),
       cmocka_unit_test_setup(test_reconcile_fields, setup),
       cmocka_unit_test_setup(test_reconcile_id, setup),

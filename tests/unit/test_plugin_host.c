@@ -436,7 +436,7 @@ static void test_unread_settings_warned(void **state) {
   kc_plugin_instance *inst = NULL;
   tu_stderr_begin();
   int rc = kc_plugin_instance_new(p, "hello", &env, &inst, err, sizeof err);
-  char *log = tu_stderr_end();
+  char *log = tu_logfmt_plain(tu_stderr_end());
   assert_int_equal(rc, 0);
   assert_non_null(strstr(log, "kctrld.yaml:2:1: controller hello: settings key \"greting\" was not read by "
                               "plugin sample (misspelt, or not a setting of this plugin?)"));

@@ -443,7 +443,7 @@ static void test_url_building(void **state) {
                                "%2Capi%29%2Ctier%21%3Ddb");
   assert_int_equal(kc_reflector_url(F.r, false, "0", NULL, true, 0, buf, 40), -ENOSPC);
   assert_string_equal(kc_reflector_describe(F.r),
-                      "pods ns=ns1 labels=app in (web,api),tier!=db fields=spec.nodeName=n1");
+                      "pods[ns=ns1,labels=app in (web,api),tier!=db,fields=spec.nodeName=n1]");
 }
 
 /* Paged initial list, watch with events split across chunks, a bookmark, a
@@ -1029,16 +1029,16 @@ static void test_list_400_is_config_error(void **state) {
   char *log = with_log(run_refused);
   assert_true(refused_seen);
   size_t errors = 0, warns = 0;
-  for (const char *p = log; (p = strstr(p, " error reflector: ")); p++) errors++;
+  for (const char *p = log; (p = strstr(p, " level=error logger=reflector ")); p++) errors++;
   for (const char *p = log; (p = strstr(p, "metadata.nmae")); p++) {
     const char *bol = p;
     while (bol > log && bol[-1] != '\n') bol--;
-    if (strstr(bol, " warn ") && strstr(bol, " warn ") < p) warns++;
+    if (strstr(bol, " level=warn ") && strstr(bol, " level=warn ") < p) warns++;
   }
   if (errors != 1 || warns != 0) fputs(log, stderr);
   assert_int_equal(errors, 1);
   assert_int_equal(warns, 0);
-  assert_non_null(strstr(log, "pods ns=ns1: the API server refuses to list this scope"));
+  assert_non_null(strstr(log, "pods[ns=ns1]: the API server refuses to list this scope"));
   assert_non_null(strstr(log, "HTTP 400 BadRequest: field label not supported: metadata.nmae"));
   assert_non_null(strstr(log, "the API server lists this scope now"));
   long w[16];
@@ -1131,7 +1131,7 @@ static void test_malformed_event_relists(void **state) {
                   BASE "?resourceVersion=101",
                   BASE "?allowWatchBookmarks=true&resourceVersion=120&timeoutSeconds=T&watch=true");
   assert_string_equal(K.log, "R a@90;U b@101;R a@90,b@101;");
-  assert_non_null(strstr(log, "pods ns=ns1"));
+  assert_non_null(strstr(log, "pods[ns=ns1]"));
   assert_non_null(strstr(log, "malformed"));
   assert_non_null(strstr(log, "event 2"));
   assert_non_null(strstr(log, "offset"));

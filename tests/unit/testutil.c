@@ -146,3 +146,14 @@ void tu_write_cert_pair(const char *cert_path, const char *key_path, const char 
   gnutls_x509_crt_deinit(crt);
   gnutls_x509_privkey_deinit(key);
 }
+
+char *tu_logfmt_plain(char *log) {
+  if (!log) return NULL;
+  char *w = log;
+  for (const char *r = log; *r; r++) {
+    if (r[0] == '\\' && (r[1] == '"' || r[1] == '\\')) r++;
+    *w++ = *r;
+  }
+  *w = '\0';
+  return log;
+}

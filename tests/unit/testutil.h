@@ -55,4 +55,9 @@ char *tu_stderr_end(void);
  * volume swaps them); fails the test on error. */
 void tu_write_cert_pair(const char *cert_path, const char *key_path, const char *cn);
 
+/* Undoes the two logfmt escapes that change message text, \" and \\, in
+ * place, so a test can look for a message holding quotes in captured log
+ * lines (base/log.h: text lines are logfmt). Returns log. */
+char *tu_logfmt_plain(char *log);
+
 #endif
