@@ -257,6 +257,52 @@ static void test_service(void **state)
   expect_error(&e2, -ENOTSUP, "field 1 of k8s.io.api.core.v1.LoadBalancerStatus");
 }
 
+/* What kubectl auth can-i and whoami send, and a SubjectAccessReview about
+ * a non-resource path as an authorization filter sends one. */
+static void test_review_kinds(void **state)
+{
+  (void)state;
+  struct enc ra = {0}, spec = {0}, raw = {0}, e = {0}, empty = {0};
+  put_str(&ra, 1, "default");
+  put_str(&ra, 2, "list");
+  put_str(&ra, 4, "v1");
+  put_str(&ra, 5, "configmaps");
+  put_msg(&spec, 1, &ra);
+  put_msg(&raw, 1, &empty);
+  put_msg(&raw, 2, &spec);
+  put_msg(&raw, 3, &empty);
+  envelope(&e, "authorization.k8s.io/v1", "SelfSubjectAccessReview", &raw);
+  expect_json(&e, "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SelfSubjectAccessReview\","
+                  "\"metadata\":{},\"spec\":{\"resourceAttributes\":{\"namespace\":\"default\","
+                  "\"verb\":\"list\",\"version\":\"v1\",\"resource\":\"configmaps\"}},\"status\":{}}");
+  struct enc nra = {0}, sspec = {0}, sraw = {0}, se = {0};
+  put_str(&nra, 1, "/metrics");
+  put_str(&nra, 2, "get");
+  put_msg(&sspec, 2, &nra);
+  put_str(&sspec, 3, "system:serviceaccount:obs:scraper");
+  put_str(&sspec, 4, "system:serviceaccounts");
+  put_str(&sspec, 4, "system:authenticated");
+  put_msg(&sraw, 2, &sspec);
+  envelope(&se, "authorization.k8s.io/v1", "SubjectAccessReview", &sraw);
+  expect_json(&se, "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\","
+                   "\"spec\":{\"nonResourceAttributes\":{\"path\":\"/metrics\",\"verb\":\"get\"},"
+                   "\"user\":\"system:serviceaccount:obs:scraper\","
+                   "\"groups\":[\"system:serviceaccounts\",\"system:authenticated\"]}}");
+  struct enc tspec = {0}, traw = {0}, te = {0};
+  put_str(&tspec, 1, "tok");
+  put_str(&tspec, 2, "aud");
+  put_msg(&traw, 2, &tspec);
+  envelope(&te, "authentication.k8s.io/v1", "TokenReview", &traw);
+  expect_json(&te, "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\","
+                   "\"spec\":{\"token\":\"tok\",\"audiences\":[\"aud\"]}}");
+  /* extra (field 5) is outside the tables: refused, never dropped */
+  struct enc xspec = {0}, xraw = {0}, xe = {0};
+  put_str(&xspec, 5, "x");
+  put_msg(&xraw, 2, &xspec);
+  envelope(&xe, "authorization.k8s.io/v1", "SubjectAccessReview", &xraw);
+  expect_error(&xe, -ENOTSUP, "field 5 of k8s.io.api.authorization.v1.SubjectAccessReviewSpec");
+}
+
 static void test_empty_raw(void **state)
 {
   (void)state;
@@ -374,6 +420,7 @@ int main(void)
     cmocka_unit_test(test_namespace_time_and_repeated),
     cmocka_unit_test(test_deployment),
     cmocka_unit_test(test_service),
+    cmocka_unit_test(test_review_kinds),
     cmocka_unit_test(test_empty_raw),
     cmocka_unit_test(test_bad_magic),
     cmocka_unit_test(test_truncation),
