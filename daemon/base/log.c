@@ -317,6 +317,8 @@ static void render_logfmt(kc_buf *b, const kc_log_record *r, const char *ts, boo
   for (size_t i = 0; i < nf; i++) {
     bool dup = false;
     for (size_t k = 0; k < 5 && !dup; k++) dup = name_is(&f[i], reserved[k]);
+    for (size_t k = 0; k < i && !dup; k++) /* the first of a name, as in json */
+      dup = f[k].name_len == f[i].name_len && memcmp(f[k].name, f[i].name, f[i].name_len) == 0;
     if (!dup) logfmt_pair(b, s0, f[i].name, f[i].name_len, f[i].value, f[i].value_len, lim);
   }
   kc_buf_putc(b, '\n');

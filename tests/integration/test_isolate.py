@@ -150,8 +150,11 @@ def failure_costs_only_its_key(kind):
             if kind == "segv":
                 assert "about to crash on default/segv" in log  # the child's stderr, relayed
                 if "fatal-signal report off" not in log:  # (not an ASan build) the child's crash report
-                    assert re.search(r"stderr: kctrld: fatal signal SIGSEGV .* while reconciling controller=iso "
-                                     r"plugin=%s key=default/segv" % re.escape(so), log), log[-4000:]
+                    crash = [ln for ln in log.splitlines()
+                             if "stderr: kctrld: fatal signal SIGSEGV " in ln and " while reconciling" in ln]
+                    assert crash, log[-4000:]
+                    assert all(f in crash[0].split() for f in
+                               ("controller=iso", "plugin=%s" % so, "key=default/segv")), crash
                     assert "stderr: kctrld: backtrace:" in log
             assert k.alive(), log[-3000:]
         assert k.code == 0, (k.code, k.log()[-3000:])

@@ -455,20 +455,21 @@ static void test_reconcile_log_fields(void **state) {
   char ids[3][KC_LOG_RECONCILE_ID_SIZE];
   for (int n = 0; n < 3; n++) {
     char want[128];
-    snprintf(want, sizeof want, "error plugin[logged]: inside controller=logged key=ns/a reconcileID=");
+    snprintf(want, sizeof want,
+             "level=error logger=plugin context=logged msg=inside controller=logged key=ns/a reconcileID=");
     char *line = strstr(log, want);
     if (!line) fail_msg("no line \"%s\" in:\n%s", want, log);
-    line[strlen("error plugin[logged]: ")] = 'I'; /* find the next one next time */
+    line[strlen("level=error logger=plugin context=logged msg=")] = 'I'; /* find the next one next time */
     line += strlen(want);
     memcpy(ids[n], line, 36);
     ids[n][36] = '\0';
     assert_int_equal(strncmp(line + 36, " call=", 6), 0);
     assert_int_equal(line[42], '0' + n);
     {
-      char failed[256];
+      char failed[512];
       snprintf(failed, sizeof failed,
-               "error controller[logged]: Reconciler error controller=logged key=ns/a reconcileID=%s "
-               "%sattempt=%d error=boom %d\n",
+               "level=error logger=controller context=logged msg=\"Reconciler error\" controller=logged "
+               "key=ns/a reconcileID=%s %sattempt=%d error=\"boom %d\"\n",
                ids[n], n == 2 ? "terminal=true " : "", n + 1, n);
       if (!strstr(log, failed)) fail_msg("no line \"%s\" in:\n%s", failed, log);
     }

@@ -121,7 +121,9 @@ def podset_lifecycle(isolation):
             assert reasons.count("ScaledUp") == 3, reasons
             for e in evts:
                 assert e["involvedObject"]["uid"] == uid and e["involvedObject"]["kind"] == "PodSet"
-                assert e["source"] == {"component": "kctrld"} and e["count"] == 1
+                # reported by the controller, as kube-controller-manager's controllers are
+                assert e["source"] == {"component": "kctrld.io/podset"} and e["count"] == 1
+                assert e["reportingComponent"] == "kctrld.io/podset", e
             log = k.log()
             assert len(re.findall(r"\bcreated (?:\S+=\S+ )*pod=", log)) == 8, log
             assert len(re.findall(r"\bdeleted (?:\S+=\S+ )*pod=", log)) == 2, log
