@@ -348,7 +348,7 @@ size_t kc_log_render(const kc_log_record *r, enum kc_log_format format, bool jou
   render_logfmt(&b, r, ts, journald, text_len, f, nf, SIZE_MAX);
   if (b.err) { /* too long: every value cut so that the worst case (6 bytes per byte) fits */
     size_t values = 8 + nf, room = cap > 160 + start ? cap - 160 - start : 0;
-    size_t lim = room / (6 * values + 32) > 16 ? room / (6 * values + 32) : 16;
+    size_t lim = room / (6 * values + 32);
     b.len = start;
     b.err = 0;
     b.p[b.len] = '\0';
