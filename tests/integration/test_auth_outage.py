@@ -48,7 +48,7 @@ def test_credential_wait_revoked_token_and_recovery():
     open(tf, "w").close()
     with Apisim("--token", ADMIN["Authorization"][7:], "--token-file", tf) as sim:
         kc = os.path.join(d, "kubeconfig")
-        kubeconfig(kc, sim.url, d)
+        kubeconfig(kc, sim, d)
         cm(sim, "before")
         t0 = time.monotonic()
         with Kctrld(CONFIG, kc, args=["--auth-failure-readiness-timeout", "1s"]) as k:
