@@ -9,11 +9,23 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "host/hostapi.h"
 #include "kube/kname.h"
 #include "lease/sharding.h"
 #include "lease/shardsel.h"
 
 #define KEY_MAX 512
+
+/* Why a key is being queued, and at which level (enum kc_wq_priority): the
+ * reason and, when an informer delivery caused it, that delivery, for the
+ * key's trace (keytrace.h). */
+typedef struct cause {
+  const char *why;   /* "own event", "owned child", "mapping", "resync", ... */
+  const char *type;  /* "ADDED", "MODIFIED", "DELETED"; NULL: no informer delivery */
+  const kc_obj *obj; /* the delivered object (type set) */
+  kc_informer *inf;  /* the informer that delivered it (type set) */
+  int level;
+} cause;
 
 typedef struct subscription {
   kc_controller *c;
@@ -30,6 +42,7 @@ typedef struct subscription {
  * the pool's release hook (possibly on an abandoned worker's thread). */
 typedef struct reconcile_ctx {
   kc_plugin_instance *inst;
+  kc_keytrace *trace; /* the controller's; freed with the context */
   _Atomic(kc_sharding *) sh; /* set before the first dispatch; retained */
 } reconcile_ctx;
 
@@ -52,7 +65,9 @@ struct kc_controller {
   subscription *subs;
   size_t nsubs;
   bool active;
+  bool paused; /* kctrld ctl pause: keys are queued but not handed to workers */
   bool stopping;
+  kc_keytrace *trace; /* owned by rctx (workers record writes into it) */
   void (*stopped_cb)(void *ud);
   void *stopped_ud;
   kc_controller_stats stats;
@@ -155,7 +170,7 @@ static bool may_run(kc_controller *c, const char *key) {
  * (ENOMEM) goes back rate-limited. */
 static void pump(kc_controller *c) {
   const char *key;
-  while (c->active && !c->stopping && kc_workers_idle(c->pool) > 0 &&
+  while (c->active && !c->paused && !c->stopping && kc_workers_idle(c->pool) > 0 &&
          kc_workqueue_get(c->wq, &key) == KC_WQ_KEY) {
     if (!may_run(c, key)) continue;
     if (c->sh && !kc_sharding_admit(c->sh, key)) { /* not in an owned range: never run */
@@ -164,7 +179,9 @@ static void pump(kc_controller *c) {
       kc_workqueue_done(c->wq, key);
       continue;
     }
-    int rc = kc_workers_dispatch(c->pool, key, kc_workqueue_num_requeues(c->wq, key) + 1);
+    uint32_t attempt = kc_workqueue_num_requeues(c->wq, key) + 1;
+    int rc = kc_workers_dispatch(c->pool, key, attempt);
+    if (rc == 0) kc_keytrace_add(c->trace, key, KC_TRACE_DEQUEUED, "attempt %u", attempt);
     if (rc < 0) {
       if (c->sh) kc_sharding_end(c->sh, key, true);
       kc_error("controller", "%s: cannot hand %s to a worker: %s", c->spec->name, key,
@@ -194,17 +211,52 @@ static bool format_key(char key[KEY_MAX], kc_str ns, kc_str name) {
   return n > 0 && n < KEY_MAX;
 }
 
-/* Queues key at `level` (enum kc_wq_priority). */
-static void enqueue_key(kc_controller *c, const char *key, int level) {
+/* How an informer delivery came: "watch" (an event), "list", "relist",
+ * "resync". */
+static const char *delivery_of(const kc_informer *inf) {
+  switch (kc_informer_cause(inf)) {
+  case KC_INFORMER_EVENT: return "watch";
+  case KC_INFORMER_LIST: return "list";
+  case KC_INFORMER_RELIST: return "relist";
+  case KC_INFORMER_RESYNC: return "resync";
+  }
+  return "?";
+}
+
+/* The queued stage of key's trace: why, at which level, and the informer
+ * delivery (source, type, kind, object, resourceVersion, informer) when
+ * there is one. */
+static void trace_queued(kc_controller *c, const char *key, const cause *why, bool already) {
+  const char *note = already ? "; already queued" : "";
+  if (!why->type) {
+    kc_keytrace_add(c->trace, key, KC_TRACE_QUEUED, "%s (%s)%s", why->why,
+                    kc_wq_priority_name(why->level), note);
+    return;
+  }
+  const kc_informer_spec *is = kc_informer_spec_get(why->inf);
+  kc_str rv = kc_obj_resource_version(why->obj), ns = kc_obj_namespace(why->obj),
+         name = kc_obj_name(why->obj);
+  kc_keytrace_add(c->trace, key, KC_TRACE_QUEUED,
+                  "%s (%s): %s %s %s %.*s%s%.*s rv=%.*s informer=%s%s", why->why,
+                  kc_wq_priority_name(why->level), delivery_of(why->inf), why->type,
+                  is ? is->kind : "?", (int)ns.len, ns.ptr, ns.len ? "/" : "", (int)name.len,
+                  name.ptr, (int)rv.len, rv.ptr,
+                  is && is->name ? is->name : kc_informer_resource(why->inf), note);
+}
+
+/* Queues key at why->level (enum kc_wq_priority). */
+static void enqueue_key(kc_controller *c, const char *key, const cause *why) {
   if (c->sh && !kc_sharding_owns_key(c->sh, key)) return; /* another replica's */
-  int rc = kc_workqueue_add_at(c->wq, key, level);
+  uint64_t before = kc_workqueue_metrics(c->wq)->deduped_total;
+  int rc = kc_workqueue_add_at(c->wq, key, why->level);
   if (rc < 0) kc_error("controller", "%s: cannot queue %s: %s", c->spec->name, key, strerror(-rc));
+  else trace_queued(c, key, why, kc_workqueue_metrics(c->wq)->deduped_total != before);
   pump(c);
 }
 
-static void enqueue(kc_controller *c, kc_str ns, kc_str name, int level) {
+static void enqueue(kc_controller *c, kc_str ns, kc_str name, const cause *why) {
   char key[KEY_MAX];
-  if (format_key(key, ns, name)) enqueue_key(c, key, level);
+  if (format_key(key, ns, name)) enqueue_key(c, key, why);
 }
 
 /* The level of the keys an informer delivery maps to: a change the watch
@@ -269,7 +321,7 @@ typedef struct owner_scan {
   kc_controller *c;
   const kc_obj *obj;
   int observe; /* 1: an owned object was added, -1: deleted, 0: updated */
-  int level;
+  const cause *why;
   unsigned slot; /* the owned informer's source (read your own writes) */
 } owner_scan;
 
@@ -305,21 +357,21 @@ static bool on_owner_ref(const kc_json_value *ref, void *ud) {
       kc_ownwrites_drop_object(s->c->writes, key, s->slot, ns, nm);
     }
   }
-  enqueue_key(s->c, key, s->level);
+  enqueue_key(s->c, key, s->why);
   return false; /* at most one controller reference */
 }
 
 typedef struct value_scan {
   kc_controller *c;
   const kc_obj *obj;
-  int level;
+  const cause *why;
 } value_scan;
 
 static bool on_mapped_value(const kc_json_value *v, void *ud) {
   value_scan *s = ud;
   char buf[512];
   int n = kc_json_scalar_text(v, buf, sizeof buf);
-  if (n > 0) enqueue(s->c, owner_namespace(s->c, s->obj), (kc_str){buf, (size_t)n}, s->level);
+  if (n > 0) enqueue(s->c, owner_namespace(s->c, s->obj), (kc_str){buf, (size_t)n}, s->why);
   return true;
 }
 
@@ -327,19 +379,25 @@ static bool on_mapped_value(const kc_json_value *v, void *ud) {
  * is no key (kname.h). For a cluster-scoped `for` kind the text is the
  * name: a "namespace/name" names no object of it. */
 static void enqueue_name_or_nsname(kc_controller *c, const kc_obj *obj, const char *text, size_t n,
-                                   int level) {
+                                   const cause *why) {
   kc_str ns, name;
   if (!kc_name_split_key(text, n, &ns, &name)) return;
   if (!c->for_namespaced) {
-    if (!ns.len) enqueue(c, ns, name, level);
+    if (!ns.len) enqueue(c, ns, name, why);
     return;
   }
-  enqueue(c, ns.len ? ns : kc_obj_namespace(obj), name, level);
+  enqueue(c, ns.len ? ns : kc_obj_namespace(obj), name, why);
 }
 
-static void map_event(subscription *s, const kc_obj *obj, int observe) {
+/* type: the delivery's ("ADDED", "MODIFIED", "DELETED"). */
+static void map_event(subscription *s, const kc_obj *obj, int observe, const char *type) {
   kc_controller *c = s->c;
-  int level = level_of(s->inf);
+  bool resync = kc_informer_cause(s->inf) == KC_INFORMER_RESYNC;
+  cause why = {.why = resync ? "resync"
+                    : s->role == SUB_FOR ? "own event"
+                    : s->role == SUB_OWNS ? "owned child"
+                                          : "mapping",
+               .type = type, .obj = obj, .inf = s->inf, .level = level_of(s->inf)};
   switch (s->role) {
   case SUB_FOR:
     /* a deleted object's key is placed by its last known uid */
@@ -352,10 +410,10 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
       char key[KEY_MAX];
       if (format_key(key, kc_obj_namespace(obj), kc_obj_name(obj))) kc_ownwrites_drop_key(c->writes, key);
     }
-    enqueue(c, kc_obj_namespace(obj), kc_obj_name(obj), level);
+    enqueue(c, kc_obj_namespace(obj), kc_obj_name(obj), &why);
     return;
   case SUB_OWNS: {
-    owner_scan scan = {c, obj, observe, level, s->slot};
+    owner_scan scan = {c, obj, observe, &why, s->slot};
     kc_obj_get_each(obj, "metadata.ownerReferences[]", on_owner_ref, &scan);
     return;
   }
@@ -366,7 +424,7 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
   switch (w->mapping) {
   case KC_MAP_LABEL: {
     kc_str v = kc_obj_label(obj, kc_str_c(w->key));
-    if (v.ptr && v.len) enqueue(c, owner_namespace(c, obj), v, level);
+    if (v.ptr && v.len) enqueue(c, owner_namespace(c, obj), v, &why);
     return;
   }
   case KC_MAP_ANNOTATION: {
@@ -375,12 +433,12 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
     kc_json_value v;
     if (kc_obj_get(obj, path, &v) == 0 && v.type == KC_JSON_STRING) {
       int n = kc_json_string(&v, buf, sizeof buf);
-      if (n > 0) enqueue_name_or_nsname(c, obj, buf, (size_t)n, level);
+      if (n > 0) enqueue_name_or_nsname(c, obj, buf, (size_t)n, &why);
     }
     return;
   }
   case KC_MAP_FIELD: {
-    value_scan scan = {c, obj, level};
+    value_scan scan = {c, obj, &why};
     kc_obj_get_each(obj, w->key, on_mapped_value, &scan);
     return;
   }
@@ -392,7 +450,7 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
     if (kc_informer_by_index(c->for_informer, w->key, kc_obj_name(obj), &found) >= 0) {
       for (size_t i = 0; i < found.n; i++)
         if (!c->for_namespaced || kc_str_eq(kc_obj_namespace(found.v[i]), kc_obj_namespace(obj)))
-          enqueue(c, kc_obj_namespace(found.v[i]), kc_obj_name(found.v[i]), level);
+          enqueue(c, kc_obj_namespace(found.v[i]), kc_obj_name(found.v[i]), &why);
     }
     kc_obj_vec_release(&found);
     return;
@@ -400,18 +458,20 @@ static void map_event(subscription *s, const kc_obj *obj, int observe) {
   }
 }
 
-static void on_add(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, 1); }
+static void on_add(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, 1, "ADDED"); }
 
 static void on_update(void *ud, kc_informer *inf, kc_obj *old, kc_obj *obj) {
   subscription *s = ud;
   if (!update_passes(s->predicates, old, obj)) return;
-  map_event(s, obj, 0);
+  map_event(s, obj, 0, "MODIFIED");
   /* An owned or watched object that changed its owner/mapping must also
    * wake the former one. */
-  if (s->role != SUB_FOR && old != obj) map_event(s, old, 0);
+  if (s->role != SUB_FOR && old != obj) map_event(s, old, 0, "MODIFIED");
 }
 
-static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) { map_event(ud, obj, -1); }
+static void on_delete(void *ud, kc_informer *inf, kc_obj *obj) {
+  map_event(ud, obj, -1, "DELETED");
+}
 
 /* The informer observed more (or listed anew): parked keys may be ready. */
 static void on_progress(void *ud, kc_informer *inf, bool relisted) {
@@ -424,6 +484,63 @@ static void on_progress(void *ud, kc_informer *inf, bool relisted) {
 }
 
 /* --- results ---------------------------------------------------------------- */
+
+static const char *result_name(enum kc_result_kind k) {
+  switch (k) {
+  case KC_RESULT_DONE: return "success";
+  case KC_RESULT_REQUEUE: return "requeue";
+  case KC_RESULT_REQUEUE_AFTER: return "requeue_after";
+  case KC_RESULT_ERROR: return "error";
+  case KC_RESULT_TERMINAL: return "terminal error";
+  }
+  return "unknown";
+}
+
+/* The result stage of the key's trace, and its last error. */
+static void trace_result(kc_controller *c, const char *key, const kc_reconcile_result *res,
+                         uint64_t duration_ns) {
+  bool failed = res->kind == KC_RESULT_ERROR || res->kind == KC_RESULT_TERMINAL;
+  double ms = (double)duration_ns / 1e6;
+  if (failed)
+    kc_keytrace_add(c->trace, key, KC_TRACE_RESULT, "%s after %.3f ms: %s", result_name(res->kind),
+                    ms, res->message[0] ? res->message : "no message");
+  else if (res->kind == KC_RESULT_REQUEUE_AFTER)
+    kc_keytrace_add(c->trace, key, KC_TRACE_RESULT, "%s %llu ms%s after %.3f ms",
+                    result_name(res->kind), (unsigned long long)res->after_ms,
+                    res->held ? " (held, not run)" : "", ms);
+  else
+    kc_keytrace_add(c->trace, key, KC_TRACE_RESULT, "%s after %.3f ms", result_name(res->kind), ms);
+  if (res->kind == KC_RESULT_REQUEUE_AFTER && res->held) return; /* not run: nothing learnt */
+  int rc = kc_keytrace_set_error(c->trace, key,
+                                 failed ? (res->message[0] ? res->message : "no message") : NULL);
+  if (rc == -ENOMEM)
+    kc_warn("controller", "%s: cannot keep the last error of %s: out of memory", c->spec->name, key);
+}
+
+/* The requeue stage: where the result left the key in the queue. */
+static void trace_requeue(kc_controller *c, const char *key, const kc_reconcile_result *res) {
+  switch (res->kind) {
+  case KC_RESULT_DONE: return;
+  case KC_RESULT_TERMINAL:
+    kc_keytrace_add(c->trace, key, KC_TRACE_REQUEUE, "not requeued (terminal); runs at its next event");
+    return;
+  case KC_RESULT_REQUEUE_AFTER:
+    kc_keytrace_add(c->trace, key, KC_TRACE_REQUEUE, "after %llu ms",
+                    (unsigned long long)res->after_ms);
+    return;
+  default: break;
+  }
+  kc_wq_key_state st = {0};
+  bool waiting = kc_workqueue_key_state(c->wq, key, &st) && st.waiting;
+  if (waiting) {
+    uint64_t when = st.ready_ns, now = kc_clock_now_ns();
+    kc_keytrace_add(c->trace, key, KC_TRACE_REQUEUE, "rate-limited: backoff %.3f s (failures %u)",
+                    when > now ? (double)(when - now) / 1e9 : 0.0, st.failures);
+  } else {
+    kc_keytrace_add(c->trace, key, KC_TRACE_REQUEUE, "rate-limited: queued (failures %u)",
+                    st.failures);
+  }
+}
 
 static void on_result(kc_workers *pool, const char *key, const kc_reconcile_result *res,
                       uint64_t duration_ns, void *ud) {
@@ -445,7 +562,9 @@ static void on_result(kc_workers *pool, const char *key, const kc_reconcile_resu
   c->stats.reconcile_count++;
   c->stats.reconcile_seconds_sum += (double)duration_ns / 1e9;
   kc_reconcile_histogram_observe(&c->reconcile_time, (double)duration_ns / 1e9);
+  trace_result(c, key, res, duration_ns);
   kc_controller_apply_result(c->wq, key, res);
+  trace_requeue(c, key, res);
   pump(c);
 }
 
@@ -476,6 +595,8 @@ int kc_controller_requeue(kc_controller *c, const char *key, int level) {
   if (rc == 0) {
     kc_info("controller", "%s: %s requeued at %s priority", c->spec->name, key,
             kc_wq_priority_name(level));
+    kc_keytrace_add(c->trace, key, KC_TRACE_QUEUED, "requeue asked for (%s)",
+                    kc_wq_priority_name(level));
     pump(c);
   }
   return rc;
@@ -520,18 +641,38 @@ static int subscribe(kc_controller *c, kc_informer *inf, int role, unsigned pred
 static void release_instance(void *ud) {
   reconcile_ctx *rc = ud;
   kc_plugin_instance_free(rc->inst);
+  kc_keytrace_free(rc->trace);
   kc_sharding *sh = atomic_load(&rc->sh);
   if (sh) kc_sharding_unref(sh);
   free(rc);
 }
 
 /* Worker thread: one reconcile, its writes fenced by the key's shard range. */
+/* What a reconcile wrote, into its key's trace (worker thread). */
+typedef struct write_trace {
+  kc_keytrace *trace;
+  const char *key;
+} write_trace;
+
+static void on_write(void *ud, const char *verb, const char *path, long code, const char *rv) {
+  write_trace *w = ud;
+  if (rv[0])
+    kc_keytrace_add(w->trace, w->key, KC_TRACE_WRITE, "%s %s: %ld rv=%s", verb, path, code, rv);
+  else if (code)
+    kc_keytrace_add(w->trace, w->key, KC_TRACE_WRITE, "%s %s: %ld", verb, path, code);
+  else
+    kc_keytrace_add(w->trace, w->key, KC_TRACE_WRITE, "%s %s: no answer", verb, path);
+}
+
 static void reconcile_fenced(void *ud, const char *key, kc_reconcile_result *res) {
   reconcile_ctx *rc = ud;
   kc_sharding *sh = atomic_load(&rc->sh);
+  write_trace w = {rc->trace, key};
+  kc_hostapi_set_write_observer(on_write, &w);
   if (sh) kc_sharding_fence_enter(sh, key);
   kc_plugin_reconcile(rc->inst, key, res);
   if (sh) kc_sharding_fence_leave();
+  kc_hostapi_set_write_observer(NULL, NULL);
 }
 
 int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
@@ -554,8 +695,10 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
   c->rctx = calloc(1, sizeof *c->rctx);
   if (spec->read_your_own_writes)
     c->sources = calloc(1 + spec->nowns + spec->nwatches, sizeof *c->sources);
-  if (!c->wq || !c->subs || !c->rctx || (spec->read_your_own_writes && !c->sources) ||
+  c->trace = kc_keytrace_new(0);
+  if (!c->wq || !c->subs || !c->rctx || !c->trace || (spec->read_your_own_writes && !c->sources) ||
       kc_timer_init(loop, &c->timer) != 0) {
+    kc_keytrace_free(c->trace);
     kc_workqueue_free(c->wq);
     free(c->sources);
     free(c->subs);
@@ -564,6 +707,7 @@ int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_inform
     return -ENOMEM;
   }
   c->rctx->inst = inst;
+  c->rctx->trace = c->trace;
   c->loop = loop;
   c->timer.uv.data = c;
   kc_workers_config wc = {
@@ -654,6 +798,7 @@ static void on_timer_closed(uv_handle_t *h) {
   free(c->sources);
   if (!c->inst_released_by_pool) {
     kc_plugin_instance_free(c->inst);
+    kc_keytrace_free(c->trace);
     free(c->rctx);
   }
   free(c->subs);
@@ -716,7 +861,8 @@ static void on_range_acquired(unsigned index, void *ud) {
   size_t queued = 0;
   for (size_t i = 0; i < all.n; i++) {
     if (kc_sharding_range_of(c->sh, kc_sharding_obj_hash(c->sh, all.v[i])) != index) continue;
-    enqueue(c, kc_obj_namespace(all.v[i]), kc_obj_name(all.v[i]), KC_WQ_LOW); /* catch-up */
+    static const cause acquired = {.why = "shard range acquired", .level = KC_WQ_LOW}; /* catch-up */
+    enqueue(c, kc_obj_namespace(all.v[i]), kc_obj_name(all.v[i]), &acquired);
     queued++;
   }
   kc_obj_vec_release(&all);
@@ -792,3 +938,17 @@ void kc_controller_stats_get(const kc_controller *c, kc_controller_stats *out) {
   out->workers = c->pool ? kc_workers_size(c->pool) : 0;
   out->active_workers = c->pool ? kc_workers_active(c->pool) : 0;
 }
+
+/* --- kctrld ctl ----------------------------------------------------------------- */
+
+void kc_controller_set_paused(kc_controller *c, bool paused) {
+  if (c->paused == paused) return;
+  c->paused = paused;
+  kc_info("controller", "%s: %s by kctrld ctl", c->spec->name, paused ? "paused" : "resumed");
+  pump(c);
+}
+
+bool kc_controller_paused(const kc_controller *c) { return c->paused; }
+bool kc_controller_active(const kc_controller *c) { return c->active; }
+
+kc_keytrace *kc_controller_keytrace(kc_controller *c) { return c->trace; }

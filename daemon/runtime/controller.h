@@ -43,6 +43,7 @@
 #include "cache/informer.h"
 #include "base/metrics.h"
 #include "host/plugin_host.h"
+#include "runtime/keytrace.h"
 #include "runtime/workqueue.h"
 #include "runtime/workers.h"
 
@@ -108,6 +109,15 @@ int kc_controller_requeue(kc_controller *c, const char *key, int level);
 /* Read your own writes: false when off for this controller, else true
  * with its counters (host/ownwrites.h). */
 bool kc_controller_own_writes_stats(const kc_controller *c, kc_ownwrites_stats *out);
+
+/* kctrld ctl pause/resume: while paused, workers take no keys from this
+ * controller; events keep queueing (and deduplicating) keys. */
+void kc_controller_set_paused(kc_controller *c, bool paused);
+bool kc_controller_paused(const kc_controller *c);
+/* Dispatching (leader election; kc_controller_set_active). */
+bool kc_controller_active(const kc_controller *c);
+/* The controller's key trace and last errors (keytrace.h). Borrowed. */
+kc_keytrace *kc_controller_keytrace(kc_controller *c);
 
 const char *kc_controller_name(const kc_controller *c);
 kc_workqueue *kc_controller_queue(kc_controller *c);

@@ -651,3 +651,36 @@ uint64_t kc_workqueue_longest_running_ns(const kc_workqueue *wq) {
   uint64_t now = kc_clock_now_ns();
   return now >= wq->proc.head->start_ns ? now - wq->proc.head->start_ns : 0;
 }
+
+static void state_of(const struct rec *r, kc_wq_key_state *st) {
+  *st = (kc_wq_key_state){
+      .key = r->key,
+      .queued = (r->flags & F_DIRTY) && !(r->flags & F_PROC),
+      .processing = (r->flags & F_PROC) != 0,
+      .waiting = r->heap_idx >= 0,
+      .failures = r->failures,
+      .ready_ns = r->heap_idx >= 0 ? r->ready_ns : 0,
+      .added_ns = (r->flags & F_ADD_TIME) ? r->add_ns : 0,
+      .started_ns = (r->flags & F_PROC) ? r->start_ns : 0,
+  };
+}
+
+void kc_workqueue_each(const kc_workqueue *wq, void (*fn)(const kc_wq_key_state *st, void *ud),
+                       void *ud) {
+  for (size_t i = 0; i < all_buckets(wq); i++) {
+    const struct rec *r = i < wq->nbuckets ? wq->buckets[i] : wq->old[i - wq->nbuckets];
+    for (; r; r = r->hnext) {
+      if (r->flags & F_IDLE) continue;
+      kc_wq_key_state st;
+      state_of(r, &st);
+      fn(&st, ud);
+    }
+  }
+}
+
+bool kc_workqueue_key_state(const kc_workqueue *wq, const char *key, kc_wq_key_state *out) {
+  const struct rec *r = find(wq, key);
+  if (!r || (r->flags & F_IDLE)) return false;
+  state_of(r, out);
+  return true;
+}

@@ -183,6 +183,29 @@ uint64_t kc_workqueue_unfinished_work_ns(const kc_workqueue *wq);
 /* workqueue_longest_running_processor_seconds: age of the oldest (ns). */
 uint64_t kc_workqueue_longest_running_ns(const kc_workqueue *wq);
 
+/* One key's state, as kc_workqueue_each reports it (the admin socket's
+ * `kctrld ctl keys` and `queues`). key points into the queue's record:
+ * valid during the callback only. */
+typedef struct kc_wq_key_state {
+  const char *key;
+  bool queued;        /* waiting in the queue for a worker */
+  bool processing;    /* handed out, no Done yet */
+  bool waiting;       /* in the delay heap (backoff or AddAfter) until ready_ns */
+  uint32_t failures;  /* NumRequeues */
+  uint64_t ready_ns;  /* waiting: when it is queued (monotonic, kc_clock_now_ns) */
+  uint64_t added_ns;  /* queued: its first add not yet taken (0: none) */
+  uint64_t started_ns;/* processing: when it was handed out */
+} kc_wq_key_state;
+
+/* Calls fn for every key that is queued, processing, waiting or has
+ * failures (idle records are skipped). O(keys); the loop is held for the
+ * walk, so it is for operators' requests, not for a hot path. */
+void kc_workqueue_each(const kc_workqueue *wq, void (*fn)(const kc_wq_key_state *st, void *ud),
+                       void *ud);
+/* The state of one key, O(1); false when the queue knows nothing of it
+ * (idle). out->key points into the record: valid until the next call. */
+bool kc_workqueue_key_state(const kc_workqueue *wq, const char *key, kc_wq_key_state *out);
+
 /* --- Test seam: for tests only, not called by the daemon --- */
 bool kc_workqueue_shutting_down(const kc_workqueue *wq);
 size_t kc_workqueue_processing(const kc_workqueue *wq); /* handed out, no Done yet */
