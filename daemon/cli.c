@@ -90,6 +90,10 @@ static const kc_cli_flag daemon_flags[] = {
      "keep each informer's cache in DIR at a clean stop and start from it (see \"State "
      "directory\").",
      KC_CLI_STATE_DIRECTORY, false},
+    {"admin-socket", 0, required_argument, " PATH|0",
+     "adminSocket, $RUNTIME_DIRECTORY/admin.sock under systemd, else off",
+     "the Unix socket kctrld ctl talks to, mode 0600 (see \"kctrld ctl\"); \"0\" disables.",
+     KC_CLI_ADMIN_SOCKET, false},
     {"check-config", 0, required_argument, " FILE", "", "the same as kctrld check-config FILE.",
      KC_CLI_CHECK_CONFIG, true},
     {"online", 0, no_argument, "", "off", "with --check-config: the same as kctrld check-config --online.",
@@ -135,6 +139,23 @@ static const kc_cli_flag rbac_flags[] = {
 
 static const kc_cli_flag only_help[] = {HELP_FLAG};
 
+#define CTL_SOCKET_FLAG                                                                 \
+  {"socket", 0, required_argument, " PATH", KC_CLI_CTL_DEFAULT_SOCKET,                  \
+   "the daemon's admin socket (its --admin-socket).", KC_CLI_CTL_SOCKET, false}
+#define CTL_OUTPUT_FLAG                                                                 \
+  {"output", 'o', required_argument, " table|json", "table",                            \
+   "a table for people, or the daemon's JSON document.", KC_CLI_CTL_OUTPUT, false}
+
+static const kc_cli_flag ctl_flags[] = {CTL_SOCKET_FLAG, CTL_OUTPUT_FLAG, HELP_FLAG};
+static const kc_cli_flag ctl_keys_flags[] = {
+    CTL_SOCKET_FLAG,
+    CTL_OUTPUT_FLAG,
+    {"state", 0, required_argument, " queued|inflight|backoff|failing", "every key",
+     "only the keys in that state (failing: the last reconcile returned an error).",
+     KC_CLI_CTL_STATE, false},
+    HELP_FLAG,
+};
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 const kc_cli_command kc_cli_commands[] = {
@@ -170,6 +191,56 @@ const kc_cli_command kc_cli_commands[] = {
      "signature a plugin must match, the hook protocol, and the versions of libuv, libcurl "
      "(with its TLS library), yajl, libyaml and libmicrohttpd in use.",
      "kctrld version", only_help, N(only_help)},
+    {"ctl", "COMMAND [ARGS]", 1, 3,
+     "ask the running daemon: queues, keys, trace, requeue, pause, resume, informers", NULL,
+     "Talks to a running kctrld over its admin socket (--admin-socket; see \"kctrld ctl\"): what "
+     "its controllers' queues hold, why a key is failing and what happened to it, and "
+     "requeue, pause and resume. Every command prints a table, or with -o json the daemon's "
+     "JSON document. Exit status 0, 1 when the daemon answers an error (no such controller) or "
+     "cannot be reached (no socket, connection refused, permission denied), 2 on a usage "
+     "error.",
+     "kctrld ctl queues\nkctrld ctl keys web --state failing\nkctrld ctl trace web default/frontend",
+     only_help, N(only_help)},
+    {"ctl queues", "", 0, 0, "per controller: queued, in flight, in backoff, failing, oldest wait",
+     NULL,
+     "Asks the running daemon over its admin socket (see \"kctrld ctl\") for every "
+     "controller's queue: keys waiting for a worker, keys being reconciled, keys waiting out a "
+     "backoff or a requeue-after, keys whose last reconcile failed, and how long the oldest "
+     "queued key has waited; whether the controller runs, dispatches (leads) and is paused.",
+     "kctrld ctl queues\nkctrld ctl queues -o json --socket /run/kctrld/admin.sock", ctl_flags,
+     N(ctl_flags)},
+    {"ctl keys", "CONTROLLER", 1, 1, "the keys of CONTROLLER with state, attempts, last error",
+     NULL,
+     "Lists the keys CONTROLLER's queue holds, and those whose last reconcile failed, sorted: "
+     "each with its state (inflight, queued, backoff, failing), its attempts (failures since "
+     "the last success), its last error and when it is retried.",
+     "kctrld ctl keys web --state failing", ctl_keys_flags, N(ctl_keys_flags)},
+    {"ctl trace", "CONTROLLER KEY", 2, 2, "the recent history of one key, with timestamps", NULL,
+     "Prints what CONTROLLER remembers of KEY, oldest first: each watch event that queued it "
+     "(type, kind, object, resourceVersion, informer) and why (its own event, an owned child, a "
+     "mapping, a resync, a requeue asked for), when a worker took it, the reconcile's result and "
+     "duration, the writes the reconcile made (verb, path, HTTP code, resourceVersion) and where "
+     "the result left the key. The daemon keeps the last 1024 entries of all keys per "
+     "controller.",
+     "kctrld ctl trace web default/frontend", ctl_flags, N(ctl_flags)},
+    {"ctl requeue", "CONTROLLER KEY", 2, 2, "queue KEY of CONTROLLER now", NULL,
+     "Queues KEY now, as an event would (a key in backoff runs at once; its failure count "
+     "stays).",
+     "kctrld ctl requeue web default/frontend", ctl_flags, N(ctl_flags)},
+    {"ctl pause", "CONTROLLER", 1, 1, "stop handing CONTROLLER's keys to workers", NULL,
+     "Workers take no more keys of CONTROLLER (reconciles running finish); events keep queueing "
+     "and deduplicating its keys, so kctrld ctl resume runs each changed key once. A pause "
+     "lasts until resume or a restart.",
+     "kctrld ctl pause web", ctl_flags, N(ctl_flags)},
+    {"ctl resume", "CONTROLLER", 1, 1, "hand CONTROLLER's keys to workers again", NULL,
+     "Ends a kctrld ctl pause: the keys queued meanwhile are reconciled.",
+     "kctrld ctl resume web", ctl_flags, N(ctl_flags)},
+    {"ctl informers", "", 0, 0, "every informer: synced, objects, bytes, lists, watches",
+     NULL,
+     "Prints every informer's state, as /debug/informers on the metrics listener has it: its "
+     "kind, namespaces and selectors, whether it is synced, its objects and bytes, its "
+     "resourceVersion and its lists, watches, relists, events and errors.",
+     "kctrld ctl informers -o json", ctl_flags, N(ctl_flags)},
     {"help", "[COMMAND]", 0, 1, "print this help, or a command's", "--help | -h",
      "Prints the help of kctrld or of COMMAND (the same as kctrld COMMAND --help).",
      "kctrld help rbac", only_help, N(only_help)},
@@ -180,6 +251,32 @@ const kc_cli_command *kc_cli_command_find(const char *name) {
   for (size_t i = 1; i < kc_cli_ncommands; i++)
     if (strcmp(kc_cli_commands[i].name, name) == 0) return &kc_cli_commands[i];
   return NULL;
+}
+
+const kc_cli_command *kc_cli_ctl_find(const char *word) {
+  for (size_t i = 1; i < kc_cli_ncommands; i++) {
+    const char *n = kc_cli_commands[i].name;
+    if (strncmp(n, "ctl ", 4) == 0 && strcmp(n + 4, word) == 0) return &kc_cli_commands[i];
+  }
+  return NULL;
+}
+
+static void wrap(FILE *out, const char *text, int indent, int col);
+
+/* "ctl queues" and its siblings: listed by `kctrld ctl --help`, not by
+ * `kctrld --help` (which lists ctl). */
+static bool ctl_sub(const kc_cli_command *c) { return c->name && strncmp(c->name, "ctl ", 4) == 0; }
+
+void kc_cli_ctl_list(FILE *out) {
+  fputs("kctrld ctl commands (each has --help with an example):\n", out);
+  for (size_t i = 1; i < kc_cli_ncommands; i++) {
+    const kc_cli_command *s = &kc_cli_commands[i];
+    if (!ctl_sub(s)) continue;
+    char head[64];
+    snprintf(head, sizeof head, "  kctrld %s%s%s", s->name, s->args[0] ? " " : "", s->args);
+    fprintf(out, "%-36s", head);
+    wrap(out, s->summary, 36, 36);
+  }
 }
 
 /* ---- printing ---------------------------------------------------------------- */
@@ -267,7 +364,8 @@ static void example(FILE *out, const kc_cli_command *c) {
 void kc_cli_help(FILE *out, const kc_cli_command *c) {
   if (!c->name) {
     synopsis(out, c, "usage: ", false);
-    for (size_t i = 1; i < kc_cli_ncommands; i++) synopsis(out, &kc_cli_commands[i], "       ", false);
+    for (size_t i = 1; i < kc_cli_ncommands; i++)
+      if (!ctl_sub(&kc_cli_commands[i])) synopsis(out, &kc_cli_commands[i], "       ", false);
     for (size_t i = 1; i < kc_cli_ncommands; i++)
       if (kc_cli_commands[i].alias) synopsis(out, &kc_cli_commands[i], "       ", true);
     fputc('\n', out);
@@ -275,6 +373,7 @@ void kc_cli_help(FILE *out, const kc_cli_command *c) {
     fputs("\ncommands:\n", out);
     for (size_t i = 1; i < kc_cli_ncommands; i++) {
       const kc_cli_command *s = &kc_cli_commands[i];
+      if (ctl_sub(s)) continue;
       char head[64];
       snprintf(head, sizeof head, "  %s%s%s", s->name, s->args[0] ? " " : "", s->args);
       fprintf(out, "%-22s", head);
@@ -291,6 +390,10 @@ void kc_cli_help(FILE *out, const kc_cli_command *c) {
   if (c->alias) synopsis(out, c, "       ", true);
   fputc('\n', out);
   wrap(out, c->description, 0, 0);
+  if (strcmp(c->name, "ctl") == 0) {
+    fputc('\n', out);
+    kc_cli_ctl_list(out);
+  }
   fputs("\nflags:\n", out);
   flag_list(out, c);
   example(out, c);

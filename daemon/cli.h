@@ -55,6 +55,11 @@ enum kc_cli_flag_id {
   KC_CLI_RBAC_CREATE_NAMESPACE,
   KC_CLI_RBAC_NAME,
   KC_CLI_RBAC_PLUGIN_DIR,
+  /* running the daemon, and kctrld ctl */
+  KC_CLI_ADMIN_SOCKET,
+  KC_CLI_CTL_SOCKET,
+  KC_CLI_CTL_OUTPUT,
+  KC_CLI_CTL_STATE,
 };
 
 /* kc_cli_next's answers besides a flag id. */
@@ -84,10 +89,18 @@ typedef struct kc_cli_command {
   size_t nflags;
 } kc_cli_command;
 
-/* Every command, the daemon's first; and lookup by name (NULL: none). */
+/* Every command, the daemon's first; and lookup by name (NULL: none).
+ * The `kctrld ctl` commands are named "ctl queues", "ctl keys", ...:
+ * kc_cli_ctl_find takes the word after ctl. */
 extern const kc_cli_command kc_cli_commands[];
 extern const size_t kc_cli_ncommands;
 const kc_cli_command *kc_cli_command_find(const char *name);
+const kc_cli_command *kc_cli_ctl_find(const char *word);
+/* `kctrld ctl` without a known command: the list of them on out. */
+void kc_cli_ctl_list(FILE *out);
+
+/* Where `kctrld ctl` looks for the socket without --socket. */
+#define KC_CLI_CTL_DEFAULT_SOCKET "/run/kctrld/admin.sock"
 
 /* The next flag of argv for cmd (argv[0] is the program or the command
  * name; call with a fresh argv sets optind to 1 first): its id with

@@ -659,6 +659,8 @@ static void finish_shutdown(kc_daemon *d) {
   kc_decode_pool_free(d->decode_pool); /* the informers closed every stream */
   d->decode_pool = NULL;
   close_events(d);
+  kc_adminsock_close(d->admin);
+  d->admin = NULL;
   /* The endpoints first: the secure metrics filter holds an API worker,
    * which must go before the client. */
   kc_ops_close(d->ops);
@@ -695,6 +697,9 @@ static void begin_shutdown(kc_daemon *d, const char *why) {
   if (d->stopping) return;
   d->stopping = true;
   kc_ops_stopping(d->ops);
+  /* Controllers go away from here on: kctrld ctl has nothing left to show. */
+  kc_adminsock_close(d->admin);
+  d->admin = NULL;
   kc_info("daemon", "%s: stopping (in-flight reconciles get up to %lld ms)", why,
           (long long)d->cfg->shutdown_timeout_ms);
   /* Writes stay allowed while in-flight reconciles drain. */
@@ -957,7 +962,7 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   uv_signal_start(&d->sig_term, on_signal, SIGTERM);
   uv_signal_start(&d->sig_int, on_signal, SIGINT);
   uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
-  if ((code = daemon_ops_start(d)) < 0) {
+  if ((code = daemon_ops_start(d)) < 0 || (code = daemon_admin_start(d)) < 0) {
     begin_shutdown(d, "startup failed");
     uv_run(&d->loop, UV_RUN_DEFAULT);
     goto out;

@@ -35,6 +35,9 @@ typedef struct kc_daemon_options {
   /* --health-probe-bind-address: /healthz and /readyz on a listener of
    * their own ("0": none); NULL: on the metrics listener (ops.h). */
   const char *probe_bind;
+  /* --admin-socket PATH|0: the `kctrld ctl` socket; NULL: adminSocket of
+   * the file, else $RUNTIME_DIRECTORY/admin.sock (systemd), else none. */
+  const char *admin_socket;
   /* --leader-elect[=true|false]: 1 on, -1 off, 0 leaderElection.enabled of
    * the file (the rest of leaderElection: applies either way). */
   int leader_elect;

@@ -30,6 +30,7 @@
 #include "host/hostenv.h"
 #include "host/plugin_host.h"
 #include "lease/leader.h"
+#include "ops/adminsock.h"
 #include "ops/ops.h"
 #include "runtime/controller.h"
 #include "watch/decodepool.h"
@@ -119,6 +120,7 @@ struct kc_daemon {
   /* Metrics, health endpoints and sd_notify (daemon/ops/ops.h); the arrays are
    * scratch space for the view, rebuilt on each request. */
   kc_ops *ops;
+  kc_adminsock *admin; /* NULL: no admin socket */
   const kc_informer_spec **ops_specs;
   kc_informer **ops_informers;
   kc_ops_informer_wait *ops_waits;
@@ -174,6 +176,9 @@ bool daemon_events_fence_ok(void *token);
 void daemon_events_fence_free(void *token);
 /* Starts the metrics and health endpoints over the daemon's view. */
 int daemon_ops_start(kc_daemon *d);
+/* The admin socket (`kctrld ctl`), when one is configured; 0 or the error
+ * of a socket the operator asked for (the default one only warns). */
+int daemon_admin_start(kc_daemon *d);
 
 /* ---- daemon_reload.c ------------------------------------------------------- */
 

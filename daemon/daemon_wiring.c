@@ -290,6 +290,33 @@ static void ops_view(void *ud, kc_ops_view *v) {
   }
 }
 
+int daemon_admin_start(kc_daemon *d) {
+  const char *path = d->opts.admin_socket ? d->opts.admin_socket : d->cfg->admin_socket;
+  bool asked = path != NULL;
+  char def[KC_CONFIG_SOCKET_PATH_MAX + 32];
+  if (!path) { /* systemd's RuntimeDirectory= (the first, when it lists several) */
+    const char *rt = getenv("RUNTIME_DIRECTORY");
+    if (!rt || rt[0] != '/') return 0;
+    size_t n = strcspn(rt, ":");
+    int k = snprintf(def, sizeof def, "%.*s/admin.sock", (int)n, rt);
+    if (k < 0 || (size_t)k >= sizeof def) return 0;
+    path = def;
+  }
+  if (strcmp(path, "0") == 0) return 0;
+  int rc = kc_adminsock_start(&d->loop, path, ops_view, d, &d->admin);
+  if (rc < 0) {
+    const char *why = rc == -EADDRINUSE ? "another process serves it"
+                      : rc == -EEXIST   ? "a file that is not a socket is there"
+                                        : strerror(-rc);
+    if (asked) {
+      kc_error("daemon", "cannot serve the admin socket %s: %s", path, why);
+      return rc;
+    }
+    kc_warn("daemon", "no admin socket: cannot serve %s: %s", path, why);
+  }
+  return 0;
+}
+
 int daemon_ops_start(kc_daemon *d) {
   const kc_config *cfg = d->cfg;
   const kc_daemon_options *opt = &d->opts;

@@ -5,6 +5,7 @@
  *   kctrld --config FILE [flags]            run the daemon (daemon.h)
  *   kctrld check-config FILE                configcheck.h; alias --check-config FILE
  *   kctrld rbac --config FILE [...]         rbac.h
+ *   kctrld ctl COMMAND [...]                ctl.h: ask the running daemon
  *   kctrld version                          alias --version
  *   kctrld help [COMMAND]                   alias --help, -h; also COMMAND --help
  *   kctrld --plugin-child                   hidden: a plugin child of `isolation:
@@ -22,6 +23,7 @@
 
 #include "cli.h"
 #include "configcheck.h"
+#include "ctl.h"
 #include "base/crashreport.h"
 #include "daemon.h"
 #include "base/fileperm.h"
@@ -120,6 +122,15 @@ static bool daemon_flags(const kc_cli_command *cmd, int argc, char **argv, kc_da
       if (id == KC_CLI_METRICS_CERT_NAME) o->metrics_cert_name = arg;
       else o->metrics_cert_key = arg;
       break;
+    case KC_CLI_ADMIN_SOCKET:
+      if (strcmp(arg, "0") != 0 && (arg[0] != '/' || strlen(arg) > KC_CONFIG_SOCKET_PATH_MAX)) {
+        kc_cli_usage_error(cmd, "--admin-socket: expected an absolute path of at most %d bytes or "
+                                "\"0\" (off), got \"%s\"", KC_CONFIG_SOCKET_PATH_MAX, arg);
+        *exit_code = 2;
+        return true;
+      }
+      o->admin_socket = arg;
+      break;
     case KC_CLI_AUTH_READINESS: {
       int64_t ns;
       if (kc_yaml_parse_duration(arg, &ns) < 0 || ns % 1000000 != 0 || ns / 1000000 > 86400000) {
@@ -201,6 +212,7 @@ int main(int argc, char **argv) {
   if (cmd) {
     optind = 1;
     if (strcmp(cmd->name, "rbac") == 0) return kc_rbac_main(cmd, argc - 1, argv + 1);
+    if (strcmp(cmd->name, "ctl") == 0) return kc_ctl_main(argc - 1, argv + 1);
     if (strcmp(cmd->name, "check-config") == 0) return check_config_main(cmd, argc - 1, argv + 1);
     return info_main(cmd, argc - 1, argv + 1);
   }

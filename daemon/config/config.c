@@ -331,6 +331,7 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
       CUSTOM("leaderElection"),
       CUSTOM("sharding"),
       CUSTOM("metrics"),
+      FIELD("adminSocket", F_STRING, kc_config, admin_socket),
       CUSTOM("logLevel"),
       CUSTOM("logFormat"),
       FIELD_RANGE("shutdownTimeout", F_DURATION, kc_config, shutdown_timeout_ms, 0, 3600000),
@@ -354,6 +355,11 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
   if (!cfg->sharding.lease_namespace) cfg->sharding.lease_namespace = cfg->leader_election.namespace_;
   if ((v = kc_yaml_map_get(root, "sharding"))) cfg_parse_sharding(c, v, "sharding", &cfg->sharding);
   if ((v = kc_yaml_map_get(root, "metrics"))) parse_metrics(c, v);
+  if (cfg->admin_socket && strcmp(cfg->admin_socket, "0") != 0 &&
+      (cfg->admin_socket[0] != '/' || strlen(cfg->admin_socket) > KC_CONFIG_SOCKET_PATH_MAX))
+    cfg_fail(c, kc_yaml_map_get(root, "adminSocket"),
+             "adminSocket: expected an absolute path of at most %d bytes or \"0\" (off), got \"%s\"",
+             KC_CONFIG_SOCKET_PATH_MAX, cfg->admin_socket);
   if ((v = kc_yaml_map_get(root, "logLevel"))) {
     const char *s;
     if (cfg_took(c, kc_yaml_get_string(v, "logLevel", &s, c->tmp, sizeof c->tmp)) &&

@@ -287,6 +287,9 @@ typedef struct kc_leader_election {
   int64_t retry_period_ms;
 } kc_leader_election;
 
+/* The longest socket path (a sockaddr_un's sun_path less its NUL). */
+#define KC_CONFIG_SOCKET_PATH_MAX 107
+
 typedef struct kc_config {
   const char *file;           /* as given to the loader */
   const char *dir;            /* directory relative paths resolve against */
@@ -301,6 +304,9 @@ typedef struct kc_config {
   const char *metrics_cert_path; /* certPath: a directory with the pair; NULL: self-signed */
   const char *metrics_cert_name; /* certName: default tls.crt */
   const char *metrics_cert_key;  /* certKey: default tls.key */
+  /* adminSocket: the `kctrld ctl` socket (an absolute path, or "0": none);
+   * NULL: $RUNTIME_DIRECTORY/admin.sock under systemd, else none. */
+  const char *admin_socket;
   enum kc_log_level log_level;
   enum kc_log_format log_format; /* logFormat: text (default) or json */
   bool dry_run;               /* dryRun: the default of every controller's dryRun */
