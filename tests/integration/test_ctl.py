@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`kctrld ctl` against a daemon on kube-apisim (docs/operations.md "kctrld ctl").
+
+tests/integration/plugins/failkey.c fails every reconcile of ConfigMaps
+named fail-* and annotates the others (a write), logging each reconcile.
+One daemon with adminSocket: in its directory:
+
+- the socket is mode 0600 (not group or world accessible);
+- `ctl keys --state failing` lists default/fail-a with its error and
+  attempts, in the table and in -o json;
+- `ctl trace` shows a key's stages: the watch event that queued it (own
+  event, ADDED ConfigMap, its resourceVersion, the informer), its dequeue,
+  the write it made (PATCH, 200, resourceVersion) and the result with its
+  duration; the failing key's error result and its rate-limited requeue;
+- `ctl pause` (once ok-1 has settled: its add and the echo of its own
+  write reconciled): a change is queued (ctl keys --state queued shows it, ctl
+  queues counts it) and not reconciled; `ctl resume` reconciles it;
+- `ctl requeue` reconciles an unchanged key once more (one more log line);
+- `ctl queues` and `ctl informers` with -o json parse;
+- errors: an unknown controller (exit 1, named, the controllers listed), no
+  socket at the path, a socket nobody serves (connection refused), a bad
+  --state (exit 2).
+Every wait is on the API object, the log or the socket's answers.
+"""
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import taplib  # noqa: E402
+from taplib import BUILD, ROOT, Apisim, run_tests, wait_for  # noqa: E402
+
+NS = "default"
+CMS = "/api/v1/namespaces/%s/configmaps" % NS
+KCTRLD = os.path.join(BUILD, "kctrld")
+
+
+def put_cm(sim, name, seq):
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS},
+            "data": {"seq": str(seq)}}
+    st, cur = sim.json("GET", CMS + "/" + name)
+    if st == 404:
+        sim.json("POST", CMS, body, expect=201)
+        return
+    cur["data"] = body["data"]
+    sim.json("PUT", CMS + "/" + name, cur, expect=200)
+
+
+def seen(sim, name):
+    _, cm = sim.json("GET", CMS + "/" + name, expect=200)
+    return (cm["metadata"].get("annotations") or {}).get("test.kctrld.io/seen")
+
+
+def ctl(sock, *args):
+    return subprocess.run([KCTRLD, "ctl"] + list(args) + ["--socket", sock], capture_output=True,
+                          text=True, timeout=30)
+
+
+def ctl_json(sock, *args):
+    out = ctl(sock, *(list(args) + ["-o", "json"]))
+    assert out.returncode == 0, (args, out.stdout, out.stderr)
+    return json.loads(out.stdout)
+
+
+def reconciles(k, key):
+    return sum(1 for ln in k.log().splitlines()
+               if ": reconciled " in ln and " key=%s " % key in ln)
+
+
+def test_ctl():
+    tmp = tempfile.mkdtemp(prefix="kctrld-ctl-")
+    so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "failkey.c"), tmp)
+    sock = os.path.join(tmp, "admin.sock")
+    with Apisim() as sim:
+        put_cm(sim, "fail-a", 1)
+        put_cm(sim, "ok-1", 1)
+        config = ("metrics: { bindAddress: \"0\" }\n"
+                  "adminSocket: %s\n"
+                  "controllers:\n"
+                  "  - name: failkey\n    plugin: %s\n"
+                  "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                  "    rateLimit: { baseDelay: 50ms, maxDelay: 1s }\n" % (sock, so))
+        with taplib.Kctrld(config, sim.kubeconfig, dir=os.path.join(tmp, "d")) as k:
+            wait_for(lambda: seen(sim, "ok-1") == "1" or not k.alive(), what="ok-1 reconciled")
+            assert k.alive(), k.log()[-3000:]
+            wait_for(lambda: os.path.exists(sock), what="the admin socket")
+            mode = stat.S_IMODE(os.stat(sock).st_mode)
+            assert mode == 0o600, oct(mode)
+            assert stat.S_ISSOCK(os.stat(sock).st_mode)
+
+            # The failing key, with its error.
+            def failing():
+                d = ctl_json(sock, "keys", "failkey", "--state", "failing")
+                return [x for x in d["keys"] if x["key"] == "default/fail-a" and x["attempts"] >= 2]
+            rows = wait_for(failing, what="fail-a failing twice")
+            assert "refusing default/fail-a: its name starts with fail-" in rows[0]["lastError"], rows
+            assert rows[0]["state"] in ("backoff", "queued", "inflight"), rows
+            table = ctl(sock, "keys", "failkey")
+            assert table.returncode == 0, table.stderr
+            lines = table.stdout.splitlines()
+            assert lines[0].split() == ["KEY", "STATE", "ATTEMPTS", "NEXT-RETRY", "LAST-ERROR"], lines
+            assert any(ln.startswith("default/fail-a ") and "refusing default/fail-a" in ln
+                       for ln in lines), lines
+            assert not any(ln.startswith("default/ok-1 ") for ln in lines), lines
+
+            # The trace of a key that wrote, and of the failing one.
+            tr = ctl_json(sock, "trace", "failkey", "default/ok-1")
+            stages = [e["stage"] for e in tr["entries"]]
+            for want in ("queued", "dequeued", "write", "result"):
+                assert want in stages, (want, tr)
+            assert stages.index("queued") < stages.index("dequeued") < stages.index("write") \
+                < stages.index("result"), stages
+            q = next(e for e in tr["entries"] if e["stage"] == "queued")["detail"]
+            assert q.startswith("own event: watch ADDED ConfigMap default/ok-1 rv=") and \
+                "informer=configmaps" in q, q
+            w = next(e for e in tr["entries"] if e["stage"] == "write")["detail"]
+            assert w.startswith("PATCH /api/v1/namespaces/default/configmaps/ok-1: 200 rv="), w
+            r = next(e for e in tr["entries"] if e["stage"] == "result")["detail"]
+            assert r.startswith("success after ") and r.endswith(" ms"), r
+            assert tr["ringEntries"] == 1024 and tr["ringBytes"] >= 1024 * 256, tr
+            assert all(e["time"].endswith("Z") for e in tr["entries"]), tr
+            tf = ctl_json(sock, "trace", "failkey", "default/fail-a")
+            details = [(e["stage"], e["detail"]) for e in tf["entries"]]
+            assert any(s == "result" and d.startswith("error after ") and "refusing" in d
+                       for s, d in details), details
+            assert any(s == "requeue" and d.startswith("rate-limited") for s, d in details), details
+            text = ctl(sock, "trace", "failkey", "default/ok-1")
+            assert text.returncode == 0 and "TIME" in text.stdout and "dequeued" in text.stdout, \
+                text.stdout
+
+            # Pause: the change is queued, not reconciled; resume runs it.
+            # ok-1 settles first: its add, then the echo of its own write.
+            wait_for(lambda: reconciles(k, "default/ok-1") == 2, what="ok-1's two reconciles")
+            before = reconciles(k, "default/ok-1")
+            assert ctl(sock, "pause", "failkey").stdout == "failkey: paused\n"
+            put_cm(sim, "ok-1", 2)
+
+            def queued():
+                d = ctl_json(sock, "keys", "failkey", "--state", "queued")
+                return [x for x in d["keys"] if x["key"] == "default/ok-1"]
+            wait_for(queued, what="ok-1 queued while paused")
+            qs = ctl_json(sock, "queues")["controllers"]
+            assert qs[0]["name"] == "failkey" and qs[0]["paused"] and qs[0]["depth"] >= 1, qs
+            assert qs[0]["failing"] == 1, qs
+            assert "paused" in ctl(sock, "queues").stdout
+            assert seen(sim, "ok-1") == "1" and reconciles(k, "default/ok-1") == before
+            assert ctl(sock, "resume", "failkey").stdout == "failkey: running\n"
+            wait_for(lambda: seen(sim, "ok-1") == "2", what="ok-1 reconciled after resume")
+            wait_for(lambda: reconciles(k, "default/ok-1") == before + 2,
+                     what="the change and the echo of its write reconciled")
+
+            # Requeue: one more reconcile of an unchanged key.
+            n = reconciles(k, "default/ok-1")
+            out = ctl(sock, "requeue", "failkey", "default/ok-1")
+            assert out.returncode == 0 and out.stdout == "failkey: default/ok-1 queued\n", out
+            wait_for(lambda: reconciles(k, "default/ok-1") == n + 1, what="the requeued reconcile")
+            tr = ctl_json(sock, "trace", "failkey", "default/ok-1")
+            assert any(e["stage"] == "queued" and e["detail"].startswith("requeue by kctrld ctl")
+                       for e in tr["entries"]), tr
+
+            inf = ctl_json(sock, "informers")["informers"]
+            assert inf and inf[0]["kind"] == "ConfigMap" and inf[0]["synced"], inf
+            assert "ConfigMap" in ctl(sock, "informers").stdout
+
+            # Errors name what is wrong.
+            bad = ctl(sock, "keys", "nope")
+            assert bad.returncode == 1 and \
+                'no such controller "nope" (controllers: failkey)' in bad.stderr, bad
+            bad = ctl(sock, "keys", "failkey", "--state", "sleeping")
+            assert bad.returncode == 2 and "--state" in bad.stderr, bad
+            missing = ctl(os.path.join(tmp, "none.sock"), "queues")
+            assert missing.returncode == 1 and "no admin socket at" in missing.stderr, missing
+            stale = os.path.join(tmp, "stale.sock")
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(stale)
+            s.close()
+            refused = ctl(stale, "queues")
+            assert refused.returncode == 1 and "connection refused" in refused.stderr, refused
+            assert k.stop() == 0, k.log()[-3000:]
+        assert not os.path.exists(sock), "the socket outlived the daemon"
+
+
+if __name__ == "__main__":
+    run_tests(globals())
