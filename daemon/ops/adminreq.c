@@ -54,7 +54,9 @@ int kc_admin_state_parse(const char *name, enum kc_admin_state *out) {
 }
 
 /* A string field into buf: 0, or -EINVAL with err set (not a string,
- * empty, too long, or holding a control character). */
+ * empty, too long, holding a control character, or not UTF-8: the answer
+ * and the formatted request carry it as JSON, which would replace such
+ * bytes). */
 static int take_string(const char *field, yajl_val v, char *buf, size_t cap, char *err,
                        size_t errlen) {
   if (!YAJL_IS_STRING(v)) {
@@ -67,11 +69,19 @@ static int take_string(const char *field, yajl_val v, char *buf, size_t cap, cha
     kc_errf(err, errlen, "\"%s\" must be 1..%zu bytes", field, cap - 1);
     return -EINVAL;
   }
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+  for (size_t i = 0; i < n;) {
+    const unsigned char *u = (const unsigned char *)s + i;
+    if (*u < 0x20 || *u == 0x7f) {
       kc_errf(err, errlen, "\"%s\" holds a control character", field);
       return -EINVAL;
     }
+    size_t w = *u < 0x80 ? 1 : kc_utf8_len(u, n - i);
+    if (!w) {
+      kc_errf(err, errlen, "\"%s\" is not valid UTF-8", field);
+      return -EINVAL;
+    }
+    i += w;
+  }
   memcpy(buf, s, n + 1);
   return 0;
 }
