@@ -187,10 +187,11 @@ static void duration(char *buf, size_t cap, double s) {
 }
 
 static int print_queues(yajl_val doc) {
-  table t = {.ncols = 7};
+  table t = {.ncols = 8};
   cell(&t, "CONTROLLER");
   cell(&t, "STATE");
   cell(&t, "QUEUED");
+  cell(&t, "HIGH/NORMAL/LOW");
   cell(&t, "INFLIGHT");
   cell(&t, "BACKOFF");
   cell(&t, "FAILING");
@@ -206,6 +207,8 @@ static int print_queues(yajl_val doc) {
                    : yes(v[i], "active") ? "running"
                                          : "standby");
     cell(&t, "%.0f", num(v[i], "depth"));
+    yajl_val by = get(v[i], "depthByPriority");
+    cell(&t, "%.0f/%.0f/%.0f", num(by, "high"), num(by, "normal"), num(by, "low"));
     cell(&t, "%.0f", num(v[i], "inflight"));
     cell(&t, "%.0f", num(v[i], "backoff"));
     cell(&t, "%.0f", num(v[i], "failing"));
@@ -215,9 +218,10 @@ static int print_queues(yajl_val doc) {
 }
 
 static int print_keys(yajl_val doc) {
-  table t = {.ncols = 5};
+  table t = {.ncols = 6};
   cell(&t, "KEY");
   cell(&t, "STATE");
+  cell(&t, "PRIORITY");
   cell(&t, "ATTEMPTS");
   cell(&t, "NEXT-RETRY");
   cell(&t, "LAST-ERROR");
@@ -229,6 +233,7 @@ static int print_keys(yajl_val doc) {
       duration(next, sizeof next, num(v[i], "nextRetrySeconds"));
     cell(&t, "%s", str(v[i], "key", "?"));
     cell(&t, "%s", str(v[i], "state", "?"));
+    cell(&t, "%s", str(v[i], "priority", "?"));
     cell(&t, "%.0f", num(v[i], "attempts"));
     cell(&t, "%s", next);
     cell(&t, "%s", str(v[i], "lastError", "-"));

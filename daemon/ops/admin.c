@@ -54,12 +54,14 @@ static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
 typedef struct queue_sums {
   size_t depth, inflight, backoff;
+  size_t by_level[KC_WQ_LEVELS];
   uint64_t oldest_added_ns; /* 0: nothing queued */
 } queue_sums;
 
 static void sum_key(const kc_wq_key_state *st, void *ud) {
   queue_sums *q = ud;
   if (st->queued) q->depth++;
+  if (st->queued && st->level >= 0 && st->level < KC_WQ_LEVELS) q->by_level[st->level]++;
   if (st->processing) q->inflight++;
   if (st->waiting) q->backoff++;
   if (st->queued && st->added_ns && (!q->oldest_added_ns || st->added_ns < q->oldest_added_ns))
@@ -87,12 +89,14 @@ static void answer_queues(const kc_ops_view *v, kc_buf *out) {
     kc_buf_json_c(out, cs->name);
     kc_buf_printf(out,
                   ",\"running\":%s,\"active\":%s,\"paused\":%s,\"depth\":%zu,\"inflight\":%zu,"
-                  "\"backoff\":%zu,\"failing\":%zu,\"oldestWaitSeconds\":%.3f}",
+                  "\"backoff\":%zu,\"failing\":%zu,\"oldestWaitSeconds\":%.3f,"
+                  "\"depthByPriority\":{\"high\":%zu,\"normal\":%zu,\"low\":%zu}}",
                   c ? "true" : "false", c && kc_controller_active(c) ? "true" : "false",
                   c && kc_controller_paused(c) ? "true" : "false", q.depth, q.inflight, q.backoff,
                   failing,
                   q.oldest_added_ns && now > q.oldest_added_ns ? seconds(now - q.oldest_added_ns)
-                                                               : 0.0);
+                                                               : 0.0,
+                  q.by_level[KC_WQ_HIGH], q.by_level[KC_WQ_NORMAL], q.by_level[KC_WQ_LOW]);
   }
   kc_buf_puts(out, first ? "]}\n" : "\n]}\n");
 }
@@ -102,6 +106,7 @@ static void answer_queues(const kc_ops_view *v, kc_buf *out) {
 typedef struct key_row {
   char *key;
   const char *state;
+  int level;
   uint32_t failures;
   uint64_t ready_ns; /* backoff: when it is queued again */
 } key_row;
@@ -115,8 +120,8 @@ typedef struct key_rows {
   bool oom;
 } key_rows;
 
-static void push_row(key_rows *rows, const char *key, const char *state, uint32_t failures,
-                     uint64_t ready_ns) {
+static void push_row(key_rows *rows, const char *key, const char *state, int level,
+                     uint32_t failures, uint64_t ready_ns) {
   if (rows->oom) return;
   char *k = strdup(key);
   if (!k || KC_ARRAY_RESERVE(rows->v, rows->cap, rows->n + 1, 64) < 0) {
@@ -124,7 +129,7 @@ static void push_row(key_rows *rows, const char *key, const char *state, uint32_
     rows->oom = true;
     return;
   }
-  rows->v[rows->n++] = (key_row){k, state, failures, ready_ns};
+  rows->v[rows->n++] = (key_row){k, state, level, failures, ready_ns};
 }
 
 static void on_queue_key(const kc_wq_key_state *st, void *ud) {
@@ -143,7 +148,7 @@ static void on_queue_key(const kc_wq_key_state *st, void *ud) {
   case KC_ADMIN_STATE_BACKOFF: if (!st->waiting) return; break;
   case KC_ADMIN_STATE_FAILING: if (!failing) return; break;
   }
-  push_row(rows, st->key, state, st->failures, st->waiting ? st->ready_ns : 0);
+  push_row(rows, st->key, state, st->level, st->failures, st->waiting ? st->ready_ns : 0);
 }
 
 /* Failing keys the queue no longer holds (a terminal error). */
@@ -152,7 +157,7 @@ static void on_error_key(const char *key, const char *message, void *ud) {
   if (rows->want != KC_ADMIN_STATE_ANY && rows->want != KC_ADMIN_STATE_FAILING) return;
   kc_wq_key_state st;
   if (kc_workqueue_key_state(rows->wq, key, &st)) return; /* listed by on_queue_key */
-  push_row(rows, key, "failing", 0, 0);
+  push_row(rows, key, "failing", KC_WQ_NORMAL, 0, 0);
 }
 
 static int row_cmp(const void *a, const void *b) {
@@ -183,6 +188,8 @@ static int answer_keys(kc_controller *c, const kc_admin_request *r, kc_buf *out)
     kc_buf_json_c(out, k->key);
     kc_buf_puts(out, ",\"state\":");
     kc_buf_json_c(out, k->state);
+    kc_buf_puts(out, ",\"priority\":");
+    kc_buf_json_c(out, kc_wq_priority_name(k->level));
     kc_buf_printf(out, ",\"attempts\":%" PRIu32 ",\"lastError\":", k->failures);
     if (kc_keytrace_last_error(rows.trace, k->key, err, sizeof err))
       kc_buf_json_c(out, err);

@@ -5,9 +5,10 @@
  * client renders tables from the same documents.
  *
  *  queues     {"controllers":[{"name","running","active","paused","depth",
- *              "inflight","backoff","failing","oldestWaitSeconds"}]}
- *  keys       {"controller","keys":[{"key","state","attempts","lastError",
- *              "nextRetrySeconds"}]}: every key the queue holds (queued,
+ *              "inflight","backoff","failing","oldestWaitSeconds",
+ *              "depthByPriority":{"high","normal","low"}}]}
+ *  keys       {"controller","keys":[{"key","state","priority","attempts",
+ *              "lastError","nextRetrySeconds"}]}: every key the queue holds (queued,
  *              inflight, backoff) or whose last reconcile failed
  *              ("failing"), sorted by key; state is the first of
  *              inflight, queued, backoff, failing that holds

@@ -659,6 +659,7 @@ static void state_of(const struct rec *r, kc_wq_key_state *st) {
       .processing = (r->flags & F_PROC) != 0,
       .waiting = r->heap_idx >= 0,
       .failures = r->failures,
+      .level = r->level,
       .ready_ns = r->heap_idx >= 0 ? r->ready_ns : 0,
       .added_ns = (r->flags & F_ADD_TIME) ? r->add_ns : 0,
       .started_ns = (r->flags & F_PROC) ? r->start_ns : 0,

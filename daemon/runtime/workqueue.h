@@ -192,6 +192,7 @@ typedef struct kc_wq_key_state {
   bool processing;    /* handed out, no Done yet */
   bool waiting;       /* in the delay heap (backoff or AddAfter) until ready_ns */
   uint32_t failures;  /* NumRequeues */
+  int level;          /* enum kc_wq_priority: queued at; else the level it was last queued at */
   uint64_t ready_ns;  /* waiting: when it is queued (monotonic, kc_clock_now_ns) */
   uint64_t added_ns;  /* queued: its first add not yet taken (0: none) */
   uint64_t started_ns;/* processing: when it was handed out */

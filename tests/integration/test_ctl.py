@@ -103,7 +103,8 @@ def test_ctl():
             table = ctl(sock, "keys", "failkey")
             assert table.returncode == 0, table.stderr
             lines = table.stdout.splitlines()
-            assert lines[0].split() == ["KEY", "STATE", "ATTEMPTS", "NEXT-RETRY", "LAST-ERROR"], lines
+            assert lines[0].split() == ["KEY", "STATE", "PRIORITY", "ATTEMPTS", "NEXT-RETRY",
+                                        "LAST-ERROR"], lines
             assert any(ln.startswith("default/fail-a ") and "refusing default/fail-a" in ln
                        for ln in lines), lines
             assert not any(ln.startswith("default/ok-1 ") for ln in lines), lines
@@ -116,7 +117,8 @@ def test_ctl():
             assert stages.index("queued") < stages.index("dequeued") < stages.index("write") \
                 < stages.index("result"), stages
             q = next(e for e in tr["entries"] if e["stage"] == "queued")["detail"]
-            assert q.startswith("own event: watch ADDED ConfigMap default/ok-1 rv=") and \
+            # Created before the daemon started: its first list delivered it.
+            assert q.startswith("own event (low): list ADDED ConfigMap default/ok-1 rv=") and \
                 "informer=configmaps" in q, q
             w = next(e for e in tr["entries"] if e["stage"] == "write")["detail"]
             assert w.startswith("PATCH /api/v1/namespaces/default/configmaps/ok-1: 200 rv="), w
@@ -147,6 +149,7 @@ def test_ctl():
             qs = ctl_json(sock, "queues")["controllers"]
             assert qs[0]["name"] == "failkey" and qs[0]["paused"] and qs[0]["depth"] >= 1, qs
             assert qs[0]["failing"] == 1, qs
+            assert sum(qs[0]["depthByPriority"].values()) == qs[0]["depth"], qs
             assert "paused" in ctl(sock, "queues").stdout
             assert seen(sim, "ok-1") == "1" and reconciles(k, "default/ok-1") == before
             assert ctl(sock, "resume", "failkey").stdout == "failkey: running\n"
@@ -160,7 +163,7 @@ def test_ctl():
             assert out.returncode == 0 and out.stdout == "failkey: default/ok-1 queued\n", out
             wait_for(lambda: reconciles(k, "default/ok-1") == n + 1, what="the requeued reconcile")
             tr = ctl_json(sock, "trace", "failkey", "default/ok-1")
-            assert any(e["stage"] == "queued" and e["detail"].startswith("requeue by kctrld ctl")
+            assert any(e["stage"] == "queued" and e["detail"] == "requeue asked for (high)"
                        for e in tr["entries"]), tr
 
             inf = ctl_json(sock, "informers")["informers"]
