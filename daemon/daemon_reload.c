@@ -192,9 +192,10 @@ int daemon_reload(kc_daemon *d, bool *pending) {
     return 0;
   }
   kc_info("daemon", "SIGHUP: applying %s", summary);
-  if (diff->global & (KC_GLOBAL_KUBECONFIG | KC_GLOBAL_LEADER_ELECTION | KC_GLOBAL_METRICS))
-    kc_warn("daemon", "reload: kubeconfig, leaderElection and metrics changes take effect at the "
-                      "next restart");
+  if (diff->global & (KC_GLOBAL_KUBECONFIG | KC_GLOBAL_LEADER_ELECTION | KC_GLOBAL_METRICS |
+                      KC_GLOBAL_ADMIN_SOCKET))
+    kc_warn("daemon", "reload: kubeconfig, leaderElection, metrics and adminSocket changes take "
+                      "effect at the next restart");
   d->reload_cfg = nc;
   d->reload_diff = diff;
   d->reload_waiting = 0;

@@ -392,6 +392,7 @@ enum kc_global_field {
   KC_GLOBAL_LOG_FORMAT = 1u << 6,
   KC_GLOBAL_AUTH_READINESS = 1u << 7,
   KC_GLOBAL_STATE_DIRECTORY = 1u << 8, /* stateDirectory or snapshotMaxAge */
+  KC_GLOBAL_ADMIN_SOCKET = 1u << 9,
 };
 
 typedef struct kc_config_change {

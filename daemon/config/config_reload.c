@@ -160,6 +160,7 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
       !str_eq(oc->metrics_cert_path, nc->metrics_cert_path) ||
       !str_eq(oc->metrics_cert_name, nc->metrics_cert_name) || !str_eq(oc->metrics_cert_key, nc->metrics_cert_key))
     d->global |= KC_GLOBAL_METRICS;
+  if (!str_eq(oc->admin_socket, nc->admin_socket)) d->global |= KC_GLOBAL_ADMIN_SOCKET;
   if (oc->log_level != nc->log_level) d->global |= KC_GLOBAL_LOG_LEVEL;
   if (oc->log_format != nc->log_format) d->global |= KC_GLOBAL_LOG_FORMAT;
   if (oc->shutdown_timeout_ms != nc->shutdown_timeout_ms) d->global |= KC_GLOBAL_SHUTDOWN_TIMEOUT;

@@ -193,6 +193,13 @@ static void test_defaults(void **state) {
   kc_config_free(c);
   c = load("logFormat: json\n");
   assert_int_equal(c->log_format, KC_LOG_FORMAT_JSON);
+  assert_null(c->admin_socket); /* default: $RUNTIME_DIRECTORY/admin.sock under systemd, else none */
+  kc_config_free(c);
+  c = load("adminSocket: /run/kctrld/admin.sock\n");
+  assert_string_equal(c->admin_socket, "/run/kctrld/admin.sock");
+  kc_config_free(c);
+  c = load("adminSocket: \"0\"\n");
+  assert_string_equal(c->admin_socket, "0");
   kc_config_free(c);
 }
 
@@ -377,10 +384,13 @@ static void test_top_level_errors(void **state) {
         "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
-        "sharding, metrics, logLevel, logFormat, shutdownTimeout, decodeThreads, "
+        "sharding, metrics, adminSocket, logLevel, logFormat, shutdownTimeout, decodeThreads, "
         "authFailureReadinessTimeout, dryRun, stateDirectory, snapshotMaxAge, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
   fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
+  fails("adminSocket: run/admin.sock\n",
+        "c.yaml:1:14: adminSocket: expected an absolute path of at most 107 bytes or \"0\" (off), "
+        "got \"run/admin.sock\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
   fails("informers: {}\n", "c.yaml:1:12: informers: expected a sequence, got a mapping");
   fails("controllers: x\n", "c.yaml:1:14: controllers: expected a sequence, got a scalar");
