@@ -325,7 +325,8 @@ int daemon_ops_start(kc_daemon *d) {
   const char *bind = opt->metrics_bind                         ? opt->metrics_bind
                      : cfg->metrics_bind_set || !secure         ? cfg->metrics_bind
                                                                 : KC_DEFAULT_SECURE_METRICS_BIND;
-  kc_ops_options o = {.bind = bind, .probe_bind = opt->probe_bind, .secure = secure, .api = d->api};
+  kc_ops_options o = {.bind = bind, .probe_bind = opt->probe_bind, .secure = secure, .api = d->api,
+                      .debug_queues = cfg->metrics_debug_queues};
   const char *dir = opt->metrics_cert_path ? opt->metrics_cert_path : cfg->metrics_cert_path;
   char cert[4096], key[4096];
   if (secure && dir) {

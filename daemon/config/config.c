@@ -309,6 +309,7 @@ static void parse_metrics(struct ctx *c, const kc_yaml_node *n) {
       FIELD("certPath", F_PATH, kc_config, metrics_cert_path),
       FIELD("certName", F_STRING, kc_config, metrics_cert_name),
       FIELD("certKey", F_STRING, kc_config, metrics_cert_key),
+      FIELD("debugQueues", F_BOOL, kc_config, metrics_debug_queues),
   };
   if (!cfg_apply_table(c, n, "metrics", table, sizeof table / sizeof table[0], c->cfg)) return;
   c->cfg->metrics_bind_set = kc_yaml_map_get(n, "bindAddress") != NULL;

@@ -304,6 +304,7 @@ typedef struct kc_config {
   const char *metrics_cert_path; /* certPath: a directory with the pair; NULL: self-signed */
   const char *metrics_cert_name; /* certName: default tls.crt */
   const char *metrics_cert_key;  /* certKey: default tls.key */
+  bool metrics_debug_queues;  /* metrics.debugQueues: /debug/queues, /debug/keys, /debug/trace */
   /* adminSocket: the `kctrld ctl` socket (an absolute path, or "0": none);
    * NULL: $RUNTIME_DIRECTORY/admin.sock under systemd, else none. */
   const char *admin_socket;

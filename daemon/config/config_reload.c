@@ -158,7 +158,8 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
     d->global |= KC_GLOBAL_LEADER_ELECTION;
   if (!str_eq(oc->metrics_bind, nc->metrics_bind) || oc->metrics_secure != nc->metrics_secure ||
       !str_eq(oc->metrics_cert_path, nc->metrics_cert_path) ||
-      !str_eq(oc->metrics_cert_name, nc->metrics_cert_name) || !str_eq(oc->metrics_cert_key, nc->metrics_cert_key))
+      !str_eq(oc->metrics_cert_name, nc->metrics_cert_name) || !str_eq(oc->metrics_cert_key, nc->metrics_cert_key) ||
+      oc->metrics_debug_queues != nc->metrics_debug_queues)
     d->global |= KC_GLOBAL_METRICS;
   if (!str_eq(oc->admin_socket, nc->admin_socket)) d->global |= KC_GLOBAL_ADMIN_SOCKET;
   if (oc->log_level != nc->log_level) d->global |= KC_GLOBAL_LOG_LEVEL;

@@ -52,8 +52,25 @@ struct kc_httpserver {
   uint64_t checks_generation; /* check runs published so far */
   uint64_t checks_ms;         /* when the last run was */
   bool checks_requested;      /* a check run is asked of the loop */
+  struct admin_call *calls;   /* /debug requests for hooks.admin, waiting for the loop */
   _Atomic uint64_t last_beat_ms;
 };
+
+/* One /debug request for hooks.admin: queued by a server thread, answered
+ * by the loop. taken: the loop has it (then only the loop frees it, when
+ * the server thread gave up: abandoned). */
+struct admin_call {
+  struct admin_call *next;
+  kc_admin_request req;
+  kc_buf answer;
+  int rc;
+  bool taken, done, abandoned;
+};
+
+static void admin_call_free(struct admin_call *c) {
+  kc_buf_free(&c->answer);
+  free(c);
+}
 
 /* --- bind address ------------------------------------------------------------- */
 
@@ -198,6 +215,83 @@ static enum MHD_Result serve_snapshot(kc_httpserver *s, struct MHD_Connection *c
   return ok;
 }
 
+/* /debug/queues, /debug/keys, /debug/trace: the request from the URL's
+ * arguments, answered by the loop (hooks.admin). */
+static enum MHD_Result serve_admin(kc_httpserver *s, struct MHD_Connection *conn,
+                                   enum kc_admin_command command) {
+  kc_admin_request r = {.command = command};
+  const char *controller = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "controller");
+  const char *key = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "key");
+  const char *state = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "state");
+  char err[256];
+  kc_buf line = {0};
+  /* The socket's parser checks the arguments: the same request, the same
+   * refusals. Fields that do not fit are refused by it, not cut. */
+  kc_buf_puts(&line, "{\"command\":");
+  kc_buf_json_c(&line, kc_admin_command_name(command));
+  const char *names[] = {"controller", "key", "state"}, *values[] = {controller, key, state};
+  for (size_t i = 0; i < 3; i++)
+    if (values[i]) {
+      kc_buf_printf(&line, ",\"%s\":", names[i]);
+      kc_buf_json_c(&line, values[i]);
+    }
+  kc_buf_puts(&line, "}");
+  int rc = line.err ? line.err : kc_admin_request_parse(line.p, line.len, &r, err, sizeof err);
+  kc_buf_free(&line);
+  if (rc < 0) {
+    kc_buf b = {0};
+    kc_buf_puts(&b, "{\"error\":");
+    kc_buf_json_c(&b, rc == -ENOMEM ? "out of memory" : err);
+    kc_buf_puts(&b, "}\n");
+    enum MHD_Result ok = b.err ? MHD_NO
+                               : reply(conn, MHD_HTTP_BAD_REQUEST, "application/json", b.p, b.len);
+    kc_buf_free(&b);
+    return ok;
+  }
+  struct admin_call *c = calloc(1, sizeof *c);
+  if (!c) return reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+  c->req = r;
+  pthread_mutex_lock(&s->mu);
+  c->next = s->calls;
+  s->calls = c;
+  uv_async_send(&s->wake);
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_sec += (time_t)(s->wait_ms / 1000);
+  dl.tv_nsec += (long)(s->wait_ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  while (!c->done && !s->closing)
+    if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
+  enum MHD_Result ok;
+  if (c->done) {
+    unsigned status = c->rc == 0          ? MHD_HTTP_OK
+                      : c->rc == -ENOENT  ? MHD_HTTP_NOT_FOUND
+                      : c->rc == -EAGAIN  ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                          : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    ok = c->answer.err || !c->answer.p
+             ? reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n")
+             : reply(conn, status, "application/json", c->answer.p, c->answer.len);
+    admin_call_free(c);
+  } else {
+    if (c->taken) {
+      c->abandoned = true; /* the loop frees it once answered */
+    } else {
+      for (struct admin_call **pp = &s->calls; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+          *pp = c->next;
+          break;
+        }
+      admin_call_free(c);
+    }
+    ok = reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the event loop did not answer in time\n");
+  }
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
 #define MAX_EXCLUDES 16
 
 typedef struct probe_args {
@@ -299,7 +393,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                : strcmp(url, "/debug/informers") == 0 ? DOC_INFORMERS
                : strcmp(url, "/debug/shards") == 0    ? DOC_SHARDS
                                                       : DOC_NONE;
-  if (metrics && d != DOC_NONE) {
+  /* hooks.admin's documents: behind the same authorization as the others. */
+  int admin = !s->hooks.admin                         ? -1
+              : strcmp(url, "/debug/queues") == 0     ? KC_ADMIN_QUEUES
+              : strcmp(url, "/debug/keys") == 0       ? KC_ADMIN_KEYS
+              : strcmp(url, "/debug/trace") == 0      ? KC_ADMIN_TRACE
+                                                      : -1;
+  if (metrics && (d != DOC_NONE || admin >= 0)) {
     if (s->authorize) {
       char msg[256] = "";
       const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -313,6 +413,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return reply_text(conn, status, msg);
       }
     }
+    if (admin >= 0) return serve_admin(s, conn, (enum kc_admin_command)admin);
     return serve_snapshot(s, conn, d);
   }
   if (probes) {
@@ -358,16 +459,36 @@ static void run_checks(kc_httpserver *s) {
 
 static void render_snapshot(kc_httpserver *s);
 
+/* Answers the /debug calls taken from the list (outside the lock: the
+ * answers walk controllers' queues). */
+static void run_admin_calls(kc_httpserver *s, struct admin_call *calls) {
+  for (struct admin_call *c = calls; c; c = c->next)
+    c->rc = s->hooks.admin(s->hooks.ud, &c->req, &c->answer);
+  pthread_mutex_lock(&s->mu);
+  while (calls) {
+    struct admin_call *c = calls;
+    calls = c->next;
+    c->done = true;
+    if (c->abandoned) admin_call_free(c);
+  }
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
 static void on_wake(uv_async_t *a) {
   kc_httpserver *s = a->data;
   pthread_mutex_lock(&s->mu);
   bool snapshot = s->requested, checks = s->checks_requested;
   s->requested = s->checks_requested = false;
+  struct admin_call *calls = s->calls;
+  s->calls = NULL;
+  for (struct admin_call *c = calls; c; c = c->next) c->taken = true;
   pthread_mutex_unlock(&s->mu);
   /* The loop answers readiness first: it is what kubelet waits for. */
   atomic_store(&s->last_beat_ms, kc_clock_now_ms());
   if (checks) run_checks(s);
   if (snapshot) render_snapshot(s);
+  if (calls) run_admin_calls(s, calls);
 }
 
 static void render_snapshot(kc_httpserver *s) {
@@ -399,6 +520,11 @@ static void render_snapshot(kc_httpserver *s) {
 }
 
 static void server_free(kc_httpserver *s) {
+  while (s->calls) { /* none: every server thread left with its call (MHD_stop_daemon) */
+    struct admin_call *c = s->calls;
+    s->calls = c->next;
+    admin_call_free(c);
+  }
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
   kc_buf_free(&s->metrics);
@@ -513,7 +639,8 @@ int kc_httpserver_start(uv_loop_t *loop, kc_metrics *reg, const kc_httpserver_op
     kc_info("httpserver", "health probes /livez /readyz /healthz listening bind=%s port=%u", opts->bind,
             (unsigned)s->port);
   else
-    kc_info("httpserver", "serving /metrics /debug/informers%s bind=%s port=%u%s%s",
+    kc_info("httpserver", "serving /metrics /debug/informers%s%s bind=%s port=%u%s%s",
+            s->hooks.admin ? " /debug/queues /debug/keys /debug/trace" : "",
             endpoints & KC_HTTP_PROBES ? " /livez /readyz /healthz" : "", opts->bind, (unsigned)s->port,
             s->tls ? " tls=on" : "", s->authorize ? " authorization=on" : "");
   *out = s;

@@ -51,6 +51,7 @@
 #include <uv.h>
 
 #include "base/metrics.h"
+#include "ops/adminreq.h"
 #include "base/tlscert.h"
 #include "ops/healthcheck.h"
 
@@ -67,10 +68,17 @@ typedef struct kc_httpserver_hooks {
   /* Loop thread, with collect: append the /debug/shards document (a JSON
    * value) to json (already empty). NULL: "[]". */
   void (*collect_shards)(void *ud, kc_buf *json);
+  /* Loop thread, per request of /debug/queues, /debug/keys?controller=C
+   * [&state=S] and /debug/trace?controller=C&key=K (the read-only commands
+   * of kctrld ctl): append the answer (ops/admin.h) to out; 0, or the
+   * negative errno of an error answer (-ENOENT: 404, -EAGAIN: 503, else
+   * 500). NULL: those paths are 404. The server thread waits for the loop
+   * at most scrape_wait_ms (then 503). */
+  int (*admin)(void *ud, const kc_admin_request *r, kc_buf *out);
 } kc_httpserver_hooks;
 
 enum {
-  KC_HTTP_METRICS = 1u << 0, /* /metrics, /debug/informers and /debug/shards */
+  KC_HTTP_METRICS = 1u << 0, /* /metrics, /debug/informers, /debug/shards (and hooks.admin's) */
   KC_HTTP_PROBES = 1u << 1,  /* /livez, /readyz, /healthz and their checks */
 };
 

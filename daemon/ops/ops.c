@@ -15,6 +15,7 @@
 #include "base/tlscert.h"
 #include "ops/metricsauth.h"
 #include "lease/sharding.h"
+#include "ops/admin.h"
 #include "ops/selfmetrics.h"
 #include "base/sharedtext.h"
 
@@ -724,6 +725,15 @@ static void get_view(kc_ops *ops, kc_ops_view *v) {
   v->loop_lag = &ops->lag;
 }
 
+/* /debug/queues, /debug/keys, /debug/trace (metrics.debugQueues): the
+ * answers of kctrld ctl, read-only commands only (httpserver.c asks no
+ * other). */
+static int hook_admin(void *ud, const kc_admin_request *r, kc_buf *out) {
+  kc_ops_view v;
+  get_view(ud, &v);
+  return kc_admin_answer(&v, r, out);
+}
+
 static void hook_collect(void *ud, kc_metrics *reg, kc_buf *json) {
   kc_ops *ops = ud;
   kc_ops_view v;
@@ -850,12 +860,13 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
                               .tls = ops->tls,
                               .authorize = ops->auth ? kc_metricsauth_authorize : NULL,
                               .authorize_ud = ops->auth};
-  kc_httpserver_hooks hooks = {hook_collect, hook_checks, ops, hook_shards};
+  kc_httpserver_hooks hooks = {hook_collect, hook_checks, ops, hook_shards,
+                               o->debug_queues ? hook_admin : NULL};
   if ((rc = kc_httpserver_start(loop, ops->reg, &ho, &hooks, &ops->http)) < 0) goto fail;
   if (ops->own_probes) {
     kc_httpserver_options po = {.bind = o->probe_bind, .heartbeat_ms = o->heartbeat_ms,
                                 .endpoints = KC_HTTP_PROBES};
-    kc_httpserver_hooks ph = {NULL, hook_checks, ops, NULL};
+    kc_httpserver_hooks ph = {NULL, hook_checks, ops, NULL, NULL};
     if ((rc = kc_httpserver_start(loop, ops->reg, &po, &ph, &ops->probes)) < 0) {
       kc_httpserver_close(ops->http);
       goto fail;

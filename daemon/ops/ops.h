@@ -158,6 +158,9 @@ typedef struct kc_ops_options {
   bool secure;
   const char *cert_file, *key_file;
   kc_api *api; /* borrowed: kc_ops_close must come before kc_api_close */
+  /* metrics.debugQueues: also serve /debug/queues, /debug/keys and
+   * /debug/trace (kctrld ctl's read-only answers, ops/admin.h) on `bind`. */
+  bool debug_queues;
 } kc_ops_options;
 
 /* Registers the metrics, starts the HTTP server (unless disabled) and the

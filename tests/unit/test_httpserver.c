@@ -93,6 +93,20 @@ static unsigned start_endpoints; /* options.endpoints of the next start() */
 static kc_tlscert *start_tls;     /* options.tls of the next start() */
 static unsigned (*start_authorize)(void *, const char *, const char *, const char *, char *, size_t);
 static const char *get_authorization; /* the Authorization header get() sends, or NULL */
+static bool start_admin;         /* the next start() has hooks.admin */
+
+/* hooks.admin: echoes the request; controller "nope" is not found. */
+static int admin(void *ud, const kc_admin_request *r, kc_buf *out) {
+  (void)ud;
+  if (strcmp(r->controller, "nope") == 0) {
+    kc_buf_puts(out, "{\"error\":\"no such controller\"}\n");
+    return -ENOENT;
+  }
+  kc_buf_printf(out, "{\"command\":\"%s\",\"controller\":\"%s\",\"key\":\"%s\",\"state\":\"%s\"}\n",
+                kc_admin_command_name(r->command), r->controller, r->key,
+                kc_admin_state_name(r->state));
+  return 0;
+}
 
 static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms) {
   fixture *f = calloc(1, sizeof *f);
@@ -104,7 +118,7 @@ static fixture *start(const char *bind, uint64_t heartbeat_ms, uint64_t wait_ms)
                                        NULL, 0, &f->collections), 0);
   kc_httpserver_options o = {.bind = bind, .heartbeat_ms = heartbeat_ms, .scrape_wait_ms = wait_ms, .fresh_ms = 1,
                              .endpoints = start_endpoints, .tls = start_tls, .authorize = start_authorize};
-  kc_httpserver_hooks h = {collect, checks, f, NULL};
+  kc_httpserver_hooks h = {collect, checks, f, NULL, start_admin ? admin : NULL};
   assert_int_equal(kc_httpserver_start(&f->loop, f->reg, &o, &h, &f->srv), 0);
   assert_non_null(f->srv);
   assert_true(kc_httpserver_port(f->srv) > 0);
@@ -416,6 +430,53 @@ static void test_stalled_loop(void **state) {
   stop(f);
 }
 
+/* /debug/queues, /debug/keys, /debug/trace: 404 without hooks.admin; with
+ * it, the URL's arguments checked by the admin socket's parser (400 naming
+ * what is wrong), answered by the loop, 404 for an unknown controller, 503
+ * when the loop does not answer in time (the late answer is dropped). */
+static void test_admin_paths(void **state) {
+  (void)state;
+  fixture *f = start("127.0.0.1:0", 50, 200);
+  resp r;
+  get(f, NULL, "/debug/queues", &r);
+  assert_int_equal(r.status, 404);
+  stop(f);
+  start_admin = true;
+  f = start("127.0.0.1:0", 50, 200);
+  start_admin = false;
+  get(f, NULL, "/debug/queues", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(r.type, "application/json");
+  assert_string_equal(r.body, "{\"command\":\"queues\",\"controller\":\"\",\"key\":\"\",\"state\":\"\"}\n");
+  get(f, NULL, "/debug/keys?controller=web&state=failing", &r);
+  assert_int_equal(r.status, 200);
+  assert_non_null(strstr(r.body, "\"controller\":\"web\",\"key\":\"\",\"state\":\"failing\""));
+  get(f, NULL, "/debug/trace?controller=web&key=default%2Fa", &r);
+  assert_int_equal(r.status, 200);
+  assert_non_null(strstr(r.body, "\"key\":\"default/a\""));
+  get(f, NULL, "/debug/keys", &r);
+  assert_int_equal(r.status, 400);
+  assert_string_equal(r.body, "{\"error\":\"keys needs \\\"controller\\\"\"}\n");
+  get(f, NULL, "/debug/trace?controller=web&key=a&state=queued", &r);
+  assert_int_equal(r.status, 400);
+  get(f, NULL, "/debug/keys?controller=nope", &r);
+  assert_int_equal(r.status, 404);
+  /* A wedged loop: the request gives up after scrape_wait_ms. */
+  atomic_store(&f->stall_ms, 1000);
+  uv_async_send(&f->stall);
+  uint64_t deadline = mono_ms() + 5000;
+  do get(f, NULL, "/healthz", &r);
+  while (r.status == 200 && mono_ms() < deadline);
+  assert_int_equal(r.status, 500);
+  get(f, NULL, "/debug/queues", &r);
+  assert_int_equal(r.status, 503);
+  assert_true(r.seconds >= 0.15 && r.seconds < 1.0);
+  do get(f, NULL, "/debug/queues", &r);
+  while (r.status != 200 && mono_ms() < deadline);
+  assert_int_equal(r.status, 200);
+  stop(f);
+}
+
 static void test_bind_rules(void **state) {
   (void)state;
   char host[64];
@@ -483,6 +544,7 @@ int main(void) {
       cmocka_unit_test(test_probe_paths),
       cmocka_unit_test(test_endpoint_split),
       cmocka_unit_test(test_stalled_loop),
+      cmocka_unit_test(test_admin_paths),
       cmocka_unit_test(test_bind_rules),
       cmocka_unit_test(test_tls),
   };
