@@ -233,7 +233,8 @@ int kc_config_diff_summary(const kc_config_diff *d, const kc_config *oc, const k
     kc_buf_puts(&b, "; global:");
     static const char *const gnames[] = {"kubeconfig", "leaderElection", "metrics", "logLevel",
                                          "shutdownTimeout", "decodeThreads", "logFormat",
-                                         "authFailureReadinessTimeout", "stateDirectory"};
+                                         "authFailureReadinessTimeout", "stateDirectory",
+                                         "adminSocket"};
     for (size_t k = 0; k < sizeof gnames / sizeof gnames[0]; k++)
       if (d->global & (1u << k)) {
         kc_buf_puts(&b, " ");

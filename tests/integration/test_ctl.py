@@ -18,6 +18,9 @@ One daemon with adminSocket: in its directory:
   queues counts it) and not reconciled; `ctl resume` reconciles it;
 - `ctl requeue` reconciles an unchanged key once more (one more log line);
 - `ctl queues` and `ctl informers` with -o json parse;
+- metrics.debugQueues: /debug/keys, /debug/trace and /debug/queues on the
+  metrics listener answer the same documents (404 for an unknown
+  controller, 400 for a missing argument);
 - errors: an unknown controller (exit 1, named, the controllers listed), no
   socket at the path, a socket nobody serves (connection refused), a bad
   --state (exit 2).
@@ -30,6 +33,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import taplib  # noqa: E402
@@ -79,7 +84,7 @@ def test_ctl():
     with Apisim() as sim:
         put_cm(sim, "fail-a", 1)
         put_cm(sim, "ok-1", 1)
-        config = ("metrics: { bindAddress: \"0\" }\n"
+        config = ("metrics: { bindAddress: \"127.0.0.1:0\", debugQueues: true }\n"
                   "adminSocket: %s\n"
                   "controllers:\n"
                   "  - name: failkey\n    plugin: %s\n"
@@ -165,6 +170,25 @@ def test_ctl():
             tr = ctl_json(sock, "trace", "failkey", "default/ok-1")
             assert any(e["stage"] == "queued" and e["detail"] == "requeue asked for (high)"
                        for e in tr["entries"]), tr
+
+            def debug(path):
+                url = "http://127.0.0.1:%d%s" % (k.metrics_port(), path)
+                try:
+                    with urllib.request.urlopen(url, timeout=10) as r:
+                        return r.status, json.loads(r.read())
+                except urllib.error.HTTPError as e:
+                    return e.code, json.loads(e.read())
+            st, d = debug("/debug/keys?controller=failkey&state=failing")
+            assert st == 200 and [x["key"] for x in d["keys"]] == ["default/fail-a"], d
+            assert d["keys"][0]["lastError"].startswith("refusing default/fail-a"), d
+            st, d = debug("/debug/trace?controller=failkey&key=default%2Fok-1")
+            assert st == 200 and d == ctl_json(sock, "trace", "failkey", "default/ok-1"), d
+            st, d = debug("/debug/queues")
+            assert st == 200 and d["controllers"][0]["name"] == "failkey", d
+            st, d = debug("/debug/keys?controller=nope")
+            assert st == 404 and d["error"].startswith('no such controller "nope"'), d
+            st, d = debug("/debug/trace?controller=failkey")
+            assert st == 400 and d["error"] == 'trace needs "key"', d
 
             inf = ctl_json(sock, "informers")["informers"]
             assert inf and inf[0]["kind"] == "ConfigMap" and inf[0]["synced"], inf

@@ -218,7 +218,8 @@ static bool same_config(const kc_config *a, const kc_config *b) {
       x->renew_deadline_ms != y->renew_deadline_ms || x->retry_period_ms != y->retry_period_ms ||
       strcmp(a->metrics_bind, b->metrics_bind) || a->metrics_secure != b->metrics_secure ||
       strcmp(a->metrics_cert_name, b->metrics_cert_name) || strcmp(a->metrics_cert_key, b->metrics_cert_key) ||
-      !a->metrics_cert_path != !b->metrics_cert_path || a->log_level != b->log_level || a->log_format != b->log_format ||
+      !a->metrics_cert_path != !b->metrics_cert_path ||
+      a->metrics_debug_queues != b->metrics_debug_queues || a->log_level != b->log_level || a->log_format != b->log_format ||
       a->shutdown_timeout_ms != b->shutdown_timeout_ms || a->decode_threads != b->decode_threads ||
       a->auth_failure_readiness_ms != b->auth_failure_readiness_ms ||
       a->snapshot_max_age_ms != b->snapshot_max_age_ms || !a->state_directory != !b->state_directory ||
@@ -371,9 +372,9 @@ static void test_documented_defaults(void **state) {
   }
   free(doc);
   /* Every row with a value: 8 top level, 6 leaderElection, 5 sharding,
-   * 4 metrics, 7 informers, 7 controllers, 4 rateLimit, 1 hook style, 4 hook
+   * 5 metrics, 7 informers, 7 controllers, 4 rateLimit, 1 hook style, 4 hook
    * exec, 4 hook webhook. */
-  assert_int_equal(checked, 50);
+  assert_int_equal(checked, 51);
 }
 
 static void test_top_level_errors(void **state) {
