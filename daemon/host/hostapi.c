@@ -21,6 +21,7 @@
 #include "kube/kobj.h"
 #include "kube/kurl.h"
 #include "base/log.h"
+#include "host/writeobserver.h"
 #include "host/dryrun.h"
 #include "kube/selector.h"
 #include "cache/store.h"
@@ -667,35 +668,6 @@ static int send_request(kctrld_ctx *ctx, const char *method, const struct req_ta
 
 static bool dry_run(const kctrld_ctx *ctx) { return ctx && ctx->env && ctx->env->dry_run; }
 
-static _Thread_local kc_hostapi_write_fn write_observer;
-static _Thread_local void *write_observer_ud;
-
-void kc_hostapi_set_write_observer(kc_hostapi_write_fn fn, void *ud) {
-  write_observer = fn;
-  write_observer_ud = ud;
-}
-
-/* Reports an answered (or failed) write to the thread's observer: the
- * resourceVersion from the parsed object, else from the 2xx body. */
-static void observe_write(int flags, const char *method, const char *path, long code,
-                          const kctrld_object *obj, const kc_api_response *r) {
-  if (!(flags & REQ_WRITE) || !write_observer) return;
-  char rv[64] = "";
-  kc_json_value v;
-  if (obj) {
-    kc_str s = kc_obj_resource_version((const kc_obj *)obj);
-    if (s.len < sizeof rv) {
-      if (s.len) memcpy(rv, s.ptr, s.len);
-      rv[s.len] = '\0';
-    }
-  } else if (r && code >= 200 && code < 300 && r->body && r->body_len &&
-             kc_json_get((kc_str){r->body, r->body_len}, "metadata.resourceVersion", &v) == 0 &&
-             kc_json_string(&v, rv, sizeof rv) < 0) {
-    rv[0] = '\0';
-  }
-  write_observer(write_observer_ud, method, path, code, rv);
-}
-
 /* Sends one request on the thread's worker (a write with dryRun=All in
  * dry-run mode); parses a 2xx body into *out when out is not NULL. Returns
  * 0 for a 2xx (1 for a 201 with REQ_CREATED_IS_1) or an error from the
@@ -736,8 +708,11 @@ static int send_request(kctrld_ctx *ctx, const char *method, const struct req_ta
   kc_api_response r;
   int rc = request(ENV_UD(ctx), method, path, content_type, body, len,
                    KC_HOST_ENV_REQUEST_TIMEOUT_MS, &r);
+  if ((flags & REQ_WRITE) && rc < 0) /* the key's trace (writeobserver.h) */
+    kc_write_observer_report(method, path, 0, NULL, 0);
+  else if (flags & REQ_WRITE)
+    kc_write_observer_report(method, path, r.code, r.body, r.body_len);
   if (rc < 0) {
-    observe_write(flags, method, path, 0, NULL, NULL);
     api_error(ctx, "%s %s: %s", method, path, r.status.message[0] ? r.status.message : strerror(-rc));
     kc_warn(COMPONENT, "request failed method=%s path=%s error=\"%s\"", method, path, strerror(-rc));
     return rc == -ETIMEDOUT || rc == -ETIME ? -ETIMEDOUT : -EAGAIN;
@@ -745,22 +720,16 @@ static int send_request(kctrld_ctx *ctx, const char *method, const struct req_ta
   if (r.code >= 200 && r.code < 300) {
     if (flags & REQ_WRITE) kc_hostapi_write_answered(ctx, method, path, &r);
     int ok = (flags & REQ_CREATED_IS_1) && r.code == 201 ? 1 : 0;
-    if (!out) {
-      observe_write(flags, method, path, r.code, NULL, &r);
-      return ok;
-    }
+    if (!out) return ok;
     char err[160];
     kc_obj *o = kc_obj_parse(r.body, r.body_len, NULL, err, sizeof err);
     if (!o) {
-      observe_write(flags, method, path, r.code, NULL, &r);
       api_error(ctx, "%s %s: unreadable response: %s", method, path, err);
       return -EPROTO;
     }
     *out = (const kctrld_object *)o;
-    observe_write(flags, method, path, r.code, *out, &r);
     return ok;
   }
-  observe_write(flags, method, path, r.code, NULL, &r);
   int e = map_status(&r.status, flags & REQ_JSON_PATCH);
   char why[sizeof ctx->terminal];
   if (ctx && terminal_failure(&r.status, e, method, t, why, sizeof why)) {

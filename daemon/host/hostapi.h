@@ -141,14 +141,4 @@ static inline const kctrld_settings *kc_hostapi_settings(const kc_yaml_node *nod
 /* Frees the calling thread's selector cache now. */
 void kc_hostapi_thread_cleanup(void);
 
-/* The write observer of the calling thread: every write a plugin call on
- * this thread sends (create, update, patch, apply, delete) is reported
- * once answered: verb, URL path, HTTP code (0: no answer) and the written
- * object's resourceVersion ("" when the answer carries none or was not
- * parsed). The runtime sets it around a reconcile to trace the key's writes
- * (runtime/keytrace.h); NULL clears it. Thread-local: any thread. */
-typedef void (*kc_hostapi_write_fn)(void *ud, const char *verb, const char *path, long code,
-                                    const char *resource_version);
-void kc_hostapi_set_write_observer(kc_hostapi_write_fn fn, void *ud);
-
 #endif

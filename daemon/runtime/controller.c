@@ -9,7 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "host/hostapi.h"
+#include "host/writeobserver.h"
 #include "kube/kname.h"
 #include "lease/sharding.h"
 #include "lease/shardsel.h"
@@ -668,11 +668,11 @@ static void reconcile_fenced(void *ud, const char *key, kc_reconcile_result *res
   reconcile_ctx *rc = ud;
   kc_sharding *sh = atomic_load(&rc->sh);
   write_trace w = {rc->trace, key};
-  kc_hostapi_set_write_observer(on_write, &w);
+  kc_write_observer_set(on_write, &w);
   if (sh) kc_sharding_fence_enter(sh, key);
   kc_plugin_reconcile(rc->inst, key, res);
   if (sh) kc_sharding_fence_leave();
-  kc_hostapi_set_write_observer(NULL, NULL);
+  kc_write_observer_set(NULL, NULL);
 }
 
 int kc_controller_new(uv_loop_t *loop, const kc_controller_spec *spec, kc_informer *const *informers,
