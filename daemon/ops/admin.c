@@ -123,13 +123,17 @@ typedef struct key_rows {
 static void push_row(key_rows *rows, const char *key, const char *state, int level,
                      uint32_t failures, uint64_t ready_ns) {
   if (rows->oom) return;
-  char *k = strdup(key);
-  if (!k || KC_ARRAY_RESERVE(rows->v, rows->cap, rows->n + 1, 64) < 0) {
-    free(k);
+  if (KC_ARRAY_RESERVE(rows->v, rows->cap, rows->n + 1, 64) < 0) {
     rows->oom = true;
     return;
   }
-  rows->v[rows->n++] = (key_row){k, state, level, failures, ready_ns};
+  key_row *r = &rows->v[rows->n];
+  *r = (key_row){strdup(key), state, level, failures, ready_ns};
+  if (!r->key) {
+    rows->oom = true;
+    return;
+  }
+  rows->n++;
 }
 
 static void on_queue_key(const kc_wq_key_state *st, void *ud) {
