@@ -21,7 +21,6 @@
 #include "kube/kobj.h"
 #include "kube/kurl.h"
 #include "base/log.h"
-#include "host/writeobserver.h"
 #include "host/dryrun.h"
 #include "kube/selector.h"
 #include "cache/store.h"
@@ -708,10 +707,6 @@ static int send_request(kctrld_ctx *ctx, const char *method, const struct req_ta
   kc_api_response r;
   int rc = request(ENV_UD(ctx), method, path, content_type, body, len,
                    KC_HOST_ENV_REQUEST_TIMEOUT_MS, &r);
-  if ((flags & REQ_WRITE) && rc < 0) /* the key's trace (writeobserver.h) */
-    kc_write_observer_report(method, path, 0, NULL, 0);
-  else if (flags & REQ_WRITE)
-    kc_write_observer_report(method, path, r.code, r.body, r.body_len);
   if (rc < 0) {
     api_error(ctx, "%s %s: %s", method, path, r.status.message[0] ? r.status.message : strerror(-rc));
     kc_warn(COMPONENT, "request failed method=%s path=%s error=\"%s\"", method, path, strerror(-rc));

@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "host/writeobserver.h"
 
 /* The calling thread's API worker and the client it belongs to. */
 struct thread_worker {
@@ -62,5 +65,9 @@ int kc_host_env_api_request(kc_api *api, const char *method, const char *path,
     if (rc < 0) return rc;
     t->api = api;
   }
-  return kc_api_do(t->worker, method, path, content_type, body, len, timeout_ms, out);
+  int rc = kc_api_do(t->worker, method, path, content_type, body, len, timeout_ms, out);
+  if (strcmp(method, "GET") != 0) /* a write: the key's trace (writeobserver.h) */
+    kc_write_observer_report(method, path, rc < 0 ? 0 : out->code, rc < 0 ? NULL : out->body,
+                             rc < 0 ? 0 : out->body_len);
+  return rc;
 }

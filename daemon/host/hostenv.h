@@ -101,8 +101,9 @@ typedef struct kc_host_env {
 
 /* The `request` of an env on a real API client: runs kc_api_do on the
  * calling thread's worker for api (created on first use, replaced when api
- * changes). Any thread. Returns as kc_api_do, or -ENOMEM/-EIO when no worker
- * can be created. */
+ * changes). Any thread. Every request other than GET is reported to the
+ * thread's write observer once answered (writeobserver.h). Returns as
+ * kc_api_do, or -ENOMEM/-EIO when no worker can be created. */
 int kc_host_env_api_request(kc_api *api, const char *method, const char *path,
                             const char *content_type, const void *body, size_t len,
                             uint64_t timeout_ms, kc_api_response *out);

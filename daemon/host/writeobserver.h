@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* writeobserver: who hears of the writes a plugin call makes. The runtime
  * sets an observer on a worker thread around a reconcile (to trace the
- * key's writes, runtime/keytrace.h); hostapi.c reports every write request
- * it sends on that thread (create, update, patch, apply, delete; dry-run
- * ones too) once answered: verb, URL path, HTTP code (0: no answer) and the
+ * key's writes, runtime/keytrace.h); hostenv.c's API request reports every
+ * request other than GET it sends on that thread (the host functions'
+ * create, update, patch, apply and delete, dry-run ones too, and desired
+ * state's) once answered: verb, URL path, HTTP code (0: no answer) and the
  * written object's resourceVersion from a 2xx body ("" when it carries
  * none).
  *
