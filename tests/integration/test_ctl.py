@@ -24,7 +24,9 @@ One daemon with adminSocket: in its directory:
 - errors: an unknown controller (exit 1, named, the controllers listed), no
   socket at the path, a socket nobody serves (connection refused), a bad
   --state (exit 2).
-Every wait is on the API object, the log or the socket's answers.
+With `isolation: process`, the child's writes (made through the daemon) are
+traced as well. Every wait is on the API object, the log or the socket's
+answers.
 """
 import json
 import os
@@ -210,6 +212,33 @@ def test_ctl():
             assert refused.returncode == 1 and "connection refused" in refused.stderr, refused
             assert k.stop() == 0, k.log()[-3000:]
         assert not os.path.exists(sock), "the socket outlived the daemon"
+
+
+
+def test_trace_isolated_writes():
+    """An isolation: process plugin's writes are the daemon's too: traced."""
+    tmp = tempfile.mkdtemp(prefix="kctrld-ctl-iso-")
+    so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "failkey.c"), tmp)
+    sock = os.path.join(tmp, "admin.sock")
+    with Apisim() as sim:
+        config = ("metrics: { bindAddress: \"0\" }\n"
+                  "adminSocket: %s\n"
+                  "controllers:\n"
+                  "  - name: failkey\n    plugin: %s\n"
+                  "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                  "    isolation: process\n" % (sock, so))
+        with taplib.Kctrld(config, sim.kubeconfig, dir=os.path.join(tmp, "d")) as k:
+            wait_for(lambda: os.path.exists(sock) or not k.alive(), what="the admin socket")
+            put_cm(sim, "ok-2", 7)
+            wait_for(lambda: seen(sim, "ok-2") == "7" or not k.alive(), what="ok-2 reconciled")
+            assert k.alive(), k.log()[-3000:]
+
+            def write():
+                tr = ctl_json(sock, "trace", "failkey", "default/ok-2")
+                return [e["detail"] for e in tr["entries"] if e["stage"] == "write"]
+            w = wait_for(write, what="the isolated plugin's write in the trace")
+            assert w[0].startswith("PATCH /api/v1/namespaces/default/configmaps/ok-2: 200 rv="), w
+            assert k.stop() == 0, k.log()[-3000:]
 
 
 if __name__ == "__main__":
