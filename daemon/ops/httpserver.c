@@ -177,6 +177,21 @@ static uint64_t stalled_for(kc_httpserver *s) {
   return now > last && now - last > s->stall_ms ? now - last : 0;
 }
 
+/* Waits on cv (mu held) until *generation reaches target, the server
+ * closes, or wait_ms pass: the loop answers a request by bumping it. */
+static void await_generation(kc_httpserver *s, const uint64_t *generation, uint64_t target, uint64_t wait_ms) {
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_sec += (time_t)(wait_ms / 1000);
+  dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  while (*generation < target && !s->closing)
+    if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
+}
+
 /* Waits (bounded) for a snapshot younger than fresh_ms; call with mu held. */
 static void await_snapshot(kc_httpserver *s) {
   uint64_t now = kc_clock_now_ms();
@@ -186,16 +201,7 @@ static void await_snapshot(kc_httpserver *s) {
     s->requested = true;
     uv_async_send(&s->wake);
   }
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  dl.tv_sec += (time_t)(s->wait_ms / 1000);
-  dl.tv_nsec += (long)(s->wait_ms % 1000) * 1000000L;
-  if (dl.tv_nsec >= 1000000000L) {
-    dl.tv_sec++;
-    dl.tv_nsec -= 1000000000L;
-  }
-  while (s->generation < target && !s->closing)
-    if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
+  await_generation(s, &s->generation, target, s->wait_ms);
 }
 
 enum doc { DOC_METRICS, DOC_INFORMERS, DOC_SHARDS, DOC_NONE };
@@ -317,16 +323,7 @@ static bool await_checks(kc_httpserver *s, kc_health_results *out) {
     s->checks_requested = true;
     uv_async_send(&s->wake);
   }
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  dl.tv_sec += (time_t)(s->probe_wait_ms / 1000);
-  dl.tv_nsec += (long)(s->probe_wait_ms % 1000) * 1000000L;
-  if (dl.tv_nsec >= 1000000000L) {
-    dl.tv_sec++;
-    dl.tv_nsec -= 1000000000L;
-  }
-  while (s->checks_generation < target && !s->closing)
-    if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
+  await_generation(s, &s->checks_generation, target, s->probe_wait_ms);
   bool fresh = s->checks_generation >= target;
   for (size_t i = 0; i < s->checks.n; i++)
     kc_health_append(out, s->checks.v[i].name, s->checks.v[i].ok, s->checks.v[i].why);
