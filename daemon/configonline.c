@@ -304,7 +304,7 @@ int kc_configonline_run(const kc_config *cfg, const kc_kube_creds *creds, const 
   uv_run(&o.loop, UV_RUN_DEFAULT);
   (void)uv_loop_close(&o.loop);
   free(checks);
-  qsort(o.found, o.nfound, sizeof *o.found, cmp_finding);
+  if (o.nfound > 1) qsort(o.found, o.nfound, sizeof *o.found, cmp_finding); /* NULL when none */
   size_t used = 0, n = 0;
   for (size_t i = 0; i < o.nfound; i++) {
     if (reported(already, o.found[i].line)) {

@@ -180,7 +180,7 @@ static int answer_keys(kc_controller *c, const kc_admin_request *r, kc_buf *out)
     rc = -ENOMEM;
     goto out;
   }
-  qsort(rows.v, rows.n, sizeof *rows.v, row_cmp);
+  if (rows.n > 1) qsort(rows.v, rows.n, sizeof *rows.v, row_cmp); /* v is NULL when empty */
   uint64_t now = kc_clock_now_ns();
   kc_buf_puts(out, "{\"controller\":");
   kc_buf_json_c(out, kc_controller_name(c));
