@@ -323,3 +323,12 @@ void kc_reconcile_histogram_observe(kc_reconcile_histogram *h, double seconds) {
   h->counts[lo]++;
   h->sum_seconds += seconds;
 }
+
+int kc_metrics_register_all(kc_metrics *m, const kc_metric_def *defs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int rc = kc_metrics_register(m, defs[i].name, defs[i].help, defs[i].type, defs[i].labels,
+                                 defs[i].nlabels, defs[i].bounds, defs[i].nbounds, defs[i].slot);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}

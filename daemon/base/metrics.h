@@ -61,6 +61,21 @@ int kc_metrics_register(kc_metrics *m, const char *name, const char *help, enum 
                         const char *const *label_names, size_t nlabels, const double *bounds,
                         size_t nbounds, kc_metric_family **out);
 
+/* One family of a table registered at once, and where its handle goes. */
+typedef struct kc_metric_def {
+  kc_metric_family **slot;
+  const char *name, *help;
+  enum kc_metric_type type;
+  const char *const *labels;
+  size_t nlabels;
+  const double *bounds;
+  size_t nbounds;
+} kc_metric_def;
+
+/* kc_metrics_register for each of defs[0..n) in order; stops at the first
+ * error and returns it. */
+int kc_metrics_register_all(kc_metrics *m, const kc_metric_def *defs, size_t n);
+
 /* Forgets every sample (keeps families and memory): start of a collection. */
 void kc_metrics_reset(kc_metrics *m);
 

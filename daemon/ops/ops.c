@@ -51,32 +51,12 @@ static const char *const inf_labels[] = {"informer", "resource", "namespace", "l
                                          "field_selector"};
 #define NINF_LABELS (sizeof inf_labels / sizeof inf_labels[0])
 
-/* One family to register and the field of kc_ops_families it goes to. */
-typedef struct family_def {
-  kc_metric_family **slot;
-  const char *name, *help;
-  enum kc_metric_type type;
-  const char *const *labels;
-  size_t nlabels;
-  const double *bounds;
-  size_t nbounds;
-} family_def;
-
-static int register_families(kc_metrics *reg, const family_def *defs, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    int rc = kc_metrics_register(reg, defs[i].name, defs[i].help, defs[i].type, defs[i].labels,
-                                 defs[i].nlabels, defs[i].bounds, defs[i].nbounds, defs[i].slot);
-    if (rc < 0) return rc;
-  }
-  return 0;
-}
-
 /* The workqueue, controller, leader election and Event families. */
 static int register_runtime_families(kc_metrics *reg, kc_ops_families *f) {
   double wq_bounds[KC_WQ_HIST_BUCKETS];
   for (unsigned i = 0; i < KC_WQ_HIST_BUCKETS; i++)
     wq_bounds[i] = (double)kc_wq_histogram_bound_ns(i) / 1e9;
-  const family_def defs[] = {
+  const kc_metric_def defs[] = {
       {&f->wq_depth, "workqueue_depth", "Current depth of workqueue", KC_METRIC_GAUGE, wq_labels, 2, NULL, 0},
       {&f->wq_adds, "workqueue_adds_total", "Total number of adds handled by workqueue", KC_METRIC_COUNTER,
        wq_labels, 2, NULL, 0},
@@ -161,12 +141,12 @@ static int register_runtime_families(kc_metrics *reg, kc_ops_families *f) {
       {&f->ev_queued, "kctrld_events_queued", "Events waiting to be written", KC_METRIC_GAUGE, NULL, 0, NULL,
        0},
   };
-  return register_families(reg, defs, sizeof defs / sizeof defs[0]);
+  return kc_metrics_register_all(reg, defs, sizeof defs / sizeof defs[0]);
 }
 
 /* The reflector, informer, event loop, shared text and shard families. */
 static int register_cache_families(kc_metrics *reg, kc_ops_families *f) {
-  const family_def defs[] = {
+  const kc_metric_def defs[] = {
       {&f->rf_lists, "kctrld_reflector_lists_total", "LIST requests sent (each page counts one)",
        KC_METRIC_COUNTER, inf_labels, NINF_LABELS, NULL, 0},
       {&f->rf_watches, "kctrld_reflector_watches_total", "WATCH requests sent", KC_METRIC_COUNTER, inf_labels,
@@ -241,7 +221,7 @@ static int register_cache_families(kc_metrics *reg, kc_ops_families *f) {
        "Objects in the sharded controller's `for` informer cache on this replica", KC_METRIC_GAUGE,
        ctl_labels, 1, NULL, 0},
   };
-  return register_families(reg, defs, sizeof defs / sizeof defs[0]);
+  return kc_metrics_register_all(reg, defs, sizeof defs / sizeof defs[0]);
 }
 
 int kc_ops_families_new(kc_metrics *reg, kc_ops_families **out) {

@@ -22,15 +22,7 @@ static const char *const exec_call_labels[] = {"code", "call_status"};
 int kc_selfmetrics_new(kc_metrics *reg, kc_selfmetrics **out) {
   kc_selfmetrics *s = calloc(1, sizeof *s);
   if (!s) return -ENOMEM;
-  const struct {
-    kc_metric_family **slot;
-    const char *name, *help;
-    enum kc_metric_type type;
-    const char *const *labels;
-    size_t nlabels;
-    const double *bounds;
-    size_t nbounds;
-  } defs[] = {
+  const kc_metric_def defs[] = {
       {&s->cpu, "process_cpu_seconds_total", "CPU time the process has used, user and system, in seconds",
        KC_METRIC_COUNTER, NULL, 0, NULL, 0},
       {&s->rss, "process_resident_memory_bytes", "Resident set size of the process in bytes", KC_METRIC_GAUGE,
@@ -63,13 +55,10 @@ int kc_selfmetrics_new(kc_metrics *reg, kc_selfmetrics **out) {
        "when another replaced it",
        KC_METRIC_HISTOGRAM, NULL, 0, kc_rest_rotation_buckets, KC_REST_ROTATION_BUCKETS},
   };
-  for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
-    int rc = kc_metrics_register(reg, defs[i].name, defs[i].help, defs[i].type, defs[i].labels,
-                                 defs[i].nlabels, defs[i].bounds, defs[i].nbounds, defs[i].slot);
-    if (rc < 0) {
-      free(s);
-      return rc;
-    }
+  int rc = kc_metrics_register_all(reg, defs, sizeof defs / sizeof defs[0]);
+  if (rc < 0) {
+    free(s);
+    return rc;
   }
   *out = s;
   return 0;
