@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "mini_server.h"
+#include "testutil.h"
 
 #define MAX_RES 8
 #define MAX_HOLD 8
@@ -163,12 +164,6 @@ static void serve_list(fakeapi *f, unsigned res, const char *ns, mini_server_rep
   reply->body = own(f, body);
 }
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void serve_watch(fakeapi *f, unsigned res, const char *ns, uint64_t from,
                         mini_server_reply *reply) {
   if (f->expire) {
@@ -178,7 +173,7 @@ static void serve_watch(fakeapi *f, unsigned res, const char *ns, uint64_t from,
                   "\"message\":\"too old resource version\",\"reason\":\"Expired\",\"code\":410}";
     return;
   }
-  uint64_t end = mono_ms() + QUIET_WATCH_MS;
+  uint64_t end = tu_mono_ms() + QUIET_WATCH_MS;
   for (;;) {
     char *body = NULL;
     size_t len = 0;
@@ -188,7 +183,7 @@ static void serve_watch(fakeapi *f, unsigned res, const char *ns, uint64_t from,
       if (f->events[i].rv > from && in_scope(f->events[i].res, f->events[i].ns, res, ns))
         fputs(f->events[i].line, m);
     if (fclose(m) != 0) fail_msg("fakeapi: out of memory");
-    if (len || f->stopping || mono_ms() >= end) {
+    if (len || f->stopping || tu_mono_ms() >= end) {
       reply->body = own(f, body);
       return;
     }

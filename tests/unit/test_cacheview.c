@@ -30,6 +30,7 @@
 #include "fakeapi.h"
 #include "cache/informer.h"
 #include "base/log.h"
+#include "testutil.h"
 
 #define WAIT_MS 8000
 
@@ -49,12 +50,6 @@ static struct {
 } F;
 
 static void on_tick(uv_timer_t *t) {}
-
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static kc_informer_spec spec_of(const char *const *namespaces, size_t n, bool index) {
   return (kc_informer_spec){.api_version = "v1",
@@ -94,9 +89,9 @@ static int setup(void **state) {
       kc_informer_new(&F.loop, F.api, NULL, &SPEC_ALL, &CONFIGMAPS, &F.all) != 0 ||
       kc_informer_start(F.a) != 0 || kc_informer_start(F.b) != 0 || kc_informer_start(F.all) != 0)
     return -1;
-  uint64_t end = mono_ms() + WAIT_MS;
+  uint64_t end = tu_mono_ms() + WAIT_MS;
   while (!kc_informer_synced(F.a) || !kc_informer_synced(F.b) || !kc_informer_synced(F.all)) {
-    if (mono_ms() > end) return -1;
+    if (tu_mono_ms() > end) return -1;
     uv_run(&F.loop, UV_RUN_ONCE);
   }
   return 0;

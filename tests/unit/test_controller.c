@@ -58,6 +58,7 @@
 #include "host/plugin_host.h"
 #include "lease/sharding.h"
 #include "lease/shardsel.h"
+#include "testutil.h"
 
 #define WAIT_MS 8000
 #define MAXCTL 4
@@ -174,16 +175,10 @@ static int setup(void **state) {
 
 static void on_stopped(void *ud) { F.stopped++; }
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static int teardown(void **state) {
   for (size_t i = 0; i < F.nctl; i++) kc_controller_stop(F.ctl[i].c, 1000, on_stopped, NULL);
-  uint64_t end = mono_ms() + WAIT_MS;
-  while (F.stopped < F.nctl && mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
+  uint64_t end = tu_mono_ms() + WAIT_MS;
+  while (F.stopped < F.nctl && tu_mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
   for (int i = 0; i < NINF; i++) kc_informer_close(F.inf[i]);
   kc_api_close(F.api);
   fakeapi_stop(F.srv);
@@ -194,9 +189,9 @@ static int teardown(void **state) {
 
 /* Runs the loop until cond(ud) holds; fails the test after WAIT_MS. */
 static void run_until(bool (*cond)(void *), void *ud, const char *what) {
-  uint64_t end = mono_ms() + WAIT_MS;
+  uint64_t end = tu_mono_ms() + WAIT_MS;
   while (!cond(ud)) {
-    if (mono_ms() > end) fail_msg("timed out waiting for %s", what);
+    if (tu_mono_ms() > end) fail_msg("timed out waiting for %s", what);
     uv_run(&F.loop, UV_RUN_ONCE);
   }
 }
@@ -1197,8 +1192,8 @@ static void test_sharded_controller_filters_keys(void **state) {
   run_until(key_seen, &w, "range 1's other cached key");
 
   kc_controller_stop(s->c, 1000, on_stopped, NULL);
-  uint64_t end = mono_ms() + WAIT_MS;
-  while (F.stopped < 1 && mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
+  uint64_t end = tu_mono_ms() + WAIT_MS;
+  while (F.stopped < 1 && tu_mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
   assert_int_equal(F.stopped, 1);
   F.nctl = 0;
   F.stopped = 0;

@@ -39,12 +39,6 @@ typedef struct fixture {
   atomic_int stall_ms;
 } fixture;
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -180,9 +174,9 @@ static void get(fixture *f, const char *method, const char *path, resp *r) {
   curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
   if (method) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  uint64_t t0 = mono_ms();
+  uint64_t t0 = tu_mono_ms();
   CURLcode rc = curl_easy_perform(c);
-  r->seconds = (double)(mono_ms() - t0) / 1000.0;
+  r->seconds = (double)(tu_mono_ms() - t0) / 1000.0;
   if (rc != CURLE_OK) fail_msg("GET %s: %s", path, curl_easy_strerror(rc));
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
   char *ct = NULL;
@@ -464,15 +458,15 @@ static void test_admin_paths(void **state) {
   /* A wedged loop: the request gives up after scrape_wait_ms. */
   atomic_store(&f->stall_ms, 1000);
   uv_async_send(&f->stall);
-  uint64_t deadline = mono_ms() + 5000;
+  uint64_t deadline = tu_mono_ms() + 5000;
   do get(f, NULL, "/healthz", &r);
-  while (r.status == 200 && mono_ms() < deadline);
+  while (r.status == 200 && tu_mono_ms() < deadline);
   assert_int_equal(r.status, 500);
   get(f, NULL, "/debug/queues", &r);
   assert_int_equal(r.status, 503);
   assert_true(r.seconds >= 0.15 && r.seconds < 1.0);
   do get(f, NULL, "/debug/queues", &r);
-  while (r.status != 200 && mono_ms() < deadline);
+  while (r.status != 200 && tu_mono_ms() < deadline);
   assert_int_equal(r.status, 200);
   stop(f);
 }

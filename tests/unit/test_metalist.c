@@ -25,6 +25,7 @@
 #include "watch/decodepool.h"
 #include "watch/metalist.h"
 #include "watch/reflector.h"
+#include "testutil.h"
 
 #define MAXREQ 8
 
@@ -134,12 +135,6 @@ static void on_done(void *ud, const kc_metalist_result *res) {
   snprintf(F.res_decode_error, sizeof F.res_decode_error, "%s", res->decode_error);
 }
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Lists at rv (match Exact when rv is set) and runs the loop until done. */
 static void run_list(const char *rv) {
   kc_metalist_opts o = {.api = F.api, .pool = F.pool, .budget = F.pool ? 1024 : 0,
@@ -147,8 +142,8 @@ static void run_list(const char *rv) {
                         .with_limit = true, .log_tag = "test", .item = on_item,
                         .done = on_done, .ud = &F};
   kc_metalist_start(&F.ml, &o);
-  uint64_t end = mono_ms() + 10000;
-  while (!F.done && mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
+  uint64_t end = tu_mono_ms() + 10000;
+  while (!F.done && tu_mono_ms() < end) uv_run(&F.loop, UV_RUN_ONCE);
   assert_true(F.done);
   assert_int_equal(F.ndone, 1);
 }

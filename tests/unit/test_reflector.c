@@ -78,12 +78,6 @@ static struct {
 
 static podgen PG;
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static char *own(char *s) {
   assert_non_null(s);
   assert_true(S.nowned < sizeof S.owned / sizeof S.owned[0]);
@@ -387,8 +381,8 @@ static void turn(void) {
 
 /* Runs the loop until the server has received n requests. */
 static void run_until_requests(unsigned n, unsigned timeout_ms) {
-  uint64_t deadline = mono_ms() + timeout_ms;
-  while (atomic_load(&S.nreq) < n && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + timeout_ms;
+  while (atomic_load(&S.nreq) < n && tu_mono_ms() < deadline) turn();
   if (atomic_load(&S.nreq) < n) {
     for (unsigned i = 0; i < atomic_load(&S.nreq); i++) fprintf(stderr, "# got[%u] %s\n", i, S.got[i]);
     fail_msg("only %u of %u requests arrived", atomic_load(&S.nreq), n);
@@ -397,8 +391,8 @@ static void run_until_requests(unsigned n, unsigned timeout_ms) {
 
 /* Runs the loop for ms milliseconds. */
 static void run_for(unsigned ms) {
-  uint64_t deadline = mono_ms() + ms;
-  while (mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + ms;
+  while (tu_mono_ms() < deadline) turn();
 }
 
 static void expect_requests(const char *const *want, size_t n) {
@@ -471,14 +465,14 @@ static const char *initial_end(const char *rv) {
 }
 
 static void run_until_bookmarks(uint64_t n, unsigned timeout_ms) {
-  uint64_t deadline = mono_ms() + timeout_ms;
-  while (kc_reflector_stats_get(F.r)->bookmarks < n && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + timeout_ms;
+  while (kc_reflector_stats_get(F.r)->bookmarks < n && tu_mono_ms() < deadline) turn();
   assert_true(kc_reflector_stats_get(F.r)->bookmarks >= n);
 }
 
 static void run_until_support(enum kc_shard_support want, unsigned timeout_ms) {
-  uint64_t deadline = mono_ms() + timeout_ms;
-  while (kc_reflector_shard_support(F.r) != want && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + timeout_ms;
+  while (kc_reflector_shard_support(F.r) != want && tu_mono_ms() < deadline) turn();
   assert_int_equal(kc_reflector_shard_support(F.r), want);
 }
 
@@ -535,8 +529,8 @@ static void test_shard_selector_ignored(void **state) {
   assert_int_equal(kc_reflector_shard_support(F.r), KC_SHARD_SUPPORT_NONE);
   assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_HI), 0);
   assert_string_equal(kc_reflector_shard_selector(F.r), SHARD_HI);
-  uint64_t deadline = mono_ms() + 5000;
-  while (K.upserts < 1 && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (K.upserts < 1 && tu_mono_ms() < deadline) turn();
   assert_int_equal(atomic_load(&S.nreq), 3); /* the watch goes on */
   assert_string_equal(K.log, "R a@90,b@91;U c@101;");
   assert_string_equal(kc_shard_support_name(KC_SHARD_SUPPORT_NONE), "none");
@@ -606,13 +600,13 @@ static void test_shard_selector_change_relists(void **state) {
   assert_int_equal(atomic_load(&S.nreq), 2);
   assert_int_equal(kc_reflector_set_shard_selector(F.r, SHARD_HI), 0);
   run_until_requests(3, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "R b@95;") && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "R b@95;") && tu_mono_ms() < deadline) turn();
   assert_int_equal(kc_reflector_set_shard_selector(F.r, ""), 0); /* cleared */
   assert_null(kc_reflector_shard_selector(F.r));
   run_until_requests(4, 5000);
-  deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "R a@90,b@95;") && mono_ms() < deadline) turn();
+  deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "R a@90,b@95;") && tu_mono_ms() < deadline) turn();
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0&shardSelector=" SHARD_LO,
                   BASE "?allowWatchBookmarks=true&resourceVersion=100&shardSelector=" SHARD_LO
                        "&timeoutSeconds=T&watch=true",
@@ -642,8 +636,8 @@ static void test_streaming_list_survives_401_and_403(void **state) {
   sp.streaming = KC_REFLECTOR_STREAM_AUTO;
   start(&sp);
   run_until_requests(3, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (!kc_reflector_stats_get(F.r)->synced && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (!kc_reflector_stats_get(F.r)->synced && tu_mono_ms() < deadline) turn();
 #define STREAMING_LIST BASE "?allowWatchBookmarks=true&resourceVersion=&resourceVersionMatch=NotOlderThan&" \
                              "sendInitialEvents=true&timeoutSeconds=T&watch=true"
   EXPECT_REQUESTS(STREAMING_LIST, STREAMING_LIST, STREAMING_LIST);
@@ -736,8 +730,8 @@ static void test_first_list_incremental(void **state) {
   start(&sp);
   incremental_sink = false;
   run_until_requests(4, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "R ") && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "R ") && tu_mono_ms() < deadline) turn();
   assert_string_equal(K.log, "U a@90;U b@91;U c@95;S;U d@101;R a@90,d@101;");
   const kc_reflector_stats *st = kc_reflector_stats_get(F.r);
   assert_true(st->synced);
@@ -755,8 +749,8 @@ static void test_first_list_failed_half_way_replaces(void **state) {
   start(&sp);
   incremental_sink = false;
   run_until_requests(3, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "R ") && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "R ") && tu_mono_ms() < deadline) turn();
   assert_string_equal(K.log, "U a@90;U b@91;R a@90,c@96;");
   assert_true(kc_reflector_stats_get(F.r)->synced);
 }
@@ -968,8 +962,8 @@ static void run_storm(void) {
   start(&sp);
   run_until_requests(9, 15000);
   /* The answer to the last request (Retry-After 60): its wait is chosen. */
-  uint64_t deadline = mono_ms() + 5000;
-  while (kc_reflector_stats_get(F.r)->retry_after_waits < 6 && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (kc_reflector_stats_get(F.r)->retry_after_waits < 6 && tu_mono_ms() < deadline) turn();
 }
 
 /* A 429 storm (5 x Retry-After: 1 on the list, then the server is fine):
@@ -1368,8 +1362,8 @@ static unsigned raw_run(unsigned nreq, const char *want_log, kc_reflector_stats 
   kc_reflector_sink sink = {sink_replace, sink_upsert, sink_remove, NULL, NULL, NULL, NULL, NULL};
   assert_int_equal(kc_reflector_new(&F.loop, api, &sp, &sink, &F.r), 0);
   assert_int_equal(kc_reflector_start(F.r), 0);
-  uint64_t deadline = mono_ms() + 5000;
-  while ((atomic_load(&RAW.nreq) < nreq || strcmp(K.log, want_log) != 0) && mono_ms() < deadline)
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while ((atomic_load(&RAW.nreq) < nreq || strcmp(K.log, want_log) != 0) && tu_mono_ms() < deadline)
     uv_run(&F.loop, UV_RUN_ONCE);
   unsigned got = atomic_load(&RAW.nreq);
   *st = *kc_reflector_stats_get(F.r);
@@ -1502,8 +1496,8 @@ static void test_pipelined_next_page_early_in_order(void **state) {
   assert_true(strstr(K.log, "U c@92") == NULL);
   mini_server_release(F.srv);
   run_until_requests(3, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "U e@101") && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "U e@101") && tu_mono_ms() < deadline) turn();
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?continue=tok1&limit=500",
                   BASE "?allowWatchBookmarks=true&resourceVersion=100&timeoutSeconds=T&watch=true");
   assert_string_equal(K.log, "U a@90;U b@91;U c@92;U d@93;S;U e@101;");
@@ -1525,8 +1519,8 @@ static void test_pipelined_failure_cancels_next_page(void **state) {
   run_until_requests(2, 5000);
   mini_server_release(F.srv);
   run_until_requests(4, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "U e@121") && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "U e@121") && tu_mono_ms() < deadline) turn();
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?continue=tok1&limit=500",
                   BASE "?limit=500&resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=120&timeoutSeconds=T&watch=true");
@@ -1553,8 +1547,8 @@ static void test_pipelined_next_page_410(void **state) {
   assert_int_equal(K.replaces, 0);
   mini_server_release(F.srv);
   run_until_requests(4, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "U e@206") && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "U e@206") && tu_mono_ms() < deadline) turn();
   EXPECT_REQUESTS(BASE "?limit=500&resourceVersion=0", BASE "?continue=tok&limit=500",
                   BASE "?resourceVersion=0",
                   BASE "?allowWatchBookmarks=true&resourceVersion=205&timeoutSeconds=T&watch=true");
@@ -1574,15 +1568,15 @@ static void test_pipelined_budget_pauses_held_page(void **state) {
   start(&sp);
   incremental_sink = false;
   run_until_requests(2, 5000);
-  uint64_t deadline = mono_ms() + 5000;
-  while (kc_reflector_stats_get(F.r)->decode_pauses < 1 && mono_ms() < deadline) turn();
+  uint64_t deadline = tu_mono_ms() + 5000;
+  while (kc_reflector_stats_get(F.r)->decode_pauses < 1 && tu_mono_ms() < deadline) turn();
   /* the held page 2 paused, before page 1 ended */
   assert_true(kc_reflector_stats_get(F.r)->decode_pauses >= 1);
   assert_true(strstr(K.log, "U b@91") == NULL);
   mini_server_release(F.srv);
   run_until_requests(3, 5000);
-  deadline = mono_ms() + 5000;
-  while (!strstr(K.log, "U x@101") && mono_ms() < deadline) turn();
+  deadline = tu_mono_ms() + 5000;
+  while (!strstr(K.log, "U x@101") && tu_mono_ms() < deadline) turn();
   assert_string_equal(K.log, "U a@90;U b@91;U c@92;U d@93;U e@94;U f@95;U g@96;U h@97;S;U x@101;");
 }
 

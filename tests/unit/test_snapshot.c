@@ -96,16 +96,10 @@ static int teardown(void **state) {
   return uv_loop_close(&F.loop) == 0 ? 0 : -1;
 }
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void run_until(bool (*cond)(void *), void *ud, const char *what) {
-  uint64_t end = mono_ms() + WAIT_MS;
+  uint64_t end = tu_mono_ms() + WAIT_MS;
   while (!cond(ud)) {
-    if (mono_ms() > end) fail_msg("timed out waiting for %s", what);
+    if (tu_mono_ms() > end) fail_msg("timed out waiting for %s", what);
     uv_run(&F.loop, UV_RUN_ONCE);
   }
 }

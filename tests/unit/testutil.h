@@ -14,6 +14,7 @@
 #define TEST_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "watch/decode.h"
 
@@ -24,6 +25,10 @@
 #ifndef KC_FIXTURES_DIR
 #error "KC_FIXTURES_DIR (the absolute path of tests/fixtures) is set by the Makefile"
 #endif
+
+/* Real monotonic milliseconds, for a test's own deadlines (kc_clock may be
+ * the manual clock). Any thread. */
+uint64_t tu_mono_ms(void);
 
 /* The whole file at path, NUL-terminated (binary-safe: *len, if not NULL,
  * is its length without the NUL). */
