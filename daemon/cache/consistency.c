@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/nextturn.h"
 #include "watch/metalist.h"
 
 enum cstate { C_IDLE, C_LIST, C_WAIT, C_COMPARE_LISTED, C_COMPARE_CACHED, C_CLOSED };
@@ -26,7 +27,9 @@ enum cstate { C_IDLE, C_LIST, C_WAIT, C_COMPARE_LISTED, C_COMPARE_CACHED, C_CLOS
 
 struct kc_consistency {
   uv_loop_t *loop;
-  uv_timer_t timer; /* period, wait polls and comparison slices; data = this */
+  uv_timer_t timer; /* period and wait polls; data = this */
+  kc_next_turn turn; /* comparison slices, one per loop turn; turn.data = this */
+  int open_handles;  /* timer and turn: freed when both closed */
   kc_api *api;
   kc_reflector *r;
   kc_store *store;
@@ -57,6 +60,7 @@ struct kc_consistency {
 
 static void schedule(kc_consistency *c);
 static void on_timer(uv_timer_t *t);
+static void on_turn(kc_next_turn *t);
 
 static uint64_t key_hash(kc_str ns, kc_str name) {
   uint64_t h = 1469598103934665603ULL; /* FNV-1a, then mixed */
@@ -281,7 +285,7 @@ static void compare_slice(kc_consistency *c) {
   finish_compare(c);
   return;
 again:
-  uv_timer_start(&c->timer, on_timer, 0, 0);
+  kc_next_turn_start(&c->turn, on_turn);
 }
 
 /* WAIT: until the reflector has seen the list's RV, then compare. */
@@ -316,6 +320,11 @@ static void start_check(kc_consistency *c) {
   start_list(c);
 }
 
+static void on_turn(kc_next_turn *t) {
+  kc_consistency *c = t->data;
+  if (c->state == C_COMPARE_LISTED || c->state == C_COMPARE_CACHED) compare_slice(c);
+}
+
 static void on_timer(uv_timer_t *t) {
   kc_consistency *c = t->data;
   switch (c->state) {
@@ -340,6 +349,8 @@ static void schedule(kc_consistency *c) {
 
 /* --- API ------------------------------------------------------------------------ */
 
+static void free_check(uv_handle_t *h);
+
 int kc_consistency_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool, kc_reflector *r,
                        kc_store *s, uint64_t period_ms, kc_consistency **out) {
   if (!loop || !api || !r || !s) return -EINVAL;
@@ -350,6 +361,13 @@ int kc_consistency_new(uv_loop_t *loop, kc_api *api, struct kc_decode_pool *pool
     return -ENOMEM;
   }
   c->timer.data = c;
+  c->open_handles = 1;
+  if (kc_next_turn_init(loop, &c->turn, c) != 0) {
+    c->state = C_CLOSED;
+    uv_close((uv_handle_t *)&c->timer, free_check);
+    return -ENOMEM;
+  }
+  c->open_handles = 2;
   c->loop = loop;
   c->api = api;
   c->pool = pool;
@@ -404,7 +422,8 @@ void kc_consistency_note_relist(kc_consistency *c) {
 }
 
 static void free_check(uv_handle_t *h) {
-  kc_consistency *c = h->data;
+  kc_consistency *c = h->type == UV_IDLE ? ((kc_next_turn *)h->data)->data : h->data;
+  if (--c->open_handles > 0) return;
   free(c->items);
   free(c->deleted);
   kc_obj_vec_release(&c->cached);
@@ -416,6 +435,7 @@ void kc_consistency_close(kc_consistency *c) {
   reset_check(c);
   c->state = C_CLOSED;
   uv_timer_stop(&c->timer);
+  kc_next_turn_close(&c->turn, free_check);
   uv_close((uv_handle_t *)&c->timer, free_check);
 }
 

@@ -19,10 +19,29 @@ static void kc_looplag_observe(kc_looplag *l, double seconds) {
   if (seconds > l->max_seconds) l->max_seconds = seconds;
 }
 
+static void on_after_poll(uv_check_t *h) {
+  kc_looplag *l = h->data;
+  l->polled_ns = uv_hrtime();
+}
+
+static void on_before_poll(uv_prepare_t *h) {
+  kc_looplag *l = h->data;
+  if (!l->polled_ns) return;
+  uint64_t span = uv_hrtime() - l->polled_ns;
+  if (span > l->max_unpolled_ns) l->max_unpolled_ns = span;
+}
+
 static void on_probe(uv_timer_t *t) {
   kc_looplag *l = t->data;
   uint64_t now = uv_hrtime();
-  double late = now > l->due_ns ? (double)(now - l->due_ns) / 1e9 : 0;
+  uint64_t late_ns = now > l->due_ns ? now - l->due_ns : 0;
+  /* The stretch this timer phase is part of counts too: it has not reached
+   * a prepare yet. */
+  uint64_t running = l->polled_ns && now > l->polled_ns ? now - l->polled_ns : 0;
+  if (running > l->max_unpolled_ns) l->max_unpolled_ns = running;
+  if (l->max_unpolled_ns > late_ns) late_ns = l->max_unpolled_ns;
+  l->max_unpolled_ns = 0;
+  double late = (double)late_ns / 1e9;
   kc_looplag_observe(l, late);
   if (late >= 1.0)
     kc_warn("loop", "event loop was blocked for %.0f ms (timers, watches and Lease renewal waited)",
@@ -37,15 +56,45 @@ int kc_looplag_start(uv_loop_t *loop, kc_looplag *l, uint64_t period_ms) {
   l->period_ns = (period_ms ? period_ms : 100) * 1000000ull;
   int rc = uv_timer_init(loop, &l->timer);
   if (rc < 0) return rc;
+  l->open_handles = 1;
   l->timer.data = l;
   /* The probe alone must not keep the loop running. */
   uv_unref((uv_handle_t *)&l->timer);
-  l->due_ns = uv_hrtime() + l->period_ns;
+  if ((rc = uv_check_init(loop, &l->after_poll)) < 0) return rc;
+  l->open_handles++;
+  l->after_poll.data = l;
+  if ((rc = uv_prepare_init(loop, &l->before_poll)) < 0) return rc;
+  l->open_handles++;
+  l->before_poll.data = l;
+  uv_unref((uv_handle_t *)&l->after_poll);
+  uv_unref((uv_handle_t *)&l->before_poll);
+  if ((rc = uv_check_start(&l->after_poll, on_after_poll)) < 0 ||
+      (rc = uv_prepare_start(&l->before_poll, on_before_poll)) < 0)
+    return rc;
+  /* Counted from now, as if the loop had just polled. */
+  l->polled_ns = uv_hrtime();
+  l->due_ns = l->polled_ns + l->period_ns;
   uint64_t ms = l->period_ns / 1000000ull;
   return uv_timer_start(&l->timer, on_probe, ms, ms);
 }
 
+static void on_handle_closed(uv_handle_t *h) {
+  kc_looplag *l = h->data;
+  if (--l->open_handles > 0) return;
+  if (l->close_cb) l->close_cb((uv_handle_t *)&l->timer);
+}
+
 void kc_looplag_close(kc_looplag *l, uv_close_cb cb) {
+  l->close_cb = cb;
   uv_timer_stop(&l->timer);
-  uv_close((uv_handle_t *)&l->timer, cb);
+  int handles = l->open_handles;
+  if (handles >= 3) {
+    uv_check_stop(&l->after_poll);
+    uv_close((uv_handle_t *)&l->after_poll, on_handle_closed);
+  }
+  if (handles >= 2) {
+    uv_prepare_stop(&l->before_poll);
+    uv_close((uv_handle_t *)&l->before_poll, on_handle_closed);
+  }
+  if (handles >= 1) uv_close((uv_handle_t *)&l->timer, on_handle_closed);
 }

@@ -859,11 +859,12 @@ int kc_ops_start(uv_loop_t *loop, const kc_ops_options *o, kc_ops_view_fn view, 
   }
   ops->timer.data = ops;
   ops->open_handles = 1;
-  if ((rc = kc_looplag_start(loop, &ops->lag, 0)) < 0) {
+  rc = kc_looplag_start(loop, &ops->lag, 0);
+  if (ops->lag.open_handles > 0) ops->open_handles++; /* closed with ops, even half started */
+  if (rc < 0) {
     kc_ops_close(ops);
     return rc;
   }
-  ops->open_handles++;
   uint64_t period = o->heartbeat_ms ? o->heartbeat_ms : 1000;
   uv_timer_start(&ops->timer, on_state_tick, period < 250 ? period : 250, period);
   *out = ops;

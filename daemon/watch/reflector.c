@@ -593,6 +593,8 @@ void kc_reflector_credentials_changed(kc_reflector *r) {
 
 /* --- lifetime ------------------------------------------------------------- */
 
+static void free_reflector(uv_handle_t *h);
+
 int kc_reflector_new(uv_loop_t *loop, kc_api *api,
                      const kc_reflector_spec *spec, const kc_reflector_sink *sink,
                      kc_reflector **out) {
@@ -658,7 +660,14 @@ int kc_reflector_new(uv_loop_t *loop, kc_api *api,
     return -ENOMEM;
   }
   r->timer.uv.data = r;
+  r->open_handles = 2;
   r->restore.fd = -1;
+  if (kc_next_turn_init(loop, &r->turn, r) != 0) {
+    r->phase = PHASE_CLOSED;
+    r->open_handles = 1; /* the timer's close frees the rest */
+    kc_timer_close(&r->timer, free_reflector);
+    return -ENOMEM;
+  }
   *out = r;
   return 0;
 }
@@ -670,7 +679,8 @@ int kc_reflector_start(kc_reflector *r) {
 }
 
 static void free_reflector(uv_handle_t *h) {
-  kc_reflector *r = h->data;
+  kc_reflector *r = h->type == UV_IDLE ? ((kc_next_turn *)h->data)->data : h->data;
+  if (--r->open_handles > 0) return;
   for (size_t i = 0; i < r->transform.ndrop; i++) free(r->drop_paths[i]);
   free(r->drop_paths);
   free(r->type_kind), free(r->type_api_version);
@@ -702,6 +712,7 @@ void kc_reflector_close(kc_reflector *r) {
   kc_clusterid_leave(r->cluster); /* the component may close before the loop frees us */
   r->cluster = NULL;
   kc_mem_list_end(&r->listing);
+  kc_next_turn_close(&r->turn, free_reflector);
   kc_timer_close(&r->timer, free_reflector);
 }
 

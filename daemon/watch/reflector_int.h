@@ -22,6 +22,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/nextturn.h"
 #include "client/clusterid.h"
 #include "watch/decodepool.h"
 #include "watch/history.h"
@@ -42,6 +43,8 @@ enum phase { PHASE_IDLE, PHASE_LIST, PHASE_WATCH, PHASE_BACKOFF, PHASE_VERIFY, P
 struct kc_reflector {
   uv_loop_t *loop;
   kc_timer timer; /* backoff; timer.uv.data = this */
+  kc_next_turn turn; /* the snapshot restore's slices; turn.data = this */
+  int open_handles;  /* timer and turn: freed when both closed */
   kc_api *api;
   kc_reflector_sink sink;
   char *api_path, *resource, *namespace_, *label_selector, *field_selector;

@@ -26,6 +26,7 @@
 #define APPLY_SLICE 1024
 
 void refl_restore_stop(kc_reflector *r) {
+  kc_next_turn_stop(&r->turn);
   if (r->restore.fd >= 0) close(r->restore.fd);
   r->restore.fd = -1;
   free(r->restore.chunk);
@@ -58,11 +59,11 @@ static void restore_fail(kc_reflector *r, const char *fmt, ...) {
   refl_start_list(r, LIST_INITIAL);
 }
 
-static void restore_step(uv_timer_t *t);
+static void restore_step(kc_next_turn *t);
 
 /* One slice of the checked objects to the sink; the last one completes the
  * first list at the snapshot's resourceVersion and resumes the watch. */
-static void restore_apply(uv_timer_t *t) {
+static void restore_apply(kc_next_turn *t) {
   kc_reflector *r = t->data;
   if (r->phase != PHASE_RESTORE || !r->incremental) return;
   size_t end = r->napplied + APPLY_SLICE < r->npending ? r->napplied + APPLY_SLICE : r->npending;
@@ -73,7 +74,7 @@ static void restore_apply(uv_timer_t *t) {
     if (r->phase != PHASE_RESTORE) return; /* closed by a handler */
   }
   if (r->napplied < r->npending) {
-    kc_timer_start(&r->timer, restore_apply, 0, 0);
+    kc_next_turn_start(&r->turn, restore_apply);
     return;
   }
   char rv[64];
@@ -91,7 +92,7 @@ static void restore_resume(void *ud) {
   kc_reflector *r = ud;
   if (r->phase != PHASE_RESTORE || !r->restore.waiting) return;
   r->restore.waiting = false;
-  kc_timer_start(&r->timer, restore_step, 0, 0);
+  kc_next_turn_start(&r->turn, restore_step);
 }
 
 /* Applied as an incremental first list is: a relist or close half-way
@@ -100,7 +101,7 @@ static void begin_apply(kc_reflector *r) {
   kc_history_forget(&r->history);
   r->incremental = true;
   r->napplied = 0;
-  kc_timer_start(&r->timer, restore_apply, 0, 0);
+  kc_next_turn_start(&r->turn, restore_apply);
 }
 
 /* The cluster identity check's answer for a checked snapshot. */
@@ -172,7 +173,7 @@ static void restore_done(void *ud, int rc) {
   begin_apply(r);
 }
 
-static void restore_step(uv_timer_t *t) {
+static void restore_step(kc_next_turn *t) {
   kc_reflector *r = t->data;
   if (r->phase != PHASE_RESTORE || !r->stream || r->restore.waiting) return;
   size_t fed = 0;
@@ -207,7 +208,7 @@ static void restore_step(uv_timer_t *t) {
     r->restore.chunk_len = 0;
   }
   if (r->restore.left) {
-    kc_timer_start(&r->timer, restore_step, 0, 0); /* the next slice in the next loop turn */
+    kc_next_turn_start(&r->turn, restore_step); /* the next slice in the next loop turn */
     return;
   }
   if (r->restore.crc != r->restore.want_crc) {
@@ -257,7 +258,7 @@ int kc_reflector_start_restored(kc_reflector *r, const kc_reflector_restore *src
   r->incremental = false; /* nothing reaches the sink before the checksum matched */
   kc_mem_list_begin(&r->listing);
   r->phase = PHASE_RESTORE;
-  kc_timer_start(&r->timer, restore_step, 0, 0);
+  kc_next_turn_start(&r->turn, restore_step);
   return 0;
 }
 

@@ -10,6 +10,8 @@
  *    snapshot's resourceVersion;
  *  - a header: rendered and parsed back the same; cut off, a bit flipped,
  *    another format version: refused with the reason;
+ *  - a large snapshot is applied in slices, each in its own loop turn: the
+ *    loop polls for I/O between them (a check handle runs);
  *  - a snapshot that is cut off, has a flipped bit (header or body), was
  *    written for another informer or cluster, by another format version,
  *    or is older than the bound: ignored with a log line naming the file
@@ -56,7 +58,11 @@ static struct {
   kc_informer *inf;
   char dir[256];
   unsigned adds;
+  uv_check_t check;
+  unsigned polls, first_add_poll, last_add_poll;
 } F;
+
+static void on_check(uv_check_t *h) { F.polls++; }
 
 static void on_tick(uv_timer_t *t) {}
 
@@ -87,6 +93,7 @@ static void remove_dir(const char *dir) {
 }
 
 static int teardown(void **state) {
+  if (uv_is_active((uv_handle_t *)&F.check)) uv_close((uv_handle_t *)&F.check, NULL);
   kc_informer_close(F.inf);
   kc_api_close(F.api);
   fakeapi_stop(F.srv);
@@ -111,7 +118,10 @@ static kc_informer_spec spec_of(const char *identity) {
                             .identity = identity};
 }
 
-static void on_add(void *ud, kc_informer *inf, kc_obj *obj) { F.adds++; }
+static void on_add(void *ud, kc_informer *inf, kc_obj *obj) {
+  if (!F.adds++) F.first_add_poll = F.polls;
+  F.last_add_poll = F.polls;
+}
 
 static bool is_synced(void *ud) { return kc_informer_synced(F.inf); }
 
@@ -268,6 +278,32 @@ static void test_warm_start_round_trip(void **state) {
   assert_int_equal(s.relists, 0);
 }
 
+/* 5,000 objects: five slices of at most 1,024 (reflector_restore.c). */
+static void test_restore_polls_between_slices(void **state) {
+  enum { N = 5000 };
+  char name[32];
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "cm-%05d", i);
+    fakeapi_put(F.srv, "configmaps", "a", name, NULL, NULL);
+  }
+  kc_informer_spec sp = spec_of("ident-big");
+  start_informer(&sp, CLUSTER, 0);
+  assert_int_equal(kc_informer_save_snapshots(F.inf), 1);
+  close_informer();
+  assert_int_equal(uv_check_init(&F.loop, &F.check), 0);
+  assert_int_equal(uv_check_start(&F.check, on_check), 0);
+  start_informer(&sp, CLUSTER, 3600000);
+  kc_informer_stats s;
+  kc_informer_stats_get(F.inf, &s);
+  assert_int_equal(s.restores, 1);
+  assert_int_equal(s.restored, N);
+  assert_int_equal(F.adds, N);
+  /* At least one poll between consecutive slices. */
+  if (F.last_add_poll - F.first_add_poll < N / 1024)
+    fail_msg("%d objects applied across %u polls: slices ran without polling", N,
+             F.last_add_poll - F.first_add_poll);
+}
+
 static void test_header_round_trip_and_refusals(void **state) {
   kc_snapfile_header h = {.format = KC_SNAPFILE_FORMAT, .identity_hash = 0x0123456789abcdefULL,
                           .written_unix_ms = 1796000000000, .objects = 7, .body_bytes = 99,
@@ -396,6 +432,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_other_cluster_ignored, setup, teardown),
       cmocka_unit_test_setup_teardown(test_other_format_ignored, setup, teardown),
       cmocka_unit_test_setup_teardown(test_too_old_not_used, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restore_polls_between_slices, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
