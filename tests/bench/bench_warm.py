@@ -11,7 +11,10 @@ first log line to the cache's completion (the reflector's "listed",
 and initial-events requests the simulator saw, the loop lag
 (kctrld_loop_lag_max_seconds, and the share of 100 ms probe ticks later than
 20 ms from kctrld_loop_lag_seconds) and the peak RSS (VmHWM); for the stop:
-the snapshot's size and write time from the log.
+the snapshot's size and write time from the log. The requests are read
+once the daemon watches: after the restore, a warm start checks the
+server's history (daemon/watch/reflector.h "History check": a LIST at the
+snapshot's resourceVersion for small caches, a few object GETs for large).
 
 client-go: the prebuilt peer of tests/bench/peers/README.md (--client-go
 PATH, its directory or the program, default $PEER_CLIENT_GO, as
@@ -19,8 +22,11 @@ tests/bench/compare.py takes it). It watches Pods only, so its column needs
 --resource pods; it always lists: process start -> its SYNCED line, its CPU
 seconds then, the requests the simulator saw, its VmHWM once its worker took
 the N keys. Without it the table has no client-go column and says why.
-floor: the simulator serving the same list to curl, which only reads bytes
-(wall), and yajl alone parsing those bytes (CPU, build/bench/bench_yajl).
+floor: the simulator serving the same objects to a client that only reads
+bytes, as one LIST to curl (the floor of a listing sync) and as a streaming
+list to a socket (apisim_ceiling.stream_initial_events; the floor of
+kctrld's cold sync), and yajl alone parsing the list (CPU,
+build/bench/bench_yajl).
 
   python3 tests/bench/bench_warm.py [--build build] [--objects 100000]
         [--resource configmaps|pods] [--client-go PATH] [--sync-timeout S]
@@ -37,6 +43,9 @@ from datetime import datetime
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, HERE)
+import taplib  # noqa: E402
+import compare  # noqa: E402 (the peer's process, its /proc figures, the list floor)
+import apisim_ceiling  # noqa: E402 (the streaming-list floor)
 
 KINDS = {"configmaps": "ConfigMap", "pods": "Pod"}
 CONFIG = """
@@ -78,7 +87,14 @@ def requests(sim, resource):
     return lists, streams, gets
 
 
-def kctrld_run(taplib, compare, sim, a, state, what):
+def watching(sim, resource):
+    """The simulator has seen a WATCH of resource (a streaming list counts):
+    a warm start's history check, which follows the restore, is over."""
+    return any(r.get("verb") == "watch" and "/" + resource in (r.get("path") or "")
+               for r in sim.control("GET", "requests")["requests"])
+
+
+def kctrld_run(sim, a, state, what):
     sim.control("DELETE", "counters")
     k = taplib.Kctrld(CONFIG % KINDS[a.resource], kubeconfig=sim.kubeconfig,
                       args=["--state-directory", state])
@@ -92,6 +108,7 @@ def kctrld_run(taplib, compare, sim, a, state, what):
     ticks = k.metric(snap, "kctrld_loop_lag_seconds_count")
     le20 = k.metric(snap, "kctrld_loop_lag_seconds_bucket", 'le="0.02"')
     hwm = compare.status_kib(compare.read_proc(k.proc.pid, "status"))[1]
+    taplib.wait_for(lambda: watching(sim, a.resource), timeout=120, what=what + " watch")
     reqs = requests(sim, a.resource)
     code = k.stop(timeout=600)
     stop = re.search(r"snapshot \S+: (\d+) objects at resourceVersion \d+, (\d+) bytes, written in ([\d.]+) ms",
@@ -108,7 +125,7 @@ def kctrld_run(taplib, compare, sim, a, state, what):
     return r
 
 
-def client_go_run(compare, sim, a, tmp):
+def client_go_run(sim, a, tmp):
     """The peer's cold start: it lists, then watches; done once its worker
     took every key (its peak RSS then, as compare.py's sync rows read it)."""
     sim.control("DELETE", "counters")
@@ -130,25 +147,28 @@ def client_go_run(compare, sim, a, tmp):
     return out
 
 
-def floor_run(compare, sim, a, tmp):
+def floor_run(sim, a, tmp):
     path = os.path.join(tmp, "list.json")
     secs, size = compare.curl_list(sim.url, "/api/v1/" + a.resource, path, timeout=a.sync_timeout)
     out = {"sync": secs, "bytes": size}
+    out["stream"] = apisim_ceiling.stream_initial_events(sim.url, a.resource, timeout=a.sync_timeout)[0]
     yajl = os.path.join(compare.ROOT, a.build, "bench", "bench_yajl")
     if os.access(yajl, os.X_OK):
         out["cpu"] = compare.yajl_seconds(a.build, path)
     os.unlink(path)
-    print("floor: list of %.1f MiB to curl in %.2f s; yajl alone over it: %s" %
-          (size / 1048576.0, secs, "%.2f s CPU" % out["cpu"] if "cpu" in out else "bench_yajl not built"),
-          flush=True)
+    print("floor: list of %.1f MiB to curl in %.2f s, streamed to a socket in %.2f s; yajl alone over "
+          "it: %s" % (size / 1048576.0, secs, out["stream"],
+                      "%.2f s CPU" % out["cpu"] if "cpu" in out else "bench_yajl not built"), flush=True)
     return out
 
 
 def table(cols, nf):
     """Markdown table of the runs in cols (column name -> result dict or None)."""
     rows = [
-        ("sync wall s", lambda r: nf(r.get("sync"))),
-        ("CPU s at sync", lambda r: nf(r.get("cpu"))),
+        ("sync wall s", lambda r: ("%s LIST to curl, %s streamed to a socket" % (nf(r["sync"]), nf(r["stream"]))
+                                   if "stream" in r else nf(r.get("sync")))),
+        ("CPU s at sync", lambda r: ("%s yajl alone" % nf(r["cpu"]) if "bytes" in r and "cpu" in r
+                                     else nf(r.get("cpu")))),
         ("LIST / initial-events / object GET requests",
          lambda r: "%d / %d / %d" % r["requests"] if "requests" in r else None),
         ("loop lag max ms", lambda r: nf(r.get("lag_ms"))),
@@ -173,8 +193,7 @@ def main():
     ap.add_argument("--sync-timeout", type=int, default=1800)
     a = ap.parse_args()
     os.environ["KCTRLD_BUILD"] = a.build
-    import taplib  # noqa: E402 (reads KCTRLD_BUILD)
-    import compare  # noqa: E402 (the peer's process, its /proc figures, the list floor)
+    taplib.BUILD = os.path.join(taplib.ROOT, a.build)
     cols = {c: None for c in COLUMNS}
     notes = []
     a.client_go, why = compare.client_go_or_why(a.client_go)
@@ -192,12 +211,12 @@ def main():
     try:
         with taplib.Apisim("--generate", "%s=%d" % (a.resource, a.objects)) as sim:
             print("%d %s generated in %.1f s" % (a.objects, a.resource, time.time() - t0), flush=True)
-            cols["floor"] = floor_run(compare, sim, a, tmp)
-            cols["kctrld cold"] = kctrld_run(taplib, compare, sim, a, state, "kctrld cold")
-            cols["kctrld warm"] = kctrld_run(taplib, compare, sim, a, state, "kctrld warm")
+            cols["floor"] = floor_run(sim, a, tmp)
+            cols["kctrld cold"] = kctrld_run(sim, a, state, "kctrld cold")
+            cols["kctrld warm"] = kctrld_run(sim, a, state, "kctrld warm")
             if "client-go cold" in cols:
                 try:
-                    cols["client-go cold"] = client_go_run(compare, sim, a, tmp)
+                    cols["client-go cold"] = client_go_run(sim, a, tmp)
                 except Exception as e:  # noqa: BLE001 - a measurement: report, keep the table
                     print("client-go cold: FAILED: %s" % e, flush=True)
                     notes.append("client-go failed: %s." % e)
