@@ -28,6 +28,30 @@ def open_stream(url, path):
     return s
 
 
+def stream_initial_events(url, resource, timeout=600):
+    """(wall s, bytes) of one streaming list of the core resource (a watch
+    with sendInitialEvents=true) read by a socket that parses nothing, up to
+    the bookmark that ends the initial events: the floor of a streaming-list
+    sync, as curl reading a LIST is the floor of a listing one."""
+    mark = b"k8s.io/initial-events-end"
+    t0 = time.monotonic()
+    sock = open_stream(url, "/api/v1/%s?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+                            "&resourceVersionMatch=NotOlderThan" % resource)
+    sock.settimeout(timeout)
+    total, tail = 0, b""
+    try:
+        while True:
+            d = sock.recv(1 << 20)
+            if not d:
+                raise RuntimeError("the stream ended before its initial-events-end bookmark")
+            total += len(d)
+            if mark in tail + d:  # the mark may straddle two reads
+                return time.monotonic() - t0, total
+            tail = d[-len(mark):]
+    finally:
+        sock.close()
+
+
 def read_until_lines(sock, want, out, idx):
     lines = 0
     head = True
