@@ -171,7 +171,7 @@ static int register_cache_families(kc_metrics *reg, kc_ops_families *f) {
        "Times a response was paused because its decode budget was full", KC_METRIC_COUNTER, inf_labels,
        NINF_LABELS, NULL, 0},
       {&f->loop_lag, "kctrld_loop_lag_seconds",
-       "How late the event loop ran its 100 ms probe timer (time a callback held the loop)",
+       "How long the event loop kept timers and sockets waiting, per 100 ms probe",
        KC_METRIC_HISTOGRAM, NULL, 0, kc_looplag_bounds, KC_LOOPLAG_BUCKETS},
       {&f->loop_lag_max, "kctrld_loop_lag_max_seconds", "The largest kctrld_loop_lag_seconds sample so far",
        KC_METRIC_GAUGE, NULL, 0, NULL, 0},

@@ -28,8 +28,13 @@ list to a socket (apisim_ceiling.stream_initial_events; the floor of
 kctrld's cold sync), and yajl alone parsing the list (CPU,
 build/bench/bench_yajl).
 
+--controller: kctrld also runs a controller of the kind with the no-op
+plugin (tests/bench/plugins/noop.c, 2 workers), which reconciles every
+cached key once after either start; the run then also reports when the last
+of the N reconciles finished, and the loop lag covers that too.
+
   python3 tests/bench/bench_warm.py [--build build] [--objects 100000]
-        [--resource configmaps|pods] [--client-go PATH] [--sync-timeout S]
+        [--resource configmaps|pods] [--controller] [--client-go PATH] [--sync-timeout S]
 """
 import argparse
 import os
@@ -53,7 +58,13 @@ logLevel: info
 metrics: { bindAddress: "127.0.0.1:0" }
 informers:
   - { apiVersion: v1, kind: %s }
-controllers: []
+controllers: %s
+"""
+CONTROLLER = """
+  - name: bench
+    plugin: %s
+    for: { apiVersion: v1, kind: %s }
+    workers: 2
 """
 TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z", re.M)
 COLUMNS = ("kctrld cold", "kctrld warm", "client-go cold", "floor")
@@ -96,13 +107,20 @@ def watching(sim, resource):
 
 def kctrld_run(sim, a, state, what):
     sim.control("DELETE", "counters")
-    k = taplib.Kctrld(CONFIG % KINDS[a.resource], kubeconfig=sim.kubeconfig,
+    ctl = CONTROLLER % (a.plugin, KINDS[a.resource]) if a.plugin else "[]"
+    k = taplib.Kctrld(CONFIG % (KINDS[a.resource], ctl), kubeconfig=sim.kubeconfig,
                       args=["--state-directory", state])
     m = taplib.wait_for(lambda: ready(k, a.resource), timeout=a.sync_timeout, interval=0.05,
                         what=what + " sync")
     cpu = compare.cpu_seconds(compare.read_proc(k.proc.pid, "stat"))
     log = k.log()
-    secs = ts(m.group(0)) - ts(log.splitlines()[0])
+    start = ts(log.splitlines()[0])
+    secs = ts(m.group(0)) - start
+    reconciled = None
+    if a.plugin:
+        taplib.wait_for(lambda: k.metric(k.scrape(), "controller_runtime_reconcile_total") >= a.objects,
+                        timeout=a.sync_timeout, interval=0.05, what=what + " reconciles")
+        reconciled = time.time() - start
     snap = k.scrape()
     lag_max = k.metric(snap, "kctrld_loop_lag_max_seconds")
     ticks = k.metric(snap, "kctrld_loop_lag_seconds_count")
@@ -114,10 +132,12 @@ def kctrld_run(sim, a, state, what):
     stop = re.search(r"snapshot \S+: (\d+) objects at resourceVersion \d+, (\d+) bytes, written in ([\d.]+) ms",
                      k.log())
     r = {"sync": secs, "cpu": cpu, "requests": reqs, "lag_ms": lag_max * 1000,
-         "late": (ticks - le20, ticks), "hwm": hwm / 1024.0}
+         "late": (ticks - le20, ticks), "hwm": hwm / 1024.0, "reconciled": reconciled}
     print("%s: sync %.2f s, CPU %.2f s, LISTs %d, initial-events watches %d, GETs %d, loop lag max "
           "%.1f ms, ticks > 20 ms %d of %d, peak RSS %.0f MiB, exit %d" %
           ((what, secs, cpu) + reqs + (lag_max * 1000, ticks - le20, ticks, hwm / 1024.0, code)))
+    if reconciled is not None:
+        print("%s: every key reconciled %.2f s after start" % (what, reconciled))
     if stop:
         r["snapshot"] = (int(stop.group(1)), int(stop.group(2)) / 1048576.0, float(stop.group(3)))
         print("%s stop: snapshot of %d objects, %.1f MiB, written in %.1f ms" % ((what,) + r["snapshot"]))
@@ -167,6 +187,7 @@ def table(cols, nf):
     rows = [
         ("sync wall s", lambda r: ("%s LIST to curl, %s streamed to a socket" % (nf(r["sync"]), nf(r["stream"]))
                                    if "stream" in r else nf(r.get("sync")))),
+        ("every key reconciled s", lambda r: nf(r.get("reconciled"))),
         ("CPU s at sync", lambda r: ("%s yajl alone" % nf(r["cpu"]) if "bytes" in r and "cpu" in r
                                      else nf(r.get("cpu")))),
         ("LIST / initial-events / object GET requests",
@@ -190,6 +211,8 @@ def main():
     ap.add_argument("--resource", choices=sorted(KINDS), default="configmaps")
     ap.add_argument("--client-go", default=os.environ.get("PEER_CLIENT_GO") or None,
                     help="the prebuilt clientgo-peer or its directory (default $PEER_CLIENT_GO)")
+    ap.add_argument("--controller", action="store_true",
+                    help="kctrld also runs a no-op controller that reconciles every key once")
     ap.add_argument("--sync-timeout", type=int, default=1800)
     a = ap.parse_args()
     os.environ["KCTRLD_BUILD"] = a.build
@@ -207,6 +230,8 @@ def main():
         del cols["client-go cold"]
     tmp = tempfile.mkdtemp(prefix="kctrld-bench-warm-")
     state = os.path.join(tmp, "state")
+    a.plugin = (taplib.build_plugin(os.path.join(HERE, "plugins", "noop.c"), tmp, "-O2")
+                if a.controller else None)
     t0 = time.time()
     try:
         with taplib.Apisim("--generate", "%s=%d" % (a.resource, a.objects)) as sim:
