@@ -303,11 +303,36 @@ int daemon_admin_start(kc_daemon *d) {
     path = def;
   }
   if (strcmp(path, "0") == 0) return 0;
-  int rc = kc_adminsock_start(&d->loop, path, ops_view, d, &d->admin);
+  /* A group the operator named must exist: the socket is not served
+   * otherwise, and the start-up stops (as for a socket path named that
+   * cannot be served), rather than running with a socket its members
+   * cannot reach. */
+  const char *group = d->opts.admin_socket_group ? d->opts.admin_socket_group
+                                                 : d->cfg->admin_socket_group;
+  gid_t gid = KC_ADMINSOCK_NO_GROUP;
+  if (group) {
+    asked = true;
+    int grc = kc_adminsock_group_id(group, &gid);
+    if (grc < 0) {
+      const char *key = d->opts.admin_socket_group ? "--admin-socket-group" : "adminSocketGroup";
+      if (grc == -ENOENT)
+        kc_error("daemon", "%s: no such group '%s'; the admin socket %s is not served", key,
+                 group, path);
+      else
+        kc_error("daemon", "%s: cannot look the group '%s' up: %s; the admin socket %s is not "
+                 "served", key, group, strerror(-grc), path);
+      return grc;
+    }
+  }
+  int rc = kc_adminsock_start(&d->loop, path, gid, ops_view, d, &d->admin);
   if (rc < 0) {
-    const char *why = rc == -EADDRINUSE ? "another process serves it"
-                      : rc == -EEXIST   ? "a file that is not a socket is there"
-                                        : strerror(-rc);
+    char perm[160];
+    snprintf(perm, sizeof perm, "cannot give it the group '%s': the daemon's user is neither root "
+             "nor a member", group ? group : "");
+    const char *why = rc == -EADDRINUSE         ? "another process serves it"
+                      : rc == -EEXIST           ? "a file that is not a socket is there"
+                      : rc == -EPERM && group   ? perm
+                                                : strerror(-rc);
     if (asked) {
       kc_error("daemon", "cannot serve the admin socket %s: %s", path, why);
       return rc;
