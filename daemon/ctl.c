@@ -225,7 +225,8 @@ static int print_queues(yajl_val doc) {
     char wait[32];
     duration(wait, sizeof wait, num(v[i], "oldestWaitSeconds"));
     cell(&t, "%s", str(v[i], "name", "?"));
-    cell(&t, "%s", !yes(v[i], "running") ? "not running"
+    cell(&t, "%s", !yes(v[i], "running") ? (yes(v[i], "paused") ? "not running, paused"
+                                                                : "not running")
                    : yes(v[i], "paused") ? "paused"
                    : yes(v[i], "active") ? "running"
                                          : "standby");
@@ -422,7 +423,12 @@ int kc_ctl_main(int argc, char **argv) {
   case KC_ADMIN_REQUEUE: printf("%s: %s queued\n", r.controller, r.key); break;
   case KC_ADMIN_PAUSE:
   case KC_ADMIN_RESUME:
-    printf("%s: %s\n", r.controller, yes(doc, "paused") ? "paused" : "running");
+    if (get(doc, "running") && !yes(doc, "running")) /* configured, not started (yet) */
+      printf("%s: %s (not running: it starts so)\n", r.controller,
+             yes(doc, "paused") ? "paused" : "not paused");
+    else
+      printf("%s: %s\n", r.controller, yes(doc, "paused") ? "paused" : "running");
+    if (str(doc, "warning", NULL)) fprintf(stderr, "kctrld ctl: warning: %s\n", str(doc, "warning", ""));
     break;
   case KC_ADMIN_INFORMERS: rc = print_informers(doc); break;
   default: break;

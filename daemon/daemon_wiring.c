@@ -276,6 +276,7 @@ static void ops_view(void *ud, kc_ops_view *v) {
   v->controllers = d->ops_controllers;
   v->ncontrollers = d->nctls;
   v->stopping = d->stopping;
+  v->paused = d->paused;
   if (d->events) {
     v->has_events = true;
     kc_events_get_stats(d->events, &v->events);
@@ -288,6 +289,25 @@ static void ops_view(void *ud, kc_ops_view *v) {
     v->leader = holder && *holder ? holder : NULL;
     v->standby = !v->leading && v->leader != NULL;
   }
+}
+
+static bool configured_controller(const char *name, void *ud) {
+  return kc_config_find_controller(ud, name) >= 0;
+}
+
+int daemon_pauses_start(kc_daemon *d, const char *state_dir) {
+  if (!(d->paused = kc_paused_set_new(state_dir))) return -ENOMEM;
+  kc_paused_set_load(d->paused); /* a bad file is logged and ignored */
+  kc_paused_set_retain(d->paused, configured_controller, d->cfg);
+  return 0;
+}
+
+void daemon_pauses_apply(kc_daemon *d, kc_controller *c) {
+  if (kc_paused_set_has(d->paused, kc_controller_name(c))) kc_controller_set_paused(c, true);
+}
+
+void daemon_pauses_retain(kc_daemon *d) {
+  if (d->paused) kc_paused_set_retain(d->paused, configured_controller, d->cfg);
 }
 
 int daemon_admin_start(kc_daemon *d) {
