@@ -25,8 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     for (size_t i = 0; i < n; i++) {
       size_t len = strlen(names[i]);
-      if (len == 0 || len > 63 || strspn(names[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != len)
-        abort();
+      static const char allowed[] = "abcdefghijklmnopqrstuvwxyz"
+                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+      if (len == 0 || len > 63 || strspn(names[i], allowed) != len) abort();
       for (size_t j = 0; j < i; j++)
         if (strcmp(names[i], names[j]) == 0) abort();
     }
