@@ -94,6 +94,10 @@ static const kc_cli_flag daemon_flags[] = {
      "adminSocket, $RUNTIME_DIRECTORY/admin.sock under systemd, else off",
      "the Unix socket kctrld ctl talks to, mode 0600 (see \"kctrld ctl\"); \"0\" disables.",
      KC_CLI_ADMIN_SOCKET, false},
+    {"admin-socket-group", 0, required_argument, " NAME", "adminSocketGroup, none",
+     "make the admin socket 0660 and give it group NAME, so that its members can run kctrld "
+     "ctl; an unknown group stops the start-up.",
+     KC_CLI_ADMIN_SOCKET_GROUP, false},
     {"check-config", 0, required_argument, " FILE", "", "the same as kctrld check-config FILE.",
      KC_CLI_CHECK_CONFIG, true},
     {"online", 0, no_argument, "", "off", "with --check-config: the same as kctrld check-config --online.",

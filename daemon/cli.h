@@ -57,6 +57,7 @@ enum kc_cli_flag_id {
   KC_CLI_RBAC_PLUGIN_DIR,
   /* running the daemon, and kctrld ctl */
   KC_CLI_ADMIN_SOCKET,
+  KC_CLI_ADMIN_SOCKET_GROUP,
   KC_CLI_CTL_SOCKET,
   KC_CLI_CTL_OUTPUT,
   KC_CLI_CTL_STATE,

@@ -17,6 +17,7 @@
 #include "hooks/hook_webhook.h"
 #include "host/plugin_host.h"
 #include "kube/selector.h"
+#include "ops/adminsock.h"
 #include "rbac.h"
 
 struct report {
@@ -100,9 +101,26 @@ static void check_plugin(struct report *r, const kc_controller_spec *ct) {
   }
 }
 
+/* adminSocketGroup names a group of this machine (the daemon looks it up
+ * at start and does not start without it). */
+static void check_admin_group(struct report *r, const kc_config *cfg) {
+  if (!cfg->admin_socket_group) return;
+  gid_t gid;
+  int rc = kc_adminsock_group_id(cfg->admin_socket_group, &gid);
+  if (rc == 0) return;
+  char msg[256];
+  if (rc == -ENOENT)
+    snprintf(msg, sizeof msg, "adminSocketGroup: no such group '%s'", cfg->admin_socket_group);
+  else
+    snprintf(msg, sizeof msg, "adminSocketGroup: cannot look the group '%s' up: %s",
+             cfg->admin_socket_group, strerror(-rc));
+  add(r, kc_yaml_map_get(kc_yaml_root(cfg->doc), "adminSocketGroup"), msg);
+}
+
 int kc_configcheck_run(const kc_config *cfg, char *err, size_t errlen) {
   struct report r = {err, errlen, 0, 0};
   if (errlen) err[0] = '\0';
+  check_admin_group(&r, cfg);
   for (size_t i = 0; i < cfg->ninformers; i++) {
     const kc_informer_spec *s = &cfg->informers[i];
     if (s->implicit) continue;

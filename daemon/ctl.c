@@ -4,11 +4,13 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -30,6 +32,28 @@ static int fail(const char *fmt, ...) {
   va_end(ap);
   fputc('\n', stderr);
   return 1;
+}
+
+/* Says who may connect: the socket's mode and group, when they can be read
+ * (the directory may hide them too). */
+static int permission_denied(const char *path) {
+  struct stat st;
+  if (stat(path, &st) < 0)
+    return fail("permission denied on %s: its directory is closed to this user; run kctrld ctl "
+                "as the daemon's user or root (or see \"kctrld ctl\" in docs/operations.md "
+                "for adminSocketGroup)",
+                path);
+  if ((st.st_mode & 0060) == 0060) {
+    struct group *g = getgrgid(st.st_gid);
+    char gid[32];
+    snprintf(gid, sizeof gid, "%u", (unsigned)st.st_gid);
+    return fail("permission denied on %s: the socket is mode %04o, group %s; run kctrld ctl as "
+                "a member of %s, the daemon's user or root",
+                path, (unsigned)(st.st_mode & 07777), g ? g->gr_name : gid, g ? g->gr_name : gid);
+  }
+  return fail("permission denied on %s: the socket is the daemon user's (mode %04o); run kctrld "
+              "ctl as that user or root",
+              path, (unsigned)(st.st_mode & 07777));
 }
 
 /* Sends the request line and reads the whole answer into *answer. */
@@ -60,10 +84,7 @@ static int ask(const char *path, const kc_buf *req, kc_buf *answer) {
                   "that stopped)",
                   path);
     case EACCES:
-    case EPERM:
-      return fail("permission denied on %s: the socket is the daemon user's (mode 0600); run "
-                  "kctrld ctl as that user or root",
-                  path);
+    case EPERM: return permission_denied(path);
     case ENOTSOCK:
       return fail("%s is not a socket", path);
     default: return fail("cannot connect to %s: %s", path, strerror(e));
@@ -204,7 +225,8 @@ static int print_queues(yajl_val doc) {
     char wait[32];
     duration(wait, sizeof wait, num(v[i], "oldestWaitSeconds"));
     cell(&t, "%s", str(v[i], "name", "?"));
-    cell(&t, "%s", !yes(v[i], "running") ? "not running"
+    cell(&t, "%s", !yes(v[i], "running") ? (yes(v[i], "paused") ? "not running, paused"
+                                                                : "not running")
                    : yes(v[i], "paused") ? "paused"
                    : yes(v[i], "active") ? "running"
                                          : "standby");
@@ -401,7 +423,12 @@ int kc_ctl_main(int argc, char **argv) {
   case KC_ADMIN_REQUEUE: printf("%s: %s queued\n", r.controller, r.key); break;
   case KC_ADMIN_PAUSE:
   case KC_ADMIN_RESUME:
-    printf("%s: %s\n", r.controller, yes(doc, "paused") ? "paused" : "running");
+    if (get(doc, "running") && !yes(doc, "running")) /* configured, not started (yet) */
+      printf("%s: %s (not running: it starts so)\n", r.controller,
+             yes(doc, "paused") ? "paused" : "not paused");
+    else
+      printf("%s: %s\n", r.controller, yes(doc, "paused") ? "paused" : "running");
+    if (str(doc, "warning", NULL)) fprintf(stderr, "kctrld ctl: warning: %s\n", str(doc, "warning", ""));
     break;
   case KC_ADMIN_INFORMERS: rc = print_informers(doc); break;
   default: break;

@@ -396,6 +396,7 @@ void daemon_on_tick(uv_timer_t *t) {
         continue;
       }
       cs->inst = NULL; /* owned by the controller now */
+      daemon_pauses_apply(d, cs->ctl);
       d->controllers_alive++;
       if (cs->spec->sharding.shards > 0 &&
           (rc = kc_controller_shard(cs->ctl, d->api, d->identity,
@@ -852,6 +853,7 @@ static void free_daemon(kc_daemon *d) {
   free(d->ops_histograms);
   free(d->ops_ctl_states);
   kc_kube_creds_free(d->creds);
+  kc_paused_set_free(d->paused);
   if (d->hold)
     daemon_hold_unref(d->hold); /* the config itself goes with its last plugin instance */
   else
@@ -893,6 +895,11 @@ int kc_daemon_run(const kc_daemon_options *opts) {
   kc_info("daemon", "kctrld %s: API server %s (%s)", KCTRLD_VERSION, d->creds->server,
           d->creds->source ? d->creds->source : "credentials");
   prepare_state_directory(d);
+  if ((rc = daemon_pauses_start(d, state_directory(d))) < 0) {
+    kc_error("daemon", "out of memory");
+    free_daemon(d);
+    return rc;
+  }
   d->nkinds = d->cfg->ninformers;
   d->nctls = d->cfg->ncontrollers;
   d->kinds = calloc(d->nkinds ? d->nkinds : 1, sizeof *d->kinds);

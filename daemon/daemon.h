@@ -38,6 +38,9 @@ typedef struct kc_daemon_options {
   /* --admin-socket PATH|0: the `kctrld ctl` socket; NULL: adminSocket of
    * the file, else $RUNTIME_DIRECTORY/admin.sock (systemd), else none. */
   const char *admin_socket;
+  /* --admin-socket-group NAME: overrides adminSocketGroup (a 0660 socket of
+   * that group); NULL: the file's. */
+  const char *admin_socket_group;
   /* --leader-elect[=true|false]: 1 on, -1 off, 0 leaderElection.enabled of
    * the file (the rest of leaderElection: applies either way). */
   int leader_elect;

@@ -33,6 +33,7 @@
 #include "ops/adminsock.h"
 #include "ops/ops.h"
 #include "runtime/controller.h"
+#include "runtime/pausedset.h"
 #include "watch/decodepool.h"
 
 struct host_link;
@@ -121,6 +122,7 @@ struct kc_daemon {
    * scratch space for the view, rebuilt on each request. */
   kc_ops *ops;
   kc_adminsock *admin; /* NULL: no admin socket */
+  kc_paused_set *paused; /* kctrld ctl pause, kept across reloads (and restarts with a state dir) */
   const kc_informer_spec **ops_specs;
   kc_informer **ops_informers;
   kc_ops_informer_wait *ops_waits;
@@ -179,6 +181,13 @@ int daemon_ops_start(kc_daemon *d);
 /* The admin socket (`kctrld ctl`), when one is configured; 0 or the error
  * of a socket the operator asked for (the default one only warns). */
 int daemon_admin_start(kc_daemon *d);
+/* The paused controllers: read from state_dir (NULL: kept in memory only),
+ * those the config no longer has dropped. 0 or -ENOMEM. */
+int daemon_pauses_start(kc_daemon *d, const char *state_dir);
+/* A controller just created starts paused when kctrld ctl paused it. */
+void daemon_pauses_apply(kc_daemon *d, kc_controller *c);
+/* After a reload: drops the pauses of controllers the config lost. */
+void daemon_pauses_retain(kc_daemon *d);
 
 /* ---- daemon_reload.c ------------------------------------------------------- */
 

@@ -123,6 +123,7 @@ static void apply_reload(kc_daemon *d) {
   for (size_t i = 0; i < ndead; i++) daemon_release_slot(dead[i]); /* no thread can reach them now */
   free(dead);
   daemon_hold_unref(old_hold); /* freed now unless kept controllers' instances still hold it */
+  daemon_pauses_retain(d);
   for (size_t j = 0; j < d->nkinds; j++) {
     if (!d->kinds[j]) { /* allocation failed above: the daemon cannot go on safely */
       kc_error("daemon", "reload: out of memory; stopping");

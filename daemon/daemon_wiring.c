@@ -276,6 +276,7 @@ static void ops_view(void *ud, kc_ops_view *v) {
   v->controllers = d->ops_controllers;
   v->ncontrollers = d->nctls;
   v->stopping = d->stopping;
+  v->paused = d->paused;
   if (d->events) {
     v->has_events = true;
     kc_events_get_stats(d->events, &v->events);
@@ -288,6 +289,25 @@ static void ops_view(void *ud, kc_ops_view *v) {
     v->leader = holder && *holder ? holder : NULL;
     v->standby = !v->leading && v->leader != NULL;
   }
+}
+
+static bool configured_controller(const char *name, void *ud) {
+  return kc_config_find_controller(ud, name) >= 0;
+}
+
+int daemon_pauses_start(kc_daemon *d, const char *state_dir) {
+  if (!(d->paused = kc_paused_set_new(state_dir))) return -ENOMEM;
+  kc_paused_set_load(d->paused); /* a bad file is logged and ignored */
+  kc_paused_set_retain(d->paused, configured_controller, d->cfg);
+  return 0;
+}
+
+void daemon_pauses_apply(kc_daemon *d, kc_controller *c) {
+  if (kc_paused_set_has(d->paused, kc_controller_name(c))) kc_controller_set_paused(c, true);
+}
+
+void daemon_pauses_retain(kc_daemon *d) {
+  if (d->paused) kc_paused_set_retain(d->paused, configured_controller, d->cfg);
 }
 
 int daemon_admin_start(kc_daemon *d) {
@@ -303,11 +323,36 @@ int daemon_admin_start(kc_daemon *d) {
     path = def;
   }
   if (strcmp(path, "0") == 0) return 0;
-  int rc = kc_adminsock_start(&d->loop, path, ops_view, d, &d->admin);
+  /* A group the operator named must exist: the socket is not served
+   * otherwise, and the start-up stops (as for a socket path named that
+   * cannot be served), rather than running with a socket its members
+   * cannot reach. */
+  const char *group = d->opts.admin_socket_group ? d->opts.admin_socket_group
+                                                 : d->cfg->admin_socket_group;
+  gid_t gid = KC_ADMINSOCK_NO_GROUP;
+  if (group) {
+    asked = true;
+    int grc = kc_adminsock_group_id(group, &gid);
+    if (grc < 0) {
+      const char *key = d->opts.admin_socket_group ? "--admin-socket-group" : "adminSocketGroup";
+      if (grc == -ENOENT)
+        kc_error("daemon", "%s: no such group '%s'; the admin socket %s is not served", key,
+                 group, path);
+      else
+        kc_error("daemon", "%s: cannot look the group '%s' up: %s; the admin socket %s is not "
+                 "served", key, group, strerror(-grc), path);
+      return grc;
+    }
+  }
+  int rc = kc_adminsock_start(&d->loop, path, gid, ops_view, d, &d->admin);
   if (rc < 0) {
-    const char *why = rc == -EADDRINUSE ? "another process serves it"
-                      : rc == -EEXIST   ? "a file that is not a socket is there"
-                                        : strerror(-rc);
+    char perm[160];
+    snprintf(perm, sizeof perm, "cannot give it the group '%s': the daemon's user is neither root "
+             "nor a member", group ? group : "");
+    const char *why = rc == -EADDRINUSE         ? "another process serves it"
+                      : rc == -EEXIST           ? "a file that is not a socket is there"
+                      : rc == -EPERM && group   ? perm
+                                                : strerror(-rc);
     if (asked) {
       kc_error("daemon", "cannot serve the admin socket %s: %s", path, why);
       return rc;

@@ -131,6 +131,16 @@ static bool daemon_flags(const kc_cli_command *cmd, int argc, char **argv, kc_da
       }
       o->admin_socket = arg;
       break;
+    case KC_CLI_ADMIN_SOCKET_GROUP:
+      if (!kc_config_group_name_ok(arg)) {
+        kc_cli_usage_error(cmd, "--admin-socket-group: expected a group name (1-%d characters, no "
+                                "':', ',', '/', space or control character), got \"%s\"",
+                           KC_CONFIG_GROUP_NAME_MAX, arg);
+        *exit_code = 2;
+        return true;
+      }
+      o->admin_socket_group = arg;
+      break;
     case KC_CLI_AUTH_READINESS: {
       int64_t ns;
       if (kc_yaml_parse_duration(arg, &ns) < 0 || ns % 1000000 != 0 || ns / 1000000 > 86400000) {

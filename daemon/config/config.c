@@ -279,6 +279,14 @@ static void parse_leader_election(struct ctx *c, const kc_yaml_node *n) {
   }
 }
 
+bool kc_config_group_name_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > KC_CONFIG_GROUP_NAME_MAX) return false;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if (*p <= ' ' || *p == 0x7f || *p == ':' || *p == ',' || *p == '/') return false;
+  return true;
+}
+
 static bool bind_address_ok(const char *s) {
   if (strcmp(s, "0") == 0) return true;
   const char *colon = strrchr(s, ':');
@@ -333,6 +341,7 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
       CUSTOM("sharding"),
       CUSTOM("metrics"),
       FIELD("adminSocket", F_STRING, kc_config, admin_socket),
+      FIELD("adminSocketGroup", F_STRING, kc_config, admin_socket_group),
       CUSTOM("logLevel"),
       CUSTOM("logFormat"),
       FIELD_RANGE("shutdownTimeout", F_DURATION, kc_config, shutdown_timeout_ms, 0, 3600000),
@@ -361,6 +370,11 @@ static void parse_root(struct ctx *c, const kc_yaml_node *root) {
     cfg_fail(c, kc_yaml_map_get(root, "adminSocket"),
              "adminSocket: expected an absolute path of at most %d bytes or \"0\" (off), got \"%s\"",
              KC_CONFIG_SOCKET_PATH_MAX, cfg->admin_socket);
+  if (cfg->admin_socket_group && !kc_config_group_name_ok(cfg->admin_socket_group))
+    cfg_fail(c, kc_yaml_map_get(root, "adminSocketGroup"),
+             "adminSocketGroup: expected a group name (1-%d characters, no ':', ',', '/', space "
+             "or control character), got \"%s\"",
+             KC_CONFIG_GROUP_NAME_MAX, cfg->admin_socket_group);
   if ((v = kc_yaml_map_get(root, "logLevel"))) {
     const char *s;
     if (cfg_took(c, kc_yaml_get_string(v, "logLevel", &s, c->tmp, sizeof c->tmp)) &&

@@ -289,6 +289,8 @@ typedef struct kc_leader_election {
 
 /* The longest socket path (a sockaddr_un's sun_path less its NUL). */
 #define KC_CONFIG_SOCKET_PATH_MAX 107
+/* The longest adminSocketGroup name. */
+#define KC_CONFIG_GROUP_NAME_MAX 64
 
 typedef struct kc_config {
   const char *file;           /* as given to the loader */
@@ -308,6 +310,10 @@ typedef struct kc_config {
   /* adminSocket: the `kctrld ctl` socket (an absolute path, or "0": none);
    * NULL: $RUNTIME_DIRECTORY/admin.sock under systemd, else none. */
   const char *admin_socket;
+  /* adminSocketGroup: the group of a 0660 admin socket; NULL: mode 0600.
+   * Only its syntax is checked here: the group is looked up at start and by
+   * check-config (ops/adminsock.h). */
+  const char *admin_socket_group;
   enum kc_log_level log_level;
   enum kc_log_format log_format; /* logFormat: text (default) or json */
   bool dry_run;               /* dryRun: the default of every controller's dryRun */
@@ -393,7 +399,7 @@ enum kc_global_field {
   KC_GLOBAL_LOG_FORMAT = 1u << 6,
   KC_GLOBAL_AUTH_READINESS = 1u << 7,
   KC_GLOBAL_STATE_DIRECTORY = 1u << 8, /* stateDirectory or snapshotMaxAge */
-  KC_GLOBAL_ADMIN_SOCKET = 1u << 9,
+  KC_GLOBAL_ADMIN_SOCKET = 1u << 9, /* adminSocket or adminSocketGroup */
 };
 
 typedef struct kc_config_change {
@@ -429,5 +435,9 @@ int kc_config_diff_summary(const kc_config_diff *diff, const kc_config *old_cfg,
  * (may be NULL = the current directory) resolves relative paths. */
 int kc_config_load_buffer(const char *name, const char *dir, const char *buf, size_t len,
                           kc_config **out, char *err, size_t errlen);
+
+/* A group name adminSocketGroup and --admin-socket-group accept (its
+ * syntax; whether the group exists is checked where it is used). */
+bool kc_config_group_name_ok(const char *name);
 
 #endif

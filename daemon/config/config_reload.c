@@ -161,7 +161,9 @@ int kc_config_compare(const kc_config *oc, const kc_config *nc, kc_config_diff *
       !str_eq(oc->metrics_cert_name, nc->metrics_cert_name) || !str_eq(oc->metrics_cert_key, nc->metrics_cert_key) ||
       oc->metrics_debug_queues != nc->metrics_debug_queues)
     d->global |= KC_GLOBAL_METRICS;
-  if (!str_eq(oc->admin_socket, nc->admin_socket)) d->global |= KC_GLOBAL_ADMIN_SOCKET;
+  if (!str_eq(oc->admin_socket, nc->admin_socket) ||
+      !str_eq(oc->admin_socket_group, nc->admin_socket_group))
+    d->global |= KC_GLOBAL_ADMIN_SOCKET;
   if (oc->log_level != nc->log_level) d->global |= KC_GLOBAL_LOG_LEVEL;
   if (oc->log_format != nc->log_format) d->global |= KC_GLOBAL_LOG_FORMAT;
   if (oc->shutdown_timeout_ms != nc->shutdown_timeout_ms) d->global |= KC_GLOBAL_SHUTDOWN_TIMEOUT;

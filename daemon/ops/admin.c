@@ -10,7 +10,9 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "runtime/keytrace.h"
+#include "runtime/pausedset.h"
 
 #define TRACE_MAX 256 /* entries of one key in one answer (the ring may hold more) */
 
@@ -92,7 +94,10 @@ static void answer_queues(const kc_ops_view *v, kc_buf *out) {
                   "\"backoff\":%zu,\"failing\":%zu,\"oldestWaitSeconds\":%.3f,"
                   "\"depthByPriority\":{\"high\":%zu,\"normal\":%zu,\"low\":%zu}}",
                   c ? "true" : "false", c && kc_controller_active(c) ? "true" : "false",
-                  c && kc_controller_paused(c) ? "true" : "false", q.depth, q.inflight, q.backoff,
+                  (c && kc_controller_paused(c)) || kc_paused_set_has(v->paused, cs->name)
+                      ? "true"
+                      : "false",
+                  q.depth, q.inflight, q.backoff,
                   failing,
                   q.oldest_added_ns && now > q.oldest_added_ns ? seconds(now - q.oldest_added_ns)
                                                                : 0.0,
@@ -255,11 +260,54 @@ static int answer_trace(kc_controller *c, const kc_admin_request *r, kc_buf *out
   return 0;
 }
 
+/* --- pause, resume ------------------------------------------------------------- */
+
+static bool configured(const kc_ops_view *v, const char *name) {
+  for (size_t i = 0; i < v->ncontroller_states; i++)
+    if (strcmp(v->controller_states[i].name, name) == 0) return true;
+  return false;
+}
+
+/* c NULL: a configured controller not running (yet): only the kept set
+ * changes, and it applies once the controller runs. */
+static int answer_pause(const kc_ops_view *v, kc_controller *c, const kc_admin_request *r,
+                        kc_buf *out) {
+  bool pause = r->command == KC_ADMIN_PAUSE;
+  char why[320] = "";
+  int saved = v->paused ? kc_paused_set_put(v->paused, r->controller, pause, why, sizeof why) : 0;
+  if (saved < 0)
+    kc_warn("admin", "kctrld ctl %s %s: in effect, but not kept for a restart: %s",
+            pause ? "pause" : "resume", r->controller, why);
+  if (c) kc_controller_set_paused(c, pause);
+  bool paused = c ? kc_controller_paused(c) : kc_paused_set_has(v->paused, r->controller);
+  kc_buf_puts(out, "{\"controller\":");
+  kc_buf_json_c(out, r->controller);
+  kc_buf_printf(out, ",\"paused\":%s,\"running\":%s", paused ? "true" : "false",
+                c ? "true" : "false");
+  if (saved < 0) {
+    kc_buf msg = {0};
+    kc_buf_printf(&msg, "not kept for a restart: %s", why);
+    kc_buf_puts(out, ",\"warning\":");
+    kc_buf_json_c(out, msg.p ? msg.p : "not kept for a restart");
+    kc_buf_free(&msg);
+  }
+  kc_buf_puts(out, "}\n");
+  return 0;
+}
+
 /* --- the rest ----------------------------------------------------------------- */
 
 int kc_admin_answer(const kc_ops_view *v, const kc_admin_request *r, kc_buf *out) {
   int rc = 0;
   kc_controller *c = NULL;
+  if ((r->command == KC_ADMIN_PAUSE || r->command == KC_ADMIN_RESUME) && v->paused &&
+      configured(v, r->controller)) {
+    for (size_t i = 0; i < v->ncontrollers && !c; i++)
+      if (v->controllers[i] && strcmp(kc_controller_name(v->controllers[i]), r->controller) == 0)
+        c = v->controllers[i];
+    rc = answer_pause(v, c, r, out);
+    return rc == 0 && out->err ? out->err : rc;
+  }
   if (r->controller[0] && !(c = controller_named(v, r->controller, out, &rc))) return rc;
   switch (r->command) {
   case KC_ADMIN_QUEUES: answer_queues(v, out); break;
@@ -281,12 +329,7 @@ int kc_admin_answer(const kc_ops_view *v, const kc_admin_request *r, kc_buf *out
     kc_buf_puts(out, ",\"requeued\":true}\n");
     break;
   case KC_ADMIN_PAUSE:
-  case KC_ADMIN_RESUME:
-    kc_controller_set_paused(c, r->command == KC_ADMIN_PAUSE);
-    kc_buf_puts(out, "{\"controller\":");
-    kc_buf_json_c(out, r->controller);
-    kc_buf_printf(out, ",\"paused\":%s}\n", kc_controller_paused(c) ? "true" : "false");
-    break;
+  case KC_ADMIN_RESUME: rc = answer_pause(v, c, r, out); break;
   case KC_ADMIN_INFORMERS:
     kc_buf_puts(out, "{\"informers\":");
     rc = kc_ops_informers_json(v, out);

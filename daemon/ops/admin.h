@@ -15,7 +15,11 @@
  *  trace      {"controller","key","entries":[{"time","stage","detail"}],
  *              "matched","ringEntries","ringBytes"}: oldest first
  *  requeue    {"controller","key","requeued":true}
- *  pause, resume {"controller","paused"}
+ *  pause, resume {"controller","paused","running"[,"warning"]}: with the
+ *              view's paused set, a configured controller that is not
+ *              running is paused or resumed there (it applies when the
+ *              controller starts); warning: the set could not be written
+ *              to the state directory (the pause holds until a restart)
  *  informers  {"informers":[...]}: the /debug/informers array
  * An error is {"error":"no such controller \"x\" (controllers: a, b)"}.
  *

@@ -3,6 +3,7 @@
 #include "ops/adminsock.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -219,8 +220,30 @@ static void on_server_closed(uv_handle_t *h) {
   maybe_free(s);
 }
 
-int kc_adminsock_start(uv_loop_t *loop, const char *path, kc_ops_view_fn view, void *ud,
-                       kc_adminsock **out) {
+int kc_adminsock_group_id(const char *name, gid_t *out) {
+  if (!name || !*name) return -ENOENT;
+  long size = sysconf(_SC_GETGR_R_SIZE_MAX);
+  size_t cap = size > 0 ? (size_t)size : 16384;
+  for (;;) {
+    char *buf = malloc(cap);
+    if (!buf) return -ENOMEM;
+    struct group g, *found = NULL;
+    int rc = getgrnam_r(name, &g, buf, cap, &found);
+    if (rc == ERANGE && cap < (1u << 20)) {
+      free(buf);
+      cap *= 2;
+      continue;
+    }
+    if (rc == 0 && found) *out = g.gr_gid;
+    free(buf);
+    /* Not found is rc 0 with no entry (some libcs answer ENOENT or ESRCH). */
+    if (rc == 0 || rc == ENOENT || rc == ESRCH) return found ? 0 : -ENOENT;
+    return -rc;
+  }
+}
+
+int kc_adminsock_start(uv_loop_t *loop, const char *path, gid_t group, kc_ops_view_fn view,
+                       void *ud, kc_adminsock **out) {
   struct sockaddr_un a;
   if (!path || !*path) return -EINVAL;
   if (strlen(path) >= sizeof a.sun_path) return -ENAMETOOLONG;
@@ -248,11 +271,14 @@ int kc_adminsock_start(uv_loop_t *loop, const char *path, kc_ops_view_fn view, v
   }
   s->server.data = s;
   s->handles = 1;
-  /* Never wider than 0600, not even between bind and chmod. */
+  /* Never wider than asked, not even between bind and chmod: bound 0600,
+   * then given the group while still 0600, then opened to the group. */
+  bool grouped = group != KC_ADMINSOCK_NO_GROUP;
   mode_t old = umask(0177);
   rc = uv_pipe_bind(&s->server, path);
   umask(old);
-  if (rc == 0 && chmod(path, 0600) < 0) rc = -errno;
+  if (rc == 0 && grouped && lchown(path, (uid_t)-1, group) < 0) rc = -errno;
+  if (rc == 0 && chmod(path, grouped ? 0660 : 0600) < 0) rc = -errno;
   if (rc == 0) rc = uv_listen((uv_stream_t *)&s->server, 16, on_connection);
   if (rc < 0) {
     if (rc != UV_EADDRINUSE) unlink(path);
@@ -260,7 +286,10 @@ int kc_adminsock_start(uv_loop_t *loop, const char *path, kc_ops_view_fn view, v
     uv_close((uv_handle_t *)&s->server, on_server_closed);
     return rc;
   }
-  kc_info("adminsock", "serving kctrld ctl path=%s mode=0600", path);
+  if (grouped)
+    kc_info("adminsock", "serving kctrld ctl path=%s mode=0660 gid=%u", path, (unsigned)group);
+  else
+    kc_info("adminsock", "serving kctrld ctl path=%s mode=0600", path);
   *out = s;
   return 0;
 }

@@ -7,18 +7,22 @@
  * once (more are closed at once); a client that sends nothing for
  * KC_ADMINSOCK_IDLE_MS is dropped.
  *
- * Owns the socket file: created mode 0600 (the daemon's user alone;
- * created under a umask of 0177, then chmod'ed, so it is never wider);
- * a stale socket at the path (nobody answering) is replaced, a live one or
- * any other file is an error; the file is removed at close.
+ * Owns the socket file: created mode 0600 (the daemon's user alone), or
+ * with a group 0660 (the daemon's user and the group's members): bound
+ * under a umask of 0177, then given its group, then chmod'ed, so it is
+ * never wider than asked at any moment; a stale socket at the path (nobody
+ * answering) is replaced, a live one or any other file is an error; the
+ * file is removed at close.
  *
  * Threads: loop thread only. Errors: 0 or a negative errno (-ENAMETOOLONG
  * for a path longer than a socket address holds, -EADDRINUSE when another
- * process serves the path, -EEXIST when something else is there).
+ * process serves the path, -EEXIST when something else is there, -EPERM
+ * when the group cannot be given: the daemon is neither root nor a member).
  */
 #ifndef KC_ADMINSOCK_H
 #define KC_ADMINSOCK_H
 
+#include <sys/types.h>
 #include <uv.h>
 
 #include "ops/ops.h"
@@ -28,10 +32,18 @@
 
 typedef struct kc_adminsock kc_adminsock;
 
+#define KC_ADMINSOCK_NO_GROUP ((gid_t)-1)
+
 /* Serves path; view fills the daemon's view for each request (ops.h).
- * path is copied. */
-int kc_adminsock_start(uv_loop_t *loop, const char *path, kc_ops_view_fn view, void *ud,
-                       kc_adminsock **out);
+ * group: KC_ADMINSOCK_NO_GROUP for mode 0600, else the group of a 0660
+ * socket (kc_adminsock_group_id). path is copied. */
+int kc_adminsock_start(uv_loop_t *loop, const char *path, gid_t group, kc_ops_view_fn view,
+                       void *ud, kc_adminsock **out);
+
+/* The id of the group named name (adminSocketGroup): 0, -ENOENT when there
+ * is no such group, another negative errno when the group database cannot
+ * be read. Any thread. */
+int kc_adminsock_group_id(const char *name, gid_t *out);
 /* Stops serving, closes every connection, removes the socket file; the
  * memory goes once libuv has closed the handles. NULL: no-op. */
 void kc_adminsock_close(kc_adminsock *s);

@@ -40,6 +40,7 @@
 #include "config/config.h"
 #include "client/apiclient.h"
 #include "runtime/controller.h"
+#include "runtime/pausedset.h"
 #include "ops/httpserver.h"
 #include "client/events.h"
 #include "cache/informer.h"
@@ -96,6 +97,9 @@ typedef struct kc_ops_view {
   kc_events_stats events;
   /* How late the loop runs its timers (NULL: not measured). */
   const kc_looplag *loop_lag;
+  /* The controllers kctrld ctl paused, running or not (NULL: none kept
+   * beyond the controller objects). */
+  kc_paused_set *paused;
 } kc_ops_view;
 
 /* Fills *out (loop thread) with borrowed pointers valid until return. */

@@ -25,11 +25,26 @@ One daemon with adminSocket: in its directory:
   socket at the path, a socket nobody serves (connection refused), a bad
   --state (exit 2).
 With `isolation: process`, the child's writes (made through the daemon) are
-traced as well. Every wait is on the API object, the log or the socket's
-answers.
+traced as well.
+
+Who may connect (the tests run as root; `kctrld ctl` runs as nobody):
+- a 0600 socket: nobody is refused, with the path and "permission denied";
+- adminSocketGroup: daemon: the socket is root:daemon 0660; nobody with the
+  daemon group among its groups connects, nobody without it is refused (the
+  message names the group); an unknown group is reported by check-config at
+  its file:line:col and stops the daemon's start-up, naming the key.
+A pause outlasts the controller object: a reload that re-creates the
+controller keeps it, and with stateDirectory so does a restart (the file
+paused-controllers there, 0600); `ctl resume` ends it and removes the
+file; a corrupt file is ignored with a warning naming it, the pause of a
+controller the config lost is dropped with an info line.
+Every wait is on the API object, the log or the socket's answers.
 """
+import grp
 import json
 import os
+import pwd
+import signal
 import socket
 import stat
 import subprocess
@@ -239,6 +254,151 @@ def test_trace_isolated_writes():
             w = wait_for(write, what="the isolated plugin's write in the trace")
             assert w[0].startswith("PATCH /api/v1/namespaces/default/configmaps/ok-2: 200 rv="), w
             assert k.stop() == 0, k.log()[-3000:]
+
+
+def ctl_as(sock, groups, *args):
+    """`kctrld ctl` as the user nobody with exactly these supplementary groups."""
+    nobody = pwd.getpwnam("nobody")
+
+    def drop():
+        os.setgroups(groups)
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+    return subprocess.run([KCTRLD, "ctl"] + list(args) + ["--socket", sock], capture_output=True,
+                          text=True, timeout=30, preexec_fn=drop)
+
+
+def test_socket_access():
+    if os.geteuid() != 0:
+        raise taplib.Skip("needs root to run kctrld ctl as another user")
+    tmp = tempfile.mkdtemp(prefix="kctrld-ctl-perm-")
+    os.chmod(tmp, 0o755)  # nobody may pass; the socket's mode decides
+    so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "failkey.c"), tmp)
+    sock = os.path.join(tmp, "admin.sock")
+    daemon_gid = grp.getgrnam("daemon").gr_gid
+    nogroup = pwd.getpwnam("nobody").pw_gid
+    base = ("metrics: { bindAddress: \"0\" }\n"
+            "adminSocket: %s\n"
+            "controllers:\n"
+            "  - name: failkey\n    plugin: %s\n"
+            "    for: { apiVersion: v1, kind: ConfigMap }\n" % (sock, so))
+    with Apisim() as sim:
+        # 0600: only the daemon's user (root here).
+        with taplib.Kctrld(base, sim.kubeconfig, dir=os.path.join(tmp, "d1")) as k:
+            wait_for(lambda: os.path.exists(sock) or not k.alive(), what="the admin socket")
+            assert k.alive(), k.log()[-3000:]
+            out = ctl_as(sock, [daemon_gid], "queues")
+            assert out.returncode == 1, out
+            assert "permission denied on %s" % sock in out.stderr and "mode 0600" in out.stderr, \
+                out.stderr
+            assert k.stop() == 0, k.log()[-3000:]
+
+        # A group: its members connect, others do not.
+        with taplib.Kctrld(base + "adminSocketGroup: daemon\n", sim.kubeconfig,
+                           dir=os.path.join(tmp, "d2")) as k:
+            wait_for(lambda: os.path.exists(sock) or not k.alive(), what="the admin socket")
+            assert k.alive(), k.log()[-3000:]
+            st = os.stat(sock)
+            assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == daemon_gid and \
+                st.st_uid == 0, (oct(st.st_mode), st.st_gid, st.st_uid)
+            member = ctl_as(sock, [daemon_gid], "queues", "-o", "json")
+            assert member.returncode == 0, member
+            assert json.loads(member.stdout)["controllers"][0]["name"] == "failkey", member.stdout
+            other = ctl_as(sock, [nogroup], "queues")
+            assert other.returncode == 1 and "permission denied on %s" % sock in other.stderr \
+                and "group daemon" in other.stderr, other
+            assert k.stop() == 0, k.log()[-3000:]
+
+        # An unknown group: check-config names it at its place; the daemon
+        # does not start.
+        bad = base + "adminSocketGroup: no-such-group-kc\n"
+        with taplib.Kctrld(bad, sim.kubeconfig, dir=os.path.join(tmp, "d3")) as k:
+            wait_for(lambda: not k.alive(), what="the daemon to refuse the start-up")
+            assert k.proc.returncode != 0, k.log()[-3000:]
+            assert "adminSocketGroup: no such group 'no-such-group-kc'" in k.log(), k.log()[-3000:]
+            assert not os.path.exists(sock)
+            chk = subprocess.run([KCTRLD, "check-config", k.config], capture_output=True, text=True,
+                                 timeout=30)
+            assert chk.returncode == 1, chk
+            assert "%s:7:19: adminSocketGroup: no such group 'no-such-group-kc'" % k.config \
+                in chk.stdout + chk.stderr, chk
+
+
+def test_pause_survives_reload_and_restart():
+    tmp = tempfile.mkdtemp(prefix="kctrld-ctl-pause-")
+    so = taplib.build_plugin(os.path.join(ROOT, "tests", "integration", "plugins", "failkey.c"), tmp)
+    sock = os.path.join(tmp, "admin.sock")
+    state = os.path.join(tmp, "state")
+    kept = os.path.join(state, "paused-controllers")
+
+    def config(base_delay):
+        return ("metrics: { bindAddress: \"0\" }\n"
+                "adminSocket: %s\n"
+                "stateDirectory: %s\n"
+                "controllers:\n"
+                "  - name: failkey\n    plugin: %s\n"
+                "    for: { apiVersion: v1, kind: ConfigMap }\n"
+                "    rateLimit: { baseDelay: %s, maxDelay: 1s }\n" % (sock, state, so, base_delay))
+
+    def controller():
+        return ctl_json(sock, "queues")["controllers"][0]
+
+    def queued(key):
+        d = ctl_json(sock, "keys", "failkey", "--state", "queued")
+        return [x for x in d["keys"] if x["key"] == key]
+
+    with Apisim() as sim:
+        put_cm(sim, "ok-1", 1)
+        with taplib.Kctrld(config("50ms"), sim.kubeconfig, dir=os.path.join(tmp, "d1")) as k:
+            wait_for(lambda: seen(sim, "ok-1") == "1" or not k.alive(), what="ok-1 reconciled")
+            assert k.alive(), k.log()[-3000:]
+            assert ctl(sock, "pause", "failkey").stdout == "failkey: paused\n"
+            assert stat.S_IMODE(os.stat(kept).st_mode) == 0o600
+            assert '- "failkey"' in open(kept).read()
+
+            # A reload that changes the controller re-creates it, paused.
+            with open(k.config, "w") as f:
+                f.write(config("60ms"))
+            k.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "reload applied" in k.log(), what="the reload")
+            wait_for(lambda: controller()["running"], what="the re-created controller")
+            assert controller()["paused"], controller()
+            put_cm(sim, "ok-1", 2)
+            wait_for(lambda: queued("default/ok-1"), what="ok-1 queued while paused")
+            assert seen(sim, "ok-1") == "1"
+            assert k.stop() == 0, k.log()[-3000:]
+
+        # A restart: the file keeps the pause; the warm start's keys wait.
+        with taplib.Kctrld(config("60ms"), sim.kubeconfig, dir=os.path.join(tmp, "d2")) as k:
+            wait_for(lambda: "controller failkey stays paused" in k.log() or not k.alive(),
+                     what="the kept pause read")
+            assert k.alive(), k.log()[-3000:]
+            wait_for(lambda: os.path.exists(sock) and controller()["running"],
+                     what="the controller")
+            assert controller()["paused"], controller()
+            wait_for(lambda: queued("default/ok-1"), what="ok-1 queued while paused")
+            assert seen(sim, "ok-1") == "1"
+            assert "not running" not in ctl(sock, "queues").stdout
+            assert ctl(sock, "resume", "failkey").stdout == "failkey: running\n"
+            wait_for(lambda: seen(sim, "ok-1") == "2", what="ok-1 reconciled after resume")
+            assert not os.path.exists(kept), "resume left the file"
+            assert k.stop() == 0, k.log()[-3000:]
+
+        # A controller the config lost: its pause is dropped. A corrupt file:
+        # ignored, with a warning naming it.
+        for text, line in (('paused:\n  - "gone"\n',
+                            "the pause of controller gone is dropped"),
+                           ("paused: [failkey\n", "%s: ignored: " % kept)):
+            with open(kept, "w") as f:
+                f.write(text)
+            with taplib.Kctrld(config("60ms"), sim.kubeconfig, dir=os.path.join(tmp, "d3")) as k:
+                wait_for(lambda: line in k.log() or not k.alive(), what=line)
+                wait_for(lambda: os.path.exists(sock) and controller()["running"],
+                         what="the controller")
+                assert not controller()["paused"], controller()
+                assert k.stop() == 0, k.log()[-3000:]
+            if "gone" in text:
+                assert not os.path.exists(kept), "the dropped pause stayed in the file"
 
 
 if __name__ == "__main__":

@@ -198,6 +198,9 @@ static void test_defaults(void **state) {
   c = load("adminSocket: /run/kctrld/admin.sock\n");
   assert_string_equal(c->admin_socket, "/run/kctrld/admin.sock");
   kc_config_free(c);
+  c = load("adminSocket: /run/kctrld/admin.sock\nadminSocketGroup: kctrl-ops\n");
+  assert_string_equal(c->admin_socket_group, "kctrl-ops");
+  kc_config_free(c);
   c = load("adminSocket: \"0\"\n");
   assert_string_equal(c->admin_socket, "0");
   kc_config_free(c);
@@ -385,13 +388,16 @@ static void test_top_level_errors(void **state) {
         "c.yaml:1:1: unknown key \"kubeconfg\" in config (did you mean \"kubeconfig\"?)");
   fails("colour: red\n",
         "c.yaml:1:1: unknown key \"colour\" in config (known keys: kubeconfig, leaderElection, "
-        "sharding, metrics, adminSocket, logLevel, logFormat, shutdownTimeout, decodeThreads, "
+        "sharding, metrics, adminSocket, adminSocketGroup, logLevel, logFormat, shutdownTimeout, decodeThreads, "
         "authFailureReadinessTimeout, dryRun, stateDirectory, snapshotMaxAge, informers, controllers)");
   fails("logLevel: loud\n", "c.yaml:1:11: logLevel: expected error, warn, info or debug, got \"loud\"");
   fails("logFormat: yaml\n", "c.yaml:1:12: logFormat: expected text or json, got \"yaml\"");
   fails("adminSocket: run/admin.sock\n",
         "c.yaml:1:14: adminSocket: expected an absolute path of at most 107 bytes or \"0\" (off), "
         "got \"run/admin.sock\"");
+  fails("adminSocketGroup: \"ops:x\"\n",
+        "c.yaml:1:19: adminSocketGroup: expected a group name (1-64 characters, no ':', ',', '/', "
+        "space or control character), got \"ops:x\"");
   fails("kubeconfig: ''\n", "c.yaml:1:13: config.kubeconfig: empty path");
   fails("informers: {}\n", "c.yaml:1:12: informers: expected a sequence, got a mapping");
   fails("controllers: x\n", "c.yaml:1:14: controllers: expected a sequence, got a scalar");
