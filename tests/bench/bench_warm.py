@@ -10,7 +10,9 @@ first log line to the cache's completion (the reflector's "listed",
 "streamed" or "restored N objects" line) and the CPU seconds then, the LIST
 and initial-events requests the simulator saw, the loop lag
 (kctrld_loop_lag_max_seconds, and the share of 100 ms probe ticks later than
-20 ms from kctrld_loop_lag_seconds) and the peak RSS (VmHWM); for the stop:
+20 ms from kctrld_loop_lag_seconds), how long the loop thread waited for a
+CPU (its run-queue time: lag that other threads and processes caused) and
+the peak RSS (VmHWM); for the stop:
 the snapshot's size and write time from the log. The requests are read
 once the daemon watches: after the restore, a warm start checks the
 server's history (daemon/watch/reflector.h "History check": a LIST at the
@@ -105,6 +107,17 @@ def watching(sim, resource):
                for r in sim.control("GET", "requests")["requests"])
 
 
+def loop_cpu_wait(pid):
+    """Seconds the loop thread (the main thread) has been ready to run but
+    waited for a CPU (/proc schedstat's run-queue time): the part of the
+    loop lag that other threads and processes on the machine caused."""
+    try:
+        with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def kctrld_run(sim, a, state, what):
     sim.control("DELETE", "counters")
     ctl = CONTROLLER % (a.plugin, KINDS[a.resource]) if a.plugin else "[]"
@@ -122,6 +135,7 @@ def kctrld_run(sim, a, state, what):
                         timeout=a.sync_timeout, interval=0.05, what=what + " reconciles")
         reconciled = time.time() - start
     snap = k.scrape()
+    cpu_wait = loop_cpu_wait(k.proc.pid)
     lag_max = k.metric(snap, "kctrld_loop_lag_max_seconds")
     ticks = k.metric(snap, "kctrld_loop_lag_seconds_count")
     le20 = k.metric(snap, "kctrld_loop_lag_seconds_bucket", 'le="0.02"')
@@ -132,7 +146,8 @@ def kctrld_run(sim, a, state, what):
     stop = re.search(r"snapshot \S+: (\d+) objects at resourceVersion \d+, (\d+) bytes, written in ([\d.]+) ms",
                      k.log())
     r = {"sync": secs, "cpu": cpu, "requests": reqs, "lag_ms": lag_max * 1000,
-         "late": (ticks - le20, ticks), "hwm": hwm / 1024.0, "reconciled": reconciled}
+         "late": (ticks - le20, ticks), "hwm": hwm / 1024.0, "reconciled": reconciled,
+         "cpu_wait": cpu_wait}
     print("%s: sync %.2f s, CPU %.2f s, LISTs %d, initial-events watches %d, GETs %d, loop lag max "
           "%.1f ms, ticks > 20 ms %d of %d, peak RSS %.0f MiB, exit %d" %
           ((what, secs, cpu) + reqs + (lag_max * 1000, ticks - le20, ticks, hwm / 1024.0, code)))
@@ -194,6 +209,7 @@ def table(cols, nf):
          lambda r: "%d / %d / %d" % r["requests"] if "requests" in r else None),
         ("loop lag max ms", lambda r: nf(r.get("lag_ms"))),
         ("probe ticks over 20 ms", lambda r: "%d of %d" % r["late"] if "late" in r else None),
+        ("loop thread waiting for a CPU s", lambda r: nf(r.get("cpu_wait"))),
         ("peak RSS MiB", lambda r: nf(r.get("hwm"))),
     ]
     names = [c for c in COLUMNS if c in cols]
