@@ -722,11 +722,6 @@ const char *kc_leader_holder(const kc_leader *le) {
 
 const char *kc_leader_identity(const kc_leader *le) { return le->identity; }
 
-bool kc_leader_healthy(const kc_leader *le, uint64_t tolerance_ms) {
-  if (!le->leading) return true;
-  return kc_clock_now_ms() <= le->observed_ms + (uint64_t)le->lease_ms + tolerance_ms;
-}
-
 void kc_leader_get_stats(const kc_leader *le, kc_leader_stats *out) {
   *out = (kc_leader_stats){
       .master_status = kc_leader_is_leader(le) ? 1 : 0,

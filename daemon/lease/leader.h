@@ -160,9 +160,6 @@ int kc_leader_parse_lease(const char *json, size_t len, kc_lease_record *out, ch
 
 /* Our identity. Borrowed for the elector's lifetime. */
 const char *kc_leader_identity(const kc_leader *le);
-/* Health (docs/api-contract.md 9.3): false when leading and the last successful renewal
- * started more than leaseDuration + tolerance_ms ago. */
-bool kc_leader_healthy(const kc_leader *le, uint64_t tolerance_ms);
 void kc_leader_get_stats(const kc_leader *le, kc_leader_stats *out);
 
 #endif

@@ -539,7 +539,6 @@ static void test_acquire_create_and_renew(void **state) {
   assert_int_equal(st.master_status, 1);
   assert_int_equal(st.slowpath_total, 0);
   assert_int_equal(st.acquisitions, 1);
-  assert_true(kc_leader_healthy(le, 0));
 
   /* A metadata-only change behind our back: fast PUT conflicts, the slow
    * path (GET + PUT with the fetched RV) renews, leadership continues. */
