@@ -160,7 +160,7 @@ static void exec_fini(void *instance) {
  * controller and the key. */
 static void stderr_line(void *ud, pid_t pid, const char *line, size_t len) {
   (void)ud;
-  H()->log(KCTRLD_LOG_INFO, "hook stderr pid=%d: %.*s", (int)pid, (int)len, line);
+  H()->log(KCTRLD_LOG_INFO, "hook stderr: %.*s pid=%d", (int)len, line, (int)pid);
 }
 
 /* Why an exchange failed, for the reconcile error. */

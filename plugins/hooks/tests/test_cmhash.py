@@ -34,6 +34,12 @@ HOOK_YAML = """      exec:
 """
 
 
+
+def attempts_of(log, name):
+    """The attempt numbers of the hook's "reconcile key=... attempt=N" lines
+    for NS/name, as kctrld logs them (its reconcile fields come first)."""
+    return re.findall(r"hook stderr: reconcile (?:\S+ )*?key=%s/%s attempt=(\d+)" % (NS, re.escape(name)), log)
+
 def config(timeout="10s", apply=False):
     return cmhash_common.config(HOOK_YAML % {"hook": os.path.abspath(HOOK), "timeout": timeout,
                                              "apply": "1" if apply else "0"})
@@ -58,17 +64,17 @@ def test_cmhash_labels_configmaps():
             evs = c.items("/api/v1/namespaces/%s/events" % NS)
             assert any(e.get("reason") == "Hashed" and e["involvedObject"]["name"] == "a" for e in evs), evs
             # delete: reconciled once more (object null), nothing written, no error
-            seen = k.log().count("reconcile key=%s/b " % NS)
+            seen = len(attempts_of(k.log(), "b"))
             writes = len([r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"])
             c.delete(CMS + "/b")
-            wait_for(lambda: k.log().count("reconcile key=%s/b " % NS) > seen, what="b reconciled after delete",
+            wait_for(lambda: len(attempts_of(k.log(), "b")) > seen, what="b reconciled after delete",
                      kctrld=k)
             after = [r for r in sim.control("GET", "requests")["requests"] if r["path"] == CMS + "/b"]
             assert [r["method"] for r in after[writes:]] == ["DELETE"], after[writes:]  # only the test's own
             assert "Reconciler error controller=cmhash key=%s/b " % NS not in k.log(), k.log()
             # per-key backoff: an error result is retried with a growing attempt number
             c.create(CMS, cm("bad", {"kctrld-test": "error"}))
-            wait_for(lambda: "reconcile key=%s/bad attempt=4" % NS in k.log(), what="4 attempts of bad", kctrld=k)
+            wait_for(lambda: "4" in attempts_of(k.log(), "bad"), what="4 attempts of bad", kctrld=k)
             assert "refusing %s/bad (attempt 1)" % NS in k.log(), k.log()
             # the good keys still work meanwhile
             c.merge_patch(CMS + "/a", {"data": {"k": "3"}})
@@ -137,7 +143,7 @@ def test_cmhash_bad_children_cost_only_their_key():
             wait_for(lambda: re.search(r"Reconciler error controller=cmhash key=%s/garbage .*error=hook response: response is not JSON" % NS, log()),
                      what="the garbage logged", kctrld=k)
             # the crashing child's stderr is in the log with its key
-            wait_for(lambda: re.search(r"cmhash/exec-hook\]: hook stderr .*pid=\d+: crashing on purpose for %s/crash .*key=%s/crash" % (NS, NS), log()),
+            wait_for(lambda: re.search(r"cmhash/exec-hook\]: hook stderr: crashing on purpose for %s/crash .*key=%s/crash" % (NS, NS), log()),
                      what="the crashing child's stderr with its key", kctrld=k)
             # other keys still reconcile; the daemon is ready
             for i in range(3):
@@ -196,7 +202,7 @@ def test_cmhash_poison_keys_cost_healthy_keys_nothing():
                      what="every poison key failed twice", kctrld=k)
             log = k.log()
             for n in healthy:
-                attempts = re.findall(r"reconcile key=%s/%s attempt=(\d+)" % (NS, n), log)
+                attempts = attempts_of(log, n)
                 assert attempts and set(attempts) == {"1"}, (n, attempts, log[-3000:])
                 assert "Reconciler error controller=cmhash key=%s/%s " % (NS, n) not in log, log[-3000:]
             assert "backs off" not in log, log[-3000:]  # 7 poison keys: the program works

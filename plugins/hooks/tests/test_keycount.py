@@ -79,7 +79,7 @@ def run(interp, script, mode):
         with Kctrld(cfg, sim.kubeconfig) as k:
             wait_for(lambda: label(c, "two") == "2", what="two counted", kctrld=k)
             # the function's print/echo is logged with the key, not taken for the response
-            wait_for(lambda: re.search(r"hook stderr .*: counting kc/two: 2 keys key=kc/two", k.log()),
+            wait_for(lambda: re.search(r"hook stderr: counting kc/two: 2 keys .*key=kc/two", k.log()),
                      what="the function's output in the log", kctrld=k)
             # an error result, retried with backoff, naming the function's message
             wait_for(lambda: len(re.findall(r"Reconciler error controller=keycount key=kc/bad .*refusing bad on purpose",
