@@ -249,19 +249,6 @@ static void prepare_state_directory(kc_daemon *d) {
           "them at a clean stop", dir);
 }
 
-/* Every informer's snapshot, at a clean stop. */
-static void save_snapshots(kc_daemon *d) {
-  if (!state_directory(d)) return;
-  uint64_t t0 = uv_hrtime();
-  int files = 0;
-  for (size_t i = 0; i < d->nkinds; i++) {
-    if (!d->kinds[i]->informer) continue;
-    int rc = kc_informer_save_snapshots(d->kinds[i]->informer);
-    if (rc > 0) files += rc;
-  }
-  kc_info("daemon", "snapshots: %d files written in %.1f ms", files, (double)(uv_hrtime() - t0) / 1e6);
-}
-
 /* --- start-up steps --------------------------------------------------------- */
 
 static void on_controller_stopped(void *ud);
@@ -644,21 +631,9 @@ static void on_controller_stopped(void *ud) {
   d->controllers_alive--;
 }
 
-static void finish_shutdown(kc_daemon *d) {
-  atomic_store(&d->may_write, false);
-  kc_timer_close(&d->cred_timer, on_closed_noop);
-  daemon_host_link_close(d); /* before the informers close: abandoned reconciles may read them */
-  save_snapshots(d);
-  for (size_t i = 0; i < d->nkinds; i++) {
-    if (d->kinds[i]->informer) kc_informer_close(d->kinds[i]->informer);
-    d->kinds[i]->informer = NULL;
-  }
-  kc_discovery_free(d->discovery); /* runs no callback: slots can be freed */
-  d->discovery = NULL;
-  kc_clusterid_close(d->clusterid); /* every reflector left it */
-  d->clusterid = NULL;
-  kc_decode_pool_free(d->decode_pool); /* the informers closed every stream */
-  d->decode_pool = NULL;
+/* The rest of the stop, once the snapshots (if any) are written: the
+ * endpoints answer until here. */
+static void finish_closing(kc_daemon *d) {
   close_events(d);
   kc_adminsock_close(d->admin);
   d->admin = NULL;
@@ -673,6 +648,54 @@ static void finish_shutdown(kc_daemon *d) {
   uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_int, on_closed_noop);
   uv_close((uv_handle_t *)&d->sig_hup, on_closed_noop);
+}
+
+static void on_snapshots_written(void *ud, const kc_snapwriter_result *res) {
+  kc_daemon *d = ud;
+  kc_info("daemon", "snapshots: %zu files written in %.1f ms off the loop thread%s", res->written,
+          (double)(uv_hrtime() - d->snap_t0) / 1e6,
+          res->cancelled ? " (cancelled by a second signal: the unfinished ones were removed)" : "");
+  kc_snapwriter_free(d->snap_writer);
+  d->snap_writer = NULL;
+  finish_closing(d);
+}
+
+/* Every informer is closed; with a state directory each hands its stores
+ * to a snapshot writer first, which writes them on a pool thread while the
+ * loop keeps serving the probes (snapwriter.h), and the stop goes on once
+ * they are written. */
+static void finish_shutdown(kc_daemon *d) {
+  atomic_store(&d->may_write, false);
+  kc_timer_close(&d->cred_timer, on_closed_noop);
+  daemon_host_link_close(d); /* before the informers close: abandoned reconciles may read them */
+  kc_snapwriter *w = NULL;
+  if (state_directory(d) && kc_snapwriter_new(state_directory(d), &w) < 0) {
+    kc_error("daemon", "snapshots: out of memory; none written");
+    w = NULL;
+  }
+  for (size_t i = 0; i < d->nkinds; i++) {
+    if (d->kinds[i]->informer) kc_informer_close_saving(d->kinds[i]->informer, w);
+    d->kinds[i]->informer = NULL;
+  }
+  kc_discovery_free(d->discovery); /* runs no callback: slots can be freed */
+  d->discovery = NULL;
+  kc_clusterid_close(d->clusterid); /* every reflector left it */
+  d->clusterid = NULL;
+  kc_decode_pool_free(d->decode_pool); /* the informers closed every stream */
+  d->decode_pool = NULL;
+  if (w) {
+    if (d->snap_cancelled) kc_snapwriter_cancel(w);
+    d->snap_t0 = uv_hrtime();
+    int rc = kc_snapwriter_start(w, &d->loop, on_snapshots_written, d);
+    if (rc == 0) {
+      d->snap_writer = w;
+      kc_info("daemon", "snapshots: writing %zu files off the loop thread", kc_snapwriter_files(w));
+      return; /* on_snapshots_written goes on */
+    }
+    kc_error("daemon", "snapshots: cannot start writing: %s; none written", uv_strerror(rc));
+    kc_snapwriter_free(w);
+  }
+  finish_closing(d);
 }
 
 static void on_events_flushed(void *ud) {
@@ -733,7 +756,18 @@ static void on_signal(uv_signal_t *s, int signum) {
       kc_ops_reloaded(d->ops, "config unchanged");
     return;
   }
-  begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  const char *name = signum == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (d->stopping) {
+    /* The stop is bounded by shutdownTimeout, except for the snapshots'
+     * write, which grows with the caches: another signal cuts it short. */
+    if (!d->snap_cancelled)
+      kc_warn("daemon", "%s again: snapshots not written yet are given up (their temporary files "
+              "removed; files already complete stay)", name);
+    d->snap_cancelled = true;
+    kc_snapwriter_cancel(d->snap_writer);
+    return;
+  }
+  begin_shutdown(d, name);
 }
 
 

@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "base/clock.h"
+#include "cache/snapwriter.h"
 #include "client/clusterid.h"
 #include "client/discovery.h"
 #include "client/events.h"
@@ -118,6 +119,9 @@ struct kc_daemon {
   bool leading;      /* loop view: controllers may be active */
   bool stopping;
   bool state_dir_unusable; /* the state directory could not be made: snapshots off */
+  kc_snapwriter *snap_writer; /* the stop's snapshots while they are written; NULL otherwise */
+  bool snap_cancelled;        /* a second SIGTERM/SIGINT: snapshots are given up */
+  uint64_t snap_t0;           /* uv_hrtime() when their write started */
   /* Metrics, health endpoints and sd_notify (daemon/ops/ops.h); the arrays are
    * scratch space for the view, rebuilt on each request. */
   kc_ops *ops;

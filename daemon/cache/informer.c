@@ -26,6 +26,11 @@ typedef struct part {
   bool listed;      /* a complete list of this part was applied: later lists are relists */
   uint64_t observed_rv; /* kc_informer_observed_rv; 0: nothing observed yet */
   bool rv_opaque;       /* a resourceVersion that is no decimal number was seen */
+  /* The shard selector the store's content follows (the one its last
+   * complete list was made with; NULL: the whole scope), which the
+   * snapshot's identity carries. content_unknown: it could not be copied. */
+  char *content_selector;
+  bool content_unknown;
 } part;
 
 typedef struct handler_slot {
@@ -124,8 +129,20 @@ static void tell_synced(kc_informer *inf) {
   }
 }
 
+/* A complete list was applied: the content now follows the reflector's
+ * selector, or is the whole scope where the server does not filter. */
+static void note_content_selector(part *p, kc_reflector *r) {
+  const char *sel = kc_reflector_shard_support(r) == KC_SHARD_SUPPORT_NONE
+                        ? NULL
+                        : kc_reflector_shard_selector(r);
+  free(p->content_selector);
+  p->content_selector = sel ? strdup(sel) : NULL;
+  p->content_unknown = sel && !p->content_selector;
+}
+
 static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t n) {
   part *p = ud;
+  note_content_selector(p, r);
   kc_consistency_note_relist(p->check);
   enum kc_informer_cause saved =
       deliver_as(p->inf, p->listed ? KC_INFORMER_RELIST : KC_INFORMER_LIST);
@@ -141,6 +158,7 @@ static void sink_replace(void *ud, kc_reflector *r, kc_obj *const *objs, size_t 
 /* The first list of this part went to the store object by object. */
 static void sink_synced(void *ud, kc_reflector *r) {
   part *p = ud;
+  note_content_selector(p, r);
   p->listed = true;
   tell_synced(p->inf);
 }
@@ -309,18 +327,30 @@ int kc_informer_set_snapshots(kc_informer *inf, const kc_informer_snapshots *s) 
   return 0;
 }
 
-/* A part's identity (its readable form): the informer's and the part's
- * namespace. Its hash names the file. */
-static int part_identity(const part *p, kc_buf *b) {
+/* A part's identity (its readable form): the informer's, the part's
+ * namespace and, when its content follows one, the shard selector. The
+ * hash of the identity without the selector names the file, so that a
+ * part keeps one file whatever ranges it holds. */
+static int part_identity(const part *p, const char *shard_selector, kc_buf *b) {
   kc_buf_puts(b, p->inf->spec->identity ? p->inf->spec->identity : "");
   kc_buf_puts(b, ";part=");
   kc_buf_puts(b, p->namespace_ ? p->namespace_ : "");
+  if (shard_selector) {
+    kc_buf_puts(b, ";shardSelector=");
+    kc_buf_puts(b, shard_selector);
+  }
   kc_buf_add(b, "", 1);
   return b->err ? -ENOMEM : 0;
 }
 
-static int part_snapshot_name(const char *identity, char *name, size_t cap) {
-  return snprintf(name, cap, "%016" PRIx64 ".snapshot", kc_hash_str(identity)) < (int)cap ? 0 : -ENOSPC;
+static int part_snapshot_name(const part *p, char *name, size_t cap) {
+  kc_buf id = {0};
+  int rc = part_identity(p, NULL, &id);
+  if (rc == 0 &&
+      snprintf(name, cap, "%016" PRIx64 ".snapshot", kc_hash_str(id.p)) >= (int)cap)
+    rc = -ENOSPC;
+  kc_buf_free(&id);
+  return rc;
 }
 
 static int64_t unix_ms_now(void) {
@@ -329,30 +359,55 @@ static int64_t unix_ms_now(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Starts a part from its snapshot when one fits, else with a list. */
+/* The shard selector a header's readable identity names after the part's
+ * own identity `base` ("" for none), or NULL when the identity is not
+ * base's (another informer). */
+static const char *snapshot_selector(const char *identity, const char *base) {
+  size_t n = strlen(base);
+  if (strncmp(identity, base, n) != 0) return NULL;
+  if (!identity[n]) return "";
+  static const char tag[] = ";shardSelector=";
+  return strncmp(identity + n, tag, sizeof tag - 1) == 0 ? identity + n + sizeof tag - 1 : NULL;
+}
+
+/* Starts a part from its snapshot when one fits, else with a list. The
+ * snapshot's identity must name the shard selector the informer starts
+ * with (none: none). */
 static int part_start(part *p) {
   kc_informer *inf = p->inf;
-  if (!inf->snap_dir || inf->shard_selector || inf->started) return kc_reflector_start(p->reflector);
-  kc_buf id = {0};
+  if (!inf->snap_dir || inf->started) return kc_reflector_start(p->reflector);
+  kc_buf id = {0}, base = {0};
   char name[64], path[4200];
-  if (part_identity(p, &id) < 0 || part_snapshot_name(id.p, name, sizeof name) < 0 ||
+  if (part_identity(p, inf->shard_selector, &id) < 0 || part_identity(p, NULL, &base) < 0 ||
+      part_snapshot_name(p, name, sizeof name) < 0 ||
       snprintf(path, sizeof path, "%s/%s", inf->snap_dir, name) >= (int)sizeof path) {
-    kc_buf_free(&id);
+    kc_buf_free(&id), kc_buf_free(&base);
     return kc_reflector_start(p->reflector);
   }
   uint64_t id_hash = kc_hash_str(id.p);
   kc_buf_free(&id);
   kc_snapfile_header *h = malloc(sizeof *h);
-  if (!h) return kc_reflector_start(p->reflector);
+  if (!h) {
+    kc_buf_free(&base);
+    return kc_reflector_start(p->reflector);
+  }
   const char *what = kc_reflector_describe(p->reflector);
   char why[700];
   int fd = -1;
   int rc = kc_snapfile_open(path, h, &fd, why, sizeof why);
   int64_t age = rc == 0 ? unix_ms_now() - h->written_unix_ms : 0;
+  const char *written_sel = rc == 0 ? snapshot_selector(h->identity, base.p) : NULL;
   if (rc == -ENOENT) {
     kc_info("informer", "%s: no snapshot %s; listing", what, path);
   } else if (rc < 0) {
     kc_warn("informer", "%s: snapshot %s ignored: %s; listing", what, path, why);
+  } else if (h->identity_hash != id_hash && written_sel) {
+    /* The same scope cut to other shard ranges: expected when the ranges
+     * held moved, so not a warning. */
+    kc_info("informer", "%s: snapshot %s not used: written for shard selector %.400s, the informer "
+            "starts with %.400s; listing", what, path, written_sel[0] ? written_sel : "(none)",
+            inf->shard_selector ? inf->shard_selector : "(none)");
+    rc = -ESTALE;
   } else if (h->identity_hash != id_hash) {
     kc_warn("informer", "%s: snapshot %s ignored: written for another informer (%.300s); listing",
             what, path, h->identity);
@@ -366,6 +421,7 @@ static int part_start(part *p) {
             "(%" PRIu64 " s); listing", what, path, age / 1000, inf->snap_max_age_ms / 1000);
     rc = -ESTALE;
   }
+  kc_buf_free(&base);
   if (rc < 0) {
     if (fd >= 0) close(fd);
     free(h);
@@ -384,69 +440,59 @@ static int part_start(part *p) {
   return rc;
 }
 
-int kc_informer_save_snapshots(kc_informer *inf) {
-  if (!inf->snap_dir || inf->closing) return 0;
-  if (inf->shard_selector) {
-    kc_info("informer", "%s: no snapshot: its content follows the shard ranges held",
-            inf->resource_name);
+/* Hands part p's store to w as its snapshot file; 1 when handed (the part
+ * has no store from then on), 0 when there is nothing to write, or an
+ * error (logged; the part keeps its store). */
+static int part_hand_snapshot(part *p, kc_snapwriter *w) {
+  kc_informer *inf = p->inf;
+  const char *what = kc_reflector_describe(p->reflector);
+  const char *rv = kc_reflector_snapshot_point(p->reflector);
+  if (!rv) {
+    kc_info("informer", "%s: no snapshot written: not synced", what);
     return 0;
   }
-  int written = 0, first_err = 0;
-  kc_obj_vec all = {0};
-  for (size_t i = 0; i < inf->nparts; i++) {
-    part *p = &inf->parts[i];
-    const char *what = kc_reflector_describe(p->reflector);
-    const char *rv = kc_reflector_snapshot_point(p->reflector);
-    if (!rv) {
-      kc_info("informer", "%s: no snapshot written: not synced", what);
-      continue;
-    }
-    uint64_t t0 = uv_hrtime();
-    kc_buf id = {0};
-    char name[64], why[600] = "";
-    kc_snapfile_writer *w = NULL;
-    kc_snapfile_header *h = calloc(1, sizeof *h);
-    int rc = !h ? -ENOMEM : part_identity(p, &id);
-    if (rc == 0) rc = part_snapshot_name(id.p, name, sizeof name);
-    if (rc == 0) {
-      snprintf(h->kctrld_version, sizeof h->kctrld_version, "%s", KCTRLD_VERSION);
-      snprintf(h->cluster, sizeof h->cluster, "%s", inf->snap_cluster);
-      if (inf->clusterid) {
-        kc_clusterid_stats cs;
-        kc_clusterid_stats_get(inf->clusterid, &cs);
-        snprintf(h->cluster_uid, sizeof h->cluster_uid, "%s", cs.uid);
-      }
-      h->identity_hash = kc_hash_str(id.p);
-      snprintf(h->identity, sizeof h->identity, "%s", id.p);
-      for (char *c = h->identity; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?'; /* readable form only */
-      kc_obj_vec_clear(&all);
-      rc = kc_store_list(p->store, (kc_str){0}, NULL, &all);
-      if (rc >= 0) rc = kc_snapfile_create(inf->snap_dir, name, rv, &w, why, sizeof why);
-    }
-    for (size_t j = 0; rc >= 0 && j < all.n; j++) rc = kc_snapfile_add(w, all.v[j]);
-    uint64_t bytes = 0;
-    if (rc >= 0) {
-      rc = kc_snapfile_commit(w, h, &bytes, why, sizeof why);
-    } else {
-      kc_snapfile_abort(w);
-    }
-    if (rc < 0) {
-      kc_error("informer", "%s: cannot write its snapshot in %s: %s", what, inf->snap_dir,
-               why[0] ? why : strerror(-rc));
-      if (!first_err) first_err = rc;
-    } else {
-      written++;
-      kc_info("informer", "%s: snapshot %s/%s: %zu objects at resourceVersion %s, %" PRIu64
-              " bytes, written in %.1f ms", what, inf->snap_dir, name, all.n, rv, bytes,
-              (double)(uv_hrtime() - t0) / 1e6);
-    }
-    kc_obj_vec_clear(&all);
-    kc_buf_free(&id);
-    free(h);
+  if (p->content_unknown) {
+    kc_info("informer", "%s: no snapshot written: its shard selector is not known", what);
+    return 0;
   }
-  kc_obj_vec_release(&all);
-  return first_err ? first_err : written;
+  kc_buf id = {0};
+  char name[64];
+  kc_snapfile_header *h = calloc(1, sizeof *h);
+  int rc = !h ? -ENOMEM : part_identity(p, p->content_selector, &id);
+  if (rc == 0) rc = part_snapshot_name(p, name, sizeof name);
+  if (rc == 0) {
+    snprintf(h->kctrld_version, sizeof h->kctrld_version, "%s", KCTRLD_VERSION);
+    snprintf(h->cluster, sizeof h->cluster, "%s", inf->snap_cluster);
+    if (inf->clusterid) {
+      kc_clusterid_stats cs;
+      kc_clusterid_stats_get(inf->clusterid, &cs);
+      snprintf(h->cluster_uid, sizeof h->cluster_uid, "%s", cs.uid);
+    }
+    h->identity_hash = kc_hash_str(id.p);
+    snprintf(h->identity, sizeof h->identity, "%s", id.p);
+    for (char *c = h->identity; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?'; /* readable form only */
+    rc = kc_snapwriter_add(w, p->store, name, rv, h, what);
+    p->store = NULL; /* the writer's now, also on error */
+  }
+  if (rc < 0)
+    kc_error("informer", "%s: cannot write its snapshot in %s: %s", what, inf->snap_dir,
+             strerror(-rc));
+  kc_buf_free(&id);
+  free(h);
+  return rc < 0 ? rc : 1;
+}
+
+int kc_informer_close_saving(kc_informer *inf, kc_snapwriter *w) {
+  if (!inf || inf->closing) return 0;
+  int handed = 0, first_err = 0;
+  for (size_t i = 0; w && inf->snap_dir && i < inf->nparts; i++) {
+    int rc = part_hand_snapshot(&inf->parts[i], w);
+    if (rc > 0) handed++;
+    else if (rc < 0 && !first_err) first_err = rc;
+  }
+  kc_informer_close(inf);
+  return first_err ? first_err : handed;
 }
 
 int kc_informer_start(kc_informer *inf) {
@@ -472,6 +518,7 @@ static void on_resync_closed(uv_handle_t *h) {
   for (size_t i = 0; i < inf->nparts; i++) {
     kc_store_free(inf->parts[i].store);
     free(inf->parts[i].namespace_);
+    free(inf->parts[i].content_selector);
   }
   free(inf->parts);
   free(inf->handlers);

@@ -41,6 +41,7 @@
 #include "watch/reflector.h"
 #include "kube/selector.h"
 #include "cache/store.h"
+#include "cache/snapwriter.h"
 
 typedef struct kc_informer kc_informer;
 
@@ -176,15 +177,18 @@ void kc_informer_credentials_changed(kc_informer *inf);
  * (one reflector and its store) has its own file in `dir`, named by the
  * hash of its identity (the config's informer identity: apiVersion, kind,
  * namespaces, selectors, transform, metadataOnly; and the part's
- * namespace). kc_informer_start reads a part's file when there is one whose
- * identity, format and cluster match and whose age is within max_age_ms,
+ * namespace). The identity written in the file also names the shard
+ * selector its content follows, when it follows one (the selector of the
+ * part's last complete list; none where the server does not filter).
+ * kc_informer_start reads a part's file when there is one whose identity,
+ * shard selector (the one set when the informer starts), format and
+ * cluster match and whose age is within max_age_ms,
  * and warm-starts the part's reflector from it (reflector.h "Warm start",
  * which also holds the snapshot's cluster identity against the server's
  * when the informer has kc_informer_set_cluster_identity);
  * anything else is logged (a warning naming the file and the reason, an
- * info line for a missing or too old one) and the part lists as usual.
- * Informers with a shard selector neither read nor write snapshots (their
- * content depends on the ranges held). */
+ * info line for a missing or too old one or one of other shard ranges) and
+ * the part lists as usual. */
 typedef struct kc_informer_snapshots {
   const char *dir;      /* NULL or "": off */
   const char *cluster;  /* the cluster identity snapshots are bound to */
@@ -192,11 +196,13 @@ typedef struct kc_informer_snapshots {
 } kc_informer_snapshots;
 /* Before kc_informer_start; strings copied. 0 or -ENOMEM. */
 int kc_informer_set_snapshots(kc_informer *inf, const kc_informer_snapshots *s);
-/* Writes each synced part's snapshot now (snapfile.h "Writing"), on the
- * calling (loop) thread, logging each file's size and write time. Returns
- * the number of files written, or the first error (a part that failed is
- * logged and the others are still written). */
-int kc_informer_save_snapshots(kc_informer *inf);
+/* Closes the informer as kc_informer_close does, first handing each synced
+ * part's store to `w` (snapwriter.h) as that part's snapshot file, so that
+ * the files are written off the loop while nothing can change the stores
+ * any more (the reflectors are closed with the informer). Without snapshots
+ * set, or with w NULL, only closes. Returns the number of files handed
+ * over, or the first error (logged; the other parts are still handed). */
+int kc_informer_close_saving(kc_informer *inf, kc_snapwriter *w);
 
 /* --- Test seam: for tests only, not called by the daemon --- */
 /* Starts a consistency check of every part now:

@@ -12,6 +12,8 @@
  *    another format version: refused with the reason;
  *  - a large snapshot is applied in slices, each in its own loop turn: the
  *    loop polls for I/O between them (a check handle runs);
+ *  - the snapshot writer (snapwriter.h): the loop turns while a file is
+ *    being written; a cancel removes the temporary file and leaves none;
  *  - a snapshot that is cut off, has a flipped bit (header or body), was
  *    written for another informer or cluster, by another format version,
  *    or is older than the bound: ignored with a log line naming the file
@@ -22,6 +24,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +40,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "cache/informer.h"
+#include "cache/snapwriter.h"
 #include "client/apiclient.h"
 #include "fakeapi.h"
 #include "testutil.h"
@@ -60,11 +64,17 @@ static struct {
   unsigned adds;
   uv_check_t check;
   unsigned polls, first_add_poll, last_add_poll;
+  unsigned ticks; /* loop turns of F.tick (every 5 ms) */
+  /* the snapshot writer's test gate (kc_snapwriter_set_gate) */
+  uv_sem_t gate_release;
+  atomic_bool gate_entered;
+  bool written;
+  kc_snapwriter_result result;
 } F;
 
 static void on_check(uv_check_t *h) { F.polls++; }
 
-static void on_tick(uv_timer_t *t) {}
+static void on_tick(uv_timer_t *t) { F.ticks++; }
 
 static int setup(void **state) {
   memset(&F, 0, sizeof F);
@@ -169,6 +179,34 @@ static void snapshot_path(char *buf, size_t cap) {
   assert_int_equal(n, 1);
 }
 
+static void on_written(void *ud, const kc_snapwriter_result *res) {
+  F.result = *res;
+  F.written = true;
+}
+
+static bool written(void *ud) { return F.written; }
+
+/* Closes F.inf handing its store to a writer, which is started with
+ * `gate` (may be NULL); *w is the writer, running. */
+static void close_saving_start(void (*gate)(void *, size_t), kc_snapwriter **w) {
+  assert_int_equal(kc_snapwriter_new(F.dir, w), 0);
+  if (gate) kc_snapwriter_set_gate(*w, gate, NULL);
+  assert_int_equal(kc_informer_close_saving(F.inf, *w), 1);
+  F.inf = NULL;
+  F.written = false;
+  assert_int_equal(kc_snapwriter_start(*w, &F.loop, on_written, NULL), 0);
+}
+
+/* Closes F.inf writing its snapshot and waits for the write. */
+static void close_saving(void) {
+  kc_snapwriter *w;
+  close_saving_start(NULL, &w);
+  run_until(written, NULL, "the snapshot to be written");
+  kc_snapwriter_free(w);
+  assert_int_equal(F.result.written, 1);
+  for (int i = 0; i < 5; i++) uv_run(&F.loop, UV_RUN_NOWAIT);
+}
+
 /* Three objects listed, a snapshot written; returns its path. */
 static void make_snapshot(const char *identity, char *path, size_t cap) {
   fakeapi_put(F.srv, "configmaps", "a", "one", NULL, "\"data\":{\"k\":\"1\"}");
@@ -176,8 +214,7 @@ static void make_snapshot(const char *identity, char *path, size_t cap) {
   fakeapi_put(F.srv, "configmaps", "b", "three", "\"labels\":{\"app\":\"x\"}", NULL);
   kc_informer_spec sp = spec_of(identity);
   start_informer(&sp, CLUSTER, 0);
-  assert_int_equal(kc_informer_save_snapshots(F.inf), 1);
-  close_informer();
+  close_saving();
   snapshot_path(path, cap);
 }
 
@@ -288,8 +325,7 @@ static void test_restore_polls_between_slices(void **state) {
   }
   kc_informer_spec sp = spec_of("ident-big");
   start_informer(&sp, CLUSTER, 0);
-  assert_int_equal(kc_informer_save_snapshots(F.inf), 1);
-  close_informer();
+  close_saving();
   assert_int_equal(uv_check_init(&F.loop, &F.check), 0);
   assert_int_equal(uv_check_start(&F.check, on_check), 0);
   start_informer(&sp, CLUSTER, 3600000);
@@ -418,6 +454,76 @@ static void test_too_old_not_used(void **state) {
   expect_ignored("ident-a", CLUSTER, 3600 * 1000, path, "past snapshotMaxAge (3600 s)");
 }
 
+/* Pool thread: holds the writer inside the file until the loop lets it go. */
+static void hold_gate(void *ud, size_t file) {
+  atomic_store(&F.gate_entered, true);
+  uv_sem_wait(&F.gate_release);
+}
+
+static unsigned dir_entries(const char *prefix) {
+  DIR *d = opendir(F.dir);
+  assert_non_null(d);
+  struct dirent *e;
+  unsigned n = 0;
+  while ((e = readdir(d)))
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && strcmp(e->d_name, ".") != 0 &&
+        strcmp(e->d_name, "..") != 0)
+      n++;
+  closedir(d);
+  return n;
+}
+
+static bool gate_entered(void *ud) { return atomic_load(&F.gate_entered); }
+static bool ticks_reached(void *ud) { return F.ticks >= *(unsigned *)ud; }
+
+/* The write runs off the loop: while the writer is held inside the file
+ * (its temporary file exists), the loop keeps turning (its timer fires
+ * again and again); let go, the file is completed and renamed. */
+static void test_written_off_the_loop(void **state) {
+  assert_int_equal(uv_sem_init(&F.gate_release, 0), 0);
+  fakeapi_put(F.srv, "configmaps", "a", "one", NULL, NULL);
+  kc_informer_spec sp = spec_of("ident-a");
+  start_informer(&sp, CLUSTER, 0);
+  kc_snapwriter *w;
+  close_saving_start(hold_gate, &w);
+  run_until(gate_entered, NULL, "the writer to be inside the file");
+  unsigned want = F.ticks + 3;
+  run_until(ticks_reached, &want, "the loop to turn while the snapshot is written");
+  assert_false(F.written);
+  assert_int_equal(dir_entries("."), 1); /* the temporary file, nothing else */
+  assert_int_equal(dir_entries(""), 1);
+  uv_sem_post(&F.gate_release);
+  run_until(written, NULL, "the snapshot to be written");
+  kc_snapwriter_free(w);
+  assert_int_equal(F.result.written, 1);
+  assert_false(F.result.cancelled);
+  char path[600];
+  snapshot_path(path, sizeof path); /* one final file, no temporary one */
+  uv_sem_destroy(&F.gate_release);
+}
+
+/* Cancelled half-way (a second SIGTERM): the temporary file goes, no file
+ * is left, and done still runs. */
+static void test_cancel_removes_temporary(void **state) {
+  assert_int_equal(uv_sem_init(&F.gate_release, 0), 0);
+  fakeapi_put(F.srv, "configmaps", "a", "one", NULL, NULL);
+  kc_informer_spec sp = spec_of("ident-a");
+  start_informer(&sp, CLUSTER, 0);
+  kc_snapwriter *w;
+  close_saving_start(hold_gate, &w);
+  run_until(gate_entered, NULL, "the writer to be inside the file");
+  assert_int_equal(dir_entries("."), 1);
+  kc_snapwriter_cancel(w);
+  uv_sem_post(&F.gate_release);
+  run_until(written, NULL, "the cancelled write to end");
+  kc_snapwriter_free(w);
+  assert_true(F.result.cancelled);
+  assert_int_equal(F.result.written, 0);
+  assert_int_equal(F.result.failed, 1);
+  assert_int_equal(dir_entries(""), 0);
+  uv_sem_destroy(&F.gate_release);
+}
+
 int main(void) {
   kc_log_set_level(KC_LOG_INFO);
   const struct CMUnitTest tests[] = {
@@ -433,6 +539,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_other_format_ignored, setup, teardown),
       cmocka_unit_test_setup_teardown(test_too_old_not_used, setup, teardown),
       cmocka_unit_test_setup_teardown(test_restore_polls_between_slices, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_written_off_the_loop, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_removes_temporary, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
