@@ -10,7 +10,12 @@ directory"): kctrld started with --state-directory against kube-apisim with
 - after a compaction while it was down (its resourceVersion gone from the
   history) lists exactly once;
 - ignores a corrupted snapshot, or one of another cluster behind the same
-  address, with a warning naming the file and the reason, and lists.
+  address, with a warning naming the file and the reason, and lists;
+- a sharded controller's `for` informer (kube-apisim filtering by
+  shardSelector) warm-starts when it starts with the shard selector its
+  snapshot was written with (one replica, one range: the same range
+  reclaimed, no LIST), and lists once when the ranges differ (sharded by
+  namespace instead of uid: another selector).
 """
 import glob
 import json
@@ -192,6 +197,65 @@ def test_other_cluster_ignored():
             path, old_uid, new_uid)
         assert want in k.log(), k.log()[-3000:]
         assert reconciles(k) <= now  # none of the snapshot's objects reached the controller
+        stop(k)
+
+
+SHARDED = """
+logLevel: info
+metrics: { bindAddress: "127.0.0.1:0" }
+sharding: { shards: 1, key: %s, leaseDuration: 3s, renewDeadline: 2s, retryPeriod: 500ms }
+controllers:
+  - name: ttl
+    plugin: %s
+    for: { apiVersion: v1, kind: ConfigMap }
+    settings:
+      kinds: [ { apiVersion: v1, kind: ConfigMap } ]
+"""
+
+
+def run_sharded(sim, state, key, what, objects):
+    k = taplib.Kctrld(SHARDED % (key, itest.plugin_path("ttl")), kubeconfig=sim.kubeconfig,
+                      args=["--state-directory", state])
+    def ready():
+        i = synced(k, objects)
+        return i and i["shardSelector"] and i
+    taplib.wait_for(ready, timeout=60, what=what)
+    return k
+
+
+def test_sharded_informer():
+    itest.require_binaries("ttl")
+    state = os.path.join(tempfile.mkdtemp(prefix="kctrld-state-"), "state")
+    # Above the history check's 5,000 objects (witness GETs, no LIST).
+    with taplib.Apisim("--generate", "configmaps=6000", "--feature-gates",
+                       "ShardedListAndWatch=true") as sim:
+        base = len(sim.json("GET", "/api/v1/configmaps")[1]["items"])
+        k = run_sharded(sim, state, "metadata.uid", "the cold sync", base)
+        selector = informer(k)["shardSelector"]
+        assert informer(k)["shardSupport"] == "server"
+        log = stop(k)
+        m = re.search(r"snapshot (\S+): (\d+) objects at resourceVersion \d+, \d+ bytes, written in "
+                      r"[\d.]+ ms off the loop thread", log)
+        assert m and int(m.group(2)) == base, log[-3000:]
+        with open(m.group(1)) as f:
+            assert ";shardSelector=" + selector + "\n" in f.read(4096)
+
+        # The same range reclaimed: the same selector, no LIST.
+        sim.control("DELETE", "counters")
+        k = run_sharded(sim, state, "metadata.uid", "the warm start with the same range", base)
+        lists, streams, _ = cm_requests(sim)
+        assert (lists, streams) == (0, 0), (lists, streams, k.log()[-3000:])
+        assert informer(k)["snapshotRestores"] == 1
+        stop(k)
+
+        # Another selector (the namespace hashed): the snapshot is not used, one list.
+        sim.control("DELETE", "counters")
+        k = run_sharded(sim, state, "metadata.namespace", "the start with another selector", base)
+        lists, streams, _ = cm_requests(sim)
+        assert lists + streams == 1, (lists, streams, k.log()[-3000:])
+        assert re.search(r"info .*snapshot %s not used: written for shard selector shardRange\(object\."
+                         r"metadata\.uid.* the informer starts with shardRange\(object\.metadata\."
+                         r"namespace" % re.escape(m.group(1)), k.log()), k.log()[-3000:]
         stop(k)
 
 
