@@ -13,7 +13,12 @@ and initial-events requests the simulator saw, the loop lag
 20 ms from kctrld_loop_lag_seconds), how long the loop thread waited for a
 CPU (its run-queue time: lag that other threads and processes caused) and
 the peak RSS (VmHWM); for the stop:
-the snapshot's size and write time from the log. The requests are read
+the snapshot's size and write time from the log, and the loop during it:
+/metrics is scraped back to back from SIGTERM until the endpoint closes
+(each scrape waits for the loop to render it), giving the slowest scrape
+and, from the loop lag histogram's growth between the first and the last
+scrape, the probe ticks of the stop later than 20 ms and the largest lag
+bucket they reached. The requests are read
 once the daemon watches: after the restore, a warm start checks the
 server's history (daemon/watch/reflector.h "History check": a LIST at the
 snapshot's resourceVersion for small caches, a few object GETs for large).
@@ -118,6 +123,45 @@ def loop_cpu_wait(pid):
         return None
 
 
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+
+
+def scrape_during_stop(k):
+    """Scrapes /metrics until the endpoint closes: (scrapes, slowest ms,
+    ticks over 20 ms, ticks, largest lag bucket reached) over the stop,
+    or None when fewer than two scrapes answered."""
+    import urllib.request
+    url = "http://127.0.0.1:%d/metrics" % k.metrics_port()
+    snaps, slowest = [], 0.0
+    while True:
+        t0 = time.time()
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                text = r.read().decode()
+        except OSError:
+            break
+        slowest = max(slowest, time.time() - t0)
+        snaps.append({(m.group(1), m.group(2) or ""): float(m.group(3))
+                      for m in map(SAMPLE.match, text.splitlines()) if m})
+    if len(snaps) < 2:
+        return None
+    a, b = snaps[0], snaps[-1]
+
+    def delta(name, labels=""):
+        return b.get((name, labels), 0) - a.get((name, labels), 0)
+    ticks = delta("kctrld_loop_lag_seconds_count")
+    late = ticks - delta("kctrld_loop_lag_seconds_bucket", 'le="0.02"')
+    buckets = sorted((float(lb.split('"')[1]) if "+Inf" not in lb else float("inf"), lb)
+                     for (n, lb) in b if n == "kctrld_loop_lag_seconds_bucket")
+    top, below = "none", 0
+    for le, lb in buckets:
+        d = delta("kctrld_loop_lag_seconds_bucket", lb)
+        if d > below:
+            top = lb.split('"')[1]
+        below = d
+    return len(snaps), slowest * 1000, late, ticks, top
+
+
 def kctrld_run(sim, a, state, what):
     sim.control("DELETE", "counters")
     ctl = CONTROLLER % (a.plugin, KINDS[a.resource]) if a.plugin else "[]"
@@ -142,6 +186,8 @@ def kctrld_run(sim, a, state, what):
     hwm = compare.status_kib(compare.read_proc(k.proc.pid, "status"))[1]
     taplib.wait_for(lambda: watching(sim, a.resource), timeout=120, what=what + " watch")
     reqs = requests(sim, a.resource)
+    k.proc.terminate()
+    stop_loop = scrape_during_stop(k)
     code = k.stop(timeout=600)
     stop = re.search(r"snapshot \S+: (\d+) objects at resourceVersion \d+, (\d+) bytes, written in ([\d.]+) ms",
                      k.log())
@@ -156,6 +202,10 @@ def kctrld_run(sim, a, state, what):
     if stop:
         r["snapshot"] = (int(stop.group(1)), int(stop.group(2)) / 1048576.0, float(stop.group(3)))
         print("%s stop: snapshot of %d objects, %.1f MiB, written in %.1f ms" % ((what,) + r["snapshot"]))
+    if stop_loop:
+        r["stop_loop"] = stop_loop
+        print("%s stop: %d scrapes, slowest %.1f ms; ticks > 20 ms %d of %d; largest lag bucket "
+              "le=%s s" % ((what,) + stop_loop))
     sys.stdout.flush()
     return r
 
