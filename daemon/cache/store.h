@@ -18,7 +18,9 @@
  * the object's field capture when it was built with this store's
  * (kc_store_capture), else found by scanning the object's text.
  *
- * Threads: written by the loop thread only (upsert, delete, replace, free).
+ * Threads: written by the loop thread only (upsert, delete, replace, free);
+ * a store handed over whole to another thread, with nothing else referring
+ * to it any more (snapwriter.h), is read and freed there.
  * Read functions (get, list, by_index, count, bytes, index_bytes) may be
  * called from any thread, concurrently with the writer. A pthread rwlock is
  * held only for the map/index operation itself; JSON scans for field-index
