@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/durablefile.h"
 #include "base/log.h"
 #include "json/yamltree.h"
 
@@ -187,34 +188,10 @@ int kc_paused_set_load(kc_paused_set *p) {
   return 0;
 }
 
-static int fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  int rc = fsync(fd) < 0 ? -errno : 0;
-  close(fd);
-  return rc;
-}
-
 /* Writes the set (or removes the file when it is empty). */
 static int save(const kc_paused_set *p, char *why, size_t cap) {
   if (!p->dir) return 0;
-  char path[4096], tmp[4200];
-  if (file_path(p, path, sizeof path) < 0 ||
-      (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld", p->dir, KC_PAUSEDSET_FILE,
-                       (long)getpid()) >= sizeof tmp) {
-    why_f(why, cap, "path too long");
-    return -ENAMETOOLONG;
-  }
-  if (p->n == 0) {
-    if (unlink(path) < 0 && errno != ENOENT) {
-      int e = errno;
-      why_f(why, cap, "cannot remove it: %s", strerror(e));
-      return -e;
-    }
-    int rc = fsync_dir(p->dir);
-    if (rc < 0) why_f(why, cap, "fsync of the directory: %s", strerror(-rc));
-    return rc;
-  }
+  if (p->n == 0) return kc_durable_remove(p->dir, KC_PAUSEDSET_FILE, why, cap);
   kc_buf b = {0};
   kc_buf_puts(&b, "# Controllers paused by `kctrld ctl pause` (`kctrld ctl resume NAME` ends a "
                   "pause).\n# Written by kctrld; read at its start.\npaused:\n");
@@ -224,45 +201,8 @@ static int save(const kc_paused_set *p, char *why, size_t cap) {
     why_f(why, cap, "out of memory");
     return -ENOMEM;
   }
-  unlink(tmp); /* one left by a daemon of the same pid that died writing it */
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    int e = errno;
-    kc_buf_free(&b);
-    why_f(why, cap, "cannot create %s: %s", tmp, strerror(e));
-    return -e;
-  }
-  int rc = 0;
-  size_t off = 0;
-  while (off < b.len) {
-    ssize_t w = write(fd, b.p + off, b.len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      rc = -errno;
-      why_f(why, cap, "write: %s", strerror(errno));
-      break;
-    }
-    off += (size_t)w;
-  }
+  int rc = kc_durable_write_file(p->dir, KC_PAUSEDSET_FILE, 0600, b.p, b.len, why, cap);
   kc_buf_free(&b);
-  if (rc == 0 && fsync(fd) < 0) {
-    rc = -errno;
-    why_f(why, cap, "fsync: %s", strerror(errno));
-  }
-  if (close(fd) < 0 && rc == 0) {
-    rc = -errno;
-    why_f(why, cap, "close: %s", strerror(errno));
-  }
-  if (rc == 0 && rename(tmp, path) < 0) {
-    rc = -errno;
-    why_f(why, cap, "rename: %s", strerror(errno));
-  }
-  if (rc < 0) {
-    unlink(tmp);
-    return rc;
-  }
-  rc = fsync_dir(p->dir);
-  if (rc < 0) why_f(why, cap, "fsync of the directory: %s", strerror(-rc));
   return rc;
 }
 

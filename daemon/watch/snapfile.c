@@ -15,6 +15,7 @@
 
 #include "base/buf.h"
 #include "base/crc32c.h"
+#include "base/durablefile.h"
 
 #define WHY(...) (why && cap ? (void)snprintf(why, cap, __VA_ARGS__) : (void)0)
 
@@ -176,8 +177,7 @@ int kc_snapfile_parse_header(const char *buf, size_t len, kc_snapfile_header *h,
 #define FLUSH_AT (1u << 20)
 
 struct kc_snapfile_writer {
-  int fd;
-  char *dir, *name, *tmp;
+  kc_durable_file file;
   char rv[64];
   kc_buf out; /* pending body bytes */
   uint64_t body_bytes, objects;
@@ -185,41 +185,22 @@ struct kc_snapfile_writer {
   int err;
 };
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 static int flush_out(kc_snapfile_writer *w) {
   if (w->err) return w->err;
   if (w->out.err) return w->err = -ENOMEM;
   if (!w->out.len) return 0;
   w->crc = kc_crc32c(w->crc, w->out.p, w->out.len);
   w->body_bytes += w->out.len;
-  int rc = write_all(w->fd, w->out.p, w->out.len);
+  int rc = kc_durable_write(&w->file, w->out.p, w->out.len, NULL, 0);
   w->out.len = 0;
   return rc < 0 ? (w->err = rc) : 0;
 }
 
-static void free_writer(kc_snapfile_writer *w) {
-  if (w->fd >= 0) close(w->fd);
-  kc_buf_free(&w->out);
-  free(w->dir), free(w->name), free(w->tmp);
-  free(w);
-}
-
 void kc_snapfile_abort(kc_snapfile_writer *w) {
   if (!w) return;
-  if (w->tmp) unlink(w->tmp);
-  free_writer(w);
+  kc_durable_abort(&w->file);
+  kc_buf_free(&w->out);
+  free(w);
 }
 
 int kc_snapfile_create(const char *dir, const char *name, const char *resource_version,
@@ -232,29 +213,14 @@ int kc_snapfile_create(const char *dir, const char *name, const char *resource_v
   }
   kc_snapfile_writer *w = calloc(1, sizeof *w);
   if (!w) return -ENOMEM;
-  w->fd = -1;
   snprintf(w->rv, sizeof w->rv, "%s", resource_version);
-  w->dir = strdup(dir);
-  w->name = strdup(name);
-  size_t tl = strlen(dir) + strlen(name) + 40;
-  w->tmp = malloc(tl);
-  if (!w->dir || !w->name || !w->tmp) {
-    kc_snapfile_abort(w);
-    return -ENOMEM;
-  }
-  snprintf(w->tmp, tl, "%s/.%s.tmp.%ld", dir, name, (long)getpid());
-  unlink(w->tmp); /* one left by a crashed process of the same pid */
-  w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (w->fd < 0) {
-    int e = -errno;
-    WHY("cannot create the temporary file: %s", strerror(errno));
-    free(w->tmp);
-    w->tmp = NULL;
-    free_writer(w);
-    return e;
+  int rc = kc_durable_create(&w->file, dir, name, 0600, why, cap);
+  if (rc < 0) {
+    free(w);
+    return rc;
   }
   /* room for the header, written last */
-  if (lseek(w->fd, KC_SNAPFILE_HEADER_BYTES, SEEK_SET) < 0) {
+  if (lseek(w->file.fd, KC_SNAPFILE_HEADER_BYTES, SEEK_SET) < 0) {
     int e = -errno;
     WHY("seek: %s", strerror(errno));
     kc_snapfile_abort(w);
@@ -281,14 +247,6 @@ int kc_snapfile_add(kc_snapfile_writer *w, const kc_obj *obj) {
   return w->out.err ? (w->err = -ENOMEM) : 0;
 }
 
-static int fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  int rc = fsync(fd) < 0 ? -errno : 0;
-  close(fd);
-  return rc;
-}
-
 int kc_snapfile_commit(kc_snapfile_writer *w, kc_snapfile_header *h, uint64_t *file_bytes,
                        char *why, size_t cap) {
   kc_buf_puts(&w->out, "\n]}\n");
@@ -311,41 +269,17 @@ int kc_snapfile_commit(kc_snapfile_writer *w, kc_snapfile_header *h, uint64_t *f
     kc_snapfile_abort(w);
     return rc;
   }
-  if (pwrite(w->fd, block, sizeof block, 0) != (ssize_t)sizeof block) {
+  if (pwrite(w->file.fd, block, sizeof block, 0) != (ssize_t)sizeof block) {
     rc = errno ? -errno : -EIO;
     WHY("write: %s", strerror(-rc));
     kc_snapfile_abort(w);
     return rc;
   }
-  if (fsync(w->fd) < 0) {
-    rc = -errno;
-    WHY("fsync: %s", strerror(errno));
-    kc_snapfile_abort(w);
-    return rc;
-  }
-  close(w->fd);
-  w->fd = -1;
-  size_t fl = strlen(w->dir) + strlen(w->name) + 2;
-  char *final = malloc(fl);
-  if (!final) {
-    kc_snapfile_abort(w);
-    return -ENOMEM;
-  }
-  snprintf(final, fl, "%s/%s", w->dir, w->name);
-  if (rename(w->tmp, final) < 0) {
-    rc = -errno;
-    WHY("rename: %s", strerror(errno));
-    free(final);
-    kc_snapfile_abort(w);
-    return rc;
-  }
-  free(final);
-  free(w->tmp);
-  w->tmp = NULL;
-  rc = fsync_dir(w->dir);
-  if (rc < 0) WHY("fsync of the directory: %s", strerror(-rc));
-  if (file_bytes) *file_bytes = KC_SNAPFILE_HEADER_BYTES + w->body_bytes;
-  free_writer(w);
+  uint64_t body = w->body_bytes;
+  rc = kc_durable_commit(&w->file, why, cap);
+  if (rc == 0 && file_bytes) *file_bytes = KC_SNAPFILE_HEADER_BYTES + body;
+  kc_buf_free(&w->out);
+  free(w);
   return rc;
 }
 
