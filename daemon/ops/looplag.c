@@ -19,16 +19,32 @@ static void kc_looplag_observe(kc_looplag *l, double seconds) {
   if (seconds > l->max_seconds) l->max_seconds = seconds;
 }
 
+/* Time the loop has been at work since the mark: wall time less what it
+ * spent waiting in the kernel for I/O. */
+static uint64_t busy_since_mark(const kc_looplag *l, uint64_t now) {
+  if (!l->idle_metrics) return now > l->mark_ns ? now - l->mark_ns : 0;
+  uint64_t wall = now > l->mark_ns ? now - l->mark_ns : 0;
+  uint64_t idle = uv_metrics_idle_time(l->loop) - l->mark_idle_ns;
+  return wall > idle ? wall - idle : 0;
+}
+
+static void set_mark(kc_looplag *l, uint64_t now) {
+  l->mark_ns = now;
+  if (l->idle_metrics) l->mark_idle_ns = uv_metrics_idle_time(l->loop);
+}
+
+/* Without idle-time metrics the stretch starts when a poll returned: the
+ * I/O callbacks of that poll are then seen only by a late probe. */
 static void on_after_poll(uv_check_t *h) {
   kc_looplag *l = h->data;
-  l->polled_ns = uv_hrtime();
+  if (!l->idle_metrics) set_mark(l, uv_hrtime());
 }
 
 static void on_before_poll(uv_prepare_t *h) {
   kc_looplag *l = h->data;
-  if (!l->polled_ns) return;
-  uint64_t span = uv_hrtime() - l->polled_ns;
-  if (span > l->max_unpolled_ns) l->max_unpolled_ns = span;
+  uint64_t now = uv_hrtime(), busy = busy_since_mark(l, now);
+  if (busy > l->max_busy_ns) l->max_busy_ns = busy;
+  if (l->idle_metrics) set_mark(l, now);
 }
 
 static void on_probe(uv_timer_t *t) {
@@ -37,10 +53,10 @@ static void on_probe(uv_timer_t *t) {
   uint64_t late_ns = now > l->due_ns ? now - l->due_ns : 0;
   /* The stretch this timer phase is part of counts too: it has not reached
    * a prepare yet. */
-  uint64_t running = l->polled_ns && now > l->polled_ns ? now - l->polled_ns : 0;
-  if (running > l->max_unpolled_ns) l->max_unpolled_ns = running;
-  if (l->max_unpolled_ns > late_ns) late_ns = l->max_unpolled_ns;
-  l->max_unpolled_ns = 0;
+  uint64_t running = busy_since_mark(l, now);
+  if (running > l->max_busy_ns) l->max_busy_ns = running;
+  if (l->max_busy_ns > late_ns) late_ns = l->max_busy_ns;
+  l->max_busy_ns = 0;
   double late = (double)late_ns / 1e9;
   kc_looplag_observe(l, late);
   if (late >= 1.0)
@@ -71,9 +87,12 @@ int kc_looplag_start(uv_loop_t *loop, kc_looplag *l, uint64_t period_ms) {
   if ((rc = uv_check_start(&l->after_poll, on_after_poll)) < 0 ||
       (rc = uv_prepare_start(&l->before_poll, on_before_poll)) < 0)
     return rc;
+  /* The loop's idle time (libuv's metrics) tells a busy iteration from one
+   * that waited for I/O; without it, the time after a poll returned. */
+  l->idle_metrics = uv_loop_configure(loop, UV_METRICS_IDLE_TIME) == 0;
   /* Counted from now, as if the loop had just polled. */
-  l->polled_ns = uv_hrtime();
-  l->due_ns = l->polled_ns + l->period_ns;
+  set_mark(l, uv_hrtime());
+  l->due_ns = l->mark_ns + l->period_ns;
   uint64_t ms = l->period_ns / 1000000ull;
   return uv_timer_start(&l->timer, on_probe, ms, ms);
 }

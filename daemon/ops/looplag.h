@@ -5,11 +5,14 @@
  * kctrld_loop_lag_seconds (histogram buckets below, plus the largest value
  * seen) is the larger of two measurements over the period just ended:
  *   - how late the probe itself ran (I/O callbacks and timers before it);
- *   - the longest stretch the loop spent between two polls for I/O, taken
- *     from a check handle (after each poll) and a prepare handle (before the
- *     next). This catches work a late timer cannot: timers that run in the
- *     same timer phase as the probe, one after the other, while no socket
- *     is read (see base/nextturn.h).
+ *   - the longest stretch the loop worked without waiting for I/O: from one
+ *     prepare handle (it runs before each poll) to the next, less the time
+ *     libuv spent waiting in the kernel (uv_metrics_idle_time). It covers
+ *     I/O callbacks that end before the probe is due and timers that run in
+ *     the same timer phase as the probe, one after the other, while no
+ *     socket is read (see base/nextturn.h), neither of which makes the
+ *     probe late. Without libuv's idle-time metrics, the stretch counts
+ *     from a check handle (after each poll) instead.
  * A loop that a callback holds for longer than one second is also logged
  * once it runs again ("event loop was blocked for N ms"), so a stall leaves
  * a line in the journal even when nobody scrapes /metrics.
@@ -19,6 +22,7 @@
 #ifndef KC_LOOPLAG_H
 #define KC_LOOPLAG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -30,10 +34,12 @@ typedef struct kc_looplag {
   uv_timer_t timer;
   uv_check_t after_poll;
   uv_prepare_t before_poll;
+  bool idle_metrics;        /* UV_METRICS_IDLE_TIME is on for the loop */
   uint64_t period_ns;
   uint64_t due_ns;         /* uv_hrtime() at which the probe should fire */
-  uint64_t polled_ns;      /* uv_hrtime() when the last poll returned; 0: none yet */
-  uint64_t max_unpolled_ns; /* longest stretch between polls since the last sample */
+  uint64_t mark_ns;         /* start of the current stretch of work (uv_hrtime) */
+  uint64_t mark_idle_ns;    /* uv_metrics_idle_time() then */
+  uint64_t max_busy_ns;     /* longest stretch of work since the last sample */
   int open_handles;
   uv_close_cb close_cb;
   /* counts[i]: samples in (bounds[i-1], bounds[i]]; counts[B]: above the

@@ -11,7 +11,9 @@
  *    it is made of 0 ms timers each started from the one before (which a
  *    late probe timer alone does not show: the probe runs in the same timer
  *    phase, on time). Checked with a lower bound (the chain busy-waits for
- *    its length), so load can only make the sample larger.
+ *    its length), so load can only make the sample larger;
+ *  - the probe samples an I/O callback that holds the loop and ends before
+ *    the probe is due (the probe is not late for it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -157,11 +159,51 @@ static void test_probe_sees_a_chain_of_zero_timers(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- an I/O callback between two probe ticks ---------------------------- */
+
+#define IO_MS 60
+static uv_async_t io_async;
+
+static void on_io(uv_async_t *a) {
+  busy_ms(IO_MS);
+  uv_close((uv_handle_t *)a, NULL);
+}
+
+static void on_kick(uv_timer_t *t) {
+  uv_async_send(&io_async);
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void test_probe_sees_an_io_callback_between_ticks(void **state) {
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_looplag lag;
+  /* 300 ms period: the callback (at 10 ms, 60 ms long) ends long before
+   * the probe is due. */
+  assert_int_equal(kc_looplag_start(&loop, &lag, 300), 0);
+  if (!lag.idle_metrics) skip();
+  uv_timer_t kick, stop;
+  assert_int_equal(uv_async_init(&loop, &io_async, on_io), 0);
+  assert_int_equal(uv_timer_init(&loop, &kick), 0);
+  assert_int_equal(uv_timer_init(&loop, &stop), 0);
+  assert_int_equal(uv_timer_start(&kick, on_kick, 10, 0), 0);
+  assert_int_equal(uv_timer_start(&stop, on_stop_timer, 700, 0), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  print_message("# I/O callback of %d ms: largest loop-lag sample %.1f ms over %llu samples\n", IO_MS,
+                lag.max_seconds * 1e3, (unsigned long long)lag.samples);
+  assert_true(lag.samples >= 2);
+  assert_true(lag.max_seconds * 1e3 >= IO_MS);
+  kc_looplag_close(&lag, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chain_one_link_per_iteration),
       cmocka_unit_test(test_stop_replace_close),
       cmocka_unit_test(test_probe_sees_a_chain_of_zero_timers),
+      cmocka_unit_test(test_probe_sees_an_io_callback_between_ticks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
