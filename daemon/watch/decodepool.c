@@ -41,6 +41,9 @@ typedef struct chunk {
  * HTTP chunks cost the decode thread 1.2 s of CPU that way). */
 #define CHUNK_MIN 16384
 #define STAGE_WAIT_MS 5
+/* Results delivered to the loop per turn and stream (about 2-5 ms of store
+ * and handler work for small objects). */
+#define DELIVER_MAX 1024
 /* Queued input without a newline (one large object arriving, or a LIST page)
  * wakes a pool thread once this much has gathered, not per chunk: a 1 MiB
  * object arriving in small pieces took 50-65 wake-ups and runs of a pool
@@ -452,12 +455,27 @@ static void count_run(kc_dstream *s) {
   s->run_ns = now;
 }
 
+/* Puts s on the pool's ready list (once) and wakes the loop: a pool thread
+ * with new results, or the loop with results it left for the next turn. */
+static void put_ready(kc_dstream *s) {
+  kc_decode_pool *p = s->pool;
+  pthread_mutex_lock(&p->mu);
+  bool added = !s->on_ready;
+  if (added) {
+    s->on_ready = true;
+    atomic_fetch_add(&s->refs, 1);
+    s->next_ready = p->ready;
+    p->ready = s;
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (added) uv_async_send(&p->async);
+}
+
 /* Pool thread: hands the batch (and the consumed input bytes) to the loop;
  * `more`: another chunk of the one taken from the queue follows (chunks the
  * loop queued since count too). Whatever is held is woken for by the
  * publish of the last chunk, which this thread always reaches. */
 static void publish(kc_dstream *s, size_t consumed, bool final, int rc, bool more) {
-  kc_decode_pool *p = s->pool;
   pthread_mutex_lock(&s->mu);
   if (s->batch_head) {
     if (s->out_tail) s->out_tail->next = s->batch_head;
@@ -478,16 +496,7 @@ static void publish(kc_dstream *s, size_t consumed, bool final, int rc, bool mor
   if (wake) s->unwoken = 0, s->urgent = false, s->wakes++;
   pthread_mutex_unlock(&s->mu);
   if (!wake || cancelled) return;
-  pthread_mutex_lock(&p->mu);
-  bool added = !s->on_ready;
-  if (added) {
-    s->on_ready = true;
-    atomic_fetch_add(&s->refs, 1);
-    s->next_ready = p->ready;
-    p->ready = s;
-  }
-  pthread_mutex_unlock(&p->mu);
-  if (added) uv_async_send(&p->async);
+  put_ready(s);
 }
 
 /* Pool thread: decodes what is queued until the queue is empty. */
@@ -728,10 +737,21 @@ void kc_dstream_close(kc_dstream *s) {
 /* Loop: delivers what the pool thread published, in order. */
 static void deliver(kc_dstream *s) {
   if (s->closed || s->done_called) return;
+  /* At most DELIVER_MAX results per loop turn; the rest wait for the next
+   * (after a poll), so a full budget of small objects does not hold the
+   * loop for tens of milliseconds. */
   pthread_mutex_lock(&s->mu);
-  dout *list = s->out_head;
-  s->out_head = s->out_tail = NULL;
+  dout *list = s->out_head, *last = list;
+  for (unsigned n = 1; last && last->next && n < DELIVER_MAX; n++) last = last->next;
+  bool more = last && last->next;
+  if (more) {
+    s->out_head = last->next;
+    last->next = NULL;
+  } else {
+    s->out_head = s->out_tail = NULL;
+  }
   pthread_mutex_unlock(&s->mu);
+  if (more) put_ready(s);
   size_t bytes = 0;
   dout *o = list;
   for (; o && !s->closed && !s->done_called; o = o->next) {

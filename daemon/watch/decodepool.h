@@ -7,7 +7,9 @@
  * order, one thread at a time per stream (different streams decode in
  * parallel); the finished objects and events come back to the loop through
  * one uv_async and are delivered there, in stream order, to the stream's
- * callbacks. For a bulk stream (kc_dstream_set_bulk: a list) the pool thread
+ * callbacks, at most 1,024 per stream and loop turn (the rest in the next
+ * turn, after a poll for I/O, so a budget full of small objects does not
+ * hold the loop). For a bulk stream (kc_dstream_set_bulk: a list) the pool thread
  * wakes the loop once per 64 results (at once for a continue token) while
  * more received input is queued, rather than once per chunk; the last queued
  * chunk's results are never held. So the store is still written only by the

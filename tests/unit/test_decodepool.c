@@ -3,7 +3,8 @@
  * back to the loop thread complete and in stream order; the byte budget
  * refuses chunks (the caller pauses) and resumes after draining; errors
  * from the decoder and from callbacks end the stream early; close at any
- * point runs no further callback and frees everything (ASan, TSan). */
+ * point runs no further callback and frees everything (ASan, TSan); at most
+ * 1,024 results reach the loop between two polls for I/O. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -754,6 +755,48 @@ static void test_event_without_newline_delivered(void **state) {
   close_pool(&loop, p);
 }
 
+/* A body of 5,000 small events decoded at once reaches the loop in turns of
+ * at most 1,024 (DELIVER_MAX), a poll between each, in order. */
+static unsigned polls, events_this_poll, max_per_poll, poll_seen;
+static void count_poll(uv_check_t *h) { polls++; }
+static int on_event_per_poll(void *ud, const kc_watch_event *ev) {
+  if (poll_seen != polls) poll_seen = polls, events_this_poll = 0;
+  if (++events_this_poll > max_per_poll) max_per_poll = events_this_poll;
+  return on_event(ud, ev);
+}
+
+static void test_delivery_yields_between_turns(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  kc_decode_pool *p;
+  open_pool(&loop, &p, 1);
+  uv_check_t check;
+  assert_int_equal(uv_check_init(&loop, &check), 0);
+  assert_int_equal(uv_check_start(&check, count_poll), 0);
+  uv_unref((uv_handle_t *)&check);
+  polls = events_this_poll = max_per_poll = poll_seen = 0;
+  size_t len;
+  char *body = watch_body(5000, 10, &len);
+  kc_dstream_callbacks per_poll = cbs;
+  per_poll.event = on_event_per_poll;
+  sink k;
+  sink_init(&k);
+  kc_dstream *s = kc_dstream_new(p, KC_DECODE_WATCH, NULL, &per_poll, &k, 64u << 20);
+  assert_non_null(s);
+  assert_int_equal(kc_dstream_feed(s, body, len), 0); /* all of it queued at once */
+  kc_dstream_finish(s, true);
+  while (!k.done_calls) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(k.done_rc, 0);
+  assert_int_equal(k.n, 5000); /* in order: on_event checks each index */
+  print_message("# 5000 events: at most %u between two polls\n", max_per_poll);
+  assert_true(max_per_poll <= 1024);
+  kc_dstream_close(s);
+  free(k.log);
+  free(body);
+  uv_close((uv_handle_t *)&check, NULL);
+  close_pool(&loop, p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_and_thread),
@@ -766,6 +809,7 @@ int main(void) {
       cmocka_unit_test(test_held_stream),
       cmocka_unit_test(test_trickle_gathered),
       cmocka_unit_test(test_large_object_wakes_per_256k),
+      cmocka_unit_test(test_delivery_yields_between_turns),
       cmocka_unit_test(test_small_budget_drains_without_newline),
       cmocka_unit_test(test_event_without_newline_delivered),
   };
