@@ -48,6 +48,7 @@ kc_desired_spec *kc_desired_spec_new(const kc_controller_spec *spec) {
     }
   }
   if (ok && spec->finalizer) ok = (s->finalizer = strdup(spec->finalizer)) != NULL;
+  if (ok) ok = (s->applied = kc_applymemo_new(0)) != NULL;
   if (ok) return s;
   kc_desired_spec_free(s);
   return NULL;
@@ -63,6 +64,7 @@ void kc_desired_spec_free(kc_desired_spec *s) {
   free(s->parent.api_version);
   free(s->parent.kind);
   free(s->finalizer);
+  kc_applymemo_free(s->applied);
   free(s);
 }
 
@@ -252,6 +254,7 @@ struct want {
   bool create;      /* not in the cache: the apply creates it */
   bool skip;        /* a create waiting for the expectations */
   char cached_uid[NAME_MAX_LEN]; /* of the cached object ("" when none) */
+  char cached_rv[KC_APPLYMEMO_RV_MAX + 1]; /* of the cached object ("" when none or longer) */
 };
 
 struct observed {
@@ -481,6 +484,34 @@ static int write_failed(struct commit *c, int rc, const char *verb, const char *
   return h->result_error(c->ctx, "%s %s: %s%s%s", verb, what, strerror(-rc), *api ? ": " : "", api);
 }
 
+/* Applies w's body (what names it in logs), unless the child is cached
+ * unchanged since our last apply of the same body (applymemo.h): then 0,
+ * counted. Remembers what a successful apply answered. Returns api_apply's
+ * value otherwise. */
+static int apply_changed(struct commit *c, const struct want *w, const kc_buf *body,
+                         const char *what) {
+  const struct kctrld_host_api *h = c->h;
+  uint64_t hash = kc_applymemo_hash(body->p, body->len);
+  if (!w->create && kc_applymemo_unchanged(c->sp->applied, w->cached_uid, strlen(w->cached_uid),
+                                           w->cached_rv, strlen(w->cached_rv), hash, body->len)) {
+    h->log(KCTRLD_LOG_DEBUG, "apply %s: unchanged since our apply (resourceVersion %s); skipped",
+           what, w->cached_rv);
+    kc_applymemo_count_skip(c->ctx->controller);
+    return 0;
+  }
+  /* A dry-run answer is what the write would make, not what the cache
+   * will hold: not remembered. */
+  bool remember = !(c->ctx->env && c->ctx->env->dry_run);
+  const kctrld_object *applied = NULL;
+  int rc = h->api_apply(c->ctx, body->p, body->len, NULL, true, remember ? &applied : NULL);
+  if (applied) {
+    kctrld_str uid = h->object_uid(applied), rv = h->object_resource_version(applied);
+    kc_applymemo_remember(c->sp->applied, uid.ptr, uid.len, rv.ptr, rv.len, hash, body->len);
+    h->object_release(applied);
+  }
+  return rc;
+}
+
 static int run_commit(struct commit *c, const kc_desired_set *set, const char *key) {
   const struct kctrld_host_api *h = c->h;
   kctrld_ctx *ctx = c->ctx;
@@ -516,6 +547,7 @@ static int run_commit(struct commit *c, const kc_desired_set *set, const char *k
     const kctrld_object *o = NULL;
     if (h->cache_get(ctx, &ref, &o) == 0) {
       copy_kstr(h->object_uid(o), w->cached_uid, sizeof w->cached_uid);
+      copy_kstr(h->object_resource_version(o), w->cached_rv, sizeof w->cached_rv);
       h->object_release(o);
     } else {
       w->create = true;
@@ -560,7 +592,7 @@ static int run_commit(struct commit *c, const kc_desired_set *set, const char *k
       result = h->result_error(ctx, "desired child %s: %s", what, strerror(-rc));
       break;
     }
-    rc = h->api_apply(ctx, body.p, body.len, NULL, true, NULL);
+    rc = apply_changed(c, w, &body, what);
     kc_buf_free(&body);
     if (w->create) {
       creates_left--;
@@ -573,6 +605,7 @@ static int run_commit(struct commit *c, const kc_desired_set *set, const char *k
         *w->cached_uid) {
       /* Its delete event brings the next reconcile, which creates it. */
       h->log(KCTRLD_LOG_INFO, "recreating %s: %s", what, h->ctx_api_error(ctx));
+      kc_applymemo_forget(c->sp->applied, w->cached_uid, strlen(w->cached_uid));
       const kctrld_ref ref = {w->api_version, w->kind_name, *w->ns ? w->ns : NULL, w->name};
       const kctrld_delete_opts opts = {.struct_size = sizeof opts,
                                        .precondition_uid = w->cached_uid,
@@ -595,6 +628,7 @@ static int run_commit(struct commit *c, const kc_desired_set *set, const char *k
                                      .propagation = KCTRLD_PROPAGATION_BACKGROUND,
                                      .grace_period_seconds = -1};
     deletes_left--;
+    kc_applymemo_forget(c->sp->applied, ob->uid, strlen(ob->uid));
     rc = h->api_delete(ctx, &ref, &opts);
     if (rc >= 0) continue;
     if (observable) h->deletion_observed(ctx, key); /* no delete event for this one */

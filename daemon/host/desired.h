@@ -16,6 +16,11 @@
  *    controller's name, force: the controller owns what it lists) with the
  *    parent's controller ownerReference (blockOwnerDeletion) added, and
  *    the parent's namespace when the child names none;
+ *  - except a child left unchanged since this controller's last apply of
+ *    it (applymemo.h): cached with the resourceVersion that apply answered
+ *    with, and the same apply body (hash and length); the apply it is
+ *    spared is counted (kc_applymemo_count_skip). A create is never left
+ *    out, and nothing is remembered in dry-run mode;
  *  - deletes (uid precondition) the observed children, those whose
  *    controller ownerReference is the parent's uid, that the set does not
  *    list;
@@ -40,10 +45,12 @@
  * After a reconcile that said result_finalized and succeeded, the
  * finalizer is removed.
  *
- * Owns: kc_desired_spec (a controller's copy of what a commit needs) and
- * kc_desired_set (one reconcile's children and status, copied in).
+ * Owns: kc_desired_spec (a controller's copy of what a commit needs, with
+ * its apply memo) and kc_desired_set (one reconcile's children and status,
+ * copied in).
  * Threads: the reconcile's worker thread, with its ctx; specs are
- * immutable once built and read by any worker.
+ * immutable once built and read by any worker, but for their apply memo,
+ * which its mutex guards.
  * Errors: kc_desired_commit and the finalize functions return a
  * KCTRLD_RESULT_* value, an error's message set with host->result_error;
  * the set functions 0, -EINVAL, -ENOMEM.
@@ -56,6 +63,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "host/applymemo.h"
 #include "kctrld/plugin.h"
 
 typedef struct kc_desired_kind {
@@ -70,9 +78,11 @@ typedef struct kc_desired_spec {
   kc_desired_kind *owns;   /* the `owns` kinds, the only kinds a child may have */
   size_t nowns;
   char *finalizer;         /* NULL: none */
+  kc_applymemo *applied;   /* the controller's last applies (locked inside) */
 } kc_desired_spec;
 
-/* A copy of spec's kinds, strategies and finalizer; NULL on ENOMEM. */
+/* A copy of spec's kinds, strategies and finalizer, with an empty apply
+ * memo; NULL on ENOMEM. */
 kc_desired_spec *kc_desired_spec_new(const kc_controller_spec *spec);
 void kc_desired_spec_free(kc_desired_spec *s);
 

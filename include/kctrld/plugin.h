@@ -649,7 +649,9 @@ struct kctrld_host_api {
   int (*desired_set_status)(kctrld_ctx *ctx, const char *json, size_t len);
   /* desired_commit: checks the whole set first (a child of a kind not in
    * `owns`, in another namespace than a namespaced object, or listed twice
-   * fails it before any write), then applies, prunes and writes the status
+   * fails it before any write), then applies (not a child unchanged since
+   * this controller's last apply of it: same body, cached object at the
+   * resourceVersion that apply returned), prunes and writes the status
    * (docs/plugins.md "Desired state"), and ends the set.
    * Returns: KCTRLD_RESULT_DONE; KCTRLD_RESULT_REQUEUE on a conflict (409);
    * KCTRLD_RESULT_ERROR with a message naming the child or the write, so

@@ -2,8 +2,8 @@
 /* Unit tests of daemon/host/desired.c on an in-memory host environment:
  * what a commit refuses before any write, the writes of a commit (apply
  * with the ownerReference spliced in, prune with a uid precondition,
- * status only when changed), expectations, the Recreate strategy, and the
- * finalizer around a reconcile. */
+ * status only when changed), expectations, the Recreate strategy, the
+ * finalizer around a reconcile, and children left unchanged not applied. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +37,7 @@ static struct {
   struct req reqs[MAX_REQS];
   size_t nreqs;
   int apply_code; /* answer to an apply: 200, 201, 409 or 422 (immutable) */
+  const char *apply_rv; /* a 2xx apply answers the object (uid u-NAME) at this resourceVersion */
 } E;
 
 static const struct kctrld_host_api *H;
@@ -112,6 +113,16 @@ static int e_request(void *ud, const char *method, const char *path, const char 
   bool apply = ct && strstr(ct, "apply-patch");
   int code = apply ? E.apply_code : 200;
   const char *b = code == 422 ? immutable : code == 409 ? conflict : ok;
+  static char applied[256]; /* read by the host after the return */
+  if (apply && code < 300 && E.apply_rv) {
+    const char *name = strrchr(path, '/') + 1;
+    int n = (int)strcspn(name, "?");
+    snprintf(applied, sizeof applied,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%.*s\",\"uid\":\"u-%.*s\","
+             "\"resourceVersion\":\"%s\"}}",
+             n, name, n, name, E.apply_rv);
+    b = applied;
+  }
   *out = (kc_api_response){.code = code, .body = b, .body_len = strlen(b)};
   if (code >= 300) kc_status_parse(&out->status, b, strlen(b), NULL, 0);
   return 0;
@@ -140,14 +151,30 @@ static void parent(const char *metadata_more, const char *status) {
   add(json);
 }
 
-static void child(const char *kind, const char *name, const char *owner_uid) {
+/* A cached child (uid u-NAME) at resourceVersion rv ("": none). */
+static void child_at(const char *kind, const char *name, const char *owner_uid, const char *rv) {
   char json[1024];
   snprintf(json, sizeof json,
            "{\"apiVersion\":\"v1\",\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"demo\","
-           "\"uid\":\"u-%s\",\"ownerReferences\":[{\"apiVersion\":\"demo.kctrld.io/v1\",\"kind\":\"PodSet\","
-           "\"name\":\"web\",\"uid\":\"%s\",\"controller\":true}]}}",
-           kind, name, name, owner_uid);
+           "\"uid\":\"u-%s\",%s%s%s\"ownerReferences\":[{\"apiVersion\":\"demo.kctrld.io/v1\","
+           "\"kind\":\"PodSet\",\"name\":\"web\",\"uid\":\"%s\",\"controller\":true}]}}",
+           kind, name, name, *rv ? "\"resourceVersion\":\"" : "", rv, *rv ? "\"," : "", owner_uid);
   add(json);
+}
+
+static void child(const char *kind, const char *name, const char *owner_uid) {
+  child_at(kind, name, owner_uid, "");
+}
+
+/* Takes the cached object named name out of the cache. */
+static void uncache(const char *name) {
+  for (size_t i = 0; i < E.nobjs; i++)
+    if (kc_str_eq(kc_obj_name(E.objs[i]), kc_str_c(name))) {
+      kc_obj_unref(E.objs[i]);
+      E.objs[i] = E.objs[--E.nobjs];
+      return;
+    }
+  fail_msg("%s is not cached", name);
 }
 
 static int setup(void **state) {
@@ -310,6 +337,80 @@ static void test_update_strategies(void **state) {
   assert_int_equal(E.nreqs, 1);
 }
 
+/* A child our last apply left as it is cached (same resourceVersion) and
+ * whose body is the same is not applied again; a changed body, a changed
+ * cached object or one not cached is; a pruned child is forgotten. */
+static void test_unchanged_not_applied(void **state) {
+  (void)state;
+  parent("", "");
+  child_at("Pod", "web-0", "u-web", "10");
+  child_at("Pod", "web-1", "u-web", "10");
+  E.apply_rv = "10"; /* what the server answers: nothing changed by the applies */
+  kctrld_ctx ctx;
+  ctx_of(&ctx);
+  const char *both[] = {POD("web-0"), POD("web-1"), NULL};
+  assert_int_equal(commit(&ctx, both, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 2);
+  assert_int_equal(kc_applymemo_size(SPEC->applied), 2);
+
+  /* The same children, cached as the applies left them: no write. */
+  uint64_t skipped = kc_applymemo_skips_of("podset");
+  E.nreqs = 0;
+  ctx_of(&ctx);
+  assert_int_equal(commit(&ctx, both, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 0);
+  assert_int_equal(kc_applymemo_skips_of("podset"), skipped + 2);
+
+  /* A body given a field is applied; dropping it again is applied too
+   * (the apply removes it). */
+  const char *more[] = {"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-0\"},"
+                        "\"spec\":{\"hostname\":\"a\"}}",
+                        POD("web-1"), NULL};
+  E.nreqs = 0;
+  ctx_of(&ctx);
+  assert_int_equal(commit(&ctx, more, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 1);
+  assert_string_equal(E.reqs[0].path, "/api/v1/namespaces/demo/pods/web-0?fieldManager=podset&force=true");
+  E.nreqs = 0;
+  ctx_of(&ctx);
+  assert_int_equal(commit(&ctx, both, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 1);
+  assert_string_equal(E.reqs[0].path, "/api/v1/namespaces/demo/pods/web-0?fieldManager=podset&force=true");
+
+  /* Someone changed web-1 (a new resourceVersion): applied again. */
+  uncache("web-1");
+  child_at("Pod", "web-1", "u-web", "12");
+  E.nreqs = 0;
+  ctx_of(&ctx);
+  assert_int_equal(commit(&ctx, both, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 1);
+  assert_string_equal(E.reqs[0].path, "/api/v1/namespaces/demo/pods/web-1?fieldManager=podset&force=true");
+
+  /* Not cached: applied (a create), whatever was remembered. */
+  uncache("web-1");
+  E.nreqs = 0;
+  ctx_of(&ctx);
+  assert_int_equal(commit(&ctx, both, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 1);
+  assert_string_equal(E.reqs[0].path, "/api/v1/namespaces/demo/pods/web-1?fieldManager=podset&force=true");
+
+  /* web-1 no longer wanted: pruned, and forgotten. */
+  child_at("Pod", "web-1", "u-web", "10");
+  const char *one[] = {POD("web-0"), NULL};
+  E.nreqs = 0;
+  ctx_of(&ctx);
+  assert_int_equal(commit(&ctx, one, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 1);
+  assert_string_equal(E.reqs[0].method, "DELETE");
+  assert_int_equal(kc_applymemo_size(SPEC->applied), 1);
+  /* Were it remembered, web-1 as cached (rv 10) would be left alone. */
+  E.nreqs = 0;
+  ctx_of(&ctx);
+  assert_int_equal(commit(&ctx, both, NULL), KCTRLD_RESULT_DONE);
+  assert_int_equal(E.nreqs, 1);
+  assert_string_equal(E.reqs[0].path, "/api/v1/namespaces/demo/pods/web-1?fieldManager=podset&force=true");
+}
+
 /* The finalizer: added to a live parent; a deleting parent that holds it
  * is finalized and the finalizer removed after a finalized reconcile;
  * one that no longer holds it is not reconciled. */
@@ -355,6 +456,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pending_expectations, setup, teardown),
       cmocka_unit_test_setup_teardown(test_update_strategies, setup, teardown),
       cmocka_unit_test_setup_teardown(test_finalizer, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unchanged_not_applied, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
