@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hooks/hook_health.h"
+#include "host/applymemo.h"
 #include "host/dryrun.h"
 #include "hooks/isolate.h"
 #include "base/log.h"
@@ -25,7 +26,7 @@ struct kc_ops_families {
   kc_metric_family *wq_depth, *wq_adds, *wq_queue_dur, *wq_work_dur, *wq_unfinished, *wq_longest,
       *wq_retries, *wq_depth_prio, *wq_aged;
   kc_metric_family *rec_total, *rec_errors, *rec_terminal, *rec_panics, *child_idle_exits, *rec_time, *rec_max, *rec_active;
-  kc_metric_family *ctl_ready, *ctl_init_failures, *dry_run_writes;
+  kc_metric_family *ctl_ready, *ctl_init_failures, *dry_run_writes, *desired_skips;
   kc_metric_family *ryow_skips, *ryow_wait, *ryow_timeouts, *ryow_overflow;
   kc_metric_family *le_master;
   kc_metric_family *ev_total, *ev_queued;
@@ -128,6 +129,10 @@ static int register_runtime_families(kc_metrics *reg, kc_ops_families *f) {
        "Writes sent with dryRun=All (dry-run mode: the server stored nothing), by controller and "
        "verb (create, update, patch, apply, delete; event: an Event not recorded)",
        KC_METRIC_COUNTER, dry_run_labels, 2, NULL, 0},
+      {&f->desired_skips, "kctrld_desired_applies_skipped_total",
+       "Desired-state children not applied again because neither their desired body nor the "
+       "cached object changed since the controller's last apply of them",
+       KC_METRIC_COUNTER, ctl_labels, 1, NULL, 0},
       {&f->le_master, "leader_election_master_status",
        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
        "indicates master. 'name' is the string used to identify the lease. Please make sure to group "
@@ -293,14 +298,21 @@ static uint64_t *compute_backlog(const kc_ops_view *v) {
 
 /* --- metrics ------------------------------------------------------------------ */
 
-struct dry_run_fill {
+struct family_fill {
   kc_metric_family *fam;
   int rc;
 };
 
 static void fill_dry_run(const char *controller, const char *verb, uint64_t n, void *ud) {
-  struct dry_run_fill *d = ud;
+  struct family_fill *d = ud;
   const char *labels[] = {controller, verb};
+  int r = kc_metrics_set(d->fam, labels, (double)n);
+  if (r < 0 && d->rc == 0) d->rc = r;
+}
+
+static void fill_desired_skips(const char *controller, uint64_t n, void *ud) {
+  struct family_fill *d = ud;
+  const char *labels[] = {controller};
   int r = kc_metrics_set(d->fam, labels, (double)n);
   if (r < 0 && d->rc == 0) d->rc = r;
 }
@@ -366,9 +378,11 @@ static int fill_own_writes(const kc_ops_families *f, const kc_controller *ctl, c
 
 int kc_ops_fill_metrics(const kc_ops_families *f, const kc_ops_view *v) {
   int rc = 0;
-  struct dry_run_fill dr = {f->dry_run_writes, 0};
+  struct family_fill dr = {f->dry_run_writes, 0};
   kc_dry_run_each(fill_dry_run, &dr);
-  rc = dr.rc;
+  struct family_fill ds = {f->desired_skips, 0};
+  kc_applymemo_each_skips(fill_desired_skips, &ds);
+  rc = dr.rc ? dr.rc : ds.rc;
 #define SET(fam, labels, value)                                   \
   do {                                                            \
     int r_ = kc_metrics_set((fam), (labels), (double)(value));    \

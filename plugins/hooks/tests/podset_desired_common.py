@@ -3,7 +3,8 @@
 Python hook (plugins/hooks/podset/podset.py, test_podset_desired.py) and the
 C plugin written with the SDK's desired_* functions
 (tests/integration/plugins/podset_desired.c, test_podset_desired_plugin.py):
-create, scale up and down, a Pod deleted by hand (restored), a Pod changed
+create, a reconcile with nothing changed (no Pod applied again), scale up
+and down, a Pod deleted by hand (restored), a Pod changed
 by hand (restored by the apply), a 409 on the status write (retried), and
 the PodSet deleted with the finalizer (finalizing reconcile, Pods pruned,
 finalizer removed, object gone). Every wait is on the simulator's state.
@@ -25,7 +26,7 @@ PODS = "/api/v1/namespaces/%s/pods" % NS
 
 CONFIG = """
 logLevel: info
-metrics: { bindAddress: "0" }
+metrics: { bindAddress: "127.0.0.1:0" }
 controllers:
   - name: podset
     for: { apiVersion: demo.kctrld.io/v1, kind: PodSet }
@@ -53,6 +54,15 @@ def pods(c):
     return {p["metadata"]["name"]: p for p in c.items(PODS) if not p["metadata"].get("deletionTimestamp")}
 
 
+SKIPPED = "kctrld_desired_applies_skipped_total"
+
+
+def pod_patches(sim):
+    """How many PATCH requests to Pods the simulator logged."""
+    return sum(1 for r in sim.control("GET", "requests")["requests"]
+               if r["method"] == "PATCH" and r["path"].startswith(PODS + "/"))
+
+
 def status(c):
     ps = c.get(PS_PATH + "/web")
     return ps and ps.get("status")
@@ -77,6 +87,15 @@ def scenario(runner):
                 assert p["spec"]["containers"][0]["image"] == "nginx:1.27"
             assert c.get(PS_PATH + "/web")["metadata"].get("finalizers") == [FINALIZER]
             wait_for(lambda: status(c) == {"replicas": 3, "observedGeneration": 1}, what="status 3", kctrld=k)
+
+            # Reconciled again with nothing changed for the Pods (the PodSet
+            # annotated): no Pod is applied again.
+            patched = pod_patches(sim)
+            skipped = k.metric(k.scrape(), SKIPPED, 'controller="podset"')
+            c.merge_patch(PS_PATH + "/web", {"metadata": {"annotations": {"touched": "1"}}})
+            wait_for(lambda: k.metric(k.scrape(), SKIPPED, 'controller="podset"') >= skipped + 3,
+                     what="3 applies skipped", kctrld=k)
+            assert pod_patches(sim) == patched, (patched, pod_patches(sim))
 
             # Scale up, then down: the missing Pod applied, the extra ones pruned.
             c.merge_patch(PS_PATH + "/web", {"spec": {"replicas": 4}})
