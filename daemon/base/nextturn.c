@@ -32,5 +32,8 @@ bool kc_next_turn_pending(const kc_next_turn *nt) { return nt->cb != NULL; }
 
 void kc_next_turn_close(kc_next_turn *nt, uv_close_cb close_cb) {
   kc_next_turn_stop(nt);
+  /* No run can follow: the handle's data may now be the owner's, so one
+   * close callback serves this handle and the owner's others alike. */
+  nt->idle.data = nt->data;
   uv_close((uv_handle_t *)&nt->idle, close_cb);
 }

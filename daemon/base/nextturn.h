@@ -30,7 +30,7 @@ typedef struct kc_next_turn kc_next_turn;
 typedef void (*kc_next_turn_cb)(kc_next_turn *nt);
 
 struct kc_next_turn {
-  uv_idle_t idle; /* idle.data is this struct's own; use `data` */
+  uv_idle_t idle; /* idle.data is this struct until closed; use `data` */
   kc_next_turn_cb cb;
   void *data; /* the owner's */
 };
@@ -41,7 +41,8 @@ void kc_next_turn_start(kc_next_turn *nt, kc_next_turn_cb cb);
 /* Cancels a pending run (no-op when none). */
 void kc_next_turn_stop(kc_next_turn *nt);
 bool kc_next_turn_pending(const kc_next_turn *nt);
-/* Cancels and closes; close_cb gets the idle handle (may be NULL). */
+/* Cancels and closes; close_cb (may be NULL) gets the idle handle, whose
+ * data is then `data`, the owner's (as for the owner's other handles). */
 void kc_next_turn_close(kc_next_turn *nt, uv_close_cb close_cb);
 
 #endif

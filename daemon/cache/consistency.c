@@ -422,7 +422,7 @@ void kc_consistency_note_relist(kc_consistency *c) {
 }
 
 static void free_check(uv_handle_t *h) {
-  kc_consistency *c = h->type == UV_IDLE ? ((kc_next_turn *)h->data)->data : h->data;
+  kc_consistency *c = h->data;
   if (--c->open_handles > 0) return;
   free(c->items);
   free(c->deleted);

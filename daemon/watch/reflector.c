@@ -679,7 +679,7 @@ int kc_reflector_start(kc_reflector *r) {
 }
 
 static void free_reflector(uv_handle_t *h) {
-  kc_reflector *r = h->type == UV_IDLE ? ((kc_next_turn *)h->data)->data : h->data;
+  kc_reflector *r = h->data;
   if (--r->open_handles > 0) return;
   for (size_t i = 0; i < r->transform.ndrop; i++) free(r->drop_paths[i]);
   free(r->drop_paths);
