@@ -22,7 +22,6 @@ static void kc_looplag_observe(kc_looplag *l, double seconds) {
 /* Time the loop has been at work since the mark: wall time less what it
  * spent waiting in the kernel for I/O. */
 static uint64_t busy_since_mark(const kc_looplag *l, uint64_t now) {
-  if (!l->idle_metrics) return now > l->mark_ns ? now - l->mark_ns : 0;
   uint64_t wall = now > l->mark_ns ? now - l->mark_ns : 0;
   uint64_t idle = uv_metrics_idle_time(l->loop) - l->mark_idle_ns;
   return wall > idle ? wall - idle : 0;
@@ -30,21 +29,14 @@ static uint64_t busy_since_mark(const kc_looplag *l, uint64_t now) {
 
 static void set_mark(kc_looplag *l, uint64_t now) {
   l->mark_ns = now;
-  if (l->idle_metrics) l->mark_idle_ns = uv_metrics_idle_time(l->loop);
-}
-
-/* Without idle-time metrics the stretch starts when a poll returned: the
- * I/O callbacks of that poll are then seen only by a late probe. */
-static void on_after_poll(uv_check_t *h) {
-  kc_looplag *l = h->data;
-  if (!l->idle_metrics) set_mark(l, uv_hrtime());
+  l->mark_idle_ns = uv_metrics_idle_time(l->loop);
 }
 
 static void on_before_poll(uv_prepare_t *h) {
   kc_looplag *l = h->data;
   uint64_t now = uv_hrtime(), busy = busy_since_mark(l, now);
   if (busy > l->max_busy_ns) l->max_busy_ns = busy;
-  if (l->idle_metrics) set_mark(l, now);
+  set_mark(l, now);
 }
 
 static void on_probe(uv_timer_t *t) {
@@ -70,26 +62,20 @@ int kc_looplag_start(uv_loop_t *loop, kc_looplag *l, uint64_t period_ms) {
   memset(l, 0, sizeof *l);
   l->loop = loop;
   l->period_ns = (period_ms ? period_ms : 100) * 1000000ull;
-  int rc = uv_timer_init(loop, &l->timer);
+  /* The loop's idle time (libuv's metrics) tells a busy iteration from one
+   * that waited for I/O. */
+  int rc = uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
   if (rc < 0) return rc;
+  if ((rc = uv_timer_init(loop, &l->timer)) < 0) return rc;
   l->open_handles = 1;
   l->timer.data = l;
   /* The probe alone must not keep the loop running. */
   uv_unref((uv_handle_t *)&l->timer);
-  if ((rc = uv_check_init(loop, &l->after_poll)) < 0) return rc;
-  l->open_handles++;
-  l->after_poll.data = l;
   if ((rc = uv_prepare_init(loop, &l->before_poll)) < 0) return rc;
   l->open_handles++;
   l->before_poll.data = l;
-  uv_unref((uv_handle_t *)&l->after_poll);
   uv_unref((uv_handle_t *)&l->before_poll);
-  if ((rc = uv_check_start(&l->after_poll, on_after_poll)) < 0 ||
-      (rc = uv_prepare_start(&l->before_poll, on_before_poll)) < 0)
-    return rc;
-  /* The loop's idle time (libuv's metrics) tells a busy iteration from one
-   * that waited for I/O; without it, the time after a poll returned. */
-  l->idle_metrics = uv_loop_configure(loop, UV_METRICS_IDLE_TIME) == 0;
+  if ((rc = uv_prepare_start(&l->before_poll, on_before_poll)) < 0) return rc;
   /* Counted from now, as if the loop had just polled. */
   set_mark(l, uv_hrtime());
   l->due_ns = l->mark_ns + l->period_ns;
@@ -107,10 +93,6 @@ void kc_looplag_close(kc_looplag *l, uv_close_cb cb) {
   l->close_cb = cb;
   uv_timer_stop(&l->timer);
   int handles = l->open_handles;
-  if (handles >= 3) {
-    uv_check_stop(&l->after_poll);
-    uv_close((uv_handle_t *)&l->after_poll, on_handle_closed);
-  }
   if (handles >= 2) {
     uv_prepare_stop(&l->before_poll);
     uv_close((uv_handle_t *)&l->before_poll, on_handle_closed);

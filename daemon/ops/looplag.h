@@ -11,18 +11,17 @@
  *     I/O callbacks that end before the probe is due and timers that run in
  *     the same timer phase as the probe, one after the other, while no
  *     socket is read (see base/nextturn.h), neither of which makes the
- *     probe late. Without libuv's idle-time metrics, the stretch counts
- *     from a check handle (after each poll) instead.
+ *     probe late.
  * A loop that a callback holds for longer than one second is also logged
  * once it runs again ("event loop was blocked for N ms"), so a stall leaves
  * a line in the journal even when nobody scrapes /metrics.
  *
- * Context: loop thread only. Errors: 0 or a negative errno.
+ * Context: loop thread only; kc_looplag_start turns on the loop's
+ * UV_METRICS_IDLE_TIME. Errors: 0 or a negative errno.
  */
 #ifndef KC_LOOPLAG_H
 #define KC_LOOPLAG_H
 
-#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -32,9 +31,7 @@ extern const double kc_looplag_bounds[KC_LOOPLAG_BUCKETS];
 typedef struct kc_looplag {
   uv_loop_t *loop;
   uv_timer_t timer;
-  uv_check_t after_poll;
   uv_prepare_t before_poll;
-  bool idle_metrics;        /* UV_METRICS_IDLE_TIME is on for the loop */
   uint64_t period_ns;
   uint64_t due_ns;         /* uv_hrtime() at which the probe should fire */
   uint64_t mark_ns;         /* start of the current stretch of work (uv_hrtime) */
