@@ -12,24 +12,8 @@
 
 #include "base/memtrim.h"
 #include "base/clock.h"
-#include "runtime/workqueue.h"
 
-#define MS KC_NS_PER_MS
-#define SEC KC_NS_PER_SEC
-
-static kc_workqueue *new_queue(void) {
-  kc_clock_set_manual(1000 * SEC);
-  kc_workqueue *wq = kc_workqueue_new("test", NULL);
-  assert_non_null(wq);
-  return wq;
-}
-
-/* Gets one key and checks it is `want`. */
-static void expect_get(kc_workqueue *wq, const char *want) {
-  const char *k = NULL;
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  assert_string_equal(k, want);
-}
+#include "workqueue_testutil.h"
 
 static void expect_empty(kc_workqueue *wq) {
   const char *k = NULL;

@@ -14,23 +14,8 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
-#include "runtime/workqueue.h"
 
-#define MS KC_NS_PER_MS
-#define SEC KC_NS_PER_SEC
-
-static kc_workqueue *new_queue(void) {
-  kc_clock_set_manual(1000 * SEC);
-  kc_workqueue *wq = kc_workqueue_new("test", NULL);
-  assert_non_null(wq);
-  return wq;
-}
-
-static void expect_get(kc_workqueue *wq, const char *want) {
-  const char *k = NULL;
-  assert_int_equal(kc_workqueue_get(wq, &k), KC_WQ_KEY);
-  assert_string_equal(k, want);
-}
+#include "workqueue_testutil.h"
 
 /* Gets one key, Done at once; returns a copy in buf. */
 static const char *get_done(kc_workqueue *wq, char *buf, size_t cap) {
