@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/hash.h"
+#include "base/namedcounts.h"
 
 #define NBUCKETS 16384u /* power of two: at the cap, chains of 4 */
 
@@ -53,15 +54,9 @@ void kc_applymemo_free(kc_applymemo *m) {
   free(m);
 }
 
-uint64_t kc_applymemo_hash(const char *body, size_t len) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)body[i]) * 0x100000001b3ULL;
-  return kc_mix64(h ^ len);
-}
-
 static bool fits(const char *s, size_t len, size_t max) { return s && len && len <= max; }
 
-static uint64_t uid_hash(const char *uid, size_t len) { return kc_applymemo_hash(uid, len); }
+static uint64_t uid_hash(const char *uid, size_t len) { return kc_hash_bytes(uid, len); }
 
 /* The link that points at uid's entry (*link NULL when absent); NULL
  * before the first remember. Under mu. */
@@ -170,49 +165,25 @@ size_t kc_applymemo_size(kc_applymemo *m) {
 
 /* ---- skip counts ---- */
 
-struct skip_row {
-  char *controller;
-  uint64_t n;
+static kc_named_counts skips = KC_NAMED_COUNTS_INIT;
+
+void kc_applymemo_count_skip(const char *controller) { kc_named_counts_add(&skips, controller, 0); }
+
+struct each_skip {
+  void (*fn)(const char *controller, uint64_t n, void *ud);
+  void *ud;
 };
 
-static pthread_mutex_t skips_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct skip_row *skips;
-static size_t nskips, capskips;
-
-void kc_applymemo_count_skip(const char *controller) {
-  if (!controller) controller = "";
-  pthread_mutex_lock(&skips_mu);
-  size_t i = 0;
-  while (i < nskips && strcmp(skips[i].controller, controller) != 0) i++;
-  if (i == nskips) {
-    char *name = strdup(controller);
-    if (name && nskips == capskips) {
-      size_t nc = capskips ? 2 * capskips : 8;
-      struct skip_row *nr = realloc(skips, nc * sizeof *nr);
-      if (nr) skips = nr, capskips = nc;
-    }
-    if (!name || nskips == capskips) { /* out of memory: skipped, not counted */
-      free(name);
-      pthread_mutex_unlock(&skips_mu);
-      return;
-    }
-    skips[nskips++] = (struct skip_row){.controller = name};
-  }
-  skips[i].n++;
-  pthread_mutex_unlock(&skips_mu);
+static void each_skip(const char *controller, unsigned column, uint64_t n, void *ud) {
+  const struct each_skip *e = ud;
+  e->fn(controller, n, e->ud);
 }
 
 void kc_applymemo_each_skips(void (*fn)(const char *controller, uint64_t n, void *ud), void *ud) {
-  pthread_mutex_lock(&skips_mu);
-  for (size_t i = 0; i < nskips; i++) fn(skips[i].controller, skips[i].n, ud);
-  pthread_mutex_unlock(&skips_mu);
+  struct each_skip e = {fn, ud};
+  kc_named_counts_each(&skips, each_skip, &e);
 }
 
 uint64_t kc_applymemo_skips_of(const char *controller) {
-  uint64_t n = 0;
-  pthread_mutex_lock(&skips_mu);
-  for (size_t i = 0; i < nskips; i++)
-    if (strcmp(skips[i].controller, controller ? controller : "") == 0) n = skips[i].n;
-  pthread_mutex_unlock(&skips_mu);
-  return n;
+  return kc_named_counts_get(&skips, controller, 0);
 }

@@ -42,9 +42,6 @@ typedef struct kc_applymemo kc_applymemo;
 kc_applymemo *kc_applymemo_new(unsigned cap);
 void kc_applymemo_free(kc_applymemo *m);
 
-/* The hash of an apply body (64-bit FNV-1a of its bytes, mixed). */
-uint64_t kc_applymemo_hash(const char *body, size_t len);
-
 /* After an apply of body (hash, len) that answered with the object uid at
  * resourceVersion rv: replaces what uid had. An empty or too long uid or
  * rv forgets uid instead. */

@@ -14,6 +14,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/hash.h"
 #include "host/hostapi.h"
 #include "json/jsonpath.h"
 #include "json/jsontree.h"
@@ -491,7 +492,7 @@ static int write_failed(struct commit *c, int rc, const char *verb, const char *
 static int apply_changed(struct commit *c, const struct want *w, const kc_buf *body,
                          const char *what) {
   const struct kctrld_host_api *h = c->h;
-  uint64_t hash = kc_applymemo_hash(body->p, body->len);
+  uint64_t hash = kc_hash_bytes(body->p, body->len);
   if (!w->create && kc_applymemo_unchanged(c->sp->applied, w->cached_uid, strlen(w->cached_uid),
                                            w->cached_rv, strlen(w->cached_rv), hash, body->len)) {
     h->log(KCTRLD_LOG_DEBUG, "apply %s: unchanged since our apply (resourceVersion %s); skipped",

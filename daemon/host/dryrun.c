@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/namedcounts.h"
 #include "json/jsontree.h"
 
 #define SUMMARY_MAX_FIELDS 8
@@ -192,37 +193,11 @@ size_t kc_dry_run_describe(const char *method, const char *path, const char *con
 
 /* ---- counting ---- */
 
-struct row {
-  char *controller;
-  uint64_t n[KC_DRY_RUN_NVERBS];
-};
-
-static pthread_mutex_t rows_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct row *rows;
-static size_t nrows, caprows;
+_Static_assert(KC_DRY_RUN_NVERBS <= KC_NAMED_COUNTS_COLUMNS, "a column per verb");
+static kc_named_counts counts = KC_NAMED_COUNTS_INIT;
 
 void kc_dry_run_count(const char *controller, enum kc_dry_run_verb v) {
-  if ((unsigned)v >= KC_DRY_RUN_NVERBS) return;
-  if (!controller) controller = "";
-  pthread_mutex_lock(&rows_mu);
-  size_t i = 0;
-  while (i < nrows && strcmp(rows[i].controller, controller) != 0) i++;
-  if (i == nrows) {
-    char *name = strdup(controller);
-    if (nrows == caprows) {
-      size_t nc = caprows ? caprows * 2 : 8;
-      struct row *nr = name ? realloc(rows, nc * sizeof *nr) : NULL;
-      if (nr) rows = nr, caprows = nc;
-    }
-    if (!name || nrows == caprows) { /* out of memory: the write is logged, not counted */
-      free(name);
-      pthread_mutex_unlock(&rows_mu);
-      return;
-    }
-    rows[nrows++] = (struct row){.controller = name};
-  }
-  rows[i].n[v]++;
-  pthread_mutex_unlock(&rows_mu);
+  if ((unsigned)v < KC_DRY_RUN_NVERBS) kc_named_counts_add(&counts, controller, (unsigned)v);
 }
 
 void kc_dry_run_note(const char *controller, const char *method, const char *path,
@@ -235,21 +210,23 @@ void kc_dry_run_note(const char *controller, const char *method, const char *pat
   kc_info("dryrun", "dry run: would %s", what);
 }
 
+struct each_verb {
+  void (*fn)(const char *controller, const char *verb, uint64_t n, void *ud);
+  void *ud;
+};
+
+static void each_verb(const char *controller, unsigned column, uint64_t n, void *ud) {
+  const struct each_verb *e = ud;
+  if (column < KC_DRY_RUN_NVERBS) e->fn(controller, verb_names[column], n, e->ud);
+}
+
 void kc_dry_run_each(void (*fn)(const char *controller, const char *verb, uint64_t n, void *ud),
                      void *ud) {
-  pthread_mutex_lock(&rows_mu);
-  for (size_t i = 0; i < nrows; i++)
-    for (unsigned v = 0; v < KC_DRY_RUN_NVERBS; v++)
-      if (rows[i].n[v]) fn(rows[i].controller, verb_names[v], rows[i].n[v], ud);
-  pthread_mutex_unlock(&rows_mu);
+  struct each_verb e = {fn, ud};
+  kc_named_counts_each(&counts, each_verb, &e);
 }
 
 uint64_t kc_dry_run_count_of(const char *controller, enum kc_dry_run_verb v) {
-  uint64_t n = 0;
   if ((unsigned)v >= KC_DRY_RUN_NVERBS) return 0;
-  pthread_mutex_lock(&rows_mu);
-  for (size_t i = 0; i < nrows; i++)
-    if (strcmp(rows[i].controller, controller) == 0) n = rows[i].n[v];
-  pthread_mutex_unlock(&rows_mu);
-  return n;
+  return kc_named_counts_get(&counts, controller, (unsigned)v);
 }
